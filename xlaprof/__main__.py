@@ -1,0 +1,6 @@
+"""``python -m xlaprof``."""
+
+from xlaprof.cli import main
+
+if __name__ == "__main__":
+    main(prog_name="xlaprof")

@@ -1,0 +1,97 @@
+"""What analyzers read: parsed reports, debug logs and (from run directories) per-step rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xlaprof.parse.debug_log import DebugLog
+from xlaprof.parse.metrics_report import MetricsReport
+
+# Metric names differ across torch_xla generations (XRT said "Server").
+COMPILE_METRICS = ("CompileTime",)
+EXECUTE_METRICS = ("ExecuteTime",)
+FROM_DEVICE_METRICS = ("TransferFromDeviceTime", "TransferFromServerTime")
+TO_DEVICE_METRICS = ("TransferToDeviceTime", "TransferToServerTime")
+HOST_SYNC_OP = "aten::_local_scalar_dense"
+
+
+@dataclass
+class StepRow:
+    """One training step's deltas, as recorded by ``xlaprof run``/``profile`` (run directory)."""
+
+    step: int
+    wall_s: float | None = None
+    compiles: int = 0
+    compile_s: float = 0.0
+    executions: int = 0
+    execute_s: float = 0.0
+    transfers_to_device: int = 0
+    transfers_from_device: int = 0
+    tracing_s: float = 0.0
+    aten: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class AnalysisInput:
+    """Everything the analyzers may use. Any part can be empty."""
+
+    reports: list[MetricsReport] = field(default_factory=list)
+    debug: DebugLog = field(default_factory=DebugLog)
+    steps: list[StepRow] = field(default_factory=list)
+    warmup_steps: int = 2
+
+    @property
+    def last_report(self) -> MetricsReport | None:
+        return self.reports[-1] if self.reports else None
+
+    def compiles(self) -> int | None:
+        if self.last_report is not None:
+            value = self.last_report.metric_samples(*COMPILE_METRICS)
+            if value is not None:
+                return value
+        if self.steps:
+            return sum(s.compiles for s in self.steps)
+        compilations = self.debug.compilations()
+        return len(compilations) if compilations else None
+
+    def executions(self) -> int | None:
+        if self.last_report is not None:
+            value = self.last_report.metric_samples(*EXECUTE_METRICS)
+            if value is not None:
+                return value
+        if self.steps:
+            return sum(s.executions for s in self.steps)
+        executions = self.debug.executions()
+        return len(executions) if executions else None
+
+    def device_to_host_transfers(self) -> int | None:
+        if self.last_report is not None:
+            value = self.last_report.metric_samples(*FROM_DEVICE_METRICS)
+            if value is not None:
+                return value
+            # A report without the metric means none happened (torch_xla omits empty metrics).
+            return 0
+        if self.steps:
+            return sum(s.transfers_from_device for s in self.steps)
+        return None
+
+    def aten_counters(self) -> dict[str, int | None]:
+        """Every ``aten::`` counter (last report), including ``_local_scalar_dense``."""
+        if self.last_report is not None:
+            return self.last_report.aten_counters()
+        totals: dict[str, int | None] = {}
+        for row in self.steps:
+            for name, value in row.aten.items():
+                totals[name] = (totals.get(name) or 0) + value
+        return totals
+
+    def aten_fallbacks(self) -> dict[str, int | None]:
+        """``aten::`` counters that are op fallbacks (``_local_scalar_dense`` is a host sync)."""
+        return {k: v for k, v in self.aten_counters().items() if k != HOST_SYNC_OP}
+
+    def step_count(self) -> int | None:
+        if self.steps:
+            return len(self.steps)
+        if self.last_report is not None:
+            return self.last_report.counter("MarkStep")
+        return None

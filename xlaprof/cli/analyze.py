@@ -1,0 +1,91 @@
+"""``xlaprof analyze PATH...``: diagnose metrics reports, PT_XLA_DEBUG logs and run directories."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from xlaprof.errors import OutputError
+from xlaprof.inputs import DEFAULT_MAX_INPUT_BYTES, parse_size
+
+
+def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int:
+    if value is None:
+        return DEFAULT_MAX_INPUT_BYTES
+    try:
+        return parse_size(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (xlaprof.analysis/1).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the JSON document to this file (atomically) instead of stdout.",
+)
+@click.option("--force", is_flag=True, help="Overwrite --output if it exists.")
+@click.option(
+    "--max-size",
+    callback=_size,
+    metavar="SIZE",
+    help="Largest input file to read (default 256MB), e.g. 2GB.",
+)
+@click.option(
+    "--warmup-steps",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Steps whose compilations count as warm-up (run directories).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="List every line that could not be read.")
+def analyze(
+    paths: tuple[Path, ...],
+    as_json: bool,
+    output: Path | None,
+    force: bool,
+    max_size: int,
+    warmup_steps: int,
+    verbose: bool,
+) -> None:
+    """Diagnose PATHs: metrics reports, PT_XLA_DEBUG logs (auto-detected) or run directories.
+
+    Files are taken as the output of one job and analyzed together. A run directory written by
+    `xlaprof run` or `xlaprof.profile()` gives exact per-step findings.
+    """
+    from xlaprof.analyze import run_analyzers
+    from xlaprof.loading import load_paths
+    from xlaprof.report import json_out
+
+    data, sources, extra = load_paths(list(paths), max_size)
+    data.warmup_steps = warmup_steps
+    findings = run_analyzers(data)
+    if as_json or output is not None:
+        text = json_out.dumps(json_out.analysis_document(data, findings, sources, extra))
+        if output is None:
+            sys.stdout.write(text + "\n")
+        else:
+            write_atomic(output, text + "\n", force)
+        return
+    from rich.console import Console
+
+    from xlaprof.report import console
+
+    console.render(Console(highlight=False), data, findings, sources, verbose=verbose)
+
+
+def write_atomic(path: Path, text: str, force: bool) -> None:
+    """Write ``text`` to ``path`` via a temporary file and rename: never half-written."""
+    from xlaprof.atomic import atomic_write_text
+
+    if path.exists() and not force:
+        raise OutputError(f"{path}: exists; pass --force to overwrite it")
+    try:
+        atomic_write_text(path, text)
+    except OSError as error:
+        raise OutputError(f"{path}: cannot be written ({error.strerror})") from None

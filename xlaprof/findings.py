@@ -1,0 +1,72 @@
+"""The ``Finding``: what every analyzer returns and every renderer shows.
+
+A finding is a diagnosis a person can act on: a kind, a severity, a one-line title, the evidence
+(numbers, so the reader can judge), where in the user's code it comes from when that is known,
+and what to do about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Kind(StrEnum):
+    """Finding kinds used across the project (the JSON ``kind`` field)."""
+
+    RECOMPILATION = "recompilation"
+    HOST_SYNC = "host_sync"
+    ATEN_FALLBACK = "aten_fallback"
+    TRACING_BOUND = "tracing_bound"
+    UNROLLED_LOOP = "unrolled_loop"
+    MEMORY_PRESSURE = "memory_pressure"
+    SLOW_COMPILE = "slow_compile"
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "error": 2}[self.value]
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in the user's own source code."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Finding:
+    """One diagnosis with its evidence and the fix to try."""
+
+    kind: Kind
+    severity: Severity
+    title: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    location: Location | None = None
+    suggestion: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON contract's finding object (docs/json-format.md)."""
+        return {
+            "kind": self.kind.value,
+            "severity": self.severity.value,
+            "title": self.title,
+            "location": (
+                None
+                if self.location is None
+                else {"file": self.location.file, "line": self.location.line}
+            ),
+            "evidence": self.evidence,
+            "suggestion": self.suggestion,
+        }

@@ -1,0 +1,397 @@
+"""Parser for torch_xla's debug output: PT_XLA_DEBUG_LEVEL analysis and older profiler lines.
+
+Three formats, all of which can be mixed into one training log:
+
+* ``Compilation Analysis:`` / ``Execution Analysis:`` / ``Post Compilation Analysis:`` blocks
+  (PT_XLA_DEBUG_LEVEL >= 1, torch_xla 2.x): cause, graph hash, graph inputs/outputs and the
+  python frames that triggered the graph; post-compilation memory sizes.
+* ``pt-xla-profiler:`` lines (PT_XLA_DEBUG=1, 1.x era and still printed by 2.x):
+  ``X too frequent: C counts during S steps``, ``Op(s) not lowered: aten::a, ...``, and the
+  ``Unlowered Op usage summary`` made of ``FRAME (count=N):`` groups.
+* The fallback tracker's raw records (``XLA_FNTRACKER_FILE``): ``[TAG xla_fallback From Thread
+  N]`` with the python frames and the C++ frames naming the op (``at::_ops::median::call``).
+
+Blocks that are cut off (a crashed job, a truncated file) are kept and flagged ``truncated``.
+Nothing here raises on malformed input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from xlaprof.parse.metrics_report import ParseWarning
+from xlaprof.parse.units import parse_quantity
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+EventKind = Literal["compilation", "execution"]
+
+_PREFIX_RE = re.compile(
+    r"(Post Compilation Analysis|Compilation Analysis|Execution Analysis):[ \t]?(.*)$"
+)
+_FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\((.*)\)\s*$")
+_HASH_RE = re.compile(r"Graph Hash:\s*(\S+)")
+_INPUTS_RE = re.compile(r"Number of Graph Inputs?:\s*(\d+)")
+_OUTPUTS_RE = re.compile(r"Number of Graph Outputs?:\s*(\d+)")
+_SIZE_RE = re.compile(r"^\s*(.+?) size:\s*([\d.]+)\s*(B|KB|MB|GB|TB)\s*$")
+_PROFILER_RE = re.compile(r"pt-xla-profiler:[ \t]?(.*)$")
+_TOO_FREQUENT_RE = re.compile(r"(\w+) too frequent: (\d+) counts during (\d+) steps")
+_NOT_LOWERED_RE = re.compile(r"Op\(s\) not lowered:\s*(.*?)(?:\s*Please open.*)?$")
+_FRAME_GROUP_RE = re.compile(r"FRAME \(count=(\d+)\):")
+_UNLOWERED_RE = re.compile(r'Unlowered Op:\s*"([^"]*)"')
+_TAG_RE = re.compile(r"\[TAG\s+(.*?)\s+From Thread\s+\d+\]")
+_CPP_OP_RE = re.compile(r"at::_ops::(\w+)::call\b")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One python frame as torch_xla prints it: ``function (file:line)``."""
+
+    function: str
+    file: str | None
+    line: int | None
+
+    def __str__(self) -> str:
+        if self.file is None:
+            return self.function
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+
+@dataclass
+class MemoryAnalysis:
+    """Post-compilation sizes of one graph, in bytes."""
+
+    input_bytes: float | None = None
+    output_bytes: float | None = None
+    aliased_input_bytes: float | None = None
+    intermediate_bytes: float | None = None
+    program_bytes: float | None = None
+
+
+@dataclass
+class DebugEvent:
+    """One Compilation or Execution Analysis block."""
+
+    kind: EventKind
+    cause: str | None = None
+    graph_hash: str | None = None
+    graph_inputs: int | None = None
+    graph_outputs: int | None = None
+    frames: list[Frame] = field(default_factory=list)
+    memory: MemoryAnalysis | None = None
+    line: int = 0
+    truncated: bool = False
+    step: int | None = None  # known when recorded by xlaprof run/profile
+
+
+@dataclass(frozen=True)
+class TooFrequent:
+    """``pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps``."""
+
+    metric: str
+    count: int
+    steps: int
+    line: int
+
+
+@dataclass
+class FallbackRecord:
+    """Ops run on the CPU, with the python frames that ran them, if known.
+
+    From the fallback tracker (op named, count 1 per record) or from the profiler's
+    ``Unlowered Op usage summary`` (``FRAME (count=N)`` groups) or ``Op(s) not lowered`` lines.
+    """
+
+    op: str | None
+    count: int
+    frames: list[Frame] = field(default_factory=list)
+    line: int = 0
+
+
+@dataclass
+class DebugLog:
+    """Everything found in one debug text."""
+
+    events: list[DebugEvent] = field(default_factory=list)
+    too_frequent: list[TooFrequent] = field(default_factory=list)
+    fallbacks: list[FallbackRecord] = field(default_factory=list)
+    warnings: list[ParseWarning] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.events or self.too_frequent or self.fallbacks)
+
+    def compilations(self) -> list[DebugEvent]:
+        return [e for e in self.events if e.kind == "compilation"]
+
+    def executions(self) -> list[DebugEvent]:
+        return [e for e in self.events if e.kind == "execution"]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per compilation/execution event."""
+        import pandas as pd
+
+        rows = [
+            {
+                "kind": e.kind,
+                "cause": e.cause,
+                "graph_hash": e.graph_hash,
+                "graph_inputs": e.graph_inputs,
+                "graph_outputs": e.graph_outputs,
+                "top_frame": str(e.frames[0]) if e.frames else None,
+                "line": e.line,
+                "truncated": e.truncated,
+            }
+            for e in self.events
+        ]
+        frame = pd.DataFrame(
+            rows,
+            columns=[
+                "kind",
+                "cause",
+                "graph_hash",
+                "graph_inputs",
+                "graph_outputs",
+                "top_frame",
+                "line",
+                "truncated",
+            ],
+        )
+        for column in ("graph_inputs", "graph_outputs"):
+            frame[column] = frame[column].astype("Int64")
+        frame["kind"] = frame["kind"].astype("category")
+        return frame
+
+
+def parse_frame(text: str) -> Frame | None:
+    """``fn (/path/file.py:12)`` -> Frame; ``None`` if the text is no frame."""
+    match = _FRAME_RE.match(text)
+    if not match:
+        return None
+    function, location = match.group(1), match.group(2)
+    file, sep, line = location.rpartition(":")
+    if sep and line.isdigit():
+        return Frame(function, file, int(line))
+    return Frame(function, location or None, None)
+
+
+class _BlockState:
+    """An analysis block being read."""
+
+    def __init__(self, prefix: str, lineno: int) -> None:
+        self.prefix = prefix
+        self.lineno = lineno
+        self.section: str | None = None
+        self.closing = False  # the "----" line was seen; the next "====" ends the block
+        self.event: DebugEvent | None = None
+        self.memory: MemoryAnalysis | None = None
+        if prefix != "Post Compilation Analysis":
+            kind: EventKind = "compilation" if prefix.startswith("Compilation") else "execution"
+            self.event = DebugEvent(kind=kind, line=lineno)
+        else:
+            self.memory = MemoryAnalysis()
+
+
+class _Parser:
+    def __init__(self) -> None:
+        self.log = DebugLog()
+        self.block: _BlockState | None = None
+        self.group: FallbackRecord | None = None
+        self.group_frames = False
+        self.tag: FallbackRecord | None = None
+        self.tag_section: str | None = None
+
+    # -- analysis blocks -------------------------------------------------------------------
+    def close_block(self, truncated: bool) -> None:
+        block = self.block
+        self.block = None
+        if block is None:
+            return
+        if block.event is not None:
+            block.event.truncated = truncated
+            self.log.events.append(block.event)
+        elif block.memory is not None:
+            # Post-compilation analysis belongs to the compilation just before it.
+            for event in reversed(self.log.events):
+                if event.kind == "compilation":
+                    if event.memory is None:
+                        event.memory = block.memory
+                    break
+
+    def analysis_line(self, lineno: int, prefix: str, body: str) -> None:
+        stripped = body.strip()
+        if stripped.startswith("====="):
+            if self.block is not None and self.block.prefix == prefix and self.block.closing:
+                self.close_block(truncated=False)
+            else:
+                if self.block is not None:
+                    self.close_block(truncated=True)
+                self.block = _BlockState(prefix, lineno)
+            return
+        if self.block is None or self.block.prefix != prefix:
+            if self.block is not None:
+                self.close_block(truncated=True)
+            # A block whose opening line was lost: start one anyway, keep what follows.
+            self.block = _BlockState(prefix, lineno)
+        block = self.block
+        if stripped.startswith("-----"):
+            block.closing = True
+            return
+        if block.memory is not None:
+            self.memory_line(lineno, block.memory, body)
+            return
+        event = block.event
+        assert event is not None
+        if stripped in ("Compilation Cause", "Execution Cause"):
+            block.section = "cause"
+        elif stripped.startswith("Graph Info"):
+            block.section = "graph"
+        elif stripped.startswith("Python Frame Triggered Execution"):
+            block.section = "frames"
+        elif not stripped:
+            return
+        elif block.section == "cause":
+            event.cause = stripped if event.cause is None else f"{event.cause} {stripped}"
+        elif (match := _HASH_RE.search(stripped)) is not None:
+            event.graph_hash = match.group(1)
+        elif (match := _INPUTS_RE.search(stripped)) is not None:
+            event.graph_inputs = int(match.group(1))
+        elif (match := _OUTPUTS_RE.search(stripped)) is not None:
+            event.graph_outputs = int(match.group(1))
+        elif block.section == "frames":
+            frame = parse_frame(body)
+            if frame is None:
+                self.warn(lineno, body, "unreadable python frame")
+            else:
+                event.frames.append(frame)
+        else:
+            self.warn(lineno, body, f"unexpected line in {block.prefix}")
+
+    def memory_line(self, lineno: int, memory: MemoryAnalysis, body: str) -> None:
+        if "Unknown" in body:
+            return  # torch_xla prints "Unknown" when XLA reported no such size.
+        match = _SIZE_RE.match(body)
+        if not match:
+            if body.strip():
+                self.warn(lineno, body, "unexpected line in Post Compilation Analysis")
+            return
+        label = match.group(1).strip().lower()
+        try:
+            value, _unit = parse_quantity(match.group(2) + match.group(3))
+        except ValueError:
+            self.warn(lineno, body, "unreadable size")
+            return
+        attribute = {
+            "graph input": "input_bytes",
+            "graph output": "output_bytes",
+            "aliased input": "aliased_input_bytes",
+            "intermediate tensor": "intermediate_bytes",
+            "compiled program": "program_bytes",
+        }.get(label)
+        if attribute is None:
+            self.warn(lineno, body, f"unknown size {label!r}")
+        else:
+            setattr(memory, attribute, value)
+
+    # -- pt-xla-profiler lines -------------------------------------------------------------
+    def profiler_line(self, lineno: int, body: str) -> None:
+        if (match := _TOO_FREQUENT_RE.search(body)) is not None:
+            self.log.too_frequent.append(
+                TooFrequent(match.group(1), int(match.group(2)), int(match.group(3)), lineno)
+            )
+            return
+        if (match := _NOT_LOWERED_RE.search(body)) is not None:
+            for op in (o.strip() for o in match.group(1).split(",")):
+                if op:
+                    self.log.fallbacks.append(FallbackRecord(op=op, count=1, line=lineno))
+            return
+        if (match := _FRAME_GROUP_RE.search(body)) is not None:
+            self.end_group()
+            self.group = FallbackRecord(op=None, count=int(match.group(1)), line=lineno)
+            self.group_frames = False
+            return
+        if self.group is None:
+            return
+        if (match := _UNLOWERED_RE.search(body)) is not None:
+            # "xla_fallback" is the tracker's generic tag: the op itself is not named.
+            op = match.group(1)
+            self.group.op = None if op == "xla_fallback" else op
+        elif body.strip().startswith("Python Frames"):
+            self.group_frames = True
+        elif body.strip().startswith("====="):
+            self.end_group()
+        elif (frame := parse_frame(body)) is not None:
+            self.group.frames.append(frame)
+
+    def end_group(self) -> None:
+        if self.group is not None:
+            self.log.fallbacks.append(self.group)
+        self.group = None
+
+    # -- fallback tracker records ----------------------------------------------------------
+    def tracker_line(self, lineno: int, text: str) -> bool:
+        """Handle a line of an ``XLA_FNTRACKER_FILE`` record; False if it is not one."""
+        if (match := _TAG_RE.search(text)) is not None:
+            self.end_tag()
+            self.tag = FallbackRecord(op=None, count=1, line=lineno)
+            self.tag_section = "head"
+            tag = match.group(1)
+            if tag != "xla_fallback":
+                self.tag.op = tag
+            return True
+        if self.tag is None:
+            return False
+        stripped = text.strip()
+        if stripped == "Frames:":
+            self.tag_section = "frames"
+        elif stripped == "C++ Frames:":
+            self.tag_section = "cpp"
+        elif stripped.startswith("*** End stack trace"):
+            self.end_tag()
+        elif self.tag_section == "frames" and (frame := parse_frame(text)) is not None:
+            self.tag.frames.append(frame)
+        elif self.tag_section == "cpp" and self.tag.op is None:
+            if (match := _CPP_OP_RE.search(text)) is not None:
+                self.tag.op = match.group(1)
+        return True
+
+    def end_tag(self) -> None:
+        if self.tag is not None:
+            if self.tag.op is not None and not self.tag.op.startswith("aten::"):
+                self.tag.op = f"aten::{self.tag.op}"
+            self.log.fallbacks.append(self.tag)
+        self.tag = None
+        self.tag_section = None
+
+    # -- driver ----------------------------------------------------------------------------
+    def warn(self, lineno: int, text: str, reason: str) -> None:
+        self.log.warnings.append(ParseWarning(lineno, text.strip()[:160], reason))
+
+    def line(self, lineno: int, text: str) -> None:
+        if (match := _PREFIX_RE.search(text)) is not None:
+            self.analysis_line(lineno, match.group(1), match.group(2))
+            return
+        if (match := _PROFILER_RE.search(text)) is not None:
+            self.profiler_line(lineno, match.group(1))
+            return
+        self.tracker_line(lineno, text)
+
+    def finish(self) -> DebugLog:
+        if self.block is not None:
+            self.close_block(truncated=True)
+        self.end_group()
+        self.end_tag()
+        return self.log
+
+
+def parse_debug_log(text: str | Iterable[str]) -> DebugLog:
+    """Parse PT_XLA_DEBUG analysis, pt-xla-profiler lines and fallback-tracker records."""
+    lines = text.splitlines() if isinstance(text, str) else text
+    parser = _Parser()
+    for lineno, line in enumerate(lines, start=1):
+        parser.line(lineno, line.rstrip("\r\n"))
+    return parser.finish()

@@ -1,0 +1,1 @@
+"""Renderers: they present analysis results and compute nothing new."""
