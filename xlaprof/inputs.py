@@ -20,6 +20,7 @@ from xlaprof.errors import (
     InputNotText,
     InputTooLarge,
     InputUnreadable,
+    RunDirError,
 )
 from xlaprof.parse.debug_log import DebugLog, parse_debug_log
 from xlaprof.parse.metrics_report import ParseWarning, parse_metrics_report
@@ -51,7 +52,7 @@ def read_text(path: Path, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> str:
     except OSError as error:
         raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
     if path.is_dir():
-        raise InputUnreadable(
+        raise RunDirError(
             f"{path}: is a directory, not a run directory (no run.json) or a report file"
         )
     if stat.st_size > max_bytes:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from xlaprof.analyze.data import HOST_SYNC_OP, AnalysisInput
-from xlaprof.analyze.frames import user_location
-from xlaprof.findings import Finding, Kind, Location, Severity
+from xlaprof.analyze.data import AnalysisInput
+from xlaprof.analyze.sites import attribute
+from xlaprof.findings import Finding, Kind, Severity
 
 # Op-specific advice where a lowered replacement is well known.
 _HINTS = {
@@ -38,19 +38,10 @@ _MAX_SITES = 5
 
 def analyze(data: AnalysisInput) -> list[Finding]:
     counts: dict[str, int | None] = dict(data.aten_fallbacks())
-    sites: dict[str, Counter[Location]] = defaultdict(Counter)
-    tracked: Counter[str] = Counter()
-    for record in data.debug.fallbacks:
-        if record.op is None or record.op == HOST_SYNC_OP:
-            continue
-        op = record.op if record.op.startswith("aten::") else f"aten::{record.op}"
-        tracked[op] += record.count
-        location = user_location(record.frames)
-        if location is not None:
-            sites[op][location] += record.count
-    for op, count in tracked.items():
+    attributed = attribute(data)
+    for op, where in attributed.fallbacks.items():
         if counts.get(op) is None:
-            counts[op] = count
+            counts[op] = sum(where.values())
     per_step: dict[str, list[int]] = defaultdict(list)
     for row in data.steps:
         for op, value in row.aten.items():
@@ -61,11 +52,17 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     for op, count in counts.items():
         if count == 0:
             continue
-        where = sites.get(op, Counter())
+        where = attributed.fallbacks.get(op, Counter())
         location = where.most_common(1)[0][0] if where else None
         evidence: dict[str, object] = {"op": op, "count": count}
         if where:
             evidence["sites"] = {str(loc): n for loc, n in where.most_common(_MAX_SITES)}
+            evidence["forces_host_sync"] = True
+            evidence["location_source"] = (
+                "inferred: host reads at this line match the op's call count"
+                if op in attributed.inferred
+                else "fallback tracker"
+            )
         if per_step.get(op):
             evidence["steps_with_fallback"] = len(per_step[op])
         hint = _HINTS.get(op)

@@ -40,13 +40,33 @@ class AnalysisInput:
     steps: list[StepRow] = field(default_factory=list)
     warmup_steps: int = 2
 
-    @property
-    def last_report(self) -> MetricsReport | None:
-        return self.reports[-1] if self.reports else None
+    # Counters and metrics are cumulative, so each value comes from the latest report that
+    # has it: a truncated last snapshot must not hide what earlier ones showed.
+    def metric_samples(self, *names: str) -> int | None:
+        for report in reversed(self.reports):
+            value = report.metric_samples(*names)
+            if value is not None:
+                return value
+        return None
+
+    def metric_total(self, *names: str) -> float | None:
+        for report in reversed(self.reports):
+            value = report.metric_total(*names)
+            if value is not None:
+                return value
+        return None
+
+    def counters(self) -> dict[str, int | None]:
+        merged: dict[str, int | None] = {}
+        for report in self.reports:
+            for name, value in report.counters.items():
+                if value is not None or name not in merged:
+                    merged[name] = value
+        return merged
 
     def compiles(self) -> int | None:
-        if self.last_report is not None:
-            value = self.last_report.metric_samples(*COMPILE_METRICS)
+        if self.reports:
+            value = self.metric_samples(*COMPILE_METRICS)
             if value is not None:
                 return value
         if self.steps:
@@ -55,8 +75,8 @@ class AnalysisInput:
         return len(compilations) if compilations else None
 
     def executions(self) -> int | None:
-        if self.last_report is not None:
-            value = self.last_report.metric_samples(*EXECUTE_METRICS)
+        if self.reports:
+            value = self.metric_samples(*EXECUTE_METRICS)
             if value is not None:
                 return value
         if self.steps:
@@ -65,20 +85,18 @@ class AnalysisInput:
         return len(executions) if executions else None
 
     def device_to_host_transfers(self) -> int | None:
-        if self.last_report is not None:
-            value = self.last_report.metric_samples(*FROM_DEVICE_METRICS)
-            if value is not None:
-                return value
+        if self.reports:
+            value = self.metric_samples(*FROM_DEVICE_METRICS)
             # A report without the metric means none happened (torch_xla omits empty metrics).
-            return 0
+            return 0 if value is None else value
         if self.steps:
             return sum(s.transfers_from_device for s in self.steps)
         return None
 
     def aten_counters(self) -> dict[str, int | None]:
-        """Every ``aten::`` counter (last report), including ``_local_scalar_dense``."""
-        if self.last_report is not None:
-            return self.last_report.aten_counters()
+        """Every ``aten::`` counter, including ``_local_scalar_dense``."""
+        if self.reports:
+            return {k: v for k, v in self.counters().items() if k.startswith("aten::")}
         totals: dict[str, int | None] = {}
         for row in self.steps:
             for name, value in row.aten.items():
@@ -92,6 +110,6 @@ class AnalysisInput:
     def step_count(self) -> int | None:
         if self.steps:
             return len(self.steps)
-        if self.last_report is not None:
-            return self.last_report.counter("MarkStep")
+        if self.reports:
+            return self.counters().get("MarkStep")
         return None

@@ -9,17 +9,14 @@ tracing of the next step cannot overlap device work. Evidence comes from executi
 
 from __future__ import annotations
 
-from collections import Counter
-
-from xlaprof.analyze.data import HOST_SYNC_OP, AnalysisInput
-from xlaprof.analyze.frames import user_location
-from xlaprof.findings import Finding, Kind, Location, Severity
+from xlaprof.analyze.data import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
+from xlaprof.analyze.sites import attribute
+from xlaprof.findings import Finding, Kind, Severity
 
 # Reading a value once or twice (a final loss print) is normal; from this many on, report it.
 HOST_SYNC_MIN_COUNT = 3
 # From this many reads (or one per step) it is a warning rather than a note.
 HOST_SYNC_WARN_COUNT = 10
-_TENSOR_ACCESS_CAUSE = "access tensor value"
 
 SUGGESTION = (
     "Keep values on the device between steps: accumulate metrics in tensors and read them every "
@@ -30,22 +27,7 @@ SUGGESTION = (
 
 
 def analyze(data: AnalysisInput) -> list[Finding]:
-    sites: Counter[Location] = Counter()
-    for event in data.debug.executions():
-        if event.cause and _TENSOR_ACCESS_CAUSE in event.cause:
-            location = user_location(event.frames)
-            if location is not None:
-                sites[location] += 1
-    tracker: Counter[Location] = Counter()
-    for record in data.debug.fallbacks:
-        if record.op == HOST_SYNC_OP:
-            location = user_location(record.frames)
-            if location is not None:
-                tracker[location] += record.count
-    for location, count in tracker.items():
-        # An .item() on a pending tensor shows in both sources: count it once.
-        sites[location] = max(sites[location], count)
-
+    sites = attribute(data).reads
     transfers = data.device_to_host_transfers()
     scalar_reads = data.aten_counters().get(HOST_SYNC_OP)
     steps = data.step_count()
@@ -70,7 +52,25 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         )
     if findings:
         return findings
-    count = max(transfers or 0, scalar_reads or 0)
+    for note in data.debug.too_frequent:
+        if note.metric in FROM_DEVICE_METRICS:
+            findings.append(
+                Finding(
+                    kind=Kind.HOST_SYNC,
+                    severity=Severity.WARNING,
+                    title=f"{note.metric} too frequent: {note.count} reads during "
+                    f"{note.steps} steps",
+                    evidence={"reads": note.count, "steps": note.steps, "log_line": note.line},
+                    suggestion=SUGGESTION,
+                )
+            )
+    if findings:
+        return findings
+    # Each CPU-fallback call also transfers its inputs to the host; those are reported as
+    # fallbacks, so only the transfers they do not explain count here.
+    fallback_calls = sum(v or 0 for v in data.aten_fallbacks().values())
+    count = max((transfers or 0) - fallback_calls, scalar_reads or 0)
+    metrics_evidence["cpu_fallback_calls"] = fallback_calls
     if count < HOST_SYNC_MIN_COUNT:
         return []
     return [
@@ -91,6 +91,3 @@ def _severity(count: int, steps: int | None) -> Severity:
     if count >= HOST_SYNC_WARN_COUNT or (steps and count >= steps):
         return Severity.WARNING
     return Severity.INFO
-
-
-

@@ -39,7 +39,9 @@ SUGGESTION = (
 def analyze(data: AnalysisInput) -> list[Finding]:
     compilations = data.debug.compilations()
     if compilations:
-        return _from_events(data, compilations)
+        located = _from_events(data, compilations)
+        if located:
+            return located
     findings = [
         Finding(
             kind=Kind.RECOMPILATION,
@@ -51,7 +53,9 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         for note in data.debug.too_frequent
         if note.metric == "CompileTime"
     ]
-    if findings:
+    if findings or compilations:
+        # Compilation events are the best evidence: when they show no recompiling site, the
+        # weaker step and metrics heuristics must not say otherwise.
         return findings
     if data.steps:
         return _from_steps(data)
@@ -144,7 +148,7 @@ def _from_metrics(data: AnalysisInput) -> list[Finding]:
         title = f"Compile count kept growing across snapshots: {series[0]} → {series[-1]}"
     else:
         title = f"{compiles} compilations in {steps} steps: more than warm-up explains"
-    total = data.last_report.metric_total(*COMPILE_METRICS) if data.last_report else None
+    total = data.metric_total(*COMPILE_METRICS)
     if total is not None:
         evidence["compile_seconds"] = round(total, 6)
     return [

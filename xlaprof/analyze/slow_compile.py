@@ -27,11 +27,10 @@ SUGGESTION = (
 
 
 def analyze(data: AnalysisInput) -> list[Finding]:
-    report = data.last_report
-    if report is not None:
-        compiles = report.metric_samples(*COMPILE_METRICS)
-        compile_s = report.metric_total(*COMPILE_METRICS)
-        execute_s = report.metric_total(*EXECUTE_METRICS)
+    if data.reports:
+        compiles = data.metric_samples(*COMPILE_METRICS)
+        compile_s = data.metric_total(*COMPILE_METRICS)
+        execute_s = data.metric_total(*EXECUTE_METRICS)
     elif data.steps:
         compiles = sum(s.compiles for s in data.steps)
         compile_s = sum(s.compile_s for s in data.steps)

@@ -62,7 +62,7 @@ class LazyGroup(click.Group):
             # The reader went away (`xlaprof analyze ... | head`): not an error of ours.
             sys.stderr.close()
             ctx.exit(0)
-        except Exception as error:  # noqa: BLE001 - the last line of defence for users
+        except Exception as error:
             if os.environ.get("XLAPROF_DEBUG"):
                 raise
             click.echo(

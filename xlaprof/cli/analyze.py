@@ -22,7 +22,9 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (xlaprof.analysis/1).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON document (xlaprof.analysis/1)."
+)
 @click.option(
     "-o",
     "--output",

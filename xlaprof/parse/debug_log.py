@@ -167,6 +167,11 @@ class DebugLog:
         return frame
 
 
+def _aten(op: str) -> str:
+    """Op names as the metrics counters spell them: ``aten::median``."""
+    return op if "::" in op else f"aten::{op}"
+
+
 def parse_frame(text: str) -> Frame | None:
     """``fn (/path/file.py:12)`` -> Frame; ``None`` if the text is no frame."""
     match = _FRAME_RE.match(text)
@@ -307,7 +312,7 @@ class _Parser:
         if (match := _NOT_LOWERED_RE.search(body)) is not None:
             for op in (o.strip() for o in match.group(1).split(",")):
                 if op:
-                    self.log.fallbacks.append(FallbackRecord(op=op, count=1, line=lineno))
+                    self.log.fallbacks.append(FallbackRecord(op=_aten(op), count=1, line=lineno))
             return
         if (match := _FRAME_GROUP_RE.search(body)) is not None:
             self.end_group()
@@ -319,7 +324,7 @@ class _Parser:
         if (match := _UNLOWERED_RE.search(body)) is not None:
             # "xla_fallback" is the tracker's generic tag: the op itself is not named.
             op = match.group(1)
-            self.group.op = None if op == "xla_fallback" else op
+            self.group.op = None if op == "xla_fallback" else _aten(op)
         elif body.strip().startswith("Python Frames"):
             self.group_frames = True
         elif body.strip().startswith("====="):
@@ -354,15 +359,18 @@ class _Parser:
             self.end_tag()
         elif self.tag_section == "frames" and (frame := parse_frame(text)) is not None:
             self.tag.frames.append(frame)
-        elif self.tag_section == "cpp" and self.tag.op is None:
-            if (match := _CPP_OP_RE.search(text)) is not None:
-                self.tag.op = match.group(1)
+        elif (
+            self.tag_section == "cpp"
+            and self.tag.op is None
+            and (match := _CPP_OP_RE.search(text)) is not None
+        ):
+            self.tag.op = match.group(1)
         return True
 
     def end_tag(self) -> None:
         if self.tag is not None:
-            if self.tag.op is not None and not self.tag.op.startswith("aten::"):
-                self.tag.op = f"aten::{self.tag.op}"
+            if self.tag.op is not None:
+                self.tag.op = _aten(self.tag.op)
             self.log.fallbacks.append(self.tag)
         self.tag = None
         self.tag_section = None

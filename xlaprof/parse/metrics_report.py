@@ -13,7 +13,6 @@ and XLA runtime), so a Metric after Counters does *not* start a new report.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -43,6 +42,15 @@ _HEADER_RE = re.compile(r"\[MetricsData;\s*step=(\d+)\]")
 _NAME_RE = re.compile(r"[A-Za-z_][\w:./<>\-]*")
 _PERCENTILE_RE = re.compile(r"([\d.]+)%=(\S+?)(?:;|$)")
 _PER_SECOND_RE = re.compile(r"^(.*?)\s*/\s*second")
+_LEADING_INT_RE = re.compile(r"^\s*(\d+)")
+
+
+def _leading_int(value: str) -> int:
+    """Counts (TotalSamples, counter Value) are integers; glued text may follow them."""
+    match = _LEADING_INT_RE.match(value)
+    if not match:
+        raise ValueError(f"not a count: {value[:40]!r}")
+    return int(match.group(1))
 
 
 @dataclass(frozen=True)
@@ -268,11 +276,10 @@ class _Parser:
             self.warn(lineno, text, "Value outside a Counter block")
             return
         try:
-            number, _unit, _rest = parse_leading_quantity(value)
+            self.report.counters[self.counter] = _leading_int(value)
         except ValueError:
             self.warn(lineno, text, f"unreadable value for counter {self.counter}")
             return
-        self.report.counters[self.counter] = int(number) if math.isfinite(number) else None
         self.report.last_line = lineno
         self.counter = None
 
@@ -283,8 +290,7 @@ class _Parser:
             self.report.last_line = lineno
         try:
             if key == "TotalSamples":
-                number, _unit, _rest = parse_leading_quantity(value)
-                metric.total_samples = int(number)
+                metric.total_samples = _leading_int(value)
             elif key == "Accumulator":
                 metric.accumulator, unit, _rest = parse_leading_quantity(value)
                 metric.unit = unit
@@ -321,7 +327,7 @@ class _Parser:
             except ValueError:
                 self.warn(lineno, text, f"percentile {item!r} of {metric.name} is unreadable")
                 continue
-            if metric.unit and unit != metric.unit:
+            if metric.unit and unit != metric.unit and number == number:  # nan has no unit
                 # A truncated line ("5%=01") parses as a bare number: do not trust it.
                 self.warn(lineno, text, f"percentile {item!r} of {metric.name} has no unit")
                 continue

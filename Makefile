@@ -1,0 +1,43 @@
+# Set-up and everyday tasks. `make demo` and `make test` are the README's two commands: each
+# creates (or reuses) .venv, so nothing else needs installing first.
+#
+# The runtime extra pins torch==2.9.0 (with its CUDA libraries, ~7 GB). It is installed with uv,
+# whose cache hard-links packages a machine already has: a fresh clone sets up in seconds after
+# the first time, and re-running on an existing .venv does nothing.
+
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.xlaprof-setup
+export PJRT_DEVICE ?= CPU
+
+.PHONY: setup demo test lint format bench samples clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/uv || $(BIN)/pip install --quiet --disable-pip-version-check uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[runtime,dev]'
+	@touch $(STAMP)
+
+demo: setup
+	$(BIN)/xlaprof demo
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
+
+bench: setup
+	$(BIN)/python benchmarks/run_all.py
+
+samples: setup
+	$(BIN)/python sample_traces/regenerate.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache runs

@@ -1,0 +1,76 @@
+"""Regenerate sample_traces/ from the bundled examples on the CPU PJRT runtime.
+
+For each example it writes:
+  <name>.log        stdout+stderr of the job with PT_XLA_DEBUG_LEVEL=2 and a final
+                    metrics_report(), as a user's job log would hold them;
+  <name>.fallbacks  the fallback tracker's records (XLA_FNTRACKER_FILE);
+  runs/<name>/      a run directory written by `xlaprof run` (once that exists).
+
+Usage: python sample_traces/regenerate.py [NAME ...]   (needs the runtime extra installed)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent / "examples"
+NAMES = ("healthy_loop", "recompile_varying_batch", "host_sync_item", "cpu_fallback")
+# Runs the example as __main__, then prints the report the way users add it at the end.
+BOOTSTRAP = (
+    "import runpy, sys; sys.argv = [sys.argv[1]] + sys.argv[2:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__'); "
+    "import torch_xla.debug.metrics as met; print(met.metrics_report())"
+)
+
+
+def regenerate(name: str) -> None:
+    script = EXAMPLES / f"{name}.py"
+    fallbacks = HERE / f"{name}.fallbacks"
+    fallbacks.unlink(missing_ok=True)
+    env = dict(os.environ)
+    env.update(
+        PJRT_DEVICE="CPU",
+        PT_XLA_DEBUG_LEVEL="2",
+        XLA_FNTRACKER_FILE=str(fallbacks),
+        PYTHONPATH=str(EXAMPLES),
+    )
+    with (HERE / f"{name}.log").open("w") as log:
+        subprocess.run(
+            [sys.executable, "-c", BOOTSTRAP, str(script)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            check=True,
+            cwd=HERE.parent,
+        )
+    if fallbacks.exists() and fallbacks.stat().st_size == 0:
+        fallbacks.unlink()
+    runs = HERE / "runs"
+    runs.mkdir(exist_ok=True)
+    target = runs / name
+    xlaprof = [sys.executable, "-m", "xlaprof"]
+    if subprocess.run([*xlaprof, "run", "--help"], capture_output=True).returncode == 0:
+        import shutil
+
+        shutil.rmtree(target, ignore_errors=True)
+        subprocess.run(
+            [*xlaprof, "run", "--out", str(target), "--", sys.executable, str(script)],
+            env={**os.environ, "PJRT_DEVICE": "CPU"},
+            check=True,
+            cwd=HERE.parent,
+            stdout=subprocess.DEVNULL,
+        )
+    print(f"regenerated {name}")
+
+
+def main() -> None:
+    for name in sys.argv[1:] or NAMES:
+        regenerate(name)
+
+
+if __name__ == "__main__":
+    main()

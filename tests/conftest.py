@@ -1,0 +1,38 @@
+"""Shared paths and helpers. CLI tests run the real command in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "sample_traces"
+DATA = Path(__file__).resolve().parent / "data"
+EXAMPLES = REPO / "examples"
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout=300):
+    """Run ``python -m xlaprof ARGS`` and return the CompletedProcess (text mode)."""
+    full_env = {**os.environ, "PJRT_DEVICE": "CPU", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "xlaprof", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd or REPO,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="session")
+def samples() -> Path:
+    return SAMPLES
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return DATA

@@ -1,0 +1,93 @@
+"""The PT_XLA_DEBUG parser: 2.x analysis blocks, pt-xla-profiler lines, fallback tracker."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xlaprof.parse.debug_log import Frame, parse_debug_log
+
+
+def test_real_recompile_log(samples) -> None:
+    log = parse_debug_log((samples / "recompile_varying_batch.log").read_text())
+    assert log.warnings == []
+    compilations = log.compilations()
+    assert len(compilations) >= 4
+    first = compilations[0]
+    assert first.cause == "user torch_xla.sync"
+    assert first.graph_hash and len(first.graph_hash) == 32
+    assert first.graph_inputs and first.graph_outputs
+    assert first.frames[0].function == "sync"
+    assert any(f.file.endswith("examples/recompile_varying_batch.py") for f in first.frames)
+    assert first.memory is not None and first.memory.input_bytes is not None
+    assert len(log.executions()) >= 12
+
+
+def test_real_fallback_tracker(samples) -> None:
+    log = parse_debug_log((samples / "cpu_fallback.fallbacks").read_text())
+    ops = {record.op for record in log.fallbacks}
+    assert "aten::median" in ops
+    median = next(r for r in log.fallbacks if r.op == "aten::median")
+    assert median.frames[0].file.endswith("examples/cpu_fallback.py")
+
+
+def test_variants(data_dir) -> None:
+    log = parse_debug_log((data_dir / "debug_variants.log").read_text())
+    execution, dynamo, no_frames, cut = log.events
+    # singular wording "Number of Graph Input:"
+    assert (execution.graph_inputs, execution.graph_outputs) == (1, 1)
+    assert "access tensor value" in execution.cause
+    # a block with no Graph Info section, behind a log prefix
+    assert dynamo.graph_hash is None and dynamo.frames == [
+        Frame("forward", "/home/user/model.py", 12)
+    ]
+    # a block cut off by the next one is kept and flagged, and gets its memory analysis
+    assert no_frames.truncated and no_frames.graph_inputs == 35
+    assert no_frames.memory.input_bytes == pytest.approx(1.548 * 1024**3)
+    assert no_frames.memory.aliased_input_bytes is None  # "Unknown"
+    # the file ends mid-block, mid-frame
+    assert cut.truncated and cut.graph_outputs == 107 and cut.frames[0].function == "mark_step"
+
+
+def test_old_profiler_lines(data_dir) -> None:
+    log = parse_debug_log((data_dir / "old_profiler.log").read_text())
+    assert [(n.metric, n.count, n.steps) for n in log.too_frequent] == [
+        ("TransferFromServerTime", 33, 2),
+        ("CompileTime", 21, 11),
+    ]
+    ops = [(r.op, r.count) for r in log.fallbacks]
+    assert ("aten::_ctc_loss", 1) in ops and ("aten::_ctc_loss_backward", 1) in ops
+    groups = [r for r in log.fallbacks if r.frames]
+    assert [(g.op, g.count) for g in groups] == [
+        ("aten::_local_scalar_dense", 27),
+        ("aten::_ctc_loss", 11),
+    ]
+    assert str(groups[1].frames[1]) == "/home/user/model.py:88"
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "Compilation Analysis: " + "=" * 80,
+                "Compilation Analysis: Compilation Cause",
+                "Execution Analysis:   Graph Hash: abc",
+                "Compilation Analysis:   Number of Graph Inputs: x",
+                "Post Compilation Analysis: Graph input size: 1.0 GB",
+                "pt-xla-profiler: FRAME (count=2):",
+                "[TAG xla_fallback From Thread 1]",
+                "Frames:",
+                "  f (a.py:1)",
+                "C++ Frames:",
+                "garbage ( :",
+            ]
+        ),
+        max_size=30,
+    ),
+    st.text(max_size=20),
+)
+def test_never_raises(lines: list[str], noise: str) -> None:
+    log = parse_debug_log("\n".join([*lines, noise]))
+    assert isinstance(log.events, list)

@@ -1,0 +1,120 @@
+"""The metrics report parser on real captures and on the messy shapes found in logs."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xlaprof.parse.metrics_report import parse_metrics_report
+
+SAMPLE_NAMES = ["healthy_loop", "recompile_varying_batch", "host_sync_item", "cpu_fallback"]
+
+
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_real_cpu_reports_parse_cleanly(samples, name: str) -> None:
+    # GIVEN a job log captured from the CPU runtime, with a full metrics_report() at the end
+    result = parse_metrics_report((samples / f"{name}.log").read_text())
+    # THEN exactly one report is found, fully readable, with the core metrics in base units
+    assert result.warnings == []
+    assert len(result.reports) == 1
+    report = result.reports[0]
+    compile_time = report.metrics["CompileTime"]
+    assert compile_time.unit == "s"
+    assert compile_time.total_samples is not None and compile_time.total_samples >= 2
+    assert 0 < compile_time.accumulator < 600
+    assert report.metrics["OutboundData"].unit == "B"
+    assert report.counters["MarkStep"] >= 12
+    # order is kept: the report prints metrics before counters within each section
+    names = list(report.metrics)
+    assert names.index("DeviceLockWait") < names.index("CompileTime")
+
+
+def test_messy_log(data_dir) -> None:
+    result = parse_metrics_report((data_dir / "messy_metrics.log").read_text())
+    steps = [r.step for r in result.reports]
+    assert steps == [10, 20, None]  # two [MetricsData] sections, then a repeated snapshot
+    first = result.reports[0]
+    assert list(first.metrics) == ["CompileTime", "ExecuteTime", "OutboundData"]
+    assert first.metrics["CompileTime"].accumulator == pytest.approx(18.450018269)
+    assert first.metrics["CompileTime"].value_rate == pytest.approx(1.2)
+    assert first.metrics["ExecuteTime"].accumulator == pytest.approx(70e-9)
+    assert first.metrics["OutboundData"].accumulator == pytest.approx(1.5 * 1024**3)
+    assert first.metrics["OutboundData"].percentiles[50.0] == pytest.approx(512 * 1024**2)
+    # program output glued before and after the fields does not hide them
+    assert first.counters == {"CachedCompile": 7, "aten::nonzero": 20, "MarkStep": 10}
+    assert result.reports[1].metrics["CompileTime"].accumulator == pytest.approx(9774.123456789)
+    # the truncated last line is reported, and what was readable before it is kept
+    last = result.reports[2].metrics["CompileTime"]
+    assert last.percentiles == {1.0: pytest.approx(0.010094235)}
+    assert any("5%=01" in w.reason for w in result.warnings)
+
+
+def test_nan_percentile_is_kept(data_dir) -> None:
+    result = parse_metrics_report((data_dir / "messy_metrics.log").read_text())
+    value = result.reports[0].metrics["ExecuteTime"].percentiles[99.0]
+    assert value != value  # nan
+
+
+def test_xrt_2019_format(data_dir) -> None:
+    result = parse_metrics_report((data_dir / "xrt_2019_metrics.txt").read_text())
+    assert result.warnings == []
+    (report,) = result.reports
+    # "Counter:" inside a Metric block is the accumulator field, not a counter
+    assert report.metrics["CompileTime"].accumulator == pytest.approx(6.460740516)
+    assert "06s460ms740.516us" not in report.counters
+    assert report.metrics["CompileTime"].percentiles[25.0] == pytest.approx(0.001043596)
+    assert report.metrics["TransferFromServerTime"].percentiles == {}
+    allocate = report.metrics["XrtAllocateFromTensor_Empty"]
+    assert allocate.mean == pytest.approx(41.19e-6) and allocate.stddev == pytest.approx(15.311e-6)
+    assert allocate.rate is None and allocate.accumulator is None
+    assert report.metrics["InboundData"].unit == "B"
+    assert report.counters["aten::_ctc_loss"] == 25
+
+
+def test_indented_and_repl_lines() -> None:
+    text = "\n".join(
+        [
+            ">>> print(met.short_metrics_report())",
+            "    Counter: CachedCompile",
+            "        Value: 3",
+            "    Metric: CompileTime",
+            "        TotalSamples: 2",
+            "        Accumulator: 528ms296.280us",
+        ]
+    )
+    (report,) = parse_metrics_report(text).reports
+    assert report.counters == {"CachedCompile": 3}
+    assert report.metrics["CompileTime"].accumulator == pytest.approx(0.52829628)
+
+
+def test_to_frame_types(samples) -> None:
+    frame = parse_metrics_report((samples / "healthy_loop.log").read_text()).to_frame()
+    assert set(frame["kind"].cat.categories) == {"metric", "counter"}
+    assert str(frame["total_samples"].dtype) == "Int64"
+    compile_row = frame[frame["name"] == "CompileTime"].iloc[0]
+    assert compile_row["unit"] == "s" and compile_row["value"] > 0
+
+
+@settings(max_examples=200)
+@given(st.text())
+def test_never_raises_on_arbitrary_text(text: str) -> None:
+    result = parse_metrics_report(text)
+    assert isinstance(result.reports, list)
+
+
+_name = st.from_regex(r"[A-Z][A-Za-z]{2,12}", fullmatch=True)
+
+
+@settings(max_examples=100)
+@given(
+    st.dictionaries(_name, st.integers(min_value=0, max_value=10**9), min_size=1, max_size=6),
+    st.lists(st.sampled_from(["", "2024-01-01 00:00:00 INFO ", "[host-3] ", "I0101 log.cc:1] "])),
+)
+def test_counters_survive_any_prefix(counters: dict[str, int], prefixes: list[str]) -> None:
+    prefix = prefixes[0] if prefixes else ""
+    lines = []
+    for name, value in counters.items():
+        lines += [f"{prefix}Counter: {name}", f"{prefix}  Value: {value}"]
+    (report,) = parse_metrics_report("\n".join(lines)).reports
+    assert report.counters == counters
