@@ -17,18 +17,29 @@ HOST_SYNC_OP = "aten::_local_scalar_dense"
 
 @dataclass
 class StepRow:
-    """One training step's deltas, as recorded by ``xlaprof run``/``profile`` (run directory)."""
+    """One training step's deltas, as recorded by ``xlaprof run``/``profile`` (run directory).
+
+    Times are seconds, counts are numbers of events in this step. ``debug_offset`` and
+    ``fallback_offset`` are the sizes of debug.log / fallbacks.log when the step ended, which is
+    how events in those logs are tied to steps.
+    """
 
     step: int
+    start: float | None = None
     wall_s: float | None = None
     compiles: int = 0
     compile_s: float = 0.0
     executions: int = 0
     execute_s: float = 0.0
     transfers_to_device: int = 0
+    to_device_s: float = 0.0
     transfers_from_device: int = 0
+    from_device_s: float = 0.0
     tracing_s: float = 0.0
+    graph_nodes: float | None = None
     aten: dict[str, int] = field(default_factory=dict)
+    debug_offset: int | None = None
+    fallback_offset: int | None = None
 
 
 @dataclass

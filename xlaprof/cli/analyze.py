@@ -61,14 +61,13 @@ def analyze(
     `xlaprof run` or `xlaprof.profile()` gives exact per-step findings.
     """
     from xlaprof.analyze import run_analyzers
-    from xlaprof.loading import load_paths
+    from xlaprof.loading import load_parts
     from xlaprof.report import json_out
 
-    data, sources, extra = load_paths(list(paths), max_size)
-    data.warmup_steps = warmup_steps
-    findings = run_analyzers(data)
+    parts = load_parts(list(paths), max_size, warmup_steps)
+    results = [(part, run_analyzers(part.data)) for part in parts]
     if as_json or output is not None:
-        text = json_out.dumps(json_out.analysis_document(data, findings, sources, extra))
+        text = json_out.dumps(json_out.parts_document(results))
         if output is None:
             sys.stdout.write(text + "\n")
         else:
@@ -78,7 +77,11 @@ def analyze(
 
     from xlaprof.report import console
 
-    console.render(Console(highlight=False), data, findings, sources, verbose=verbose)
+    terminal = Console(highlight=False)
+    for part, findings in results:
+        if len(results) > 1:
+            terminal.rule(f"process {part.name}")
+        console.render(terminal, part, findings, verbose=verbose)
 
 
 def write_atomic(path: Path, text: str, force: bool) -> None:

@@ -110,6 +110,7 @@ class FallbackRecord:
     count: int
     frames: list[Frame] = field(default_factory=list)
     line: int = 0
+    step: int | None = None  # known when recorded by xlaprof run/profile
 
 
 @dataclass

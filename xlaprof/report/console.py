@@ -8,9 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from xlaprof.analyze.data import AnalysisInput
 from xlaprof.findings import Finding, Severity
-from xlaprof.inputs import SourceInfo
+from xlaprof.loading import Part
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _MAX_EVIDENCE_CHARS = 300
@@ -29,14 +28,24 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def render(
-    console: Console,
-    data: AnalysisInput,
-    findings: list[Finding],
-    sources: list[SourceInfo],
-    verbose: bool = False,
-) -> None:
+def render(console: Console, part: Part, findings: list[Finding], verbose: bool = False) -> None:
     """Print the summary and findings for a person at a terminal."""
+    data, sources = part.data, part.sources
+    run = part.extra.get("run")
+    if run is not None:
+        console.print(
+            Text.assemble(
+                ("xlaprof analyze ", "bold"),
+                run["path"],
+                f"  (run: {run['steps_recorded']} steps, ended {run['status']}"
+                + (f", exit code {run['exit_code']}" if run["exit_code"] is not None else "")
+                + (f", {run['device_kind']} x{run['device_count']}" if run["device_kind"] else "")
+                + ")",
+            )
+        )
+        for warning in run["warnings"]:
+            console.print(Text(f"note: {warning}", style="yellow"))
+        sources = []
     for source in sources:
         console.print(
             Text.assemble(

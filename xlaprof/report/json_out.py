@@ -14,6 +14,7 @@ from typing import Any
 from xlaprof.analyze.data import AnalysisInput
 from xlaprof.findings import Finding
 from xlaprof.inputs import SourceInfo
+from xlaprof.loading import Part
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
 
@@ -97,6 +98,54 @@ def analysis_document(
     if extra:
         document.update(extra)
     return _clean(document)
+
+
+def parts_document(results: list[tuple[Part, list[Finding]]]) -> dict[str, Any]:
+    """One document for one or more analysis parts (processes of a run).
+
+    With one part this is exactly ``analysis_document``. With several, the contract's lists are
+    concatenated (findings tagged with ``evidence.process``), the summary's counts are summed,
+    and ``processes`` holds each part's own document.
+    """
+    documents = [
+        analysis_document(part.data, findings, part.sources, part.extra)
+        for part, findings in results
+    ]
+    if len(documents) == 1:
+        return documents[0]
+    merged: dict[str, Any] = {
+        "schema": SCHEMA,
+        "sources": [s for d in documents for s in d["sources"]],
+        "reports": [r for d in documents for r in d["reports"]],
+        "debug_events": [e for d in documents for e in d["debug_events"]],
+        "summary": _sum_summaries([d["summary"] for d in documents]),
+        "findings": [],
+        "processes": documents,
+    }
+    for (part, _), document in zip(results, documents, strict=True):
+        for finding in document["findings"]:
+            merged["findings"].append(
+                {**finding, "evidence": {**finding["evidence"], "process": part.name}}
+            )
+    return merged
+
+
+def _sum_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    def total(key: str) -> int | None:
+        values = [s[key] for s in summaries if s[key] is not None]
+        return sum(values) if values else None
+
+    fallbacks: dict[str, int | None] = {}
+    for summary in summaries:
+        for name, value in summary["aten_fallbacks"].items():
+            fallbacks[name] = (fallbacks.get(name) or 0) + (value or 0)
+    return {
+        "compiles": total("compiles"),
+        "executions": total("executions"),
+        "device_to_host_transfers": total("device_to_host_transfers"),
+        "aten_fallbacks": fallbacks,
+        "steps": total("steps"),
+    }
 
 
 def dumps(document: dict[str, Any]) -> str:

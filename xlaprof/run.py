@@ -1,0 +1,294 @@
+"""The run directory: the one seam between capture and analysis (docs/run-directory.md).
+
+One process writes one run directory::
+
+    run.json          RunInfo: versions, device, env flags, command, times, how it ended
+    steps.jsonl       one line per finished step: metric deltas, wall time, log offsets
+    regions.jsonl     per step and user region: calls and host seconds
+    events.jsonl      compile/execute events with their step (written when the run ends)
+    debug.log         raw PT_XLA_DEBUG_LEVEL output (torch_xla writes it as it goes)
+    fallbacks.log     raw fallback-tracker records (XLA_FNTRACKER_FILE)
+    metrics/final.txt raw metrics_report() at the end
+    plugins/profile/<timestamp>/<host>.xplane.pb   traces, TensorBoard/XProf layout
+
+``xlaprof run --out DIR`` puts one such directory per process under DIR. Everything here is
+plain files read without torch or torch_xla, so a run captured on a TPU VM is analyzed anywhere.
+Line files are appended one whole line at a time and a cut last line is ignored, so a killed run
+still loads up to its last finished step. ``run.json`` is replaced atomically.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xlaprof.analyze.data import AnalysisInput, StepRow
+from xlaprof.atomic import atomic_write_text
+from xlaprof.errors import RunDirError
+from xlaprof.parse.debug_log import DebugLog, parse_debug_log
+from xlaprof.parse.metrics_report import MetricsReport, parse_metrics_report
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCHEMA_VERSION = 1
+RUN_JSON = "run.json"
+STEPS = "steps.jsonl"
+REGIONS = "regions.jsonl"
+EVENTS = "events.jsonl"
+DEBUG_LOG = "debug.log"
+FALLBACK_LOG = "fallbacks.log"
+METRICS_DIR = "metrics"
+FINAL_METRICS = "final.txt"
+TRACE_DIR = Path("plugins") / "profile"
+
+
+@dataclass
+class RunInfo:
+    """``run.json``. Fields added in later versions get defaults, so old runs still load."""
+
+    schema: int = SCHEMA_VERSION
+    xlaprof_version: str | None = None
+    torch_version: str | None = None
+    torch_xla_version: str | None = None
+    python_version: str | None = None
+    cxx11_abi: bool | None = None
+    device_kind: str | None = None
+    device_count: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
+    cwd: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    rank: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    # running | ok | exception | interrupted | signal | max_steps | killed
+    status: str = "running"
+    exit_code: int | None = None
+    detail: str | None = None
+    steps_recorded: int = 0
+    trace_steps: list[int] | None = None
+    debug_level: int | None = None
+    debug_analysis: bool | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunInfo:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def write_info(directory: Path, info: RunInfo) -> None:
+    atomic_write_text(directory / RUN_JSON, json.dumps(asdict(info), indent=2) + "\n")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Read a JSON-lines file; a cut last line (a killed writer) is dropped, not an error."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def _step_row(data: dict[str, Any]) -> StepRow:
+    known = {f.name for f in fields(StepRow)}
+    return StepRow(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class Run:
+    """A loaded run directory. DataFrame accessors are for notebooks; analyzers use the rows."""
+
+    path: Path
+    info: RunInfo
+
+    # -- typed data --------------------------------------------------------------------------
+    def step_rows(self) -> list[StepRow]:
+        return [_step_row(row) for row in read_jsonl(self.path / STEPS)]
+
+    def debug_log(self) -> DebugLog:
+        """Debug analysis and fallback records, each event tagged with the step it fell in."""
+        log = DebugLog()
+        rows = self.step_rows()
+        for name, offset_key in ((DEBUG_LOG, "debug_offset"), (FALLBACK_LOG, "fallback_offset")):
+            path = self.path / name
+            if not path.exists():
+                continue
+            raw = path.read_bytes()
+            parsed = parse_debug_log(raw.decode("utf-8", errors="replace"))
+            ends = [getattr(r, offset_key) for r in rows]
+            line_starts = _line_offsets(raw)
+            if all(isinstance(e, int) for e in ends) and ends:
+                for event in parsed.events:
+                    event.step = _step_at(line_starts, event.line, ends, rows)
+                for record in parsed.fallbacks:
+                    record.step = _step_at(line_starts, record.line, ends, rows)
+            log.events.extend(parsed.events)
+            log.fallbacks.extend(parsed.fallbacks)
+            log.too_frequent.extend(parsed.too_frequent)
+            log.warnings.extend(parsed.warnings)
+        return log
+
+    def metrics_reports(self) -> list[MetricsReport]:
+        reports: list[MetricsReport] = []
+        directory = self.path / METRICS_DIR
+        if directory.is_dir():
+            for path in sorted(directory.glob("*.txt")):
+                reports.extend(parse_metrics_report(path.read_text(errors="replace")).reports)
+        return reports
+
+    def regions(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.path / REGIONS)
+
+    def trace_files(self) -> list[Path]:
+        return sorted((self.path / TRACE_DIR).glob("*/*.xplane.pb"))
+
+    def analysis_input(self, warmup_steps: int = 2) -> AnalysisInput:
+        return AnalysisInput(
+            reports=self.metrics_reports(),
+            debug=self.debug_log(),
+            steps=self.step_rows(),
+            warmup_steps=warmup_steps,
+        )
+
+    # -- DataFrames --------------------------------------------------------------------------
+    def steps(self) -> pd.DataFrame:
+        """One row per step: wall time and metric deltas (seconds, counts)."""
+        import pandas as pd
+
+        rows = []
+        for row in self.step_rows():
+            record = asdict(row)
+            aten = record.pop("aten")
+            record["aten_fallback_calls"] = sum(
+                v for k, v in aten.items() if k != "aten::_local_scalar_dense"
+            )
+            rows.append(record)
+        columns = [f.name for f in fields(StepRow) if f.name != "aten"]
+        return pd.DataFrame(rows, columns=[*columns, "aten_fallback_calls"])
+
+    def events(self) -> pd.DataFrame:
+        """One row per compilation/execution, with its step and the user's source line."""
+        import pandas as pd
+
+        from xlaprof.analyze.frames import user_location
+
+        rows = []
+        for event in self.debug_log().events:
+            location = user_location(event.frames)
+            rows.append(
+                {
+                    "step": event.step,
+                    "kind": event.kind,
+                    "cause": event.cause,
+                    "graph_hash": event.graph_hash,
+                    "graph_inputs": event.graph_inputs,
+                    "graph_outputs": event.graph_outputs,
+                    "location": None if location is None else str(location),
+                }
+            )
+        frame = pd.DataFrame(
+            rows,
+            columns=[
+                "step",
+                "kind",
+                "cause",
+                "graph_hash",
+                "graph_inputs",
+                "graph_outputs",
+                "location",
+            ],
+        )
+        for column in ("step", "graph_inputs", "graph_outputs"):
+            frame[column] = frame[column].astype("Int64")
+        return frame
+
+    def compiles(self) -> pd.DataFrame:
+        events = self.events()
+        return events[events["kind"] == "compilation"].reset_index(drop=True)
+
+    def regions_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(self.regions(), columns=["step", "name", "calls", "seconds"])
+
+
+def _line_offsets(raw: bytes) -> list[int]:
+    offsets = [0]
+    position = raw.find(b"\n")
+    while position != -1:
+        offsets.append(position + 1)
+        position = raw.find(b"\n", position + 1)
+    return offsets
+
+
+def _step_at(line_starts: list[int], line: int, ends: list[Any], rows: list[StepRow]) -> int:
+    """The step whose log span holds ``line`` (1-based); past the last step: last + 1."""
+    offset = line_starts[min(line, len(line_starts)) - 1]
+    index = bisect.bisect_right(ends, offset)
+    if index < len(rows):
+        return rows[index].step
+    return (rows[-1].step + 1) if rows else 0
+
+
+def find_runs(path: Path) -> list[Path]:
+    """Run directories at ``path`` or below it (one per process), in a stable order."""
+    if (path / RUN_JSON).is_file():
+        return [path]
+    found = sorted(p.parent for p in path.glob(f"*/{RUN_JSON}"))
+    found += sorted(p.parent for p in path.glob(f"*/*/{RUN_JSON}"))
+    return found
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    """Load one run directory (or the only one under ``path``)."""
+    runs = load_runs(path)
+    if len(runs) > 1:
+        raise RunDirError(
+            f"{path}: holds {len(runs)} process runs; use load_runs() or name one of them"
+        )
+    return runs[0]
+
+
+def load_runs(path: str | os.PathLike[str]) -> list[Run]:
+    """Every process run under ``path``, ordered by rank then folder name."""
+    root = Path(path)
+    if not root.exists():
+        raise RunDirError(f"{root}: no such run directory")
+    directories = find_runs(root)
+    if not directories:
+        raise RunDirError(f"{root}: not a run directory (no run.json here or below)")
+    runs = [Run(directory, _read_info(directory)) for directory in directories]
+    runs.sort(key=lambda r: (r.info.rank if r.info.rank is not None else 1 << 30, str(r.path)))
+    return runs
+
+
+def _read_info(directory: Path) -> RunInfo:
+    path = directory / RUN_JSON
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise RunDirError(f"{path}: unreadable run.json ({error})") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: run.json is not an object")
+    schema = data.get("schema")
+    if not isinstance(schema, int) or schema < 1:
+        raise RunDirError(f"{path}: no schema version in run.json")
+    if schema > SCHEMA_VERSION:
+        raise RunDirError(
+            f"{path}: written by a newer xlaprof (run schema {schema}, this one reads up to "
+            f"{SCHEMA_VERSION}); upgrade xlaprof"
+        )
+    return RunInfo.from_json(data)

@@ -1,0 +1,38 @@
+"""Starting a session from the environment ``xlaprof run`` sets (see ``_bootstrap``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from xlaprof.runtime import Session
+
+ENV_OUT = "XLAPROF_RUN_OUT"
+ENV_TRACE_STEPS = "XLAPROF_TRACE_STEPS"
+ENV_MAX_STEPS = "XLAPROF_MAX_STEPS"
+ENV_DEBUG_LEVEL = "XLAPROF_DEBUG_LEVEL"
+
+
+def parse_steps_window(text: str) -> tuple[int, int]:
+    """``A:B`` -> (A, B): steps A..B-1, like a Python slice."""
+    start, sep, end = text.partition(":")
+    if not sep:
+        raise ValueError(f"expected A:B, got {text!r}")
+    window = (int(start), int(end))
+    if not 0 <= window[0] < window[1]:
+        raise ValueError(f"expected 0 <= A < B, got {text!r}")
+    return window
+
+
+def start_from_environment() -> Session:
+    trace = os.environ.get(ENV_TRACE_STEPS)
+    max_steps = os.environ.get(ENV_MAX_STEPS)
+    session = Session(
+        os.environ[ENV_OUT],
+        trace_steps=parse_steps_window(trace) if trace else None,
+        max_steps=int(max_steps) if max_steps else None,
+        debug_level=int(os.environ.get(ENV_DEBUG_LEVEL, "2")),
+        exit_on_max_steps=True,
+        command=[sys.executable, *sys.argv],
+    )
+    return session.start(install_exit_handlers=True)

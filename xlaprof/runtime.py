@@ -1,0 +1,427 @@
+"""The lazy-tensor wrapper: one profiling ``Session`` per process, writing one run directory.
+
+A session wraps ``torch_xla.sync`` (which ``xm.mark_step``, ``MpDeviceLoader`` and
+``xp.StepTrace`` all call), so every step boundary is seen without changing user code. At each
+boundary it reads the runtime's cumulative metrics and counters (a few microseconds) and appends
+the step's deltas to ``steps.jsonl``. PT_XLA_DEBUG analysis and the fallback tracker are switched
+on by setting their environment variables before the first graph runs, pointing them at files in
+the run directory; each step records how far those files had grown, which later ties each
+compilation to its step.
+
+Only this module and ``annotate`` import torch_xla, and only when a session starts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import platform
+import signal
+import socket
+import sys
+import time
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from xlaprof import annotate
+from xlaprof.analyze.data import StepRow
+from xlaprof.atomic import atomic_write_text
+from xlaprof.errors import RuntimeUnavailable
+from xlaprof.run import (
+    DEBUG_LOG,
+    EVENTS,
+    FALLBACK_LOG,
+    FINAL_METRICS,
+    METRICS_DIR,
+    REGIONS,
+    STEPS,
+    RunInfo,
+    write_info,
+)
+
+# metric name -> (count field, seconds field) of StepRow; time accumulators are nanoseconds.
+_TIME_METRICS = {
+    "CompileTime": ("compiles", "compile_s"),
+    "ExecuteTime": ("executions", "execute_s"),
+    "TransferToDeviceTime": ("transfers_to_device", "to_device_s"),
+    "TransferFromDeviceTime": ("transfers_from_device", "from_device_s"),
+    "LazyTracing": (None, "tracing_s"),
+}
+_GRAPH_SIZE = "TensorsGraphSize"
+_ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
+DEFAULT_DEBUG_LEVEL = 2
+
+
+def _import_runtime() -> tuple[Any, Any]:
+    try:
+        import torch_xla
+    except ImportError as error:
+        raise RuntimeUnavailable(
+            f"torch_xla cannot be imported here ({error}); install xlaprof[runtime] to "
+            "profile, or analyze a run captured elsewhere"
+        ) from None
+    return torch_xla, torch_xla._XLAC
+
+
+class Session:
+    """Profiles this process into ``<out>/<host>-<pid>/``. Start with ``start()``."""
+
+    def __init__(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        trace_steps: tuple[int, int] | None = None,
+        max_steps: int | None = None,
+        debug_level: int = DEFAULT_DEBUG_LEVEL,
+        exit_on_max_steps: bool = False,
+        command: list[str] | None = None,
+    ) -> None:
+        if trace_steps is not None and not 0 <= trace_steps[0] < trace_steps[1]:
+            raise ValueError(f"trace_steps must be (a, b) with 0 <= a < b, not {trace_steps}")
+        self.out = Path(out)
+        self.trace_steps = trace_steps
+        self.max_steps = max_steps
+        self.debug_level = debug_level
+        self.exit_on_max_steps = exit_on_max_steps
+        self.command = command if command is not None else list(sys.argv)
+        self.pid = os.getpid()
+        self.directory = Path()
+        self.info = RunInfo()
+        self.finished = False
+        self.recording = False
+        self.step_index = 0
+        self.user_steps = False
+        self.user_label: int | None = None
+        self.step_start = 0.0
+        self.step_start_wall = 0.0
+        self.regions: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+        self.tracing = False
+        self.exception: str | None = None
+        self._xlac: Any = None
+        self._torch_xla: Any = None
+        self._original_sync: Any = None
+        self._previous: dict[str, tuple[int, float]] = {}
+        self._previous_aten: dict[str, int] = {}
+        self._steps_file: Any = None
+        self._regions_file: Any = None
+        self._previous_sigterm: Any = None
+
+    # -- start -----------------------------------------------------------------------------
+    def start(self, install_exit_handlers: bool = False) -> Session:
+        torch_xla, xlac = _import_runtime()
+        self._torch_xla, self._xlac = torch_xla, xlac
+        self.directory = _unique_directory(self.out)
+        self._enable_debug_output()
+        graphs_before = self._metric("CompileTime")[0] + self._metric("ExecuteTime")[0]
+        self.info = RunInfo(
+            xlaprof_version=_version("xlaprof"),
+            torch_version=_module_version("torch"),
+            torch_xla_version=getattr(torch_xla, "__version__", None),
+            python_version=platform.python_version(),
+            cxx11_abi=_cxx11_abi(),
+            env={k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)},
+            command=self.command,
+            cwd=os.getcwd(),
+            host=socket.gethostname(),
+            pid=self.pid,
+            started=time.time(),
+            trace_steps=list(self.trace_steps) if self.trace_steps else None,
+            debug_level=self.debug_level,
+        )
+        if graphs_before:
+            self.info.warnings.append(
+                f"{graphs_before} graphs ran before profiling started: PT_XLA_DEBUG analysis "
+                "may be missing (start xlaprof.profile() before the first step, or use "
+                "`xlaprof run`)"
+            )
+        write_info(self.directory, self.info)
+        self._steps_file = (self.directory / STEPS).open("a", buffering=1)
+        self._regions_file = (self.directory / REGIONS).open("a", buffering=1)
+        self._snapshot()
+        self._install_sync_hook()
+        annotate.set_session(self)
+        os.register_at_fork(after_in_child=self._forked)
+        if install_exit_handlers:
+            atexit.register(self._at_exit)
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._previous_excepthook = sys.excepthook
+            sys.excepthook = self._excepthook
+        self.recording = True
+        self.step_start = time.perf_counter()
+        self.step_start_wall = time.time()
+        if self.trace_steps and self.trace_steps[0] == 0:
+            self._start_trace()
+        return self
+
+    def _enable_debug_output(self) -> None:
+        # torch_xla reads these when its first graph is built, not at import.
+        if self.debug_level > 0:
+            level = max(self.debug_level, int(os.environ.get("PT_XLA_DEBUG_LEVEL", "0") or 0))
+            os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
+            os.environ["PT_XLA_DEBUG_FILE"] = str(self.directory / DEBUG_LOG)
+        os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
+
+    def _install_sync_hook(self) -> None:
+        torch_xla = self._torch_xla
+        original = torch_xla.sync
+        if getattr(original, "_xlaprof_session", None) is not None:
+            original = original._xlaprof_original
+        self._original_sync = original
+        session = self
+
+        def sync(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if session.recording and not session.user_steps and os.getpid() == session.pid:
+                session.boundary()
+            return result
+
+        sync._xlaprof_session = self  # type: ignore[attr-defined]
+        sync._xlaprof_original = original  # type: ignore[attr-defined]
+        sync.__doc__ = original.__doc__
+        torch_xla.sync = sync
+        inner = sys.modules.get("torch_xla.torch_xla")
+        if inner is not None and getattr(inner, "sync", None) is original:
+            inner.sync = sync
+
+    def _uninstall_sync_hook(self) -> None:
+        torch_xla = self._torch_xla
+        if torch_xla is None or self._original_sync is None:
+            return
+        if getattr(torch_xla.sync, "_xlaprof_session", None) is self:
+            torch_xla.sync = self._original_sync
+            inner = sys.modules.get("torch_xla.torch_xla")
+            if inner is not None and getattr(inner.sync, "_xlaprof_session", None) is self:
+                inner.sync = self._original_sync
+
+    # -- metrics ---------------------------------------------------------------------------
+    def _metric(self, name: str) -> tuple[int, float]:
+        data = self._xlac._xla_metric_data(name)
+        if data is None:
+            return 0, 0.0
+        return int(data[0]), float(data[1])
+
+    def _aten_counters(self) -> dict[str, int]:
+        counters = {}
+        for name in self._xlac._xla_counter_names():
+            if name.startswith("aten::"):
+                counters[name] = int(self._xlac._xla_counter_value(name) or 0)
+        return counters
+
+    def _snapshot(self) -> None:
+        for name in (*_TIME_METRICS, _GRAPH_SIZE):
+            self._previous[name] = self._metric(name)
+        self._previous_aten = self._aten_counters()
+
+    # -- steps -----------------------------------------------------------------------------
+    def begin_user_step(self, number: int) -> None:
+        """Called by ``xlaprof.step``: from now on steps end at step exits, not at syncs."""
+        if not self.user_steps:
+            self.user_steps = True
+        self.user_label = number
+
+    def end_user_step(self, number: int) -> None:
+        if self.recording and os.getpid() == self.pid:
+            self.boundary()
+
+    def record_region(self, name: str, seconds: float) -> None:
+        entry = self.regions[name]
+        entry[0] += 1
+        entry[1] += seconds
+
+    def boundary(self) -> None:
+        """End the current step: write its row, then handle the trace window and max steps."""
+        now = time.perf_counter()
+        row = StepRow(
+            step=self.user_label if self.user_label is not None else self.step_index,
+            start=self.step_start_wall,
+            wall_s=now - self.step_start,
+        )
+        for name, (count_field, seconds_field) in _TIME_METRICS.items():
+            samples, accumulator = self._metric(name)
+            before_samples, before_accumulator = self._previous.get(name, (0, 0.0))
+            if count_field is not None:
+                setattr(row, count_field, samples - before_samples)
+            setattr(row, seconds_field, (accumulator - before_accumulator) / 1e9)
+            self._previous[name] = (samples, accumulator)
+        samples, accumulator = self._metric(_GRAPH_SIZE)
+        before_samples, before_accumulator = self._previous.get(_GRAPH_SIZE, (0, 0.0))
+        if samples > before_samples:
+            row.graph_nodes = (accumulator - before_accumulator) / (samples - before_samples)
+        self._previous[_GRAPH_SIZE] = (samples, accumulator)
+        aten = self._aten_counters()
+        row.aten = {
+            k: v - self._previous_aten.get(k, 0)
+            for k, v in aten.items()
+            if v != self._previous_aten.get(k, 0)
+        }
+        self._previous_aten = aten
+        row.debug_offset = _size(self.directory / DEBUG_LOG)
+        row.fallback_offset = _size(self.directory / FALLBACK_LOG)
+        self._steps_file.write(json.dumps(asdict(row)) + "\n")
+        for name, (calls, seconds) in self.regions.items():
+            self._regions_file.write(
+                json.dumps({"step": row.step, "name": name, "calls": calls, "seconds": seconds})
+                + "\n"
+            )
+        self.regions.clear()
+        self.step_index += 1
+        self.info.steps_recorded = self.step_index
+        self.user_label = None
+        if self.trace_steps is not None:
+            if self.step_index == self.trace_steps[0] and not self.tracing:
+                self._start_trace()
+            elif self.step_index == self.trace_steps[1] and self.tracing:
+                self._stop_trace()
+        if self.max_steps is not None and self.step_index >= self.max_steps:
+            self.finish("max_steps", detail=f"stopped after {self.step_index} steps")
+            if self.exit_on_max_steps:
+                raise SystemExit(0)
+        self.step_start = time.perf_counter()
+        self.step_start_wall = time.time()
+
+    # -- traces ----------------------------------------------------------------------------
+    def _start_trace(self) -> None:
+        import torch_xla.debug.profiler as xp
+
+        try:
+            xp.start_trace(str(self.directory))
+            self.tracing = True
+        except RuntimeError as error:
+            self.info.warnings.append(f"trace not started: {error}")
+
+    def _stop_trace(self, wait: bool = True) -> None:
+        import torch_xla.core.xla_model as xm
+        import torch_xla.debug.profiler as xp
+
+        if wait:
+            # Stop only once the window's device work is done, or the trace comes back empty.
+            xm.wait_device_ops()
+        try:
+            xp.stop_trace()
+        except RuntimeError as error:
+            self.info.warnings.append(f"trace not stopped cleanly: {error}")
+        self.tracing = False
+
+    # -- finish ----------------------------------------------------------------------------
+    def finish(
+        self, status: str = "ok", exit_code: int | None = None, detail: str | None = None
+    ) -> None:
+        """Write the final files. Safe to call more than once; only the first call counts."""
+        if self.finished or os.getpid() != self.pid:
+            return
+        self.finished = True
+        self.recording = False
+        annotate.set_session(None)
+        if self.tracing:
+            self._stop_trace(wait=status in ("ok", "max_steps"))
+        self._uninstall_sync_hook()
+        metrics = self.directory / METRICS_DIR
+        metrics.mkdir(exist_ok=True)
+        try:
+            import torch_xla.debug.metrics as met
+
+            atomic_write_text(metrics / FINAL_METRICS, met.metrics_report())
+        except Exception as error:
+            self.info.warnings.append(f"no final metrics report: {error}")
+        self._write_events()
+        for handle in (self._steps_file, self._regions_file):
+            if handle is not None:
+                handle.close()
+        self._describe_device()
+        self.info.ended = time.time()
+        self.info.status = status
+        self.info.exit_code = exit_code
+        self.info.detail = detail if detail is not None else self.exception
+        self.info.debug_analysis = _size(self.directory / DEBUG_LOG) > 0
+        write_info(self.directory, self.info)
+
+    def _write_events(self) -> None:
+        from xlaprof.report.json_out import event_json
+        from xlaprof.run import Run
+
+        run = Run(self.directory, self.info)
+        lines = [json.dumps(event_json(event)) for event in run.debug_log().events]
+        atomic_write_text(self.directory / EVENTS, "".join(line + "\n" for line in lines))
+
+    def _describe_device(self) -> None:
+        if self.step_index == 0:
+            return  # Asking would start the runtime in a process that never used it.
+        try:
+            import torch_xla.runtime as xr
+
+            self.info.device_kind = xr.device_type()
+            self.info.device_count = xr.global_runtime_device_count()
+            self.info.rank = xr.global_ordinal()
+        except Exception as error:
+            self.info.warnings.append(f"device not described: {error}")
+
+    # -- process exit paths (xlaprof run) --------------------------------------------------
+    def _excepthook(self, kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        self.exception = f"{kind.__name__}: {value}"
+        status = "interrupted" if issubclass(kind, KeyboardInterrupt) else "exception"
+        self.finish(status, exit_code=1)
+        self._previous_excepthook(kind, value, tb)
+
+    def _at_exit(self) -> None:
+        self.finish("ok")
+
+    def _on_sigterm(self, signum: int, _frame: Any) -> None:
+        detail = f"stopped by {signal.strsignal(signum)}"
+        self.finish("signal", exit_code=128 + signum, detail=detail)
+        previous = self._previous_sigterm
+        if callable(previous):
+            previous(signum, _frame)
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    def _forked(self) -> None:
+        # A forked child (a DataLoader worker) must not write into its parent's run.
+        self.recording = False
+        self.finished = True
+        annotate.set_session(None)
+
+
+def _unique_directory(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    base = f"{socket.gethostname()}-{os.getpid()}"
+    for suffix in range(1000):
+        candidate = out / (base if suffix == 0 else f"{base}-{suffix}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise RuntimeError(f"no free run directory name under {out}")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _version(distribution: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+def _module_version(name: str) -> str | None:
+    module = sys.modules.get(name)
+    return getattr(module, "__version__", None) if module is not None else None
+
+
+def _cxx11_abi() -> bool | None:
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch._C._GLIBCXX_USE_CXX11_ABI) if torch is not None else None
+    except AttributeError:
+        return None
