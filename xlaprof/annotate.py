@@ -1,7 +1,10 @@
 """User code annotations: regions, steps and per-module regions.
 
-``region(name)`` emits a profiler TraceMe (torch_xla's ``xp.Trace``) so the region shows up in
-captured traces, and adds its host wall time to the active profiling session. ``step(n)`` and
+``region(name)`` emits a profiler TraceMe so the region shows up in captured traces, and adds its
+host wall time to the active profiling session. It uses the TraceMe that ``xp.Trace`` is built
+on, without the IR scope ``xp.Trace`` also pushes: that scope makes any ``torch_xla.sync()``
+inside the region fail ("Expecting scope to be empty") and writes the region name into the HLO
+metadata, so it could change graphs. ``step(n)`` and
 ``steps(iterable)`` mark step boundaries with StepTrace semantics (``_r=1, step_num=n``, which is
 what XProf groups steps by) but, unlike ``xp.StepTrace``, never call ``torch_xla.sync()``:
 annotations must not cut graphs, add syncs or compilations.
@@ -42,9 +45,9 @@ STATE = _State()
 
 def _trace_class() -> Any:
     if STATE.trace_cls is None:
-        import torch_xla.debug.profiler as xp
+        import torch_xla
 
-        STATE.trace_cls = xp.Trace
+        STATE.trace_cls = torch_xla._XLAC.profiler.TraceMe
     return STATE.trace_cls
 
 

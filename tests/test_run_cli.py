@@ -1,0 +1,262 @@
+"""`xlaprof run` on the real CPU runtime: diagnosis, pass-through, and every way a job ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES, REPO, cli
+from helpers import check_contract, line_of
+
+from xlaprof.run import load_run, load_runs
+
+pytestmark = pytest.mark.runtime
+
+EXPECTED = {
+    "healthy_loop": ([], None),
+    "recompile_varying_batch": (["recompilation"], "        torch_xla.sync()"),
+    "host_sync_item": (["host_sync"], "history.append(loss.item())"),
+    "cpu_fallback": (["aten_fallback"], "scale = torch.median"),
+}
+
+
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    runs = {}
+    for name in EXPECTED:
+        out = root / name
+        result = cli("run", "--out", str(out), "--", sys.executable, str(EXAMPLES / f"{name}.py"))
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "final loss" in result.stdout  # the script's own output passes through
+        runs[name] = out
+    return runs
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_each_example_is_diagnosed_at_the_users_line(example_runs, name: str) -> None:
+    kinds, needle = EXPECTED[name]
+    result = cli("analyze", "--json", str(example_runs[name]))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    check_contract(document)
+    assert [f["kind"] for f in document["findings"]] == kinds
+    if needle is not None:
+        location = document["findings"][0]["location"]
+        assert location["file"].endswith(f"examples/{name}.py")
+        assert location["line"] == line_of(name, needle)
+    assert document["run"]["status"] == "ok" and document["run"]["exit_code"] == 0
+    assert document["summary"]["steps"] == 12
+
+
+def test_warmup_compiles_are_on_steps_0_and_1(example_runs) -> None:
+    run = load_run(example_runs["healthy_loop"])
+    steps = run.steps()
+    assert list(steps["step"]) == list(range(12))
+    assert list(steps["compiles"][:2]) == [1, 1] and steps["compiles"][2:].sum() == 0
+    compiles = run.compiles()
+    assert list(compiles["step"]) == [0, 1]
+    assert all(
+        location.endswith(
+            "examples/healthy_loop.py:" + str(line_of("healthy_loop", "        torch_xla.sync()"))
+        )
+        for location in compiles["location"]
+    )
+
+
+def test_recompiles_are_tied_to_their_steps(example_runs) -> None:
+    run = load_run(example_runs["recompile_varying_batch"])
+    compile_steps = list(run.compiles()["step"])
+    # sizes cycle 32, 24, 17, 32, 9: new graphs at steps 0, 1 (optimizer state), 2, 4 ...
+    assert compile_steps[:2] == [0, 1] and len(compile_steps) >= 4
+    assert all(step < 12 for step in compile_steps)
+    per_step = run.steps().set_index("step")["compiles"]
+    assert [s for s, n in per_step.items() if n] == compile_steps
+
+
+def test_arguments_stdin_output_and_exit_code_pass_through(tmp_path: Path) -> None:
+    script = tmp_path / "echo.py"
+    script.write_text(
+        "import sys, torch, torch_xla\n"
+        "x = torch.ones(2, device=torch_xla.device()) * 2\n"
+        "torch_xla.sync()\n"
+        "data = sys.stdin.read()\n"
+        "print('args', sys.argv[1:], 'stdin', data.strip())\n"
+        "print('to stderr', file=sys.stderr)\n"
+        "sys.exit(3)\n"
+    )
+    out = tmp_path / "run"
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xlaprof",
+            "run",
+            "-q",
+            "--out",
+            str(out),
+            "--",
+            sys.executable,
+            str(script),
+            "--lr",
+            "0.1",
+            "--",
+            "x y",
+        ],
+        input="hello",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        cwd=REPO,
+        timeout=300,
+    )
+    assert process.returncode == 3
+    assert process.stdout == "args ['--lr', '0.1', '--', 'x y'] stdin hello\n"
+    assert process.stderr.strip().splitlines()[-1] == "to stderr"
+    info = load_run(out).info
+    assert (info.status, info.exit_code, info.steps_recorded) == ("exit", 3, 1)
+
+
+def test_an_exception_is_recorded(tmp_path: Path) -> None:
+    script = tmp_path / "boom.py"
+    script.write_text(
+        "import torch, torch_xla\n"
+        "for i in range(3):\n"
+        "    x = torch.ones(2, device=torch_xla.device()) * i\n"
+        "    torch_xla.sync()\n"
+        "raise ValueError('bad batch')\n"
+    )
+    result = cli("run", "-q", "--out", str(tmp_path / "run"), "--", sys.executable, str(script))
+    assert result.returncode == 1 and "ValueError: bad batch" in result.stderr
+    info = load_run(tmp_path / "run").info
+    assert info.status == "exception" and info.detail == "ValueError: bad batch"
+    assert info.steps_recorded == 3
+
+
+def test_max_steps_stops_the_script(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = cli(
+        "run",
+        "-q",
+        "--max-steps",
+        "3",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        str(EXAMPLES / "healthy_loop.py"),
+        "--steps",
+        "50",
+    )
+    assert result.returncode == 0
+    run = load_run(out)
+    assert run.info.status == "max_steps" and len(run.steps()) == 3
+
+
+LONG_LOOP = (
+    "import torch, torch_xla, time\n"
+    "w = torch.randn(16, 16, device=torch_xla.device())\n"
+    "for i in range(100000):\n"
+    "    w = (w @ w).tanh()\n"
+    "    torch_xla.sync()\n"
+    "    time.sleep(0.01)\n"
+)
+
+
+def _start_long_run(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    script = tmp_path / "long.py"
+    script.write_text(LONG_LOOP)
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "xlaprof",
+            "run",
+            "-q",
+            "--out",
+            str(out),
+            "--",
+            sys.executable,
+            str(script),
+        ],
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        steps = list(out.glob("*/steps.jsonl"))
+        if steps and len(steps[0].read_text().splitlines()) >= 5:
+            return process, out
+        time.sleep(0.2)
+    process.kill()
+    pytest.fail("the long run never reached 5 steps")
+
+
+def test_sigterm_mid_training_leaves_a_loadable_run(tmp_path: Path) -> None:
+    # GIVEN a job under xlaprof run, mid-training
+    process, out = _start_long_run(tmp_path)
+    # WHEN the scheduler sends SIGTERM to xlaprof
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=120)
+    # THEN the exit code is the script's (killed by SIGTERM) and the run is complete and loadable
+    assert process.returncode == 128 + signal.SIGTERM
+    run = load_run(out)
+    assert run.info.status == "signal" and run.info.exit_code == 128 + signal.SIGTERM
+    assert "Terminated" in run.info.detail
+    steps = run.steps()
+    assert len(steps) >= 5 and list(steps["step"]) == list(range(len(steps)))
+    assert (run.path / "metrics" / "final.txt").read_text().startswith("Metric:")
+    assert cli("analyze", str(out)).returncode == 0
+
+
+def test_sigkill_still_leaves_a_loadable_run(tmp_path: Path) -> None:
+    process, out = _start_long_run(tmp_path)
+    child = next(p for p in _children(process.pid))
+    os.kill(child, signal.SIGKILL)
+    process.wait(timeout=60)
+    assert process.returncode == 128 + signal.SIGKILL
+    run = load_run(out)
+    assert run.info.status == "killed" and "SIGKILL" in run.info.detail
+    assert len(run.steps()) >= 5
+    assert cli("analyze", "--json", str(out)).returncode == 0
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()]
+
+
+def test_two_runs_into_one_folder_do_not_collide(tmp_path: Path) -> None:
+    out = tmp_path / "shared"
+    for _ in range(2):
+        result = cli(
+            "run",
+            "-q",
+            "--max-steps",
+            "2",
+            "--out",
+            str(out),
+            "--",
+            sys.executable,
+            str(EXAMPLES / "healthy_loop.py"),
+        )
+        assert result.returncode == 0
+    runs = load_runs(out)
+    assert len(runs) == 2 and runs[0].path != runs[1].path
+    assert all(len(r.steps()) == 2 for r in runs)
+
+
+def test_a_command_that_cannot_start_fails_cleanly(tmp_path: Path) -> None:
+    result = cli("run", "--out", str(tmp_path / "r"), "--", "no-such-program-xyz")
+    assert result.returncode == 127
+    assert "no-such-program-xyz" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,110 @@
+"""The run directory format, loaded without torch_xla: tolerance, versions, step attribution."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES, cli
+
+from xlaprof.errors import RunDirError
+from xlaprof.run import load_run, load_runs
+
+COMPILE_BLOCK = """Compilation Analysis: {eq}
+Compilation Analysis: Compilation Cause
+Compilation Analysis:   user torch_xla.sync
+Compilation Analysis: Graph Info: 
+Compilation Analysis:   Graph Hash: {hash}
+Compilation Analysis:   Number of Graph Inputs: 3
+Compilation Analysis:   Number of Graph Outputs: 2
+Compilation Analysis: Python Frame Triggered Execution: 
+Compilation Analysis:   sync (/venv/site-packages/torch_xla/torch_xla.py:87)
+Compilation Analysis:   main (/home/me/train.py:40)
+Compilation Analysis: {dash}
+Compilation Analysis: {eq}
+"""
+
+
+def _block(graph: str) -> str:
+    return COMPILE_BLOCK.format(eq="=" * 80, dash="-" * 80, hash=graph)
+
+
+def _write_run(directory: Path, info: dict, steps: list[dict], debug: str = "") -> Path:
+    directory.mkdir(parents=True)
+    (directory / "run.json").write_text(json.dumps(info))
+    (directory / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+    if debug:
+        (directory / "debug.log").write_text(debug)
+    return directory
+
+
+def test_minimal_run_json_loads_with_defaults(tmp_path: Path) -> None:
+    # A run.json holding only the schema (as the earliest writers did) still loads.
+    run = load_run(_write_run(tmp_path / "r", {"schema": 1}, [{"step": 0, "wall_s": 0.5}]))
+    assert run.info.status == "running" and run.info.env == {}
+    steps = run.steps()
+    assert list(steps["step"]) == [0] and steps["compiles"][0] == 0
+    assert run.events().empty and run.metrics_reports() == []
+
+
+def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
+    info = {"schema": 1, "status": "ok", "some_future_field": [1, 2]}
+    step = {"step": 0, "wall_s": 0.1, "a_future_metric": 3}
+    run = load_run(_write_run(tmp_path / "r", info, [step]))
+    assert run.info.status == "ok" and len(run.step_rows()) == 1
+
+
+def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
+    _write_run(tmp_path / "r", {"schema": 99}, [])
+    with pytest.raises(RunDirError, match="newer xlaprof"):
+        load_run(tmp_path / "r")
+    result = cli("analyze", str(tmp_path / "r"))
+    assert result.returncode == 9 and "newer xlaprof" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_cut_last_line_is_dropped(tmp_path: Path) -> None:
+    directory = _write_run(tmp_path / "r", {"schema": 1}, [{"step": 0}, {"step": 1}])
+    with (directory / "steps.jsonl").open("a") as handle:
+        handle.write('{"step": 2, "wall_')  # the writer was killed mid-line
+    assert [r.step for r in load_run(directory).step_rows()] == [0, 1]
+
+
+def test_log_offsets_tie_events_to_steps(tmp_path: Path) -> None:
+    first, second, third = _block("aaa"), _block("bbb"), _block("ccc")
+    offsets = [len(first), len(first) + len(second)]
+    steps = [
+        {"step": 0, "compiles": 1, "debug_offset": offsets[0]},
+        {"step": 1, "compiles": 1, "debug_offset": offsets[1]},
+        {"step": 2, "compiles": 0, "debug_offset": offsets[1]},
+    ]
+    run = load_run(_write_run(tmp_path / "r", {"schema": 1}, steps, first + second + third))
+    compiles = run.compiles()
+    # the third block was written after the last finished step: it belongs to the tail (3)
+    assert list(compiles["step"]) == [0, 1, 3]
+    assert list(compiles["graph_hash"]) == ["aaa", "bbb", "ccc"]
+    assert set(compiles["location"]) == {"/home/me/train.py:40"}
+
+
+def test_several_processes_are_each_analyzed(tmp_path: Path) -> None:
+    for rank in (1, 0):
+        steps = [{"step": i, "compiles": 1 if i < 2 else 0} for i in range(4)]
+        _write_run(tmp_path / "job" / f"host-{rank}", {"schema": 1, "rank": rank}, steps)
+    runs = load_runs(tmp_path / "job")
+    assert [r.info.rank for r in runs] == [0, 1]
+    result = cli("analyze", "--json", str(tmp_path / "job"))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert len(document["processes"]) == 2 and document["summary"]["steps"] == 8
+
+
+def test_not_a_run_directory(tmp_path: Path) -> None:
+    with pytest.raises(RunDirError, match="no run.json"):
+        load_run(tmp_path)
+
+
+def test_mixing_runs_and_files_is_refused(tmp_path: Path) -> None:
+    _write_run(tmp_path / "r", {"schema": 1}, [])
+    result = cli("analyze", str(tmp_path / "r"), str(SAMPLES / "healthy_loop.log"))
+    assert result.returncode == 7 and "not both" in result.stderr
