@@ -58,7 +58,17 @@ def regenerate(name: str) -> None:
 
         shutil.rmtree(target, ignore_errors=True)
         subprocess.run(
-            [*xlaprof, "run", "--out", str(target), "--", sys.executable, str(script)],
+            [
+                *xlaprof,
+                "run",
+                "-q",
+                "--out",
+                str(target),
+                "--trace-steps",
+                "4:6",
+                "--",
+                *[sys.executable, str(script)],
+            ],
             env={**os.environ, "PJRT_DEVICE": "CPU"},
             check=True,
             cwd=HERE.parent,

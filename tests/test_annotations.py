@@ -33,7 +33,8 @@ def train(annotated: bool):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     data = [torch.randn(4, 8) for _ in range(5)]
     losses = []
-    before = (met.metric_data("CompileTime") or (0,))[0], (met.metric_data("ExecuteTime") or (0,))[0]
+    count = lambda name: (met.metric_data(name) or (0,))[0]
+    before = count("CompileTime"), count("ExecuteTime")
     loader = xlaprof.steps(data) if annotated else data
     for x in loader:
         if annotated:
@@ -48,10 +49,10 @@ def train(annotated: bool):
         torch_xla.sync()
         losses.append(loss)
     values = [l.item() for l in losses]
-    after = (met.metric_data("CompileTime") or (0,))[0], (met.metric_data("ExecuteTime") or (0,))[0]
+    after = count("CompileTime"), count("ExecuteTime")
     if handle is not None:
         handle.remove()
-        assert "forward" not in model.__dict__ and all("forward" not in m.__dict__ for m in model.modules())
+        assert all("forward" not in m.__dict__ for m in model.modules())
     return values, after[0] - before[0], after[1] - before[1]
 
 out = sys.argv[1]

@@ -142,3 +142,17 @@ def test_analyze_works_where_torch_xla_cannot_be_imported(tmp_path: Path, sample
     result = cli("analyze", "--json", str(samples / "cpu_fallback.log"), env=env)
     assert result.returncode == 0, result.stderr
     assert [f["kind"] for f in json.loads(result.stdout)["findings"]] == ["aten_fallback"]
+
+
+@pytest.mark.parametrize(("name", "kinds"), SAMPLE_EXPECTATIONS.items())
+def test_committed_sample_runs(samples: Path, name: str, kinds: list[str]) -> None:
+    # Run directories written by `xlaprof run` on the CPU runtime (sample_traces/README.md).
+    result = cli("analyze", "--json", str(samples / "runs" / name))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    check_contract(document)
+    assert [f["kind"] for f in document["findings"]] == kinds
+    assert document["run"]["steps_recorded"] == 12 and document["run"]["status"] == "ok"
+    assert len(document["run"]["traces"]) == 1  # --trace-steps 4:6
+    for finding in document["findings"]:
+        assert finding["location"]["file"].endswith(f"examples/{name}.py")

@@ -14,11 +14,11 @@ from xlaprof.run import load_run, load_runs
 COMPILE_BLOCK = """Compilation Analysis: {eq}
 Compilation Analysis: Compilation Cause
 Compilation Analysis:   user torch_xla.sync
-Compilation Analysis: Graph Info: 
+Compilation Analysis: Graph Info:{sp}
 Compilation Analysis:   Graph Hash: {hash}
 Compilation Analysis:   Number of Graph Inputs: 3
 Compilation Analysis:   Number of Graph Outputs: 2
-Compilation Analysis: Python Frame Triggered Execution: 
+Compilation Analysis: Python Frame Triggered Execution:{sp}
 Compilation Analysis:   sync (/venv/site-packages/torch_xla/torch_xla.py:87)
 Compilation Analysis:   main (/home/me/train.py:40)
 Compilation Analysis: {dash}
@@ -27,7 +27,8 @@ Compilation Analysis: {eq}
 
 
 def _block(graph: str) -> str:
-    return COMPILE_BLOCK.format(eq="=" * 80, dash="-" * 80, hash=graph)
+    # Real logs end these two header lines with a space.
+    return COMPILE_BLOCK.format(eq="=" * 80, dash="-" * 80, hash=graph, sp=" ")
 
 
 def _write_run(directory: Path, info: dict, steps: list[dict], debug: str = "") -> Path:
@@ -100,7 +101,7 @@ def test_several_processes_are_each_analyzed(tmp_path: Path) -> None:
 
 
 def test_not_a_run_directory(tmp_path: Path) -> None:
-    with pytest.raises(RunDirError, match="no run.json"):
+    with pytest.raises(RunDirError, match=r"no run\.json"):
         load_run(tmp_path)
 
 

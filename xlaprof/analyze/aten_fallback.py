@@ -66,12 +66,11 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         if per_step.get(op):
             evidence["steps_with_fallback"] = len(per_step[op])
         hint = _HINTS.get(op)
-        at = f" at {location}" if location else ""
         findings.append(
             Finding(
                 kind=Kind.ATEN_FALLBACK,
                 severity=Severity.WARNING,
-                title=f"{op} runs on the CPU{at} ({count} calls)",
+                title=f"{op} runs on the CPU ({count} calls)",
                 evidence=evidence,
                 location=location,
                 suggestion=f"{hint} {SUGGESTION}" if hint else SUGGESTION,

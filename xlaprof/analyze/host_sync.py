@@ -44,7 +44,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             Finding(
                 kind=Kind.HOST_SYNC,
                 severity=_severity(count, steps),
-                title=f"Host sync at {location}: device tensor read {count} times",
+                title=f"Host sync: a device tensor is read on the host {count} times",
                 evidence={"reads_at_site": count, **metrics_evidence},
                 location=location,
                 suggestion=SUGGESTION,

@@ -32,7 +32,7 @@ _MAX_LISTED = 8
 SUGGESTION = (
     "Keep tensor shapes static between steps: pad or bucket variable dimensions to a few fixed "
     "sizes, use drop_last=True in the DataLoader, and avoid Python branches on tensor values. "
-    "Each distinct shape or graph is compiled anew; `xlaprof run` records which input changed."
+    "Each distinct input shape or graph is compiled anew."
 )
 
 
@@ -92,13 +92,12 @@ def _from_events(data: AnalysisInput, compilations: list[DebugEvent]) -> list[Fi
             later_steps = len([s for s in data.steps if s.step >= data.warmup_steps])
             if later_steps and recompiles >= ERROR_RECOMPILE_STEP_SHARE * later_steps:
                 severity = Severity.ERROR
-        where = f" at {location}" if location else ""
         findings.append(
             Finding(
                 kind=Kind.RECOMPILATION,
                 severity=severity,
                 title=(
-                    f"Recompiling{where}: {len(events)} compilations of {len(hashes)} "
+                    f"Recompiling: {len(events)} compilations of {len(hashes)} "
                     f"different graphs ({recompiles} after warm-up)"
                 ),
                 evidence=evidence,
