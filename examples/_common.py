@@ -11,8 +11,8 @@ import argparse
 import torch
 from torch import nn
 
-FEATURES = 64
-HIDDEN = 128
+FEATURES = 256
+HIDDEN = 1024
 
 
 class MLP(nn.Module):
@@ -30,7 +30,7 @@ class MLP(nn.Module):
 def arguments(default_steps: int = 12) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=default_steps)
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
 

@@ -5,6 +5,7 @@ One process writes one run directory::
     run.json          RunInfo: versions, device, env flags, command, times, how it ended
     steps.jsonl       one line per finished step: metric deltas, wall time, log offsets
     regions.jsonl     per step and user region: calls and host seconds
+    samples.jsonl     per step: host CPU seconds by the user's source line (where host work went)
     events.jsonl      compile/execute events with their step (written when the run ends)
     debug.log         raw PT_XLA_DEBUG_LEVEL output (torch_xla writes it as it goes)
     fallbacks.log     raw fallback-tracker records (XLA_FNTRACKER_FILE)
@@ -26,7 +27,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlaprof.analyze.data import AnalysisInput, StepRow
+from xlaprof.analyze.data import AnalysisInput, RegionRow, StepRow
 from xlaprof.atomic import atomic_write_text
 from xlaprof.errors import RunDirError
 from xlaprof.parse.debug_log import DebugLog, parse_debug_log
@@ -39,6 +40,7 @@ SCHEMA_VERSION = 1
 RUN_JSON = "run.json"
 STEPS = "steps.jsonl"
 REGIONS = "regions.jsonl"
+SAMPLES = "samples.jsonl"
 EVENTS = "events.jsonl"
 DEBUG_LOG = "debug.log"
 FALLBACK_LOG = "fallbacks.log"
@@ -152,6 +154,10 @@ class Run:
     def regions(self) -> list[dict[str, Any]]:
         return read_jsonl(self.path / REGIONS)
 
+    def host_samples(self) -> list[dict[str, Any]]:
+        """Per step: ``{"step": n, "samples": {"file:line" | "<library>": CPU seconds}}``."""
+        return read_jsonl(self.path / SAMPLES)
+
     def trace_files(self) -> list[Path]:
         return sorted((self.path / TRACE_DIR).glob("*/*.xplane.pb"))
 
@@ -161,6 +167,12 @@ class Run:
             debug=self.debug_log(),
             steps=self.step_rows(),
             warmup_steps=warmup_steps,
+            regions=[
+                RegionRow(int(r["step"]), str(r["name"]), int(r["calls"]), float(r["seconds"]))
+                for r in self.regions()
+            ],
+            host_samples={int(r["step"]): dict(r["samples"]) for r in self.host_samples()},
+            cxx11_abi=self.info.cxx11_abi,
         )
 
     # -- DataFrames --------------------------------------------------------------------------

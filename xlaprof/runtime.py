@@ -37,6 +37,7 @@ from xlaprof.run import (
     FINAL_METRICS,
     METRICS_DIR,
     REGIONS,
+    SAMPLES,
     STEPS,
     RunInfo,
     write_info,
@@ -53,6 +54,7 @@ _TIME_METRICS = {
 _GRAPH_SIZE = "TensorsGraphSize"
 _ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
 DEFAULT_DEBUG_LEVEL = 2
+DEFAULT_SAMPLE_HZ = 100.0
 
 
 def _import_runtime() -> tuple[Any, Any]:
@@ -64,6 +66,73 @@ def _import_runtime() -> tuple[Any, Any]:
             "profile, or analyze a run captured elsewhere"
         ) from None
     return torch_xla, torch_xla._XLAC
+
+
+class HostSampler:
+    """Where the main thread burns CPU, by the user's source line, ~``hz`` times a second.
+
+    Each tick reads the main thread's CPU clock and charges the CPU time used since the last
+    tick to the innermost frame of the user's own code (or ``LIBRARY`` when no user frame is on
+    the stack). Time the thread spends blocked (waiting for the device in a sync or ``.item()``)
+    uses no CPU, so it is charged nothing: the result says where host work goes, not where the
+    host waits.
+    """
+
+    LIBRARY = "<library>"
+
+    def __init__(self, hz: float) -> None:
+        import threading
+
+        self.interval = 1.0 / hz
+        self.thread_id = threading.main_thread().ident
+        try:
+            self.clock: int | None = time.pthread_getcpuclockid(self.thread_id or 0)
+        except (AttributeError, OSError):
+            self.clock = None  # no per-thread CPU clock here: charge wall intervals instead
+        self.lock = threading.Lock()
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="xlaprof-sampler", daemon=True)
+        self.cache: dict[str, bool] = {}
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def take(self) -> dict[str, float]:
+        with self.lock:
+            seconds, self.seconds = dict(self.seconds), defaultdict(float)
+        return {where: round(value, 6) for where, value in seconds.items() if value > 0}
+
+    def _is_library(self, filename: str) -> bool:
+        known = self.cache.get(filename)
+        if known is None:
+            from xlaprof.analyze.frames import is_library_file
+
+            known = self.cache[filename] = is_library_file(filename)
+        return known
+
+    def _now(self) -> float:
+        return time.clock_gettime(self.clock) if self.clock is not None else time.perf_counter()
+
+    def _loop(self) -> None:
+        last = self._now()
+        while not self.stop_event.wait(self.interval):
+            now = self._now()
+            used, last = now - last, now
+            frame = sys._current_frames().get(self.thread_id)
+            where = self.LIBRARY
+            while frame is not None:
+                code = frame.f_code
+                if not self._is_library(code.co_filename):
+                    where = f"{code.co_filename}:{frame.f_lineno}"
+                    break
+                frame = frame.f_back
+            del frame
+            with self.lock:
+                self.seconds[where] += used
 
 
 class Session:
@@ -78,6 +147,8 @@ class Session:
         debug_level: int = DEFAULT_DEBUG_LEVEL,
         exit_on_max_steps: bool = False,
         command: list[str] | None = None,
+        sample_hz: float = DEFAULT_SAMPLE_HZ,
+        server_port: int | None = None,
     ) -> None:
         if trace_steps is not None and not 0 <= trace_steps[0] < trace_steps[1]:
             raise ValueError(f"trace_steps must be (a, b) with 0 <= a < b, not {trace_steps}")
@@ -87,6 +158,9 @@ class Session:
         self.debug_level = debug_level
         self.exit_on_max_steps = exit_on_max_steps
         self.command = command if command is not None else list(sys.argv)
+        self.sampler = HostSampler(sample_hz) if sample_hz > 0 else None
+        self.server_port = server_port
+        self._server: Any = None
         self.pid = os.getpid()
         self.directory = Path()
         self.info = RunInfo()
@@ -97,6 +171,7 @@ class Session:
         self.user_label: int | None = None
         self.step_start = 0.0
         self.step_start_wall = 0.0
+        self.step_cpu_start = 0.0
         self.regions: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
         self.tracing = False
         self.exception: str | None = None
@@ -105,8 +180,10 @@ class Session:
         self._original_sync: Any = None
         self._previous: dict[str, tuple[int, float]] = {}
         self._previous_aten: dict[str, int] = {}
+        self._previous_ops = 0
         self._steps_file: Any = None
         self._regions_file: Any = None
+        self._samples_file: Any = None
         self._previous_sigterm: Any = None
 
     # -- start -----------------------------------------------------------------------------
@@ -140,6 +217,11 @@ class Session:
         write_info(self.directory, self.info)
         self._steps_file = (self.directory / STEPS).open("a", buffering=1)
         self._regions_file = (self.directory / REGIONS).open("a", buffering=1)
+        self._samples_file = (self.directory / SAMPLES).open("a", buffering=1)
+        if self.server_port is not None:
+            import torch_xla.debug.profiler as xp
+
+            self._server = xp.start_server(self.server_port)
         self._snapshot()
         self._install_sync_hook()
         annotate.set_session(self)
@@ -150,8 +232,11 @@ class Session:
             self._previous_excepthook = sys.excepthook
             sys.excepthook = self._excepthook
         self.recording = True
+        if self.sampler is not None:
+            self.sampler.start()
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
+        self.step_cpu_start = time.thread_time()
         if self.trace_steps and self.trace_steps[0] == 0:
             self._start_trace()
         return self
@@ -203,17 +288,20 @@ class Session:
             return 0, 0.0
         return int(data[0]), float(data[1])
 
-    def _aten_counters(self) -> dict[str, int]:
-        counters = {}
+    def _op_counters(self) -> tuple[dict[str, int], int]:
+        """``aten::`` counters (CPU fallbacks), and the total of ``xla::`` (lowered op) calls."""
+        aten, lowered = {}, 0
         for name in self._xlac._xla_counter_names():
             if name.startswith("aten::"):
-                counters[name] = int(self._xlac._xla_counter_value(name) or 0)
-        return counters
+                aten[name] = int(self._xlac._xla_counter_value(name) or 0)
+            elif name.startswith("xla::"):
+                lowered += int(self._xlac._xla_counter_value(name) or 0)
+        return aten, lowered
 
     def _snapshot(self) -> None:
         for name in (*_TIME_METRICS, _GRAPH_SIZE):
             self._previous[name] = self._metric(name)
-        self._previous_aten = self._aten_counters()
+        self._previous_aten, self._previous_ops = self._op_counters()
 
     # -- steps -----------------------------------------------------------------------------
     def begin_user_step(self, number: int) -> None:
@@ -234,10 +322,12 @@ class Session:
     def boundary(self) -> None:
         """End the current step: write its row, then handle the trace window and max steps."""
         now = time.perf_counter()
+        cpu_now = time.thread_time()
         row = StepRow(
             step=self.user_label if self.user_label is not None else self.step_index,
             start=self.step_start_wall,
             wall_s=now - self.step_start,
+            host_cpu_s=cpu_now - self.step_cpu_start,
         )
         for name, (count_field, seconds_field) in _TIME_METRICS.items():
             samples, accumulator = self._metric(name)
@@ -251,7 +341,9 @@ class Session:
         if samples > before_samples:
             row.graph_nodes = (accumulator - before_accumulator) / (samples - before_samples)
         self._previous[_GRAPH_SIZE] = (samples, accumulator)
-        aten = self._aten_counters()
+        aten, lowered = self._op_counters()
+        row.ops = lowered - self._previous_ops
+        self._previous_ops = lowered
         row.aten = {
             k: v - self._previous_aten.get(k, 0)
             for k, v in aten.items()
@@ -267,6 +359,10 @@ class Session:
                 + "\n"
             )
         self.regions.clear()
+        if self.sampler is not None:
+            counts = self.sampler.take()
+            if counts:
+                self._samples_file.write(json.dumps({"step": row.step, "samples": counts}) + "\n")
         self.step_index += 1
         self.info.steps_recorded = self.step_index
         self.user_label = None
@@ -281,6 +377,7 @@ class Session:
                 raise SystemExit(0)
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
+        self.step_cpu_start = time.thread_time()
 
     # -- traces ----------------------------------------------------------------------------
     def _start_trace(self) -> None:
@@ -315,6 +412,8 @@ class Session:
         self.finished = True
         self.recording = False
         annotate.set_session(None)
+        if self.sampler is not None:
+            self.sampler.stop()
         if self.tracing:
             self._stop_trace(wait=status in ("ok", "max_steps"))
         self._uninstall_sync_hook()
@@ -327,7 +426,7 @@ class Session:
         except Exception as error:
             self.info.warnings.append(f"no final metrics report: {error}")
         self._write_events()
-        for handle in (self._steps_file, self._regions_file):
+        for handle in (self._steps_file, self._regions_file, self._samples_file):
             if handle is not None:
                 handle.close()
         self._describe_device()
@@ -380,6 +479,7 @@ class Session:
 
     def _forked(self) -> None:
         # A forked child (a DataLoader worker) must not write into its parent's run.
+        self.sampler = None  # its thread did not survive the fork
         self.recording = False
         self.finished = True
         annotate.set_session(None)

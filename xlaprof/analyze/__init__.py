@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xlaprof.analyze import aten_fallback, host_sync, recompilation, slow_compile
+from xlaprof.analyze import aten_fallback, host_sync, recompilation, slow_compile, tracing_bound
 from xlaprof.analyze.data import AnalysisInput
 from xlaprof.findings import Finding
 
@@ -19,6 +19,7 @@ ANALYZERS: tuple[tuple[str, Analyzer], ...] = (
     ("host_sync", host_sync.analyze),
     ("aten_fallback", aten_fallback.analyze),
     ("slow_compile", slow_compile.analyze),
+    ("tracing_bound", tracing_bound.analyze),
 )
 
 

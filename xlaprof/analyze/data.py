@@ -27,6 +27,7 @@ class StepRow:
     step: int
     start: float | None = None
     wall_s: float | None = None
+    host_cpu_s: float | None = None  # CPU time of the thread that ran the step
     compiles: int = 0
     compile_s: float = 0.0
     executions: int = 0
@@ -37,9 +38,20 @@ class StepRow:
     from_device_s: float = 0.0
     tracing_s: float = 0.0
     graph_nodes: float | None = None
+    ops: int | None = None  # lowered (xla::) op calls traced in this step
     aten: dict[str, int] = field(default_factory=dict)
     debug_offset: int | None = None
     fallback_offset: int | None = None
+
+
+@dataclass(frozen=True)
+class RegionRow:
+    """Host time of one user region (``xlaprof.region``) in one step."""
+
+    step: int
+    name: str
+    calls: int
+    seconds: float
 
 
 @dataclass
@@ -50,6 +62,10 @@ class AnalysisInput:
     debug: DebugLog = field(default_factory=DebugLog)
     steps: list[StepRow] = field(default_factory=list)
     warmup_steps: int = 2
+    regions: list[RegionRow] = field(default_factory=list)
+    # step -> {"file:line" or "<library>": host CPU seconds} from the session's sampler
+    host_samples: dict[int, dict[str, float]] = field(default_factory=dict)
+    cxx11_abi: bool | None = None
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.

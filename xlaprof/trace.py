@@ -1,0 +1,172 @@
+"""``xlaprof.load_trace``: profiler traces into pandas, with step numbers and hosts.
+
+Accepts a ``.xplane.pb`` or ``.trace.json.gz`` file, a session folder
+(``plugins/profile/<time>/``), a TensorBoard logdir, or a run directory. When a folder holds the
+traces of several hosts (a TPU pod writes one file per host), the files load in parallel worker
+processes and the ``host`` column tells them apart.
+
+Step numbers: on host planes, events that carry a ``step_num`` stat (``xlaprof.step``,
+``xp.StepTrace``) define steps; otherwise each torch_xla ``StepMarker`` (one per
+``torch_xla.sync()``) ends a step. On device planes, the XLA "Steps" line defines them. Steps are
+counted from ``first_step`` (a run directory knows where its trace window began).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlaprof.errors import InputNotFound, InputNotRecognized
+from xlaprof.parse.xplane import chrome_trace_frame, xspace_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+STEP_MARKER = "StepMarker"
+DEVICE_STEPS_LINE = "Steps"
+
+
+@dataclass
+class Trace:
+    """Loaded trace events of one or more hosts."""
+
+    events: pd.DataFrame
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted(self.events["host"].cat.categories)
+
+    def regions(self, names: Sequence[str] | None = None) -> pd.DataFrame:
+        """Host events by name and step: count and total duration (ms)."""
+        events = self.events[self.events["plane_kind"] == "host"]
+        if names is not None:
+            events = events[events["name"].isin(names)]
+        grouped = events.groupby(["host", "step", "name"], observed=True)["duration_ns"]
+        return grouped.agg(calls="count", total_ms=lambda d: d.sum() / 1e6).reset_index()
+
+    def step_times(self) -> pd.DataFrame:
+        """Per host and step: start, end and wall time (ms) of the step on the host."""
+        events = self.events[(self.events["plane_kind"] == "host") & self.events["step"].notna()]
+        grouped = events.groupby(["host", "step"], observed=True)
+        frame = grouped.agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
+        frame["wall_ms"] = (frame["end_ns"] - frame["start_ns"]) / 1e6
+        return frame
+
+
+def trace_files(path: Path) -> list[Path]:
+    """The trace files at ``path``: the newest session per folder, xplane preferred."""
+    path = Path(path)
+    if not path.exists():
+        raise InputNotFound(f"{path}: no such file or directory")
+    if path.is_file():
+        return [path]
+    sessions: dict[Path, list[Path]] = {}
+    for candidate in sorted(path.rglob("*.xplane.pb")) or sorted(path.rglob("*.trace.json.gz")):
+        sessions.setdefault(candidate.parent, []).append(candidate)
+    if not sessions:
+        raise InputNotRecognized(
+            f"{path}: no trace here (*.xplane.pb or *.trace.json.gz under plugins/profile/); "
+            "capture one with `xlaprof run --trace-steps A:B` or `xlaprof capture`"
+        )
+    files: list[Path] = []
+    for folder, found in sessions.items():
+        del folder
+        files.extend(found)
+    return files
+
+
+def _load_one(path: Path) -> pd.DataFrame:
+    if path.name.endswith(".xplane.pb"):
+        return xspace_frame(path)
+    if path.name.endswith((".trace.json.gz", ".trace.json", ".json.gz", ".json")):
+        return chrome_trace_frame(path)
+    raise InputNotRecognized(f"{path}: not a .xplane.pb or .trace.json.gz trace")
+
+
+def load_trace(
+    path: str | os.PathLike[str], first_step: int | None = None, workers: int | None = None
+) -> Trace:
+    """Load every trace file at ``path`` into one DataFrame with ``step`` numbers."""
+    import pandas as pd
+
+    root = Path(path)
+    files = trace_files(root)
+    if first_step is None:
+        first_step = _first_step_from_run(root)
+    if len(files) == 1:
+        frames = [_load_one(files[0])]
+    else:
+        workers = workers or min(len(files), os.cpu_count() or 1)
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            frames = list(pool.map(_load_one, files))
+    events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    for column in ("host", "plane", "plane_kind", "line", "name", "hlo_op", "hlo_module"):
+        if events[column].dtype != "category":
+            events[column] = events[column].astype("category")
+    events["step"] = assign_steps(events, first_step or 0)
+    return Trace(events=events, files=files)
+
+
+def _first_step_from_run(root: Path) -> int | None:
+    from xlaprof.run import find_runs, load_run
+
+    if root.is_dir() and find_runs(root):
+        runs = find_runs(root)
+        if len(runs) == 1:
+            window = load_run(runs[0]).info.trace_steps
+            return window[0] if window else None
+    return None
+
+
+def assign_steps(events: pd.DataFrame, first_step: int) -> pd.Series:
+    """A step number for every event (or <NA>), per host (see module docstring)."""
+    import numpy as np
+    import pandas as pd
+
+    steps = np.full(len(events), -1, dtype=np.int64)
+    for host in events["host"].cat.categories:
+        on_host = (events["host"] == host).to_numpy()
+        host_plane = on_host & (events["plane_kind"] == "host").to_numpy()
+        marked = host_plane & events["step_num"].notna().to_numpy()
+        if marked.any():
+            _by_intervals(events, steps, host_plane, marked, labels=events["step_num"])
+        else:
+            markers = host_plane & (events["name"] == STEP_MARKER).to_numpy()
+            ends = np.sort(events["end_ns"].to_numpy()[markers])
+            if len(ends):
+                index = np.searchsorted(ends, events["start_ns"].to_numpy(), side="left")
+                inside = host_plane & (index < len(ends))
+                steps[inside] = first_step + index[inside]
+        device = on_host & (events["plane_kind"] == "device").to_numpy()
+        step_line = device & (events["line"] == DEVICE_STEPS_LINE).to_numpy()
+        if step_line.any():
+            labels = pd.Series(
+                pd.to_numeric(events["name"].astype(str), errors="coerce"), index=events.index
+            ).astype("Int64")
+            _by_intervals(events, steps, device, step_line, labels=labels)
+    return pd.array(np.where(steps >= 0, steps, None), dtype="Int64")
+
+
+def _by_intervals(events, steps, scope, definers, labels) -> None:  # type: ignore[no-untyped-def]
+    """Give each event in ``scope`` the label of the defining interval that contains it."""
+    import numpy as np
+
+    starts = events["start_ns"].to_numpy()[definers]
+    ends = events["end_ns"].to_numpy()[definers]
+    values = labels.to_numpy(dtype="float64", na_value=np.nan)[definers]
+    order = np.argsort(starts)
+    starts, ends, values = starts[order], ends[order], values[order]
+    event_starts = events["start_ns"].to_numpy()
+    index = np.searchsorted(starts, event_starts, side="right") - 1
+    candidates = scope & (index >= 0)
+    chosen = index[candidates]
+    within = event_starts[candidates] <= ends[chosen]
+    target = np.flatnonzero(candidates)[within]
+    labelled = values[chosen[within]]
+    valid = ~np.isnan(labelled)
+    steps[target[valid]] = labelled[valid].astype(np.int64)
