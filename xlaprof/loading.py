@@ -14,6 +14,7 @@ from xlaprof.analyze.data import AnalysisInput
 from xlaprof.errors import InputNotRecognized
 from xlaprof.inputs import SourceInfo, load_text_inputs
 from xlaprof.run import Run, find_runs, load_runs
+from xlaprof.trace import Trace
 
 
 @dataclass
@@ -24,10 +25,17 @@ class Part:
     data: AnalysisInput
     sources: list[SourceInfo]
     run: Run | None = None
+    trace: Trace | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _is_trace_dir(path: Path) -> bool:
+    return path.is_dir() and not find_runs(path) and any(path.rglob("*.xplane.pb"))
+
+
 def load_parts(paths: list[Path], max_bytes: int, warmup_steps: int = 2) -> list[Part]:
+    if paths and all(_is_trace_dir(p) for p in paths):
+        return [_trace_part(p) for p in paths]
     run_roots = [p for p in paths if p.is_dir() and find_runs(p)]
     if not run_roots:
         data, sources = load_text_inputs(paths, max_bytes)
@@ -61,6 +69,19 @@ def load_parts(paths: list[Path], max_bytes: int, warmup_steps: int = 2) -> list
             )
         )
     return parts
+
+
+def _trace_part(path: Path) -> Part:
+    """A logdir of captured traces (``xlaprof capture``): timeline and host skew only."""
+    from xlaprof.trace import load_trace
+
+    trace = load_trace(path)
+    trace.partial_edges = True
+    source = SourceInfo(path=str(path), kinds=["trace"], reports=0, debug_events=0)
+    extra = {
+        "trace": {"path": str(path), "hosts": trace.hosts, "files": [str(f) for f in trace.files]}
+    }
+    return Part(name=path.name, data=AnalysisInput(), sources=[source], trace=trace, extra=extra)
 
 
 def _run_summary(run: Run) -> dict[str, Any]:

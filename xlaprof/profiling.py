@@ -16,19 +16,28 @@ def profile(
     trace_steps: tuple[int, int] | None = None,
     max_steps: int | None = None,
     debug_level: int = DEFAULT_DEBUG_LEVEL,
+    server_port: int | None = None,
 ) -> Iterator[Session]:
     """Profile the steps run inside the block into a run directory under ``out``.
 
     Steps end at each ``torch_xla.sync()``/``xm.mark_step()`` (or at each ``xlaprof.step``
     exit, when the loop uses those). ``trace_steps=(a, b)`` captures an xplane trace of steps
     a..b-1, stopped after their device work finishes. After ``max_steps`` steps recording
-    stops (the loop goes on). Enter it before the first graph runs so PT_XLA_DEBUG analysis can
-    be switched on; otherwise the run records a warning and has per-step metrics only.
+    stops (the loop goes on). ``server_port`` starts a profiler server, so ``xlaprof capture``
+    can take traces from another process or machine. Enter it before the first graph runs so
+    PT_XLA_DEBUG analysis can be switched on; otherwise the run records a warning and has
+    per-step metrics only.
 
     >>> with xlaprof.profile(out="runs", trace_steps=(5, 8)):   # doctest: +SKIP
     ...     train()
     """
-    session = Session(out, trace_steps=trace_steps, max_steps=max_steps, debug_level=debug_level)
+    session = Session(
+        out,
+        trace_steps=trace_steps,
+        max_steps=max_steps,
+        debug_level=debug_level,
+        server_port=server_port,
+    )
     session.start()
     try:
         yield session

@@ -11,6 +11,7 @@ ENV_OUT = "XLAPROF_RUN_OUT"
 ENV_TRACE_STEPS = "XLAPROF_TRACE_STEPS"
 ENV_MAX_STEPS = "XLAPROF_MAX_STEPS"
 ENV_DEBUG_LEVEL = "XLAPROF_DEBUG_LEVEL"
+ENV_SERVER_PORT = "XLAPROF_SERVER_PORT"
 
 
 def parse_steps_window(text: str) -> tuple[int, int]:
@@ -24,9 +25,18 @@ def parse_steps_window(text: str) -> tuple[int, int]:
     return window
 
 
+def _first_process() -> bool:
+    claimed = os.environ.get("XLAPROF_SERVER_CLAIMED")
+    if claimed:
+        return False
+    os.environ["XLAPROF_SERVER_CLAIMED"] = str(os.getpid())  # children inherit it
+    return True
+
+
 def start_from_environment() -> Session:
     trace = os.environ.get(ENV_TRACE_STEPS)
     max_steps = os.environ.get(ENV_MAX_STEPS)
+    port = os.environ.get(ENV_SERVER_PORT)
     session = Session(
         os.environ[ENV_OUT],
         trace_steps=parse_steps_window(trace) if trace else None,
@@ -34,5 +44,7 @@ def start_from_environment() -> Session:
         debug_level=int(os.environ.get(ENV_DEBUG_LEVEL, "2")),
         exit_on_max_steps=True,
         command=[sys.executable, *sys.argv],
+        # Only the first process gets the port (ranks would collide on it).
+        server_port=int(port) if port and _first_process() else None,
     )
     return session.start(install_exit_handlers=True)

@@ -36,6 +36,10 @@ class Trace:
 
     events: pd.DataFrame
     files: list[Path] = field(default_factory=list)
+    # A capture starts and stops mid-step: its first and last step per host are partial.
+    partial_edges: bool = False
+    # host, step, start_ns, end_ns of each host step (boundaries, not event extents)
+    step_bounds: pd.DataFrame | None = None
 
     @property
     def hosts(self) -> list[str]:
@@ -50,12 +54,15 @@ class Trace:
         return grouped.agg(calls="count", total_ms=lambda d: d.sum() / 1e6).reset_index()
 
     def step_times(self) -> pd.DataFrame:
-        """Per host and step: start, end and wall time (ms) of the step on the host."""
-        events = self.events[(self.events["plane_kind"] == "host") & self.events["step"].notna()]
-        grouped = events.groupby(["host", "step"], observed=True)
-        frame = grouped.agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
+        """Per host and step: start, end and wall time (ms), boundary to boundary."""
+        frame = self.step_bounds.copy()
         frame["wall_ms"] = (frame["end_ns"] - frame["start_ns"]) / 1e6
-        return frame
+        if self.partial_edges:
+            edges = frame.groupby("host", observed=True)["step"].agg(["min", "max"])
+            first = frame["host"].map(edges["min"]).astype("Int64")
+            last = frame["host"].map(edges["max"]).astype("Int64")
+            frame = frame[(frame["step"] != first) & (frame["step"] != last)]
+        return frame.reset_index(drop=True)
 
 
 def trace_files(path: Path) -> list[Path]:
@@ -108,8 +115,8 @@ def load_trace(
     for column in ("host", "plane", "plane_kind", "line", "name", "hlo_op", "hlo_module"):
         if events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    events["step"] = assign_steps(events, first_step or 0)
-    return Trace(events=events, files=files)
+    events["step"], bounds = assign_steps(events, first_step or 0)
+    return Trace(events=events, files=files, step_bounds=bounds)
 
 
 def _first_step_from_run(root: Path) -> int | None:
@@ -123,18 +130,29 @@ def _first_step_from_run(root: Path) -> int | None:
     return None
 
 
-def assign_steps(events: pd.DataFrame, first_step: int) -> pd.Series:
-    """A step number for every event (or <NA>), per host (see module docstring)."""
+def assign_steps(events: pd.DataFrame, first_step: int) -> tuple[pd.Series, pd.DataFrame]:
+    """A step number for every event (or <NA>), and each host step's bounds.
+
+    See the module docstring for how steps are found.
+    """
     import numpy as np
     import pandas as pd
 
     steps = np.full(len(events), -1, dtype=np.int64)
+    bounds: list[tuple[str, int, int, int]] = []
     for host in events["host"].cat.categories:
         on_host = (events["host"] == host).to_numpy()
         host_plane = on_host & (events["plane_kind"] == "host").to_numpy()
         marked = host_plane & events["step_num"].notna().to_numpy()
         if marked.any():
             _by_intervals(events, steps, host_plane, marked, labels=events["step_num"])
+            starts = events["start_ns"].to_numpy()[marked]
+            stops = events["end_ns"].to_numpy()[marked]
+            labels = events["step_num"].to_numpy()[marked]
+            bounds += [
+                (host, int(n), int(a), int(b))
+                for n, a, b in zip(labels, starts, stops, strict=True)
+            ]
         else:
             markers = host_plane & (events["name"] == STEP_MARKER).to_numpy()
             ends = np.sort(events["end_ns"].to_numpy()[markers])
@@ -142,6 +160,12 @@ def assign_steps(events: pd.DataFrame, first_step: int) -> pd.Series:
                 index = np.searchsorted(ends, events["start_ns"].to_numpy(), side="left")
                 inside = host_plane & (index < len(ends))
                 steps[inside] = first_step + index[inside]
+                begin = int(events["start_ns"].to_numpy()[host_plane].min())
+                previous = [begin, *ends[:-1].tolist()]
+                bounds += [
+                    (host, first_step + i, int(a), int(b))
+                    for i, (a, b) in enumerate(zip(previous, ends.tolist(), strict=True))
+                ]
         device = on_host & (events["plane_kind"] == "device").to_numpy()
         step_line = device & (events["line"] == DEVICE_STEPS_LINE).to_numpy()
         if step_line.any():
@@ -149,7 +173,9 @@ def assign_steps(events: pd.DataFrame, first_step: int) -> pd.Series:
                 pd.to_numeric(events["name"].astype(str), errors="coerce"), index=events.index
             ).astype("Int64")
             _by_intervals(events, steps, device, step_line, labels=labels)
-    return pd.array(np.where(steps >= 0, steps, None), dtype="Int64")
+    frame = pd.DataFrame(bounds, columns=["host", "step", "start_ns", "end_ns"])
+    frame["host"] = frame["host"].astype("category")
+    return pd.array(np.where(steps >= 0, steps, None), dtype="Int64"), frame
 
 
 def _by_intervals(events, steps, scope, definers, labels) -> None:  # type: ignore[no-untyped-def]

@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "analyze": ("xlaprof.cli.analyze", "analyze", "Diagnose metrics reports, debug logs, runs."),
     "run": ("xlaprof.cli.run", "run", "Profile an unmodified script: xlaprof run -- python x.py"),
     "demo": ("xlaprof.cli.demo", "demo", "Profile a bundled example on the CPU and diagnose it."),
+    "capture": ("xlaprof.cli.capture", "capture", "Capture a trace from a live job's server(s)."),
+    "view": ("xlaprof.cli.view", "view", "Open a run's traces in the XProf/TensorBoard UI."),
 }
 
 INTERNAL_ERROR_EXIT = 70

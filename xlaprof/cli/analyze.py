@@ -60,14 +60,13 @@ def analyze(
     Files are taken as the output of one job and analyzed together. A run directory written by
     `xlaprof run` or `xlaprof.profile()` gives exact per-step findings.
     """
-    from xlaprof.analyze import run_analyzers
+    from xlaprof.api import analyze_parts
     from xlaprof.loading import load_parts
     from xlaprof.report import json_out
 
-    parts = load_parts(list(paths), max_size, warmup_steps)
-    results = [(part, run_analyzers(part.data)) for part in parts]
+    results = analyze_parts(load_parts(list(paths), max_size, warmup_steps))
     if as_json or output is not None:
-        text = json_out.dumps(json_out.parts_document(results))
+        text = json_out.dumps(json_out.results_document(results))
         if output is None:
             sys.stdout.write(text + "\n")
         else:
@@ -78,10 +77,10 @@ def analyze(
     from xlaprof.report import console
 
     terminal = Console(highlight=False)
-    for part, findings in results:
+    for result in results:
         if len(results) > 1:
-            terminal.rule(f"process {part.name}")
-        console.render(terminal, part, findings, verbose=verbose)
+            terminal.rule(f"{result.part.name}")
+        console.render(terminal, result, verbose=verbose)
 
 
 def write_atomic(path: Path, text: str, force: bool) -> None:

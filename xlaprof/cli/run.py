@@ -52,6 +52,11 @@ class CommandNotFound(XlaprofError):
     show_default=True,
     help="PT_XLA_DEBUG_LEVEL to record (2: compilations and executions; 0: off).",
 )
+@click.option(
+    "--server-port",
+    type=click.IntRange(1, 65535),
+    help="Start a profiler server in the job, for `xlaprof capture` from elsewhere.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Do not print where the run was written.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -59,6 +64,7 @@ def run(
     trace_steps: str | None,
     max_steps: int | None,
     debug_level: int,
+    server_port: int | None,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -87,6 +93,9 @@ def run(
         env[runhook.ENV_TRACE_STEPS] = trace_steps
     if max_steps:
         env[runhook.ENV_MAX_STEPS] = str(max_steps)
+    if server_port:
+        env[runhook.ENV_SERVER_PORT] = str(server_port)
+    env.pop("XLAPROF_SERVER_CLAIMED", None)
     started = time.time()
     try:
         child = subprocess.Popen(list(command), env=env)

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from xlaprof.findings import Finding, Severity
-from xlaprof.loading import Part
+from xlaprof.api import PartResult
+from xlaprof.findings import Severity
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _MAX_EVIDENCE_CHARS = 300
@@ -28,8 +28,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def render(console: Console, part: Part, findings: list[Finding], verbose: bool = False) -> None:
-    """Print the summary and findings for a person at a terminal."""
+def render(console: Console, result: PartResult, verbose: bool = False) -> None:
+    """Print the summary, the step timeline and the findings for a person at a terminal."""
+    part, findings = result.part, result.findings
     data, sources = part.data, part.sources
     run = part.extra.get("run")
     if run is not None:
@@ -70,6 +71,10 @@ def render(console: Console, part: Part, findings: list[Finding], verbose: bool 
         summary.add_row(label, _fmt(value))
     console.print(summary)
     console.print()
+    if result.timeline is not None and len(result.timeline):
+        _timeline(console, result.timeline, data.warmup_steps)
+    if result.host_skew is not None and len(result.host_skew):
+        _skew(console, result.host_skew)
     if not findings:
         console.print("[green]No findings: nothing here looks wrong.[/green]")
     for index, finding in enumerate(findings, start=1):
@@ -102,3 +107,52 @@ def render(console: Console, part: Part, findings: list[Finding], verbose: bool 
                 f"[dim]{len(warnings)} line(s) looked like report text but could not be read; "
                 "--verbose lists them.[/dim]"
             )
+
+
+_MAX_TRACED_ROWS = 6
+_TIMELINE_COLUMNS = (
+    ("wall_s", "wall"),
+    ("python_tracing_s", "python+tracing"),
+    ("compile_s", "compile"),
+    ("graph_build_s", "graph build"),
+    ("transfer_s", "transfers"),
+    ("device_wait_s", "device wait"),
+    ("device_busy_s", "device busy"),
+)
+
+
+def _timeline(console: Console, timeline: Any, warmup: int) -> None:
+    """Warm-up steps, the steady-state median, and every traced step, in milliseconds."""
+    table = Table(title="Step timeline (ms)", title_justify="left", box=None)
+    table.add_column("step")
+    for _key, label in _TIMELINE_COLUMNS:
+        table.add_column(label, justify="right")
+    table.add_column("from")
+
+    def add(label: str, row: Any, source: str) -> None:
+        table.add_row(label, *(f"{row[key] * 1e3:.2f}" for key, _ in _TIMELINE_COLUMNS), source)
+
+    for _, row in timeline[timeline["step"] < warmup].iterrows():
+        add(str(row["step"]), row, str(row["source"]))
+    steady = timeline[timeline["step"] >= warmup]
+    if len(steady):
+        numeric = steady[[key for key, _ in _TIMELINE_COLUMNS]].median()
+        add(f"median {warmup}+", numeric, f"{len(steady)} steps")
+    traced = steady[steady["source"] == "trace"]
+    for _, row in traced.head(_MAX_TRACED_ROWS).iterrows():
+        add(str(row["step"]), row, "trace")
+    console.print(table)
+    if len(traced) > _MAX_TRACED_ROWS:
+        console.print(f"({len(traced) - _MAX_TRACED_ROWS} more traced steps in --json)")
+    console.print()
+
+
+def _skew(console: Console, skew: Any) -> None:
+    worst = skew.loc[skew["skew"].idxmax()]
+    console.print(
+        f"Host skew: {len(skew)} steps traced on {int(worst['hosts'])} hosts; median skew "
+        f"{skew['skew'].median():.0%}; worst step {int(worst['step'])}: "
+        f"{worst['slowest_host']} {worst['slowest_ms']:.2f} ms vs "
+        f"{worst['fastest_host']} {worst['fastest_ms']:.2f} ms"
+    )
+    console.print()

@@ -12,9 +12,9 @@ from dataclasses import asdict
 from typing import Any
 
 from xlaprof.analyze.data import AnalysisInput
+from xlaprof.api import PartResult
 from xlaprof.findings import Finding
 from xlaprof.inputs import SourceInfo
-from xlaprof.loading import Part
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
 
@@ -100,17 +100,34 @@ def analysis_document(
     return _clean(document)
 
 
-def parts_document(results: list[tuple[Part, list[Finding]]]) -> dict[str, Any]:
+def _records(frame: Any) -> list[dict[str, Any]] | None:
+    if frame is None:
+        return None
+    return [
+        {k: (None if v != v else v) for k, v in row.items()}  # NaN -> None
+        for row in frame.astype(object).to_dict(orient="records")
+    ]
+
+
+def result_document(result: PartResult) -> dict[str, Any]:
+    """One part's document: the contract plus ``timeline`` and ``host_skew`` when known."""
+    part = result.part
+    extra = dict(part.extra)
+    if result.timeline is not None:
+        extra["timeline"] = _records(result.timeline)
+    if result.host_skew is not None:
+        extra["host_skew"] = _records(result.host_skew)
+    return analysis_document(part.data, result.findings, part.sources, extra)
+
+
+def results_document(results: list[PartResult]) -> dict[str, Any]:
     """One document for one or more analysis parts (processes of a run).
 
-    With one part this is exactly ``analysis_document``. With several, the contract's lists are
+    With one part this is exactly ``result_document``. With several, the contract's lists are
     concatenated (findings tagged with ``evidence.process``), the summary's counts are summed,
     and ``processes`` holds each part's own document.
     """
-    documents = [
-        analysis_document(part.data, findings, part.sources, part.extra)
-        for part, findings in results
-    ]
+    documents = [result_document(result) for result in results]
     if len(documents) == 1:
         return documents[0]
     merged: dict[str, Any] = {
@@ -122,10 +139,10 @@ def parts_document(results: list[tuple[Part, list[Finding]]]) -> dict[str, Any]:
         "findings": [],
         "processes": documents,
     }
-    for (part, _), document in zip(results, documents, strict=True):
+    for result, document in zip(results, documents, strict=True):
         for finding in document["findings"]:
             merged["findings"].append(
-                {**finding, "evidence": {**finding["evidence"], "process": part.name}}
+                {**finding, "evidence": {**finding["evidence"], "process": result.part.name}}
             )
     return merged
 

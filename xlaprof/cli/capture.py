@@ -1,0 +1,104 @@
+"""``xlaprof capture --service HOST:PORT[,...] --duration 5s --out DIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+def _services(_ctx: click.Context, _param: click.Parameter, value: str):  # type: ignore[no-untyped-def]
+    from xlaprof.capture import parse_services
+
+    try:
+        return parse_services(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float:
+    from xlaprof.capture import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+@click.command()
+@click.option(
+    "--service",
+    "services",
+    required=True,
+    callback=_services,
+    metavar="HOST:PORT[,HOST:PORT...]",
+    help="Profiler servers to capture (concurrently, one trace file per host).",
+)
+@click.option(
+    "--duration", default="5s", show_default=True, callback=_duration, help="5s, 500ms, 2m."
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Logdir to write into (plugins/profile/<time>/<host>_<port>.xplane.pb).",
+)
+@click.option(
+    "--retries",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 20),
+    help="Capture again this many times if a host's trace comes back empty.",
+)
+@click.option("--host-tracer-level", default=2, show_default=True, type=click.IntRange(1, 3))
+@click.option("--device-tracer-level", default=1, show_default=True, type=click.IntRange(0, 1))
+def capture(
+    services,
+    duration: float,
+    out: Path,
+    retries: int,
+    host_tracer_level: int,
+    device_tracer_level: int,
+) -> None:  # type: ignore[no-untyped-def]
+    """Capture a trace from a running job's profiler server(s).
+
+    The job must serve traces: xp.start_server(PORT), xlaprof.profile(server_port=PORT) or
+    `xlaprof run --server-port PORT`. Needs no torch_xla on this machine.
+    """
+    import os
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from xlaprof.capture import capture as run_capture
+
+    # A private copy of the terminal's stderr: the capture silences fds 1 and 2 while the C++
+    # client runs, and the progress bar must still show.
+    console = Console(file=os.fdopen(os.dup(2), "w"))
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("connecting", total=1.0)
+
+        def progress(message: str, fraction: float) -> None:
+            bar.update(task, description=message, completed=fraction)
+
+        files = run_capture(
+            services,
+            out,
+            duration,
+            retries=retries,
+            host_tracer_level=host_tracer_level,
+            device_tracer_level=device_tracer_level,
+            progress=progress,
+        )
+    for path in files:
+        click.echo(str(path))
+    console.print(
+        f"xlaprof: captured {len(files)} host trace(s) into {out}; "
+        f"load with xlaprof.load_trace('{out}') or view with: xlaprof view {out}"
+    )
