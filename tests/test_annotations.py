@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO
 
 from xlaprof.run import load_run
+from xlaprof.trace import load_trace
 
 pytestmark = pytest.mark.runtime
 
@@ -106,8 +107,21 @@ def test_regions_and_steps_are_recorded_and_traced(outcome) -> None:
     events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
     traced = {e.get("name") for e in events}
     assert {"forward", "backward", "mlp", "train_step"} <= traced
-    steps = [e for e in events if e.get("name") == "train_step"]
-    assert {str(e["args"]["step_num"]) for e in steps if "args" in e} >= {"0", "1", "2"}
+
+
+def test_trace_dataframe_steps_and_regions_match_the_script(outcome) -> None:
+    _numbers, out = outcome
+    events = load_trace(out).events
+    # xlaprof.steps numbered the annotated steps 0..4: the trace's step events say so
+    steps = events[events["name"] == "train_step"]
+    assert sorted(steps["step_num"].tolist()) == [0, 1, 2, 3, 4]
+    # each annotated step holds exactly one forward and one backward region, in order
+    for region in ("forward", "backward", "mlp"):
+        rows = events[events["name"] == region]
+        assert sorted(rows["step"].tolist()) == [0, 1, 2, 3, 4], region
+    forward = events[events["name"] == "forward"].set_index("step")["start_ns"]
+    backward = events[events["name"] == "backward"].set_index("step")["start_ns"]
+    assert (forward < backward).all()
 
 
 def test_region_is_free_when_off() -> None:

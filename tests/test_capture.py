@@ -1,0 +1,131 @@
+"""`xlaprof capture` against live jobs on the real CPU runtime, from another process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, cli
+
+from xlaprof.trace import load_trace
+
+pytestmark = pytest.mark.runtime
+
+JOB = """
+import time, torch, torch_xla, xlaprof
+w = torch.randn(32, 32, device=torch_xla.device())
+for i in range(1_000_000):
+    with xlaprof.region("user_region"):
+        w = (w @ w).tanh()
+    torch_xla.sync()
+    time.sleep(0.01)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory):
+    """Two training jobs serving traces, each under `xlaprof run --server-port`."""
+    workdir = tmp_path_factory.mktemp("jobs")
+    script = workdir / "job.py"
+    script.write_text(JOB)
+    started = []
+    for index in range(2):
+        port = _free_port()
+        out = workdir / f"run{index}"
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "xlaprof",
+                "run",
+                "-q",
+                "--server-port",
+                str(port),
+                "--out",
+                str(out),
+                "--",
+                sys.executable,
+                str(script),
+            ],
+            env={**os.environ, "PJRT_DEVICE": "CPU"},
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append((process, port, out))
+    deadline = time.monotonic() + 120
+    for _process, _port, out in started:
+        while time.monotonic() < deadline:  # warm-up compiles done: steps are flowing
+            steps = list(out.glob("*/steps.jsonl"))
+            if steps and len(steps[0].read_text().splitlines()) >= 5:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("a job never started stepping")
+    yield [(port, out) for _p, port, out in started]
+    for process, _port, _out in started:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def test_capture_one_host(jobs, tmp_path: Path) -> None:
+    port, _run = jobs[0]
+    out = tmp_path / "capture"
+    result = cli("capture", "--service", f"localhost:{port}", "--duration", "2s", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    (path,) = [Path(line) for line in result.stdout.split()]
+    assert path.name == f"localhost_{port}.xplane.pb" and path.exists()
+    trace = load_trace(out)
+    assert trace.hosts == [f"localhost:{port}"]
+    events = trace.events
+    regions = events[events["name"] == "user_region"]
+    assert len(regions) >= 10  # ~2 s of 10 ms steps
+    # every region lies in a step, and each step has exactly one region (as the job wrote)
+    assert regions["step"].notna().all()
+    assert regions.groupby("step").size().max() == 1
+    markers = events[events["name"] == "StepMarker"]
+    assert markers["step"].is_monotonic_increasing
+
+
+def test_capture_two_hosts_into_one_logdir(jobs, tmp_path: Path) -> None:
+    ports = [port for port, _run in jobs]
+    out = tmp_path / "capture"
+    services = ",".join(f"localhost:{p}" for p in ports)
+    result = cli("capture", "--service", services, "--duration", "2s", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    files = sorted(Path(line) for line in result.stdout.split())
+    assert [f.name for f in files] == sorted(f"localhost_{p}.xplane.pb" for p in ports)
+    assert files[0].parent == files[1].parent  # one session folder
+    trace = load_trace(out)  # two files: loaded in worker processes
+    assert trace.hosts == sorted(f"localhost:{p}" for p in ports)
+    document = json.loads(cli("analyze", "--json", str(out)).stdout)
+    assert document["host_skew"] and {r["hosts"] for r in document["host_skew"]} == {2}
+
+
+def test_closed_port_fails_cleanly(tmp_path: Path) -> None:
+    port = _free_port()  # nothing listens here
+    start = time.perf_counter()
+    result = cli("capture", "--service", f"localhost:{port}", "--out", str(tmp_path / "c"))
+    print(f"closed-port capture failed in {time.perf_counter() - start:.2f} s")
+    assert result.returncode == 14
+    assert result.stderr.strip().count("\n") == 0 and f"localhost:{port}" in result.stderr
+    assert "no profiler server answers" in result.stderr and "Traceback" not in result.stderr
+    assert not list((tmp_path / "c").rglob("*.xplane.pb"))
+
+
+def test_bad_service_is_a_usage_error(tmp_path: Path) -> None:
+    result = cli("capture", "--service", "localhost", "--out", str(tmp_path / "c"))
+    assert result.returncode == 2 and "HOST:PORT" in result.stderr
