@@ -129,3 +129,42 @@ def test_closed_port_fails_cleanly(tmp_path: Path) -> None:
 def test_bad_service_is_a_usage_error(tmp_path: Path) -> None:
     result = cli("capture", "--service", "localhost", "--out", str(tmp_path / "c"))
     assert result.returncode == 2 and "HOST:PORT" in result.stderr
+
+
+def test_an_empty_capture_is_explained_and_leaves_nothing(tmp_path: Path) -> None:
+    # GIVEN a job that serves traces but runs no steps
+    port = _free_port()
+    idle = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time, torch_xla.debug.profiler as xp\n"
+            f"server = xp.start_server({port})\nprint('up', flush=True)\ntime.sleep(120)\n",
+        ],
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert idle.stdout.readline().strip() == "up"
+        # WHEN it is captured THEN the user is told it came back empty and what to try
+        out = tmp_path / "c"
+        result = cli(
+            "capture",
+            "--service",
+            f"localhost:{port}",
+            "--duration",
+            "1s",
+            "--retries",
+            "1",
+            "--out",
+            str(out),
+        )
+        assert result.returncode == 15
+        line = result.stderr.strip()
+        assert "\n" not in line and "came back empty" in line and "after 2 attempt(s)" in line
+        assert "warm-up" in line and "--duration" in line
+        assert not list(out.rglob("*.xplane.pb"))
+    finally:
+        idle.kill()
+        idle.wait()

@@ -25,6 +25,7 @@ _EXPORTS = {
     "Run": "xlaprof.run",
     "Finding": "xlaprof.findings",
     "analyze": "xlaprof.api",
+    "load_trace": "xlaprof.trace",
 }
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from xlaprof.findings import Finding
     from xlaprof.profiling import profile
     from xlaprof.run import Run, load_run, load_runs
+    from xlaprof.trace import load_trace
 
 
 def __getattr__(name: str) -> Any:
@@ -58,6 +60,7 @@ __all__ = [
     "enable_annotations",
     "load_run",
     "load_runs",
+    "load_trace",
     "profile",
     "region",
     "step",
