@@ -27,6 +27,11 @@ EXPECTED = {
     # thousands of tiny ops per step vs a few large matmuls (plus one sync before each loop)
     "tracing_bound_tiny_ops": (["tracing_bound"], "state = state * 0.999", 11),
     "device_bound_matmul": ([], None, 9),
+    # 24 identical blocks in a for loop; the same model through scan_layers
+    "unrolled_layers": (["unrolled_loop"], "for blk in self.blocks:", 4),
+    "scanned_layers": ([], None, 4),
+    # the rows kept by torch.nonzero differ each step (recompiles first: it is an error)
+    "data_dependent_shape": (["recompilation", "aten_fallback"], "        torch_xla.sync()", 8),
 }
 
 
@@ -283,3 +288,50 @@ def test_tracing_bound_evidence(example_runs) -> None:
     assert (
         "torch_xla.compile" in finding["suggestion"] and "MpDeviceLoader" in finding["suggestion"]
     )
+
+
+def test_unrolled_loop_names_the_loop_and_the_module_list(example_runs) -> None:
+    document = json.loads(cli("analyze", "--json", str(example_runs["unrolled_layers"])).stdout)
+    (finding,) = document["findings"]
+    evidence = finding["evidence"]
+    assert evidence["layer_class"] == "Block"
+    assert evidence["layer_stack"].startswith("self.blocks of Stack (nn.ModuleList of Block")
+    assert evidence["loop"].endswith(
+        f"unrolled_layers.py:{line_of('unrolled_layers', 'for blk in self.blocks:')}"
+    )
+    # 24 blocks: all but the edge blocks are structurally identical copies
+    assert 20 <= evidence["repeats"] <= 24 and evidence["repeated_share"] > 0.5
+    assert "scan_layers(self.blocks, x)" in finding["suggestion"]
+
+
+def test_varying_batch_names_the_input_and_its_dimension(example_runs) -> None:
+    document = json.loads(
+        cli("analyze", "--json", str(example_runs["recompile_varying_batch"])).stdout
+    )
+    (finding,) = document["findings"]
+    evidence = finding["evidence"]
+    assert evidence["change_kind"] == "input_shapes"
+    inputs = evidence["inputs"]
+    batch_sizes = [192, 136, 256, 72]  # after the warm-up graph, in compile order
+    assert all(i["varying_dims"] == {"0": batch_sizes} for i in inputs)
+    widths = sorted(i["shapes"][0][1] for i in inputs)
+    assert widths == [1, 256]  # y and x
+    assert all(
+        i["source"].endswith(f"_common.py:{line_of('_common', 'return x.to(device)')}")
+        for i in inputs
+    )
+    assert "dim 0" in finding["title"] and "drop_last=True" in finding["suggestion"]
+
+
+def test_data_dependent_shape_is_explained(example_runs) -> None:
+    document = json.loads(
+        cli("analyze", "--json", str(example_runs["data_dependent_shape"])).stdout
+    )
+    recompile = document["findings"][0]
+    line = line_of("data_dependent_shape", "keep = torch.nonzero")
+    assert recompile["evidence"]["change_kind"] == "data_dependent"
+    assert (
+        "aten::nonzero at " in recompile["title"]
+        and f"data_dependent_shape.py:{line}" in recompile["title"]
+    )
+    assert "torch.where" in recompile["suggestion"]

@@ -17,6 +17,7 @@ def profile(
     max_steps: int | None = None,
     debug_level: int = DEFAULT_DEBUG_LEVEL,
     server_port: int | None = None,
+    graphs: bool = True,
 ) -> Iterator[Session]:
     """Profile the steps run inside the block into a run directory under ``out``.
 
@@ -37,6 +38,7 @@ def profile(
         max_steps=max_steps,
         debug_level=debug_level,
         server_port=server_port,
+        graphs=graphs,
     )
     session.start()
     try:

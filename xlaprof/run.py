@@ -10,6 +10,8 @@ One process writes one run directory::
     debug.log         raw PT_XLA_DEBUG_LEVEL output (torch_xla writes it as it goes)
     fallbacks.log     raw fallback-tracker records (XLA_FNTRACKER_FILE)
     metrics/final.txt raw metrics_report() at the end
+    graphs/           each compiled graph's HLO (before XLA's optimizations, with source
+                      file:line metadata), gzipped, and index.jsonl tying them to steps
     plugins/profile/<timestamp>/<host>.xplane.pb   traces, TensorBoard/XProf layout
 
 ``xlaprof run --out DIR`` puts one such directory per process under DIR. Everything here is
@@ -27,7 +29,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlaprof.analyze.data import AnalysisInput, RegionRow, StepRow
+from xlaprof.analyze.data import AnalysisInput, GraphInfo, RegionRow, StepRow
 from xlaprof.atomic import atomic_write_text
 from xlaprof.errors import RunDirError
 from xlaprof.parse.debug_log import DebugLog, parse_debug_log
@@ -47,6 +49,8 @@ FALLBACK_LOG = "fallbacks.log"
 METRICS_DIR = "metrics"
 FINAL_METRICS = "final.txt"
 TRACE_DIR = Path("plugins") / "profile"
+GRAPHS_DIR = "graphs"
+GRAPH_INDEX = "index.jsonl"
 
 
 @dataclass
@@ -158,6 +162,17 @@ class Run:
         """Per step: ``{"step": n, "samples": {"file:line" | "<library>": CPU seconds}}``."""
         return read_jsonl(self.path / SAMPLES)
 
+    def graph_index(self) -> list[dict[str, Any]]:
+        """One entry per compiled module, in compile order: module, step, file (or skipped)."""
+        return read_jsonl(self.path / GRAPHS_DIR / GRAPH_INDEX)
+
+    def graph_text(self, entry: dict[str, Any]) -> str | None:
+        import gzip
+
+        if not entry.get("file"):
+            return None
+        return gzip.decompress((self.path / GRAPHS_DIR / entry["file"]).read_bytes()).decode()
+
     def trace_files(self) -> list[Path]:
         return sorted((self.path / TRACE_DIR).glob("*/*.xplane.pb"))
 
@@ -173,7 +188,26 @@ class Run:
             ],
             host_samples={int(r["step"]): dict(r["samples"]) for r in self.host_samples()},
             cxx11_abi=self.info.cxx11_abi,
+            graphs=self.graphs(),
         )
+
+    def graphs(self) -> list[GraphInfo]:
+        """Every compiled graph, parsed, in compile order."""
+        from xlaprof.parse.hlo import parse_hlo
+
+        graphs = []
+        for entry in self.graph_index():
+            text = self.graph_text(entry)
+            graphs.append(
+                GraphInfo(
+                    order=int(entry.get("order", len(graphs))),
+                    step=entry.get("step"),
+                    module=str(entry.get("module", "")),
+                    hlo=None if text is None else parse_hlo(text),
+                    skipped=entry.get("skipped"),
+                )
+            )
+        return sorted(graphs, key=lambda g: g.order)
 
     # -- DataFrames --------------------------------------------------------------------------
     def steps(self) -> pd.DataFrame:

@@ -12,6 +12,7 @@ ENV_TRACE_STEPS = "XLAPROF_TRACE_STEPS"
 ENV_MAX_STEPS = "XLAPROF_MAX_STEPS"
 ENV_DEBUG_LEVEL = "XLAPROF_DEBUG_LEVEL"
 ENV_SERVER_PORT = "XLAPROF_SERVER_PORT"
+ENV_GRAPHS = "XLAPROF_GRAPHS"
 
 
 def parse_steps_window(text: str) -> tuple[int, int]:
@@ -44,6 +45,7 @@ def start_from_environment() -> Session:
         debug_level=int(os.environ.get(ENV_DEBUG_LEVEL, "2")),
         exit_on_max_steps=True,
         command=[sys.executable, *sys.argv],
+        graphs=os.environ.get(ENV_GRAPHS, "1") != "0",
         # Only the first process gets the port (ranks would collide on it).
         server_port=int(port) if port and _first_process() else None,
     )

@@ -35,6 +35,8 @@ from xlaprof.run import (
     EVENTS,
     FALLBACK_LOG,
     FINAL_METRICS,
+    GRAPH_INDEX,
+    GRAPHS_DIR,
     METRICS_DIR,
     REGIONS,
     SAMPLES,
@@ -54,6 +56,10 @@ _TIME_METRICS = {
 _GRAPH_SIZE = "TensorsGraphSize"
 _ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
 DEFAULT_DEBUG_LEVEL = 2
+# Graph capture bounds: at most this many graphs, each at most this large (HLO text).
+MAX_GRAPHS = 64
+MAX_GRAPH_BYTES = 64 * 1024**2
+_DUMP_DIR = ".xla_dump"
 DEFAULT_SAMPLE_HZ = 100.0
 
 
@@ -149,6 +155,7 @@ class Session:
         command: list[str] | None = None,
         sample_hz: float = DEFAULT_SAMPLE_HZ,
         server_port: int | None = None,
+        graphs: bool = True,
     ) -> None:
         if trace_steps is not None and not 0 <= trace_steps[0] < trace_steps[1]:
             raise ValueError(f"trace_steps must be (a, b) with 0 <= a < b, not {trace_steps}")
@@ -161,6 +168,9 @@ class Session:
         self.sampler = HostSampler(sample_hz) if sample_hz > 0 else None
         self.server_port = server_port
         self._server: Any = None
+        self.graphs = graphs
+        self.graphs_kept = 0
+        self.info_warnings: list[str] = []  # found before run.json exists
         self.pid = os.getpid()
         self.directory = Path()
         self.info = RunInfo()
@@ -208,6 +218,7 @@ class Session:
             trace_steps=list(self.trace_steps) if self.trace_steps else None,
             debug_level=self.debug_level,
         )
+        self.info.warnings.extend(self.info_warnings)
         if graphs_before:
             self.info.warnings.append(
                 f"{graphs_before} graphs ran before profiling started: PT_XLA_DEBUG analysis "
@@ -248,6 +259,17 @@ class Session:
             os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
             os.environ["PT_XLA_DEBUG_FILE"] = str(self.directory / DEBUG_LOG)
         os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
+        if self.graphs:
+            # Each compiled module's HLO text. Its source file:line metadata needs XLA_IR_DEBUG
+            # and XLA_HLO_DEBUG, which torch_xla reads at import: `xlaprof run` sets them.
+            if os.environ.get("XLA_HLO_DEBUG") != "1" or os.environ.get("XLA_IR_DEBUG") != "1":
+                self.info_warnings.append(
+                    "graphs have no source lines: set XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 before "
+                    "importing torch_xla (xlaprof run does)"
+                )
+            dump = self.directory / _DUMP_DIR
+            flags = os.environ.get("XLA_FLAGS", "")
+            os.environ["XLA_FLAGS"] = f"{flags} --xla_dump_to={dump} --xla_dump_hlo_as_text".strip()
 
     def _install_sync_hook(self) -> None:
         torch_xla = self._torch_xla
@@ -350,6 +372,8 @@ class Session:
             if v != self._previous_aten.get(k, 0)
         }
         self._previous_aten = aten
+        if row.compiles and self.graphs:
+            self._collect_graphs(row.step)
         row.debug_offset = _size(self.directory / DEBUG_LOG)
         row.fallback_offset = _size(self.directory / FALLBACK_LOG)
         self._steps_file.write(json.dumps(asdict(row)) + "\n")
@@ -425,6 +449,8 @@ class Session:
             atomic_write_text(metrics / FINAL_METRICS, met.metrics_report())
         except Exception as error:
             self.info.warnings.append(f"no final metrics report: {error}")
+        if self.graphs:
+            self._collect_graphs(self.step_index, final=True)
         self._write_events()
         for handle in (self._steps_file, self._regions_file, self._samples_file):
             if handle is not None:
@@ -436,6 +462,46 @@ class Session:
         self.info.detail = detail if detail is not None else self.exception
         self.info.debug_analysis = _size(self.directory / DEBUG_LOG) > 0
         write_info(self.directory, self.info)
+
+    def _collect_graphs(self, step: int, final: bool = False) -> None:
+        """Keep each new module's pre-optimization HLO (gzipped); drop the rest of the dump."""
+        import gzip
+        import shutil
+
+        dump = self.directory / _DUMP_DIR
+        if not dump.is_dir():
+            return
+        graphs = self.directory / GRAPHS_DIR
+        graphs.mkdir(exist_ok=True)
+        with (graphs / GRAPH_INDEX).open("a") as index:
+            for path in sorted(dump.glob("module_*.before_optimizations.txt")):
+                order, _, rest = path.name.partition(".")
+                module = rest.removesuffix(".before_optimizations.txt")
+                size = path.stat().st_size
+                record = {
+                    "order": int(order.removeprefix("module_")),
+                    "module": module,
+                    "step": step,
+                    "bytes": size,
+                    "file": None,
+                }
+                if self.graphs_kept >= MAX_GRAPHS:
+                    record["skipped"] = f"more than {MAX_GRAPHS} graphs"
+                elif size > MAX_GRAPH_BYTES:
+                    record["skipped"] = f"larger than {MAX_GRAPH_BYTES} bytes"
+                else:
+                    name = f"{path.name.removesuffix('.before_optimizations.txt')}.hlo.txt.gz"
+                    with path.open("rb") as source, gzip.open(graphs / name, "wb") as target:
+                        shutil.copyfileobj(source, target)
+                    record["file"] = name
+                    self.graphs_kept += 1
+                index.write(json.dumps(record) + "\n")
+                path.unlink()
+        for path in dump.iterdir():  # LLVM IR, objects, reports: not needed, often large
+            if path.is_file() and not path.name.endswith(".before_optimizations.txt"):
+                path.unlink()
+        if final:
+            shutil.rmtree(dump, ignore_errors=True)
 
     def _write_events(self) -> None:
         from xlaprof.report.json_out import event_json

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xlaprof.analyze import aten_fallback, host_sync, recompilation, slow_compile, tracing_bound
+from xlaprof.analyze import (
+    aten_fallback,
+    host_sync,
+    recompilation,
+    slow_compile,
+    tracing_bound,
+    unrolled_loop,
+)
 from xlaprof.analyze.data import AnalysisInput
 from xlaprof.findings import Finding
 
@@ -20,6 +27,7 @@ ANALYZERS: tuple[tuple[str, Analyzer], ...] = (
     ("aten_fallback", aten_fallback.analyze),
     ("slow_compile", slow_compile.analyze),
     ("tracing_bound", tracing_bound.analyze),
+    ("unrolled_loop", unrolled_loop.analyze),
 )
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xlaprof.parse.debug_log import DebugLog
+from xlaprof.parse.debug_log import DebugEvent, DebugLog
+from xlaprof.parse.hlo import HloModule
 from xlaprof.parse.metrics_report import MetricsReport
 
 # Metric names differ across torch_xla generations (XRT said "Server").
@@ -44,6 +45,18 @@ class StepRow:
     fallback_offset: int | None = None
 
 
+@dataclass
+class GraphInfo:
+    """One compiled graph: its place in compile order, its step, and its parsed HLO."""
+
+    order: int
+    step: int | None
+    module: str
+    hlo: HloModule | None = None  # None when the graph was too large or too many to keep
+    skipped: str | None = None
+    graph_hash: str | None = None  # from its compilation event (see link_graphs)
+
+
 @dataclass(frozen=True)
 class RegionRow:
     """Host time of one user region (``xlaprof.region``) in one step."""
@@ -66,6 +79,7 @@ class AnalysisInput:
     # step -> {"file:line" or "<library>": host CPU seconds} from the session's sampler
     host_samples: dict[int, dict[str, float]] = field(default_factory=dict)
     cxx11_abi: bool | None = None
+    graphs: list[GraphInfo] = field(default_factory=list)  # in compile order
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.
@@ -140,3 +154,27 @@ class AnalysisInput:
         if self.reports:
             return self.counters().get("MarkStep")
         return None
+
+
+def link_graphs(graphs: list[GraphInfo], compilations: list[DebugEvent]) -> dict[int, GraphInfo]:
+    """Tie each compilation event to its graph and set the graph's hash.
+
+    Both are in compile order: with equal counts they pair one to one; otherwise each event
+    takes the next graph compiled at the same step. Returns ``id(event) -> graph``.
+    """
+    if not graphs:
+        return {}
+    if len(graphs) == len(compilations):
+        pairs = list(zip(compilations, graphs, strict=True))
+    else:
+        by_step: dict[int | None, list[GraphInfo]] = {}
+        for graph in graphs:
+            by_step.setdefault(graph.step, []).append(graph)
+        pairs = []
+        for event in compilations:
+            pending = by_step.get(event.step)
+            if pending:
+                pairs.append((event, pending.pop(0)))
+    for event, graph in pairs:
+        graph.graph_hash = event.graph_hash
+    return {id(event): graph for event, graph in pairs}

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from xlaprof.analyze.data import COMPILE_METRICS, AnalysisInput
+from xlaprof.analyze.data import COMPILE_METRICS, AnalysisInput, link_graphs
 from xlaprof.analyze.frames import user_location
+from xlaprof.analyze.graph_diff import DYNAMIC_SHAPE_OPS, Explanation, explain
 from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.parse.debug_log import DebugEvent
 
@@ -62,10 +63,45 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     return _from_metrics(data)
 
 
+def _dynamic_sites(data: AnalysisInput) -> dict[Location, str]:
+    """Lines where an op with a data-dependent output shape fell back to the CPU."""
+    sites = {}
+    for record in data.debug.fallbacks:
+        op = (record.op or "").removeprefix("aten::")
+        if op in DYNAMIC_SHAPE_OPS:
+            location = user_location(record.frames)
+            if location is not None:
+                sites[location] = op
+    return sites
+
+
+_ADVICE = {
+    "input_shapes": (
+        "An input's shape changes between steps. Pad or bucket that dimension to a few fixed "
+        "sizes (for a batch dimension: drop_last=True in the DataLoader, or pad the last "
+        "batch), or mark it dynamic (torch._dynamo.mark_dynamic) when compiling with "
+        "torch.compile(backend='openxla')."
+    ),
+    "data_dependent": (
+        "A shape depends on the data (nonzero, boolean masking, unique): each new count is a "
+        "new graph. Keep shapes fixed: multiply by the mask or use torch.where(mask, x, 0) "
+        "instead of selecting rows, and reduce with the mask as a weight."
+    ),
+    "structure": (
+        "The graph's structure changes between steps with the same inputs. Look at the line "
+        "named: a Python `if` on a tensor value, a Python number that changes every step, or "
+        "a code path taken only sometimes. Move the branch into the graph (torch.where) or "
+        "make the value a tensor."
+    ),
+}
+
+
 def _from_events(data: AnalysisInput, compilations: list[DebugEvent]) -> list[Finding]:
     sites: dict[Location | None, list[DebugEvent]] = defaultdict(list)
     for event in compilations:
         sites[user_location(event.frames)].append(event)
+    graph_of = link_graphs(data.graphs, compilations)
+    dynamic = _dynamic_sites(data)
     findings = []
     for location, events in sites.items():
         hashes = list(dict.fromkeys(e.graph_hash for e in events if e.graph_hash))
@@ -79,6 +115,8 @@ def _from_events(data: AnalysisInput, compilations: list[DebugEvent]) -> list[Fi
             recompiles = max(len(hashes), len(events)) - WARMUP_GRAPHS_PER_SITE
         if not recompiling:
             continue
+        graphs = [graph_of[id(e)] for e in events if id(e) in graph_of]
+        explanation = explain(graphs, dynamic) if graphs else None
         evidence: dict[str, object] = {
             "compiles_at_site": len(events),
             "distinct_graphs": len(hashes),
@@ -86,6 +124,23 @@ def _from_events(data: AnalysisInput, compilations: list[DebugEvent]) -> list[Fi
             "graph_hashes": hashes[:_MAX_LISTED],
             "causes": sorted({e.cause for e in events if e.cause}),
         }
+        if explanation is not None:
+            evidence["what_changed"] = explanation.summary
+            evidence["change_kind"] = explanation.kind
+            if explanation.inputs:
+                evidence["inputs"] = [
+                    {
+                        "parameter": c.parameter,
+                        "source": None if c.source is None else str(c.source),
+                        "source_text": c.source_text,
+                        "shapes": [list(s) for s in c.shapes],
+                        "varying_dims": {str(k): v for k, v in c.varying_dims.items()},
+                        "data_dependent_op": c.data_dependent,
+                    }
+                    for c in explanation.inputs
+                ]
+            if explanation.first_difference is not None:
+                evidence["first_difference"] = explanation.first_difference
         severity = Severity.WARNING
         if steps:
             evidence["compile_steps"] = steps[: _MAX_LISTED * 4]
@@ -99,10 +154,11 @@ def _from_events(data: AnalysisInput, compilations: list[DebugEvent]) -> list[Fi
                 title=(
                     f"Recompiling: {len(events)} compilations of {len(hashes)} "
                     f"different graphs ({recompiles} after warm-up)"
+                    + (f": {headline}" if (headline := _headline(explanation)) else "")
                 ),
                 evidence=evidence,
                 location=location,
-                suggestion=SUGGESTION,
+                suggestion=_ADVICE.get(explanation.kind, SUGGESTION) if explanation else SUGGESTION,
             )
         )
     return findings
@@ -160,3 +216,20 @@ def _from_metrics(data: AnalysisInput) -> list[Finding]:
             + " Run with PT_XLA_DEBUG_LEVEL=2 (or under `xlaprof run`) to see the source line.",
         )
     ]
+
+
+def _headline(explanation: Explanation | None) -> str | None:
+    if explanation is None:
+        return None
+    if explanation.kind == "data_dependent":
+        change = next(c for c in explanation.inputs if c.data_dependent)
+        return f"data-dependent shape (aten::{change.data_dependent} at {change.source})"
+    if explanation.kind == "input_shapes":
+        change = explanation.inputs[0]
+        dims = ", ".join(f"dim {d}" for d in change.varying_dims)
+        return f"input {change.parameter} varies in {dims}"
+    if explanation.kind == "structure":
+        return "same inputs, different graph structure"
+    if explanation.kind == "nothing_visible":
+        return "no visible change in the graphs"
+    return None
