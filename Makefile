@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.xlaprof-setup
 export PJRT_DEVICE ?= CPU
 
-.PHONY: setup demo test lint format bench samples clean
+.PHONY: setup browser demo test lint format bench samples clean
 
 setup: $(STAMP)
 
@@ -24,7 +24,11 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(BIN)/xlaprof demo
 
-test: setup
+# The HTML report is tested in a real headless browser: Debian's chromium (root installs it).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+test: setup browser
 	$(BIN)/python -m pytest -q
 
 lint: setup

@@ -18,7 +18,16 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
-NAMES = ("healthy_loop", "recompile_varying_batch", "host_sync_item", "cpu_fallback")
+NAMES = (
+    "healthy_loop",
+    "recompile_varying_batch",
+    "host_sync_item",
+    "cpu_fallback",
+    "tracing_bound_tiny_ops",
+    "data_dependent_shape",
+    "unrolled_layers",
+    "scanned_layers",
+)
 # Runs the example as __main__, then prints the report the way users add it at the end.
 BOOTSTRAP = (
     "import runpy, sys; sys.argv = [sys.argv[1]] + sys.argv[2:]; "

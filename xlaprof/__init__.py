@@ -26,12 +26,14 @@ _EXPORTS = {
     "Finding": "xlaprof.findings",
     "analyze": "xlaprof.api",
     "load_trace": "xlaprof.trace",
+    "Analysis": "xlaprof.notebook",
 }
 
 if TYPE_CHECKING:
     from xlaprof.annotate import annotate_module, enable_annotations, region, step, steps
     from xlaprof.api import analyze
     from xlaprof.findings import Finding
+    from xlaprof.notebook import Analysis
     from xlaprof.profiling import profile
     from xlaprof.run import Run, load_run, load_runs
     from xlaprof.trace import load_trace
@@ -53,6 +55,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Analysis",
     "Finding",
     "Run",
     "analyze",

@@ -8,11 +8,23 @@ import tempfile
 from pathlib import Path
 
 
+def _default_mode() -> int:
+    # mkstemp creates files 0600; a normal write gives 0666 less the umask. Read the umask
+    # without changing it for good.
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_MODE = _default_mode()
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync it, and rename it into place."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("xlaprof.cli.demo", "demo", "Profile a bundled example on the CPU and diagnose it."),
     "capture": ("xlaprof.cli.capture", "capture", "Capture a trace from a live job's server(s)."),
     "view": ("xlaprof.cli.view", "view", "Open a run's traces in the XProf/TensorBoard UI."),
+    "report": ("xlaprof.cli.report", "report", "Write a self-contained HTML report."),
 }
 
 INTERNAL_ERROR_EXIT = 70

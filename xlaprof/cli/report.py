@@ -1,0 +1,34 @@
+"""``xlaprof report PATH [-o report.html]``: one self-contained HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("xlaprof-report.html"),
+    show_default=True,
+    help="Where to write the report.",
+)
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
+@click.option("--process", help="For a run of several processes: which one (folder name).")
+def report(path: Path, output: Path, force: bool, process: str | None) -> None:
+    """Write a self-contained HTML report of PATH (a run directory, log or trace logdir).
+
+    It works offline (plotly is embedded): findings with evidence and fixes, the step timeline,
+    compilations over steps, top host regions and device ops, and metric deltas per step.
+    """
+    from xlaprof.cli.analyze import write_atomic
+    from xlaprof.notebook import Analysis
+    from xlaprof.report.html import render
+
+    analysis = Analysis(path, process=process)
+    write_atomic(output, render(analysis), force)
+    click.echo(str(output))

@@ -1,0 +1,190 @@
+"""Plotly figures for notebooks and the HTML report. Each takes DataFrames, returns a figure.
+
+They never show anything themselves (the caller does ``fig.show()`` or embeds it), and they
+compute nothing the analysis did not: they present.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+HOST_PARTS = (
+    ("python_tracing_s", "Python + tracing", "#4C78A8"),
+    ("graph_build_s", "graph build", "#72B7B2"),
+    ("compile_s", "compile", "#E45756"),
+    ("transfer_s", "transfers", "#F58518"),
+    ("device_wait_s", "waiting for device", "#B279A2"),
+)
+
+
+def _empty(title: str, message: str) -> go.Figure:
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    figure.update_layout(title=title, xaxis={"visible": False}, yaxis={"visible": False})
+    figure.add_annotation(text=message, showarrow=False, font={"size": 14})
+    return figure
+
+
+def step_timeline(timeline: pd.DataFrame) -> go.Figure:
+    """Stacked host time per step (ms), with device busy time as a line."""
+    import plotly.graph_objects as go
+
+    title = "Step timeline: where each step's wall time went"
+    if timeline is None or timeline.empty:
+        return _empty(title, "no per-step data")
+    figure = go.Figure()
+    steps = timeline["step"].astype(int)
+    for column, label, color in HOST_PARTS:
+        figure.add_bar(
+            x=steps,
+            y=timeline[column] * 1e3,
+            name=label,
+            marker_color=color,
+            hovertemplate=f"step %{{x}}<br>{label}: %{{y:.2f}} ms<extra></extra>",
+        )
+    figure.add_scatter(
+        x=steps,
+        y=timeline["wall_s"] * 1e3,
+        name="step wall time",
+        mode="lines+markers",
+        line={"color": "black", "dash": "dot"},
+    )
+    figure.add_scatter(
+        x=steps,
+        y=timeline["device_busy_s"] * 1e3,
+        name="device busy",
+        mode="lines+markers",
+        line={"color": "#54A24B"},
+    )
+    figure.update_layout(
+        title=title,
+        barmode="stack",
+        xaxis_title="step",
+        yaxis_title="ms",
+        legend_title="host",
+    )
+    return figure
+
+
+def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
+    """Compilations per step, one marker per compilation with its cause and source line."""
+    import plotly.graph_objects as go
+
+    title = "Compilations over steps"
+    if steps is None or steps.empty:
+        return _empty(title, "no per-step data")
+    figure = go.Figure()
+    figure.add_bar(
+        x=steps["step"], y=steps["compiles"], name="compilations", marker_color="#E45756"
+    )
+    figure.add_scatter(
+        x=steps["step"],
+        y=steps["compile_s"],
+        name="compile time (s)",
+        yaxis="y2",
+        mode="lines+markers",
+        line={"color": "#4C78A8"},
+    )
+    if compiles is not None and not compiles.empty:
+        labels = [
+            f"{cause or '?'}<br>{location or ''}<br>graph {graph_hash or ''}"
+            for cause, location, graph_hash in zip(
+                compiles["cause"], compiles["location"], compiles["graph_hash"], strict=True
+            )
+        ]
+        figure.add_scatter(
+            x=compiles["step"],
+            y=[0.5] * len(compiles),
+            mode="markers",
+            name="compile events",
+            marker={"symbol": "x", "size": 10, "color": "black"},
+            text=labels,
+            hovertemplate="step %{x}<br>%{text}<extra></extra>",
+        )
+    figure.update_layout(
+        title=title,
+        xaxis_title="step",
+        yaxis_title="compilations",
+        yaxis2={"title": "seconds", "overlaying": "y", "side": "right"},
+    )
+    return figure
+
+
+def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
+    """Total host seconds per user region (``xlaprof.region``/``annotate_module``)."""
+    import plotly.graph_objects as go
+
+    title = "Top host regions"
+    if regions is None or regions.empty:
+        return _empty(title, "no regions recorded (annotate code with xlaprof.region)")
+    totals = regions.groupby("name")["seconds"].sum().sort_values(ascending=True).tail(limit)
+    figure = go.Figure(go.Bar(x=totals.values * 1e3, y=totals.index, orientation="h"))
+    figure.update_layout(title=title, xaxis_title="host ms (all steps)", yaxis_title="region")
+    return figure
+
+
+def top_device_ops(events: pd.DataFrame | None, limit: int = 15) -> go.Figure:
+    """Total device time per XLA op (traces with device planes only)."""
+    import plotly.graph_objects as go
+
+    title = "Top device ops"
+    if events is None or events.empty or not (events["plane_kind"] == "device").any():
+        return _empty(title, "no device planes in this trace (a CPU capture has host planes only)")
+    device = events[(events["plane_kind"] == "device") & events["hlo_op"].notna()]
+    totals = device.groupby("hlo_op", observed=True)["duration_ns"].sum() / 1e6
+    totals = totals.sort_values(ascending=True).tail(limit)
+    figure = go.Figure(go.Bar(x=totals.values, y=totals.index.astype(str), orientation="h"))
+    figure.update_layout(title=title, xaxis_title="device ms", yaxis_title="op")
+    return figure
+
+
+def metric_deltas(
+    steps: pd.DataFrame,
+    columns: tuple[str, ...] = (
+        "compiles",
+        "executions",
+        "transfers_to_device",
+        "transfers_from_device",
+    ),
+) -> go.Figure:
+    """Per-step metric deltas, one line each."""
+    import plotly.graph_objects as go
+
+    title = "Metric deltas per step"
+    if steps is None or steps.empty:
+        return _empty(title, "no per-step data")
+    figure = go.Figure()
+    for column in columns:
+        if column in steps:
+            figure.add_scatter(x=steps["step"], y=steps[column], name=column, mode="lines+markers")
+    figure.update_layout(title=title, xaxis_title="step", yaxis_title="count in step")
+    return figure
+
+
+def before_after(comparison: pd.DataFrame) -> go.Figure:
+    """Before/after ratios of two runs (``analyze.compare.compare``): below 1 is better."""
+    import plotly.graph_objects as go
+
+    title = "After / before (lower is better; 1 = unchanged)"
+    rows = comparison.dropna(subset=["ratio"]) if comparison is not None else None
+    if rows is None or rows.empty:
+        return _empty(title, "nothing measured in both runs")
+    colors = ["#54A24B" if r < 1 else "#E45756" for r in rows["ratio"]]
+    figure = go.Figure(
+        go.Bar(
+            x=rows["ratio"],
+            y=rows["metric"],
+            orientation="h",
+            marker_color=colors,
+            text=rows["change"],
+            hovertemplate="%{y}: %{x:.2f}x<br>%{text}<extra></extra>",
+        )
+    )
+    figure.add_vline(x=1, line_dash="dash")
+    figure.update_layout(title=title, xaxis_title="after / before")
+    return figure
