@@ -27,7 +27,8 @@ table.kv td { padding: 0.15rem 0.8rem 0.15rem 0; vertical-align: top; }
 .kind { font-family: monospace; background: #eee; padding: 0 0.3rem; }
 .where { font-family: monospace; }
 pre.fix { white-space: pre-wrap; background: #f0f7f0; padding: 0.5rem; }
-details { margin-top: 0.4rem; } .figure { margin: 1.5rem 0; } .none { color: #2a7; font-weight: bold; }
+details { margin-top: 0.4rem; } .figure { margin: 1.5rem 0; }
+.none { color: #2a7; font-weight: bold; }
 """
 
 
