@@ -45,12 +45,9 @@ def test_view_serves_every_traced_run() -> None:
             except OSError:
                 time.sleep(0.5)
         assert runs is not None, "the UI never answered"
-        assert sorted(run.split("/")[0] for run in runs) == [
-            "cpu_fallback",
-            "healthy_loop",
-            "host_sync_item",
-            "recompile_varying_batch",
-        ]
+        traced = sorted(p.name for p in (SAMPLES / "runs").iterdir() if any(p.rglob("*.xplane.pb")))
+        assert len(traced) >= 4
+        assert sorted(run.split("/")[0] for run in runs) == traced
     finally:
         process.terminate()
         process.wait(timeout=30)

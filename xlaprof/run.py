@@ -82,6 +82,12 @@ class RunInfo:
     debug_level: int | None = None
     debug_analysis: bool | None = None
     warnings: list[str] = field(default_factory=list)
+    device_memory: dict[str, int] | None = None  # xm.get_memory_info at the end, if any
+    script: str | None = None  # the profiled .py file, if the command ran one
+
+    def __post_init__(self) -> None:
+        if self.script is None:
+            self.script = next((c for c in self.command[1:] if c.endswith(".py")), None)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunInfo:
@@ -189,6 +195,8 @@ class Run:
             host_samples={int(r["step"]): dict(r["samples"]) for r in self.host_samples()},
             cxx11_abi=self.info.cxx11_abi,
             graphs=self.graphs(),
+            device_memory=self.info.device_memory,
+            script=self.info.script,
         )
 
     def graphs(self) -> list[GraphInfo]:

@@ -520,6 +520,7 @@ class Session:
             self.info.device_kind = xr.device_type()
             self.info.device_count = xr.global_runtime_device_count()
             self.info.rank = xr.global_ordinal()
+            self.info.device_memory = _device_memory()
         except Exception as error:
             self.info.warnings.append(f"device not described: {error}")
 
@@ -549,6 +550,20 @@ class Session:
         self.recording = False
         self.finished = True
         annotate.set_session(None)
+
+
+def _device_memory() -> dict[str, int] | None:
+    """Device memory in use and its limit (TPU HBM); None where the backend does not say."""
+    try:
+        import torch_xla.core.xla_model as xm
+
+        info = xm.get_memory_info()
+    except Exception:
+        return None
+    used, limit = info.get("bytes_used"), info.get("bytes_limit")
+    if not used or not limit:
+        return None
+    return {"bytes_used": int(used), "bytes_limit": int(limit)}
 
 
 def _unique_directory(out: Path) -> Path:

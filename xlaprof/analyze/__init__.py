@@ -11,6 +11,7 @@ from collections.abc import Callable
 from xlaprof.analyze import (
     aten_fallback,
     host_sync,
+    memory_pressure,
     recompilation,
     slow_compile,
     tracing_bound,
@@ -28,6 +29,7 @@ ANALYZERS: tuple[tuple[str, Analyzer], ...] = (
     ("slow_compile", slow_compile.analyze),
     ("tracing_bound", tracing_bound.analyze),
     ("unrolled_loop", unrolled_loop.analyze),
+    ("memory_pressure", memory_pressure.analyze),
 )
 
 

@@ -80,6 +80,8 @@ class AnalysisInput:
     host_samples: dict[int, dict[str, float]] = field(default_factory=dict)
     cxx11_abi: bool | None = None
     graphs: list[GraphInfo] = field(default_factory=list)  # in compile order
+    device_memory: dict[str, int] | None = None  # bytes_used / bytes_limit, where recorded
+    script: str | None = None  # the profiled script (for `xlaprof bench` commands)
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.

@@ -22,7 +22,9 @@ SLOW_COMPILE_SHARE_MIN_SECONDS = 10.0
 SUGGESTION = (
     "Enable the persistent compilation cache with torch_xla.runtime.initialize_cache(path) so "
     "restarts reuse compiled programs; remove recompilations; and if the graph repeats a layer "
-    "many times, compile one layer with torch_xla.experimental.scan_layers."
+    "many times, compile one layer with torch_xla.experimental.scan_layers. Measure the cache "
+    "on your model with the bench command in the evidence (FACTORY: a function returning "
+    "(model, batch))."
 )
 
 
@@ -47,6 +49,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         "mean_compile_seconds": round(mean, 6),
         "execute_seconds": None if execute_s is None else round(execute_s, 6),
         "compile_share": None if share is None else round(share, 4),
+        "bench_command": f"xlaprof bench cache {data.script or 'train.py'}:FACTORY",
     }
     if mean >= SLOW_COMPILE_MEAN_SECONDS or compile_s >= SLOW_COMPILE_TOTAL_SECONDS:
         severity = Severity.WARNING

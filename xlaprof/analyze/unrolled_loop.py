@@ -116,13 +116,15 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             continue
         if executions and graph.graph_hash and executions[graph.graph_hash] < MIN_EXECUTIONS:
             continue  # set-up code run once (initializing weights in a loop) costs one compile
-        finding = _graph_finding(graph, seen)
+        finding = _graph_finding(graph, seen, data.script)
         if finding is not None:
             findings.append(finding)
     return findings
 
 
-def _graph_finding(graph: GraphInfo, seen: set[tuple[int, int]]) -> Finding | None:
+def _graph_finding(
+    graph: GraphInfo, seen: set[tuple[int, int]], script: str | None = None
+) -> Finding | None:
     assert graph.hlo is not None
     ops = _ops(graph.hlo)
     if not ops:
@@ -169,6 +171,8 @@ def _graph_finding(graph: GraphInfo, seen: set[tuple[int, int]]) -> Finding | No
     }
     if layer_class:
         evidence["layer_class"] = layer_class
+    layers_option = f" --layers {stack.attribute}" if stack is not None else ""
+    evidence["bench_command"] = f"xlaprof bench scan {script or 'train.py'}:FACTORY{layers_option}"
     location = Location(block_file, block_line)
     if stack is not None:
         evidence["layer_stack"] = (
@@ -217,6 +221,7 @@ def _suggestion(stack, repeats: int) -> str:  # type: ignore[no-untyped-def]
         "layers must be homogeneous (same structure, parameter shapes and computation); no "
         "custom Pallas kernels inside them; pass is_layer_pure=True when each layer is a pure "
         "function of its inputs and parameters, so the layer is traced once and cached. "
-        "Measure before and after: on some backends the scanned step runs slower even as "
-        "compilation gets faster."
+        "Measure before and after on your model with the bench command in the evidence "
+        "(FACTORY: a function returning (model, batch)): on some backends the scanned step runs "
+        "slower even as compilation gets faster."
     )

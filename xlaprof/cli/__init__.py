@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "capture": ("xlaprof.cli.capture", "capture", "Capture a trace from a live job's server(s)."),
     "view": ("xlaprof.cli.view", "view", "Open a run's traces in the XProf/TensorBoard UI."),
     "report": ("xlaprof.cli.report", "report", "Write a self-contained HTML report."),
+    "bench": ("xlaprof.cli.bench", "bench", "Try a fix (scan, remat, offload, cache), measured."),
+    "diff": ("xlaprof.cli.diff", "diff", "Compare two runs: ratios, findings gone and new."),
 }
 
 INTERNAL_ERROR_EXIT = 70

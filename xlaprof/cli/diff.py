@@ -1,0 +1,54 @@
+"""``xlaprof diff RUN_A RUN_B``: two runs side by side, and which findings came and went."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("before", type=click.Path(path_type=Path))
+@click.argument("after", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def diff(before: Path, after: Path, as_json: bool) -> None:
+    """Compare two run directories: figures as ratios, findings that appeared or disappeared."""
+    import json
+
+    from rich.console import Console
+
+    from xlaprof.notebook import Analysis
+
+    a, b = Analysis(before), Analysis(after)
+    table = a.compare(b)
+
+    def keys(analysis: Analysis) -> dict[tuple[str, str | None], str]:
+        return {
+            (f.kind.value, None if f.location is None else str(f.location)): f.title
+            for f in analysis.result.findings
+        }
+
+    old, new = keys(a), keys(b)
+    gone = [old[k] for k in old if k not in new]
+    came = [new[k] for k in new if k not in old]
+    if as_json:
+        rows = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+        document = {
+            "schema": "xlaprof.diff/1",
+            "before": str(before),
+            "after": str(after),
+            "comparison": rows,
+            "findings_disappeared": gone,
+            "findings_appeared": came,
+        }
+        sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+        return
+    console = Console(highlight=False)
+    console.print(table.to_string(index=False))
+    for title in gone:
+        console.print(f"[green]gone:[/green] {title}")
+    for title in came:
+        console.print(f"[red]new:[/red] {title}")
+    if not gone and not came:
+        console.print("findings: the same in both runs")
