@@ -563,7 +563,10 @@ def _device_memory() -> dict[str, int] | None:
     used, limit = info.get("bytes_used"), info.get("bytes_limit")
     if not used or not limit:
         return None
-    return {"bytes_used": int(used), "bytes_limit": int(limit)}
+    memory = {"bytes_used": int(used), "bytes_limit": int(limit)}
+    if info.get("peak_bytes_used"):
+        memory["peak_bytes_used"] = int(info["peak_bytes_used"])
+    return memory
 
 
 def _unique_directory(out: Path) -> Path:

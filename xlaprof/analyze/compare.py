@@ -21,8 +21,10 @@ METRICS = (
     ("compiles", "compilations", ""),
     ("graph_ops", "largest graph (ops)", ""),
     ("step_median_s", "steady step time (median)", "s"),
+    ("step_spread_s", "steady step time (spread, IQR)", "s"),
     ("host_cpu_median_s", "host CPU per step (median)", "s"),
     ("tracing_median_s", "lazy tracing per step (median)", "s"),
+    ("peak_memory_bytes", "peak device memory", "B"),
 )
 
 
@@ -35,6 +37,12 @@ def run_summary(data: AnalysisInput) -> dict[str, Any]:
         return statistics.median(values) if values else None
 
     graph_ops = [g.hlo.op_count for g in data.graphs if g.hlo is not None]
+    walls = sorted(s.wall_s for s in steady if s.wall_s is not None)
+    spread = None
+    if len(walls) >= 4:
+        q1, _median, q3 = statistics.quantiles(walls, n=4)
+        spread = q3 - q1
+    memory = data.device_memory or {}
     return {
         "first_step_compile_s": steps[0].compile_s if steps else None,
         "compile_s": sum(s.compile_s for s in steps) if steps else None,
@@ -43,6 +51,9 @@ def run_summary(data: AnalysisInput) -> dict[str, Any]:
         "step_median_s": median([s.wall_s for s in steady if s.wall_s is not None]),
         "host_cpu_median_s": median([s.host_cpu_s for s in steady if s.host_cpu_s is not None]),
         "tracing_median_s": median([s.tracing_s for s in steady]),
+        "step_spread_s": spread,
+        # where the backend reports it (TPU): the peak, else the use at the end of the run
+        "peak_memory_bytes": memory.get("peak_bytes_used") or memory.get("bytes_used"),
         "steady_steps": len(steady),
     }
 

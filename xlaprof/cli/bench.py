@@ -38,36 +38,17 @@ def _show(result, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     import json
 
     from rich.console import Console
-    from rich.table import Table
+
+    from xlaprof.report.console import comparison_table
 
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
         return
     console = Console(highlight=False)
     labels = {"cache": ("first run", "second run")}.get(result.kind, ("before", result.kind))
-    table = Table(title=f"xlaprof bench {result.kind} {result.target}", title_justify="left")
-    for column in ("metric", labels[0], labels[1], "after/before", "change"):
-        table.add_column(column, justify="left" if column in ("metric", "change") else "right")
-
-    def fmt(value, unit):  # type: ignore[no-untyped-def]
-        if value is None or value != value:
-            return "-"
-        if unit == "s":
-            return f"{value * 1e3:.2f} ms" if value < 1 else f"{value:.2f} s"
-        return f"{value:,.0f}"
-
-    for _, row in result.comparison.iterrows():
-        ratio = (
-            "-" if row["ratio"] is None or row["ratio"] != row["ratio"] else f"{row['ratio']:.2f}"
-        )
-        table.add_row(
-            row["metric"],
-            fmt(row["before"], row["unit"]),
-            fmt(row["after"], row["unit"]),
-            ratio,
-            row["change"],
-        )
-    console.print(table)
+    comparison_table(
+        console, result.comparison, f"xlaprof bench {result.kind} {result.target}", labels
+    )
     if result.numerics is not None:
         state = "agree" if result.numerics["ok"] else "DISAGREE"
         console.print(

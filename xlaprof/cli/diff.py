@@ -44,8 +44,10 @@ def diff(before: Path, after: Path, as_json: bool) -> None:
         }
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
         return
+    from xlaprof.report.console import comparison_table
+
     console = Console(highlight=False)
-    console.print(table.to_string(index=False))
+    comparison_table(console, table, f"xlaprof diff {before} {after}")
     for title in gone:
         console.print(f"[green]gone:[/green] {title}")
     for title in came:

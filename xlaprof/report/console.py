@@ -156,3 +156,35 @@ def _skew(console: Console, skew: Any) -> None:
         f"{worst['fastest_host']} {worst['fastest_ms']:.2f} ms"
     )
     console.print()
+
+
+def _comparison_value(value: Any, unit: str) -> str:
+    if value is None or value != value:
+        return "-"
+    if unit == "s":
+        return f"{value * 1e3:.2f} ms" if value < 1 else f"{value:.2f} s"
+    if unit == "B":
+        from xlaprof.parse.units import format_bytes
+
+        return format_bytes(value)
+    return f"{value:,.0f}"
+
+
+def comparison_table(
+    console: Console, comparison: Any, title: str, labels: tuple[str, str] = ("before", "after")
+) -> None:
+    """A before/after table (``analyze.compare.compare``): values, ratio, change in words."""
+    table = Table(title=title, title_justify="left")
+    for column in ("metric", labels[0], labels[1], "after/before", "change"):
+        table.add_column(column, justify="left" if column in ("metric", "change") else "right")
+    for _, row in comparison.iterrows():
+        ratio = row["ratio"]
+        shown = "-" if ratio is None or ratio != ratio else f"{ratio:.2f}"
+        table.add_row(
+            row["metric"],
+            _comparison_value(row["before"], row["unit"]),
+            _comparison_value(row["after"], row["unit"]),
+            shown,
+            row["change"],
+        )
+    console.print(table)
