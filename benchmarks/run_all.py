@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("overhead.py", "trace_load.py")
+BENCHMARKS = ("overhead.py", "trace_load.py", "scan_fix.py")
 
 
 def main() -> None:
