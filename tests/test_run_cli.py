@@ -335,3 +335,42 @@ def test_data_dependent_shape_is_explained(example_runs) -> None:
         and f"data_dependent_shape.py:{line}" in recompile["title"]
     )
     assert "torch.where" in recompile["suggestion"]
+
+
+def test_ctrl_c_mid_training_is_recorded(tmp_path: Path) -> None:
+    # Ctrl-C in a terminal reaches the whole process group; the script gets SIGINT.
+    process, out = _start_long_run(tmp_path)
+    child = _children(process.pid)[0]
+    os.kill(child, signal.SIGINT)
+    process.wait(timeout=120)
+    assert process.returncode == 1  # Python's exit code for an uncaught KeyboardInterrupt
+    run = load_run(out)
+    assert run.info.status == "interrupted" and run.info.detail.startswith("KeyboardInterrupt")
+    assert len(run.steps()) >= 5
+
+
+def test_every_python_process_of_the_job_gets_its_own_run(tmp_path: Path) -> None:
+    # GIVEN a job whose main script starts a second Python process that also trains
+    worker = tmp_path / "worker.py"
+    worker.write_text(
+        "import torch, torch_xla\n"
+        "for i in range(3):\n"
+        "    x = torch.ones(4, device=torch_xla.device()) * i\n"
+        "    torch_xla.sync()\n"
+    )
+    main = tmp_path / "main.py"
+    main.write_text(
+        "import subprocess, sys, torch, torch_xla\n"
+        f"subprocess.run([sys.executable, {str(worker)!r}], check=True)\n"
+        "for i in range(2):\n"
+        "    x = torch.ones(4, device=torch_xla.device()) * i\n"
+        "    torch_xla.sync()\n"
+    )
+    out = tmp_path / "run"
+    result = cli("run", "-q", "--out", str(out), "--", sys.executable, str(main))
+    assert result.returncode == 0, result.stderr
+    # THEN each process wrote its own run directory, none overwrote the other
+    runs = load_runs(out)
+    assert sorted(len(r.steps()) for r in runs) == [2, 3]
+    assert len({r.info.pid for r in runs}) == 2
+    assert cli("analyze", "--json", str(out)).returncode == 0

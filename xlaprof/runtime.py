@@ -452,6 +452,8 @@ class Session:
         if self.graphs:
             self._collect_graphs(self.step_index, final=True)
         self._write_events()
+        if self.graphs:
+            self._describe_graphs()
         for handle in (self._steps_file, self._regions_file, self._samples_file):
             if handle is not None:
                 handle.close()
@@ -502,6 +504,25 @@ class Session:
                 path.unlink()
         if final:
             shutil.rmtree(dump, ignore_errors=True)
+
+    def _describe_graphs(self) -> None:
+        """Add each kept graph's hash, op count and parameter shapes to graphs/index.jsonl."""
+        from xlaprof.analyze.data import link_graphs
+        from xlaprof.run import Run
+
+        run = Run(self.directory, self.info)
+        entries = sorted(run.graph_index(), key=lambda e: e.get("order", 0))
+        graphs = run.graphs()
+        if not entries or len(entries) != len(graphs):
+            return
+        link_graphs(graphs, run.debug_log().compilations())
+        for entry, graph in zip(entries, graphs, strict=True):
+            entry["graph_hash"] = graph.graph_hash
+            if graph.hlo is not None:
+                entry["op_count"] = graph.hlo.op_count
+                entry["parameters"] = [p.shape for p in graph.hlo.parameters]
+        lines = "".join(json.dumps(entry) + "\n" for entry in entries)
+        atomic_write_text(self.directory / GRAPHS_DIR / GRAPH_INDEX, lines)
 
     def _write_events(self) -> None:
         from xlaprof.report.json_out import event_json

@@ -175,6 +175,8 @@ def _graph_finding(
     evidence["bench_command"] = f"xlaprof bench scan {script or 'train.py'}:FACTORY{layers_option}"
     location = Location(block_file, block_line)
     if stack is not None:
+        evidence["layer_stack_owner"] = stack.owner_class
+        evidence["layer_stack_attribute"] = stack.attribute
         evidence["layer_stack"] = (
             f"self.{stack.attribute} of {stack.owner_class} "
             f"(nn.{stack.container} of {stack.layer_class}, {stack.file}:{stack.defined_line})"

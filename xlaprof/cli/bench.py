@@ -19,6 +19,13 @@ def _options(function):  # type: ignore[no-untyped-def]
             click.option("--warmup", default=2, show_default=True, type=click.IntRange(1)),
             click.option("--backward/--no-backward", default=True, show_default=True),
             click.option(
+                "--repeats",
+                default=1,
+                show_default=True,
+                type=click.IntRange(1, 20),
+                help="scan/remat: run each side this many times (fresh processes); medians.",
+            ),
+            click.option(
                 "--out",
                 type=click.Path(path_type=Path, file_okay=False),
                 help="Where the run directories go (default runs/bench-<kind>-<time>).",
@@ -76,6 +83,7 @@ def _fix(
     as_json: bool,
     layers: str | None,
     layer_pure: bool = False,
+    repeats: int = 1,
 ) -> None:
     from xlaprof.fixes.bench import NumericsMismatch, bench_fix
 
@@ -88,6 +96,7 @@ def _fix(
         warmup=warmup,
         backward=backward,
         layer_pure=layer_pure,
+        repeats=repeats,
     )
     _show(result, as_json)
     if result.numerics is not None and not result.numerics["ok"]:
@@ -109,12 +118,12 @@ def _fix(
     is_flag=True,
     help="Pass is_layer_pure=True (trace the layer once; only for pure layers).",
 )
-def scan(target, steps, warmup, backward, out, as_json, layers, layer_pure) -> None:  # type: ignore[no-untyped-def]
+def scan(target, steps, warmup, backward, repeats, out, as_json, layers, layer_pure) -> None:  # type: ignore[no-untyped-def]
     """Run TARGET as written and with its layer stack through scan_layers.
 
     Reports compile time, compilations, graph size, step time, tracing time and a numerical
     check of outputs and gradients; exits non-zero when they disagree."""
-    _fix("scan", target, steps, warmup, backward, out, as_json, layers, layer_pure)
+    _fix("scan", target, steps, warmup, backward, out, as_json, layers, layer_pure, repeats)
 
 
 scan.help = (scan.help or "") + "\n\n" + _TARGET_HELP
@@ -125,14 +134,14 @@ scan.help = (scan.help or "") + "\n\n" + _TARGET_HELP
 @click.option(
     "--layers", metavar="ATTR", help="The nn.ModuleList to rematerialize (default: found)."
 )
-def remat(target, steps, warmup, backward, out, as_json, layers) -> None:  # type: ignore[no-untyped-def]
+def remat(target, steps, warmup, backward, repeats, out, as_json, layers) -> None:  # type: ignore[no-untyped-def]
     """Run TARGET as written and with each layer rematerialized (torch_xla checkpoint)."""
-    _fix("remat", target, steps, warmup, backward, out, as_json, layers)
+    _fix("remat", target, steps, warmup, backward, out, as_json, layers, False, repeats)
 
 
 @bench.command()
 @_options
-def offload(target, steps, warmup, backward, out, as_json) -> None:  # type: ignore[no-untyped-def]
+def offload(target, steps, warmup, backward, repeats, out, as_json) -> None:  # type: ignore[no-untyped-def]
     """Host offload of activations: first probe whether the backend has host memory."""
     import json
 
@@ -173,7 +182,7 @@ def offload(target, steps, warmup, backward, out, as_json) -> None:  # type: ign
 
 @bench.command()
 @_options
-def cache(target, steps, warmup, backward, out, as_json) -> None:  # type: ignore[no-untyped-def]
+def cache(target, steps, warmup, backward, repeats, out, as_json) -> None:  # type: ignore[no-untyped-def]
     """Run TARGET twice with a persistent compilation cache; compare the second to the first."""
     from xlaprof.fixes.bench import bench_cache
 

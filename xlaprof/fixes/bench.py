@@ -81,6 +81,7 @@ def run_variant(
     cache_dir: Path | None = None,
     check: bool = True,
     layer_pure: bool = False,
+    stack: str | None = None,
 ) -> Side:
     """Run one variant in a fresh Python process and load its run."""
     out.mkdir(parents=True, exist_ok=True)
@@ -106,6 +107,8 @@ def run_variant(
         command += ["--layers", layers]
     if layer_pure:
         command += ["--layer-pure", "1"]
+    if stack:
+        command += ["--stack", stack]
     if check_path is not None:
         command += ["--check", str(check_path)]
     if cache_dir is not None:
@@ -170,17 +173,63 @@ def compare_numerics(before: Path, after: Path) -> dict[str, Any]:
     }
 
 
-def bench_fix(kind: str, target: str, out: Path, **options: Any) -> BenchResult:
-    """``kind`` is scan or remat: before and after, numerics, comparison."""
+def _stack_from_analysis(run_dir: Path) -> str | None:
+    """The layer stack the unrolled-loop analysis of a run names, as ``Owner.attr``."""
+    from xlaprof.api import analyze
+
+    for finding in analyze(run_dir):
+        owner = finding.evidence.get("layer_stack_owner")
+        attribute = finding.evidence.get("layer_stack_attribute")
+        if finding.kind.value == "unrolled_loop" and owner and attribute:
+            return f"{owner}.{attribute}"
+    return None
+
+
+def _median_summary(sides: list[Side]) -> dict[str, Any]:
+    """Each numeric figure's median over repeated runs (the first run's for the rest)."""
+    import statistics
+
+    merged = dict(sides[0].summary)
+    for key in list(merged):
+        values = [s.summary.get(key) for s in sides]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            merged[key] = statistics.median(values)
+    return merged
+
+
+def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: Any) -> BenchResult:
+    """``kind`` is scan or remat: before and after, numerics, comparison.
+
+    With ``repeats`` > 1 both sides run that many times, alternating, in fresh processes, and
+    each figure is the median; the numerical check uses the first pair.
+    """
     from xlaprof.analyze.compare import compare
 
     pure = options.pop("layer_pure", False)
-    before = run_variant(target, "before", out / "before", **options)
-    after = run_variant(target, kind, out / "after", layer_pure=pure, **options)
+    befores: list[Side] = []
+    afters: list[Side] = []
+    stack = None
+    notes = []
+    for index in range(repeats):
+        suffix = "" if repeats == 1 else f"-{index}"
+        befores.append(run_variant(target, "before", out / f"before{suffix}", **options))
+        if index == 0 and options.get("layers") is None and kind in ("scan", "remat"):
+            stack = _stack_from_analysis(befores[0].run_dir)
+            if stack:
+                notes.append(f"layers: {stack}, from the unrolled-loop analysis of the before run")
+        afters.append(
+            run_variant(
+                target, kind, out / f"after{suffix}", layer_pure=pure, stack=stack, **options
+            )
+        )
+    before, after = befores[0], afters[0]
+    before.summary, after.summary = _median_summary(befores), _median_summary(afters)
     assert before.check_path is not None and after.check_path is not None
     numerics = compare_numerics(before.check_path, after.check_path)
     comparison = compare(before.summary, after.summary)
-    result = BenchResult(kind, target, before, after, comparison, numerics)
+    result = BenchResult(kind, target, before, after, comparison, numerics, notes)
+    if repeats > 1:
+        result.notes.append(f"figures are medians of {repeats} runs of each side")
     if kind == "remat":
         from xlaprof.analyze.compare import describe_change
 

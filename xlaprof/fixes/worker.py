@@ -21,6 +21,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--target", required=True)
     parser.add_argument("--variant", choices=("before", "scan", "remat", "cache"), required=True)
     parser.add_argument("--layers")
+    parser.add_argument("--stack", help="OWNER_CLASS.ATTR, as the unrolled-loop analysis names it")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--backward", type=int, default=1)
@@ -67,6 +68,8 @@ def _run(args: argparse.Namespace) -> str:
     model = setup.model.to(device)
     batch = setup.batch.to(device)
     layers = args.layers
+    if layers is None and args.stack:
+        layers = _stack_path(model, args.stack)
     if args.variant in ("scan", "remat") and layers is None:
         stacks = homogeneous_stacks(model)
         if not stacks:
@@ -91,6 +94,18 @@ def _run(args: argparse.Namespace) -> str:
         raise
     session.finish("ok")
     return str(session.directory)
+
+
+def _stack_path(model, stack: str) -> str | None:  # type: ignore[no-untyped-def]
+    """``Stack.blocks`` -> the dotted path of that ModuleList inside ``model``."""
+    import torch
+
+    owner, _, attribute = stack.rpartition(".")
+    for name, module in model.named_modules():
+        child = getattr(module, attribute, None)
+        if type(module).__name__ == owner and isinstance(child, torch.nn.ModuleList):
+            return f"{name}.{attribute}" if name else attribute
+    return None
 
 
 def _save_check(path: str, model, output, loss) -> None:  # type: ignore[no-untyped-def]
