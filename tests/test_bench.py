@@ -70,7 +70,7 @@ def test_remat_measures_memory_and_keeps_results(tmp_path: Path) -> None:
     assert document["numerics"]["ok"]
     before, after = document["before"]["summary"], document["after"]["summary"]
     assert before["intermediate_bytes"] and after["intermediate_bytes"]
-    assert document["notes"][0].startswith("intermediate tensor bytes")
+    assert any(note.startswith("intermediate tensor bytes") for note in document["notes"])
 
 
 @pytest.mark.runtime
