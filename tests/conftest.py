@@ -36,3 +36,28 @@ def samples() -> Path:
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA
+
+
+def start_run(out: Path, command: list[str], *options: str, **popen) -> subprocess.Popen:
+    """``xlaprof run -q [options] --out OUT -- COMMAND`` in the background."""
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "xlaprof", "run", "-q", *options, "--out", str(out), "--", *command],
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        cwd=REPO,
+        **popen,
+    )
+
+
+def wait_for_steps(out: Path, steps: int, timeout: float = 120) -> bool:
+    """Wait until a run under ``out`` has recorded ``steps`` steps (warm-up compiles done)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        files = list(out.glob("*/steps.jsonl"))
+        if files and len(files[0].read_text().splitlines()) >= steps:
+            return True
+        time.sleep(0.2)
+    return False

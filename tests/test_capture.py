@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, cli
+from conftest import cli, start_run, wait_for_steps
 
 from xlaprof.trace import load_trace
 
@@ -45,35 +45,10 @@ def jobs(tmp_path_factory):
     for index in range(2):
         port = _free_port()
         out = workdir / f"run{index}"
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "xlaprof",
-                "run",
-                "-q",
-                "--server-port",
-                str(port),
-                "--out",
-                str(out),
-                "--",
-                sys.executable,
-                str(script),
-            ],
-            env={**os.environ, "PJRT_DEVICE": "CPU"},
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        process = start_run(out, [sys.executable, str(script)], "--server-port", str(port))
         started.append((process, port, out))
-    deadline = time.monotonic() + 120
     for _process, _port, out in started:
-        while time.monotonic() < deadline:  # warm-up compiles done: steps are flowing
-            steps = list(out.glob("*/steps.jsonl"))
-            if steps and len(steps[0].read_text().splitlines()) >= 5:
-                break
-            time.sleep(0.2)
-        else:
+        if not wait_for_steps(out, 5):
             pytest.fail("a job never started stepping")
     yield [(port, out) for _p, port, out in started]
     for process, _port, _out in started:

@@ -7,11 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, cli
+from conftest import EXAMPLES, REPO, cli, start_run, wait_for_steps
 from helpers import check_contract, line_of
 
 from xlaprof.run import load_run, load_runs
@@ -182,31 +181,9 @@ def _start_long_run(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     script = tmp_path / "long.py"
     script.write_text(LONG_LOOP)
     out = tmp_path / "run"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "xlaprof",
-            "run",
-            "-q",
-            "--out",
-            str(out),
-            "--",
-            sys.executable,
-            str(script),
-        ],
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        steps = list(out.glob("*/steps.jsonl"))
-        if steps and len(steps[0].read_text().splitlines()) >= 5:
-            return process, out
-        time.sleep(0.2)
+    process = start_run(out, [sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
+    if wait_for_steps(out, 5):
+        return process, out
     process.kill()
     pytest.fail("the long run never reached 5 steps")
 
