@@ -118,3 +118,17 @@ def test_no_trace_is_a_clear_error(tmp_path: Path) -> None:
         load_trace(tmp_path)
     result = cli("view", str(tmp_path))
     assert result.returncode == 7 and "no trace to view" in result.stderr
+
+
+def test_traced_steps_span_boundary_to_boundary() -> None:
+    # The first traced step has no events before its StepMarker: it must still begin when
+    # profiling began, or its wall time shrinks to the marker's (a bug seen on this sample).
+    run = load_run(SAMPLES / "runs" / "tracing_bound_tiny_ops")
+    trace = load_trace(run.path)
+    timeline = step_timeline(run.step_rows(), trace.events, trace.step_bounds).set_index("step")
+    steady_metrics = timeline[(timeline["source"] == "metrics") & (timeline.index >= 2)]
+    typical = steady_metrics["wall_s"].median()
+    for step in (4, 5):
+        assert timeline.loc[step, "source"] == "trace"
+        assert 0.7 * typical < timeline.loc[step, "wall_s"] < 1.3 * typical
+        assert timeline.loc[step, "python_tracing_s"] > timeline.loc[step, "graph_build_s"]

@@ -44,7 +44,9 @@ def analyze_parts(parts: list[Part]) -> list[PartResult]:
             trace = load_trace(part.run.path, first_step=window[0] if window else 0)
         if part.data.steps or trace is not None:
             result.timeline = step_timeline(
-                part.data.steps, None if trace is None else trace.events
+                part.data.steps,
+                None if trace is None else trace.events,
+                None if trace is None else trace.step_bounds,
             )
         if trace is not None and len(trace.hosts) > 1:
             result.host_skew = host_skew(trace.step_times())

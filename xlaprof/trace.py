@@ -111,11 +111,16 @@ def load_trace(
         workers = workers or min(len(files), os.cpu_count() or 1)
         with ProcessPoolExecutor(max_workers=workers) as pool:
             frames = list(pool.map(_load_one, files))
+    starts = {
+        str(frame["host"].iloc[0]): frame.attrs.get("profile_start_ns")
+        for frame in frames
+        if len(frame)
+    }
     events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     for column in ("host", "plane", "plane_kind", "line", "name", "hlo_op", "hlo_module"):
         if events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    events["step"], bounds = assign_steps(events, first_step or 0)
+    events["step"], bounds = assign_steps(events, first_step or 0, starts)
     return Trace(events=events, files=files, step_bounds=bounds)
 
 
@@ -130,10 +135,14 @@ def _first_step_from_run(root: Path) -> int | None:
     return None
 
 
-def assign_steps(events: pd.DataFrame, first_step: int) -> tuple[pd.Series, pd.DataFrame]:
+def assign_steps(
+    events: pd.DataFrame, first_step: int, profile_starts: dict[str, int | None] | None = None
+) -> tuple[pd.Series, pd.DataFrame]:
     """A step number for every event (or <NA>), and each host step's bounds.
 
-    See the module docstring for how steps are found.
+    See the module docstring for how steps are found. The first StepMarker-defined step begins
+    when profiling began (``profile_starts``), since host time before the first marker may hold
+    no events at all.
     """
     import numpy as np
     import pandas as pd
@@ -161,6 +170,9 @@ def assign_steps(events: pd.DataFrame, first_step: int) -> tuple[pd.Series, pd.D
                 inside = host_plane & (index < len(ends))
                 steps[inside] = first_step + index[inside]
                 begin = int(events["start_ns"].to_numpy()[host_plane].min())
+                start = (profile_starts or {}).get(str(host))
+                if start is not None and start <= begin:
+                    begin = int(start)
                 previous = [begin, *ends[:-1].tolist()]
                 bounds += [
                     (host, first_step + i, int(a), int(b))

@@ -98,17 +98,29 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
     return out
 
 
-def from_trace(events: pd.DataFrame, rows: list[StepRow]) -> list[dict[str, object]]:
-    """Rows for the steps the trace covers (one host: the first)."""
+def from_trace(
+    events: pd.DataFrame, rows: list[StepRow], bounds: pd.DataFrame | None = None
+) -> list[dict[str, object]]:
+    """Rows for the steps the trace covers (one host: the first).
+
+    A step's wall time is boundary to boundary (``bounds``, from ``Trace.step_bounds``): the
+    extent of its events would leave out host time with no events in it (idle Python, sleeps).
+    """
     if events.empty:
         return []
     host = events["host"].cat.categories[0]
     events = events[(events["host"] == host) & events["step"].notna()]
+    limits = {}
+    if bounds is not None and not bounds.empty:
+        mine = bounds[bounds["host"] == host]
+        limits = {int(r.step): (int(r.start_ns), int(r.end_ns)) for r in mine.itertuples()}
     tracing = {row.step: row.tracing_s for row in rows}
     execute = {row.step: row.execute_s for row in rows}
     out = []
     for step, group in events.groupby("step", observed=True):
-        start, end = int(group["start_ns"].min()), int(group["end_ns"].max())
+        start, end = limits.get(
+            int(step), (int(group["start_ns"].min()), int(group["end_ns"].max()))
+        )
         wall = end - start
         main = group[(group["plane_kind"] == "host") & (group["line"] == "python")]
         names = main["name"].astype(str)
@@ -152,13 +164,17 @@ def from_trace(events: pd.DataFrame, rows: list[StepRow]) -> list[dict[str, obje
     return out
 
 
-def step_timeline(rows: list[StepRow], trace_events: pd.DataFrame | None = None) -> pd.DataFrame:
+def step_timeline(
+    rows: list[StepRow],
+    trace_events: pd.DataFrame | None = None,
+    step_bounds: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """One row per step: trace-derived where the trace covers the step, metrics otherwise."""
     import pandas as pd
 
     by_step = {r["step"]: r for r in from_metrics(rows)}
     if trace_events is not None:
-        for row in from_trace(trace_events, rows):
+        for row in from_trace(trace_events, rows, step_bounds):
             by_step[row["step"]] = row
     frame = pd.DataFrame([by_step[k] for k in sorted(by_step)], columns=COLUMNS)
     frame["source"] = frame["source"].astype("category")

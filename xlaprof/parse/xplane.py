@@ -207,8 +207,33 @@ def host_from_filename(path: Path) -> str:
     return f"{head}:{port}" if sep and port.isdigit() else stem
 
 
+_ABSOLUTE_NS = 10**15  # line timestamps above this are since the epoch, below it relative
+
+
+def profile_start_ns(space: Any) -> int | None:
+    """When profiling started, in the events' time base (the "Task Environment" plane).
+
+    CPU captures time lines from the session start (small timestamps: the start is 0); TPU
+    captures use epoch nanoseconds, like ``profile_start_time``.
+    """
+    start = None
+    absolute = False
+    for plane in space.planes:
+        absolute = absolute or any(line.timestamp_ns > _ABSOLUTE_NS for line in plane.lines)
+        names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        for stat in plane.stats:
+            if names.get(stat.metadata_id) == "profile_start_time":
+                start = stat.uint64_value or stat.int64_value
+    if start is None:
+        return None
+    return start if absolute else 0
+
+
 def xspace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
-    """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring)."""
+    """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring).
+
+    ``frame.attrs["profile_start_ns"]`` holds when profiling began (None if not recorded).
+    """
     space = read_xspace(path)
     columns = _Columns([], [], [], [], [], [])
     for plane in space.planes:
@@ -243,7 +268,9 @@ def xspace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
                     )
                 else:
                     args.append(None)
-    return _frame(columns, host or host_from_filename(Path(path)))
+    frame = _frame(columns, host or host_from_filename(Path(path)))
+    frame.attrs["profile_start_ns"] = profile_start_ns(space)
+    return frame
 
 
 def _frame(columns: _Columns, host: str) -> pd.DataFrame:
