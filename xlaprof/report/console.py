@@ -12,6 +12,16 @@ from xlaprof.api import PartResult
 from xlaprof.findings import Severity
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+# Evidence worth a line of its own; the rest is one compact line (all of it is in --json).
+_HEADLINE_EVIDENCE = (
+    ("what_changed", "what changed"),
+    ("layer_stack", "layer stack"),
+    ("loop", "loop"),
+    ("bench_command", "measure the fix"),
+    ("bench_commands", "measure the fixes"),
+)
+_HEADLINE_KEYS = {key for key, _ in _HEADLINE_EVIDENCE}
+_VERBOSE_ONLY = {"graph_hashes", "inputs", "first_difference", "block_source_lines"}
 _MAX_EVIDENCE_CHARS = 300
 
 
@@ -88,7 +98,14 @@ def render(console: Console, result: PartResult, verbose: bool = False) -> None:
         )
         if finding.location is not None:
             console.print(Text(f"   at {finding.location}", style="bold"))
-        evidence = "; ".join(f"{k}={_fmt(v)}" for k, v in finding.evidence.items())
+        for key, label in _HEADLINE_EVIDENCE:
+            if finding.evidence.get(key):
+                console.print(Text(f"   {label}: {_fmt(finding.evidence[key])}"))
+        evidence = "; ".join(
+            f"{k}={_fmt(v)}"
+            for k, v in finding.evidence.items()
+            if k not in _HEADLINE_KEYS and k not in _VERBOSE_ONLY
+        )
         if len(evidence) > _MAX_EVIDENCE_CHARS:
             evidence = evidence[:_MAX_EVIDENCE_CHARS] + "…"
         console.print(Text(f"   evidence: {evidence}", style="dim"))
