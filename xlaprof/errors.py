@@ -66,9 +66,3 @@ class OutputError(XlaprofError):
     """An output file cannot be written, or exists and --force was not given."""
 
     exit_code = 11
-
-
-class ScriptFailed(XlaprofError):
-    """Reserved for wrappers that must report the profiled script's own failure."""
-
-    exit_code = 12

@@ -100,9 +100,3 @@ def _run_summary(run: Run) -> dict[str, Any]:
         "traces": [str(p) for p in run.trace_files()],
         "warnings": info.warnings,
     }
-
-
-def load_paths(paths: list[Path], max_bytes: int) -> tuple[AnalysisInput, list[SourceInfo], dict]:
-    """The first part only (kept for callers that analyze one job)."""
-    part = load_parts(paths, max_bytes)[0]
-    return part.data, part.sources, part.extra
