@@ -125,6 +125,8 @@ class Run:
 
     path: Path
     info: RunInfo
+    # Parsed files, read once: a loaded Run is a snapshot of its directory.
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- typed data --------------------------------------------------------------------------
     def step_rows(self) -> list[StepRow]:
@@ -132,6 +134,11 @@ class Run:
 
     def debug_log(self) -> DebugLog:
         """Debug analysis and fallback records, each event tagged with the step it fell in."""
+        if "debug_log" not in self._cache:
+            self._cache["debug_log"] = self._read_debug_log()
+        return self._cache["debug_log"]
+
+    def _read_debug_log(self) -> DebugLog:
         log = DebugLog()
         rows = self.step_rows()
         for name, offset_key in ((DEBUG_LOG, "debug_offset"), (FALLBACK_LOG, "fallback_offset")):
@@ -201,6 +208,11 @@ class Run:
 
     def graphs(self) -> list[GraphInfo]:
         """Every compiled graph, parsed, in compile order."""
+        if "graphs" not in self._cache:
+            self._cache["graphs"] = self._read_graphs()
+        return self._cache["graphs"]
+
+    def _read_graphs(self) -> list[GraphInfo]:
         from xlaprof.parse.hlo import parse_hlo
 
         graphs = []
