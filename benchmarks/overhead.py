@@ -34,28 +34,25 @@ def _loop(prefix: list[str], extra: list[str], env: dict[str, str]) -> float:
 
 
 def step_overhead() -> dict[str, dict[str, float]]:
+    """Bare vs `xlaprof run` (default: graphs kept) vs `xlaprof run --no-graphs`, alternating."""
     env = {**os.environ, "PJRT_DEVICE": "CPU"}
     results = {}
     for label, extra in WORKLOADS.items():
-        bare, profiled = [], []
+        times: dict[str, list[float]] = {"bare": [], "run": [], "run --no-graphs": []}
         with tempfile.TemporaryDirectory() as tmp:
             for index in range(REPEATS):
-                bare.append(_loop([], extra, env))
-                run = [
-                    sys.executable,
-                    "-m",
-                    "xlaprof",
-                    "run",
-                    "-q",
-                    "--out",
-                    f"{tmp}/{index}",
-                    "--",
-                ]
-                profiled.append(_loop(run, extra, env))
+                times["bare"].append(_loop([], extra, env))
+                for name, options in (("run", []), ("run --no-graphs", ["--no-graphs"])):
+                    out = f"{tmp}/{name.replace(' ', '')}{index}"
+                    run = [sys.executable, "-m", "xlaprof", "run", "-q", *options, "--out", out]
+                    times[name].append(_loop([*run, "--"], extra, env))
+        bare = statistics.median(times["bare"])
         results[label] = {
-            "bare_median_ms": statistics.median(bare) * 1e3,
-            "xlaprof_run_median_ms": statistics.median(profiled) * 1e3,
-            "ratio": statistics.median(profiled) / statistics.median(bare),
+            "bare_median_ms": bare * 1e3,
+            "xlaprof_run_median_ms": statistics.median(times["run"]) * 1e3,
+            "ratio": statistics.median(times["run"]) / bare,
+            "no_graphs_median_ms": statistics.median(times["run --no-graphs"]) * 1e3,
+            "no_graphs_ratio": statistics.median(times["run --no-graphs"]) / bare,
         }
     return results
 
@@ -104,7 +101,8 @@ def main() -> dict[str, object]:
     for label, row in steps.items():
         print(
             f"  {label:22s} bare {row['bare_median_ms']:7.3f} ms   xlaprof run "
-            f"{row['xlaprof_run_median_ms']:7.3f} ms   ratio {row['ratio']:.3f}"
+            f"{row['xlaprof_run_median_ms']:7.3f} ms (ratio {row['ratio']:.3f})   --no-graphs "
+            f"{row['no_graphs_median_ms']:7.3f} ms (ratio {row['no_graphs_ratio']:.3f})"
         )
     print("Per-call cost of a region (ns; ratio to a bare xp.Trace):")
     for label, ns in regions.items():
