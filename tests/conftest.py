@@ -61,3 +61,12 @@ def wait_for_steps(out: Path, steps: int, timeout: float = 120) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

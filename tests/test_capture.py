@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import cli, start_run, wait_for_steps
+from conftest import cli, free_port, start_run, wait_for_steps
 
 from xlaprof.trace import load_trace
 
@@ -29,12 +28,6 @@ for i in range(1_000_000):
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory):
     """Two training jobs serving traces, each under `xlaprof run --server-port`."""
@@ -43,7 +36,7 @@ def jobs(tmp_path_factory):
     script.write_text(JOB)
     started = []
     for index in range(2):
-        port = _free_port()
+        port = free_port()
         out = workdir / f"run{index}"
         process = start_run(out, [sys.executable, str(script)], "--server-port", str(port))
         started.append((process, port, out))
@@ -91,7 +84,7 @@ def test_capture_two_hosts_into_one_logdir(jobs, tmp_path: Path) -> None:
 
 
 def test_closed_port_fails_cleanly(tmp_path: Path) -> None:
-    port = _free_port()  # nothing listens here
+    port = free_port()  # nothing listens here
     start = time.perf_counter()
     result = cli("capture", "--service", f"localhost:{port}", "--out", str(tmp_path / "c"))
     print(f"closed-port capture failed in {time.perf_counter() - start:.2f} s")
@@ -108,7 +101,7 @@ def test_bad_service_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_an_empty_capture_is_explained_and_leaves_nothing(tmp_path: Path) -> None:
     # GIVEN a job that serves traces but runs no steps
-    port = _free_port()
+    port = free_port()
     idle = subprocess.Popen(
         [
             sys.executable,

@@ -5,23 +5,16 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-from conftest import REPO, SAMPLES
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from conftest import REPO, SAMPLES, free_port
 
 
 def test_view_serves_every_traced_run() -> None:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "xlaprof", "view", str(SAMPLES / "runs"), "--port", str(port)],
         cwd=REPO,

@@ -130,7 +130,9 @@ class Run:
 
     # -- typed data --------------------------------------------------------------------------
     def step_rows(self) -> list[StepRow]:
-        return [_step_row(row) for row in read_jsonl(self.path / STEPS)]
+        if "steps" not in self._cache:
+            self._cache["steps"] = [_step_row(row) for row in read_jsonl(self.path / STEPS)]
+        return self._cache["steps"]
 
     def debug_log(self) -> DebugLog:
         """Debug analysis and fallback records, each event tagged with the step it fell in."""
@@ -336,12 +338,13 @@ def load_runs(path: str | os.PathLike[str]) -> list[Run]:
     directories = find_runs(root)
     if not directories:
         raise RunDirError(f"{root}: not a run directory (no run.json here or below)")
-    runs = [Run(directory, _read_info(directory)) for directory in directories]
+    runs = [Run(directory, read_info(directory)) for directory in directories]
     runs.sort(key=lambda r: (r.info.rank if r.info.rank is not None else 1 << 30, str(r.path)))
     return runs
 
 
-def _read_info(directory: Path) -> RunInfo:
+def read_info(directory: Path) -> RunInfo:
+    """``run.json`` of one run directory, or ``RunDirError`` saying what is wrong with it."""
     path = directory / RUN_JSON
     try:
         data = json.loads(path.read_text())

@@ -41,6 +41,7 @@ from xlaprof.run import (
     REGIONS,
     SAMPLES,
     STEPS,
+    Run,
     RunInfo,
     write_info,
 )
@@ -451,9 +452,12 @@ class Session:
             self.info.warnings.append(f"no final metrics report: {error}")
         if self.graphs:
             self._collect_graphs(self.step_index, final=True)
-        self._write_events()
+        from xlaprof.run import Run
+
+        run = Run(self.directory, self.info)  # one snapshot: debug.log is parsed once
+        self._write_events(run)
         if self.graphs:
-            self._describe_graphs()
+            self._describe_graphs(run)
         for handle in (self._steps_file, self._regions_file, self._samples_file):
             if handle is not None:
                 handle.close()
@@ -505,12 +509,10 @@ class Session:
         if final:
             shutil.rmtree(dump, ignore_errors=True)
 
-    def _describe_graphs(self) -> None:
+    def _describe_graphs(self, run: Run) -> None:
         """Add each kept graph's hash, op count and parameter shapes to graphs/index.jsonl."""
         from xlaprof.analyze.data import link_graphs
-        from xlaprof.run import Run
 
-        run = Run(self.directory, self.info)
         entries = sorted(run.graph_index(), key=lambda e: e.get("order", 0))
         graphs = run.graphs()
         if not entries or len(entries) != len(graphs):
@@ -524,11 +526,9 @@ class Session:
         lines = "".join(json.dumps(entry) + "\n" for entry in entries)
         atomic_write_text(self.directory / GRAPHS_DIR / GRAPH_INDEX, lines)
 
-    def _write_events(self) -> None:
+    def _write_events(self, run: Run) -> None:
         from xlaprof.report.json_out import event_json
-        from xlaprof.run import Run
 
-        run = Run(self.directory, self.info)
         lines = [json.dumps(event_json(event)) for event in run.debug_log().events]
         atomic_write_text(self.directory / EVENTS, "".join(line + "\n" for line in lines))
 

@@ -66,24 +66,18 @@ class Trace:
 
 
 def trace_files(path: Path) -> list[Path]:
-    """The trace files at ``path``: the newest session per folder, xplane preferred."""
+    """Every trace file at or below ``path`` (xplane files preferred over trace.json.gz)."""
     path = Path(path)
     if not path.exists():
         raise InputNotFound(f"{path}: no such file or directory")
     if path.is_file():
         return [path]
-    sessions: dict[Path, list[Path]] = {}
-    for candidate in sorted(path.rglob("*.xplane.pb")) or sorted(path.rglob("*.trace.json.gz")):
-        sessions.setdefault(candidate.parent, []).append(candidate)
-    if not sessions:
+    files = sorted(path.rglob("*.xplane.pb")) or sorted(path.rglob("*.trace.json.gz"))
+    if not files:
         raise InputNotRecognized(
             f"{path}: no trace here (*.xplane.pb or *.trace.json.gz under plugins/profile/); "
             "capture one with `xlaprof run --trace-steps A:B` or `xlaprof capture`"
         )
-    files: list[Path] = []
-    for folder, found in sessions.items():
-        del folder
-        files.extend(found)
     return files
 
 

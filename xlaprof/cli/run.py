@@ -84,7 +84,7 @@ def run(
     Example: xlaprof run --out runs/a --trace-steps 5:8 -- python train.py --lr 0.1
     """
     from xlaprof import runhook
-    from xlaprof.run import RunInfo, find_runs, write_info
+    from xlaprof.run import RunInfo, find_runs, read_info, write_info
 
     package = Path(__file__).resolve().parent.parent
 
@@ -127,9 +127,7 @@ def run(
 
     runs = []
     for directory in find_runs(out):
-        from xlaprof.run import _read_info
-
-        info: RunInfo = _read_info(directory)
+        info: RunInfo = read_info(directory)
         if info.started is None or info.started < started - 1:
             continue  # an earlier run into the same folder
         runs.append(directory)
