@@ -61,7 +61,7 @@ REGION_CODE = r"""
 import json, tempfile, timeit
 import torch_xla, torch_xla.debug.profiler as xp
 import xlaprof
-from xlaprof import annotate
+from xlaprof.capture import annotate
 
 N = 200_000
 def per_call(stmt):

@@ -58,7 +58,7 @@ def synthesize(path: Path, target: int) -> int:
 def measure(method: str, path: Path) -> dict[str, float]:
     start = time.perf_counter()
     if method == "xlaprof":
-        from xlaprof.trace import load_trace
+        from xlaprof.analysis.trace import load_trace
 
         events = len(load_trace(path).events)
     else:

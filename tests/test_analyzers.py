@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from helpers import line_of
 
-from xlaprof.analyze import run_analyzers
-from xlaprof.analyze.data import AnalysisInput, StepRow
+from xlaprof.analysis.checks import run_analyzers
+from xlaprof.analysis.model import AnalysisInput, StepRow
 from xlaprof.findings import Kind, Severity
-from xlaprof.inputs import load_text_inputs
+from xlaprof.load import load_text_inputs
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, Frame
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from xlaprof.run import load_run
-from xlaprof.trace import load_trace
+from xlaprof.analysis.trace import load_trace
+from xlaprof.rundir.reader import load_run
 
 pytestmark = pytest.mark.runtime
 

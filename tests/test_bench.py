@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, SAMPLES, cli
 
-from xlaprof.analyze import memory_pressure
-from xlaprof.analyze.data import AnalysisInput
+from xlaprof.analysis.checks import memory_pressure
+from xlaprof.analysis.model import AnalysisInput
 from xlaprof.findings import Kind, Severity
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, MemoryAnalysis
-from xlaprof.run import load_run
+from xlaprof.rundir.reader import load_run
 
 GiB = 1024**3
 

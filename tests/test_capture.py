@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import cli, free_port, start_run, wait_for_steps
 
-from xlaprof.trace import load_trace
+from xlaprof.analysis.trace import load_trace
 
 pytestmark = pytest.mark.runtime
 

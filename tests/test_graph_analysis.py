@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from xlaprof.analyze import unrolled_loop
-from xlaprof.analyze.data import AnalysisInput, GraphInfo
-from xlaprof.analyze.graph_diff import explain
-from xlaprof.analyze.unrolled_loop import find_repeats
+from xlaprof.analysis.checks import unrolled_loop
+from xlaprof.analysis.checks.unrolled_loop import find_repeats
+from xlaprof.analysis.graph_diff import explain
+from xlaprof.analysis.model import AnalysisInput, GraphInfo
 from xlaprof.findings import Kind, Location
 from xlaprof.parse.hlo import parse_hlo
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import EXAMPLES, REPO, cli, start_run, wait_for_steps
 from helpers import check_contract, line_of
 
-from xlaprof.run import load_run, load_runs
+from xlaprof.rundir.reader import load_run, load_runs
 
 pytestmark = pytest.mark.runtime
 

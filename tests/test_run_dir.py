@@ -9,7 +9,7 @@ import pytest
 from conftest import SAMPLES, cli
 
 from xlaprof.errors import RunDirError
-from xlaprof.run import load_run, load_runs
+from xlaprof.rundir.reader import load_run, load_runs
 
 COMPILE_BLOCK = """Compilation Analysis: {eq}
 Compilation Analysis: Compilation Cause

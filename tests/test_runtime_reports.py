@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from xlaprof.analyze import run_analyzers
+from xlaprof.analysis.checks import run_analyzers
 from xlaprof.findings import Kind
-from xlaprof.inputs import load_text_inputs
+from xlaprof.load import load_text_inputs
 from xlaprof.parse.debug_log import parse_debug_log
 from xlaprof.parse.metrics_report import parse_metrics_report
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES, cli
 
-from xlaprof.analyze.hosts import host_skew
-from xlaprof.analyze.timeline import step_timeline
+from xlaprof.analysis.hosts import host_skew
+from xlaprof.analysis.timeline import step_timeline
+from xlaprof.analysis.trace import load_trace
 from xlaprof.errors import InputNotRecognized
 from xlaprof.parse.xplane import chrome_trace_frame, xspace_class
-from xlaprof.run import load_run
-from xlaprof.trace import load_trace
+from xlaprof.rundir.reader import load_run
 
 RUN = SAMPLES / "runs" / "recompile_varying_batch"
 

@@ -14,29 +14,28 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "region": "xlaprof.annotate",
-    "step": "xlaprof.annotate",
-    "steps": "xlaprof.annotate",
-    "annotate_module": "xlaprof.annotate",
-    "enable_annotations": "xlaprof.annotate",
-    "profile": "xlaprof.profiling",
-    "load_run": "xlaprof.run",
-    "load_runs": "xlaprof.run",
-    "Run": "xlaprof.run",
+    "region": "xlaprof.capture.annotate",
+    "step": "xlaprof.capture.annotate",
+    "steps": "xlaprof.capture.annotate",
+    "annotate_module": "xlaprof.capture.annotate",
+    "enable_annotations": "xlaprof.capture.annotate",
+    "profile": "xlaprof.capture.profile",
+    "load_run": "xlaprof.rundir.reader",
+    "load_runs": "xlaprof.rundir.reader",
+    "Run": "xlaprof.rundir.reader",
     "Finding": "xlaprof.findings",
     "analyze": "xlaprof.api",
-    "load_trace": "xlaprof.trace",
-    "Analysis": "xlaprof.notebook",
+    "load_trace": "xlaprof.analysis.trace",
+    "Analysis": "xlaprof.api",
 }
 
 if TYPE_CHECKING:
-    from xlaprof.annotate import annotate_module, enable_annotations, region, step, steps
-    from xlaprof.api import analyze
+    from xlaprof.analysis.trace import load_trace
+    from xlaprof.api import Analysis, analyze
+    from xlaprof.capture.annotate import annotate_module, enable_annotations, region, step, steps
+    from xlaprof.capture.profile import profile
     from xlaprof.findings import Finding
-    from xlaprof.notebook import Analysis
-    from xlaprof.profiling import profile
-    from xlaprof.run import Run, load_run, load_runs
-    from xlaprof.trace import load_trace
+    from xlaprof.rundir.reader import Run, load_run, load_runs
 
 
 def __getattr__(name: str) -> Any:

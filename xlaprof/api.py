@@ -1,7 +1,11 @@
-"""Analysis entry points shared by the CLI and Python/notebook users.
+"""Analysis entry points shared by the CLI, Python and notebooks.
 
 ``analyze_parts`` runs the analyzers on each loaded part and adds the step timeline and, for
-traces of several hosts, the per-host step-time skew.
+traces of several hosts, the per-host step-time skew; its ``PartResult`` list is what every
+renderer takes. ``analyze()`` is the one-call form, and ``Analysis`` the notebook facade: it
+loads once, then each method returns a DataFrame and each ``plot_*`` method a plotly figure
+(never shown here: display it, or ``fig.show()``), delegating in one line each, so notebooks and
+the HTML report show the same thing.
 """
 
 from __future__ import annotations
@@ -11,14 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlaprof.analyze import run_analyzers
+from xlaprof.analysis.checks import run_analyzers
 from xlaprof.findings import Finding
-from xlaprof.inputs import DEFAULT_MAX_INPUT_BYTES
+from xlaprof.load import DEFAULT_MAX_INPUT_BYTES
 
 if TYPE_CHECKING:
     import pandas as pd
+    import plotly.graph_objects as go
 
-    from xlaprof.loading import Part
+    from xlaprof.analysis.trace import Trace
+    from xlaprof.load import Part
 
 
 @dataclass
@@ -30,15 +36,15 @@ class PartResult:
 
 
 def analyze_parts(parts: list[Part]) -> list[PartResult]:
-    from xlaprof.analyze.hosts import host_skew
-    from xlaprof.analyze.timeline import step_timeline
+    from xlaprof.analysis.hosts import host_skew
+    from xlaprof.analysis.timeline import step_timeline
 
     results = []
     for part in parts:
         result = PartResult(part, run_analyzers(part.data))
         trace = part.trace
         if trace is None and part.run is not None and part.run.trace_files():
-            from xlaprof.trace import load_trace
+            from xlaprof.analysis.trace import load_trace
 
             window = part.run.info.trace_steps
             trace = load_trace(part.run.path, first_step=window[0] if window else 0)
@@ -56,7 +62,145 @@ def analyze_parts(parts: list[Part]) -> list[PartResult]:
 
 def analyze(*paths: str | os.PathLike[str], warmup_steps: int = 2) -> list[Finding]:
     """Findings for report/log files, run directories or trace logdirs, most severe first."""
-    from xlaprof.loading import load_parts
+    from xlaprof.load import load_parts
 
     parts = load_parts([Path(p) for p in paths], DEFAULT_MAX_INPUT_BYTES, warmup_steps)
     return [f for result in analyze_parts(parts) for f in result.findings]
+
+
+class Analysis:
+    """Everything xlaprof knows about one run (or one process of it)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], process: str | None = None, warmup_steps: int = 2
+    ) -> None:
+        from xlaprof.errors import RunDirError
+        from xlaprof.load import load_parts
+
+        parts = load_parts([Path(path)], DEFAULT_MAX_INPUT_BYTES, warmup_steps)
+        if process is not None:
+            parts = [p for p in parts if p.name == process]
+            if not parts:
+                raise RunDirError(f"{path}: no process run named {process!r}")
+        self.path = Path(path)
+        self.processes = [p.name for p in parts]
+        self.result: PartResult = analyze_parts(parts[:1])[0]
+
+    @classmethod
+    def from_result(cls, result: PartResult) -> Analysis:
+        """The facade over an analysis already made (the HTML report uses it)."""
+        analysis = cls.__new__(cls)
+        analysis.path = Path(result.part.sources[0].path if result.part.sources else ".")
+        analysis.processes = [result.part.name]
+        analysis.result = result
+        return analysis
+
+    # -- tables --------------------------------------------------------------------------
+    @property
+    def run(self):  # type: ignore[no-untyped-def]
+        return self.result.part.run
+
+    def findings(self) -> pd.DataFrame:
+        import pandas as pd
+
+        rows = [
+            {
+                "severity": f.severity.value,
+                "kind": f.kind.value,
+                "title": f.title,
+                "location": None if f.location is None else str(f.location),
+                "suggestion": f.suggestion,
+                "evidence": f.evidence,
+            }
+            for f in self.result.findings
+        ]
+        columns = ["severity", "kind", "title", "location", "suggestion", "evidence"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def steps(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return self.run.steps() if self.run is not None else pd.DataFrame()
+
+    def events(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return self.run.events() if self.run is not None else pd.DataFrame()
+
+    def compiles(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return self.run.compiles() if self.run is not None else pd.DataFrame()
+
+    def regions(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return self.run.regions_frame() if self.run is not None else pd.DataFrame()
+
+    def timeline(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return self.result.timeline if self.result.timeline is not None else pd.DataFrame()
+
+    def host_skew(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return self.result.host_skew if self.result.host_skew is not None else pd.DataFrame()
+
+    def trace(self) -> Trace | None:
+        """The profiler trace (loaded on first use), or None if the run has none."""
+        if not hasattr(self, "_trace"):
+            from xlaprof.analysis.trace import load_trace
+
+            part = self.result.part
+            if part.trace is not None:
+                self._trace = part.trace
+            elif self.run is not None and self.run.trace_files():
+                window = self.run.info.trace_steps
+                self._trace = load_trace(self.run.path, first_step=window[0] if window else 0)
+            else:
+                self._trace = None
+        return self._trace
+
+    def summary(self) -> dict[str, object]:
+        from xlaprof.analysis.compare import run_summary
+
+        return run_summary(self.result.part.data)
+
+    def compare(self, after: Analysis) -> pd.DataFrame:
+        """This run as *before*, ``after`` as after: figures, ratios and the change in words."""
+        from xlaprof.analysis.compare import compare
+
+        return compare(self.summary(), after.summary())
+
+    # -- figures -------------------------------------------------------------------------
+    def plot_timeline(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.step_timeline(self.timeline())
+
+    def plot_compilations(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.compilations(self.steps(), self.compiles())
+
+    def plot_regions(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.top_regions(self.regions())
+
+    def plot_device_ops(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        trace = self.trace()
+        return figures.top_device_ops(None if trace is None else trace.events)
+
+    def plot_metric_deltas(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.metric_deltas(self.steps())
+
+    def plot_compare(self, after: Analysis) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.before_after(self.compare(after))

@@ -1,7 +1,8 @@
 """The error hierarchy: every user-facing failure is one of these.
 
-The CLI catches ``XlaprofError`` and prints ``xlaprof: error: <message>`` on one line, exiting
-with the class's ``exit_code``. Each kind of failure has its own code so scripts can tell a
+Every error class lives here, with its exit code (docs/json-format.md lists them). The CLI
+catches ``XlaprofError`` and prints ``xlaprof: error: <message>`` on one line, exiting with the
+class's ``exit_code``. Each kind of failure has its own code so scripts can tell a
 missing file from a file that is not a report. Click's own usage errors keep exit code 2.
 """
 
@@ -66,3 +67,57 @@ class OutputError(XlaprofError):
     """An output file cannot be written, or exists and --force was not given."""
 
     exit_code = 11
+
+
+class CaptureError(XlaprofError):
+    """A capture failed for a reason other than the ones below."""
+
+    exit_code = 13
+
+
+class NothingListening(CaptureError):
+    """No profiler server answers at an address."""
+
+    exit_code = 14
+
+
+class CaptureEmpty(CaptureError):
+    """The server answered but the capture holds no events."""
+
+    exit_code = 15
+
+
+class PortBusy(XlaprofError):
+    """The port for the UI is taken."""
+
+    exit_code = 16
+
+
+class TargetError(XlaprofError):
+    """A bench TARGET cannot be loaded or does not give a model."""
+
+    exit_code = 17
+
+
+class NumericsMismatch(XlaprofError):
+    """Before and after disagree: the fix changes what the model computes."""
+
+    exit_code = 18
+
+
+class FixFailed(XlaprofError):
+    """A variant could not run (the fix does not apply to this model)."""
+
+    exit_code = 19
+
+
+class OffloadNotMeasured(XlaprofError):
+    """The backend supports host offload, but xlaprof cannot apply it automatically yet."""
+
+    exit_code = 20
+
+
+class CommandNotFound(XlaprofError):
+    """The command after ``--`` of ``xlaprof run`` could not be started."""
+
+    exit_code = 127

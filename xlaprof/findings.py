@@ -70,3 +70,12 @@ class Finding:
             "evidence": self.evidence,
             "suggestion": self.suggestion,
         }
+
+
+def bench_command(fix: str, script: str | None, options: str = "") -> str:
+    """The ``xlaprof bench FIX SCRIPT:FACTORY`` line a finding offers (one spelling everywhere).
+
+    ``FACTORY`` stays a placeholder: a run of a script has no model factory, so the user names
+    the function that returns ``(model, batch)``.
+    """
+    return f"xlaprof bench {fix} {script or 'train.py'}:FACTORY{options}"

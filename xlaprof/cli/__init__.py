@@ -3,12 +3,13 @@
 Subcommand modules are imported only when that subcommand runs, so ``xlaprof --help`` stays
 fast (no pandas, plotly or torch at start-up). Every ``XlaprofError`` becomes one line on
 stderr and its own exit code; unexpected errors print one line too (``XLAPROF_DEBUG=1`` shows the
-traceback).
+traceback and turns on debug logging, which says what was skipped and why).
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 from typing import Any
@@ -82,3 +83,5 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="xlaprof")
 def main() -> None:
     """xlaprof: find out why a PyTorch/XLA training step is slow, and what to do about it."""
+    if os.environ.get("XLAPROF_DEBUG"):
+        logging.basicConfig(level=logging.DEBUG, format="xlaprof: %(name)s: %(message)s")

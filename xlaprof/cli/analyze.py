@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from xlaprof.errors import OutputError
-from xlaprof.inputs import DEFAULT_MAX_INPUT_BYTES, parse_size
+from xlaprof.load import DEFAULT_MAX_INPUT_BYTES
+from xlaprof.parse.units import parse_size
 
 
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int:
@@ -61,31 +62,25 @@ def analyze(
     `xlaprof run` or `xlaprof.profile()` gives exact per-step findings.
     """
     from xlaprof.api import analyze_parts
-    from xlaprof.loading import load_parts
+    from xlaprof.load import load_parts
     from xlaprof.report import json_out
 
     results = analyze_parts(load_parts(list(paths), max_size, warmup_steps))
     if as_json or output is not None:
-        text = json_out.dumps(json_out.results_document(results))
+        text = json_out.render(results)
         if output is None:
             sys.stdout.write(text + "\n")
         else:
             write_atomic(output, text + "\n", force)
         return
-    from rich.console import Console
-
     from xlaprof.report import console
 
-    terminal = Console(highlight=False)
-    for result in results:
-        if len(results) > 1:
-            terminal.rule(f"{result.part.name}")
-        console.render(terminal, result, verbose=verbose)
+    console.render(results, verbose=verbose)
 
 
 def write_atomic(path: Path, text: str, force: bool) -> None:
     """Write ``text`` to ``path`` via a temporary file and rename: never half-written."""
-    from xlaprof.atomic import atomic_write_text
+    from xlaprof.rundir.writer import atomic_write_text
 
     if path.exists() and not force:
         raise OutputError(f"{path}: exists; pass --force to overwrite it")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from xlaprof.errors import OffloadNotMeasured
+
 _TARGET_HELP = "TARGET is path/to/module.py:factory or package.module:factory"
 
 
@@ -85,7 +87,8 @@ def _fix(
     layer_pure: bool = False,
     repeats: int = 1,
 ) -> None:
-    from xlaprof.fixes.bench import NumericsMismatch, bench_fix
+    from xlaprof.errors import NumericsMismatch
+    from xlaprof.fixes.bench import bench_fix
 
     result = bench_fix(
         kind,
@@ -145,7 +148,6 @@ def offload(target, steps, warmup, backward, repeats, out, as_json) -> None:  # 
     """Host offload of activations: first probe whether the backend has host memory."""
     import json
 
-    from xlaprof.errors import XlaprofError
     from xlaprof.fixes.bench import probe_offload
 
     supported, detail = probe_offload()
@@ -169,9 +171,6 @@ def offload(target, steps, warmup, backward, repeats, out, as_json) -> None:  # 
             err=True,
         )
         return
-
-    class OffloadNotMeasured(XlaprofError):
-        exit_code = 20
 
     raise OffloadNotMeasured(
         "this backend supports host offload, but xlaprof cannot apply it automatically yet: "

@@ -8,7 +8,7 @@ import click
 
 
 def _services(_ctx: click.Context, _param: click.Parameter, value: str):  # type: ignore[no-untyped-def]
-    from xlaprof.capture import parse_services
+    from xlaprof.capture.remote import parse_services
 
     try:
         return parse_services(value)
@@ -17,7 +17,7 @@ def _services(_ctx: click.Context, _param: click.Parameter, value: str):  # type
 
 
 def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float:
-    from xlaprof.capture import parse_duration
+    from xlaprof.capture.remote import parse_duration
 
     try:
         return parse_duration(value)
@@ -70,7 +70,7 @@ def capture(
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from xlaprof.capture import capture as run_capture
+    from xlaprof.capture.remote import capture as run_capture
 
     # A private copy of the terminal's stderr: the capture silences fds 1 and 2 while the C++
     # client runs, and the progress bar must still show.

@@ -18,7 +18,7 @@ def diff(before: Path, after: Path, as_json: bool) -> None:
 
     from rich.console import Console
 
-    from xlaprof.notebook import Analysis
+    from xlaprof.api import Analysis
 
     a, b = Analysis(before), Analysis(after)
     table = a.compare(b)

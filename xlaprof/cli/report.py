@@ -25,10 +25,10 @@ def report(path: Path, output: Path, force: bool, process: str | None) -> None:
     It works offline (plotly is embedded): findings with evidence and fixes, the step timeline,
     compilations over steps, top host regions and device ops, and metric deltas per step.
     """
+    from xlaprof.api import Analysis
     from xlaprof.cli.analyze import write_atomic
-    from xlaprof.notebook import Analysis
     from xlaprof.report.html import render
 
     analysis = Analysis(path, process=process)
-    write_atomic(output, render(analysis), force)
+    write_atomic(output, render([analysis.result]), force)
     click.echo(str(output))

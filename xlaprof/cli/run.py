@@ -11,25 +11,19 @@ from pathlib import Path
 
 import click
 
-from xlaprof.errors import XlaprofError
+from xlaprof.errors import CommandNotFound
 
 
 def _window(_ctx: click.Context, _param: click.Parameter, value: str | None):
     if value is None:
         return None
-    from xlaprof.runhook import parse_steps_window
+    from xlaprof.capture.hook import parse_steps_window
 
     try:
         parse_steps_window(value)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
     return value
-
-
-class CommandNotFound(XlaprofError):
-    """The command after ``--`` could not be started."""
-
-    exit_code = 127
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -62,7 +56,7 @@ class CommandNotFound(XlaprofError):
     default=True,
     show_default=True,
     help="Keep each compiled graph's HLO with source lines (XLA_IR_DEBUG/XLA_HLO_DEBUG and an "
-    "HLO dump: about 25% more tracing time on op-heavy steps and 20% more compile time).",
+    "HLO dump; its cost is measured by benchmarks/overhead.py, see docs/user-guide.md).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Do not print where the run was written.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -83,15 +77,17 @@ def run(
 
     Example: xlaprof run --out runs/a --trace-steps 5:8 -- python train.py --lr 0.1
     """
-    from xlaprof import runhook
-    from xlaprof.run import RunInfo, find_runs, read_info, write_info
+    from xlaprof.capture import hook as runhook
+    from xlaprof.rundir.reader import find_runs, read_info
+    from xlaprof.rundir.schema import RunInfo
+    from xlaprof.rundir.writer import write_info
 
     package = Path(__file__).resolve().parent.parent
 
     if out is None:
         out = Path("xlaprof-runs") / time.strftime("run-%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
-    bootstrap = package / "_bootstrap"
+    bootstrap = package / "capture" / "_bootstrap"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(bootstrap), env.get("PYTHONPATH", "")) if p)
     env[runhook.ENV_OUT] = str(out.resolve())

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from pathlib import Path
 
 import click
 
-from xlaprof.errors import InputNotFound, InputNotRecognized, XlaprofError
+from xlaprof.errors import InputNotFound, InputNotRecognized, PortBusy
 
-
-class PortBusy(XlaprofError):
-    """The port for the UI is taken."""
-
-    exit_code = 16
+log = logging.getLogger(__name__)
 
 
 def _free_port() -> int:
@@ -26,7 +23,8 @@ def _port_free(port: int) -> bool:
     with socket.socket() as sock:
         try:
             sock.bind(("0.0.0.0", port))
-        except OSError:
+        except OSError as error:
+            log.debug("port %s not free: %s", port, error)
             return False
     return True
 

@@ -18,23 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlaprof.errors import XlaprofError
+from xlaprof.errors import FixFailed
 
 # Outputs and gradients must agree this closely (float32 on one backend).
 NUMERIC_RTOL = 1e-4
 NUMERIC_ATOL = 1e-5
-
-
-class FixFailed(XlaprofError):
-    """A variant could not run (the fix does not apply to this model)."""
-
-    exit_code = 19
-
-
-class NumericsMismatch(XlaprofError):
-    """Before and after disagree: the fix changes what the model computes."""
-
-    exit_code = 18
 
 
 @dataclass
@@ -124,10 +112,11 @@ def run_variant(
 
 
 def _side(name: str, run_dir: Path, check_path: Path | None) -> Side:
-    from xlaprof.analyze.compare import run_summary
-    from xlaprof.run import load_run
+    from xlaprof.analysis.compare import run_summary
+    from xlaprof.analysis.model import input_from_run
+    from xlaprof.rundir.reader import load_run
 
-    data = load_run(run_dir).analysis_input()
+    data = input_from_run(load_run(run_dir))
     summary = run_summary(data)
     intermediate = [
         e.memory.intermediate_bytes
@@ -203,7 +192,7 @@ def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: An
     With ``repeats`` > 1 both sides run that many times, alternating, in fresh processes, and
     each figure is the median; the numerical check uses the first pair.
     """
-    from xlaprof.analyze.compare import compare
+    from xlaprof.analysis.compare import compare
 
     pure = options.pop("layer_pure", False)
     befores: list[Side] = []
@@ -231,7 +220,7 @@ def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: An
     if repeats > 1:
         result.notes.append(f"figures are medians of {repeats} runs of each side")
     if kind == "remat":
-        from xlaprof.analyze.compare import describe_change
+        from xlaprof.analysis.compare import describe_change
 
         _ratio, words = describe_change(
             before.summary["intermediate_bytes"], after.summary["intermediate_bytes"]
@@ -242,7 +231,7 @@ def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: An
 
 def bench_cache(target: str, out: Path, **options: Any) -> BenchResult:
     """Two runs against one persistent compilation cache: the second should skip compiling."""
-    from xlaprof.analyze.compare import compare
+    from xlaprof.analysis.compare import compare
 
     cache = out / "cache"
     first = run_variant(target, "cache", out / "first", cache_dir=cache, check=False, **options)
@@ -254,7 +243,7 @@ def bench_cache(target: str, out: Path, **options: Any) -> BenchResult:
 
 def _cache_verdict(second: Side) -> str:
     """What the second run's cache counters say: a compile time is only the cache's if it hit."""
-    from xlaprof.run import load_run
+    from xlaprof.rundir.reader import load_run
 
     assert second.run_dir is not None
     reports = load_run(second.run_dir).metrics_reports()

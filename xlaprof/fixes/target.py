@@ -15,13 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xlaprof.errors import XlaprofError
-
-
-class TargetError(XlaprofError):
-    """The TARGET cannot be loaded or does not give a model."""
-
-    exit_code = 17
+from xlaprof.errors import TargetError
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from xlaprof.fixes.target import TargetError
+from xlaprof.errors import TargetError
 
 
 def homogeneous_stacks(model: Any) -> list[str]:

@@ -52,9 +52,9 @@ def _run(args: argparse.Namespace) -> str:
     import torch
     import torch_xla
 
+    from xlaprof.capture.session import Session
     from xlaprof.fixes.target import build
     from xlaprof.fixes.variants import apply_remat, apply_scan, homogeneous_stacks
-    from xlaprof.runtime import Session
 
     if args.variant == "cache":
         import torch_xla.runtime as xr

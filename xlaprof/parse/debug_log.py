@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 from xlaprof.parse.metrics_report import ParseWarning
 from xlaprof.parse.units import parse_quantity
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 EventKind = Literal["compilation", "execution"]
 
@@ -87,6 +84,26 @@ class DebugEvent:
     truncated: bool = False
     step: int | None = None  # known when recorded by xlaprof run/profile
 
+    def record(self) -> dict[str, Any]:
+        """The event as plain data: the ``debug_events`` entry of the JSON contract.
+
+        The one way an event becomes a row: the JSON document, ``events.jsonl`` and the
+        notebook DataFrames all start from this.
+        """
+        return {
+            "kind": self.kind,
+            "cause": self.cause,
+            "graph_hash": self.graph_hash,
+            "graph_inputs": self.graph_inputs,
+            "graph_outputs": self.graph_outputs,
+            "frames": [
+                {"function": f.function, "file": f.file, "line": f.line} for f in self.frames
+            ],
+            "memory": None if self.memory is None else asdict(self.memory),
+            "step": self.step,
+            "truncated": self.truncated,
+        }
+
 
 @dataclass(frozen=True)
 class TooFrequent:
@@ -132,40 +149,12 @@ class DebugLog:
     def executions(self) -> list[DebugEvent]:
         return [e for e in self.events if e.kind == "execution"]
 
-    def to_frame(self) -> pd.DataFrame:
-        """One row per compilation/execution event."""
-        import pandas as pd
-
-        rows = [
-            {
-                "kind": e.kind,
-                "cause": e.cause,
-                "graph_hash": e.graph_hash,
-                "graph_inputs": e.graph_inputs,
-                "graph_outputs": e.graph_outputs,
-                "top_frame": str(e.frames[0]) if e.frames else None,
-                "line": e.line,
-                "truncated": e.truncated,
-            }
-            for e in self.events
-        ]
-        frame = pd.DataFrame(
-            rows,
-            columns=[
-                "kind",
-                "cause",
-                "graph_hash",
-                "graph_inputs",
-                "graph_outputs",
-                "top_frame",
-                "line",
-                "truncated",
-            ],
-        )
-        for column in ("graph_inputs", "graph_outputs"):
-            frame[column] = frame[column].astype("Int64")
-        frame["kind"] = frame["kind"].astype("category")
-        return frame
+    def merge(self, other: DebugLog) -> None:
+        """Append everything ``other`` found (the one place debug logs are merged)."""
+        self.events.extend(other.events)
+        self.too_frequent.extend(other.too_frequent)
+        self.fallbacks.extend(other.fallbacks)
+        self.warnings.extend(other.warnings)
 
 
 def _aten(op: str) -> str:

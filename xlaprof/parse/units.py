@@ -112,3 +112,11 @@ def format_bytes(size: float | None) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.2f} {unit}"
         size /= 1024
     return f"{size:.2f} TB"
+
+
+def parse_size(text: str) -> int:
+    """``--max-size`` values: ``512MB``, ``2GB``, or a byte count."""
+    value, unit = parse_quantity(text.strip().upper().replace("IB", "B"))
+    if unit not in ("B", "") or value <= 0:
+        raise ValueError(f"not a size: {text!r}")
+    return int(value)

@@ -25,9 +25,12 @@ _VERBOSE_ONLY = {"graph_hashes", "inputs", "first_difference", "block_source_lin
 _MAX_EVIDENCE_CHARS = 300
 
 
+NOT_MEASURED = "—"
+
+
 def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
+    if value is None or (isinstance(value, float) and value != value):
+        return NOT_MEASURED
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, list):
@@ -38,8 +41,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def render(console: Console, result: PartResult, verbose: bool = False) -> None:
-    """Print the summary, the step timeline and the findings for a person at a terminal."""
+def render(
+    results: list[PartResult], console: Console | None = None, verbose: bool = False
+) -> None:
+    """Print each part's summary, step timeline and findings for a person at a terminal."""
+    console = console or Console(highlight=False)
+    for result in results:
+        if len(results) > 1:
+            console.rule(result.part.name)
+        _render_part(console, result, verbose)
+
+
+def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     part, findings = result.part, result.findings
     data, sources = part.data, part.sources
     run = part.extra.get("run")
@@ -138,6 +151,10 @@ _TIMELINE_COLUMNS = (
 )
 
 
+def _ms(seconds: Any) -> str:
+    return NOT_MEASURED if seconds is None or seconds != seconds else f"{seconds * 1e3:.2f}"
+
+
 def _timeline(console: Console, timeline: Any, warmup: int) -> None:
     """Warm-up steps, the steady-state median, and every traced step, in milliseconds."""
     table = Table(title="Step timeline (ms)", title_justify="left", box=None)
@@ -147,7 +164,8 @@ def _timeline(console: Console, timeline: Any, warmup: int) -> None:
     table.add_column("from")
 
     def add(label: str, row: Any, source: str) -> None:
-        table.add_row(label, *(f"{row[key] * 1e3:.2f}" for key, _ in _TIMELINE_COLUMNS), source)
+        cells = (_ms(row[key]) for key, _ in _TIMELINE_COLUMNS)
+        table.add_row(label, *cells, source)
 
     for _, row in timeline[timeline["step"] < warmup].iterrows():
         add(str(row["step"]), row, str(row["source"]))

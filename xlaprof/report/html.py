@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from xlaprof.notebook import Analysis
+    from xlaprof.api import PartResult
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }
@@ -62,9 +62,12 @@ def _figure(figure: go.Figure, element_id: str, with_library: bool) -> str:
     )
 
 
-def render(analysis: Analysis) -> str:
-    """The whole report page for ``analysis``."""
-    result = analysis.result
+def render(results: list[PartResult]) -> str:
+    """The whole report page for the first of ``results`` (the CLI picks it with --process)."""
+    from xlaprof.api import Analysis
+
+    result = results[0]
+    analysis = Analysis.from_result(result)
     part = result.part
     data = part.data
     run = part.extra.get("run") or {}

@@ -11,10 +11,10 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from xlaprof.analyze.data import AnalysisInput
+from xlaprof.analysis.model import AnalysisInput
 from xlaprof.api import PartResult
 from xlaprof.findings import Finding
-from xlaprof.inputs import SourceInfo
+from xlaprof.load import SourceInfo
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
 
@@ -22,6 +22,9 @@ SCHEMA = "xlaprof.analysis/1"
 
 
 def _clean(value: Any) -> Any:
+    """Strict JSON: NaN, infinities and pandas' NA become null (the one place this is done)."""
+    if type(value).__name__ == "NAType":
+        return None
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -103,10 +106,7 @@ def analysis_document(
 def _records(frame: Any) -> list[dict[str, Any]] | None:
     if frame is None:
         return None
-    return [
-        {k: (None if v != v else v) for k, v in row.items()}  # NaN -> None
-        for row in frame.astype(object).to_dict(orient="records")
-    ]
+    return frame.astype(object).to_dict(orient="records")  # NaN -> None in _clean
 
 
 def result_document(result: PartResult) -> dict[str, Any]:
@@ -167,3 +167,8 @@ def _sum_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
 
 def dumps(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, allow_nan=False)
+
+
+def render(results: list[PartResult]) -> str:
+    """The ``--json`` document of ``results``, as text."""
+    return dumps(results_document(results))

@@ -1,0 +1,44 @@
+"""Analyzers: pure functions from parsed data to ``Finding``s, one module each.
+
+``ANALYZERS`` is the one registry; ``run_analyzers`` applies them all in order and sorts the
+findings most severe first. Analyzers take an ``AnalysisInput`` and never read files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xlaprof.analysis.checks import (
+    aten_fallback,
+    host_sync,
+    memory_pressure,
+    recompilation,
+    slow_compile,
+    tracing_bound,
+    unrolled_loop,
+)
+from xlaprof.analysis.model import AnalysisInput
+from xlaprof.findings import Finding
+
+Analyzer = Callable[[AnalysisInput], list[Finding]]
+
+ANALYZERS: tuple[tuple[str, Analyzer], ...] = (
+    ("recompilation", recompilation.analyze),
+    ("host_sync", host_sync.analyze),
+    ("aten_fallback", aten_fallback.analyze),
+    ("slow_compile", slow_compile.analyze),
+    ("tracing_bound", tracing_bound.analyze),
+    ("unrolled_loop", unrolled_loop.analyze),
+    ("memory_pressure", memory_pressure.analyze),
+)
+
+
+def run_analyzers(data: AnalysisInput) -> list[Finding]:
+    """All findings for ``data``, most severe first (stable within a severity)."""
+    findings: list[Finding] = []
+    for _name, analyzer in ANALYZERS:
+        findings.extend(analyzer(data))
+    return sorted(findings, key=lambda f: -f.severity.rank)
+
+
+__all__ = ["ANALYZERS", "AnalysisInput", "run_analyzers"]

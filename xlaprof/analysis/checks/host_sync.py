@@ -1,0 +1,93 @@
+"""Host syncs: the host reads a device tensor (``.item()``, ``.cpu()``, ``print``) mid-step.
+
+A read blocks the Python thread until the device has run everything the value depends on, so
+tracing of the next step cannot overlap device work. Evidence comes from execution causes
+("most likely user code trying to access tensor value"), from the fallback tracker's
+``_local_scalar_dense`` records (each ``.item()`` with its line), and from metrics
+(``TransferFromDeviceTime`` samples, the ``aten::_local_scalar_dense`` counter).
+"""
+
+from __future__ import annotations
+
+from xlaprof.analysis.model import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
+from xlaprof.analysis.sites import attribute
+from xlaprof.findings import Finding, Kind, Severity
+
+# Reading a value once or twice (a final loss print) is normal; from this many on, report it.
+HOST_SYNC_MIN_COUNT = 3
+# From this many reads (or one per step) it is a warning rather than a note.
+HOST_SYNC_WARN_COUNT = 10
+
+SUGGESTION = (
+    "Keep values on the device between steps: accumulate metrics in tensors and read them every "
+    "N steps, or log through xm.add_step_closure(...) so the read happens after "
+    "torch_xla.sync() without stalling tracing. Avoid .item(), .cpu(), .tolist() and print() of "
+    "device tensors inside the step, and Python `if` on tensor values."
+)
+
+
+def analyze(data: AnalysisInput) -> list[Finding]:
+    sites = attribute(data).reads
+    transfers = data.device_to_host_transfers()
+    scalar_reads = data.aten_counters().get(HOST_SYNC_OP)
+    steps = data.step_count()
+    metrics_evidence = {
+        "device_to_host_transfers": transfers,
+        "local_scalar_dense": scalar_reads,
+        "steps": steps,
+    }
+    findings = []
+    for location, count in sites.most_common():
+        if count < HOST_SYNC_MIN_COUNT:
+            continue
+        findings.append(
+            Finding(
+                kind=Kind.HOST_SYNC,
+                severity=_severity(count, steps),
+                title=f"Host sync: a device tensor is read on the host {count} times",
+                evidence={"reads_at_site": count, **metrics_evidence},
+                location=location,
+                suggestion=SUGGESTION,
+            )
+        )
+    if findings:
+        return findings
+    for note in data.debug.too_frequent:
+        if note.metric in FROM_DEVICE_METRICS:
+            findings.append(
+                Finding(
+                    kind=Kind.HOST_SYNC,
+                    severity=Severity.WARNING,
+                    title=f"{note.metric} too frequent: {note.count} reads during "
+                    f"{note.steps} steps",
+                    evidence={"reads": note.count, "steps": note.steps, "log_line": note.line},
+                    suggestion=SUGGESTION,
+                )
+            )
+    if findings:
+        return findings
+    # Each CPU-fallback call also transfers its inputs to the host; those are reported as
+    # fallbacks, so only the transfers they do not explain count here.
+    fallback_calls = sum(v or 0 for v in data.aten_fallbacks().values())
+    count = max((transfers or 0) - fallback_calls, scalar_reads or 0)
+    metrics_evidence["cpu_fallback_calls"] = fallback_calls
+    if count < HOST_SYNC_MIN_COUNT:
+        return []
+    return [
+        Finding(
+            kind=Kind.HOST_SYNC,
+            severity=_severity(count, steps),
+            title=f"{count} device-to-host reads"
+            + (f" in {steps} steps" if steps else "")
+            + ": the host waits on the device",
+            evidence=metrics_evidence,
+            suggestion=SUGGESTION
+            + " Run under `xlaprof run` (or with XLA_FNTRACKER_FILE set) to see the source line.",
+        )
+    ]
+
+
+def _severity(count: int, steps: int | None) -> Severity:
+    if count >= HOST_SYNC_WARN_COUNT or (steps and count >= steps):
+        return Severity.WARNING
+    return Severity.INFO

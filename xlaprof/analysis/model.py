@@ -1,0 +1,130 @@
+"""What analyzers read: parsed reports, debug logs and (from run directories) per-step rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from xlaprof.parse.debug_log import DebugLog
+from xlaprof.parse.metrics_report import MetricsReport
+from xlaprof.rundir.schema import GraphInfo, RegionRow, StepRow
+
+if TYPE_CHECKING:
+    from xlaprof.rundir.reader import Run
+
+# Metric names differ across torch_xla generations (XRT said "Server").
+COMPILE_METRICS = ("CompileTime",)
+EXECUTE_METRICS = ("ExecuteTime",)
+FROM_DEVICE_METRICS = ("TransferFromDeviceTime", "TransferFromServerTime")
+TO_DEVICE_METRICS = ("TransferToDeviceTime", "TransferToServerTime")
+HOST_SYNC_OP = "aten::_local_scalar_dense"
+
+
+@dataclass
+class AnalysisInput:
+    """Everything the analyzers may use. Any part can be empty."""
+
+    reports: list[MetricsReport] = field(default_factory=list)
+    debug: DebugLog = field(default_factory=DebugLog)
+    steps: list[StepRow] = field(default_factory=list)
+    warmup_steps: int = 2
+    regions: list[RegionRow] = field(default_factory=list)
+    # step -> {"file:line" or "<library>": host CPU seconds} from the session's sampler
+    host_samples: dict[int, dict[str, float]] = field(default_factory=dict)
+    cxx11_abi: bool | None = None
+    graphs: list[GraphInfo] = field(default_factory=list)  # in compile order
+    device_memory: dict[str, int] | None = None  # bytes_used / bytes_limit, where recorded
+    script: str | None = None  # the profiled script (for `xlaprof bench` commands)
+
+    # Counters and metrics are cumulative, so each value comes from the latest report that
+    # has it: a truncated last snapshot must not hide what earlier ones showed.
+    def metric_samples(self, *names: str) -> int | None:
+        for report in reversed(self.reports):
+            value = report.metric_samples(*names)
+            if value is not None:
+                return value
+        return None
+
+    def metric_total(self, *names: str) -> float | None:
+        for report in reversed(self.reports):
+            value = report.metric_total(*names)
+            if value is not None:
+                return value
+        return None
+
+    def counters(self) -> dict[str, int | None]:
+        merged: dict[str, int | None] = {}
+        for report in self.reports:
+            for name, value in report.counters.items():
+                if value is not None or name not in merged:
+                    merged[name] = value
+        return merged
+
+    def compiles(self) -> int | None:
+        if self.reports:
+            value = self.metric_samples(*COMPILE_METRICS)
+            if value is not None:
+                return value
+        if self.steps:
+            return sum(s.compiles for s in self.steps)
+        compilations = self.debug.compilations()
+        return len(compilations) if compilations else None
+
+    def executions(self) -> int | None:
+        if self.reports:
+            value = self.metric_samples(*EXECUTE_METRICS)
+            if value is not None:
+                return value
+        if self.steps:
+            return sum(s.executions for s in self.steps)
+        executions = self.debug.executions()
+        return len(executions) if executions else None
+
+    def device_to_host_transfers(self) -> int | None:
+        if self.reports:
+            value = self.metric_samples(*FROM_DEVICE_METRICS)
+            # A report without the metric means none happened (torch_xla omits empty metrics).
+            return 0 if value is None else value
+        if self.steps:
+            return sum(s.transfers_from_device for s in self.steps)
+        return None
+
+    def aten_counters(self) -> dict[str, int | None]:
+        """Every ``aten::`` counter, including ``_local_scalar_dense``."""
+        if self.reports:
+            return {k: v for k, v in self.counters().items() if k.startswith("aten::")}
+        totals: dict[str, int | None] = {}
+        for row in self.steps:
+            for name, value in row.aten.items():
+                totals[name] = (totals.get(name) or 0) + value
+        return totals
+
+    def aten_fallbacks(self) -> dict[str, int | None]:
+        """``aten::`` counters that are op fallbacks (``_local_scalar_dense`` is a host sync)."""
+        return {k: v for k, v in self.aten_counters().items() if k != HOST_SYNC_OP}
+
+    def step_count(self) -> int | None:
+        if self.steps:
+            return len(self.steps)
+        if self.reports:
+            return self.counters().get("MarkStep")
+        return None
+
+
+def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
+    """Everything the analyzers read from one run directory."""
+    return AnalysisInput(
+        reports=run.metrics_reports(),
+        debug=run.debug_log(),
+        steps=run.step_rows(),
+        warmup_steps=warmup_steps,
+        regions=[
+            RegionRow(int(r["step"]), str(r["name"]), int(r["calls"]), float(r["seconds"]))
+            for r in run.regions()
+        ],
+        host_samples={int(r["step"]): dict(r["samples"]) for r in run.host_samples()},
+        cxx11_abi=run.info.cxx11_abi,
+        graphs=run.graphs(),
+        device_memory=run.info.device_memory,
+        script=run.info.script,
+    )

@@ -1,0 +1,75 @@
+"""Injected by ``xlaprof run`` through PYTHONPATH into every Python process of the job.
+
+It does nothing until ``torch_xla`` is imported; then it starts a profiling session for this
+process (so ``torch_xla.launch``/``xmp.spawn`` children each get their own run directory). Any
+other ``sitecustomize`` on the path still runs. Not a public module.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _chain_other_sitecustomize() -> None:
+    paths = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", paths)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+class _TorchXlaImportHook(importlib.abc.MetaPathFinder):
+    """Runs ``_on_import`` right after ``torch_xla`` finishes importing."""
+
+    def __init__(self) -> None:
+        self.busy = False
+
+    def find_spec(self, fullname, path, target=None):  # type: ignore[no-untyped-def]
+        if fullname != "torch_xla" or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module):  # type: ignore[no-untyped-def]
+            original(module)
+            sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+            _on_import()
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _on_import() -> None:
+    try:
+        import xlaprof  # noqa: F401
+    except ImportError:
+        parent = os.environ.get("XLAPROF_PACKAGE_PARENT")
+        if parent:
+            sys.path.append(parent)
+    try:
+        from xlaprof.capture.hook import start_from_environment
+
+        start_from_environment()
+    except Exception as error:
+        print(f"xlaprof: profiling disabled in this process: {error}", file=sys.stderr)
+
+
+if os.environ.get("XLAPROF_RUN_OUT"):
+    if "torch_xla" in sys.modules:
+        _on_import()
+    else:
+        sys.meta_path.insert(0, _TorchXlaImportHook())
+_chain_other_sitecustomize()

@@ -1,0 +1,199 @@
+"""Remote capture from profiler servers, one host or many, without torch_xla.
+
+A job serves traces once it calls ``xp.start_server(port)`` (``xlaprof.profile(server_port=..)``
+and ``xlaprof run --server-port`` do it). The capture client here is XProf's own (the
+``profiler_plugin_c_api`` library that ships in the ``xprof`` package), so this runs on an
+analysis box with no torch_xla. Several addresses go to the client in one request and come back
+as one session folder with one ``<host>_<port>.xplane.pb`` per host.
+
+The client library logs to the process's stderr from C++; those lines are kept out of the
+user's terminal and used to explain a failure in one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from xlaprof.errors import CaptureEmpty, NothingListening
+
+CONNECT_TIMEOUT_SECONDS = 2.0
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min)?\s*$")
+
+
+@dataclass(frozen=True)
+class Service:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def file_stem(self) -> str:
+        return f"{self.host}_{self.port}"
+
+
+def parse_services(text: str) -> list[Service]:
+    """``host:port[,host:port...]``; raises ValueError with the bad part named."""
+    services = []
+    for part in (p.strip() for p in text.split(",")):
+        host, sep, port = part.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"not HOST:PORT: {part!r}")
+        services.append(Service(host.strip("[]"), int(port)))
+    if len({str(s) for s in services}) != len(services):
+        raise ValueError("an address is given twice")
+    return services
+
+
+def parse_duration(text: str) -> float:
+    """``5s``, ``500ms``, ``2m``, or plain seconds -> seconds."""
+    match = _DURATION_RE.match(text)
+    if not match:
+        raise ValueError(f"not a duration: {text!r} (try 5s, 500ms or 2m)")
+    value = float(match.group(1))
+    unit = match.group(2) or "s"
+    seconds = value / 1000 if unit == "ms" else value * 60 if unit in ("m", "min") else value
+    if seconds <= 0:
+        raise ValueError("the duration must be positive")
+    return seconds
+
+
+def probe(service: Service, timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
+    """Fail fast and clearly when nothing accepts connections at ``service``."""
+    try:
+        with socket.create_connection((service.host, service.port), timeout=timeout):
+            return
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise NothingListening(
+            f"{service}: no profiler server answers ({reason}). Start one in the job with "
+            "xp.start_server(PORT), xlaprof.profile(server_port=PORT) or "
+            "`xlaprof run --server-port PORT`, and check the host and port"
+        ) from None
+
+
+@contextlib.contextmanager
+def _quiet_client() -> Iterator[Path]:
+    """Send file descriptors 1 and 2 to a temporary file: the C++ client prints and logs there.
+
+    Progress written through a duplicate of the original stderr (see the CLI) still shows.
+    """
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.NamedTemporaryFile(prefix="xlaprof-capture-", suffix=".log") as log:
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            yield Path(log.name)
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def _client_trace(services: list[Service], out: Path, duration_ms: int, options: dict) -> None:
+    from xprof.convert import _pywrap_profiler_plugin as client
+
+    address = ",".join(str(s) for s in services)
+    client.trace(address, str(out), "", False, duration_ms, 1, options)
+
+
+def _count_events(path: Path) -> int:
+    from xlaprof.parse.xplane import read_xspace
+
+    space = read_xspace(path)
+    return sum(len(line.events) for plane in space.planes for line in plane.lines)
+
+
+def capture(
+    services: list[Service],
+    out: Path,
+    duration_s: float,
+    retries: int = 0,
+    host_tracer_level: int = 2,
+    device_tracer_level: int = 1,
+    progress: Callable[[str, float], None] | None = None,
+) -> list[Path]:
+    """Capture every service concurrently into ``out``; return one trace file per host.
+
+    ``progress(message, fraction)`` is called while the capture runs. Raises
+    ``NothingListening`` at once for a closed address, ``CaptureEmpty`` when a host's capture
+    has no events after ``retries`` more attempts, ``CaptureError`` otherwise.
+    """
+    for service in services:
+        probe(service)
+    out.mkdir(parents=True, exist_ok=True)
+    options = {
+        "host_tracer_level": host_tracer_level,
+        "device_tracer_level": device_tracer_level,
+        "delay_ms": 0,
+    }
+    last_problem = ""
+    for attempt in range(retries + 1):
+        before = set(out.glob("plugins/profile/*"))
+        failure: list[BaseException] = []
+
+        def work(failure: list[BaseException] = failure) -> None:
+            try:
+                _client_trace(services, out, int(duration_s * 1000), options)
+            except BaseException as error:
+                failure.append(error)
+
+        with _quiet_client() as client_log:
+            worker = threading.Thread(target=work, name="xlaprof-capture", daemon=True)
+            started = time.monotonic()
+            worker.start()
+            while worker.is_alive():
+                worker.join(0.1)
+                if progress is not None:
+                    elapsed = time.monotonic() - started
+                    progress(
+                        f"capturing {len(services)} host(s), attempt {attempt + 1}",
+                        min(elapsed / duration_s, 1.0),
+                    )
+            log_text = client_log.read_text(errors="replace")
+        sessions = sorted(set(out.glob("plugins/profile/*")) - before)
+        files = sorted(p for s in sessions for p in s.glob("*.xplane.pb"))
+        empty = [s for s in services if not _has_events(files, s)]
+        if not failure and not empty:
+            return files
+        last_problem = _explain(failure, empty, log_text)
+        for session in sessions:  # an empty or partial session is no use to anyone
+            for path in session.iterdir():
+                path.unlink()
+            session.rmdir()
+    raise CaptureEmpty(
+        f"{','.join(map(str, services))}: {last_problem} after {retries + 1} attempt(s). "
+        "Capture while the job runs steps: after warm-up compiles, with a --duration that "
+        "covers a few steps, and with --retries for busy hosts"
+    )
+
+
+def _has_events(files: list[Path], service: Service) -> bool:
+    for path in files:
+        if path.name.startswith(service.file_stem) and _count_events(path) > 0:
+            return True
+    return False
+
+
+def _explain(failure: list[BaseException], empty: list[Service], log_text: str) -> str:
+    if failure:
+        message = str(failure[0]).splitlines()[0] if str(failure[0]) else type(failure[0]).__name__
+        return f"the capture came back empty ({message})"
+    hosts = ", ".join(map(str, empty))
+    hint = next((line for line in log_text.splitlines() if "UNAVAILABLE" in line), "")
+    return f"no events from {hosts}" + (f" ({hint.strip()[:160]})" if hint else "")

@@ -1,0 +1,346 @@
+"""The lazy-tensor wrapper: one profiling ``Session`` per process, writing one run directory.
+
+A session wraps ``torch_xla.sync`` (``synchook``), so every step boundary is seen without
+changing user code. At each boundary it reads the runtime's cumulative metrics (``metrics``),
+appends the step's deltas to ``steps.jsonl``, and moves new HLO dumps into ``graphs/``
+(``graphs``). PT_XLA_DEBUG analysis and the fallback tracker are switched on by setting their
+environment variables before the first graph runs, pointing them at files in the run directory;
+each step records how far those files had grown, which later ties each compilation to its step.
+
+This package is what the training process loads: it imports nothing of ``xlaprof.analysis``,
+``xlaprof.report``, pandas or plotly. torch_xla is imported only when a session starts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import platform
+import signal
+import socket
+import sys
+import time
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from xlaprof.capture import annotate, probe
+from xlaprof.capture.graphs import GraphHarvester
+from xlaprof.capture.metrics import StepMetrics
+from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
+from xlaprof.capture.synchook import install_sync_hook, uninstall_sync_hook
+from xlaprof.capture.tracewindow import TraceWindow
+from xlaprof.errors import RuntimeUnavailable
+from xlaprof.rundir.schema import (
+    DEBUG_LOG,
+    FALLBACK_LOG,
+    FINAL_METRICS,
+    METRICS_DIR,
+    REGIONS,
+    SAMPLES,
+    STEPS,
+    RunInfo,
+    StepRow,
+)
+from xlaprof.rundir.writer import atomic_write_text, write_info
+
+_ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
+DEFAULT_DEBUG_LEVEL = 2
+
+
+def _import_runtime() -> tuple[Any, Any]:
+    try:
+        import torch_xla
+    except ImportError as error:
+        raise RuntimeUnavailable(
+            f"torch_xla cannot be imported here ({error}); install xlaprof[runtime] to "
+            "profile, or analyze a run captured elsewhere"
+        ) from None
+    return torch_xla, torch_xla._XLAC
+
+
+class Session:
+    """Profiles this process into ``<out>/<host>-<pid>/``. Start with ``start()``."""
+
+    def __init__(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        trace_steps: tuple[int, int] | None = None,
+        max_steps: int | None = None,
+        debug_level: int = DEFAULT_DEBUG_LEVEL,
+        exit_on_max_steps: bool = False,
+        command: list[str] | None = None,
+        sample_hz: float = DEFAULT_SAMPLE_HZ,
+        server_port: int | None = None,
+        graphs: bool = True,
+    ) -> None:
+        if trace_steps is not None and not 0 <= trace_steps[0] < trace_steps[1]:
+            raise ValueError(f"trace_steps must be (a, b) with 0 <= a < b, not {trace_steps}")
+        self.out = Path(out)
+        self.trace_steps = trace_steps
+        self.max_steps = max_steps
+        self.debug_level = debug_level
+        self.exit_on_max_steps = exit_on_max_steps
+        self.command = command if command is not None else list(sys.argv)
+        self.sampler = HostSampler(sample_hz) if sample_hz > 0 else None
+        self.server_port = server_port
+        self._server: Any = None
+        self.graphs = graphs
+        self.harvester: GraphHarvester | None = None
+        self.info_warnings: list[str] = []  # found before run.json exists
+        self.pid = os.getpid()
+        self.directory = Path()
+        self.info = RunInfo()
+        self.finished = False
+        self.recording = False
+        self.step_index = 0
+        self.user_steps = False
+        self.user_label: int | None = None
+        self.step_start = 0.0
+        self.step_start_wall = 0.0
+        self.step_cpu_start = 0.0
+        self.regions: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+        self.window: TraceWindow | None = None
+        self.exception: str | None = None
+        self._torch_xla: Any = None
+        self._original_sync: Any = None
+        self.metrics: StepMetrics | None = None
+        self._steps_file: Any = None
+        self._regions_file: Any = None
+        self._samples_file: Any = None
+        self._previous_sigterm: Any = None
+
+    # -- start -----------------------------------------------------------------------------
+    def start(self, install_exit_handlers: bool = False) -> Session:
+        torch_xla, xlac = _import_runtime()
+        self._torch_xla = torch_xla
+        self.metrics = StepMetrics(xlac)
+        self.directory = _unique_directory(self.out)
+        self._enable_debug_output()
+        graphs_before = (
+            self.metrics.metric("CompileTime")[0] + self.metrics.metric("ExecuteTime")[0]
+        )
+        self.info = RunInfo(
+            xlaprof_version=probe.package_version("xlaprof"),
+            torch_version=probe.module_version("torch"),
+            torch_xla_version=getattr(torch_xla, "__version__", None),
+            python_version=platform.python_version(),
+            cxx11_abi=probe.cxx11_abi(),
+            env={k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)},
+            command=self.command,
+            cwd=os.getcwd(),
+            host=socket.gethostname(),
+            pid=self.pid,
+            started=time.time(),
+            trace_steps=list(self.trace_steps) if self.trace_steps else None,
+            debug_level=self.debug_level,
+        )
+        self.info.warnings.extend(self.info_warnings)
+        self.window = TraceWindow(self.directory, self.info.warnings)
+        if graphs_before:
+            self.info.warnings.append(
+                f"{graphs_before} graphs ran before profiling started: PT_XLA_DEBUG analysis "
+                "may be missing (start xlaprof.profile() before the first step, or use "
+                "`xlaprof run`)"
+            )
+        write_info(self.directory, self.info)
+        self._steps_file = (self.directory / STEPS).open("a", buffering=1)
+        self._regions_file = (self.directory / REGIONS).open("a", buffering=1)
+        self._samples_file = (self.directory / SAMPLES).open("a", buffering=1)
+        if self.server_port is not None:
+            import torch_xla.debug.profiler as xp
+
+            self._server = xp.start_server(self.server_port)
+        self.metrics.snapshot()
+        self._original_sync = install_sync_hook(torch_xla, self)
+        annotate.set_session(self)
+        os.register_at_fork(after_in_child=self._forked)
+        if install_exit_handlers:
+            atexit.register(self._at_exit)
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._previous_excepthook = sys.excepthook
+            sys.excepthook = self._excepthook
+        self.recording = True
+        if self.sampler is not None:
+            self.sampler.start()
+        self.step_start = time.perf_counter()
+        self.step_start_wall = time.time()
+        self.step_cpu_start = time.thread_time()
+        if self.trace_steps and self.trace_steps[0] == 0:
+            self.window.start()
+        return self
+
+    def _enable_debug_output(self) -> None:
+        # torch_xla reads these when its first graph is built, not at import.
+        if self.debug_level > 0:
+            level = max(self.debug_level, int(os.environ.get("PT_XLA_DEBUG_LEVEL", "0") or 0))
+            os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
+            os.environ["PT_XLA_DEBUG_FILE"] = str(self.directory / DEBUG_LOG)
+        os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
+        if self.graphs:
+            # Each compiled module's HLO text. Its source file:line metadata needs XLA_IR_DEBUG
+            # and XLA_HLO_DEBUG, which torch_xla reads at import: `xlaprof run` sets them.
+            if os.environ.get("XLA_HLO_DEBUG") != "1" or os.environ.get("XLA_IR_DEBUG") != "1":
+                self.info_warnings.append(
+                    "graphs have no source lines: set XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 before "
+                    "importing torch_xla (xlaprof run does)"
+                )
+            self.harvester = GraphHarvester(self.directory)
+            os.environ["XLA_FLAGS"] = self.harvester.xla_flags(os.environ.get("XLA_FLAGS", ""))
+
+    # -- steps -----------------------------------------------------------------------------
+    def begin_user_step(self, number: int) -> None:
+        """Called by ``xlaprof.step``: from now on steps end at step exits, not at syncs."""
+        if not self.user_steps:
+            self.user_steps = True
+        self.user_label = number
+
+    def end_user_step(self, number: int) -> None:
+        if self.recording and os.getpid() == self.pid:
+            self.boundary()
+
+    def record_region(self, name: str, seconds: float) -> None:
+        entry = self.regions[name]
+        entry[0] += 1
+        entry[1] += seconds
+
+    def boundary(self) -> None:
+        """End the current step: write its row, then handle the trace window and max steps."""
+        now = time.perf_counter()
+        cpu_now = time.thread_time()
+        row = StepRow(
+            step=self.user_label if self.user_label is not None else self.step_index,
+            start=self.step_start_wall,
+            wall_s=now - self.step_start,
+            host_cpu_s=cpu_now - self.step_cpu_start,
+        )
+        assert self.metrics is not None
+        self.metrics.fill(row)
+        if row.compiles and self.harvester is not None:
+            self.harvester.collect(row.step)
+        row.debug_offset = _size(self.directory / DEBUG_LOG)
+        row.fallback_offset = _size(self.directory / FALLBACK_LOG)
+        self._steps_file.write(json.dumps(asdict(row)) + "\n")
+        for name, (calls, seconds) in self.regions.items():
+            self._regions_file.write(
+                json.dumps({"step": row.step, "name": name, "calls": calls, "seconds": seconds})
+                + "\n"
+            )
+        self.regions.clear()
+        if self.sampler is not None:
+            counts = self.sampler.take()
+            if counts:
+                self._samples_file.write(json.dumps({"step": row.step, "samples": counts}) + "\n")
+        self.step_index += 1
+        self.info.steps_recorded = self.step_index
+        self.user_label = None
+        if self.trace_steps is not None and self.window is not None:
+            if self.step_index == self.trace_steps[0] and not self.window.tracing:
+                self.window.start()
+            elif self.step_index == self.trace_steps[1] and self.window.tracing:
+                self.window.stop()
+        if self.max_steps is not None and self.step_index >= self.max_steps:
+            self.finish("max_steps", detail=f"stopped after {self.step_index} steps")
+            if self.exit_on_max_steps:
+                raise SystemExit(0)
+        self.step_start = time.perf_counter()
+        self.step_start_wall = time.time()
+        self.step_cpu_start = time.thread_time()
+
+    # -- finish ----------------------------------------------------------------------------
+    def finish(
+        self, status: str = "ok", exit_code: int | None = None, detail: str | None = None
+    ) -> None:
+        """Write the final files. Safe to call more than once; only the first call counts."""
+        if self.finished or os.getpid() != self.pid:
+            return
+        self.finished = True
+        self.recording = False
+        annotate.set_session(None)
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self.window is not None and self.window.tracing:
+            self.window.stop(wait=status in ("ok", "max_steps"))
+        uninstall_sync_hook(self._torch_xla, self, self._original_sync)
+        metrics = self.directory / METRICS_DIR
+        metrics.mkdir(exist_ok=True)
+        try:
+            import torch_xla.debug.metrics as met
+
+            atomic_write_text(metrics / FINAL_METRICS, met.metrics_report())
+        except Exception as error:
+            self.info.warnings.append(f"no final metrics report: {error}")
+        if self.harvester is not None:
+            self.harvester.collect(self.step_index, final=True)
+        try:
+            from xlaprof.rundir.derive import write_derived
+            from xlaprof.rundir.reader import Run
+
+            write_derived(Run(self.directory, self.info), graphs=self.harvester is not None)
+        except Exception as error:
+            self.info.warnings.append(f"events.jsonl not written: {error}")
+        for handle in (self._steps_file, self._regions_file, self._samples_file):
+            if handle is not None:
+                handle.close()
+        self._describe_device()
+        self.info.ended = time.time()
+        self.info.status = status
+        self.info.exit_code = exit_code
+        self.info.detail = detail if detail is not None else self.exception
+        self.info.debug_analysis = _size(self.directory / DEBUG_LOG) > 0
+        write_info(self.directory, self.info)
+
+    def _describe_device(self) -> None:
+        if self.step_index == 0:
+            return  # Asking would start the runtime in a process that never used it.
+        probe.describe_device(self.info)
+
+    # -- process exit paths (xlaprof run) --------------------------------------------------
+    def _excepthook(self, kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        self.exception = f"{kind.__name__}: {value}"
+        status = "interrupted" if issubclass(kind, KeyboardInterrupt) else "exception"
+        self.finish(status, exit_code=1)
+        self._previous_excepthook(kind, value, tb)
+
+    def _at_exit(self) -> None:
+        self.finish("ok")
+
+    def _on_sigterm(self, signum: int, _frame: Any) -> None:
+        detail = f"stopped by {signal.strsignal(signum)}"
+        self.finish("signal", exit_code=128 + signum, detail=detail)
+        previous = self._previous_sigterm
+        if callable(previous):
+            previous(signum, _frame)
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    def _forked(self) -> None:
+        # A forked child (a DataLoader worker) must not write into its parent's run.
+        self.sampler = None  # its thread did not survive the fork
+        self.recording = False
+        self.finished = True
+        annotate.set_session(None)
+
+
+def _unique_directory(out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    base = f"{socket.gethostname()}-{os.getpid()}"
+    for suffix in range(1000):
+        candidate = out / (base if suffix == 0 else f"{base}-{suffix}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise RuntimeError(f"no free run directory name under {out}")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0

@@ -1,0 +1,44 @@
+"""The sync hook: a step boundary at every ``torch_xla.sync()``, without changing user code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+
+def install_sync_hook(torch_xla: Any, session: Any) -> Any:
+    """Wrap ``torch_xla.sync`` so each call ends a step of ``session``; returns the original.
+
+    ``xm.mark_step``, ``MpDeviceLoader`` and ``xp.StepTrace`` all call ``torch_xla.sync``, so
+    every step boundary is seen without changing user code.
+    """
+    original = torch_xla.sync
+    if getattr(original, "_xlaprof_session", None) is not None:
+        original = original._xlaprof_original
+
+    def sync(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if session.recording and not session.user_steps and os.getpid() == session.pid:
+            session.boundary()
+        return result
+
+    sync._xlaprof_session = session  # type: ignore[attr-defined]
+    sync._xlaprof_original = original  # type: ignore[attr-defined]
+    sync.__doc__ = original.__doc__
+    torch_xla.sync = sync
+    inner = sys.modules.get("torch_xla.torch_xla")
+    if inner is not None and getattr(inner, "sync", None) is original:
+        inner.sync = sync
+    return original
+
+
+def uninstall_sync_hook(torch_xla: Any, session: Any, original: Any) -> None:
+    """Put ``original`` back where ``install_sync_hook`` wrapped it for ``session``."""
+    if torch_xla is None or original is None:
+        return
+    if getattr(torch_xla.sync, "_xlaprof_session", None) is session:
+        torch_xla.sync = original
+        inner = sys.modules.get("torch_xla.torch_xla")
+        if inner is not None and getattr(inner.sync, "_xlaprof_session", None) is session:
+            inner.sync = original

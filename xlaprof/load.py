@@ -1,0 +1,211 @@
+"""Paths to analysis inputs, in one place: report/log files, run directories, trace folders.
+
+Every way a path can be wrong maps to one ``XlaprofError`` subclass (and so one exit code):
+missing, unreadable, a directory that is not a run, empty, binary, too large, or text that holds
+neither a metrics report nor PT_XLA_DEBUG output. A file may hold both kinds (a job's stderr with
+the debug analysis and a final metrics report): both parsers read every file.
+
+Files are one job's output and make one analysis part. A run folder may hold several process
+runs (one per rank); each is analyzed on its own, since steps and warm-up are per process.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlaprof.analysis.model import AnalysisInput, input_from_run
+from xlaprof.analysis.trace import Trace
+from xlaprof.errors import (
+    InputEmpty,
+    InputNotFound,
+    InputNotRecognized,
+    InputNotText,
+    InputTooLarge,
+    InputUnreadable,
+    RunDirError,
+)
+from xlaprof.parse.debug_log import parse_debug_log
+from xlaprof.parse.metrics_report import ParseWarning, parse_metrics_report
+from xlaprof.parse.units import format_bytes
+from xlaprof.rundir.reader import Run, find_runs, load_runs
+
+DEFAULT_MAX_INPUT_BYTES = 256 * 1024**2
+_SNIFF_BYTES = 8192
+# Share of undecodable bytes in the first block above which a file is taken as binary.
+_BINARY_REPLACEMENT_SHARE = 0.05
+
+
+@dataclass
+class SourceInfo:
+    """What was found in one input path (reported with ``--json`` under ``sources``)."""
+
+    path: str
+    kinds: list[str]
+    reports: int = 0
+    debug_events: int = 0
+    warnings: list[ParseWarning] = field(default_factory=list)
+
+
+def read_text(path: Path, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> str:
+    """Read a text input, raising the error that says what is wrong with it."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise InputNotFound(f"{path}: no such file or directory") from None
+    except OSError as error:
+        raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
+    if path.is_dir():
+        raise RunDirError(
+            f"{path}: is a directory, not a run directory (no run.json) or a report file"
+        )
+    if stat.st_size > max_bytes:
+        raise InputTooLarge(
+            f"{path}: {format_bytes(stat.st_size)} is over the {format_bytes(max_bytes)} limit; "
+            f"pass --max-size {_size_hint(stat.st_size)} to read it anyway"
+        )
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except PermissionError:
+        raise InputUnreadable(f"{path}: permission denied") from None
+    except OSError as error:
+        raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
+    if not data.strip():
+        raise InputEmpty(f"{path}: the file is empty")
+    head = data[:_SNIFF_BYTES]
+    if b"\x00" in head or _replacement_share(head) > _BINARY_REPLACEMENT_SHARE:
+        raise InputNotText(f"{path}: binary data, not a metrics report or PT_XLA_DEBUG log")
+    return data.decode("utf-8", errors="replace")
+
+
+def _replacement_share(block: bytes) -> float:
+    text = block.decode("utf-8", errors="replace")
+    # A multi-byte character cut at the block's end is not evidence of binary data.
+    return text[:-4].count("\ufffd") / max(len(text), 1)
+
+
+def _size_hint(size: int) -> str:
+    gib = size / 1024**3
+    return f"{int(gib) + 1}GB" if gib >= 1 else f"{int(size / 1024**2) + 1}MB"
+
+
+def load_text_inputs(
+    paths: list[Path], max_bytes: int = DEFAULT_MAX_INPUT_BYTES
+) -> tuple[AnalysisInput, list[SourceInfo]]:
+    """Parse report/log files into one ``AnalysisInput`` (taken as one job's output)."""
+    data = AnalysisInput()
+    sources = []
+    for path in paths:
+        text = read_text(path, max_bytes)
+        metrics = parse_metrics_report(text)
+        debug = parse_debug_log(text)
+        kinds = []
+        if metrics.reports:
+            kinds.append("metrics_report")
+        if not debug.empty:
+            kinds.append("debug_log")
+        if not kinds:
+            raise InputNotRecognized(
+                f"{path}: no metrics report or PT_XLA_DEBUG output found "
+                "(expected 'Metric:'/'Counter:' blocks or 'Compilation Analysis:' lines)"
+            )
+        data.reports.extend(metrics.reports)
+        data.debug.merge(debug)
+        sources.append(
+            SourceInfo(
+                path=os.fspath(path),
+                kinds=kinds,
+                reports=len(metrics.reports),
+                debug_events=len(debug.events),
+                warnings=metrics.warnings + debug.warnings,
+            )
+        )
+    return data, sources
+
+
+@dataclass
+class Part:
+    """One analysis unit: a set of text files, or one process's run directory."""
+
+    name: str
+    data: AnalysisInput
+    sources: list[SourceInfo]
+    run: Run | None = None
+    trace: Trace | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _is_trace_dir(path: Path) -> bool:
+    return path.is_dir() and not find_runs(path) and any(path.rglob("*.xplane.pb"))
+
+
+def load_parts(paths: list[Path], max_bytes: int, warmup_steps: int = 2) -> list[Part]:
+    if paths and all(_is_trace_dir(p) for p in paths):
+        return [_trace_part(p) for p in paths]
+    run_roots = [p for p in paths if p.is_dir() and find_runs(p)]
+    if not run_roots:
+        data, sources = load_text_inputs(paths, max_bytes)
+        data.warmup_steps = warmup_steps
+        return [Part(name="files", data=data, sources=sources)]
+    if len(run_roots) != len(paths):
+        others = [str(p) for p in paths if p not in run_roots]
+        raise InputNotRecognized(
+            f"{others[0]}: give either run directories or report/log files, not both"
+        )
+    runs = [run for root in run_roots for run in load_runs(root)]
+    # A launcher process that never ran a step (xmp.spawn's parent) has nothing to say.
+    active = [r for r in runs if r.info.steps_recorded or r.step_rows()] or runs
+    parts = []
+    for run in active:
+        data = input_from_run(run, warmup_steps)
+        source = SourceInfo(
+            path=str(run.path),
+            kinds=["run"],
+            reports=len(data.reports),
+            debug_events=len(data.debug.events),
+            warnings=data.debug.warnings,
+        )
+        parts.append(
+            Part(
+                name=run.path.name,
+                data=data,
+                sources=[source],
+                run=run,
+                extra={"run": _run_summary(run)},
+            )
+        )
+    return parts
+
+
+def _trace_part(path: Path) -> Part:
+    """A logdir of captured traces (``xlaprof capture``): timeline and host skew only."""
+    from xlaprof.analysis.trace import load_trace
+
+    trace = load_trace(path)
+    trace.partial_edges = True
+    source = SourceInfo(path=str(path), kinds=["trace"], reports=0, debug_events=0)
+    extra = {
+        "trace": {"path": str(path), "hosts": trace.hosts, "files": [str(f) for f in trace.files]}
+    }
+    return Part(name=path.name, data=AnalysisInput(), sources=[source], trace=trace, extra=extra)
+
+
+def _run_summary(run: Run) -> dict[str, Any]:
+    info = run.info
+    return {
+        "path": str(run.path),
+        "schema": info.schema,
+        "status": info.status,
+        "exit_code": info.exit_code,
+        "detail": info.detail,
+        "steps_recorded": info.steps_recorded,
+        "device_kind": info.device_kind,
+        "device_count": info.device_count,
+        "rank": info.rank,
+        "torch_xla_version": info.torch_xla_version,
+        "traces": [str(p) for p in run.trace_files()],
+        "warnings": info.warnings,
+    }

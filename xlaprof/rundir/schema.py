@@ -1,0 +1,141 @@
+"""The run-directory format: file names and the records they hold (docs/run-directory.md).
+
+This module is the one home of the on-disk format, shared by the writer (the training process)
+and the reader (analysis, anywhere). It imports nothing heavy: the training process loads it.
+
+One process writes one run directory::
+
+
+    run.json          RunInfo: versions, device, env flags, command, times, how it ended
+    steps.jsonl       one line per finished step: metric deltas, wall time, log offsets
+    regions.jsonl     per step and user region: calls and host seconds
+    samples.jsonl     per step: host CPU seconds by the user's source line (where host work went)
+    events.jsonl      compile/execute events with their step (written when the run ends)
+    debug.log         raw PT_XLA_DEBUG_LEVEL output (torch_xla writes it as it goes)
+    fallbacks.log     raw fallback-tracker records (XLA_FNTRACKER_FILE)
+    metrics/final.txt raw metrics_report() at the end
+    graphs/           each compiled graph's HLO (before XLA's optimizations, with source
+                      file:line metadata), gzipped, and index.jsonl tying them to steps
+    plugins/profile/<timestamp>/<host>.xplane.pb   traces, TensorBoard/XProf layout
+
+``xlaprof run --out DIR`` puts one such directory per process under DIR. Everything here is
+plain files read without torch or torch_xla, so a run captured on a TPU VM is analyzed anywhere.
+Line files are appended one whole line at a time and a cut last line is ignored, so a killed run
+still loads up to its last finished step. ``run.json`` is replaced atomically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from xlaprof.parse.hlo import HloModule
+
+SCHEMA_VERSION = 1
+RUN_JSON = "run.json"
+STEPS = "steps.jsonl"
+REGIONS = "regions.jsonl"
+SAMPLES = "samples.jsonl"
+EVENTS = "events.jsonl"
+DEBUG_LOG = "debug.log"
+FALLBACK_LOG = "fallbacks.log"
+METRICS_DIR = "metrics"
+FINAL_METRICS = "final.txt"
+TRACE_DIR = Path("plugins") / "profile"
+GRAPHS_DIR = "graphs"
+GRAPH_INDEX = "index.jsonl"
+
+
+@dataclass
+class RunInfo:
+    """``run.json``. Fields added in later versions get defaults, so old runs still load."""
+
+    schema: int = SCHEMA_VERSION
+    xlaprof_version: str | None = None
+    torch_version: str | None = None
+    torch_xla_version: str | None = None
+    python_version: str | None = None
+    cxx11_abi: bool | None = None
+    device_kind: str | None = None
+    device_count: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
+    cwd: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    rank: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    # running | ok | exception | interrupted | signal | max_steps | killed
+    status: str = "running"
+    exit_code: int | None = None
+    detail: str | None = None
+    steps_recorded: int = 0
+    trace_steps: list[int] | None = None
+    debug_level: int | None = None
+    debug_analysis: bool | None = None
+    warnings: list[str] = field(default_factory=list)
+    device_memory: dict[str, int] | None = None  # xm.get_memory_info at the end, if any
+    script: str | None = None  # the profiled .py file, if the command ran one
+
+    def __post_init__(self) -> None:
+        if self.script is None:
+            self.script = next((c for c in self.command[1:] if c.endswith(".py")), None)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunInfo:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class StepRow:
+    """One training step's deltas, as recorded by ``xlaprof run``/``profile`` (run directory).
+
+    Times are seconds, counts are numbers of events in this step. ``debug_offset`` and
+    ``fallback_offset`` are the sizes of debug.log / fallbacks.log when the step ended, which is
+    how events in those logs are tied to steps.
+    """
+
+    step: int
+    start: float | None = None
+    wall_s: float | None = None
+    host_cpu_s: float | None = None  # CPU time of the thread that ran the step
+    compiles: int = 0
+    compile_s: float = 0.0
+    executions: int = 0
+    execute_s: float = 0.0
+    transfers_to_device: int = 0
+    to_device_s: float = 0.0
+    transfers_from_device: int = 0
+    from_device_s: float = 0.0
+    tracing_s: float = 0.0
+    graph_nodes: float | None = None
+    ops: int | None = None  # lowered (xla::) op calls traced in this step
+    aten: dict[str, int] = field(default_factory=dict)
+    debug_offset: int | None = None
+    fallback_offset: int | None = None
+
+
+@dataclass
+class GraphInfo:
+    """One compiled graph: its place in compile order, its step, and its parsed HLO."""
+
+    order: int
+    step: int | None
+    module: str
+    hlo: HloModule | None = None  # None when the graph was too large or too many to keep
+    skipped: str | None = None
+    graph_hash: str | None = None  # from its compilation event (see link_graphs)
+
+
+@dataclass(frozen=True)
+class RegionRow:
+    """Host time of one user region (``xlaprof.region``) in one step."""
+
+    step: int
+    name: str
+    calls: int
+    seconds: float
