@@ -11,6 +11,7 @@ the HTML report show the same thing.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,13 +36,22 @@ class PartResult:
     host_skew: pd.DataFrame | None = None
 
 
-def analyze_parts(parts: list[Part]) -> list[PartResult]:
+def analyze_parts(
+    parts: list[Part], source_root: str | os.PathLike[str] | None = None
+) -> list[PartResult]:
+    """Analyze each part. Source lines are read only under ``source_root`` (default: a run's
+    recorded working directory, if it exists here; see ``analysis/sourcefiles.py``)."""
     from xlaprof.analysis.hosts import host_skew
+    from xlaprof.analysis.sourcefiles import source_roots
     from xlaprof.analysis.timeline import step_timeline
 
     results = []
     for part in parts:
-        result = PartResult(part, run_analyzers(part.data))
+        root = source_root
+        if root is None and part.run is not None:
+            root = part.run.info.cwd
+        with source_roots(root):
+            result = PartResult(part, run_analyzers(part.data))
         trace = part.trace
         if trace is None and part.run is not None and part.run.trace_files():
             from xlaprof.analysis.trace import load_trace
@@ -60,19 +70,28 @@ def analyze_parts(parts: list[Part]) -> list[PartResult]:
     return results
 
 
-def analyze(*paths: str | os.PathLike[str], warmup_steps: int = 2) -> list[Finding]:
+def analyze(
+    *paths: str | os.PathLike[str],
+    warmup_steps: int = 2,
+    source_root: str | os.PathLike[str] | None = None,
+) -> list[Finding]:
     """Findings for report/log files, run directories or trace logdirs, most severe first."""
     from xlaprof.load import load_parts
 
     parts = load_parts([Path(p) for p in paths], DEFAULT_MAX_INPUT_BYTES, warmup_steps)
-    return [f for result in analyze_parts(parts) for f in result.findings]
+    return [f for result in analyze_parts(parts, source_root) for f in result.findings]
 
 
 class Analysis:
     """Everything xlaprof knows about one run (or one process of it)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], process: str | None = None, warmup_steps: int = 2
+        self,
+        path: str | os.PathLike[str],
+        process: str | None = None,
+        warmup_steps: int = 2,
+        source_root: str | os.PathLike[str] | None = None,
+        warn: bool = True,
     ) -> None:
         from xlaprof.errors import RunDirError
         from xlaprof.load import load_parts
@@ -84,7 +103,17 @@ class Analysis:
                 raise RunDirError(f"{path}: no process run named {process!r}")
         self.path = Path(path)
         self.processes = [p.name for p in parts]
-        self.result: PartResult = analyze_parts(parts[:1])[0]
+        # A run of several processes: one is analyzed here, and the user is told which.
+        self.note: str | None = None
+        if len(parts) > 1:
+            self.note = (
+                f"{path} holds {len(parts)} process runs ({', '.join(self.processes[:8])}"
+                f"{', ...' if len(parts) > 8 else ''}): showing {parts[0].name} only; "
+                "pass process=NAME (--process NAME) for another"
+            )
+            if warn:
+                warnings.warn(self.note, stacklevel=2)
+        self.result: PartResult = analyze_parts(parts[:1], source_root)[0]
 
     @classmethod
     def from_result(cls, result: PartResult) -> Analysis:
@@ -92,6 +121,7 @@ class Analysis:
         analysis = cls.__new__(cls)
         analysis.path = Path(result.part.sources[0].path if result.part.sources else ".")
         analysis.processes = [result.part.name]
+        analysis.note = None
         analysis.result = result
         return analysis
 

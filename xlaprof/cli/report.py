@@ -19,7 +19,15 @@ import click
 )
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--process", help="For a run of several processes: which one (folder name).")
-def report(path: Path, output: Path, force: bool, process: str | None) -> None:
+@click.option(
+    "--source-root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder whose source files the report may quote (default: the run's recorded working "
+    "directory, if it exists here). Files outside it are never read.",
+)
+def report(
+    path: Path, output: Path, force: bool, process: str | None, source_root: Path | None
+) -> None:
     """Write a self-contained HTML report of PATH (a run directory, log or trace logdir).
 
     It works offline (plotly is embedded): findings with evidence and fixes, the step timeline,
@@ -29,6 +37,8 @@ def report(path: Path, output: Path, force: bool, process: str | None) -> None:
     from xlaprof.cli.analyze import write_atomic
     from xlaprof.report.html import render
 
-    analysis = Analysis(path, process=process)
+    analysis = Analysis(path, process=process, source_root=source_root, warn=False)
+    if analysis.note:
+        click.echo(f"xlaprof: {analysis.note}", err=True)
     write_atomic(output, render([analysis.result]), force)
     click.echo(str(output))
