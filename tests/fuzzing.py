@@ -277,7 +277,7 @@ def _hostile_stat(rng: random.Random, event: Any, plane: Any) -> None:
     names = {v.name: k for k, v in plane.stat_metadata.items()}
     stat = event.stats.add()
     wanted = rng.choice(["step_num", "hlo_op", "hlo_module", "group_id", None])
-    stat.metadata_id = names.get(wanted, rng.choice(_HOSTILE_INTS[:2] + [12345]))
+    stat.metadata_id = names.get(wanted, rng.choice([*_HOSTILE_INTS[:2], 12345]))
     field, value = rng.choice(_HOSTILE_STATS)
     with contextlib.suppress(ValueError, TypeError):
         setattr(stat, field, value)

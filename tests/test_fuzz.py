@@ -20,6 +20,7 @@ Mutations are seeded, so a failure names a seed that reproduces it. The count pe
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import json
 import os
@@ -70,7 +71,7 @@ class Outcomes:
                 function()
         except XlaprofError:
             self.errors += 1
-        except (Exception, Hang) as error:  # noqa: BLE001 - the property under test
+        except (Exception, Hang) as error:  # the property under test
             self.crash_count += 1
             key = f"{type(error).__name__}: {str(error)[:120]}"
             self.crashes.setdefault(key, (seed, describe))
@@ -147,7 +148,6 @@ def _chrome_sources() -> list[Path]:
 
 
 def test_xplane_loader_never_crashes(tmp_path: Path) -> None:
-    from xlaprof.analysis.trace import load_trace
 
     sources = _xplane_sources()
     assert len(sources) >= 3
@@ -169,11 +169,17 @@ def test_xplane_loader_never_crashes(tmp_path: Path) -> None:
         path = folder / "host.xplane.pb"
         path.write_bytes(mutated)
         before = outcomes.crash_count
-        outcomes.call(seed, lambda: load_trace(path).step_times(), name)
+        outcomes.call(seed, functools.partial(_load_trace, path), name)
         if outcomes.crash_count > before:
             _save("xplane", seed, name, mutated)
         shutil.rmtree(tmp_path / str(seed))
     outcomes.check()
+
+
+def _load_trace(path: Path) -> None:
+    from xlaprof.analysis.trace import load_trace
+
+    load_trace(path).step_times()
 
 
 def _xspace_class():  # type: ignore[no-untyped-def]
@@ -185,7 +191,6 @@ def _xspace_class():  # type: ignore[no-untyped-def]
 
 
 def test_chrome_trace_loader_never_crashes(tmp_path: Path) -> None:
-    from xlaprof.analysis.trace import load_trace
 
     sources = _chrome_sources()
     assert len(sources) >= 3
@@ -194,11 +199,11 @@ def test_chrome_trace_loader_never_crashes(tmp_path: Path) -> None:
     for seed in range(MUTATIONS):
         rng = random.Random(seed)
         name, data = rng.choice(originals)
-        mutated = mutate_gzip(rng, data, lambda content: mutate_chrome_trace(rng, content))
+        mutated = mutate_gzip(rng, data, functools.partial(mutate_chrome_trace, rng))
         path = tmp_path / f"{seed}.trace.json.gz"
         path.write_bytes(mutated)
         before = outcomes.crash_count
-        outcomes.call(seed, lambda: load_trace(path).step_times(), name)
+        outcomes.call(seed, functools.partial(_load_trace, path), name)
         if outcomes.crash_count > before:
             _save("chrome", seed, name, mutated)
         path.unlink()
@@ -277,7 +282,7 @@ def test_run_directory_loader_never_crashes(tmp_path: Path) -> None:
         root = tmp_path / "run"
         shutil.copytree(template, root)
         how = "; ".join(_damage_run(rng, root) for _ in range(rng.randint(1, 2)))
-        outcomes.call(seed, lambda: load_and_analyze(root), f"{template.name}: {how}")
+        outcomes.call(seed, functools.partial(load_and_analyze, root), f"{template.name}: {how}")
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(root)
     outcomes.check()
@@ -293,7 +298,9 @@ _json = st.recursive(
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False)
     | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 _STEP_KEYS = ["step", "wall_s", "compiles", "compile_s", "aten", "debug_offset", "ops", "start"]
