@@ -109,8 +109,10 @@ def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
     figure.update_layout(
         title=title,
         xaxis_title="step",
-        yaxis_title="compilations",
-        yaxis2={"title": "seconds", "overlaying": "y", "side": "right"},
+        # Both axes start at zero (plotly pads a line's axis below its minimum: a -0.099 tick
+        # whose zero did not line up with the count axis).
+        yaxis={"title": "compilations", "rangemode": "tozero"},
+        yaxis2={"title": "seconds", "overlaying": "y", "side": "right", "rangemode": "tozero"},
     )
     return figure
 
@@ -133,7 +135,9 @@ def top_device_ops(events: pd.DataFrame | None, limit: int = 15) -> go.Figure:
     import plotly.graph_objects as go
 
     title = "Top device ops"
-    if events is None or events.empty or not (events["plane_kind"] == "device").any():
+    if events is None:
+        return _empty(title, "not captured: no trace was taken (xlaprof run --trace-steps A:B)")
+    if events.empty or not (events["plane_kind"] == "device").any():
         return _empty(title, "no device planes in this trace (a CPU capture has host planes only)")
     device = events[(events["plane_kind"] == "device") & events["hlo_op"].notna()]
     totals = device.groupby("hlo_op", observed=True)["duration_ns"].sum() / 1e6
