@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 # Caps on what one run-directory file may hold: far above anything xlaprof writes, far below
 # what would hurt the analysing machine.
 MAX_RUN_JSON_BYTES = 16 * 1024**2
-MAX_GRAPH_BYTES = 256 * 1024**2  # inflated; the writer keeps graphs up to 64 MB
+MAX_GRAPH_BYTES = 64 * 1024**2  # inflated: the writer keeps none larger (capture/graphs.py)
 MAX_WARNINGS = 50
 
 
