@@ -444,3 +444,14 @@ def test_bench_with_a_target_that_fails_to_load_is_17_and_leaves_nothing(tmp_pat
     assert result.returncode == 17, result.stderr
     assert "'make' is not a function" in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.runtime
+def test_bench_header_echoes_layer_pure(tmp_path: Path) -> None:
+    from conftest import EXAMPLES
+
+    target = "bench_targets.py:small_stack"
+    options = ("--steps", "2", "--warmup", "1", "--layer-pure", "--out", str(tmp_path / "b"))
+    result = cli("bench", "scan", target, *options, cwd=EXAMPLES)
+    assert result.returncode == 0, result.stderr
+    assert f"xlaprof bench scan {target} --layer-pure" in result.stdout

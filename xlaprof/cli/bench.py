@@ -90,12 +90,16 @@ def _cleaned_on_failure(out: Path) -> Iterator[Path]:
     """
     from xlaprof.errors import FixFailed, TargetError
 
-    existed = out.exists()
+    created = None  # the outermost folder of ``out`` that this try creates
+    for folder in (out, *out.parents):
+        if folder.exists():
+            break
+        created = folder
     try:
         yield out
     except (TargetError, FixFailed):
-        if not existed:
-            shutil.rmtree(out, ignore_errors=True)
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
         raise
 
 
