@@ -205,16 +205,21 @@ class _SignalForwarder:
     ``sigtimedwait``, which is what gives the ``si_code``.
     """
 
-    _SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
-
     def __init__(self) -> None:
         self.interrupted = False
         self.child: subprocess.Popen[bytes] | None = None
         self._previous: dict[int, Any] = {}
+        # A signal xlaprof was started ignoring (a background job's SIGINT) stays ignored, and
+        # the job inherits that, as it did without xlaprof.
+        self._signals = frozenset(
+            number
+            for number in (signal.SIGINT, signal.SIGTERM)
+            if signal.getsignal(number) is not signal.SIG_IGN
+        )
 
     def __enter__(self) -> _SignalForwarder:
         # Until the mask is set (just after the child starts), a signal is forwarded by these.
-        for number in self._SIGNALS:
+        for number in self._signals:
             self._previous[number] = signal.signal(number, self._early)
         return self
 
@@ -230,17 +235,20 @@ class _SignalForwarder:
 
     def wait(self, child: subprocess.Popen[bytes]) -> int:
         self.child = child
-        signal.pthread_sigmask(signal.SIG_BLOCK, self._SIGNALS)
+        signal.pthread_sigmask(signal.SIG_BLOCK, self._signals)
         try:
             while True:
-                info = signal.sigtimedwait(self._SIGNALS, 0.1)
+                info = signal.sigtimedwait(self._signals, 0.1) if self._signals else None
+                if not self._signals:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        child.wait(0.1)
                 if info is not None:
                     self._handle(info.si_signo, from_kernel=info.si_code > 0)
                 returncode = child.poll()
                 if returncode is not None:
                     return returncode
         finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, self._SIGNALS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, self._signals)
 
     def __exit__(self, *_exc: object) -> None:
         for number, handler in self._previous.items():
