@@ -145,7 +145,11 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         console.print(Text(f"   evidence: {evidence_line(items)}", style="dim"))
         console.print(Text(f"   fix: {finding.suggestion}"))
         console.print()
-    warnings = [(s.path, w) for s in sources for w in s.warnings]
+    # Line 0 marks a note about the whole input (reports thinned out, warnings capped).
+    for source in sources:
+        for note in (w for w in source.warnings if w.line == 0):
+            console.print(Text(f"note: {source.path}: {note.reason}", style="yellow"))
+    warnings = [(s.path, w) for s in sources for w in s.warnings if w.line != 0]
     if warnings:
         if verbose:
             for path, warning in warnings:
