@@ -174,7 +174,7 @@ def capture(
         if not failure and not empty:
             return files
         last_problem = _explain(failure, empty, log_text)
-        failed = bool(failure)
+        failed = bool(failure) and not _says_empty(failure[0])
         for session in sessions:  # an empty or partial session is no use to anyone
             for path in session.iterdir():
                 path.unlink()
@@ -215,9 +215,20 @@ def _has_events(files: list[Path], service: Service) -> bool:
     return False
 
 
+# How XProf's client words a capture that ran but collected nothing (an idle job): that is an
+# empty capture (15), not a failure of the client (13).
+_EMPTY_WORDS = ("did not have trace data", "no responses from clients", "no trace")
+
+
+def _says_empty(error: BaseException) -> bool:
+    return any(words in str(error).lower() for words in _EMPTY_WORDS)
+
+
 def _explain(failure: list[BaseException], empty: list[Service], log_text: str) -> str:
     if failure:
         message = str(failure[0]).splitlines()[0] if str(failure[0]) else type(failure[0]).__name__
+        if _says_empty(failure[0]):
+            return f"the capture came back empty ({message})"
         return f"the capture client failed ({message})"
     hosts = ", ".join(map(str, empty))
     hint = next((line for line in log_text.splitlines() if "UNAVAILABLE" in line), "")
