@@ -181,17 +181,12 @@ class Budgets:
 
 
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above ``start`` that has a ``[tool.xlaprof.check]``
-    table, stopping at the first pyproject.toml found (the project's own)."""
+    """The project's pyproject.toml: the nearest one at or above ``start`` (as ruff and pytest
+    look for theirs). ``Budgets.from_file`` reads its ``[tool.xlaprof.check]`` table, if any."""
     for folder in [start.resolve(), *start.resolve().parents]:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
-            try:
-                with candidate.open("rb") as handle:
-                    document = tomllib.load(handle)
-            except (OSError, tomllib.TOMLDecodeError):
-                return None
-            return candidate if _table(document) is not None else None
+            return candidate
     return None
 
 
@@ -258,7 +253,7 @@ class Outcome:
             sign = "≤" if self.status is Status.PASS else ">"
             verdict = f"{self.value_text()} {sign} {self.limit_text()}"
         label = {"pass": "pass", "fail": "FAIL", "unmeasured": "FAIL", "skipped": "skip"}
-        return f"{label[self.status.value]:<4}  {self.budget:<26} {verdict:<16}  {self.measured}"
+        return f"{label[self.status.value]:<4}  {self.budget:<24} {verdict:<18}  {self.measured}"
 
     def explanation(self) -> str | None:
         """The first finding that explains a failure, with its user line, or None."""
