@@ -19,11 +19,13 @@ from conftest import EXAMPLES, SAMPLES, cli
 from helpers import line_of
 
 import xlaprof
-from xlaprof.analysis.budgets import Budgets, Status, evaluate
+from xlaprof.analysis.budgets import Budgets, CheckResult, Outcome, RunCheck, Status, evaluate
 from xlaprof.analysis.model import AnalysisInput
 from xlaprof.api import PartResult
 from xlaprof.errors import BudgetError
+from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.load import Part, SourceInfo
+from xlaprof.report.ci import github_annotations, junit_xml
 from xlaprof.rundir.schema import StepRow
 
 RUNS = SAMPLES / "runs"
@@ -484,3 +486,27 @@ def test_several_runs_must_all_pass() -> None:
     assert result.returncode == OVER_BUDGET
     assert "healthy_loop" in result.stdout and "host_sync_item" in result.stdout
     assert result.stdout.count("max-host-syncs-per-step") == 2
+
+
+def test_github_annotation_escaping_and_not_measured_junit() -> None:
+    # GIVEN a failed budget whose finding sits in a file with a comma and a colon in its name,
+    # and a message with a newline and a percent sign, plus a budget that was not measured
+    finding = Finding(
+        Kind.HOST_SYNC, Severity.WARNING, "read 100%\nof steps", location=Location("a,b:c.py", 7)
+    )
+    over = Outcome("max-host-syncs-per-step", Status.FAIL, 2, 1, "", "reads", [finding])
+    unmeasured = Outcome("max-recompilations", Status.UNMEASURED, None, 0, "", "no steps")
+    result = CheckResult([RunCheck("p", "runs/p", [over, unmeasured])])
+    # WHEN rendered for GitHub and as JUnit
+    first, second = github_annotations(result, workspace=None)
+    # THEN properties escape , and : and the message escapes % and the newline
+    assert first.startswith("::error file=a%2Cb%3Ac.py,line=7,title=xlaprof check%3A max-host")
+    assert "read 100%25%0Aof steps" in first and "\n" not in first
+    assert second == (
+        "::error title=xlaprof check%3A max-recompilations::"
+        "max-recompilations: not measured (no steps)"
+    )
+    root = ET.fromstring(junit_xml(result))
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert cases["max-recompilations"].find("failure").get("type") == "not_measured"
+    assert root.get("failures") == "2"

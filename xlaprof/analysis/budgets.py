@@ -13,6 +13,7 @@ taken as zero: its budget is *not measured*, which fails unless ``allow_unmeasur
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -84,7 +85,10 @@ class Budgets:
         for name in ("max_host_syncs_per_step", "max_compile_seconds", "max_step_time_ratio"):
             value = getattr(self, name)
             if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
             ):
                 raise BudgetError(f"{_option(name)}: expected a number ≥ 0, got {value!r}")
         if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -14,8 +15,8 @@ OVER_BUDGET_EXIT = 1
 
 
 def _positive(_ctx: click.Context, _param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and value < 0:
-        raise click.BadParameter("must be 0 or more")
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter("must be a number, 0 or more")
     return value
 
 
@@ -133,7 +134,10 @@ def check(
     budget, 1 over budget or not measured (see --allow-unmeasured), other codes for errors.
     Under GitHub Actions (GITHUB_ACTIONS=true) failures are also annotations on your code.
 
-    Example: xlaprof check runs/ci --max-recompilations 0 --max-host-syncs-per-step 0
+    \b
+    Example:
+      xlaprof run --max-steps 8 --out runs/ci -- python train.py
+      xlaprof check runs/ci --max-recompilations 0 --max-host-syncs-per-step 0
     """
     from xlaprof.analysis.budgets import Budgets, find_pyproject
     from xlaprof.api import check_budgets
