@@ -278,6 +278,8 @@ def test_compile_seconds_verdict_on_fixed_steps() -> None:
     assert evaluate(Budgets(max_compile_seconds=6.0), [run]).ok
     assert evaluate(Budgets(max_recompilations=1), [run]).ok  # one compile at step 3
     assert not evaluate(Budgets(max_recompilations=0), [run]).ok
+    with pytest.raises(BudgetError):
+        evaluate(Budgets(), [run])  # no budget: a check of nothing must not pass
 
 
 # -- not measured ----------------------------------------------------------------------------

@@ -371,8 +371,10 @@ def evaluate(
     """Check every budget on every analyzed part (one per process run).
 
     With several baseline parts, part *i* is compared with baseline part *i* when the counts
-    match (ranks of the same job), else with the first.
+    match (ranks of the same job), else with the first. Raises ``BudgetError`` for budgets that
+    cannot be checked (none at all: a check of nothing would pass whatever the run did).
     """
+    budgets.validate()
     runs = []
     for index, result in enumerate(results):
         base = None
