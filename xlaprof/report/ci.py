@@ -52,9 +52,9 @@ def _outcome_json(outcome: Outcome) -> dict[str, Any]:
 
 
 def dumps(result: CheckResult) -> str:
-    from xlaprof.report.json_out import _clean
+    from xlaprof.report.json_out import strict_json
 
-    return json.dumps(_clean(check_document(result)), indent=2, allow_nan=False)
+    return json.dumps(strict_json(check_document(result)), indent=2, allow_nan=False)
 
 
 def _failure_text(outcome: Outcome) -> str:
