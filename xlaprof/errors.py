@@ -117,6 +117,12 @@ class OffloadNotMeasured(XlaprofError):
     exit_code = 20
 
 
+class BadCapture(XlaprofError):
+    """A trace file is truncated, corrupt, empty or not a profiler capture at all."""
+
+    exit_code = 23
+
+
 class CommandNotFound(XlaprofError):
     """The command after ``--`` of ``xlaprof run`` could not be started."""
 
