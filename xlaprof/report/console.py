@@ -98,7 +98,16 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         _timeline(console, result.timeline, data.warmup_steps)
     if result.host_skew is not None and len(result.host_skew):
         _skew(console, result.host_skew)
-    if not findings:
+    if result.trace is not None:
+        from xlaprof.report.devices import render_console
+
+        render_console(console, result.trace)
+    if not findings and part.trace is not None and not data.reports and data.debug.empty:
+        console.print(
+            "[dim]No findings: a capture alone feeds the device tables above, not the "
+            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).[/dim]"
+        )
+    elif not findings:
         console.print("[green]No findings: nothing here looks wrong.[/green]")
     for index, finding in enumerate(findings, start=1):
         style = _STYLE[finding.severity]

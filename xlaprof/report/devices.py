@@ -1,0 +1,235 @@
+"""The device sections of the console and HTML reports: devices, steps, top ops, tracing.
+
+Presentation only: every number comes from ``Trace.summary()`` (``xlaprof.analysis.device``);
+here it is chosen, ordered and formatted. A value that was not measured shows as "—".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from xlaprof.analysis.trace import Trace
+
+NOT_MEASURED = "—"
+TOP_OPS = 10
+# Category columns, in the order the tables show them.
+CATEGORY_LABELS = (
+    ("matmul_conv_s", "matmul/conv"),
+    ("fusion_s", "fusion"),
+    ("collective_s", "collective"),
+    ("copy_s", "copy"),
+    ("infeed_outfeed_s", "in/outfeed"),
+    ("host_offload_s", "offload"),
+    ("other_s", "other"),
+)
+CATEGORY_NAMES = {key.removesuffix("_s"): label for key, label in CATEGORY_LABELS}
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value) or str(value) == "<NA>"
+
+
+def duration(seconds: Any) -> str:
+    """``92.56 s``, ``12.34 ms``, ``850.0 µs``: a unit that suits the value."""
+    if _missing(seconds):
+        return NOT_MEASURED
+    seconds = float(seconds)
+    if abs(seconds) >= 1:
+        return f"{seconds:.2f} s"
+    if abs(seconds) >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def rate(value: Any, unit: str) -> str:
+    """``164.6 GFLOP/s``, ``1.23 TB/s``."""
+    if _missing(value):
+        return NOT_MEASURED
+    value = float(value)
+    if value == 0:
+        return "0"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.1f} {prefix}{unit}/s"
+    return f"{value:.1f} {unit}/s"
+
+
+def percent(value: Any) -> str:
+    return NOT_MEASURED if _missing(value) else f"{float(value):.1%}"
+
+
+def device_rows(trace: Trace) -> list[dict[str, str]]:
+    """One row per device: where the capture's device time went."""
+    utilization = trace.summary().utilization
+    types = {}
+    if trace.devices is not None and not trace.devices.empty:
+        types = {
+            (str(r.host), str(r.device)): r.type for r in trace.devices.itertuples(index=False)
+        }
+    several_hosts = utilization["host"].nunique() > 1
+    rows = []
+    for row in utilization.itertuples(index=False):
+        kind = types.get((str(row.host), str(row.device)))
+        cells = {"host": str(row.host)} if several_hosts else {}
+        cells.update(
+            {
+                "device": str(row.device),
+                "type": str(kind) if not _missing(kind) else str(row.kind),
+                "span": duration(row.span_s),
+                "busy": duration(row.busy_s),
+                "idle": duration(row.idle_s),
+                "duty": percent(row.duty),
+                "busy time by category": category_split(row._asdict(), row.busy_s),
+            }
+        )
+        rows.append(cells)
+    return rows
+
+
+def category_split(values: dict[str, Any], busy: Any) -> str:
+    """``fusion 62%, host offload 35%``: each category's share of busy time, largest first."""
+    if _missing(busy) or not busy:
+        return NOT_MEASURED
+    shares = [(values.get(key) or 0.0, label) for key, label in CATEGORY_LABELS if values.get(key)]
+    shares.sort(reverse=True)
+    return ", ".join(
+        f"{label} {seconds / busy:.0%}" for seconds, label in shares[:3] if seconds / busy >= 0.005
+    )
+
+
+def step_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+    """The device steps to show: per device, median of its numbered steps and the slowest."""
+    steps = trace.summary().steps
+    rows = []
+    numbered = steps[steps["step"].notna()]
+    for device, group in numbered.groupby("device", sort=True):
+        median = group[["wall_s", "busy_s", "idle_s"]].median()
+        slowest = group.loc[group["wall_s"].idxmax()]
+        rows.append(
+            {
+                "device": str(device),
+                "steps": str(len(group)),
+                "from": str(group["step_source"].iloc[0]),
+                "median wall": duration(median["wall_s"]),
+                "median busy": duration(median["busy_s"]),
+                "median idle": duration(median["idle_s"]),
+                "slowest": f"{duration(slowest['wall_s'])} (#{slowest['step']})",
+            }
+        )
+    return rows[:limit]
+
+
+def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
+    """The top device ops over all devices, most device time first."""
+    from xlaprof.analysis.device import add_rates, top_ops
+
+    ops = trace.summary().ops
+    if ops.empty:
+        return []
+    by_op = top_ops(ops, limit=limit)
+    bounds = ops.groupby("name", observed=True)["bound"].agg(
+        lambda values: next((v for v in values if v), None)
+    )
+    by_op["host"], by_op["device"] = "", ""
+    add_rates(by_op, None)  # rates of the sums; the roofline side is each device's own
+    rows = []
+    for row in by_op.itertuples(index=False):
+        rows.append(
+            {
+                "op": str(row.name)[:48],
+                "category": CATEGORY_NAMES.get(str(row.category), str(row.category)),
+                "count": f"{row.occurrences:,}",
+                "total": duration(row.total_s),
+                "self": duration(row.self_s),
+                "FLOP/s": rate(row.flops_per_s, "FLOP"),
+                "bytes/s": rate(row.bytes_per_s, "B"),
+                "bound": bounds.get(row.name) or NOT_MEASURED,
+            }
+        )
+    return rows
+
+
+def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+    tracing = trace.summary().tracing
+    rows = []
+    for row in tracing.head(limit).itertuples(index=False):
+        verdict = (
+            NOT_MEASURED
+            if row.tracing_bound is None
+            else ("tracing-bound" if row.tracing_bound else "device-bound")
+        )
+        rows.append(
+            {
+                "host": str(row.host),
+                "step": str(row.step),
+                "host wall": duration(row.host_wall_s),
+                "tracing": duration(row.tracing_s),
+                "device busy": duration(row.device_busy_s),
+                "verdict": verdict,
+            }
+        )
+    return rows
+
+
+def tracing_verdict(trace: Trace) -> str | None:
+    """One line answering "is this step tracing-bound?" from the trace, or None."""
+    tracing = trace.summary().tracing
+    known = tracing[tracing["tracing_bound"].notna()]
+    if known.empty:
+        return None
+    bound = int(known["tracing_bound"].astype(bool).sum())
+    median_tracing = known["tracing_s"].median()
+    median_busy = known["device_busy_s"].median()
+    what = "tracing-bound" if bound * 2 > len(known) else "not tracing-bound"
+    return (
+        f"From the trace: {what} ({bound} of {len(known)} steps): the host traces for "
+        f"{duration(median_tracing)} per step (median) while the device is busy "
+        f"{duration(median_busy)}."
+    )
+
+
+def render_console(console: Console, trace: Trace) -> None:
+    """The device section of ``xlaprof analyze``'s terminal output."""
+    devices = device_rows(trace)
+    if not devices:
+        console.print("[dim]No device events in this trace.[/dim]")
+        console.print()
+        return
+    hosts = trace.hosts
+    where = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts"
+    title = f"Devices of {where}" + (f", session {trace.session}" if trace.session else "")
+    _table(console, title, devices)
+    steps = step_rows(trace)
+    if steps:
+        _table(console, "Device steps", steps)
+    ops = op_rows(trace)
+    if ops:
+        _table(console, "Top device ops (all devices)", ops)
+    tracing = tracing_rows(trace)
+    if tracing:
+        _table(console, "Host tracing vs device busy, per step", tracing)
+        verdict = tracing_verdict(trace)
+        if verdict:
+            console.print(verdict)
+            console.print()
+
+
+def _table(console: Console, title: str, rows: list[dict[str, str]]) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", box=None)
+    for index, key in enumerate(rows[0]):
+        widest = max(len(row[key]) for row in rows)
+        table.add_column(
+            key,
+            justify="left" if index < 2 else "right",
+            overflow="fold",
+            min_width=min(widest, 24) if index == 0 else None,
+        )
+    for row in rows:
+        table.add_row(*row.values())
+    console.print(table)
+    console.print()
