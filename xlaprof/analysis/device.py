@@ -623,16 +623,18 @@ def top_ops(ops: pd.DataFrame, limit: int = 10, by: Sequence[str] = ("name",)) -
 
 
 def tracing_vs_device(
-    events: pd.DataFrame, host_bounds: pd.DataFrame | None, steps: pd.DataFrame
+    events: pd.DataFrame,
+    host_bounds: pd.DataFrame | None,
+    frame: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Per host step: the host's lazy-tensor tracing time against its devices' busy time.
+    """Per host step: the host's Python and lazy-tensor tracing time against device busy time.
 
-    Tracing time is the host step's wall time on the main Python line minus the runtime's own
-    work on it (graph build at sync, compile, transfers, waiting on the device, execution):
-    what is left is user Python and building the lazy IR. The device side is the busiest of
-    the host's devices in that step (from ``device_steps`` with host-step windows). A step is
-    tracing-bound when tracing takes at least ``TRACING_BOUND_RATIO`` x the device's busy
-    time: the device then waits on the host.
+    Tracing time is the host step's wall time (boundary to boundary) minus the lazy-tensor
+    runtime's own work on its main line (graph build at sync, compile, transfers, waiting on
+    the device, execution): what is left is user Python and building the lazy IR. Device busy
+    is the busiest of the host's devices within the same window (union of its compute events).
+    A step is tracing-bound when tracing takes at least ``TRACING_BOUND_RATIO`` x the device's
+    busy time: the device then waits on the host.
     """
     import numpy as np
     import pandas as pd
@@ -640,11 +642,13 @@ def tracing_vs_device(
     if host_bounds is None or host_bounds.empty:
         return pd.DataFrame(columns=TRACING_COLUMNS)
     events = _with_session(events)
+    frame = device_events(events) if frame is None else frame
     bounds = host_bounds if "session" in host_bounds.columns else _with_session(host_bounds)
     rows = []
     for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
+        in_session = events["session"].astype(str) == str(session)
         on_host = events[
-            (events["session"].astype(str) == str(session))
+            in_session
             & (events["host"].astype(str) == str(host))
             & (events["plane_kind"].astype(str) == "host")
         ]
@@ -653,22 +657,29 @@ def tracing_vs_device(
             (on_host["line"].astype(str) == line)
             & on_host["name"].astype(str).isin(_HOST_RUNTIME_EVENTS)
         ]
-        taken = _coverage(runtime)
         a = mine["start_ns"].to_numpy()
         b = mine["end_ns"].to_numpy()
-        tracing = np.maximum((b - a) - taken.within(a, b), 0) / 1e9
-        busy_of = _busiest(steps, session, host)
-        for step, start, end, traced in zip(mine["step"], a, b, tracing, strict=True):
-            busy = busy_of.get(int(step)) if step == step else None
-            ratio = traced / busy if busy else None
+        tracing = np.maximum((b - a) - _coverage(runtime).within(a, b), 0) / 1e9
+        compute = frame[
+            (frame["session"].astype(str) == str(session))
+            & (frame["host"].astype(str) == str(host))
+            & frame["compute"]
+        ]
+        per_device = [
+            _coverage(group).within(a, b) for _, group in compute.groupby("device", sort=True)
+        ]
+        busy = np.max(per_device, axis=0) / 1e9 if per_device else None
+        for index, step in enumerate(mine["step"]):
+            device_busy = None if busy is None else float(busy[index])
+            ratio = tracing[index] / device_busy if device_busy else None
             rows.append(
                 {
                     "session": session,
                     "host": host,
                     "step": int(step),
-                    "host_wall_s": (end - start) / 1e9,
-                    "tracing_s": float(traced),
-                    "device_busy_s": busy,
+                    "host_wall_s": (b[index] - a[index]) / 1e9,
+                    "tracing_s": float(tracing[index]),
+                    "device_busy_s": device_busy,
                     "ratio": ratio,
                     "tracing_bound": None if ratio is None else bool(ratio >= TRACING_BOUND_RATIO),
                 }
@@ -684,16 +695,6 @@ def _main_line(host_events: pd.DataFrame) -> str | None:
         return str(marked["line"].astype(str).mode().iloc[0])
     python = host_events[host_events["line"].astype(str) == "python"]
     return "python" if len(python) else None
-
-
-def _busiest(steps: pd.DataFrame, session: Any, host: Any) -> dict[int, float]:
-    mine = steps[
-        (steps["session"].astype(str) == str(session))
-        & (steps["host"].astype(str) == str(host))
-        & (steps["step_source"] == "host steps")
-        & steps["step"].notna()
-    ]
-    return {int(k): float(v) for k, v in mine.groupby("step")["busy_s"].max().items()}
 
 
 # ---------------------------------------------------------------- per-host summaries
@@ -734,7 +735,7 @@ def summarize_host(
         steps=steps,
         ops=device_ops(events, devices, frame=frame),
         utilization=device_utilization(events, host_bounds, frame=frame),
-        tracing=tracing_vs_device(events, host_bounds, steps),
+        tracing=tracing_vs_device(events, host_bounds, frame),
         events=len(events),
     )
 

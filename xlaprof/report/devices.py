@@ -233,3 +233,43 @@ def _table(console: Console, title: str, rows: list[dict[str, str]]) -> None:
         table.add_row(*row.values())
     console.print(table)
     console.print()
+
+
+def render_html(trace: Trace) -> str:
+    """The device section of the HTML report (tables; the figures come with the others)."""
+    import html
+
+    sections = []
+    hosts = trace.hosts
+    where = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts"
+    note = f"{where}" + (f", session {trace.session}" if trace.session else "")
+    if len(trace.sessions) > 1:
+        note += f" (of {len(trace.sessions)} sessions: {', '.join(trace.sessions)})"
+    sections.append(f'<p class="meta">{html.escape(note)}</p>')
+    for warning in trace.warnings:
+        sections.append(f'<p class="warn">{html.escape(warning)}</p>')
+    for title, rows in (
+        ("Each device over the capture", device_rows(trace)),
+        ("Device steps", step_rows(trace)),
+        ("Top device ops (all devices)", op_rows(trace)),
+        ("Host tracing vs device busy, per step", tracing_rows(trace)),
+    ):
+        if rows:
+            sections.append(f"<h3>{html.escape(title)}</h3>{_html_table(rows)}")
+    verdict = tracing_verdict(trace)
+    if verdict:
+        sections.append(f"<p>{html.escape(verdict)}</p>")
+    if len(sections) == 1 + len(trace.warnings):
+        sections.append("<p>No device events in this trace.</p>")
+    return "".join(sections)
+
+
+def _html_table(rows: list[dict[str, str]]) -> str:
+    import html
+
+    head = "".join(f"<th>{html.escape(key)}</th>" for key in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(value)}</td>" for value in row.values()) + "</tr>"
+        for row in rows
+    )
+    return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
