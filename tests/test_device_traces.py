@@ -326,16 +326,18 @@ def test_three_sessions_stay_three(tmp_path: Path) -> None:
 def test_a_corrupt_host_among_good_ones_is_named_and_the_rest_analyzed(tmp_path: Path) -> None:
     session = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
     session.mkdir(parents=True)
-    good = (TRACES / TPU).read_bytes()
-    (session / "tpu-0.xplane.pb").write_bytes(good)
-    (session / "tpu-1.xplane.pb").write_bytes(good[: len(good) // 2])  # truncated
+    good = (TRACES / MI300).read_bytes()
+    (session / "gpu-0.xplane.pb").write_bytes(good)
+    (session / "gpu-1.xplane.pb").write_bytes(good[: len(good) // 2])  # truncated
     trace = load_trace(tmp_path)
-    assert len(trace.warnings) == 1 and "tpu-1.xplane.pb" in trace.warnings[0]
+    assert len(trace.warnings) == 1 and "gpu-1.xplane.pb" in trace.warnings[0]
     assert "truncated" in trace.warnings[0]
-    assert len(trace.events) == raw_event_count(TPU)
+    assert len(trace.events) == raw_event_count(MI300)
+    assert trace.hosts == ["tw003"]  # XSpace.hostnames of the good file
     result = cli("analyze", str(tmp_path))
     assert result.returncode == 0
-    assert "tpu-1.xplane.pb" in result.stderr and "Traceback" not in result.stderr
+    assert "gpu-1.xplane.pb" in result.stderr and "Traceback" not in result.stderr
+    assert "GPU:7" in result.stdout  # the good host's devices are analyzed
 
 
 @pytest.mark.parametrize(
@@ -423,3 +425,125 @@ def test_chrome_begin_end_pairs_are_events(tmp_path: Path) -> None:
     assert frame.loc["inner", "start_ns"] == base * 1000 + 2_500
     assert frame.loc["k", "plane"] == "/device:GPU:3" and frame.loc["k", "line"] == "stream 7"
     assert len(frame) == 3
+
+
+# ---------------------------------------------------------------- single files, all commands
+
+
+def test_single_file_analyze_report_and_view(tmp_path: Path) -> None:
+    capture = TRACES / TPU
+    # analyze: one capture file is an input like a run directory
+    result = cli("analyze", str(capture), "--json")
+    assert result.returncode == 0, result.stderr
+    trace = json.loads(result.stdout)["trace"]
+    assert sorted(d["device"] for d in trace["devices"]) == ["TPU:0", "TPU:1", "TPU:2", "TPU:3"]
+    assert {d["type"] for d in trace["devices"]} == {"TPU v6 Lite"}
+    assert trace["top_ops"][0]["name"] == "copy-done.4" and trace["top_ops"][0]["devices"] == 4
+    assert len(trace["device_steps"]) == sum(d["steps"] for d in trace["devices"])
+    # report: the HTML has the device section with the XLA Ops line's ops
+    page = tmp_path / "tpu.html"
+    result = cli("report", str(capture), "-o", str(page))
+    assert result.returncode == 0, result.stderr
+    text = page.read_text()
+    assert "Each device over the capture" in text and "broadcast_add_fusion.1" in text
+    assert "TPU v6 Lite" in text
+    # a folder of Chrome traces (no plugins/profile, not a run) is a trace input too
+    folder = tmp_path / "kineto"
+    folder.mkdir()
+    (folder / MI210).symlink_to(TRACES / MI210)
+    result = cli("analyze", str(folder), "--json")
+    assert result.returncode == 0, result.stderr
+    assert [d["device"] for d in json.loads(result.stdout)["trace"]["devices"]] == ["GPU:1"]
+    # view: the file is linked into a temporary logdir the UI can read
+    assert view_runs(capture) == ["xprof_tpu_inference_2_v1/"]
+
+
+def view_runs(path: Path) -> list[str]:
+    """Start ``xlaprof view PATH``, read the UI's run list, stop it."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from conftest import free_port
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xlaprof", "view", str(path), "--port", str(port)],
+        cwd=REPO,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout.readline().strip() == f"http://localhost:{port}/"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                url = f"http://localhost:{port}/data/plugin/profile/runs"
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    body = response.read()
+                    if response.headers.get("Content-Encoding") == "gzip":
+                        body = gzip.decompress(body)
+                    return sorted(run.split("/")[0] + "/" for run in json.loads(body))
+            except OSError:
+                time.sleep(0.5)
+        raise AssertionError("the UI never answered")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+# ---------------------------------------------------------------- tracing-bound from a trace
+
+
+def _union_ns(spans: list[tuple[int, int]], start: int, end: int) -> int:
+    """Length of the union of ``spans`` clipped to [start, end), in plain Python."""
+    total, reach = 0, start
+    for a, b in sorted(spans):
+        a, b = max(a, reach), min(b, end)
+        if b > a:
+            total += b - a
+            reach = b
+    return total
+
+
+def test_tracing_bound_is_answered_from_the_trace(samples: Path) -> None:
+    # GIVEN the CPU capture of a loop of tiny ops (host and "device" in one capture: on the
+    # CPU PJRT device, the XLA ops run on the host's executor threads)
+    trace = load_trace(samples / "runs" / "tracing_bound_tiny_ops")
+    table = trace.tracing_vs_device()
+    events = trace.events
+    assert len(table) == len(trace.step_bounds) == 2
+    runtime_names = set(device_model._HOST_RUNTIME_EVENTS)
+    python = events[(events["line"] == "python") & events["name"].isin(runtime_names)]
+    ops = events[events["hlo_op"].notna() & (events["plane_kind"] == "host")]
+    for row, bound in zip(table.itertuples(), trace.step_bounds.itertuples(), strict=True):
+        a, b = int(bound.start_ns), int(bound.end_ns)
+        runtime = list(zip(python["start_ns"], python["end_ns"], strict=True))
+        assert row.tracing_s == pytest.approx(((b - a) - _union_ns(runtime, a, b)) / 1e9)
+        executed = list(zip(ops["start_ns"], ops["end_ns"], strict=True))
+        assert row.device_busy_s == pytest.approx(_union_ns(executed, a, b) / 1e9)
+        assert row.tracing_bound  # tracing takes far longer than the device's work
+    # the run's metrics-based analyzer says the same of this run
+    from xlaprof.api import analyze
+
+    assert "tracing_bound" in {
+        f.kind.value for f in analyze(samples / "runs" / "tracing_bound_tiny_ops")
+    }
+
+
+def test_tracing_vs_device_with_device_planes(tmp_path: Path) -> None:
+    from test_trace import _tpu_like_xspace
+
+    path = tmp_path / "tpu-vm-0.xplane.pb"
+    _tpu_like_xspace(path)
+    table = load_trace(path).tracing_vs_device().set_index("step")
+    # host step 1 runs from the first StepMarker's end (10 ms) to the second's (20 ms); the
+    # TPU runs one 1 ms op in it: the host's 10 ms of Python against 1 ms of device work
+    assert table.loc[1, "host_wall_s"] == pytest.approx(0.010)
+    assert table.loc[1, "device_busy_s"] == pytest.approx(0.001)
+    assert table.loc[1, "tracing_s"] == pytest.approx(0.010)
+    assert table.loc[1, "tracing_bound"]

@@ -672,6 +672,12 @@ def tracing_vs_device(
         for index, step in enumerate(mine["step"]):
             device_busy = None if busy is None else float(busy[index])
             ratio = tracing[index] / device_busy if device_busy else None
+            if device_busy is None:
+                verdict = None
+            elif device_busy == 0:  # the device idled all step: bound by the host if it worked
+                verdict = bool(tracing[index] > 0)
+            else:
+                verdict = bool(tracing[index] >= TRACING_BOUND_RATIO * device_busy)
             rows.append(
                 {
                     "session": session,
@@ -681,7 +687,7 @@ def tracing_vs_device(
                     "tracing_s": float(tracing[index]),
                     "device_busy_s": device_busy,
                     "ratio": ratio,
-                    "tracing_bound": None if ratio is None else bool(ratio >= TRACING_BOUND_RATIO),
+                    "tracing_bound": verdict,
                 }
             )
     return pd.DataFrame(rows, columns=TRACING_COLUMNS)
