@@ -16,8 +16,8 @@ device table (``Trace.devices``); nothing reads files.
   and SparseCore ops on TPU minus XProf's off-duty categories (infeed, outfeed, host
   send/recv, megacore fusion), every stream event on GPU (kernels, memcpy, memset), the XLA ops
   of the CPU executor on a CPU capture. **Idle** is the rest of the step. Per-category seconds
-  are the union of that category's events in the step (categories can overlap on GPUs with
-  several streams, so they may add up to more than busy).
+  are the self time of the step's ops in that category (an op nested in another counts once,
+  in its own category); on GPUs with concurrent streams they can add up to more than busy.
 - **Ops** are the compute events grouped by op: the HLO op (``hlo_op``, or on TPU the event
   metadata's display name), else the kernel name. Total time uses the device clock
   (``device_duration_ps``) where the event has it, as XProf's op statistics do; self time is
@@ -246,7 +246,47 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     keys = list(zip(hlo_category.where(hlo_category.notna(), None), text, cat, strict=True))
     labels = {key: categorize(*key) for key in set(keys)}
     frame["category"] = [labels[key] for key in keys]
+    frame["time_ns"], frame["self_ns"] = _op_times(frame)
     return frame
+
+
+def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each op-line event's time (device clock where known) and self time, in ns (NaN off ops).
+
+    Self time is the time not spent in ops nested inside, on the same line: on TPUs nesting is
+    read on the device clock (``device_offset_ps``), where ops never overlap (XProf does the
+    same); converted host-clock timestamps can overlap by a few ns.
+    """
+    import numpy as np
+    import pandas as pd
+
+    time_ns = np.full(len(frame), np.nan)
+    self_ns = np.full(len(frame), np.nan)
+    ops = np.flatnonzero(frame["op_line"].to_numpy())
+    if not len(ops):
+        return time_ns, self_ns
+    on_device = frame["device_duration_ps"].to_numpy()[ops]
+    starts = frame["start_ns"].to_numpy()[ops]
+    wall = frame["end_ns"].to_numpy()[ops] - starts
+    times = np.where(np.isnan(on_device), wall, on_device / 1000.0)
+    offsets = frame["device_offset_ps"].to_numpy()[ops]
+    mine = frame.iloc[ops]
+    keys = (mine["session"].astype(str) + "\0" + mine["host"].astype(str)).to_numpy()
+    keys = keys + "\0" + mine["device"].astype(str).to_numpy() + "\0" + mine["line"].astype(str)
+    own = np.empty(len(ops))
+    for key in pd.unique(keys):
+        index = np.flatnonzero(keys == key)
+        if not np.isnan(offsets[index]).any():
+            begin = offsets[index].astype(np.int64)
+            end = begin + (times[index] * 1000.0).astype(np.int64)
+            own[index] = self_times_ns(begin, end) / 1000.0
+        else:
+            begin = starts[index] - starts[index].min()
+            end = begin + times[index].astype(np.int64)
+            own[index] = self_times_ns(begin, end)
+    time_ns[ops] = times
+    self_ns[ops] = own
+    return time_ns, self_ns
 
 
 # ---------------------------------------------------------------- interval arithmetic
@@ -432,14 +472,33 @@ def device_steps(
         out["busy_s"] = busy / 1e9
         out["idle_s"] = np.maximum(b - a - busy, 0) / 1e9
         out["duty"] = np.where(b > a, busy / np.maximum(b - a, 1), np.nan)
-        for name in CATEGORIES:
-            subset = mine[mine["category"] == name]
-            out[f"{name}_s"] = _coverage(subset).within(a, b) / 1e9
+        for name, seconds in _category_seconds(mine, a, b).items():
+            out[f"{name}_s"] = seconds
         parts.append(out)
     if not parts:
         return pd.DataFrame(columns=STEP_COLUMNS)
     result = pd.concat(parts, ignore_index=True)
     return result[STEP_COLUMNS]
+
+
+def _category_seconds(compute: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
+    """Per category, the self time of the compute events starting in each window [a, b)."""
+    import numpy as np
+
+    starts = compute["start_ns"].to_numpy()
+    own = compute["self_ns"].to_numpy()
+    own = np.where(np.isnan(own), compute["end_ns"].to_numpy() - starts, own)
+    order = np.argsort(a, kind="stable")
+    index = np.searchsorted(a[order], starts, side="right") - 1
+    valid = index >= 0
+    window = np.where(valid, order[np.maximum(index, 0)], 0)
+    valid &= starts < b[window]
+    categories = compute["category"].to_numpy()
+    result = {}
+    for name in CATEGORIES:
+        chosen = valid & (categories == name)
+        result[name] = np.bincount(window[chosen], weights=own[chosen], minlength=len(a)) / 1e9
+    return result
 
 
 def _coverage(frame: pd.DataFrame) -> Coverage:
@@ -465,6 +524,7 @@ def device_utilization(
     The span runs from the device's first to its last event on its op and module lines (TPU)
     or on any non-derived line (GPU), as XProf's duty cycle does.
     """
+    import numpy as np
     import pandas as pd
 
     frame = device_events(_with_session(events)) if frame is None else frame
@@ -496,8 +556,10 @@ def device_utilization(
                 "steps": 0 if mine is None else int(mine["step"].notna().sum()),
                 "step_source": None if mine is None else str(mine["step_source"].iloc[0]),
                 **{
-                    f"{name}_s": _coverage(compute[compute["category"] == name]).total / 1e9
-                    for name in CATEGORIES
+                    f"{name}_s": float(seconds[0])
+                    for name, seconds in _category_seconds(
+                        compute, np.array([start]), np.array([end + 1])
+                    ).items()
                 },
             }
         )
@@ -525,27 +587,6 @@ def device_ops(
     ops = frame[frame["op_line"]].copy()
     if ops.empty:
         return pd.DataFrame(columns=OP_COLUMNS)
-    on_device = ops["device_duration_ps"].to_numpy()
-    wall = ops["end_ns"].to_numpy() - ops["start_ns"].to_numpy()
-    ops["time_ns"] = np.where(np.isnan(on_device), wall, on_device / 1000.0)
-    self_ns = np.empty(len(ops), dtype=np.float64)
-    offsets = ops["device_offset_ps"].to_numpy()
-    starts = ops["start_ns"].to_numpy()
-    times = ops["time_ns"].to_numpy()
-    keys = (ops["session"].astype(str) + "\0" + ops["host"].astype(str)).to_numpy()
-    keys = keys + "\0" + ops["device"].astype(str).to_numpy() + "\0" + ops["line"].astype(str)
-    for key in pd.unique(keys):
-        index = np.flatnonzero(keys == key)
-        if not np.isnan(offsets[index]).any():
-            # Nest on the device clock, where ops do not overlap (XProf does the same).
-            begin = offsets[index].astype(np.int64)
-            end = begin + (times[index] * 1000.0).astype(np.int64)
-            self_ns[index] = self_times_ns(begin, end) / 1000.0
-        else:
-            begin = starts[index] - starts[index].min()
-            end = begin + times[index].astype(np.int64)
-            self_ns[index] = self_times_ns(begin, end)
-    ops["self_ns"] = self_ns
     ops["program_id"] = ops["program_id"].astype(object)
     ops["hlo_category"] = ops["hlo_category"].astype(object)
     ops["hlo_module"] = ops["hlo_module"].astype(object)

@@ -61,6 +61,21 @@ def percent(value: Any) -> str:
     return NOT_MEASURED if _missing(value) else f"{float(value):.1%}"
 
 
+def capture_line(trace: Trace) -> str:
+    """``path  (capture: 26,723 events, 1 host, 4 devices, session ...)``."""
+    files = trace.files
+    where = str(files[0]) if len(files) == 1 else f"{len(files)} capture files"
+    devices = 0 if trace.devices is None else len(trace.devices)
+    parts = [
+        f"{len(trace.events):,} events",
+        f"{len(trace.hosts)} host(s)",
+        f"{devices} device(s)",
+    ]
+    if trace.session:
+        parts.append(f"session {trace.session}")
+    return f"{where}  (capture: {', '.join(parts)})"
+
+
 def device_rows(trace: Trace) -> list[dict[str, str]]:
     """One row per device: where the capture's device time went."""
     utilization = trace.summary().utilization
