@@ -119,6 +119,10 @@ def test_tpu_ops_are_read_from_the_event_metadata(traces: dict[str, Any]) -> Non
     assert done["category"] == "host_offload"
     # the async line's in-flight spans are not ops
     assert not ops["name"].isin(["async-copy"]).any()
+    # ops run one at a time on a chip: each step's busy time is split exactly by category
+    steps = trace.device_steps()
+    categories = [f"{name}_s" for name in device_model.CATEGORIES]
+    assert ((steps[categories].sum(axis=1) - steps["busy_s"]).abs() < 1e-6).all()
 
 
 @pytest.mark.parametrize("name", XPLANES)
