@@ -217,34 +217,41 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     """
     import numpy as np
 
-    kinds = events["plane_kind"].astype(str).to_numpy()
-    on_device = kinds == "device"
-    hosts_with_devices = set(events.loc[on_device, "host"].astype(str))
-    host_rows = (kinds == "host") & ~events["host"].astype(str).isin(hosts_with_devices).to_numpy()
+    # Categorical comparisons and per-category lookups: astype(str) on every event is slow.
+    on_device = (events["plane_kind"] == "device").to_numpy()
+    hosts_with_devices = set(events.loc[on_device, "host"].astype(str).unique())
+    host_rows = (events["plane_kind"] == "host").to_numpy() & ~events["host"].isin(
+        hosts_with_devices
+    ).to_numpy()
     cpu_ops = host_rows & events["hlo_op"].notna().to_numpy()
     frame = events[on_device | cpu_ops].copy()
-    frame["device"] = frame["device"].astype(str)
-    frame["kind"] = [d.split(":", 1)[0].upper() for d in frame["device"]]
-    frame.loc[frame["plane_kind"].astype(str) == "host", ["device", "kind"]] = ["CPU", "CPU"]
-    line = frame["line"].astype(str)
+    host_plane = (frame["plane_kind"] == "host").to_numpy()
+    devices = np.array(frame["device"].astype(object).to_numpy(), dtype=object)
+    devices[host_plane] = "CPU"
+    frame["device"] = devices
+    kind_of = {d: str(d).split(":", 1)[0].upper() for d in set(devices)}
+    frame["kind"] = [kind_of[d] for d in devices]
+    line = frame["line"].astype(object)
     kind = frame["kind"].to_numpy()
     hlo_category = frame["hlo_category"].astype(object)
     cat = frame["args"].map(lambda a: a.get("cat") if isinstance(a, dict) else None)
     tpu = kind == "TPU"
+    op_lines = line.isin(TPU_OP_LINES).to_numpy()
     compute = np.where(
         tpu,
-        line.isin(TPU_OP_LINES).to_numpy() & ~hlo_category.isin(OFF_DUTY_CATEGORIES).to_numpy(),
+        op_lines & ~hlo_category.isin(OFF_DUTY_CATEGORIES).to_numpy(),
         ~line.isin(DERIVED_LINES).to_numpy() & ~cat.isin(_ANNOTATION_CATS).to_numpy(),
     )
     frame["compute"] = compute
-    frame["op_line"] = np.where(tpu, line.isin(TPU_OP_LINES).to_numpy(), compute)
+    frame["op_line"] = np.where(tpu, op_lines, compute)
+    names = frame["name"].astype(object)
     op = frame["hlo_op"].astype(object)
-    frame["op"] = op.where(op.notna(), frame["name"].astype(str))
+    frame["op"] = op.where(op.notna(), names)
     # TPU ops are categorized by their HLO category and text (the memory space of a copy is
     # in the shapes of the event name); GPU kernels by their op or kernel name.
-    text = frame["name"].astype(str).where(hlo_category.notna(), frame["op"].astype(str))
+    text = names.where(hlo_category.notna(), frame["op"])
     keys = list(zip(hlo_category.where(hlo_category.notna(), None), text, cat, strict=True))
-    labels = {key: categorize(*key) for key in set(keys)}
+    labels = {key: categorize(key[0], str(key[1]), key[2]) for key in set(keys)}
     frame["category"] = [labels[key] for key in keys]
     frame["time_ns"], frame["self_ns"] = _op_times(frame)
     return frame
@@ -447,13 +454,15 @@ def device_steps(
     events: pd.DataFrame,
     host_bounds: pd.DataFrame | None = None,
     frame: pd.DataFrame | None = None,
+    windows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per device and step: wall, busy, idle (s), duty and seconds per category."""
     import numpy as np
     import pandas as pd
 
     frame = device_events(_with_session(events)) if frame is None else frame
-    windows = step_windows(events, frame, host_bounds)
+    if windows is None:
+        windows = step_windows(events, frame, host_bounds)
     parts = []
     for (session, host, device), steps in windows.groupby(
         ["session", "host", "device"], observed=True, sort=True
@@ -523,6 +532,7 @@ def device_utilization(
     events: pd.DataFrame,
     host_bounds: pd.DataFrame | None = None,
     frame: pd.DataFrame | None = None,
+    windows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per device over the whole capture: span, busy, idle (s), duty cycle, seconds per
     category, and how many steps were found and how (``step_source``).
@@ -534,7 +544,8 @@ def device_utilization(
     import pandas as pd
 
     frame = device_events(_with_session(events)) if frame is None else frame
-    windows = step_windows(events, frame, host_bounds)
+    if windows is None:
+        windows = step_windows(events, frame, host_bounds)
     sources = windows.groupby(["session", "host", "device"], observed=True)
     rows = []
     for (session, host, device), group in frame.groupby(
@@ -782,12 +793,12 @@ def summarize_host(
 
     events = _with_session(events)
     frame = device_events(events)
-    steps = device_steps(events, host_bounds, frame=frame)
+    windows = step_windows(events, frame, host_bounds)
     return HostSummary(
         devices=devices if devices is not None else pd.DataFrame(),
-        steps=steps,
+        steps=device_steps(events, host_bounds, frame=frame, windows=windows),
         ops=device_ops(events, devices, frame=frame),
-        utilization=device_utilization(events, host_bounds, frame=frame),
+        utilization=device_utilization(events, host_bounds, frame=frame, windows=windows),
         tracing=tracing_vs_device(events, host_bounds, frame),
         events=len(events),
     )
