@@ -324,12 +324,7 @@ def _device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
         if not len(frame):
             continue
         host = str(frame["host"].iloc[0])
-        infos = frame.attrs.get("devices")
-        if infos is None:  # Chrome traces: device planes by name only
-            planes = frame.loc[frame["plane_kind"] == "device", "plane"].astype(str).unique()
-            infos = [
-                {"plane": p, "device": p.removeprefix("/device:"), "kind": "GPU"} for p in planes
-            ]
+        infos = frame.attrs.get("devices") or []
         rows += [{"session": session, "host": host, **info} for info in infos]
     table = pd.DataFrame(rows, columns=DEVICE_COLUMNS)
     return table

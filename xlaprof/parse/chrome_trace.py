@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 CHROME_SUFFIXES = (".trace.json.gz", ".trace.json", ".json.gz", ".json")
 
 
-def read_chrome_document(path: Path) -> list[dict[str, Any]]:
-    """The trace events of a Chrome trace file; a file that is not one raises ``BadCapture``."""
+def read_chrome_document(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The trace events of a Chrome trace file and its other top-level keys (Kineto's
+    ``deviceProperties``, ...); a file that is not one raises ``BadCapture``."""
     path = Path(path)
     opener: Any = gzip.open if path.name.endswith(".gz") else open
     try:
@@ -51,7 +52,12 @@ def read_chrome_document(path: Path) -> list[dict[str, Any]]:
     events = document.get("traceEvents") if isinstance(document, dict) else document
     if not isinstance(events, list):
         raise BadCapture(f"{path}: JSON without a traceEvents list, not a Chrome trace")
-    return [event for event in events if isinstance(event, dict)]
+    others = (
+        {k: v for k, v in document.items() if k != "traceEvents"}
+        if isinstance(document, dict)
+        else {}
+    )
+    return [event for event in events if isinstance(event, dict)], others
 
 
 def _number(value: Any) -> float | None:
@@ -92,7 +98,7 @@ def _plane_names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tup
 
 def chrome_trace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
     """Complete (``ph: X``) and begin/end (``B``/``E``) events of a Chrome trace."""
-    events = read_chrome_document(path)
+    events, others = read_chrome_document(path)
     planes, threads = _plane_names(events)
     timed = []
     for event in events:
@@ -118,7 +124,33 @@ def chrome_trace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
             _add(columns, planes, threads, begin, begin_ts, ts - begin_ts, base_us, event)
             continue
         _add(columns, planes, threads, event, ts, _number(event.get("dur")) or 0.0, base_us)
-    return events_frame(columns, host or host_from_filename(Path(path)))
+    frame = events_frame(columns, host or host_from_filename(Path(path)))
+    frame.attrs["devices"] = _devices(frame, others.get("deviceProperties"))
+    return frame
+
+
+def _devices(frame: pd.DataFrame, properties: Any) -> list[dict[str, Any]]:
+    """One entry per GPU plane with events, named from Kineto's ``deviceProperties``."""
+    named = {}
+    for device in properties if isinstance(properties, list) else []:
+        if isinstance(device, dict) and "id" in device:
+            named[str(device["id"])] = device
+    infos = []
+    planes = frame.loc[frame["plane_kind"] == "device", "plane"].astype(str).unique()
+    for plane in sorted(planes):
+        device = plane.removeprefix("/device:")
+        props = named.get(device.rpartition(":")[2], {})
+        infos.append(
+            {
+                "plane": plane,
+                "device": device,
+                "kind": "GPU",
+                "type": props.get("name"),
+                "peak_flops_per_s": None,
+                "peak_bytes_per_s": None,
+            }
+        )
+    return infos
 
 
 def _add(

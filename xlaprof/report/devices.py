@@ -81,9 +81,11 @@ def device_rows(trace: Trace) -> list[dict[str, str]]:
     utilization = trace.summary().utilization
     types = {}
     if trace.devices is not None and not trace.devices.empty:
-        types = {
-            (str(r.host), str(r.device)): r.type for r in trace.devices.itertuples(index=False)
-        }
+        for r in trace.devices.itertuples(index=False):
+            named = r.type if not _missing(r.type) else None
+            if named is None and not _missing(r.vendor):
+                named = f"{r.vendor} {r.kind}"
+            types[(str(r.host), str(r.device))] = named
     several_hosts = utilization["host"].nunique() > 1
     rows = []
     for row in utilization.itertuples(index=False):
@@ -113,6 +115,22 @@ def category_split(values: dict[str, Any], busy: Any) -> str:
     return ", ".join(
         f"{label} {seconds / busy:.0%}" for seconds, label in shares[:3] if seconds / busy >= 0.005
     )
+
+
+def step_note(trace: Trace) -> str | None:
+    """Say so when steps did not come from a Steps line or step markers (XProf's fallback)."""
+    sources = set(trace.summary().utilization["step_source"].dropna())
+    if "module executions" in sources:
+        return (
+            "No Steps line and no step markers in this capture: each device's steps are its "
+            "XLA module executions, as in XProf."
+        )
+    if "whole capture" in sources:
+        return (
+            "No Steps line, step markers or module executions in this capture: each device's "
+            "whole capture is one window (step —)."
+        )
+    return None
 
 
 def step_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
@@ -220,6 +238,10 @@ def render_console(console: Console, trace: Trace) -> None:
     steps = step_rows(trace)
     if steps:
         _table(console, "Device steps", steps)
+    note = step_note(trace)
+    if note:
+        console.print(f"[dim]{note}[/dim]")
+        console.print()
     ops = op_rows(trace)
     if ops:
         _table(console, "Top device ops (all devices)", ops)
@@ -271,9 +293,9 @@ def render_html(trace: Trace) -> str:
     ):
         if rows:
             sections.append(f"<h3>{html.escape(title)}</h3>{_html_table(rows)}")
-    verdict = tracing_verdict(trace)
-    if verdict:
-        sections.append(f"<p>{html.escape(verdict)}</p>")
+    for line in (step_note(trace), tracing_verdict(trace)):
+        if line:
+            sections.append(f"<p>{html.escape(line)}</p>")
     if len(sections) == 1 + len(trace.warnings):
         sections.append("<p>No device events in this trace.</p>")
     return "".join(sections)
