@@ -402,7 +402,7 @@ def _read_plane(plane: Any, columns: Columns) -> None:
         line_name = line.display_name or line.name
         columns.plane.extend([plane.name] * count)
         columns.line.extend([line_name] * count)
-        lookup = op_meta_index if line_name in OP_LINES else {}
+        lookup = {**meta_index, **op_meta_index} if line_name in OP_LINES else meta_index
         names, start, duration, args, meta = (
             columns.names,
             columns.start,
@@ -415,7 +415,7 @@ def _read_plane(plane: Any, columns: Columns) -> None:
             names.append(event_names.get(key, ""))
             start.append(base_ps + event.offset_ps)
             duration.append(event.duration_ps)
-            meta.append(lookup.get(key) or meta_index.get(key, 0))
+            meta.append(lookup.get(key, 0))
             if event.stats:
                 args.append(
                     {
@@ -452,28 +452,36 @@ def events_frame(columns: Columns, host: str) -> pd.DataFrame:
             "duration_ns": duration_ps / 1000.0,
         }
     )
-    meta_rows = columns.meta_rows
-    meta = np.asarray(columns.meta, dtype=np.int64) if columns.meta else None
-    values: dict[str, list[Any]] = {}
-    for key in (*_TEXT_STATS, *_NUMBER_STATS, "step_num"):
-        table = [row.get(key) for row in meta_rows]
-        if meta is not None and any(v is not None for v in table):
-            values[key] = [table[i] for i in meta.tolist()]
-        else:
-            values[key] = [None] * len(start_ns)
+    # Promoted stats: decoded once per event metadata (meta_rows), spread to events with one
+    # numpy take, then overridden by the event's own stats (an event's stat wins, as in XProf).
+    count = len(start_ns)
+    meta = np.asarray(columns.meta, dtype=np.int64) if columns.meta else np.zeros(0, np.int64)
+    text: dict[str, np.ndarray] = {}
+    for key in _TEXT_STATS:
+        table = [row.get(key) for row in columns.meta_rows]
+        table_array = np.array([None if v is None else str(v) for v in table], dtype=object)
+        text[key] = table_array[meta] if len(meta) == count else np.full(count, None, object)
+    numbers: dict[str, np.ndarray] = {}
+    for key in _NUMBER_STATS:
+        table = [row.get(key) for row in columns.meta_rows]
+        table_array = np.array([np.nan if v is None else float(v) for v in table], np.float64)
+        numbers[key] = table_array[meta] if len(meta) == count else np.full(count, np.nan)
+    step_num: list[Any] = [None] * count
+    promoted = {*_TEXT_STATS, *_NUMBER_STATS, "step_num"}
     for index, args in enumerate(columns.args):
         if args:
-            for key in values:
-                if key in args:
-                    values[key][index] = args[key]
+            for key in promoted.intersection(args):
+                value = args[key]
+                if key == "step_num":
+                    step_num[index] = None if value is None else int(value)
+                elif key in text:
+                    text[key][index] = None if value is None else str(value)
+                else:
+                    numbers[key][index] = np.nan if value is None else float(value)
     for key in _TEXT_STATS:
-        frame[key] = pd.Categorical([None if v is None else str(v) for v in values[key]])
-    frame["step_num"] = pd.array(
-        [None if v is None else int(v) for v in values["step_num"]], dtype="Int64"
-    )
+        frame[key] = pd.Categorical(text[key])
+    frame["step_num"] = pd.array(step_num, dtype="Int64")
     for key in _NUMBER_STATS:
-        frame[key] = np.array(
-            [np.nan if v is None else float(v) for v in values[key]], dtype=np.float64
-        )
+        frame[key] = numbers[key]
     frame["args"] = columns.args
     return frame.sort_values("start_ns", kind="stable", ignore_index=True)
