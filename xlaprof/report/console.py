@@ -71,11 +71,10 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
             console.print(Text(f"note: {warning}", style="yellow"))
         sources = []
     trace_only = part.trace is not None and not data.reports and data.debug.empty
-    if trace_only:
+    if trace_only:  # a capture: say what it holds instead of "0 metrics report(s)"
         from xlaprof.report.devices import capture_line
 
         console.print(Text.assemble(("xlaprof analyze ", "bold"), capture_line(part.trace)))
-        console.print()
         sources = []
     for source in sources:
         console.print(
@@ -86,28 +85,6 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
                 f"{source.debug_events} debug event(s))",
             )
         )
-    if not trace_only:
-        _summary(console, data)
-    if result.timeline is not None and len(result.timeline):
-        _timeline(console, result.timeline, data.warmup_steps)
-    if result.host_skew is not None and len(result.host_skew):
-        _skew(console, result.host_skew)
-    if result.trace is not None:
-        from xlaprof.report.devices import render_console
-
-        render_console(console, result.trace)
-    if not findings and trace_only:
-        console.print(
-            "[dim]No findings: a capture alone feeds the device tables above, not the "
-            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).[/dim]"
-        )
-    elif not findings:
-        console.print("[green]No findings: nothing here looks wrong.[/green]")
-    _findings(console, findings)
-    _source_warnings(console, sources, verbose)
-
-
-def _summary(console: Console, data: Any) -> None:
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
@@ -123,9 +100,21 @@ def _summary(console: Console, data: Any) -> None:
         summary.add_row(label, _fmt(value))
     console.print(summary)
     console.print()
+    if result.timeline is not None and len(result.timeline):
+        _timeline(console, result.timeline, data.warmup_steps)
+    if result.host_skew is not None and len(result.host_skew):
+        _skew(console, result.host_skew)
+    if result.trace is not None:
+        from xlaprof.report.devices import render_console
 
-
-def _findings(console: Console, findings: list[Any]) -> None:
+        render_console(console, result.trace)
+    if not findings and trace_only:
+        console.print(
+            "[dim]No findings: a capture alone feeds the device tables above, not the "
+            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).[/dim]"
+        )
+    elif not findings:
+        console.print("[green]No findings: nothing here looks wrong.[/green]")
     for index, finding in enumerate(findings, start=1):
         style = _STYLE[finding.severity]
         console.print(
@@ -150,9 +139,6 @@ def _findings(console: Console, findings: list[Any]) -> None:
         console.print(Text(f"   evidence: {evidence}", style="dim"))
         console.print(Text(f"   fix: {finding.suggestion}"))
         console.print()
-
-
-def _source_warnings(console: Console, sources: list[Any], verbose: bool) -> None:
     warnings = [(s.path, w) for s in sources for w in s.warnings]
     if warnings:
         if verbose:
