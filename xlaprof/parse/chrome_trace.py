@@ -31,8 +31,6 @@ from xlaprof.parse.xplane import Columns, events_frame, host_from_filename
 if TYPE_CHECKING:
     import pandas as pd
 
-CHROME_SUFFIXES = (".trace.json.gz", ".trace.json", ".json.gz", ".json")
-
 
 def read_chrome_document(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The trace events of a Chrome trace file and its other top-level keys (Kineto's
