@@ -35,6 +35,8 @@ class PartResult:
     findings: list[Finding]
     timeline: pd.DataFrame | None = None
     host_skew: pd.DataFrame | None = None
+    # The profiler trace (a capture, or a run directory's trace window): device tables.
+    trace: Trace | None = None
 
 
 def analyze_parts(parts: list[Part]) -> list[PartResult]:
@@ -58,6 +60,7 @@ def analyze_parts(parts: list[Part]) -> list[PartResult]:
             )
         if trace is not None and len(trace.hosts) > 1:
             result.host_skew = host_skew(trace.step_times())
+        result.trace = trace
         results.append(result)
     return results
 
@@ -138,12 +141,16 @@ class Analysis:
     """Everything xlaprof knows about one run (or one process of it)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], process: str | None = None, warmup_steps: int = 2
+        self,
+        path: str | os.PathLike[str],
+        process: str | None = None,
+        warmup_steps: int = 2,
+        session: str | None = None,
     ) -> None:
         from xlaprof.errors import RunDirError
         from xlaprof.load import load_parts
 
-        parts = load_parts([Path(path)], DEFAULT_MAX_INPUT_BYTES, warmup_steps)
+        parts = load_parts([Path(path)], DEFAULT_MAX_INPUT_BYTES, warmup_steps, session)
         if process is not None:
             parts = [p for p in parts if p.name == process]
             if not parts:
@@ -219,7 +226,9 @@ class Analysis:
             from xlaprof.analysis.trace import load_trace
 
             part = self.result.part
-            if part.trace is not None:
+            if self.result.trace is not None:
+                self._trace = self.result.trace
+            elif part.trace is not None:
                 self._trace = part.trace
             elif self.run is not None and self.run.trace_files():
                 window = self.run.info.trace_steps
@@ -227,6 +236,34 @@ class Analysis:
             else:
                 self._trace = None
         return self._trace
+
+    def device_steps(self) -> pd.DataFrame:
+        """Per device and step: wall, busy, idle, duty, seconds per category (traces only)."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.device_steps() if trace is not None else pd.DataFrame()
+
+    def device_ops(self) -> pd.DataFrame:
+        """Per device and op: occurrences, total/self time, FLOPs, bytes, rates, bound."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.device_ops() if trace is not None else pd.DataFrame()
+
+    def device_utilization(self) -> pd.DataFrame:
+        """Per device over the capture: span, busy, idle, duty cycle, per-category seconds."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.device_utilization() if trace is not None else pd.DataFrame()
+
+    def tracing_vs_device(self) -> pd.DataFrame:
+        """Per host step: lazy-tensor tracing time against device busy (tracing-bound?)."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.tracing_vs_device() if trace is not None else pd.DataFrame()
 
     def summary(self) -> dict[str, object]:
         from xlaprof.analysis.compare import run_summary
@@ -258,8 +295,12 @@ class Analysis:
     def plot_device_ops(self) -> go.Figure:
         from xlaprof.report import figures
 
-        trace = self.trace()
-        return figures.top_device_ops(None if trace is None else trace.events)
+        return figures.top_device_ops(self.device_ops())
+
+    def plot_device_steps(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.device_steps(self.device_steps())
 
     def plot_metric_deltas(self) -> go.Figure:
         from xlaprof.report import figures
