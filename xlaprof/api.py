@@ -2,10 +2,11 @@
 
 ``analyze_parts`` runs the analyzers on each loaded part and adds the step timeline and, for
 traces of several hosts, the per-host step-time skew; its ``PartResult`` list is what every
-renderer takes. ``analyze()`` is the one-call form, and ``Analysis`` the notebook facade: it
-loads once, then each method returns a DataFrame and each ``plot_*`` method a plotly figure
-(never shown here: display it, or ``fig.show()``), delegating in one line each, so notebooks and
-the HTML report show the same thing.
+renderer takes. ``analyze()`` is the one-call form, ``check()`` checks runs against CI budgets
+(docs/ci.md), and ``Analysis`` the notebook facade: it loads once, then each method returns a
+DataFrame and each ``plot_*`` method a plotly figure (never shown here: display it, or
+``fig.show()``), delegating in one line each, so notebooks and the HTML report show the same
+thing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+    from xlaprof.analysis.budgets import Budgets, CheckResult
     from xlaprof.analysis.trace import Trace
     from xlaprof.load import Part
 
@@ -34,6 +36,8 @@ class PartResult:
     findings: list[Finding]
     timeline: pd.DataFrame | None = None
     host_skew: pd.DataFrame | None = None
+    # The profiler trace (a capture, or a run directory's trace window): device tables.
+    trace: Trace | None = None
 
 
 def analyze_parts(
@@ -66,6 +70,7 @@ def analyze_parts(
             )
         if trace is not None and len(trace.hosts) > 1:
             result.host_skew = host_skew(trace.step_times())
+        result.trace = trace
         results.append(result)
     return results
 
@@ -82,6 +87,70 @@ def analyze(
     return [f for result in analyze_parts(parts, source_root) for f in result.findings]
 
 
+def check(
+    *runs: str | os.PathLike[str],
+    max_recompilations: int | None = None,
+    max_host_syncs_per_step: float | None = None,
+    max_fallback_ops: int | None = None,
+    allow_fallback: tuple[str, ...] | list[str] = (),
+    max_graphs: int | None = None,
+    forbid: tuple[str, ...] | list[str] = (),
+    baseline: str | os.PathLike[str] | None = None,
+    max_step_time_ratio: float | None = None,
+    max_compile_seconds: float | None = None,
+    warmup_steps: int | None = None,
+    allow_unmeasured: bool | None = None,
+    budget_file: str | os.PathLike[str] | None = None,
+) -> CheckResult:
+    """Check runs against budgets, as ``xlaprof check`` does: for pytest and scripts.
+
+    ``result = xlaprof.check("runs/ci", max_recompilations=0)``, then ``assert result.ok,
+    result``: ``str(result)`` lists each budget with its value, limit and verdict and, for a
+    failure, the finding that explains it at the user's source line. Budgets given here override
+    those of ``budget_file`` (a TOML file: its ``[tool.xlaprof.check]`` table, or its top level);
+    no pyproject.toml is read unless given. A budget whose figure the run did not measure fails
+    unless ``allow_unmeasured``. Bad input raises an ``XlaprofError`` (``BudgetError`` for
+    invalid budgets). The budgets are documented in docs/ci.md.
+    """
+    from xlaprof.analysis.budgets import Budgets
+
+    budgets = Budgets() if budget_file is None else Budgets.from_file(Path(budget_file))
+    budgets = budgets.updated(
+        max_recompilations=max_recompilations,
+        max_host_syncs_per_step=max_host_syncs_per_step,
+        max_fallback_ops=max_fallback_ops,
+        allow_fallback=tuple(allow_fallback),
+        max_graphs=max_graphs,
+        forbid=tuple(forbid),
+        baseline=None if baseline is None else Path(baseline),
+        max_step_time_ratio=max_step_time_ratio,
+        max_compile_seconds=max_compile_seconds,
+        warmup_steps=warmup_steps,
+        allow_unmeasured=allow_unmeasured,
+    )
+    return check_budgets([Path(r) for r in runs], budgets)
+
+
+def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
+    """Load ``paths`` (and the budgets' baseline), find what is wrong, check ``budgets``."""
+    from xlaprof.analysis.budgets import evaluate
+    from xlaprof.errors import BudgetError
+    from xlaprof.load import load_parts
+
+    budgets.validate()
+    if not paths:
+        raise BudgetError("no run to check")
+
+    def results(path: Path) -> list[PartResult]:
+        # Budgets read findings and per-step rows only: no trace is loaded, no timeline built.
+        parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
+        return [PartResult(part, run_analyzers(part.data)) for part in parts]
+
+    checked = [result for path in paths for result in results(path)]
+    baseline = None if budgets.baseline is None else results(budgets.baseline)
+    return evaluate(budgets, checked, baseline)
+
+
 class Analysis:
     """Everything xlaprof knows about one run (or one process of it)."""
 
@@ -90,13 +159,14 @@ class Analysis:
         path: str | os.PathLike[str],
         process: str | None = None,
         warmup_steps: int = 2,
+        session: str | None = None,
         source_root: str | os.PathLike[str] | None = None,
         warn: bool = True,
     ) -> None:
         from xlaprof.errors import RunDirError
         from xlaprof.load import load_parts
 
-        parts = load_parts([Path(path)], DEFAULT_MAX_INPUT_BYTES, warmup_steps)
+        parts = load_parts([Path(path)], DEFAULT_MAX_INPUT_BYTES, warmup_steps, session)
         if process is not None:
             parts = [p for p in parts if p.name == process]
             if not parts:
@@ -183,7 +253,9 @@ class Analysis:
             from xlaprof.analysis.trace import load_trace
 
             part = self.result.part
-            if part.trace is not None:
+            if self.result.trace is not None:
+                self._trace = self.result.trace
+            elif part.trace is not None:
                 self._trace = part.trace
             elif self.run is not None and self.run.trace_files():
                 window = self.run.info.trace_steps
@@ -191,6 +263,34 @@ class Analysis:
             else:
                 self._trace = None
         return self._trace
+
+    def device_steps(self) -> pd.DataFrame:
+        """Per device and step: wall, busy, idle, duty, seconds per category (traces only)."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.device_steps() if trace is not None else pd.DataFrame()
+
+    def device_ops(self) -> pd.DataFrame:
+        """Per device and op: occurrences, total/self time, FLOPs, bytes, rates, bound."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.device_ops() if trace is not None else pd.DataFrame()
+
+    def device_utilization(self) -> pd.DataFrame:
+        """Per device over the capture: span, busy, idle, duty cycle, per-category seconds."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.device_utilization() if trace is not None else pd.DataFrame()
+
+    def tracing_vs_device(self) -> pd.DataFrame:
+        """Per host step: lazy-tensor tracing time against device busy (tracing-bound?)."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.tracing_vs_device() if trace is not None else pd.DataFrame()
 
     def summary(self) -> dict[str, object]:
         from xlaprof.analysis.compare import run_summary
@@ -222,8 +322,13 @@ class Analysis:
     def plot_device_ops(self) -> go.Figure:
         from xlaprof.report import figures
 
-        trace = self.trace()
-        return figures.top_device_ops(None if trace is None else trace.events)
+        # No trace at all is "not captured", not "no device ops".
+        return figures.top_device_ops(self.device_ops() if self.trace() is not None else None)
+
+    def plot_device_steps(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.device_steps(self.device_steps() if self.trace() is not None else None)
 
     def plot_metric_deltas(self) -> go.Figure:
         from xlaprof.report import figures

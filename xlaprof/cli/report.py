@@ -20,25 +20,37 @@ import click
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--process", help="For a run of several processes: which one (folder name).")
 @click.option(
+    "--session",
+    metavar="NAME",
+    help="For a logdir with several profiling sessions: which one (default: the latest).",
+)
+@click.option(
     "--source-root",
     type=click.Path(path_type=Path, file_okay=False),
     help="Folder whose source files the report may quote (default: the run's recorded working "
     "directory, if it exists here). Files outside it are never read.",
 )
 def report(
-    path: Path, output: Path, force: bool, process: str | None, source_root: Path | None
+    path: Path,
+    output: Path,
+    force: bool,
+    process: str | None,
+    session: str | None,
+    source_root: Path | None,
 ) -> None:
-    """Write a self-contained HTML report of PATH (a run directory, log or trace logdir).
+    """Write a self-contained HTML report of PATH (a run directory, a log, a capture file or a
+    folder of captures).
 
     It works offline (plotly is embedded): findings with evidence and fixes, the step timeline,
     compilations over steps, top host regions and device ops, and metric deltas per step.
     """
     from xlaprof.api import Analysis
-    from xlaprof.cli.analyze import write_atomic
+    from xlaprof.cli.analyze import trace_notes, write_atomic
     from xlaprof.report.html import render
 
-    analysis = Analysis(path, process=process, source_root=source_root, warn=False)
+    analysis = Analysis(path, process=process, session=session, source_root=source_root, warn=False)
     if analysis.note:
         click.echo(f"xlaprof: {analysis.note}", err=True)
+    trace_notes(analysis.result.trace, path.name)
     write_atomic(output, render([analysis.result]), force)
     click.echo(str(output))

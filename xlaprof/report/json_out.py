@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.analysis.model import AnalysisInput
 from xlaprof.api import PartResult
@@ -18,19 +18,22 @@ from xlaprof.load import SourceInfo
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
 
+if TYPE_CHECKING:
+    from xlaprof.analysis.trace import Trace
+
 SCHEMA = "xlaprof.analysis/1"
 
 
-def _clean(value: Any) -> Any:
+def strict_json(value: Any) -> Any:
     """Strict JSON: NaN, infinities and pandas' NA become null (the one place this is done)."""
     if type(value).__name__ == "NAType":
         return None
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): strict_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [strict_json(v) for v in value]
     return value
 
 
@@ -100,19 +103,52 @@ def analysis_document(
     }
     if extra:
         document.update(extra)
-    return _clean(document)
+    return strict_json(document)
 
 
 def _records(frame: Any) -> list[dict[str, Any]] | None:
     if frame is None:
         return None
-    return frame.astype(object).to_dict(orient="records")  # NaN -> None in _clean
+    return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
+
+
+# The longest ops per document: a pod capture has thousands of distinct ops per device.
+MAX_DEVICE_OPS = 100
+
+
+def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
+    """The ``trace`` object: session, hosts, devices, per-device steps, top ops, tracing."""
+    from xlaprof.analysis.device import top_ops
+
+    summary = trace.summary()
+    devices = summary.utilization.merge(
+        trace.devices.drop(columns=["plane"], errors="ignore"),
+        on=["session", "host", "device", "kind"],
+        how="left",
+    )
+    ops = summary.ops.head(MAX_DEVICE_OPS)
+    return {
+        "path": path,
+        "session": trace.session,
+        "sessions": trace.sessions,
+        "hosts": trace.hosts,
+        "files": [str(f) for f in trace.files],
+        "warnings": trace.warnings,
+        "devices": _records(devices),
+        "device_steps": _records(summary.steps),
+        "device_ops": _records(ops),
+        "device_ops_total": len(summary.ops),
+        "top_ops": _records(top_ops(summary.ops, limit=20)),
+        "tracing": _records(summary.tracing),
+    }
 
 
 def result_document(result: PartResult) -> dict[str, Any]:
-    """One part's document: the contract plus ``timeline`` and ``host_skew`` when known."""
+    """One part's document: the contract plus ``timeline``, ``host_skew`` and ``trace``."""
     part = result.part
     extra = dict(part.extra)
+    if result.trace is not None:
+        extra["trace"] = trace_json(result.trace, (part.extra.get("trace") or {}).get("path"))
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:
