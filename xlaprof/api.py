@@ -143,8 +143,14 @@ def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
 
     def results(path: Path) -> list[PartResult]:
         # Budgets read findings and per-step rows only: no trace is loaded, no timeline built.
+        from xlaprof.analysis.sourcefiles import source_roots
+
         parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
-        return [PartResult(part, run_analyzers(part.data)) for part in parts]
+        checked = []
+        for part in parts:
+            with source_roots(part.run.info.cwd if part.run is not None else None):
+                checked.append(PartResult(part, run_analyzers(part.data)))
+        return checked
 
     checked = [result for path in paths for result in results(path)]
     baseline = None if budgets.baseline is None else results(budgets.baseline)
