@@ -107,10 +107,13 @@ def test_no_finding_when_repeats_are_few_or_tiny(
 
 
 def test_layer_stack_is_named_with_its_loop(tmp_path: Path) -> None:
+    from xlaprof.analysis.sourcefiles import source_roots
+
     model = tmp_path / "model.py"
     model.write_text(MODEL)
     data = AnalysisInput(graphs=[graph(hlo(24, 10, str(model), LAYER_LINE))])
-    (finding,) = unrolled_loop.analyze(data)
+    with source_roots(tmp_path):  # sources are read only under a source root (issue 16)
+        (finding,) = unrolled_loop.analyze(data)
     assert finding.kind == Kind.UNROLLED_LOOP
     assert finding.location == Location(str(model), LOOP_LINE)
     assert finding.evidence["repeats"] == 24 and finding.evidence["ops_per_block"] == 10

@@ -12,6 +12,7 @@ thing.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,13 +40,22 @@ class PartResult:
     trace: Trace | None = None
 
 
-def analyze_parts(parts: list[Part]) -> list[PartResult]:
+def analyze_parts(
+    parts: list[Part], source_root: str | os.PathLike[str] | None = None
+) -> list[PartResult]:
+    """Analyze each part. Source lines are read only under ``source_root`` (default: a run's
+    recorded working directory, if it exists here; see ``analysis/sourcefiles.py``)."""
     from xlaprof.analysis.hosts import host_skew
+    from xlaprof.analysis.sourcefiles import source_roots
     from xlaprof.analysis.timeline import step_timeline
 
     results = []
     for part in parts:
-        result = PartResult(part, run_analyzers(part.data))
+        root = source_root
+        if root is None and part.run is not None:
+            root = part.run.info.cwd
+        with source_roots(root):
+            result = PartResult(part, run_analyzers(part.data))
         trace = part.trace
         if trace is None and part.run is not None and part.run.trace_files():
             from xlaprof.analysis.trace import load_trace
@@ -65,12 +75,16 @@ def analyze_parts(parts: list[Part]) -> list[PartResult]:
     return results
 
 
-def analyze(*paths: str | os.PathLike[str], warmup_steps: int = 2) -> list[Finding]:
+def analyze(
+    *paths: str | os.PathLike[str],
+    warmup_steps: int = 2,
+    source_root: str | os.PathLike[str] | None = None,
+) -> list[Finding]:
     """Findings for report/log files, run directories or trace logdirs, most severe first."""
     from xlaprof.load import load_parts
 
     parts = load_parts([Path(p) for p in paths], DEFAULT_MAX_INPUT_BYTES, warmup_steps)
-    return [f for result in analyze_parts(parts) for f in result.findings]
+    return [f for result in analyze_parts(parts, source_root) for f in result.findings]
 
 
 def check(
@@ -129,8 +143,14 @@ def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
 
     def results(path: Path) -> list[PartResult]:
         # Budgets read findings and per-step rows only: no trace is loaded, no timeline built.
+        from xlaprof.analysis.sourcefiles import source_roots
+
         parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
-        return [PartResult(part, run_analyzers(part.data)) for part in parts]
+        checked = []
+        for part in parts:
+            with source_roots(part.run.info.cwd if part.run is not None else None):
+                checked.append(PartResult(part, run_analyzers(part.data)))
+        return checked
 
     checked = [result for path in paths for result in results(path)]
     baseline = None if budgets.baseline is None else results(budgets.baseline)
@@ -146,6 +166,8 @@ class Analysis:
         process: str | None = None,
         warmup_steps: int = 2,
         session: str | None = None,
+        source_root: str | os.PathLike[str] | None = None,
+        warn: bool = True,
     ) -> None:
         from xlaprof.errors import RunDirError
         from xlaprof.load import load_parts
@@ -157,7 +179,17 @@ class Analysis:
                 raise RunDirError(f"{path}: no process run named {process!r}")
         self.path = Path(path)
         self.processes = [p.name for p in parts]
-        self.result: PartResult = analyze_parts(parts[:1])[0]
+        # A run of several processes: one is analyzed here, and the user is told which.
+        self.note: str | None = None
+        if len(parts) > 1:
+            self.note = (
+                f"{path} holds {len(parts)} process runs ({', '.join(self.processes[:8])}"
+                f"{', ...' if len(parts) > 8 else ''}): showing {parts[0].name} only; "
+                "pass process=NAME (--process NAME) for another"
+            )
+            if warn:
+                warnings.warn(self.note, stacklevel=2)
+        self.result: PartResult = analyze_parts(parts[:1], source_root)[0]
 
     @classmethod
     def from_result(cls, result: PartResult) -> Analysis:
@@ -165,6 +197,7 @@ class Analysis:
         analysis = cls.__new__(cls)
         analysis.path = Path(result.part.sources[0].path if result.part.sources else ".")
         analysis.processes = [result.part.name]
+        analysis.note = None
         analysis.result = result
         return analysis
 
@@ -295,12 +328,13 @@ class Analysis:
     def plot_device_ops(self) -> go.Figure:
         from xlaprof.report import figures
 
-        return figures.top_device_ops(self.device_ops())
+        # No trace at all is "not captured", not "no device ops".
+        return figures.top_device_ops(self.device_ops() if self.trace() is not None else None)
 
     def plot_device_steps(self) -> go.Figure:
         from xlaprof.report import figures
 
-        return figures.device_steps(self.device_steps())
+        return figures.device_steps(self.device_steps() if self.trace() is not None else None)
 
     def plot_metric_deltas(self) -> go.Figure:
         from xlaprof.report import figures

@@ -11,7 +11,9 @@ runs (one per rank); each is analyzed on its own, since steps and warm-up are pe
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +29,11 @@ from xlaprof.errors import (
     InputUnreadable,
     RunDirError,
 )
-from xlaprof.parse.debug_log import parse_debug_log
-from xlaprof.parse.metrics_report import ParseWarning, parse_metrics_report
+from xlaprof.parse.debug_log import DebugLog, parse_debug_log
+from xlaprof.parse.metrics_report import MetricsParser, MetricsParseResult, ParseWarning
 from xlaprof.parse.units import format_bytes
 from xlaprof.rundir.reader import Run, find_runs, load_runs
+from xlaprof.safeio import UnsafeFile, iter_lines
 
 DEFAULT_MAX_INPUT_BYTES = 256 * 1024**2
 _SNIFF_BYTES = 8192
@@ -49,8 +52,8 @@ class SourceInfo:
     warnings: list[ParseWarning] = field(default_factory=list)
 
 
-def read_text(path: Path, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> str:
-    """Read a text input, raising the error that says what is wrong with it."""
+def _check_path(path: Path, max_bytes: int) -> int:
+    """Raise the error that says what is wrong with ``path`` as a text input; its size."""
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -66,19 +69,68 @@ def read_text(path: Path, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> str:
             f"{path}: {format_bytes(stat.st_size)} is over the {format_bytes(max_bytes)} limit; "
             f"pass --max-size {_size_hint(stat.st_size)} to read it anyway"
         )
+    return stat.st_size
+
+
+def _open_text(path: Path, max_bytes: int) -> Iterator[bytes]:
+    """The lines of ``path``, after the checks a text input must pass (binary, empty, FIFO)."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read(max_bytes + 1)
+        lines = iter_lines(path, limit=max_bytes)
+        first = next(lines, b"")
     except PermissionError:
         raise InputUnreadable(f"{path}: permission denied") from None
+    except UnsafeFile:
+        raise InputUnreadable(f"{path}: not a regular file (a FIFO or a device?)") from None
     except OSError as error:
         raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
+    head = [first]
+    size = len(first)
+    while size < _SNIFF_BYTES and (line := next(lines, None)) is not None:
+        head.append(line)
+        size += len(line)
+    block = b"".join(head)[:_SNIFF_BYTES]
+    if b"\x00" in block or _replacement_share(block) > _BINARY_REPLACEMENT_SHARE:
+        raise InputNotText(f"{path}: binary data, not a metrics report or PT_XLA_DEBUG log")
+    return itertools.chain(head, lines)
+
+
+def read_text(path: Path, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> str:
+    """Read a (small) text input whole, raising the error that says what is wrong with it."""
+    _check_path(path, max_bytes)
+    data = b"".join(_open_text(path, max_bytes))
     if not data.strip():
         raise InputEmpty(f"{path}: the file is empty")
-    head = data[:_SNIFF_BYTES]
-    if b"\x00" in head or _replacement_share(head) > _BINARY_REPLACEMENT_SHARE:
-        raise InputNotText(f"{path}: binary data, not a metrics report or PT_XLA_DEBUG log")
     return data.decode("utf-8", errors="replace")
+
+
+def parse_text_file(
+    path: Path, max_bytes: int = DEFAULT_MAX_INPUT_BYTES
+) -> tuple[MetricsParseResult, DebugLog]:
+    """Both parsers over one file in one streamed pass: memory follows what is kept, not size.
+
+    Lines are split on ``\\n`` only, so line numbers (and byte offsets) agree with other tools.
+    """
+    _check_path(path, max_bytes)
+    lines = _open_text(path, max_bytes)
+    metrics = MetricsParser()
+    blank = True
+
+    def decoded() -> Iterator[str]:
+        nonlocal blank
+        for lineno, raw in enumerate(lines, start=1):
+            if blank and raw.strip():
+                blank = False
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            metrics.line(lineno, text)
+            yield text
+
+    try:
+        debug = parse_debug_log(decoded())
+    except OSError as error:
+        raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
+    if blank:
+        raise InputEmpty(f"{path}: the file is empty")
+    return metrics.finish(), debug
 
 
 def _replacement_share(block: bytes) -> float:
@@ -99,9 +151,7 @@ def load_text_inputs(
     data = AnalysisInput()
     sources = []
     for path in paths:
-        text = read_text(path, max_bytes)
-        metrics = parse_metrics_report(text)
-        debug = parse_debug_log(text)
+        metrics, debug = parse_text_file(path, max_bytes)
         kinds = []
         if metrics.reports:
             kinds.append("metrics_report")
@@ -118,7 +168,7 @@ def load_text_inputs(
             SourceInfo(
                 path=os.fspath(path),
                 kinds=kinds,
-                reports=len(metrics.reports),
+                reports=metrics.reports_seen,
                 debug_events=len(debug.events),
                 warnings=metrics.warnings + debug.warnings,
             )
@@ -211,11 +261,11 @@ def _run_summary(run: Run) -> dict[str, Any]:
         "status": info.status,
         "exit_code": info.exit_code,
         "detail": info.detail,
-        "steps_recorded": info.steps_recorded,
+        "steps_recorded": run.steps_recorded,
         "device_kind": info.device_kind,
         "device_count": info.device_count,
         "rank": info.rank,
         "torch_xla_version": info.torch_xla_version,
         "traces": [str(p) for p in run.trace_files()],
-        "warnings": info.warnings,
+        "warnings": [*info.warnings, *run.load_warnings],
     }

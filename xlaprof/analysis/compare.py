@@ -6,10 +6,13 @@ fix is never called an improvement without the numbers showing it.
 
 from __future__ import annotations
 
+import re
 import statistics
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.analysis.model import AnalysisInput
+from xlaprof.findings import Finding
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,3 +93,40 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["metric", "unit", "before", "after", "ratio", "change"])
+
+
+def _shape(title: str) -> str:
+    """A title with its numbers blanked: the same finding with other figures matches."""
+    return re.sub(r"\d+(?:[.,]\d+)*", "#", title)
+
+
+def match_findings(before: list[Finding], after: list[Finding]) -> tuple[list[str], list[str]]:
+    """Titles of findings gone in ``after`` and new in it.
+
+    Findings are matched as a multiset, first on (kind, location, title with numbers blanked),
+    then on (kind, location) alone: a finding whose figures changed is neither gone nor new.
+    Findings without a location are matched the same way, so two of one kind never collapse
+    into one (as keying by (kind, location) in a dict did).
+    """
+    pending_before = list(before)
+    pending_after = list(after)
+    keys: tuple[Callable[[Finding], tuple[Any, ...]], ...] = (
+        lambda f: (f.kind, str(f.location), _shape(f.title)),
+        lambda f: (f.kind, str(f.location)),
+    )
+    for key in keys:
+        unmatched = []
+        available: dict[tuple[Any, ...], list[Finding]] = {}
+        for finding in pending_after:
+            available.setdefault(key(finding), []).append(finding)
+        for finding in pending_before:
+            candidates = available.get(key(finding))
+            if candidates:
+                candidates.pop(0)
+            else:
+                unmatched.append(finding)
+        pending_before = unmatched
+        pending_after = [f for group in available.values() for f in group]
+        order = {id(f): i for i, f in enumerate(after)}
+        pending_after.sort(key=lambda f: order[id(f)])
+    return [f.title for f in pending_before], [f.title for f in pending_after]

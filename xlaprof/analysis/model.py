@@ -118,11 +118,8 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
         debug=run.debug_log(),
         steps=run.step_rows(),
         warmup_steps=warmup_steps,
-        regions=[
-            RegionRow(int(r["step"]), str(r["name"]), int(r["calls"]), float(r["seconds"]))
-            for r in run.regions()
-        ],
-        host_samples={int(r["step"]): dict(r["samples"]) for r in run.host_samples()},
+        regions=run.region_rows(),
+        host_samples=run.host_sample_map(),
         cxx11_abi=run.info.cxx11_abi,
         graphs=run.graphs(),
         device_memory=run.info.device_memory,

@@ -14,6 +14,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from xlaprof.analysis.sourcefiles import current_roots, read_source
+
 log = logging.getLogger(__name__)
 
 _CONTAINERS = ("ModuleList", "Sequential")
@@ -33,23 +35,34 @@ class LayerStack:
     owner_method: str | None  # the method holding the loop, e.g. "forward"
 
 
-@functools.lru_cache(maxsize=64)
 def _tree(file: str) -> ast.Module | None:
+    return _parsed(file, current_roots())
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(file: str, roots: tuple[Path, ...]) -> ast.Module | None:
+    text = read_source(file, roots)  # None outside the source roots (sourcefiles.py)
+    if text is None:
+        return None
     try:
-        return ast.parse(Path(file).read_text(), filename=file)
-    except (OSError, SyntaxError, ValueError) as error:
+        return ast.parse(text, filename=file)
+    except (SyntaxError, ValueError, RecursionError) as error:
         log.debug("no syntax tree for %s: %s", file, error)
         return None
 
 
-@functools.lru_cache(maxsize=64)
 def source_line(file: str, line: int) -> str | None:
-    """The text of one source line, stripped, if the file is readable."""
-    try:
-        lines = Path(file).read_text().splitlines()
-    except OSError as error:
-        log.debug("source line %s:%s unreadable: %s", file, line, error)
+    """The text of one source line, stripped, if the file may be read (see sourcefiles.py)."""
+    return _source_line(file, line, current_roots())
+
+
+@functools.lru_cache(maxsize=64)
+def _source_line(file: str, line: int, roots: tuple[Path, ...]) -> str | None:
+    text = read_source(file, roots)
+    if text is None:
+        log.debug("source line %s:%s not readable here", file, line)
         return None
+    lines = text.split("\n")
     return lines[line - 1].strip() if 0 < line <= len(lines) else None
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlaprof.errors import CaptureEmpty, NothingListening
+from xlaprof.errors import CaptureEmpty, CaptureError, NothingListening
 
 CONNECT_TIMEOUT_SECONDS = 2.0
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min)?\s*$")
@@ -134,6 +134,7 @@ def capture(
     ``NothingListening`` at once for a closed address, ``CaptureEmpty`` when a host's capture
     has no events after ``retries`` more attempts, ``CaptureError`` otherwise.
     """
+    _check_client()
     for service in services:
         probe(service)
     out.mkdir(parents=True, exist_ok=True)
@@ -143,6 +144,7 @@ def capture(
         "delay_ms": 0,
     }
     last_problem = ""
+    failed = False
     for attempt in range(retries + 1):
         before = set(out.glob("plugins/profile/*"))
         failure: list[BaseException] = []
@@ -172,10 +174,16 @@ def capture(
         if not failure and not empty:
             return files
         last_problem = _explain(failure, empty, log_text)
+        failed = bool(failure) and not _says_empty(failure[0])
         for session in sessions:  # an empty or partial session is no use to anyone
             for path in session.iterdir():
                 path.unlink()
             session.rmdir()
+    if failed:
+        # The client itself failed (not an empty trace): code 13, with its own words.
+        raise CaptureError(
+            f"{','.join(map(str, services))}: {last_problem} after {retries + 1} attempt(s)"
+        )
     raise CaptureEmpty(
         f"{','.join(map(str, services))}: {last_problem} after {retries + 1} attempt(s). "
         "Capture while the job runs steps: after warm-up compiles, with a --duration that "
@@ -183,17 +191,45 @@ def capture(
     )
 
 
+def _check_client() -> None:
+    """The capture client is XProf's library: say so plainly when it is not installed."""
+    try:
+        from xprof.convert import _pywrap_profiler_plugin  # noqa: F401
+    except (ImportError, OSError) as error:
+        raise CaptureError(
+            f"XProf's capture client cannot be loaded ({error}); install it "
+            "with `pip install xprof`"
+        ) from None
+
+
+def trace_file_of(path: Path) -> str:
+    """The ``host_port`` stem of a capture's trace file (``host_9012.xplane.pb``)."""
+    return path.name.removesuffix(".xplane.pb")
+
+
 def _has_events(files: list[Path], service: Service) -> bool:
     for path in files:
-        if path.name.startswith(service.file_stem) and _count_events(path) > 0:
+        # Exact match: host_901 must not take host_9012.xplane.pb for its own.
+        if trace_file_of(path) == service.file_stem and _count_events(path) > 0:
             return True
     return False
+
+
+# How XProf's client words a capture that ran but collected nothing (an idle job): that is an
+# empty capture (15), not a failure of the client (13).
+_EMPTY_WORDS = ("did not have trace data", "no responses from clients", "no trace")
+
+
+def _says_empty(error: BaseException) -> bool:
+    return any(words in str(error).lower() for words in _EMPTY_WORDS)
 
 
 def _explain(failure: list[BaseException], empty: list[Service], log_text: str) -> str:
     if failure:
         message = str(failure[0]).splitlines()[0] if str(failure[0]) else type(failure[0]).__name__
-        return f"the capture came back empty ({message})"
+        if _says_empty(failure[0]):
+            return f"the capture came back empty ({message})"
+        return f"the capture client failed ({message})"
     hosts = ", ".join(map(str, empty))
     hint = next((line for line in log_text.splitlines() if "UNAVAILABLE" in line), "")
     return f"no events from {hosts}" + (f" ({hint.strip()[:160]})" if hint else "")

@@ -14,6 +14,7 @@ This package is what the training process loads: it imports nothing of ``xlaprof
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import platform
@@ -97,6 +98,7 @@ class Session:
         self.finished = False
         self.recording = False
         self.step_index = 0
+        self._info_written = 0.0  # monotonic time run.json was last rewritten mid-run
         self.user_steps = False
         self.user_label: int | None = None
         self.step_start = 0.0
@@ -236,6 +238,11 @@ class Session:
                 self._samples_file.write(json.dumps({"step": row.step, "samples": counts}) + "\n")
         self.step_index += 1
         self.info.steps_recorded = self.step_index
+        if time.monotonic() - self._info_written >= 1.0:  # run.json current to within 1 s
+            self._info_written = time.monotonic()
+            # A full disk must not stop training; finish() writes run.json again anyway.
+            with contextlib.suppress(OSError):
+                write_info(self.directory, self.info)
         self.user_label = None
         if self.trace_steps is not None and self.window is not None:
             if self.step_index == self.trace_steps[0] and not self.window.tracing:

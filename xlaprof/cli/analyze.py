@@ -50,6 +50,12 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
     type=click.IntRange(min=0),
     help="Steps whose compilations count as warm-up (run directories).",
 )
+@click.option(
+    "--source-root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder whose source files findings may quote (default: the run's recorded working "
+    "directory, if it exists here). Files outside it are never read.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="List every line that could not be read.")
 @click.option(
     "--session",
@@ -63,6 +69,7 @@ def analyze(
     force: bool,
     max_size: int,
     warmup_steps: int,
+    source_root: Path | None,
     verbose: bool,
     session: str | None,
 ) -> None:
@@ -77,7 +84,8 @@ def analyze(
     from xlaprof.load import load_parts
     from xlaprof.report import json_out
 
-    results = analyze_parts(load_parts(list(paths), max_size, warmup_steps, session))
+    parts = load_parts(list(paths), max_size, warmup_steps, session)
+    results = analyze_parts(parts, source_root)
     for result in results:
         trace_notes(result.trace, result.part.name)
     if as_json or output is not None:

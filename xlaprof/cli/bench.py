@@ -2,31 +2,58 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
 from xlaprof.errors import OffloadNotMeasured
 
-_TARGET_HELP = "TARGET is path/to/module.py:factory or package.module:factory"
 
-
-def _options(function):  # type: ignore[no-untyped-def]
-    for option in reversed(
-        [
-            click.argument("target"),
-            click.option("--steps", default=5, show_default=True, type=click.IntRange(1)),
-            click.option("--warmup", default=2, show_default=True, type=click.IntRange(1)),
-            click.option("--backward/--no-backward", default=True, show_default=True),
+def _options(function=None, *, repeats: bool = True):  # type: ignore[no-untyped-def]
+    """The options every bench subcommand takes (``--repeats`` only where it is used)."""
+    if function is None:
+        return lambda f: _options(f, repeats=repeats)
+    options = [
+        click.argument("target"),
+        click.option(
+            "--steps",
+            default=5,
+            show_default=True,
+            type=click.IntRange(1),
+            help="Measured steps per run, after the warm-up steps.",
+        ),
+        click.option(
+            "--warmup",
+            default=2,
+            show_default=True,
+            type=click.IntRange(1),
+            help="Steps run first and not measured (they compile).",
+        ),
+        click.option(
+            "--backward/--no-backward",
+            default=True,
+            show_default=True,
+            help="Run the backward pass too (loss.backward() each step).",
+        ),
+    ]
+    if repeats:
+        options.append(
             click.option(
                 "--repeats",
                 default=1,
                 show_default=True,
                 type=click.IntRange(1, 20),
-                help="scan/remat: run each side this many times (fresh processes); medians.",
-            ),
+                help="Run each side this many times (fresh processes) and compare medians.",
+            )
+        )
+    for option in reversed(
+        [
+            *options,
             click.option(
                 "--out",
                 type=click.Path(path_type=Path, file_okay=False),
@@ -43,7 +70,40 @@ def _out(out: Path | None, kind: str) -> Path:
     return out or Path("runs") / time.strftime(f"bench-{kind}-%Y%m%d-%H%M%S")
 
 
-def _show(result, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def _check_target(target: str) -> None:
+    """Refuse a TARGET that cannot name a factory before any process starts (exit 17)."""
+    from xlaprof.errors import TargetError
+
+    module_part, sep, name = target.rpartition(":")
+    if not sep or not module_part or not name.isidentifier():
+        raise TargetError(f"{target}: expected module.py:factory or package.module:factory")
+    if module_part.endswith(".py") and not Path(module_part).is_file():
+        raise TargetError(f"{module_part}: no such file")
+
+
+@contextlib.contextmanager
+def _cleaned_on_failure(out: Path) -> Iterator[Path]:
+    """Remove the bench folder if this try created it and failed before any result.
+
+    A failed try must not leave ``runs/bench-*/before/`` behind each time; a folder the user
+    named that existed before is never touched.
+    """
+    from xlaprof.errors import FixFailed, TargetError
+
+    created = None  # the outermost folder of ``out`` that this try creates
+    for folder in (out, *out.parents):
+        if folder.exists():
+            break
+        created = folder
+    try:
+        yield out
+    except (TargetError, FixFailed):
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+
+
+def _show(result, as_json: bool, options: str = "") -> None:  # type: ignore[no-untyped-def]
     import json
 
     from rich.console import Console
@@ -55,9 +115,8 @@ def _show(result, as_json: bool) -> None:  # type: ignore[no-untyped-def]
         return
     console = Console(highlight=False)
     labels = {"cache": ("first run", "second run")}.get(result.kind, ("before", result.kind))
-    comparison_table(
-        console, result.comparison, f"xlaprof bench {result.kind} {result.target}", labels
-    )
+    title = f"xlaprof bench {result.kind} {result.target}{options}"
+    comparison_table(console, result.comparison, title, labels)
     if result.numerics is not None:
         state = "agree" if result.numerics["ok"] else "DISAGREE"
         console.print(
@@ -90,18 +149,31 @@ def _fix(
     from xlaprof.errors import NumericsMismatch
     from xlaprof.fixes.bench import bench_fix
 
-    result = bench_fix(
-        kind,
-        target,
-        _out(out, kind),
-        layers=layers,
-        steps=steps,
-        warmup=warmup,
-        backward=backward,
-        layer_pure=layer_pure,
-        repeats=repeats,
+    _check_target(target)
+    with _cleaned_on_failure(_out(out, kind)) as folder:
+        result = bench_fix(
+            kind,
+            target,
+            folder,
+            layers=layers,
+            steps=steps,
+            warmup=warmup,
+            backward=backward,
+            layer_pure=layer_pure,
+            repeats=repeats,
+        )
+    # The header echoes the options that change what was measured.
+    echoed = "".join(
+        flag
+        for flag, on in (
+            (f" --layers {layers}", layers),
+            (" --layer-pure", layer_pure),
+            (" --no-backward", not backward),
+            (f" --repeats {repeats}", repeats > 1),
+        )
+        if on
     )
-    _show(result, as_json)
+    _show(result, as_json, echoed)
     if result.numerics is not None and not result.numerics["ok"]:
         why = {
             "scan": "the layers are not interchangeable (not homogeneous), so scan_layers does "
@@ -125,11 +197,11 @@ def scan(target, steps, warmup, backward, repeats, out, as_json, layers, layer_p
     """Run TARGET as written and with its layer stack through scan_layers.
 
     Reports compile time, compilations, graph size, step time, tracing time and a numerical
-    check of outputs and gradients; exits non-zero when they disagree."""
+    check of outputs and gradients; exits non-zero when they disagree.
+
+    TARGET is path/to/module.py:factory or package.module:factory.
+    """
     _fix("scan", target, steps, warmup, backward, out, as_json, layers, layer_pure, repeats)
-
-
-scan.help = (scan.help or "") + "\n\n" + _TARGET_HELP
 
 
 @bench.command()
@@ -143,8 +215,8 @@ def remat(target, steps, warmup, backward, repeats, out, as_json, layers) -> Non
 
 
 @bench.command()
-@_options
-def offload(target, steps, warmup, backward, repeats, out, as_json) -> None:  # type: ignore[no-untyped-def]
+@_options(repeats=False)
+def offload(target, steps, warmup, backward, out, as_json) -> None:  # type: ignore[no-untyped-def]
     """Host offload of activations: first probe whether the backend has host memory."""
     import json
 
@@ -180,10 +252,12 @@ def offload(target, steps, warmup, backward, repeats, out, as_json) -> None:  # 
 
 
 @bench.command()
-@_options
-def cache(target, steps, warmup, backward, repeats, out, as_json) -> None:  # type: ignore[no-untyped-def]
+@_options(repeats=False)
+def cache(target, steps, warmup, backward, out, as_json) -> None:  # type: ignore[no-untyped-def]
     """Run TARGET twice with a persistent compilation cache; compare the second to the first."""
     from xlaprof.fixes.bench import bench_cache
 
-    result = bench_cache(target, _out(out, "cache"), steps=steps, warmup=warmup, backward=backward)
+    _check_target(target)
+    with _cleaned_on_failure(_out(out, "cache")) as folder:
+        result = bench_cache(target, folder, steps=steps, warmup=warmup, backward=backward)
     _show(result, as_json)

@@ -50,8 +50,21 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
     type=click.IntRange(0, 20),
     help="Capture again this many times if a host's trace comes back empty.",
 )
-@click.option("--host-tracer-level", default=2, show_default=True, type=click.IntRange(1, 3))
-@click.option("--device-tracer-level", default=1, show_default=True, type=click.IntRange(0, 1))
+@click.option(
+    "--host-tracer-level",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 3),
+    help="Host (CPU) events to record: 1 user annotations only, 2 also high-level runtime "
+    "events, 3 everything (verbose, larger traces).",
+)
+@click.option(
+    "--device-tracer-level",
+    default=1,
+    show_default=True,
+    type=click.IntRange(0, 1),
+    help="Device (TPU/GPU) events: 1 on, 0 off.",
+)
 def capture(
     services,
     duration: float,

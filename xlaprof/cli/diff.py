@@ -18,20 +18,15 @@ def diff(before: Path, after: Path, as_json: bool) -> None:
 
     from rich.console import Console
 
+    from xlaprof.analysis.compare import match_findings
     from xlaprof.api import Analysis
 
-    a, b = Analysis(before), Analysis(after)
+    a, b = Analysis(before, warn=False), Analysis(after, warn=False)
+    for note in (a.note, b.note):
+        if note:
+            click.echo(f"xlaprof: {note}", err=True)
     table = a.compare(b)
-
-    def keys(analysis: Analysis) -> dict[tuple[str, str | None], str]:
-        return {
-            (f.kind.value, None if f.location is None else str(f.location)): f.title
-            for f in analysis.result.findings
-        }
-
-    old, new = keys(a), keys(b)
-    gone = [old[k] for k in old if k not in new]
-    came = [new[k] for k in new if k not in old]
+    gone, came = match_findings(a.result.findings, b.result.findings)
     if as_json:
         rows = table.astype(object).where(table.notna(), None).to_dict(orient="records")
         document = {

@@ -24,7 +24,20 @@ import click
     metavar="NAME",
     help="For a logdir with several profiling sessions: which one (default: the latest).",
 )
-def report(path: Path, output: Path, force: bool, process: str | None, session: str | None) -> None:
+@click.option(
+    "--source-root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder whose source files the report may quote (default: the run's recorded working "
+    "directory, if it exists here). Files outside it are never read.",
+)
+def report(
+    path: Path,
+    output: Path,
+    force: bool,
+    process: str | None,
+    session: str | None,
+    source_root: Path | None,
+) -> None:
     """Write a self-contained HTML report of PATH (a run directory, a log, a capture file or a
     folder of captures).
 
@@ -35,7 +48,9 @@ def report(path: Path, output: Path, force: bool, process: str | None, session: 
     from xlaprof.cli.analyze import trace_notes, write_atomic
     from xlaprof.report.html import render
 
-    analysis = Analysis(path, process=process, session=session)
+    analysis = Analysis(path, process=process, session=session, source_root=source_root, warn=False)
+    if analysis.note:
+        click.echo(f"xlaprof: {analysis.note}", err=True)
     trace_notes(analysis.result.trace, path.name)
     write_atomic(output, render([analysis.result]), force)
     click.echo(str(output))

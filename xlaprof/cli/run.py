@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import click
 
-from xlaprof.errors import CommandNotFound
+from xlaprof.cli import INTERRUPTED_EXIT
+from xlaprof.errors import CommandNotFound, RunDirError
+
+# Set in the job's environment; each run directory records it (run.json "env").
+ENV_LAUNCH = "XLAPROF_LAUNCH_ID"
 
 
 def _window(_ctx: click.Context, _param: click.Parameter, value: str | None):
@@ -105,40 +112,58 @@ def run(
         # torch_xla reads these when it is imported: they must be set before Python starts.
         env["XLA_IR_DEBUG"] = "1"
         env["XLA_HLO_DEBUG"] = "1"
-    started = time.time()
-    try:
-        child = subprocess.Popen(list(command), env=env)
-    except (FileNotFoundError, PermissionError) as error:
-        raise CommandNotFound(f"{command[0]}: cannot be started ({error.strerror})") from None
+    # Runs of this launch carry its id (run.json records XLAPROF_* variables), so runs another
+    # `xlaprof run` writes into the same --out at the same time are never touched here.
+    launch = uuid.uuid4().hex
+    env[ENV_LAUNCH] = launch
+    with _SignalForwarder() as forwarder:
+        try:
+            child = subprocess.Popen(list(command), env=env)
+        except (FileNotFoundError, PermissionError) as error:
+            raise CommandNotFound(f"{command[0]}: cannot be started ({error.strerror})") from None
+        returncode = forwarder.wait(child)
 
-    # Ctrl-C in a terminal reaches the script directly (same process group); a SIGTERM sent to
-    # xlaprof (a scheduler stopping the job) is passed on so the script can end its run cleanly.
-    previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    previous_term = signal.signal(signal.SIGTERM, lambda signum, _f: child.send_signal(signum))
-    try:
-        returncode = child.wait()
-    finally:
-        signal.signal(signal.SIGINT, previous_int)
-        signal.signal(signal.SIGTERM, previous_term)
+    from xlaprof.rundir.reader import Run
 
     runs = []
+    statuses = []
     for directory in find_runs(out):
-        info: RunInfo = read_info(directory)
-        if info.started is None or info.started < started - 1:
-            continue  # an earlier run into the same folder
+        try:
+            info: RunInfo = read_info(directory)
+        except RunDirError:
+            continue  # not ours to judge (another launch's, or damaged)
+        if info.env.get(ENV_LAUNCH) != launch:
+            continue  # an earlier run, or another launch's into the same folder
         runs.append(directory)
         if info.pid == child.pid:
             _record_exit(info, returncode)
-            write_info(directory, info)
         elif info.status == "running":
             info.status = "killed"
             info.detail = "the process ended without finishing its run"
-            write_info(directory, info)
+        else:
+            statuses.append(info.status)
+            continue
+        # Counts as steps.jsonl has them: a killed process never wrote its final run.json.
+        info.steps_recorded = Run(directory, info).steps_recorded
+        statuses.append(info.status)
+        write_info(directory, info)
+    code = exit_code(returncode, statuses, forwarder.interrupted)
     if not quiet:
         if runs:
             click.echo(
                 f"xlaprof: {len(runs)} process run(s) written to {out}; "
                 f"analyze with: xlaprof analyze {out}",
+                err=True,
+            )
+        elif forwarder.interrupted or code == INTERRUPTED_EXIT:
+            click.echo(
+                f"xlaprof: interrupted before the command started a run; nothing recorded in {out}",
+                err=True,
+            )
+        elif returncode < 0:
+            click.echo(
+                f"xlaprof: the command was ended by {_signal_name(-returncode)} before it started "
+                f"a run; nothing recorded in {out}",
                 err=True,
             )
         else:
@@ -147,7 +172,87 @@ def run(
                 "(is it a Python script using PyTorch/XLA?)",
                 err=True,
             )
-    sys.exit(returncode if returncode >= 0 else 128 - returncode)
+    sys.exit(code)
+
+
+def exit_code(returncode: int, statuses: list[str], interrupted: bool) -> int:
+    """``xlaprof run``'s exit code: the job's, and 128+N when a signal ended it.
+
+    Python turns an uncaught KeyboardInterrupt into exit code 1 here (the run records it as
+    "interrupted"): that is Ctrl-C, so 130, as a shell reports for a job ended by SIGINT.
+    """
+    if returncode < 0:
+        return 128 - returncode
+    if returncode == 1 and ("interrupted" in statuses or (interrupted and not statuses)):
+        return INTERRUPTED_EXIT
+    return returncode
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+class _SignalForwarder:
+    """Pass SIGINT and SIGTERM sent to ``xlaprof run`` on to the job, once.
+
+    Ctrl-C in a terminal goes to the whole foreground process group, the job included: that
+    SIGINT comes from the kernel (``si_code`` SI_KERNEL) and is not sent again, or the job
+    would see two. A signal sent by a process (``kill``, a scheduler) to xlaprof alone has
+    ``si_code`` <= 0 and is forwarded. The signals are blocked and fetched with
+    ``sigtimedwait``, which is what gives the ``si_code``.
+    """
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.child: subprocess.Popen[bytes] | None = None
+        self._previous: dict[int, Any] = {}
+        # A signal xlaprof was started ignoring (a background job's SIGINT) stays ignored, and
+        # the job inherits that, as it did without xlaprof.
+        self._signals = frozenset(
+            number
+            for number in (signal.SIGINT, signal.SIGTERM)
+            if signal.getsignal(number) is not signal.SIG_IGN
+        )
+
+    def __enter__(self) -> _SignalForwarder:
+        # Until the mask is set (just after the child starts), a signal is forwarded by these.
+        for number in self._signals:
+            self._previous[number] = signal.signal(number, self._early)
+        return self
+
+    def _early(self, number: int, _frame: Any) -> None:
+        self._handle(number, from_kernel=False)
+
+    def _handle(self, number: int, from_kernel: bool) -> None:
+        if number == signal.SIGINT:
+            self.interrupted = True
+        if self.child is not None and not (from_kernel and number == signal.SIGINT):
+            with contextlib.suppress(ProcessLookupError):
+                self.child.send_signal(number)
+
+    def wait(self, child: subprocess.Popen[bytes]) -> int:
+        self.child = child
+        signal.pthread_sigmask(signal.SIG_BLOCK, self._signals)
+        try:
+            while True:
+                info = signal.sigtimedwait(self._signals, 0.1) if self._signals else None
+                if not self._signals:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        child.wait(0.1)
+                if info is not None:
+                    self._handle(info.si_signo, from_kernel=info.si_code > 0)
+                returncode = child.poll()
+                if returncode is not None:
+                    return returncode
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, self._signals)
+
+    def __exit__(self, *_exc: object) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
 
 
 def _record_exit(info, returncode: int) -> None:  # type: ignore[no-untyped-def]

@@ -13,16 +13,11 @@ from xlaprof.errors import InputNotFound, InputNotRecognized, PortBusy
 log = logging.getLogger(__name__)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
+def _port_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
         try:
-            sock.bind(("0.0.0.0", port))
+            sock.bind((host, port))
         except OSError as error:
             log.debug("port %s not free: %s", port, error)
             return False
@@ -76,26 +71,65 @@ def logdir_for(path: Path, scratch: Path | None = None) -> Path:
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--port", default=8791, show_default=True, type=click.IntRange(1, 65535))
-def view(path: Path, port: int) -> None:
+@click.option(
+    "--port",
+    default=8791,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+    help="TCP port of the UI.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. The default is this machine only; 0.0.0.0 (all interfaces) "
+    "lets anyone who can reach the machine read the traces.",
+)
+def view(path: Path, port: int, host: str) -> None:
     """Serve PATH's traces in the XProf UI until Ctrl-C; prints the URL to open.
 
     PATH is a run directory (one or many processes), a logdir with plugins/profile/, a single
     .xplane.pb, or any folder of xplanes (linked into a temporary logdir for the UI).
     """
     logdir = logdir_for(path)
-    if not _port_free(port):
-        raise PortBusy(f"port {port} is in use; pass --port with a free one")
-    from xprof import server
-
+    if not _port_free(host, port):
+        raise PortBusy(f"port {port} is in use on {host}; pass --port with a free one")
     runs = sorted({p.parent.parent.parent for p in logdir.rglob("plugins/profile/*/*.xplane.pb")})
     shown = path if logdir != path.resolve() else logdir
-    click.echo(f"xlaprof: serving {len(runs)} traced run(s) from {shown}", err=True)
-    click.echo(f"http://localhost:{port}/", err=False)
+    click.echo(f"xlaprof: serving {len(runs)} traced run(s) from {shown} on {host}", err=True)
+    click.echo(f"http://{_url_host(host)}:{port}/", err=False)
     try:
-        server.start_server(logdir=str(logdir), port=port, grpc_port=_free_port())
+        _serve(logdir, host, port)
     finally:
         if logdir != path.resolve():  # the temporary logdir of links (and XProf's caches)
             import shutil
 
             shutil.rmtree(logdir, ignore_errors=True)
+
+
+def _url_host(host: str) -> str:
+    if host in ("127.0.0.1", "::1", "localhost"):
+        return "localhost"
+    if host in ("0.0.0.0", "::", ""):
+        return socket.gethostname()
+    return f"[{host}]" if ":" in host else host
+
+
+def _serve(logdir: Path, host: str, port: int) -> None:
+    """XProf's own server (``xprof.server._launch_server``), bound to ``host`` only.
+
+    ``xprof.server.start_server`` listens on every interface and also opens a gRPC worker port
+    on 0.0.0.0 for distributed conversion. Serving one logdir needs no workers: without the
+    stubs and the gRPC server the plugin converts in this process (every tool answers), so no
+    port but the UI's is opened.
+    """
+    from xprof import server
+
+    context = server.TBContext(
+        str(logdir), server.DataProvider(str(logdir)), server.TBContext.Flags(False)
+    )
+    context.hide_capture_profile_button = False
+    context.enable_tab_name_label = False
+    context.src_prefix = None
+    plugin = server.ProfilePluginLoader().load(context)
+    server.run_server(plugin, host, port)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlaprof.errors import FixFailed
+from xlaprof.errors import FixFailed, TargetError
 
 # Outputs and gradients must agree this closely (float32 on one backend).
 NUMERIC_RTOL = 1e-4
@@ -107,6 +107,8 @@ def run_variant(
     message = json.loads(lines[-1]) if lines else {}
     if result.returncode != 0 or "run" not in message:
         reason = message.get("error") or (result.stderr.strip().splitlines() or ["no output"])[-1]
+        if reason.startswith("TargetError: "):  # the worker could not load TARGET: code 17
+            raise TargetError(reason.removeprefix("TargetError: "))
         raise FixFailed(f"{variant} run of {target} failed: {reason}")
     return _side(variant, Path(message["run"]), check_path)
 

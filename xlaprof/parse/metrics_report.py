@@ -41,8 +41,16 @@ _FIELD_RE = re.compile(r"(?<!Value)(" + "|".join(_FIELDS) + r"):[ \t]*")
 _HEADER_RE = re.compile(r"\[MetricsData;\s*step=(\d+)\]")
 _NAME_RE = re.compile(r"[A-Za-z_][\w:./<>\-]*")
 _PERCENTILE_RE = re.compile(r"([\d.]+)%=(\S+?)(?:;|$)")
+# Warnings kept per input (a log of garbage must not make a list as long as itself).
+MAX_WARNINGS = 1000
 _PER_SECOND_RE = re.compile(r"^(.*?)\s*/\s*second")
-_LEADING_INT_RE = re.compile(r"^\s*(\d+)")
+# A count, and what a count must not be followed by: "1e308" and "1.5" are not counts, while
+# "20step 10 done" is a count with program output glued on.
+_LEADING_INT_RE = re.compile(r"^\s*(\d+)(?![\d.]|[eE][-+]?\d)")
+# Counts torch_xla prints are int64; anything longer is not one.
+_MAX_COUNT_DIGITS = 19
+# Reports kept per input: the first, the last and evenly spaced ones between (see _Parser.thin).
+DEFAULT_MAX_REPORTS = 256
 
 
 def _leading_int(value: str) -> int:
@@ -50,7 +58,10 @@ def _leading_int(value: str) -> int:
     match = _LEADING_INT_RE.match(value)
     if not match:
         raise ValueError(f"not a count: {value[:40]!r}")
-    return int(match.group(1))
+    digits = match.group(1)
+    if len(digits.lstrip("0")) > _MAX_COUNT_DIGITS:
+        raise ValueError(f"count out of range: {digits[:40]}")
+    return int(digits)
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,8 @@ class MetricsParseResult:
 
     reports: list[MetricsReport]
     warnings: list[ParseWarning]
+    # How many reports the input held; more than ``len(reports)`` when some were thinned out.
+    reports_seen: int = 0
 
     def to_frame(self) -> pd.DataFrame:
         """One row per metric or counter per report (long format)."""
@@ -177,21 +190,32 @@ class MetricsParseResult:
         return frame
 
 
-class _Parser:
-    """Line-oriented state machine; one instance per parse."""
+class MetricsParser:
+    """Line-oriented state machine; one instance per input, fed one line at a time.
 
-    def __init__(self) -> None:
+    Memory is bounded by ``max_reports`` reports, not by the input: a log of 100,000 snapshots
+    keeps the first, the last and evenly spaced ones between (every value is cumulative, so
+    the kept ones still tell the trend), and says so in a warning.
+    """
+
+    def __init__(self, max_reports: int = DEFAULT_MAX_REPORTS) -> None:
+        self.max_reports = max(max_reports, 3)
+        self.reports_seen = 0
         self.reports: list[MetricsReport] = []
         self.warnings: list[ParseWarning] = []
         self.report: MetricsReport | None = None
         self.metric: Metric | None = None
         self.counter: str | None = None
         self.pending_step: int | None = None
+        self.warnings_seen = 0
 
     # -- report and block boundaries -------------------------------------------------------
     def _new_report(self, lineno: int, step: int | None) -> MetricsReport:
         report = MetricsReport(step=step, first_line=lineno, last_line=lineno)
         self.reports.append(report)
+        self.reports_seen += 1
+        if len(self.reports) > self.max_reports:
+            self.thin()
         self.report = report
         self.metric = None
         self.counter = None
@@ -205,8 +229,34 @@ class _Parser:
         report.last_line = lineno
         return report
 
+    def thin(self) -> None:
+        """Drop every other report between the first and the newest (halving what is kept)."""
+        middle = self.reports[1:-1]
+        self.reports = [self.reports[0], *middle[1::2], self.reports[-1]]
+
     def warn(self, lineno: int, text: str, reason: str) -> None:
-        self.warnings.append(ParseWarning(lineno, text.strip()[:160], reason))
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(ParseWarning(lineno, text.strip()[:160], reason))
+        self.warnings_seen += 1
+
+    def finish(self) -> MetricsParseResult:
+        """What was read; call once, after the last line."""
+        reports = [r for r in self.reports if r.metrics or r.counters]
+        warnings = list(self.warnings)
+        if self.warnings_seen > len(self.warnings):
+            warnings.append(
+                ParseWarning(0, "", f"{self.warnings_seen - len(self.warnings)} more warnings")
+            )
+        if self.reports_seen > len(self.reports):
+            warnings.append(
+                ParseWarning(
+                    0,
+                    "",
+                    f"{self.reports_seen} metrics reports in the input: {len(reports)} kept "
+                    "(the first, the last and evenly spaced ones between)",
+                )
+            )
+        return MetricsParseResult(reports, warnings, reports_seen=self.reports_seen)
 
     # -- fields ----------------------------------------------------------------------------
     def line(self, lineno: int, text: str) -> None:
@@ -335,14 +385,18 @@ class _Parser:
             metric.unit = metric.unit or unit
 
 
-def parse_metrics_report(text: str | Iterable[str]) -> MetricsParseResult:
+def parse_metrics_report(
+    text: str | Iterable[str], max_reports: int = DEFAULT_MAX_REPORTS
+) -> MetricsParseResult:
     """Parse every metrics report in ``text`` (a string or an iterable of lines).
 
-    Never raises on malformed input: unreadable report fields become warnings.
+    Lines are split on ``\\n`` only (``str.splitlines`` would also split on form feeds and
+    other separators, which shifts line numbers). Never raises on malformed input: unreadable
+    report fields become warnings. At most ``max_reports`` reports are kept (see
+    ``MetricsParser``).
     """
-    lines = text.splitlines() if isinstance(text, str) else text
-    parser = _Parser()
+    lines = text.split("\n") if isinstance(text, str) else text
+    parser = MetricsParser(max_reports)
     for lineno, line in enumerate(lines, start=1):
         parser.line(lineno, line.rstrip("\r\n"))
-    reports = [r for r in parser.reports if r.metrics or r.counters]
-    return MetricsParseResult(reports=reports, warnings=parser.warnings)
+    return parser.finish()

@@ -25,7 +25,8 @@ _DURATION_FACTORS = {
 }
 # "ms", "us" and "ns" must be tried before "m" and "s".
 _DURATION_PART = r"(\d+(?:\.\d+)?)(ms|us|ns|d|h|m|s)"
-_DURATION_RE = re.compile(rf"(?:{_DURATION_PART})+")
+# A sign is allowed so that "-10s" reads as minus ten seconds, not as -10 with the unit cut off.
+_DURATION_RE = re.compile(rf"[-+]?(?:{_DURATION_PART})+")
 _DURATION_PART_RE = re.compile(_DURATION_PART)
 
 _SIZE_FACTORS = {
@@ -36,7 +37,7 @@ _SIZE_FACTORS = {
     "TB": 1024.0**4,
     "PB": 1024.0**5,
 }
-_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s?(B|KB|MB|GB|TB|PB)")
+_SIZE_RE = re.compile(r"([-+]?\d+(?:\.\d+)?)\s?(B|KB|MB|GB|TB|PB)")
 _NUMBER_RE = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.I)
 
 
@@ -55,12 +56,16 @@ def parse_quantity(text: str) -> tuple[float, Unit]:
         total = 0.0
         for number, unit in _DURATION_PART_RE.findall(token):
             total += float(number) * _DURATION_FACTORS[unit]
-        return total, "s"
+        return (-total if token.startswith("-") else total), "s"
     size = _SIZE_RE.fullmatch(token)
     if size:
         return float(size.group(1)) * _SIZE_FACTORS[size.group(2)], "B"
     if _NUMBER_RE.fullmatch(token):
-        return float(token), ""
+        value = float(token)
+        if math.isinf(value) and "inf" not in token.lower():
+            # "1e999": a number, but not one a float holds; not an infinity either.
+            raise ValueError(f"number out of range: {token[:40]!r}")
+        return value, ""
     raise ValueError(f"not a duration, size or number: {token!r}")
 
 

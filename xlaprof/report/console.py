@@ -22,10 +22,26 @@ _HEADLINE_EVIDENCE = (
 )
 _HEADLINE_KEYS = {key for key, _ in _HEADLINE_EVIDENCE}
 _VERBOSE_ONLY = {"graph_hashes", "inputs", "first_difference", "block_source_lines"}
+# Evidence past this many characters is left to --json, whole items at a time: a key or a
+# number is never cut.
 _MAX_EVIDENCE_CHARS = 300
 
 
 NOT_MEASURED = "—"
+NOT_CAPTURED = "not captured"
+
+
+def evidence_line(items: list[str], limit: int = _MAX_EVIDENCE_CHARS) -> str:
+    """``key=value`` items joined, whole items only up to ``limit`` characters, then a count."""
+    shown: list[str] = []
+    length = 0
+    for item in items:
+        if shown and length + len(item) + 2 > limit:
+            rest = len(items) - len(shown)
+            return "; ".join(shown) + f"; … {rest} more in --json"
+        shown.append(item)
+        length += len(item) + 2
+    return "; ".join(shown)
 
 
 def _fmt(value: Any) -> str:
@@ -89,12 +105,19 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     summary.add_column(style="bold")
     summary.add_column()
     fallbacks = data.aten_fallbacks()
+    # Counters come from metrics reports or per-step rows: with neither, "none" would claim
+    # an absence nobody measured.
+    measured = bool(data.reports or data.steps)
     rows = [
         ("steps", data.step_count()),
         ("compilations", data.compiles()),
         ("executions", data.executions()),
         ("device→host transfers", data.device_to_host_transfers()),
-        ("CPU fallback ops", ", ".join(f"{k} ×{_fmt(v)}" for k, v in fallbacks.items()) or "none"),
+        (
+            "CPU fallback ops",
+            ", ".join(f"{k} ×{_fmt(v)}" for k, v in fallbacks.items())
+            or ("none" if measured else NOT_CAPTURED),
+        ),
     ]
     for label, value in rows:
         summary.add_row(label, _fmt(value))
@@ -129,17 +152,19 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         for key, label in _HEADLINE_EVIDENCE:
             if finding.evidence.get(key):
                 console.print(Text(f"   {label}: {_fmt(finding.evidence[key])}"))
-        evidence = "; ".join(
+        items = [
             f"{k}={_fmt(v)}"
             for k, v in finding.evidence.items()
             if k not in _HEADLINE_KEYS and k not in _VERBOSE_ONLY
-        )
-        if len(evidence) > _MAX_EVIDENCE_CHARS:
-            evidence = evidence[:_MAX_EVIDENCE_CHARS] + "…"
-        console.print(Text(f"   evidence: {evidence}", style="dim"))
+        ]
+        console.print(Text(f"   evidence: {evidence_line(items)}", style="dim"))
         console.print(Text(f"   fix: {finding.suggestion}"))
         console.print()
-    warnings = [(s.path, w) for s in sources for w in s.warnings]
+    # Line 0 marks a note about the whole input (reports thinned out, warnings capped).
+    for source in sources:
+        for note in (w for w in source.warnings if w.line == 0):
+            console.print(Text(f"note: {source.path}: {note.reason}", style="yellow"))
+    warnings = [(s.path, w) for s in sources for w in s.warnings if w.line != 0]
     if warnings:
         if verbose:
             for path, warning in warnings:
@@ -155,14 +180,15 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
 
 
 _MAX_TRACED_ROWS = 6
+# Headers on two lines where needed, so that no column is wider than its numbers.
 _TIMELINE_COLUMNS = (
     ("wall_s", "wall"),
-    ("python_tracing_s", "python+tracing"),
+    ("python_tracing_s", "python\n+tracing"),
     ("compile_s", "compile"),
-    ("graph_build_s", "graph build"),
-    ("transfer_s", "transfers"),
-    ("device_wait_s", "device wait"),
-    ("device_busy_s", "device busy"),
+    ("graph_build_s", "graph\nbuild"),
+    ("transfer_s", "trans-\nfers"),
+    ("device_wait_s", "device\nwait"),
+    ("device_busy_s", "device\nbusy"),
 )
 
 
@@ -171,16 +197,15 @@ def _ms(seconds: Any) -> str:
 
 
 def _timeline(console: Console, timeline: Any, warmup: int) -> None:
-    """Warm-up steps, the steady-state median, and every traced step, in milliseconds."""
-    table = Table(title="Step timeline (ms)", title_justify="left", box=None)
-    table.add_column("step")
-    for _key, label in _TIMELINE_COLUMNS:
-        table.add_column(label, justify="right")
-    table.add_column("from")
+    """Warm-up steps, the steady-state median, and every traced step, in milliseconds.
+
+    A table when the terminal is wide enough for every cell in full; otherwise one wrapped
+    line per row. Nothing is cut to an ellipsis: a number or a label is shown whole or not.
+    """
+    rows: list[tuple[str, list[str], str]] = []
 
     def add(label: str, row: Any, source: str) -> None:
-        cells = (_ms(row[key]) for key, _ in _TIMELINE_COLUMNS)
-        table.add_row(label, *cells, source)
+        rows.append((label, [_ms(row[key]) for key, _ in _TIMELINE_COLUMNS], source))
 
     for _, row in timeline[timeline["step"] < warmup].iterrows():
         add(str(row["step"]), row, str(row["source"]))
@@ -191,7 +216,40 @@ def _timeline(console: Console, timeline: Any, warmup: int) -> None:
     traced = steady[steady["source"] == "trace"]
     for _, row in traced.head(_MAX_TRACED_ROWS).iterrows():
         add(str(row["step"]), row, "trace")
-    console.print(table)
+
+    headers = ["step", *(label for _, label in _TIMELINE_COLUMNS), "from"]
+    grid = [[label, *cells, source] for label, cells, source in rows]
+    widths = [
+        max(*(len(part) for part in header.split("\n")), *(len(line[i]) for line in grid))
+        for i, header in enumerate(headers)
+    ]
+    if sum(widths) + len(widths) - 1 <= console.width:
+        table = Table(
+            title="Step timeline (ms)",
+            title_justify="left",
+            box=None,
+            pad_edge=False,
+            collapse_padding=True,
+        )
+        for index, header in enumerate(headers):
+            table.add_column(
+                header,
+                justify="left" if index in (0, len(headers) - 1) else "right",
+                min_width=widths[index],
+                no_wrap=True,
+            )
+        for label, cells, source in rows:
+            table.add_row(label, *cells, source)
+        console.print(table)
+    else:
+        console.print("Step timeline (ms)")
+        names = [
+            header.replace("-\n", "").replace("\n+", "+").replace("\n", " ")
+            for header in headers[1:-1]
+        ]
+        for label, cells, source in rows:
+            values = ", ".join(f"{n} {v}" for n, v in zip(names, cells, strict=True))
+            console.print(Text(f"  step {label} ({source}): {values}"))
     if len(traced) > _MAX_TRACED_ROWS:
         console.print(f"({len(traced) - _MAX_TRACED_ROWS} more traced steps in --json)")
     console.print()

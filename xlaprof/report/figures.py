@@ -21,6 +21,10 @@ HOST_PARTS = (
 )
 
 
+# Said when there is no trace at all, rather than implying the trace showed nothing.
+NOT_CAPTURED = "not captured: no trace was taken (xlaprof run --trace-steps A:B)"
+
+
 def _empty(title: str, message: str) -> go.Figure:
     import plotly.graph_objects as go
 
@@ -109,8 +113,10 @@ def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
     figure.update_layout(
         title=title,
         xaxis_title="step",
-        yaxis_title="compilations",
-        yaxis2={"title": "seconds", "overlaying": "y", "side": "right"},
+        # Both axes start at zero (plotly pads a line's axis below its minimum: a -0.099 tick
+        # whose zero did not line up with the count axis).
+        yaxis={"title": "compilations", "rangemode": "tozero"},
+        yaxis2={"title": "seconds", "overlaying": "y", "side": "right", "rangemode": "tozero"},
     )
     return figure
 
@@ -135,7 +141,9 @@ def top_device_ops(ops: pd.DataFrame | None, limit: int = 15) -> go.Figure:
     from xlaprof.analysis.device import top_ops
 
     title = "Top device ops"
-    if ops is None or ops.empty:
+    if ops is None:
+        return _empty(title, NOT_CAPTURED)
+    if ops.empty:
         return _empty(title, "no device ops in this trace (a CPU capture without XLA op events)")
     top = top_ops(ops, limit).iloc[::-1]
     figure = go.Figure()
@@ -163,7 +171,9 @@ def device_steps(steps: pd.DataFrame | None, limit: int = 200) -> go.Figure:
     import plotly.graph_objects as go
 
     title = "Device steps: busy and idle"
-    if steps is None or steps.empty:
+    if steps is None:
+        return _empty(title, NOT_CAPTURED)
+    if steps.empty:
         return _empty(title, "no device steps in this trace")
     figure = go.Figure()
     for device, rows in steps.groupby("device", sort=True):

@@ -47,7 +47,9 @@ def _finding(row: Any) -> str:
         f"<tr><td>{html.escape(str(k))}</td><td><code>{html.escape(_value(v))}</code></td></tr>"
         for k, v in row["evidence"].items()
     )
-    where = f'<div class="where">at {html.escape(row["location"])}</div>' if row["location"] else ""
+    # A DataFrame holds a missing location as NaN (a float), not None.
+    location = row["location"] if isinstance(row["location"], str) else ""
+    where = f'<div class="where">at {html.escape(location)}</div>' if location else ""
     return (
         f'<div class="finding {html.escape(row["severity"])}">'
         f'<span class="sev">{html.escape(row["severity"])}</span> '

@@ -9,14 +9,17 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import math
 import os
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import RunDirError
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, parse_debug_log
-from xlaprof.parse.metrics_report import MetricsReport, parse_metrics_report
+from xlaprof.parse.metrics_report import MetricsParser, MetricsReport
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
     FALLBACK_LOG,
@@ -30,8 +33,16 @@ from xlaprof.rundir.schema import (
     STEPS,
     TRACE_DIR,
     GraphInfo,
+    RegionRow,
     RunInfo,
     StepRow,
+)
+from xlaprof.safeio import (
+    UnsafeFile,
+    iter_lines,
+    read_capped,
+    read_gzip_capped,
+    resolve_inside,
 )
 
 log = logging.getLogger(__name__)
@@ -40,25 +51,108 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Read a JSON-lines file; a cut last line (a killed writer) is dropped, not an error."""
-    if not path.exists():
+# Caps on what one run-directory file may hold: far above anything xlaprof writes, far below
+# what would hurt the analysing machine.
+MAX_RUN_JSON_BYTES = 16 * 1024**2
+MAX_GRAPH_BYTES = 64 * 1024**2  # inflated: the writer keeps none larger (capture/graphs.py)
+MAX_WARNINGS = 50
+
+
+def read_jsonl(path: Path, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, streamed; what is not an object is skipped.
+
+    A cut last line (a killed writer) is dropped silently; other unreadable lines, lines that
+    are not objects (``[1,2,3]``), a folder or FIFO in the file's place are reported to ``warn``.
+    """
+    if not path.exists() and not path.is_symlink():
         return []
-    rows = []
-    for line in path.read_text(errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as error:
-            log.debug("%s: line skipped (%s): %.80r", path, error, line)
-            continue
+    rows: list[dict[str, Any]] = []
+    skipped = 0
+    last_error = ""
+    try:
+        for number, raw in enumerate(iter_lines(path), start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+                if raw.endswith(b"\n"):  # not a cut last line
+                    skipped += 1
+                    last_error = f"line {number}: {error}"
+                log.debug("%s: line %d skipped (%s)", path, number, error)
+                continue
+            if isinstance(value, dict):
+                rows.append(value)
+            else:
+                skipped += 1
+                last_error = f"line {number}: a {type(value).__name__}, not an object"
+    except (OSError, UnsafeFile) as error:
+        if warn is not None:
+            warn(f"{path.name}: not read ({_reason(error)})")
+        return rows
+    if skipped and warn is not None:
+        warn(f"{path.name}: {skipped} line(s) skipped ({last_error})")
     return rows
 
 
-def _step_row(data: dict[str, Any]) -> StepRow:
-    known = {f.name for f in fields(StepRow)}
-    return StepRow(**{k: v for k, v in data.items() if k in known})
+def _reason(error: Exception) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror.lower()
+    return str(error)
+
+
+def _check(value: Any, spec: str) -> bool:
+    """Whether a JSON value fits a field's declared type (as written in the dataclass)."""
+    optional = spec.endswith(" | None")
+    base = spec.removesuffix(" | None")
+    if value is None:
+        return optional
+    if base == "int":
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
+    if base == "float":
+        return (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        )
+    if base == "str":
+        return isinstance(value, str)
+    if base == "bool":
+        return isinstance(value, bool)
+    if base == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if base == "list[int]":
+        return isinstance(value, list) and all(_check(v, "int") for v in value)
+    if base == "dict[str, str]":
+        return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+    if base == "dict[str, int]":
+        return isinstance(value, dict) and all(_check(v, "int") for v in value.values())
+    return True
+
+
+def typed_fields(
+    cls: type, data: dict[str, Any], warn: Callable[[str], None], what: str
+) -> dict[str, Any]:
+    """The known fields of ``data`` whose values fit ``cls``'s field types; warn on the rest.
+
+    A field with a value of the wrong type (``"wall_s": "abc"``) is left out, so it takes the
+    dataclass default (None where the value was not measured) rather than crashing later.
+    """
+    kept = {}
+    for spec in fields(cls):
+        if spec.name not in data:
+            continue
+        value = data[spec.name]
+        if spec.type == "float" or spec.type == "float | None":
+            value = float(value) if _check(value, "float") else value
+        if _check(value, str(spec.type)):
+            kept[spec.name] = value
+        else:
+            warn(f"{what}: {spec.name} = {_short(value)} is not a {spec.type}; ignored")
+    return kept
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass
@@ -69,12 +163,55 @@ class Run:
     info: RunInfo
     # Parsed files, read once: a loaded Run is a snapshot of its directory.
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # What could not be read (damaged files): shown by analyze with the run's own warnings.
+    load_warnings: list[str] = field(default_factory=list, repr=False, compare=False)
+
+    def warn(self, message: str) -> None:
+        if message not in self.load_warnings and len(self.load_warnings) < MAX_WARNINGS:
+            self.load_warnings.append(message)
+
+    @property
+    def steps_recorded(self) -> int:
+        """Steps in steps.jsonl, or run.json's count if larger (a run killed mid-write)."""
+        return max(self.info.steps_recorded, len(self.step_rows()))
 
     # -- typed data --------------------------------------------------------------------------
     def step_rows(self) -> list[StepRow]:
         if "steps" not in self._cache:
-            self._cache["steps"] = [_step_row(row) for row in read_jsonl(self.path / STEPS)]
+            rows = []
+            for data in read_jsonl(self.path / STEPS, self.warn):
+                step = data.get("step")
+                if not _check(step, "int"):
+                    self.warn(f"{STEPS}: a row with step = {_short(step)} skipped")
+                    continue
+                row = StepRow(**typed_fields(StepRow, data, self.warn, STEPS))
+                row.aten = {k: v for k, v in row.aten.items() if v}
+                rows.append(row)
+            self._cache["steps"] = rows
         return self._cache["steps"]
+
+    def region_rows(self) -> list[RegionRow]:
+        """``regions.jsonl`` as typed rows; rows with fields of the wrong type are skipped."""
+        rows = []
+        for data in self.regions():
+            kept = typed_fields(RegionRow, data, self.warn, REGIONS)
+            if len(kept) == len(fields(RegionRow)):
+                rows.append(RegionRow(**kept))
+        return rows
+
+    def host_sample_map(self) -> dict[int, dict[str, float]]:
+        """``samples.jsonl`` as step -> {place: CPU seconds}; malformed entries are skipped."""
+        samples: dict[int, dict[str, float]] = {}
+        for data in self.host_samples():
+            step, counts = data.get("step"), data.get("samples")
+            if not _check(step, "int") or not isinstance(counts, dict):
+                self.warn(f"{SAMPLES}: a row without an integer step and a samples object")
+                continue
+            kept = {k: float(v) for k, v in counts.items() if _check(v, "float")}
+            if len(kept) < len(counts):
+                self.warn(f"{SAMPLES}: sample values that are not numbers ignored")
+            samples.setdefault(step, {}).update(kept)
+        return samples
 
     def debug_log(self) -> DebugLog:
         """Debug analysis and fallback records, each event tagged with the step it fell in."""
@@ -87,13 +224,18 @@ class Run:
         rows = self.step_rows()
         for name, offset_key in ((DEBUG_LOG, "debug_offset"), (FALLBACK_LOG, "fallback_offset")):
             path = self.path / name
-            if not path.exists():
+            if not path.exists() and not path.is_symlink():
                 continue
-            raw = path.read_bytes()
-            parsed = parse_debug_log(raw.decode("utf-8", errors="replace"))
+            # Lines are split on "\n" only, as the offsets in steps.jsonl count bytes up to a
+            # "\n": str.splitlines() would also split on "\r", form feeds and U+2028.
+            line_starts = array("q", [0])
+            try:
+                parsed = parse_debug_log(_lines_with_offsets(path, line_starts))
+            except (OSError, UnsafeFile) as error:
+                self.warn(f"{name}: not read ({_reason(error)})")
+                continue
             ends = [getattr(r, offset_key) for r in rows]
-            line_starts = _line_offsets(raw)
-            if all(isinstance(e, int) for e in ends) and ends:
+            if all(isinstance(e, int) for e in ends) and ends and ends == sorted(ends):
                 for event in parsed.events:
                     event.step = _step_at(line_starts, event.line, ends, rows)
                 for record in parsed.fallbacks:
@@ -106,26 +248,45 @@ class Run:
         directory = self.path / METRICS_DIR
         if directory.is_dir():
             for path in sorted(directory.glob("*.txt")):
-                reports.extend(parse_metrics_report(path.read_text(errors="replace")).reports)
+                parser = MetricsParser()
+                try:
+                    for number, raw in enumerate(iter_lines(path), start=1):
+                        parser.line(number, raw.decode("utf-8", "replace").rstrip("\r\n"))
+                except (OSError, UnsafeFile) as error:
+                    self.warn(f"{METRICS_DIR}/{path.name}: not read ({_reason(error)})")
+                reports.extend(parser.finish().reports)
         return reports
 
     def regions(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.path / REGIONS)
+        return read_jsonl(self.path / REGIONS, self.warn)
 
     def host_samples(self) -> list[dict[str, Any]]:
         """Per step: ``{"step": n, "samples": {"file:line" | "<library>": CPU seconds}}``."""
-        return read_jsonl(self.path / SAMPLES)
+        return read_jsonl(self.path / SAMPLES, self.warn)
 
     def graph_index(self) -> list[dict[str, Any]]:
         """One entry per compiled module, in compile order: module, step, file (or skipped)."""
-        return read_jsonl(self.path / GRAPHS_DIR / GRAPH_INDEX)
+        return read_jsonl(self.path / GRAPHS_DIR / GRAPH_INDEX, self.warn)
 
     def graph_text(self, entry: dict[str, Any]) -> str | None:
-        import gzip
+        """The HLO text of one index entry, or None (not kept, or unreadable: then a warning).
 
-        if not entry.get("file"):
+        The file name comes from the run directory, which may have come from anyone: it is
+        resolved inside ``graphs/`` only, read only if it is a regular file, and inflated only
+        up to ``MAX_GRAPH_BYTES``.
+        """
+        name = entry.get("file")
+        if not name:
             return None
-        return gzip.decompress((self.path / GRAPHS_DIR / entry["file"]).read_bytes()).decode()
+        graphs = self.path / GRAPHS_DIR
+        try:
+            path = resolve_inside(graphs, name)
+            return read_gzip_capped(path, MAX_GRAPH_BYTES).decode("utf-8", errors="replace")
+        except UnsafeFile as error:
+            self.warn(f"{GRAPHS_DIR}/: graph not read: {error}")
+        except OSError as error:
+            self.warn(f"{GRAPHS_DIR}/{_short(name)}: graph not read ({_reason(error)})")
+        return None
 
     def trace_files(self) -> list[Path]:
         return sorted((self.path / TRACE_DIR).glob("*/*.xplane.pb"))
@@ -142,13 +303,14 @@ class Run:
         graphs = []
         for entry in self.graph_index():
             text = self.graph_text(entry)
+            order, step, skipped = entry.get("order"), entry.get("step"), entry.get("skipped")
             graphs.append(
                 GraphInfo(
-                    order=int(entry.get("order", len(graphs))),
-                    step=entry.get("step"),
+                    order=order if _check(order, "int") else len(graphs),
+                    step=step if _check(step, "int | None") else None,
                     module=str(entry.get("module", "")),
                     hlo=None if text is None else parse_hlo(text),
-                    skipped=entry.get("skipped"),
+                    skipped=skipped if _check(skipped, "str | None") else str(skipped),
                 )
             )
         return sorted(graphs, key=lambda g: g.order)
@@ -193,21 +355,22 @@ class Run:
     def regions_frame(self) -> pd.DataFrame:
         import pandas as pd
 
-        return pd.DataFrame(self.regions(), columns=["step", "name", "calls", "seconds"])
+        rows = [asdict(row) for row in self.region_rows()]
+        return pd.DataFrame(rows, columns=["step", "name", "calls", "seconds"])
 
 
-def _line_offsets(raw: bytes) -> list[int]:
-    offsets = [0]
-    position = raw.find(b"\n")
-    while position != -1:
-        offsets.append(position + 1)
-        position = raw.find(b"\n", position + 1)
-    return offsets
+def _lines_with_offsets(path: Path, starts: array) -> Iterator[str]:
+    """The decoded lines of ``path``; appends each next line's byte offset to ``starts``."""
+    position = 0
+    for raw in iter_lines(path):
+        position += len(raw)
+        starts.append(position)
+        yield raw.decode("utf-8", errors="replace")
 
 
-def _step_at(line_starts: list[int], line: int, ends: list[Any], rows: list[StepRow]) -> int:
+def _step_at(line_starts: Sequence[int], line: int, ends: list[Any], rows: list[StepRow]) -> int:
     """The step whose log span holds ``line`` (1-based); past the last step: last + 1."""
-    offset = line_starts[min(line, len(line_starts)) - 1]
+    offset = line_starts[max(min(line, len(line_starts)), 1) - 1]
     index = bisect.bisect_right(ends, offset)
     if index < len(rows):
         return rows[index].step
@@ -250,9 +413,9 @@ def read_info(directory: Path) -> RunInfo:
     """``run.json`` of one run directory, or ``RunDirError`` saying what is wrong with it."""
     path = directory / RUN_JSON
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise RunDirError(f"{path}: unreadable run.json ({error})") from None
+        data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES))
+    except (OSError, UnsafeFile, ValueError, RecursionError) as error:
+        raise RunDirError(f"{path}: unreadable run.json ({_reason(error)})") from None
     if not isinstance(data, dict):
         raise RunDirError(f"{path}: run.json is not an object")
     schema = data.get("schema")
@@ -263,7 +426,13 @@ def read_info(directory: Path) -> RunInfo:
             f"{path}: written by a newer xlaprof (run schema {schema}, this one reads up to "
             f"{SCHEMA_VERSION}); upgrade xlaprof"
         )
-    return RunInfo.from_json(data)
+    damaged: list[str] = []
+    info = RunInfo(**typed_fields(RunInfo, data, damaged.append, RUN_JSON))
+    info.warnings = [*info.warnings, *damaged]
+    if info.trace_steps is not None and len(info.trace_steps) != 2:
+        info.warnings.append(f"{RUN_JSON}: trace_steps = {_short(info.trace_steps)} ignored")
+        info.trace_steps = None
+    return info
 
 
 def link_graphs(graphs: list[GraphInfo], compilations: list[DebugEvent]) -> dict[int, GraphInfo]:

@@ -1,0 +1,303 @@
+"""Mutators for the fuzz suite (tests/test_fuzz.py): deterministic, seeded, and typed per format.
+
+Each mutator takes a ``random.Random`` and the bytes (or parsed form) of a real input and
+returns a damaged copy. Byte-level mutations find framing bugs (truncation, bad gzip, bad
+varints); structured ones (JSON values of the wrong type, protobuf stats out of range) get past
+the framing to the code that trusts field types, where most crashes live.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import math
+import random
+import signal
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# Values that break code assuming a type or a range.
+HOSTILE_JSON: list[Any] = [
+    None,
+    "abc",
+    "",
+    "nan",
+    "1e308",
+    -1,
+    0,
+    2**63,
+    2**64 - 1,
+    -(2**63) - 1,
+    1e308,
+    -1e308,
+    True,
+    [],
+    [1, 2, 3],
+    [[1]],
+    {},
+    {"a": [1]},
+    "../../etc/passwd",
+    "/etc/passwd",
+    "\x00",
+    "x" * 300,
+]
+HOSTILE_TEXT = [
+    "nan",
+    "inf",
+    "-1",
+    "1e308",
+    "18446744073709551615",
+    "-10s",
+    "\x0c",
+    "\u2028",
+    "\r",
+    "\x00",
+    "Metric: ",
+    "Counter: ",
+    "Value: ",
+    "TotalSamples: ",
+    "Accumulator: ",
+    "Percentiles: 50%=",
+    "[MetricsData; step=99999999999999999999]",
+    "Compilation Analysis: ",
+    "Execution Analysis: ",
+    "Post Compilation Analysis: ",
+    "================================================================================",
+    "--------------------------------------------------------------------------------",
+    "pt-xla-profiler: ",
+    "FRAME (count=18446744073709551616):",
+    "[TAG aten::x From Thread 1]",
+    "  fn (/etc/passwd:1)",
+    "  fn (:99999999999999999999)",
+    "\udcff".encode("utf-8", "surrogatepass").decode("latin-1"),
+]
+_INTERESTING_BYTES = [0x00, 0x01, 0x7F, 0x80, 0xFF, 0x0A, 0x0D, 0x22, 0x7B, 0x5B]
+
+
+def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
+    """One to four byte-level edits: flips, overwrites, cuts, deletions, duplications."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        if not out:
+            out += bytes([rng.randrange(256)])
+            continue
+        op = rng.randrange(7)
+        at = rng.randrange(len(out))
+        if op == 0:
+            out[at] ^= 1 << rng.randrange(8)
+        elif op == 1:
+            out[at] = rng.choice(_INTERESTING_BYTES)
+        elif op == 2:
+            del out[rng.randrange(len(out)) :]
+        elif op == 3:
+            end = min(len(out), at + rng.randint(1, 64))
+            del out[at:end]
+        elif op == 4:
+            end = min(len(out), at + rng.randint(1, 256))
+            out[at:at] = out[at:end] * rng.randint(1, 3)
+        elif op == 5:
+            out[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+        else:
+            end = min(len(out), at + 8)
+            out[at:end] = b"\xff" * (end - at)
+    return bytes(out)
+
+
+def mutate_text(rng: random.Random, text: str) -> str:
+    """Line-level edits: hostile tokens spliced into lines, lines cut, dropped or repeated."""
+    lines = text.split("\n")
+    for _ in range(rng.randint(1, 4)):
+        if not lines:
+            lines = [""]
+        at = rng.randrange(len(lines))
+        op = rng.randrange(6)
+        line = lines[at]
+        if op == 0:
+            cut = rng.randint(0, len(line))
+            lines[at] = line[:cut] + rng.choice(HOSTILE_TEXT) + line[cut:]
+        elif op == 1:
+            # Replace the value after a "Field:" with a hostile one.
+            head, sep, _value = line.partition(": ")
+            lines[at] = head + (sep or ": ") + rng.choice(HOSTILE_TEXT)
+        elif op == 2:
+            lines[at] = line[: rng.randint(0, len(line))]
+        elif op == 3:
+            del lines[at : at + rng.randint(1, 8)]
+        elif op == 4:
+            lines[at:at] = lines[at : at + rng.randint(1, 20)] * rng.randint(1, 3)
+        else:
+            lines.insert(at, rng.choice(HOSTILE_TEXT))
+    return "\n".join(lines)
+
+
+def _paths(value: Any, prefix: tuple = ()) -> Iterator[tuple]:
+    yield prefix
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _paths(inner, (*prefix, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value[:50]):
+            yield from _paths(inner, (*prefix, index))
+
+
+def mutate_json_value(rng: random.Random, value: Any) -> Any:
+    """Replace one node of a JSON document with a hostile value (or drop a key)."""
+    paths = list(_paths(value))
+    path = rng.choice(paths)
+    if not path:
+        return rng.choice(HOSTILE_JSON)
+    parent = value
+    for key in path[:-1]:
+        parent = parent[key]
+    if isinstance(parent, dict) and rng.random() < 0.2:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = rng.choice(HOSTILE_JSON)
+    return value
+
+
+def mutate_jsonl(rng: random.Random, text: str) -> str:
+    """JSON lines: some lines get a hostile value, become non-objects, or are cut."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if not lines:
+        return rng.choice(["[1,2,3]", "null", "{}", "{"])
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(lines))
+        op = rng.randrange(4)
+        if op == 0:
+            try:
+                lines[at] = json.dumps(mutate_json_value(rng, json.loads(lines[at])))
+            except (json.JSONDecodeError, ValueError):
+                lines[at] = "{"
+        elif op == 1:
+            lines[at] = json.dumps(rng.choice(HOSTILE_JSON))
+        elif op == 2:
+            lines[at] = lines[at][: rng.randint(0, len(lines[at]))]
+        else:
+            lines[at] = mutate_bytes(rng, lines[at].encode()).decode("utf-8", "replace")
+    return "\n".join(lines) + "\n"
+
+
+def mutate_gzip(rng: random.Random, data: bytes, inner: Callable[[bytes], bytes]) -> bytes:
+    """Either damage the compressed stream, or damage the content and compress it again."""
+    if rng.random() < 0.3:
+        return mutate_bytes(rng, data)
+    try:
+        content = gzip.decompress(data)
+    except (OSError, EOFError):
+        return mutate_bytes(rng, data)
+    return gzip.compress(inner(content), compresslevel=1)
+
+
+def mutate_chrome_trace(rng: random.Random, data: bytes) -> bytes:
+    """A Chrome trace JSON: structured edits most of the time, byte edits otherwise."""
+    if rng.random() < 0.25:
+        return mutate_bytes(rng, data)
+    try:
+        document = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return mutate_bytes(rng, data)
+    events = document.get("traceEvents") if isinstance(document, dict) else None
+    for _ in range(rng.randint(1, 4)):
+        if isinstance(events, list) and events and rng.random() < 0.8:
+            at = rng.randrange(len(events))
+            event = events[at]
+            if isinstance(event, dict) and event and rng.random() < 0.7:
+                key = rng.choice([*event.keys(), "ts", "dur", "pid", "tid", "args", "ph", "name"])
+                event[key] = rng.choice(HOSTILE_JSON)
+            else:
+                events[at] = rng.choice(HOSTILE_JSON)
+        else:
+            document = mutate_json_value(rng, document)
+            events = document.get("traceEvents") if isinstance(document, dict) else None
+    return json.dumps(document).encode()
+
+
+# Protobuf stat values that break code trusting them (the issue's step_num list included).
+_HOSTILE_STATS: list[tuple[str, Any]] = [
+    ("str_value", "abc"),
+    ("str_value", "nan"),
+    ("str_value", ""),
+    ("double_value", math.nan),
+    ("double_value", math.inf),
+    ("double_value", -math.inf),
+    ("double_value", 1e308),
+    ("uint64_value", 2**64 - 1),
+    ("int64_value", -(2**63)),
+    ("int64_value", 2**63 - 1),
+    ("int64_value", -1),
+    ("ref_value", 2**64 - 1),
+    ("bytes_value", b"\xff\x00"),
+]
+_HOSTILE_INTS = [0, -1, 2**63 - 1, -(2**63), 9_300_000_000_000_000, 2**62]
+
+
+def mutate_xspace(rng: random.Random, space: Any) -> None:
+    """Edit a parsed XSpace message in place: stats, timestamps, ids and planes."""
+    planes = list(space.planes)
+    if not planes:
+        return
+    for _ in range(rng.randint(1, 4)):
+        plane = rng.choice(planes)
+        op = rng.randrange(7)
+        lines = list(plane.lines)
+        if op == 0 and lines:
+            rng.choice(lines).timestamp_ns = rng.choice(_HOSTILE_INTS)
+        elif op in (1, 2) and lines:
+            line = rng.choice(lines)
+            if line.events:
+                event = rng.choice(list(line.events))
+                if op == 1:
+                    setattr(
+                        event,
+                        rng.choice(["offset_ps", "duration_ps", "metadata_id"]),
+                        rng.choice(_HOSTILE_INTS),
+                    )
+                else:
+                    _hostile_stat(rng, event, plane)
+        elif op == 3 and plane.event_metadata:
+            key = rng.choice(list(plane.event_metadata.keys()))
+            metadata = plane.event_metadata[key]
+            if rng.random() < 0.5:
+                del plane.event_metadata[key]
+            else:
+                metadata.name = rng.choice(["", "\x00", "x" * 1000, "$core.py:1 step"])
+        elif op == 4 and plane.stat_metadata:
+            key = rng.choice(list(plane.stat_metadata.keys()))
+            plane.stat_metadata[key].name = rng.choice(["step_num", "hlo_op", "", "group_id"])
+        elif op == 5:
+            plane.name = rng.choice(["", "/device:TPU:0", "/host:CPU", "\xff", "/device:GPU:99"])
+        else:
+            space.planes.add().CopyFrom(plane)
+        planes = list(space.planes)
+
+
+def _hostile_stat(rng: random.Random, event: Any, plane: Any) -> None:
+    names = {v.name: k for k, v in plane.stat_metadata.items()}
+    stat = event.stats.add()
+    wanted = rng.choice(["step_num", "hlo_op", "hlo_module", "group_id", None])
+    stat.metadata_id = names.get(wanted, rng.choice([*_HOSTILE_INTS[:2], 12345]))
+    field, value = rng.choice(_HOSTILE_STATS)
+    with contextlib.suppress(ValueError, TypeError):
+        setattr(stat, field, value)
+
+
+class Hang(Exception):
+    """A loader call ran past its time limit (raised by ``time_limit``)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``Hang`` in the main thread if the block runs past ``seconds`` (SIGALRM)."""
+
+    def _raise(_signum: int, _frame: Any) -> None:
+        raise Hang(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
