@@ -57,20 +57,6 @@ REPRO_DIR = os.environ.get("XLAPROF_FUZZ_REPRO_DIR")
 _MAX_TEMPLATE_GRAPH_BYTES = 64 * 1024
 
 
-# Still crashing the trace loaders (issue 11's) at main 46cefcb: see fuzz_repro/README.md.
-_TRACE_CRASHES = (
-    "issue 11: load_trace still crashes on some damaged traces (tests/data/fuzz_repro/README.md)"
-)
-_STILL_CRASHING = {
-    "args_int.trace.json.gz",
-    "pid_list.trace.json.gz",
-    "ts_1e308.trace.json.gz",
-    "ts_huge_int.trace.json.gz",
-    "xplane_step_num_inf",
-    "xplane_step_num_nan",
-    "xplane_step_num_string",
-    "xplane_step_num_uint64_max",
-}
 
 
 class Outcomes:
@@ -168,7 +154,6 @@ def _chrome_sources() -> list[Path]:
     return files + sorted(SAMPLES.glob("runs/*/*/plugins/profile/*/*.trace.json.gz"))
 
 
-@pytest.mark.xfail(strict=False, reason=_TRACE_CRASHES)
 def test_xplane_loader_never_crashes(tmp_path: Path) -> None:
 
     sources = _xplane_sources()
@@ -212,7 +197,6 @@ def _xspace_class():  # type: ignore[no-untyped-def]
     return factory() if factory is not None else None
 
 
-@pytest.mark.xfail(strict=False, reason=_TRACE_CRASHES)
 def test_chrome_trace_loader_never_crashes(tmp_path: Path) -> None:
 
     sources = _chrome_sources()
@@ -236,15 +220,7 @@ def test_chrome_trace_loader_never_crashes(tmp_path: Path) -> None:
 REPRO = Path(__file__).parent / "data" / "fuzz_repro"
 
 
-_REPROS = [
-    pytest.param(
-        name,
-        marks=[pytest.mark.xfail(strict=False, reason=_TRACE_CRASHES)]
-        if name in _STILL_CRASHING
-        else [],
-    )
-    for name in sorted(p.name for p in REPRO.iterdir() if p.name != "README.md")
-]
+_REPROS = sorted(p.name for p in REPRO.iterdir() if p.name != "README.md")
 
 
 @pytest.mark.parametrize("name", _REPROS)

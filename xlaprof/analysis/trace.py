@@ -265,6 +265,12 @@ def load_trace(
     import pandas as pd  # after the files: a bad capture is reported without loading pandas
 
     warnings = [f"{error} (skipped; the other hosts are analyzed)" for error in broken]
+    warnings += [
+        f"{frame.attrs.get('source')}: {frame.attrs['dropped_events']} events with times out "
+        "of range were skipped (a damaged capture?)"
+        for frame in frames
+        if frame.attrs.get("dropped_events")
+    ]
     _name_hosts_apart(frames, files, warnings)
     starts = {
         str(frame["host"].iloc[0]): frame.attrs.get("profile_start_ns")

@@ -18,15 +18,21 @@ make real files differ from the simple case:
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import BadCapture
 from xlaprof.parse.xplane import Columns, events_frame, host_from_filename
+from xlaprof.safeio import UnsafeFile, gunzip_capped, read_capped
+
+# A Chrome trace is parsed whole (JSON): larger ones are refused rather than exhausting memory.
+MAX_TRACE_BYTES = 1024**3
+# Microsecond timestamps whose nanoseconds fit int64 (epoch microseconds are ~1.7e15 today).
+_MAX_TS_US = 9.2e15
+# Picoseconds that fit int64 (about 106 days after the trace's first event).
+_MAX_PS = 2.0**63 - 1024
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,12 +42,14 @@ def read_chrome_document(path: Path) -> tuple[list[dict[str, Any]], dict[str, An
     """The trace events of a Chrome trace file and its other top-level keys (Kineto's
     ``deviceProperties``, ...); a file that is not one raises ``BadCapture``."""
     path = Path(path)
-    opener: Any = gzip.open if path.name.endswith(".gz") else open
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-        raise BadCapture(f"{path}: truncated or corrupt gzip ({error})") from None
+        raw = read_capped(path, MAX_TRACE_BYTES)
+        if path.name.endswith(".gz"):
+            raw = gunzip_capped(raw, MAX_TRACE_BYTES, name=str(path))
+    except UnsafeFile as error:
+        raise BadCapture(str(error)) from None
+    try:
+        document = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise BadCapture(f"{path}: binary data, not a Chrome trace (JSON)") from None
     except json.JSONDecodeError as error:
@@ -56,6 +64,20 @@ def read_chrome_document(path: Path) -> tuple[list[dict[str, Any]], dict[str, An
         else {}
     )
     return [event for event in events if isinstance(event, dict)], others
+
+
+def _key(value: Any) -> Any:
+    """A pid or tid usable as a dict key: damaged traces hold lists or objects there."""
+    try:
+        hash(value)
+    except TypeError:
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
+
+
+def _args(event: dict[str, Any]) -> dict[str, Any]:
+    args = event.get("args")
+    return args if isinstance(args, dict) else {}
 
 
 def _number(value: Any) -> float | None:
@@ -74,14 +96,15 @@ def _plane_names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tup
     for event in events:
         if event.get("ph") != "M":
             continue
-        args = event.get("args") or {}
+        args = _args(event)
         kind = event.get("name")
         if kind == "process_name":
-            names[event.get("pid")] = str(args.get("name", ""))
+            names[_key(event.get("pid"))] = str(args.get("name", ""))
         elif kind == "process_labels":
-            labels[event.get("pid")] = str(args.get("labels", ""))
+            labels[_key(event.get("pid"))] = str(args.get("labels", ""))
         elif kind == "thread_name":
-            threads[(event.get("pid"), event.get("tid"))] = str(args.get("name", "")).strip()
+            key = (_key(event.get("pid")), _key(event.get("tid")))
+            threads[key] = str(args.get("name", "")).strip()
     planes: dict[Any, str] = {}
     for pid in {*names, *labels}:
         label = labels.get(pid, "")
@@ -99,18 +122,21 @@ def chrome_trace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
     events, others = read_chrome_document(path)
     planes, threads = _plane_names(events)
     timed = []
+    dropped = 0  # timestamps past any clock (1e308, 2^64): a damaged trace
     for event in events:
         phase = event.get("ph")
         if phase in ("X", "B", "E"):
             ts = _number(event.get("ts"))
-            if ts is not None:
+            if ts is not None and abs(ts) <= _MAX_TS_US:
                 timed.append((ts, event))
+            elif ts is not None:
+                dropped += 1
     base_us = math.floor(min((ts for ts, _ in timed), default=0.0))
-    columns = Columns(base_ns=base_us * 1000)
+    columns = Columns(base_ns=base_us * 1000, dropped=dropped)
     open_spans: dict[tuple[Any, Any], list[tuple[float, dict[str, Any]]]] = {}
     for ts, event in timed:
         phase = event["ph"]
-        key = (event.get("pid"), event.get("tid"))
+        key = (_key(event.get("pid")), _key(event.get("tid")))
         if phase == "B":
             open_spans.setdefault(key, []).append((ts, event))
             continue
@@ -161,21 +187,27 @@ def _add(
     base_us: int,
     end: dict[str, Any] | None = None,
 ) -> None:
-    pid, tid = event.get("pid"), event.get("tid")
+    pid, tid = _key(event.get("pid")), _key(event.get("tid"))
     plane = planes.get(pid, str(pid))
     line = threads.get((pid, tid))
     if not line:
         line = f"stream {tid}" if plane.startswith("/device:") else str(tid)
-    args = dict(event.get("args") or {})
-    if end is not None and end.get("args"):
-        args.update(end["args"])
+    args = dict(_args(event))
+    if end is not None:
+        args.update(_args(end))
     if event.get("cat") is not None:
         args["cat"] = event["cat"]
+    if "cat" in args and not isinstance(args["cat"], str):
+        args["cat"] = json.dumps(args["cat"], default=str)  # a damaged trace: keep it as text
+    # ts - base_us is exact in floating point (both are close): then scale to picoseconds.
+    start_ps, duration_ps = (ts - base_us) * 1e6, duration_us * 1e6
+    if not (abs(start_ps) < _MAX_PS and abs(duration_ps) < _MAX_PS):
+        columns.dropped += 1  # a damaged timestamp (1e308, 2^64): not an event we can place
+        return
     columns.plane.append(plane)
     columns.line.append(line)
     columns.names.append(str(event.get("name") or (end or {}).get("name") or ""))
-    # ts - base_us is exact in floating point (both are close): then scale to picoseconds.
-    columns.start.append(round((ts - base_us) * 1e6))
-    columns.duration.append(max(round(duration_us * 1e6), 0))
+    columns.start.append(round(start_ps))
+    columns.duration.append(max(round(duration_ps), 0))
     columns.args.append(args or None)
     columns.meta.append(0)

@@ -296,6 +296,7 @@ class Columns:
     meta_rows: list[dict[str, Any]] = field(default_factory=lambda: [{}])
     # Starts are picoseconds after base_ns: epoch nanoseconds times 1000 overflow int64.
     base_ns: int = 0
+    dropped: int = 0  # events whose times did not fit int64 picoseconds
 
 
 def host_from_filename(path: Path) -> str:
@@ -427,11 +428,59 @@ def _read_plane(plane: Any, columns: Columns) -> None:
                 args.append(None)
 
 
+# Times are int64 picoseconds after the capture's base: about 106 days either way.
+_INT64_MAX = 2**63 - 1
+
+
+def _drop_out_of_range(columns: Columns) -> None:
+    """Drop events whose start or end does not fit int64 picoseconds (a damaged or hostile
+    capture: a timestamp of 1e308 or 2^64), counting them in ``columns.dropped``."""
+    keep = [
+        i
+        for i, (start, duration) in enumerate(zip(columns.start, columns.duration, strict=True))
+        if -_INT64_MAX <= start <= _INT64_MAX
+        and 0 <= duration <= _INT64_MAX
+        and start + duration <= _INT64_MAX
+    ]
+    if len(keep) == len(columns.start):
+        return
+    count = len(columns.start)
+    columns.dropped += count - len(keep)
+    for name in ("plane", "line", "names", "start", "duration", "args", "meta"):
+        values = getattr(columns, name)
+        if len(values) == count:
+            setattr(columns, name, [values[i] for i in keep])
+
+
+def _step_number(value: object) -> int | None:
+    """A ``step_num`` stat as a step number, or None when it is not a whole number in range
+    (a string, NaN, infinity or 2^64-1 from a damaged capture)."""
+    try:
+        number = int(value) if isinstance(value, int) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if isinstance(number, float):
+        if not number.is_integer():
+            return None
+        number = int(number)
+    return number if -_INT64_MAX <= number <= _INT64_MAX else None
+
+
+def _finite(value: object) -> float:
+    """A numeric stat as a float; NaN where it is missing or not a number."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+    return number
+
+
 def events_frame(columns: Columns, host: str) -> pd.DataFrame:
     """The event DataFrame from gathered columns (start and duration in picoseconds)."""
     import numpy as np
     import pandas as pd
 
+    _drop_out_of_range(columns)
     start_ps = np.asarray(columns.start, dtype=np.int64)  # relative to columns.base_ns
     duration_ps = np.asarray(columns.duration, dtype=np.int64)
     start_ns = columns.base_ns + start_ps // 1000
@@ -464,7 +513,7 @@ def events_frame(columns: Columns, host: str) -> pd.DataFrame:
     numbers: dict[str, np.ndarray] = {}
     for key in _NUMBER_STATS:
         table = [row.get(key) for row in columns.meta_rows]
-        table_array = np.array([np.nan if v is None else float(v) for v in table], np.float64)
+        table_array = np.array([_finite(v) for v in table], np.float64)
         numbers[key] = table_array[meta] if len(meta) == count else np.full(count, np.nan)
     step_num: list[Any] = [None] * count
     promoted = {*_TEXT_STATS, *_NUMBER_STATS, "step_num"}
@@ -473,15 +522,17 @@ def events_frame(columns: Columns, host: str) -> pd.DataFrame:
             for key in promoted.intersection(args):
                 value = args[key]
                 if key == "step_num":
-                    step_num[index] = None if value is None else int(value)
+                    step_num[index] = _step_number(value)
                 elif key in text:
                     text[key][index] = None if value is None else str(value)
                 else:
-                    numbers[key][index] = np.nan if value is None else float(value)
+                    numbers[key][index] = _finite(value)
     for key in _TEXT_STATS:
         frame[key] = pd.Categorical(text[key])
     frame["step_num"] = pd.array(step_num, dtype="Int64")
     for key in _NUMBER_STATS:
         frame[key] = numbers[key]
     frame["args"] = columns.args
-    return frame.sort_values("start_ns", kind="stable", ignore_index=True)
+    frame = frame.sort_values("start_ns", kind="stable", ignore_index=True)
+    frame.attrs["dropped_events"] = columns.dropped
+    return frame
