@@ -137,3 +137,92 @@ def _loop_over(
             ):
                 return node.lineno, method.name
     return None, None
+
+
+def _assigned_names(node: ast.AST) -> set[str]:
+    """Names bound by an assignment or a for loop's target."""
+    if isinstance(node, ast.Assign):
+        targets: list[ast.AST] = list(node.targets)
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For):
+        targets = [node.target]
+    else:
+        return set()
+    return {
+        name.id
+        for target in targets
+        for name in ast.walk(target)
+        if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)
+    }
+
+
+def _innermost(tree: ast.AST, line: int, kinds: tuple[type, ...]) -> ast.AST | None:
+    found = None
+    for node in ast.walk(tree):
+        inside = isinstance(node, kinds) and node.lineno <= line <= (node.end_lineno or node.lineno)
+        if inside and (found is None or node.lineno >= found.lineno):
+            found = node
+    return found
+
+
+def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None:
+    """The line inside the loop around ``cut_line`` that rebinds the name bound at
+    ``created_line`` (``tokens = torch.cat([tokens, nxt], 1)``), if any.
+
+    A tensor made before a loop and rebound in it gets each later value (and shape) from the
+    rebinding, so that line, not the first one, is where a changing input comes from. A
+    rebinding that reads the name itself (a growing update) is preferred.
+    """
+    tree = _tree(file)
+    if tree is None:
+        return None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) == created_line:
+            names |= _assigned_names(node)
+    loop = _innermost(tree, cut_line, (ast.For, ast.While))
+    if not names or loop is None or loop.lineno <= created_line <= (loop.end_lineno or 0):
+        return None
+    rebinding = []
+    for node in ast.walk(loop):
+        bound = _assigned_names(node) & names
+        if not bound or isinstance(node, ast.For):
+            continue
+        value = getattr(node, "value", None)
+        reads = value is not None and any(
+            isinstance(n, ast.Name) and n.id in bound for n in ast.walk(value)
+        )
+        rebinding.append((not reads, node.lineno))
+    return min(rebinding)[1] if rebinding else None
+
+
+def argument_origin(file: str, call_line: int, index: int) -> int | None:
+    """Where the ``index``-th argument of the call at ``call_line`` was last bound.
+
+    For ``loss = step_fn(x)``: the latest ``x = ...`` (or ``for x in ...``) before it in the
+    same function. None when the line is a loop header (the value comes from the iteration
+    itself), when the argument is not a plain name, or when the source is unreadable.
+    """
+    tree = _tree(file)
+    if tree is None:
+        return None
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For) and node.lineno == call_line:
+            return None
+        if (
+            isinstance(node, ast.Call)
+            and node.lineno <= call_line <= (node.end_lineno or node.lineno)
+            and len(node.args) > index
+            and isinstance(node.args[index], ast.Name)
+        ):
+            calls.append(node)
+    if not calls:
+        return None
+    name = min(calls, key=lambda c: c.col_offset).args[index].id  # type: ignore[attr-defined]
+    scope = _innermost(tree, call_line, (ast.FunctionDef, ast.AsyncFunctionDef)) or tree
+    bound = [
+        node.lineno
+        for node in ast.walk(scope)
+        if name in _assigned_names(node) and node.lineno < call_line
+    ]
+    return max(bound) if bound else None

@@ -53,6 +53,16 @@ class StepMetrics:
             self.previous[name] = self.metric(name)
         self.previous_aten, self.previous_ops = self.op_counters()
 
+    def idle(self) -> bool:
+        """True when nothing was traced or built into a graph since the last read.
+
+        A sync then ran no graph: ``MpDeviceLoader`` syncs before its first batch, after the
+        last one and when nothing is pending, and such syncs do not end a training step.
+        """
+        _aten, lowered = self.op_counters()
+        graphs = self.metric(GRAPH_SIZE)[0]
+        return lowered == self.previous_ops and graphs == self.previous.get(GRAPH_SIZE, (0, 0))[0]
+
     def fill(self, row: StepRow) -> None:
         """Set ``row``'s counts and seconds to what happened since the last read."""
         for name, (count_field, seconds_field) in TIME_METRICS.items():

@@ -6,12 +6,30 @@ import os
 import sys
 from typing import Any
 
+# The function torch_xla.compile calls to sync before the compiled function runs (2.x).
+_COMPILE_ENTRY = "_clear_pending_ops_before_compile"
+_DYNAMO_DIR = "torch_xla/_dynamo/"
+
+
+def _ends_step(caller: Any) -> bool:
+    """False for the syncs torch_xla makes inside one training iteration.
+
+    ``torch_xla.compile``'s sync before the function (it flushes what the caller queued for this
+    call) and the syncs of the ``openxla`` dynamo backend while it extracts and runs a graph
+    (``torch_xla/_dynamo/dynamo_bridge.py``).
+    """
+    if caller.co_name == _COMPILE_ENTRY:
+        return False
+    return _DYNAMO_DIR not in caller.co_filename.replace("\\", "/")
+
 
 def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     """Wrap ``torch_xla.sync`` so each call ends a step of ``session``; returns the original.
 
     ``xm.mark_step``, ``MpDeviceLoader`` and ``xp.StepTrace`` all call ``torch_xla.sync``, so
-    every step boundary is seen without changing user code.
+    every step boundary is seen without changing user code. One training iteration is one step:
+    see ``_ends_step`` for the syncs torch_xla makes inside an iteration, and
+    ``Session.boundary`` for syncs that ran no graph.
     """
     original = torch_xla.sync
     if getattr(original, "_xlaprof_session", None) is not None:
@@ -19,7 +37,12 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
 
     def sync(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
-        if session.recording and not session.user_steps and os.getpid() == session.pid:
+        if (
+            session.recording
+            and not session.user_steps
+            and os.getpid() == session.pid
+            and _ends_step(sys._getframe(1).f_code)
+        ):
             session.boundary()
         return result
 

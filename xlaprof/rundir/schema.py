@@ -46,6 +46,8 @@ FINAL_METRICS = "final.txt"
 TRACE_DIR = Path("plugins") / "profile"
 GRAPHS_DIR = "graphs"
 GRAPH_INDEX = "index.jsonl"
+DYNAMO = "dynamo.jsonl"  # torch.compile: recompile reasons, graph breaks, compiles
+MODULES = "modules.json"  # the module tree and module calls of one step
 
 
 @dataclass
