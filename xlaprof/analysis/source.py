@@ -226,3 +226,69 @@ def argument_origin(file: str, call_line: int, index: int) -> int | None:
         if name in _assigned_names(node) and node.lineno < call_line
     ]
     return max(bound) if bound else None
+
+
+def enclosing_loop(file: str, line: int) -> int | None:
+    """The header line of the innermost ``for``/``while`` loop whose body holds ``line``."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    loop = _innermost(tree, line, (ast.For, ast.While))
+    if loop is None or loop.lineno == line:
+        return None
+    return loop.lineno
+
+
+def time_loop_sketch(file: str, call_line: int) -> str | None:
+    """A ``scan`` rewrite of the time loop around ``h = self.cell(seq[:, t], h)``.
+
+    The carried variable is the name the call assigns and also reads (``h``); ``xs`` is the
+    argument indexed by the loop variable, moved so that the indexed dimension comes first.
+    None when the line is not of that shape: the suggestion then stays in words.
+    """
+    tree = _tree(file)
+    if tree is None:
+        return None
+    loop = _innermost(tree, call_line, (ast.For,))
+    assign = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign) and n.lineno == call_line and isinstance(n.value, ast.Call)
+        ),
+        None,
+    )
+    if loop is None or assign is None or not isinstance(loop.target, ast.Name):
+        return None
+    assert isinstance(assign.value, ast.Call)
+    call = assign.value
+    step_var = loop.target.id
+    targets = sorted(_assigned_names(assign))
+    reads = {n.id for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
+    carried = [t for t in targets if t in reads] or targets
+    if not carried:
+        return None
+    xs_expr = None
+    arguments = []
+    for arg in call.args:
+        if xs_expr is None and isinstance(arg, ast.Subscript):
+            parts = arg.slice.elts if isinstance(arg.slice, ast.Tuple) else [arg.slice]
+            dims = [i for i, p in enumerate(parts) if isinstance(p, ast.Name) and p.id == step_var]
+            if dims:
+                base = ast.unparse(arg.value)
+                xs_expr = base if dims[0] == 0 else f"{base}.movedim({dims[0]}, 0)"
+                arguments.append(ast.Name("x_t"))
+                continue
+        arguments.append(arg)
+    if xs_expr is None:
+        return None
+    new_call = ast.Call(func=call.func, args=arguments, keywords=call.keywords)
+    carry = carried[0]
+    return (
+        "    from torch_xla.experimental.scan import scan\n\n"
+        f"    def step({carry}, x_t):\n"
+        f"        {carry} = {ast.unparse(new_call)}\n"
+        f"        return {carry}, {carry}   # new carry, and this step's output\n\n"
+        f"    {carry}, outputs = scan(step, {carry}, {xs_expr})   # replaces the loop at line "
+        f"{loop.lineno}"
+    )

@@ -32,6 +32,11 @@ def _param_signature(module: Any) -> str:
     return ";".join("x".join(map(str, p.shape)) for p in module.parameters(recurse=True))
 
 
+def _class_file(module: Any) -> str | None:
+    """The source file of the module's class (``.../torch/nn/modules/rnn.py``), if known."""
+    return getattr(sys.modules.get(type(module).__module__), "__file__", None)
+
+
 class ModuleRecorder:
     """Counts module calls and their user call sites until ``stop()``; then ``summary()``."""
 
@@ -67,8 +72,11 @@ class ModuleRecorder:
         sites = self.sites[key]
         if len(sites) >= MAX_SITES:
             return
-        frame = sys._getframe(1)
-        while frame is not None and frame.f_code.co_filename.endswith(_MODULE_CALL_FILE):
+        frame: Any = sys._getframe(1)
+        while frame is not None and (
+            frame.f_code.co_filename == __file__
+            or frame.f_code.co_filename.endswith(_MODULE_CALL_FILE)
+        ):
             frame = frame.f_back
         direct = frame is not None and not self.is_library(frame.f_code.co_filename)
         while frame is not None and self.is_library(frame.f_code.co_filename):
@@ -96,7 +104,7 @@ class ModuleRecorder:
             {
                 "name": names.get(key),
                 "class": type(module).__name__,
-                "module": type(module).__module__,
+                "file": _class_file(module),
                 "calls": self.calls[key],
                 "sites": self._sites(key),
             }
@@ -124,7 +132,12 @@ class ModuleRecorder:
                     "owner_class": None if owner is None else type(owner).__name__,
                     "attribute": None if parent is None else parent[1],
                     "children": [
-                        {"class": type(c).__name__, "params": _param_signature(c)} for c in kids
+                        {
+                            "class": type(c).__name__,
+                            "file": _class_file(c),
+                            "params": _param_signature(c),
+                        }
+                        for c in kids
                     ],
                     "calls": self.calls.get(key, 0),
                     "sites": self._sites(key),
