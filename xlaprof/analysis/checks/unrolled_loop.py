@@ -274,7 +274,12 @@ def _graph_finding(
         "repeated_share": round(share, 3),
         "other_runs": [f"{r.repeats} x {r.block_ops} ops" for r in partners],
         "block_source_lines": [f"{f}:{n}" for (f, n), _ in lines.most_common(6)]
-        or sorted(f"{i.source_file}:{i.source_line}" for i in block if i.source_file)[:6],
+        or [
+            f"{f}:{n}"
+            for (f, n), _ in Counter(
+                (i.source_file, i.source_line) for i in block if i.source_file
+            ).most_common(6)
+        ],
     }
     if match is not None:
         return _module_finding(match, primary, share, evidence, script)
@@ -363,7 +368,12 @@ def _module_finding(
             suggestion=suggestion,
         )
     owned = match.attribute is not None and match.owner_class is not None
-    name = f"self.{match.attribute}" if owned else (match.name or "a module stack")
+    if owned:
+        name = f"self.{match.attribute}"
+    elif match.name in (None, "<root>"):
+        name = "the model"
+    else:
+        name = match.name
     stack_text = (
         f"nn.{match.container} of {match.units} x ({unit})"
         if len(match.unit_classes) > 1
