@@ -150,13 +150,21 @@ class ModuleMatch:
     call: Location | None  # the user line calling the repeated module (time loops)
 
 
-def _period(children: list[tuple[str, str]]) -> int:
-    """The smallest p such that the children repeat with period p (len itself if none)."""
-    total = len(children)
-    for period in range(1, total // 2 + 1):
-        if total % period == 0 and children == children[:period] * (total // period):
-            return period
-    return total
+def _units(children: list[tuple[str, str]]) -> tuple[int, int, int]:
+    """The longest run of identical units among a container's children: (start, period, count).
+
+    ``Sequential(Linear, GELU, Linear, GELU, ..., Linear)`` has 16 units of period 2 starting
+    at 0 and a head left over; a ModuleList of 12 ``Block`` has 12 units of period 1.
+    """
+    best, covered = (0, len(children), 1), 0
+    for period in range(1, len(children) // 2 + 1):
+        run = 0
+        for index in range(len(children) - period):
+            run = run + 1 if children[index] == children[index + period] else 0
+            count = (run + period) // period
+            if count >= 2 and count * period > covered:
+                best, covered = (index + 1 - run, period, count), count * period
+    return best
 
 
 def _site(entry: dict[str, Any], direct: bool) -> Location | None:
@@ -177,13 +185,13 @@ def _match_modules(
     candidates: list[tuple[tuple[int, int, int], ModuleMatch]] = []
     for stack in modules.get("stacks") or []:
         children = [(c.get("class", ""), c.get("params", "")) for c in stack.get("children", [])]
-        period = _period(children)
-        units = len(children) // period
+        start, period, units = _units(children)
         if units < MIN_REPEATS or abs(units - repeats) > _EDGE_BLOCKS:
             continue
-        if not any(params for _cls, params in children[:period]):
+        unit = children[start : start + period]
+        if not any(params for _cls, params in unit):
             continue  # no parameters: nothing scan_layers could stack
-        unit_files = {c.get("file") for c in stack.get("children", [])[:period]}
+        unit_files = {c.get("file") for c in stack.get("children", [])[start : start + period]}
         location = None
         child_call = _site({"sites": stack.get("child_sites")}, direct=True)
         if child_call is not None:
@@ -194,7 +202,7 @@ def _match_modules(
         match = ModuleMatch(
             kind="stack",
             units=units,
-            unit_classes=tuple(cls for cls, _params in children[:period]),
+            unit_classes=tuple(cls for cls, _params in unit),
             container=stack.get("class"),
             owner_class=stack.get("owner_class"),
             attribute=stack.get("attribute"),
