@@ -34,6 +34,9 @@ METRICS_MIN_COMPILES_PER_STEP = 0.2
 # Recompiling on at least this share of post-warm-up steps is an error, not a warning.
 ERROR_RECOMPILE_STEP_SHARE = 0.5
 _MAX_LISTED = 8
+# torch_xla's cause for the graphs the openxla backend compiles ("dynamo is compiling a FX
+# graph to HLO") and runs
+_DYNAMO_CAUSE = "dynamo"
 
 SUGGESTION = (
     "Keep tensor shapes static between steps: pad or bucket variable dimensions to a few fixed "
@@ -215,8 +218,11 @@ def _from_events(
 ) -> list[Finding]:
     timelines: dict[Location | None, list[DebugEvent]] = defaultdict(list)
     compiled_sites = {user_location(e.frames) for e in compilations}
+    by_dynamo = any(r.kind == "compile" for r in data.dynamo)
     for event in data.debug.events:
         location = user_location(event.frames)
+        if by_dynamo and event.cause and _DYNAMO_CAUSE in event.cause:
+            continue  # dynamo's own compilations: reported from its reasons (_from_dynamo)
         if location in compiled_sites and location not in skip:
             timelines[location].append(event)
     graph_of = link_graphs(data.graphs, compilations)

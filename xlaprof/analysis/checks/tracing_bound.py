@@ -28,6 +28,7 @@ from collections import Counter, defaultdict
 from xlaprof.analysis.model import EXECUTE_METRICS, AnalysisInput
 from xlaprof.analysis.source import source_line
 from xlaprof.findings import Finding, Kind, Location, Severity
+from xlaprof.parse.frames import is_library_file
 
 # Host time per step must be at least this many times the device time per step ...
 HOST_TO_DEVICE_MIN_RATIO = 1.5
@@ -98,7 +99,11 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     ops = [s.ops for s in steady if s.ops is not None]
     if ops:
         evidence["ops_traced_per_step"] = int(statistics.median(ops))
-    lines = [(line, n) for line, n in where.most_common() if line != LIBRARY][:_TOP]
+    lines = [
+        (line, n)
+        for line, n in where.most_common()
+        if line != LIBRARY and not is_library_file(line.rpartition(":")[0])
+    ][:_TOP]
     if lines:
         # share of the host thread's sampled CPU time spent with this line innermost
         evidence["top_host_lines_cpu_share"] = {line: round(n / sampled, 3) for line, n in lines}
