@@ -292,3 +292,29 @@ def time_loop_sketch(file: str, call_line: int) -> str | None:
         f"    {carry}, outputs = scan(step, {carry}, {xs_expr})   # replaces the loop at line "
         f"{loop.lineno}"
     )
+
+
+def enclosing_function(file: str, line: int) -> str | None:
+    """The name of the innermost function whose body holds ``line``."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    function = _innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
+    return getattr(function, "name", None)
+
+
+def loop_call_of(file: str, line: int, function: str) -> int | None:
+    """The line in the loop around ``line`` that calls ``function`` (``make_batch(...)``)."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    loop = _innermost(tree, line, (ast.For, ast.While))
+    if loop is None:
+        return None
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name == function:
+                return node.lineno
+    return None

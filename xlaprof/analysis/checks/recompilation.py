@@ -17,7 +17,13 @@ from dataclasses import dataclass
 
 from xlaprof.analysis.graph_diff import DYNAMIC_SHAPE_OPS, Explanation, explain
 from xlaprof.analysis.model import COMPILE_METRICS, AnalysisInput
-from xlaprof.analysis.source import argument_origin, loop_reassignment, source_line
+from xlaprof.analysis.source import (
+    argument_origin,
+    enclosing_function,
+    loop_call_of,
+    loop_reassignment,
+    source_line,
+)
 from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.dynamo_log import DynamoRecord
@@ -200,6 +206,15 @@ def _origin(site: _Site) -> tuple[Location | None, str | None]:
                     f"reassigned inside the loop (created first at line {source.line})",
                 )
         if source is not None and not is_library_file(source.file):
+            if cut is not None and source.file != cut.file:
+                # made in a helper (make_batch): the step's call of it is the line to change
+                function = enclosing_function(source.file, source.line)
+                line = loop_call_of(cut.file, cut.line, function) if function else None
+                if line is not None:
+                    return (
+                        Location(cut.file, line),
+                        f"the call in the step that makes the input (created at {source})",
+                    )
             return source, "where the input was created"
         if cut is not None:
             line = argument_origin(cut.file, cut.line, 0)
