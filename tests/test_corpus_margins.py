@@ -116,8 +116,9 @@ def test_source_rules(tmp_path: Path) -> None:
     assert argument_origin(file, 10, 0) is None
     sketch = time_loop_sketch(file, 17)
     assert sketch is not None
-    assert "def step(h, x_t):" in sketch and "h = self.cell(x_t, h)" in sketch
-    assert "h, outputs = scan(step, h, seq.movedim(1, 0))" in sketch
+    assert "params = dict(self.cell.named_parameters())" in sketch
+    assert "h = functional_call(self.cell, params, (x_t, h))" in sketch
+    assert "(h, _), outputs = scan(step, (h, params), seq.movedim(1, 0))" in sketch
 
 
 def test_stack_units_from_the_module_tree() -> None:

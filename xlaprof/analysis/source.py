@@ -282,15 +282,23 @@ def time_loop_sketch(file: str, call_line: int) -> str | None:
         arguments.append(arg)
     if xs_expr is None:
         return None
-    new_call = ast.Call(func=call.func, args=arguments, keywords=call.keywords)
+    module = ast.unparse(call.func)
+    new_call = ast.Call(
+        func=ast.Name("functional_call"),
+        args=[call.func, ast.Name("params"), ast.Tuple(arguments)],
+        keywords=call.keywords,
+    )
     carry = carried[0]
     return (
+        "    from torch.func import functional_call\n"
         "    from torch_xla.experimental.scan import scan\n\n"
-        f"    def step({carry}, x_t):\n"
+        f"    params = dict({module}.named_parameters())\n\n"
+        f"    def step(carry, x_t):\n"
+        f"        {carry}, params = carry\n"
         f"        {carry} = {ast.unparse(new_call)}\n"
-        f"        return {carry}, {carry}   # new carry, and this step's output\n\n"
-        f"    {carry}, outputs = scan(step, {carry}, {xs_expr})   # replaces the loop at line "
-        f"{loop.lineno}"
+        f"        return ({carry}, params), {carry}   # new carry, and this step's output\n\n"
+        f"    ({carry}, _), outputs = scan(step, ({carry}, params), {xs_expr})"
+        f"   # replaces the loop at line {loop.lineno}"
     )
 
 

@@ -259,14 +259,15 @@ class Session:
         entry[0] += 1
         entry[1] += seconds
 
-    def boundary(self) -> None:
+    def boundary(self, graph_required: bool = False) -> None:
         """End the current step: write its row, then handle the trace window and max steps.
 
-        Outside ``xlaprof.step`` marks, a sync that ran no graph (nothing traced since the last
-        step) ends no step: its time goes to the next one.
+        Outside ``xlaprof.step`` marks, a sync that ran no graph ends no step (its time goes to
+        the next one): nothing traced since the last step, or, with ``graph_required``, no
+        graph built (``MpDeviceLoader``'s syncs, see ``synchook``).
         """
         assert self.metrics is not None
-        if not self.user_steps and self.metrics.idle():
+        if not self.user_steps and self.metrics.idle(graph_required):
             return
         now = time.perf_counter()
         cpu_now = time.thread_time()

@@ -9,6 +9,7 @@ from typing import Any
 # The function torch_xla.compile calls to sync before the compiled function runs (2.x).
 _COMPILE_ENTRY = "_clear_pending_ops_before_compile"
 _DYNAMO_DIR = "torch_xla/_dynamo/"
+_LOADER_FILE = "parallel_loader.py"
 
 
 def _ends_step(caller: Any) -> bool:
@@ -37,13 +38,12 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
 
     def sync(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
-        if (
-            session.recording
-            and not session.user_steps
-            and os.getpid() == session.pid
-            and _ends_step(sys._getframe(1).f_code)
-        ):
-            session.boundary()
+        if session.recording and not session.user_steps and os.getpid() == session.pid:
+            caller = sys._getframe(1).f_code
+            if _ends_step(caller):
+                # MpDeviceLoader syncs at every batch and twice at the end of an epoch: its
+                # syncs end a step only when a graph ran since the last one.
+                session.boundary(graph_required=caller.co_filename.endswith(_LOADER_FILE))
         return result
 
     sync._xlaprof_session = session  # type: ignore[attr-defined]
