@@ -3,14 +3,16 @@
 A compiled graph knows each op only by its innermost source line, which for a layer built from
 torch modules (``self.act(self.fc(x))``, an ``nn.Sequential`` of ``Linear``/``GELU``) lies in
 ``torch/nn/modules``: the graph alone cannot name the stack or the loop that unrolled it. The
-live process can. During the first recorded step a global forward pre-hook
+live process can. During the second step (the session starts it after a first step in which
+dynamo compiled nothing) a global forward pre-hook
 (``torch.nn.modules.module.register_module_forward_pre_hook``) counts each module's calls and
 notes the user's source line that called it; at the end of that step the hook is removed and the
 module tree under the called modules is walked for ``ModuleList``/``Sequential`` containers.
 Written to ``modules.json``: plain data, no torch objects.
 
-Cost: one Python call per module call during one step, then nothing. The hook returns at once
-while dynamo traces (``torch.compiler.is_compiling``), so compiled graphs are not changed.
+Cost: one Python call per module call during one step, then nothing. A global hook is part of
+what dynamo guards on, so the session drops the recorder as soon as dynamo starts compiling,
+and the hook returns at once while dynamo traces (``torch.compiler.is_compiling``).
 """
 
 from __future__ import annotations

@@ -78,7 +78,9 @@ def analyze(data: AnalysisInput) -> list[Finding]:
                 suggestion=SUGGESTION,
             )
         )
-    if findings:
+    if findings or sites:
+        # Reads placed at lines are the best evidence: the counters must not report the reads
+        # those lines were judged by (an occasional log line) once more without a line.
         return findings
     for note in data.debug.too_frequent:
         if note.metric in FROM_DEVICE_METRICS:
