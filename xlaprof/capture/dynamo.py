@@ -61,11 +61,16 @@ class DynamoRecorder:
         self.started: dict[str, float] = {}
         self.written = 0
         self.compiles = 0
+        self.enabled: list[str] = []  # artifacts switched on here (off again at stop)
+        self.state: Any = None
         self.on_compile_start: Callable[[], None] | None = None
 
     def start(self) -> str | None:
         """Switch recording on; returns why not when it cannot be (for the run's warnings)."""
         try:
+            # Dynamo registers its artifact loggers when it is imported (torch_xla imports it):
+            # they must exist before they can be caught.
+            import torch._dynamo  # noqa: F401
             from torch._logging import _internal as torch_logging
         except ImportError as error:
             return f"dynamo recording off: {error}"
@@ -74,9 +79,12 @@ class DynamoRecorder:
         if registry is None or state is None:
             return "dynamo recording off: torch._logging has no log registry here"
         self.file = self.path.open("a", buffering=1)
+        self.state = state
         for artifact in ARTIFACTS:
             user_enabled = state.is_artifact_enabled(artifact)
-            state.enable_artifact(artifact)
+            if not user_enabled:
+                state.enable_artifact(artifact)
+                self.enabled.append(artifact)
             for qname in registry.get_artifact_log_qnames():
                 if not qname.endswith(f".__{artifact}"):
                     continue
@@ -104,6 +112,10 @@ class DynamoRecorder:
             logger.setLevel(level)
             logger.propagate = propagate
         self.loggers.clear()
+        for artifact in self.enabled:
+            with contextlib.suppress(Exception):
+                self.state.artifact_names.discard(artifact)
+        self.enabled.clear()
         for remove, callback in self.callbacks:
             with contextlib.suppress(Exception):
                 remove(callback)

@@ -334,16 +334,23 @@ def _from_dynamo(data: AnalysisInput) -> tuple[list[Finding], set[Location]]:
             if call is not None:
                 calls.add(call)
                 compiles_at[call].append(record)
+    # One cause: one call of a compiled function and one kind of guard failure. A graph break
+    # splits a function into several that dynamo compiles apiece (``forward`` and
+    # ``torch_dynamo_resume_in_forward_at_9``), and all recompile for the one changed input.
     causes: dict[tuple[str | None, str | None], list[DynamoRecord]] = defaultdict(list)
     for record in data.dynamo:
         if record.kind == "recompile":
-            causes[(record.code, record.cause)].append(record)
+            call = record.user_frames[-1] if record.user_frames else record.code
+            cause = re.sub(r"tensor '[^']*'", "tensor", record.cause or "")
+            causes[(call, cause)].append(record)
     xla_steps: dict[int | None, int] = defaultdict(int)
     for event in data.debug.compilations():
         xla_steps[event.step] += 1
     findings = []
-    for (code, cause), records in causes.items():
+    for records in causes.values():
         first = records[0]
+        code, cause = first.code, first.cause
+        records = [r for r in records if r.function == first.function] or records
         call = _parse_location(first.user_frames[0]) if first.user_frames else None
         mismatches = [m for m in (r.mismatch for r in records) if m is not None]
         sizes = [mismatches[0].expected, *(m.actual for m in mismatches)] if mismatches else []
