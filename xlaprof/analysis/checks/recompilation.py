@@ -114,6 +114,12 @@ _ADVICE = {
         "A guard of the compiled function failed, so dynamo compiled it again: keep the value "
         "the guard names fixed between calls, or make it a tensor input."
     ),
+    "constant": (
+        "A Python number passed to an op (a shift, a size, an index, a slice bound) is baked "
+        "into the graph as a constant, so each new value compiles a new graph. Keep it fixed, "
+        "or pass it as a device tensor (torch.tensor(value, device=...)) and use an op that "
+        "takes a tensor (torch.gather / index_select instead of a Python-int roll or slice)."
+    ),
     "structure": (
         "The graph's structure changes between steps with the same inputs. Look at the line "
         "named: a Python `if` on a tensor value, a Python number that changes every step, or "
@@ -179,7 +185,7 @@ def _cause_key(site: _Site) -> tuple[object, ...]:
     if explanation.kind == "data_dependent":
         change = next(c for c in explanation.inputs if c.data_dependent)
         return ("data", change.data_dependent, change.source)
-    if explanation.kind == "structure" and explanation.first_difference:
+    if explanation.kind in ("structure", "constant") and explanation.first_difference:
         difference = explanation.first_difference
         return ("structure", difference.get("location") or difference.get("op"))
     return ("site", site.location)
@@ -189,11 +195,15 @@ def _origin(site: _Site) -> tuple[Location | None, str | None]:
     """The user's line that made the changing input, and how it was found."""
     explanation = site.explanation
     cut = site.location
-    if explanation is not None and explanation.kind == "structure":
+    if explanation is not None and explanation.kind in ("structure", "constant"):
         where = (explanation.first_difference or {}).get("location")
         location = _parse_location(where) if isinstance(where, str) else None
         if location is not None and not is_library_file(location.file):
-            return location, "the first op that differs between the graphs"
+            return location, (
+                "the op that takes the changing constant"
+                if explanation.kind == "constant"
+                else "the first op that differs between the graphs"
+            )
         return cut, None
     if explanation is not None and explanation.inputs:
         change = next((c for c in explanation.inputs if c.data_dependent), explanation.inputs[0])
@@ -472,6 +482,9 @@ def _headline(explanation: Explanation | None) -> str | None:
         return f"input {change.parameter} varies in {dims}"
     if explanation.kind == "structure":
         return "same inputs, different graph structure"
+    if explanation.kind == "constant":
+        change = (explanation.first_difference or {}).get("constant")
+        return f"a constant baked into the graph changes ({change})"
     if explanation.kind == "nothing_visible":
         return "no visible change in the graphs"
     return None
