@@ -364,8 +364,9 @@ def _module_finding(
             "dim 0."
             + (f" A sketch from your loop:\n{sketch}\n" if sketch else " ")
             + f"XLA then compiles one step of the loop instead of {match.units}. fn must be "
-            "traceable by AOTAutograd (no Python branches on tensor values, no .item()); "
-            "measure compile time and step time before and after."
+            "traceable by AOTAutograd (no Python branches on tensor values, no .item()) and "
+            "may not close over tensors, so the module's parameters travel in the carry "
+            "(torch.func.functional_call); measure compile time and step time before and after."
         )
         return Finding(
             kind=Kind.UNROLLED_LOOP,
