@@ -65,6 +65,11 @@ def test_warmup_is_judged_per_site() -> None:
     # a new graph after the site once reused a cached one: a recompilation
     warm, late = _split_warmup([event(c), event(e), event(e), event(c), event(e)])
     assert (len(warm), len(late)) == (1, 1)
+    # a first graph of no inputs (total = torch.zeros(...) flushed by the loop's first sync)
+    # is set-up: the two graphs after it are still warm-up
+    setup = DebugEvent(kind="compilation", graph_inputs=0, frames=event(c).frames)
+    warm, late = _split_warmup([setup, event(e), event(c), event(e), event(c), event(e), event(e)])
+    assert (len(warm), len(late)) == (3, 0)
     # every call compiles: beyond two, recompilations
     warm, late = _split_warmup([event(k) for _ in range(5) for k in (c, e)])
     assert (len(warm), len(late)) == (2, 3)

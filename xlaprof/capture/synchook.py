@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from typing import Any
 
 # The function torch_xla.compile calls to sync before the compiled function runs (2.x).
@@ -24,6 +25,24 @@ def _ends_step(caller: Any) -> bool:
     return _DYNAMO_DIR not in caller.co_filename.replace("\\", "/")
 
 
+_LOADERS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _loader_seen(loader: Any) -> bool:
+    """False the first time a loader syncs: that sync, before its first batch, flushes the
+    work queued before the loop (``total = torch.zeros(...)``), which belongs to the loop's
+    first step, like ``torch_xla.compile``'s sync before the function."""
+    if loader is None:
+        return True
+    try:
+        if loader in _LOADERS:
+            return True
+        _LOADERS.add(loader)
+    except TypeError:  # not weak-referenceable: judge its syncs by the graph alone
+        return True
+    return False
+
+
 def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     """Wrap ``torch_xla.sync`` so each call ends a step of ``session``; returns the original.
 
@@ -39,11 +58,16 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     def sync(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
         if session.recording and not session.user_steps and os.getpid() == session.pid:
-            caller = sys._getframe(1).f_code
-            if _ends_step(caller):
+            frame = sys._getframe(1)
+            caller = frame.f_code
+            if not caller.co_filename.endswith(_LOADER_FILE):
+                if _ends_step(caller):
+                    session.boundary()
+            elif _loader_seen(frame.f_locals.get("self")):
                 # MpDeviceLoader syncs at every batch and twice at the end of an epoch: its
                 # syncs end a step only when a graph ran since the last one.
-                session.boundary(graph_required=caller.co_filename.endswith(_LOADER_FILE))
+                session.boundary(graph_required=True)
+            del frame
         return result
 
     sync._xlaprof_session = session  # type: ignore[attr-defined]

@@ -146,15 +146,21 @@ def _split_warmup(events: list[DebugEvent]) -> tuple[list[DebugEvent], list[Debu
     site's first ``WARMUP_GRAPHS_PER_SITE`` compilations, as long as every execution before them
     ran a freshly compiled graph: optimizer state appears on a site's first calls, whatever the
     step number (a gradient-accumulation step first runs at step 3). A compilation after the
-    site has once reused a cached graph, or beyond that count, is a recompilation.
+    site has once reused a cached graph, or beyond that count, is a recompilation. A site's
+    first graph with no inputs computes constants: set-up work flushed by the loop's first sync
+    (``total = torch.zeros(...)``), not counted.
     """
     warmup: list[DebugEvent] = []
     late: list[DebugEvent] = []
     cached_run_seen = False
     compiled_since_execution = False
+    budget = WARMUP_GRAPHS_PER_SITE
+    first = next((e for e in events if e.kind == "compilation"), None)
+    if first is not None and first.graph_inputs == 0:
+        budget += 1  # a graph of no inputs computes constants: set-up, not a training step
     for event in events:
         if event.kind == "compilation":
-            if not cached_run_seen and len(warmup) < WARMUP_GRAPHS_PER_SITE:
+            if not cached_run_seen and len(warmup) < budget:
                 warmup.append(event)
             else:
                 late.append(event)
