@@ -260,6 +260,15 @@ def _graph_finding(
     # The forward run has every layer; backward runs lose a block or two at their edges (the
     # first layer needs no input gradient), so the layer count is the largest repeat count.
     primary, block = max(kept, key=lambda rb: (rb[0].repeats, rb[0].ops))
+    match = _match_modules(
+        modules, primary.repeats, {i.source_file for i in block if i.source_file}
+    )
+    if match is None:
+        # Without the module tree the block must name itself by the user's own lines.
+        with_lines = [(r, b) for r, b in kept if _user_lines(b)]
+        if not with_lines:
+            return None
+        primary, block = max(with_lines, key=lambda rb: (rb[0].repeats, rb[0].ops))
     partners = [
         r for r, _b in kept if r is not primary and primary.repeats - r.repeats <= _EDGE_BLOCKS
     ]
@@ -268,10 +277,6 @@ def _graph_finding(
     if share < MIN_GRAPH_SHARE or (primary.repeats, primary.block_ops) in seen:
         return None
     lines = _user_lines(block)
-    block_files = {i.source_file for i in block if i.source_file}
-    match = _match_modules(modules, primary.repeats, block_files)
-    if match is None and not lines:
-        return None  # neither the module tree nor the user's source names the block
     seen.add((primary.repeats, primary.block_ops))
     evidence: dict[str, object] = {
         "graph": graph.module,
