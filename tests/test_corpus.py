@@ -79,11 +79,13 @@ def test_time_loop_suggests_scan_not_bench_scan(corpus_runs: dict[str, Any]) -> 
 def test_module_stacks_are_named_from_the_module_tree(corpus_runs: dict[str, Any]) -> None:
     document, _steps = corpus_runs["modulelist_torch_only"]
     (finding,) = [f for f in document["findings"] if f["kind"] == "unrolled_loop"]
-    assert finding["evidence"]["layer_stack"].startswith("self.layers (nn.ModuleList of 12 Block)")
+    stack = finding["evidence"]["layer_stack"]
+    assert stack == "self.layers of Model (nn.ModuleList of Block x 12)"
     assert finding["evidence"]["bench_command"].endswith("--layers layers")
     document, _steps = corpus_runs["sequential_gelu_stack"]
     (finding,) = [f for f in document["findings"] if f["kind"] == "unrolled_loop"]
-    assert "16 x (Linear, GELU)" in finding["evidence"]["layer_stack"]
+    assert finding["evidence"]["layer_stack"] == "the model (nn.Sequential of (Linear, GELU) x 16)"
+    assert "bench_command" not in finding["evidence"]  # pairs, not layers scan_layers takes
 
 
 def test_torch_compile_recompile_carries_dynamo_reasons(corpus_runs: dict[str, Any]) -> None:

@@ -388,15 +388,14 @@ def _module_finding(
         name = "the model"
     else:
         name = match.name
-    stack_text = (
-        f"nn.{match.container} of {match.units} x ({unit})"
-        if len(match.unit_classes) > 1
-        else f"nn.{match.container} of {match.units} {unit}"
+    single = len(match.unit_classes) == 1
+    stack_text = f"nn.{match.container} of {unit if single else f'({unit})'} x {match.units}"
+    if single:
+        evidence["layer_class"] = unit
+    evidence["layer_stack"] = (
+        f"{name} of {match.owner_class} ({stack_text})" if owned else f"{name} ({stack_text})"
     )
-    evidence["layer_stack"] = f"{name} ({stack_text})" + (
-        f" of {match.owner_class}" if owned else ""
-    )
-    scannable = owned and len(match.unit_classes) == 1
+    scannable = owned and single
     if scannable:
         evidence["layer_stack_owner"] = match.owner_class
         evidence["layer_stack_attribute"] = match.attribute
