@@ -1,6 +1,6 @@
 """Recompilation: the batch size changes between steps, so every new size is a new graph.
 
-Expected diagnosis: recompilation at the `torch_xla.sync()` line, input 0 varying in dim 0.
+Expected diagnosis: recompilation at the make_batch line (the sync is the cut site), dim 0 varies.
 The fix is to pad or bucket batches to fixed sizes, or drop_last=True.
 """
 

@@ -48,6 +48,34 @@ def test_variants(data_dir) -> None:
     assert no_frames.memory.aliased_input_bytes is None  # "Unknown"
     # the file ends mid-block, mid-frame
     assert cut.truncated and cut.graph_outputs == 107 and cut.frames[0].function == "mark_step"
+    # ... and its last frame, cut inside the path's line number, is kept as cut (the line
+    # number may have lost digits, so it is not trusted)
+    assert cut.frames[1] == Frame("train_loop_fn", "/home/user/train.py", None, cut=True)
+    assert str(cut.frames[1]) == "/home/user/train.py…"
+
+
+@pytest.mark.parametrize(
+    ("line", "ops"),
+    [
+        # as torch_xla prints it (a GitHub issue's paste, with its logging prefix)
+        (
+            "2023-05-02 10:01:12 WARNING pt-xla-profiler: Op(s) not lowered: aten::multinomial,"
+            "  Please open a GitHub issue with the above op lowering requests.",
+            ["aten::multinomial"],
+        ),
+        # the message alone, without the profiler's prefix
+        ("Op(s) not lowered: aten::multinomial", ["aten::multinomial"]),
+        # inside a sentence, two ops
+        (
+            "I keep getting Op(s) not lowered: aten::_ctc_loss, aten::nonzero when training",
+            ["aten::_ctc_loss", "aten::nonzero"],
+        ),
+        ("Op(s) not lowered: median, histc", ["aten::median", "aten::histc"]),
+    ],
+)
+def test_not_lowered_anywhere_in_a_line(line: str, ops: list[str]) -> None:
+    log = parse_debug_log(f"some unrelated line\n{line}\nanother line\n")
+    assert [(r.op, r.count, r.line) for r in log.fallbacks] == [(op, 1, 2) for op in ops]
 
 
 def test_old_profiler_lines(data_dir) -> None:

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.runtime
 # example -> (finding kinds, source line the first finding points at, steps recorded)
 EXPECTED = {
     "healthy_loop": ([], None, 12),
-    "recompile_varying_batch": (["recompilation"], "        torch_xla.sync()", 12),
+    # the line in the step that makes the batch whose size changes (the sync is the cut site)
+    "recompile_varying_batch": (["recompilation"], "x, y = make_batch(next(sizes), device)", 12),
     "host_sync_item": (["host_sync"], "history.append(loss.item())", 12),
     "cpu_fallback": (["aten_fallback"], "scale = torch.median", 12),
     # thousands of tiny ops per step vs a few large matmuls (plus one sync before each loop)
@@ -29,8 +30,9 @@ EXPECTED = {
     # 24 identical blocks in a for loop; the same model through scan_layers
     "unrolled_layers": (["unrolled_loop"], "for blk in self.blocks:", 4),
     "scanned_layers": ([], None, 4),
-    # the rows kept by torch.nonzero differ each step (recompiles first: it is an error)
-    "data_dependent_shape": (["recompilation", "aten_fallback"], "        torch_xla.sync()", 8),
+    # the rows kept by torch.nonzero differ each step (recompiles first: it is an error), and
+    # the nonzero line makes the changing input
+    "data_dependent_shape": (["recompilation", "aten_fallback"], "keep = torch.nonzero", 8),
 }
 
 

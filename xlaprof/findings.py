@@ -22,6 +22,7 @@ class Kind(StrEnum):
     UNROLLED_LOOP = "unrolled_loop"
     MEMORY_PRESSURE = "memory_pressure"
     SLOW_COMPILE = "slow_compile"
+    GRAPH_BREAK = "graph_break"
 
 
 class Severity(StrEnum):

@@ -64,7 +64,8 @@ class InputChange:
 
 @dataclass
 class Explanation:
-    kind: str  # "input_shapes" | "data_dependent" | "structure" | "nothing_visible" | "unknown"
+    # "input_shapes" | "data_dependent" | "constant" | "structure" | "nothing_visible" | "unknown"
+    kind: str
     summary: str
     inputs: list[InputChange] = field(default_factory=list)
     first_difference: dict[str, object] | None = None
@@ -104,6 +105,9 @@ def explain(graphs: list[GraphInfo], dynamic_sites: dict[Location, str]) -> Expl
             dynamic = [c for c in changes if c.data_dependent]
             kind = "data_dependent" if dynamic else "input_shapes"
             return Explanation(kind, "; ".join(c.describe() for c in changes), inputs=changes)
+        constant = _constant_difference(same_arity)
+        if constant is not None:
+            return constant
         structure = _first_difference(same_arity)
         if structure is not None:
             return structure
@@ -153,6 +157,42 @@ def _input_changes(
             )
         )
     return changes
+
+
+def _constant_difference(modules: list[HloModule]) -> Explanation | None:
+    """Graphs with the same ops whose constants differ: a Python number baked into the graph.
+
+    A constant has no source line of its own; torch_xla emits it just before the op that uses
+    it, so the first op after it with a source line names where the number went in.
+    """
+    for before, after in itertools.pairwise(modules):
+        if _signature(before) != _signature(after):
+            continue
+        for old, new in zip(before.instructions, after.instructions, strict=False):
+            if old.opcode != "constant" or old.literal == new.literal:
+                continue
+            user = next(
+                (i for i in after.instructions[new.index :] if i.source_file and i.source_line),
+                None,
+            )
+            location = _location(user) if user is not None else None
+            detail: dict[str, object] = {
+                "op": user.op_type if user is not None else "constant",
+                "hlo": new.signature,
+                "constant": f"{old.literal} → {new.literal}",
+                "location": None if location is None else str(location),
+                "source_text": None
+                if location is None
+                else source_line(location.file, location.line),
+            }
+            where = f" at {location}" if location else ""
+            return Explanation(
+                "constant",
+                f"same inputs and ops, but a constant baked into the graph changes "
+                f"({old.literal} → {new.literal}){where}: a Python number passed to an op",
+                first_difference=detail,
+            )
+    return None
 
 
 def _first_difference(modules: list[HloModule]) -> Explanation | None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.debug_log import DebugLog
+from xlaprof.parse.dynamo_log import DynamoRecord, parse_dynamo_records
 from xlaprof.parse.metrics_report import MetricsReport
 from xlaprof.rundir.schema import GraphInfo, RegionRow, StepRow
 
@@ -35,6 +36,9 @@ class AnalysisInput:
     graphs: list[GraphInfo] = field(default_factory=list)  # in compile order
     device_memory: dict[str, int] | None = None  # bytes_used / bytes_limit, where recorded
     script: str | None = None  # the profiled script (for `xlaprof bench` commands)
+    dynamo: list[DynamoRecord] = field(default_factory=list)  # torch.compile's own records
+    # module stacks and repeated module calls of one step (capture/modules.py), if recorded
+    modules: dict[str, Any] | None = None
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.
@@ -124,4 +128,6 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
         graphs=run.graphs(),
         device_memory=run.info.device_memory,
         script=run.info.script,
+        dynamo=parse_dynamo_records(run.dynamo_records()),
+        modules=run.modules(),
     )

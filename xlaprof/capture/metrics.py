@@ -53,6 +53,22 @@ class StepMetrics:
             self.previous[name] = self.metric(name)
         self.previous_aten, self.previous_ops = self.op_counters()
 
+    def idle(self, graph_required: bool = False) -> bool:
+        """True when no graph was built since the last read and, unless ``graph_required``,
+        nothing was traced either (an op can run without a graph of its own: a compiled
+        dynamo program, a host read).
+
+        A sync then ran no graph: ``MpDeviceLoader`` syncs before its first batch, after the
+        last one and when nothing is pending, and such syncs do not end a training step.
+        """
+        graphs = self.metric(GRAPH_SIZE)[0]
+        if graphs != self.previous.get(GRAPH_SIZE, (0, 0))[0]:
+            return False
+        if graph_required:
+            return True
+        _aten, lowered = self.op_counters()
+        return lowered == self.previous_ops
+
     def fill(self, row: StepRow) -> None:
         """Set ``row``'s counts and seconds to what happened since the last read."""
         for name, (count_field, seconds_field) in TIME_METRICS.items():

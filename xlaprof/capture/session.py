@@ -6,6 +6,8 @@ appends the step's deltas to ``steps.jsonl``, and moves new HLO dumps into ``gra
 (``graphs``). PT_XLA_DEBUG analysis and the fallback tracker are switched on by setting their
 environment variables before the first graph runs, pointing them at files in the run directory;
 each step records how far those files had grown, which later ties each compilation to its step.
+Dynamo's recompile reasons and graph breaks go to ``dynamo.jsonl`` (``dynamo``), and the first
+step's module calls to ``modules.json`` (``modules``), for the analyzers that name layer stacks.
 
 This package is what the training process loads: it imports nothing of ``xlaprof.analysis``,
 ``xlaprof.report``, pandas or plotly. torch_xla is imported only when a session starts.
@@ -28,17 +30,21 @@ from pathlib import Path
 from typing import Any
 
 from xlaprof.capture import annotate, probe
+from xlaprof.capture.dynamo import DynamoRecorder
 from xlaprof.capture.graphs import GraphHarvester
 from xlaprof.capture.metrics import StepMetrics
+from xlaprof.capture.modules import ModuleRecorder
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
 from xlaprof.capture.synchook import install_sync_hook, uninstall_sync_hook
 from xlaprof.capture.tracewindow import TraceWindow
 from xlaprof.errors import RuntimeUnavailable
+from xlaprof.parse.frames import is_library_file
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
     FALLBACK_LOG,
     FINAL_METRICS,
     METRICS_DIR,
+    MODULES,
     REGIONS,
     SAMPLES,
     STEPS,
@@ -114,6 +120,8 @@ class Session:
         self._regions_file: Any = None
         self._samples_file: Any = None
         self._previous_sigterm: Any = None
+        self.dynamo: DynamoRecorder | None = None
+        self.modules: ModuleRecorder | None = None
 
     # -- start -----------------------------------------------------------------------------
     def start(self, install_exit_handlers: bool = False) -> Session:
@@ -158,6 +166,7 @@ class Session:
             self._server = xp.start_server(self.server_port)
         self.metrics.snapshot()
         self._original_sync = install_sync_hook(torch_xla, self)
+        self._start_recorders()
         annotate.set_session(self)
         os.register_at_fork(after_in_child=self._forked)
         if install_exit_handlers:
@@ -174,6 +183,49 @@ class Session:
         if self.trace_steps and self.trace_steps[0] == 0:
             self.window.start()
         return self
+
+    def _start_recorders(self) -> None:
+        """Dynamo's recompile reasons for the whole run; module calls for the first step."""
+        self.dynamo = DynamoRecorder(self.directory, lambda: self.step_index, is_library_file)
+        warning = self.dynamo.start()
+        if warning:
+            self.info.warnings.append(warning)
+        self.dynamo.on_compile_start = self._dynamo_compiling
+
+    def _start_module_recorder(self) -> None:
+        """Record the second step's module calls, unless dynamo is in use.
+
+        A global forward hook is a guard input for dynamo: present while ``torch.compile``
+        compiles, it would make dynamo compile again once removed (and torch.compile warns).
+        So it is installed only after a first step in which dynamo compiled nothing, and
+        dropped unused as soon as dynamo starts compiling.
+        """
+        if self.dynamo is not None and self.dynamo.compiles:
+            return
+        recorder = ModuleRecorder(is_library_file)
+        try:
+            recorder.start()
+        except Exception as error:
+            self.info.warnings.append(f"module calls not recorded: {error}")
+            return
+        self.modules = recorder
+
+    def _dynamo_compiling(self) -> None:
+        if self.modules is not None:
+            self.modules.stop()
+            self.modules = None
+
+    def _write_modules(self, step: int | None = None) -> None:
+        recorder, self.modules = self.modules, None
+        if recorder is None:
+            return
+        recorder.stop()
+        try:
+            summary = recorder.summary()
+            summary["step"] = step
+            atomic_write_text(self.directory / MODULES, json.dumps(summary))
+        except Exception as error:
+            self.info.warnings.append(f"module calls not recorded: {error}")
 
     def _enable_debug_output(self) -> None:
         # torch_xla reads these when its first graph is built, not at import.
@@ -209,8 +261,16 @@ class Session:
         entry[0] += 1
         entry[1] += seconds
 
-    def boundary(self) -> None:
-        """End the current step: write its row, then handle the trace window and max steps."""
+    def boundary(self, graph_required: bool = False) -> None:
+        """End the current step: write its row, then handle the trace window and max steps.
+
+        Outside ``xlaprof.step`` marks, a sync that ran no graph ends no step (its time goes to
+        the next one): nothing traced since the last step, or, with ``graph_required``, no
+        graph built (``MpDeviceLoader``'s syncs, see ``synchook``).
+        """
+        assert self.metrics is not None
+        if not self.user_steps and self.metrics.idle(graph_required):
+            return
         now = time.perf_counter()
         cpu_now = time.thread_time()
         row = StepRow(
@@ -219,7 +279,6 @@ class Session:
             wall_s=now - self.step_start,
             host_cpu_s=cpu_now - self.step_cpu_start,
         )
-        assert self.metrics is not None
         self.metrics.fill(row)
         if row.compiles and self.harvester is not None:
             self.harvester.collect(row.step)
@@ -232,6 +291,10 @@ class Session:
                 + "\n"
             )
         self.regions.clear()
+        if self.modules is not None:
+            self._write_modules(row.step)
+        elif self.step_index == 0:
+            self._start_module_recorder()
         if self.sampler is not None:
             counts = self.sampler.take()
             if counts:
@@ -269,6 +332,9 @@ class Session:
         annotate.set_session(None)
         if self.sampler is not None:
             self.sampler.stop()
+        self._write_modules()
+        if self.dynamo is not None:
+            self.dynamo.stop()
         if self.window is not None and self.window.tracing:
             self.window.stop(wait=status in ("ok", "max_steps"))
         uninstall_sync_hook(self._torch_xla, self, self._original_sync)
@@ -327,6 +393,10 @@ class Session:
 
     def _forked(self) -> None:
         # A forked child (a DataLoader worker) must not write into its parent's run.
+        for recorder in (self.dynamo, self.modules):
+            if recorder is not None:
+                recorder.stop()
+        self.dynamo = self.modules = None
         self.sampler = None  # its thread did not survive the fork
         self.recording = False
         self.finished = True

@@ -4,14 +4,52 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from typing import Any
+
+# The function torch_xla.compile calls to sync before the compiled function runs (2.x).
+_COMPILE_ENTRY = "_clear_pending_ops_before_compile"
+_DYNAMO_DIR = "torch_xla/_dynamo/"
+_LOADER_FILE = "parallel_loader.py"
+
+
+def _ends_step(caller: Any) -> bool:
+    """False for the syncs torch_xla makes inside one training iteration.
+
+    ``torch_xla.compile``'s sync before the function (it flushes what the caller queued for this
+    call) and the syncs of the ``openxla`` dynamo backend while it extracts and runs a graph
+    (``torch_xla/_dynamo/dynamo_bridge.py``).
+    """
+    if caller.co_name == _COMPILE_ENTRY:
+        return False
+    return _DYNAMO_DIR not in caller.co_filename.replace("\\", "/")
+
+
+_LOADERS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _loader_seen(loader: Any) -> bool:
+    """False the first time a loader syncs: that sync, before its first batch, flushes the
+    work queued before the loop (``total = torch.zeros(...)``), which belongs to the loop's
+    first step, like ``torch_xla.compile``'s sync before the function."""
+    if loader is None:
+        return True
+    try:
+        if loader in _LOADERS:
+            return True
+        _LOADERS.add(loader)
+    except TypeError:  # not weak-referenceable: judge its syncs by the graph alone
+        return True
+    return False
 
 
 def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     """Wrap ``torch_xla.sync`` so each call ends a step of ``session``; returns the original.
 
     ``xm.mark_step``, ``MpDeviceLoader`` and ``xp.StepTrace`` all call ``torch_xla.sync``, so
-    every step boundary is seen without changing user code.
+    every step boundary is seen without changing user code. One training iteration is one step:
+    see ``_ends_step`` for the syncs torch_xla makes inside an iteration, and
+    ``Session.boundary`` for syncs that ran no graph.
     """
     original = torch_xla.sync
     if getattr(original, "_xlaprof_session", None) is not None:
@@ -20,7 +58,16 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     def sync(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
         if session.recording and not session.user_steps and os.getpid() == session.pid:
-            session.boundary()
+            frame = sys._getframe(1)
+            caller = frame.f_code
+            if not caller.co_filename.endswith(_LOADER_FILE):
+                if _ends_step(caller):
+                    session.boundary()
+            elif _loader_seen(frame.f_locals.get("self")):
+                # MpDeviceLoader syncs at every batch and twice at the end of an epoch: its
+                # syncs end a step only when a graph ran since the last one.
+                session.boundary(graph_required=True)
+            del frame
         return result
 
     sync._xlaprof_session = session  # type: ignore[attr-defined]

@@ -34,6 +34,8 @@ _PREFIX_RE = re.compile(
     r"(Post Compilation Analysis|Compilation Analysis|Execution Analysis):[ \t]?(.*)$"
 )
 _FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\((.*)\)\s*$")
+# A frame cut off at the end of a paste: ``train_loop_fn (/home/user/train.py:4``
+_CUT_FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\(([^()]*)$")
 _HASH_RE = re.compile(r"Graph Hash:\s*(\S+)")
 _INPUTS_RE = re.compile(r"Number of Graph Inputs?:\s*(\d+)")
 _OUTPUTS_RE = re.compile(r"Number of Graph Outputs?:\s*(\d+)")
@@ -41,6 +43,7 @@ _SIZE_RE = re.compile(r"^\s*(.+?) size:\s*([\d.]+)\s*(B|KB|MB|GB|TB)\s*$")
 _PROFILER_RE = re.compile(r"pt-xla-profiler:[ \t]?(.*)$")
 _TOO_FREQUENT_RE = re.compile(r"(\w+) too frequent: (\d+) counts during (\d+) steps")
 _NOT_LOWERED_RE = re.compile(r"Op\(s\) not lowered:\s*(.*?)(?:\s*Please open.*)?$")
+_NAMESPACED_OP_RE = re.compile(r"\b([A-Za-z_]\w*::\w+(?:\.\w+)?)")
 _FRAME_GROUP_RE = re.compile(r"FRAME \(count=(\d+)\):")
 _UNLOWERED_RE = re.compile(r'Unlowered Op:\s*"([^"]*)"')
 _TAG_RE = re.compile(r"\[TAG\s+(.*?)\s+From Thread\s+\d+\]")
@@ -54,11 +57,13 @@ class Frame:
     function: str
     file: str | None
     line: int | None
+    cut: bool = False  # the text ended inside the frame: file (and line) may be incomplete
 
     def __str__(self) -> str:
         if self.file is None:
             return self.function
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
+        text = f"{self.file}:{self.line}" if self.line is not None else self.file
+        return f"{text}…" if self.cut else text
 
 
 @dataclass
@@ -169,7 +174,13 @@ def parse_frame(text: str) -> Frame | None:
     """``fn (/path/file.py:12)`` -> Frame; ``None`` if the text is no frame."""
     match = _FRAME_RE.match(text)
     if not match:
-        return None
+        cut = _CUT_FRAME_RE.match(text)
+        if cut is None:
+            return None
+        # Kept as cut: the path or its line number may be missing characters, so the line
+        # number is not trusted (":4" may have been ":48").
+        file = cut.group(2).strip().rpartition(":")[0] or cut.group(2).strip()
+        return Frame(cut.group(1), file or None, None, cut=True)
     function, location = match.group(1), match.group(2)
     file, sep, line = location.rpartition(":")
     if sep and line.isdigit():
@@ -302,10 +313,7 @@ class _Parser:
                 TooFrequent(match.group(1), int(match.group(2)), int(match.group(3)), lineno)
             )
             return
-        if (match := _NOT_LOWERED_RE.search(body)) is not None:
-            for op in (o.strip() for o in match.group(1).split(",")):
-                if op:
-                    self.log.fallbacks.append(FallbackRecord(op=_aten(op), count=1, line=lineno))
+        if self.not_lowered_line(lineno, body):
             return
         if (match := _FRAME_GROUP_RE.search(body)) is not None:
             self.end_group()
@@ -324,6 +332,20 @@ class _Parser:
             self.end_group()
         elif (frame := parse_frame(body)) is not None:
             self.group.frames.append(frame)
+
+    def not_lowered_line(self, lineno: int, text: str) -> bool:
+        """``Op(s) not lowered: aten::a, aten::b`` anywhere in a line; False if absent."""
+        match = _NOT_LOWERED_RE.search(text)
+        if match is None:
+            return False
+        rest = match.group(1)
+        ops = _NAMESPACED_OP_RE.findall(rest)
+        if not ops:  # bare names: "Op(s) not lowered: multinomial, median"
+            ops = [o.strip().split()[0] for o in rest.split(",") if o.strip()]
+        for op in ops:
+            record = FallbackRecord(op=_aten(op.rstrip(".,;")), count=1, line=lineno)
+            self.log.fallbacks.append(record)
+        return True
 
     def end_group(self) -> None:
         if self.group is not None:
@@ -379,7 +401,9 @@ class _Parser:
         if (match := _PROFILER_RE.search(text)) is not None:
             self.profiler_line(lineno, match.group(1))
             return
-        self.tracker_line(lineno, text)
+        if self.tracker_line(lineno, text):
+            return
+        self.not_lowered_line(lineno, text)
 
     def finish(self) -> DebugLog:
         if self.block is not None:

@@ -23,6 +23,8 @@ _LIBRARY_RE = re.compile(
     # package layout of 0.2 have it.
     r"|([/\\]xlaprof[/\\](capture|cli|runtime|annotate|_bootstrap)[/\\.])"
     r"|^<frozen "
+    # code torch.fx generates for a graph module (torch.compile): not the user's source
+    r"|^<eval_with_key>"
 )
 
 

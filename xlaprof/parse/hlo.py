@@ -19,6 +19,7 @@ _META_FIELD_RE = re.compile(r'(\w+)=(?:"((?:[^"\\]|\\.)*)"|(\S+))')
 _PARAMETER_INDEX_RE = re.compile(r"^(\d+)\)")
 _LAYOUT_RE = re.compile(r"\{[^{}]*\}")
 _ENTRY_RE = re.compile(r"^ENTRY\s+%(?P<name>[\w.\-]+)")
+_MAX_LITERAL = 64
 _DIMS_RE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<dims>[^\]]*)\]")
 
 
@@ -35,6 +36,7 @@ class Instruction:
     source_file: str | None = None
     source_line: int | None = None
     parameter: int | None = None  # parameter number, for opcode == "parameter"
+    literal: str | None = None  # a constant's value, when short (a Python number baked in)
 
     @property
     def signature(self) -> str:
@@ -108,6 +110,10 @@ def parse_hlo(text: str) -> HloModule:
         if opcode == "parameter":
             number = _PARAMETER_INDEX_RE.match(rest)
             parameter = int(number.group(1)) if number else None
+        literal = None
+        if opcode == "constant":
+            value = rest.partition(")")[0].strip()
+            literal = value if len(value) <= _MAX_LITERAL else None
         source_line = meta.get("source_line")
         module.instructions.append(
             Instruction(
@@ -120,6 +126,7 @@ def parse_hlo(text: str) -> HloModule:
                 source_file=meta.get("source_file"),
                 source_line=int(source_line) if source_line and source_line.isdigit() else None,
                 parameter=parameter,
+                literal=literal,
             )
         )
     return module

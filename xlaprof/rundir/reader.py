@@ -22,10 +22,12 @@ from xlaprof.parse.debug_log import DebugEvent, DebugLog, parse_debug_log
 from xlaprof.parse.metrics_report import MetricsParser, MetricsReport
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
+    DYNAMO,
     FALLBACK_LOG,
     GRAPH_INDEX,
     GRAPHS_DIR,
     METRICS_DIR,
+    MODULES,
     REGIONS,
     RUN_JSON,
     SAMPLES,
@@ -263,6 +265,18 @@ class Run:
     def host_samples(self) -> list[dict[str, Any]]:
         """Per step: ``{"step": n, "samples": {"file:line" | "<library>": CPU seconds}}``."""
         return read_jsonl(self.path / SAMPLES, self.warn)
+
+    def dynamo_records(self) -> list[dict[str, Any]]:
+        """torch.compile's recompiles, graph breaks and compiles (``dynamo.jsonl``), in order."""
+        return read_jsonl(self.path / DYNAMO)
+
+    def modules(self) -> dict[str, Any] | None:
+        """The module stacks and repeated module calls of one step (``modules.json``)."""
+        try:
+            data = json.loads((self.path / MODULES).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
 
     def graph_index(self) -> list[dict[str, Any]]:
         """One entry per compiled module, in compile order: module, step, file (or skipped)."""

@@ -11,6 +11,8 @@ One process writes one run directory::
     regions.jsonl     per step and user region: calls and host seconds
     samples.jsonl     per step: host CPU seconds by the user's source line (where host work went)
     events.jsonl      compile/execute events with their step (written when the run ends)
+    dynamo.jsonl      torch.compile: dynamo's recompile reasons, graph breaks and compiles
+    modules.json      the module stacks and repeated module calls of one step
     debug.log         raw PT_XLA_DEBUG_LEVEL output (torch_xla writes it as it goes)
     fallbacks.log     raw fallback-tracker records (XLA_FNTRACKER_FILE)
     metrics/final.txt raw metrics_report() at the end
@@ -46,6 +48,8 @@ FINAL_METRICS = "final.txt"
 TRACE_DIR = Path("plugins") / "profile"
 GRAPHS_DIR = "graphs"
 GRAPH_INDEX = "index.jsonl"
+DYNAMO = "dynamo.jsonl"  # torch.compile: recompile reasons, graph breaks, compiles
+MODULES = "modules.json"  # the module tree and module calls of one step
 
 
 @dataclass

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from xlaprof.analysis.checks import (
     aten_fallback,
+    graph_break,
     host_sync,
     memory_pressure,
     recompilation,
@@ -24,6 +25,7 @@ Analyzer = Callable[[AnalysisInput], list[Finding]]
 
 ANALYZERS: tuple[tuple[str, Analyzer], ...] = (
     ("recompilation", recompilation.analyze),
+    ("graph_break", graph_break.analyze),
     ("host_sync", host_sync.analyze),
     ("aten_fallback", aten_fallback.analyze),
     ("slow_compile", slow_compile.analyze),

@@ -1,8 +1,15 @@
-"""Tracing-bound: the host takes as long to trace a step as the device takes to run it.
+"""Tracing-bound: the device idles a large share of each step, waiting for the host to trace.
 
 On an XLA device the host records every op (lazy tracing) and the device runs the compiled
-graph asynchronously. When host time per step approaches the device time, the device waits on
-the host and adding device speed buys nothing.
+graph asynchronously. When host time per step exceeds the device time by a margin, the device
+waits on the host and adding device speed buys nothing.
+
+The verdict needs both margins (named below): host time at least ``HOST_TO_DEVICE_MIN_RATIO``
+times the device time, and the device idle for at least ``DEVICE_IDLE_MIN_SHARE`` of the step's
+wall time. The ratio alone is not enough: near 1 it flips with noise and with ExecuteTime's
+queueing, and a device busy most of the step gains little from faster tracing. Severity follows
+the idle share. The finding is placed where the host CPU goes (the sampler's top user line),
+not at the sync line that ends the step.
 
 Reads (run directories): steady-state steps (after warm-up, without compiles) and their host
 CPU time (the CPU the stepping thread used: time blocked waiting for the device uses none, so it
@@ -19,12 +26,18 @@ import statistics
 from collections import Counter, defaultdict
 
 from xlaprof.analysis.model import EXECUTE_METRICS, AnalysisInput
+from xlaprof.analysis.source import source_line
 from xlaprof.findings import Finding, Kind, Location, Severity
+from xlaprof.parse.frames import is_library_file
 
-# Host time per step at this share of device time per step is "close to" tracing-bound ...
-TRACING_BOUND_CLOSE_RATIO = 0.8
-# ... and at or above this, tracing-bound.
-TRACING_BOUND_RATIO = 1.0
+# Host time per step must be at least this many times the device time per step ...
+HOST_TO_DEVICE_MIN_RATIO = 1.5
+# ... and the device idle (wall - device time) at least this share of the step's wall time.
+DEVICE_IDLE_MIN_SHARE = 0.30
+# From this idle share on, a warning rather than a note.
+DEVICE_IDLE_WARNING_SHARE = 0.50
+# Lines that end a step: host time charged there is graph building, not the user's ops.
+_STEP_END_CALLS = ("sync(", "mark_step(", "optimizer_step(")
 # Fewer steady steps than this give no verdict.
 MIN_STEADY_STEPS = 3
 LIBRARY = "<library>"
@@ -65,7 +78,8 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         where.update(data.host_samples.get(step.step, {}))
     sampled = sum(where.values())
     ratio = host_s / device_s
-    if ratio < TRACING_BOUND_CLOSE_RATIO:
+    idle = min(max(1.0 - device_s / wall, 0.0), 1.0) if wall > 0 else 0.0
+    if ratio < HOST_TO_DEVICE_MIN_RATIO or idle < DEVICE_IDLE_MIN_SHARE:
         return []
     evidence: dict[str, object] = {
         "steady_steps": len(steady),
@@ -75,12 +89,21 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         "device_basis": "median ExecuteTime per execution x executions per step",
         "host_to_device_ratio": round(ratio, 3),
         "median_step_wall_seconds": round(wall, 6),
+        "device_idle_share": round(idle, 3),
+        "thresholds": (
+            f"host >= {HOST_TO_DEVICE_MIN_RATIO}x device and device idle >= "
+            f"{DEVICE_IDLE_MIN_SHARE:.0%} of the step"
+        ),
         "lazy_tracing_seconds_per_step": round(lazy_tracing, 6),
     }
     ops = [s.ops for s in steady if s.ops is not None]
     if ops:
         evidence["ops_traced_per_step"] = int(statistics.median(ops))
-    lines = [(line, n) for line, n in where.most_common() if line != LIBRARY][:_TOP]
+    lines = [
+        (line, n)
+        for line, n in where.most_common()
+        if line != LIBRARY and not is_library_file(line.rpartition(":")[0])
+    ][:_TOP]
     if lines:
         # share of the host thread's sampled CPU time spent with this line innermost
         evidence["top_host_lines_cpu_share"] = {line: round(n / sampled, 3) for line, n in lines}
@@ -88,16 +111,15 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     if regions:
         evidence["top_regions_seconds_per_step"] = regions
     evidence["cxx11_abi"] = data.cxx11_abi
-    location = _location(lines[0][0]) if lines else None
-    severity = Severity.WARNING if ratio >= TRACING_BOUND_RATIO else Severity.INFO
-    verdict = "above" if ratio >= TRACING_BOUND_RATIO else "close to"
+    location = _work_location([line for line, _n in lines])
+    severity = Severity.WARNING if idle >= DEVICE_IDLE_WARNING_SHARE else Severity.INFO
     return [
         Finding(
             kind=Kind.TRACING_BOUND,
             severity=severity,
             title=(
-                f"Tracing-bound: the host needs {host_s * 1e3:.2f} ms per step, {verdict} the "
-                f"device's {device_s * 1e3:.2f} ms ({ratio:.1f}x)"
+                f"Tracing-bound: the host needs {host_s * 1e3:.2f} ms per step, {ratio:.1f}x "
+                f"the device's {device_s * 1e3:.2f} ms; the device idles {idle:.0%} of the step"
             ),
             evidence=evidence,
             location=location,
@@ -132,6 +154,16 @@ def _top_regions(data: AnalysisInput, steps: set[int]) -> dict[str, float]:
             totals[region.name] += region.seconds
     ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:_TOP]
     return {name: round(seconds / len(steps), 6) for name, seconds in ranked}
+
+
+def _work_location(lines: list[str]) -> Location | None:
+    """The top sampled line that is not a step-ending call (where tracing work is written)."""
+    located = [loc for loc in map(_location, lines) if loc is not None]
+    for location in located:
+        text = source_line(location.file, location.line) or ""
+        if not any(call in text for call in _STEP_END_CALLS):
+            return location
+    return located[0] if located else None
 
 
 def _location(where: str) -> Location | None:

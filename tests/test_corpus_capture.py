@@ -1,0 +1,131 @@
+"""The capture side of the corpus work, in-process on the real torch: dynamo's records
+(capture/dynamo.py) and the module tree (capture/modules.py).
+
+torch.compile runs with the "eager" backend here (no XLA device needed: the records are
+dynamo's, whatever the backend); the corpus runs the openxla backend under `xlaprof run`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from xlaprof.analysis.checks import graph_break, recompilation  # noqa: E402
+from xlaprof.analysis.model import AnalysisInput  # noqa: E402
+from xlaprof.capture.dynamo import DynamoRecorder  # noqa: E402
+from xlaprof.capture.modules import ModuleRecorder  # noqa: E402
+from xlaprof.parse.dynamo_log import parse_dynamo_records  # noqa: E402
+from xlaprof.parse.frames import is_library_file  # noqa: E402
+
+
+def test_dynamo_reasons_and_graph_breaks_are_recorded(tmp_path: Path) -> None:
+    # GIVEN a function compiled by dynamo that branches on a tensor value (a graph break),
+    # WHEN it is fed 16, 12 and 9 rows with the recorder on
+    step = {"n": 0}
+    torch._dynamo.reset()  # (it also drops compile callbacks: reset before recording)
+    recorder = DynamoRecorder(tmp_path, lambda: step["n"], is_library_file)
+    assert recorder.start() is None
+
+    def forward(x):
+        y = x * 2
+        if y.sum() > 0:
+            y = y + 1
+        return y
+
+    compiled = torch.compile(forward, backend="eager", dynamic=False)
+    try:
+        for size in (16, 12, 9):
+            compiled(torch.ones(size, 4))
+            step["n"] += 1
+    finally:
+        recorder.stop()
+        torch._dynamo.reset()
+    # THEN dynamo's own guard failures and graph breaks are in dynamo.jsonl, with their steps
+    # and the user's line calling the compiled function
+    rows = [json.loads(line) for line in (tmp_path / "dynamo.jsonl").read_text().splitlines()]
+    records = parse_dynamo_records(rows)
+    recompiles = [r for r in records if r.kind == "recompile" and r.function == "forward"]
+    assert [(r.mismatch.expected, r.mismatch.actual) for r in recompiles if r.mismatch] == [
+        (16, 12),
+        (12, 9),
+    ]
+    assert [r.step for r in recompiles] == [1, 2]
+    breaks = [r for r in records if r.kind == "graph_break"]
+    assert breaks and breaks[0].reason == "Data-dependent branching"
+    assert breaks[0].code.endswith(f"test_corpus_capture.py:{_line_of('if y.sum() > 0:')}")
+    assert any(r.kind == "compile" for r in records)
+    assert (
+        recompiles[0]
+        .user_frames[0]
+        .endswith(f"test_corpus_capture.py:{_line_of('compiled(torch.ones(size, 4))')}")
+    )
+    # and the analysis makes one finding per cause: the resumed function after the break
+    # recompiles for the same changed input, and is not a second cause
+    data = AnalysisInput(dynamo=records)
+    (finding,) = recompilation.analyze(data)
+    assert finding.evidence["sizes_seen"] == [16, 12, 9]
+    assert len(graph_break.analyze(data)) == 1
+    # and the artifacts are off again: nothing recorded, nothing printed, after stop
+    from torch._logging._internal import log_state
+
+    assert not log_state.is_artifact_enabled("recompiles")
+
+
+def _line_of(needle: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(
+        n for n, text in enumerate(lines, start=1) if needle in text and "_line_of" not in text
+    )
+
+
+class Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+        self.act = torch.nn.GELU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+class Model(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList([Block() for _ in range(6)])
+        self.cell = torch.nn.GRUCell(8, 8)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        h = torch.zeros_like(x)
+        for _t in range(5):
+            h = self.cell(x, h)
+        return h
+
+
+def test_module_calls_and_stacks_are_recorded() -> None:
+    # GIVEN a ModuleList of 6 blocks and a cell applied 5 times WHEN one forward is recorded
+    recorder = ModuleRecorder(is_library_file)
+    recorder.start()
+    Model()(torch.ones(2, 8))
+    recorder.stop()
+    summary = json.loads(json.dumps(recorder.summary()))  # plain data
+    # THEN the stack has 6 identical children called from the loop body, directly
+    (stack,) = [s for s in summary["stacks"] if s["attribute"] == "layers"]
+    assert stack["owner_class"] == "Model" and stack["class"] == "ModuleList"
+    assert [c["class"] for c in stack["children"]] == ["Block"] * 6
+    assert len({c["params"] for c in stack["children"]}) == 1
+    assert stack["child_sites"] == [
+        {"where": f"{__file__}:{_line_of('x = layer(x)')}", "direct": True}
+    ]
+    # and the cell is a module called 5 times from one line
+    (cell,) = [r for r in summary["repeated"] if r["name"] == "cell"]
+    assert cell["calls"] == 5 and cell["class"] == "GRUCell"
+    assert cell["sites"][0]["where"].endswith(f":{_line_of('h = self.cell(x, h)')}")
+    # and once stopped, module calls are no longer counted
+    Model()(torch.ones(2, 8))
+    assert recorder.summary()["repeated"] == []
