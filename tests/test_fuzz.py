@@ -57,8 +57,6 @@ REPRO_DIR = os.environ.get("XLAPROF_FUZZ_REPRO_DIR")
 _MAX_TEMPLATE_GRAPH_BYTES = 64 * 1024
 
 
-
-
 class Outcomes:
     """Counts per outcome, and the first input that crashed per distinct exception."""
 
