@@ -33,10 +33,15 @@ class PartResult:
     findings: list[Finding]
     timeline: pd.DataFrame | None = None
     host_skew: pd.DataFrame | None = None
+    # several hosts: one row per (host, device, step), and the stragglers among them
+    host_steps: pd.DataFrame | None = None
+    stragglers: pd.DataFrame | None = None
 
 
 def analyze_parts(parts: list[Part]) -> list[PartResult]:
     from xlaprof.analysis.hosts import host_skew
+    from xlaprof.analysis.pod import host_steps
+    from xlaprof.analysis.stragglers import stragglers
     from xlaprof.analysis.timeline import step_timeline
 
     results = []
@@ -49,13 +54,16 @@ def analyze_parts(parts: list[Part]) -> list[PartResult]:
             window = part.run.info.trace_steps
             trace = load_trace(part.run.path, first_step=window[0] if window else 0)
         if part.data.steps or trace is not None:
+            events = None if trace is None else trace.events
+            if trace is not None and trace.source is not None:  # a pod: the first host only
+                events = trace.select(hosts=trace.hosts[:1])
             result.timeline = step_timeline(
-                part.data.steps,
-                None if trace is None else trace.events,
-                None if trace is None else trace.step_bounds,
+                part.data.steps, events, None if trace is None else trace.step_bounds
             )
         if trace is not None and len(trace.hosts) > 1:
             result.host_skew = host_skew(trace.step_times())
+            result.host_steps = host_steps(trace)
+            result.stragglers = stragglers(result.host_steps)
         results.append(result)
     return results
 
@@ -147,6 +155,18 @@ class Analysis:
 
         return self.result.host_skew if self.result.host_skew is not None else pd.DataFrame()
 
+    def host_steps(self) -> pd.DataFrame:
+        """Several hosts: one row per (host, device, step) (``pod.host_steps``)."""
+        import pandas as pd
+
+        return self.result.host_steps if self.result.host_steps is not None else pd.DataFrame()
+
+    def stragglers(self) -> pd.DataFrame:
+        """Several hosts: per step and device, the slowest host and why (``stragglers``)."""
+        import pandas as pd
+
+        return self.result.stragglers if self.result.stragglers is not None else pd.DataFrame()
+
     def trace(self) -> Trace | None:
         """The profiler trace (loaded on first use), or None if the run has none."""
         if not hasattr(self, "_trace"):
@@ -193,7 +213,16 @@ class Analysis:
         from xlaprof.report import figures
 
         trace = self.trace()
+        if trace is not None and trace.source is not None and trace.source.load is not None:
+            ops = trace.source.load.ops()  # merged from the hosts' summaries
+            events = ops.assign(plane_kind="device", duration_ns=ops["total_ns"])
+            return figures.top_device_ops(events)
         return figures.top_device_ops(None if trace is None else trace.events)
+
+    def plot_host_steps(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.host_step_heatmap(self.host_steps(), self.stragglers())
 
     def plot_metric_deltas(self) -> go.Figure:
         from xlaprof.report import figures

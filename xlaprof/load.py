@@ -142,9 +142,16 @@ def _is_trace_dir(path: Path) -> bool:
     return path.is_dir() and not find_runs(path) and any(path.rglob("*.xplane.pb"))
 
 
-def load_parts(paths: list[Path], max_bytes: int, warmup_steps: int = 2) -> list[Part]:
+def load_parts(
+    paths: list[Path],
+    max_bytes: int,
+    warmup_steps: int = 2,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> list[Part]:
+    """``scheduler``/``workers``: where the hosts of a many-host trace load (``analysis.pod``)."""
     if paths and all(_is_trace_dir(p) for p in paths):
-        return [_trace_part(p) for p in paths]
+        return [_trace_part(p, scheduler, workers) for p in paths]
     run_roots = [p for p in paths if p.is_dir() and find_runs(p)]
     if not run_roots:
         data, sources = load_text_inputs(paths, max_bytes)
@@ -180,16 +187,18 @@ def load_parts(paths: list[Path], max_bytes: int, warmup_steps: int = 2) -> list
     return parts
 
 
-def _trace_part(path: Path) -> Part:
-    """A logdir of captured traces (``xlaprof capture``): timeline and host skew only."""
+def _trace_part(path: Path, scheduler: str | None = None, workers: int | None = None) -> Part:
+    """A logdir of captured traces (``xlaprof capture``): timeline, host skew, stragglers."""
     from xlaprof.analysis.trace import load_trace
 
-    trace = load_trace(path)
+    trace = load_trace(path, workers=workers, scheduler=scheduler)
     trace.partial_edges = True
     source = SourceInfo(path=str(path), kinds=["trace"], reports=0, debug_events=0)
-    extra = {
+    extra: dict[str, Any] = {
         "trace": {"path": str(path), "hosts": trace.hosts, "files": [str(f) for f in trace.files]}
     }
+    if trace.source is not None and trace.source.load is not None:
+        extra["trace"]["pod"] = trace.source.load.record()
     return Part(name=path.name, data=AnalysisInput(), sources=[source], trace=trace, extra=extra)
 
 

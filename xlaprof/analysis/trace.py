@@ -27,10 +27,17 @@ from xlaprof.parse.xplane import chrome_trace_frame, xspace_frame
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xlaprof.analysis.pod import EventSource
+
 
 @dataclass
 class Trace:
-    """Loaded trace events of one or more hosts."""
+    """Loaded trace events of one or more hosts.
+
+    For a many-host capture loaded lazily (``xlaprof.analysis.pod``), ``events`` is a dask
+    DataFrame (one partition per host, read from Parquet caches) and ``source`` is set: use
+    ``select`` to get a filtered pandas frame without reading every host.
+    """
 
     events: pd.DataFrame
     files: list[Path] = field(default_factory=list)
@@ -38,10 +45,25 @@ class Trace:
     partial_edges: bool = False
     # host, step, start_ns, end_ns of each host step (boundaries, not event extents)
     step_bounds: pd.DataFrame | None = None
+    source: EventSource | None = None
 
     @property
     def hosts(self) -> list[str]:
+        if self.source is not None:
+            return self.source.hosts
         return sorted(self.events["host"].cat.categories)
+
+    def select(self, hosts: Sequence[str] | None = None, **filters: object) -> pd.DataFrame:
+        """Events of ``hosts`` (all by default), filtered before they are read when lazy.
+
+        Filters: ``steps``, ``start_ns``/``end_ns`` (overlapping the window), ``names``,
+        ``plane_kinds``, ``columns`` (see ``pod.EventSource.select``).
+        """
+        from xlaprof.analysis.pod import select_frame
+
+        if self.source is not None:
+            return self.source.select(hosts, **filters)  # type: ignore[arg-type]
+        return select_frame(self.events, hosts, **filters)  # type: ignore[arg-type]
 
     def regions(self, names: Sequence[str] | None = None) -> pd.DataFrame:
         """Host events by name and step: count and total duration (ms)."""
@@ -88,15 +110,27 @@ def _load_one(path: Path) -> pd.DataFrame:
 
 
 def load_trace(
-    path: str | os.PathLike[str], first_step: int | None = None, workers: int | None = None
+    path: str | os.PathLike[str],
+    first_step: int | None = None,
+    workers: int | None = None,
+    lazy: bool | None = None,
+    scheduler: str | None = None,
 ) -> Trace:
-    """Load every trace file at ``path`` into one DataFrame with ``step`` numbers."""
+    """Load every trace file at ``path`` into one DataFrame with ``step`` numbers.
+
+    Several hosts load lazily (``xlaprof.analysis.pod``) when ``lazy`` is True, a dask
+    ``scheduler`` is given, or (``lazy=None``) their files hold more than ``pod.LAZY_BYTES``.
+    """
     import pandas as pd
+
+    from xlaprof.analysis import pod
 
     root = Path(path)
     files = trace_files(root)
     if first_step is None:
         first_step = _first_step_from_run(root)
+    if pod.wants_lazy(files, lazy, scheduler):
+        return pod.load_pod(files, first_step or 0, workers, scheduler)
     if len(files) == 1:
         frames = [_load_one(files[0])]
     else:

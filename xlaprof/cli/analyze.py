@@ -46,6 +46,18 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
     type=click.IntRange(min=0),
     help="Steps whose compilations count as warm-up (run directories).",
 )
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    envvar="XLAPROF_DASK_SCHEDULER",
+    help="Trace logdirs of many hosts: read each host on this dask.distributed cluster "
+    "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Trace logdirs of many hosts: local worker processes (default: one per core).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="List every line that could not be read.")
 def analyze(
     paths: tuple[Path, ...],
@@ -54,6 +66,8 @@ def analyze(
     force: bool,
     max_size: int,
     warmup_steps: int,
+    scheduler: str | None,
+    workers: int | None,
     verbose: bool,
 ) -> None:
     """Diagnose PATHs: metrics reports, PT_XLA_DEBUG logs (auto-detected) or run directories.
@@ -65,7 +79,8 @@ def analyze(
     from xlaprof.load import load_parts
     from xlaprof.report import json_out
 
-    results = analyze_parts(load_parts(list(paths), max_size, warmup_steps))
+    parts = load_parts(list(paths), max_size, warmup_steps, scheduler=scheduler, workers=workers)
+    results = analyze_parts(parts)
     if as_json or output is not None:
         text = json_out.render(results)
         if output is None:

@@ -143,6 +143,50 @@ def top_device_ops(events: pd.DataFrame | None, limit: int = 15) -> go.Figure:
     return figure
 
 
+def host_step_heatmap(
+    host_steps: pd.DataFrame, stragglers: pd.DataFrame | None = None
+) -> go.Figure:
+    """Host × step heat map of step wall time (ms); the straggler of each step is outlined.
+
+    With device rows, the first device's steps are shown (host rows otherwise).
+    """
+    import plotly.graph_objects as go
+
+    title = "Step time per host (ms): stragglers stand out"
+    if host_steps is None or host_steps.empty or host_steps["host"].nunique() < 2:
+        return _empty(title, "one host only: no stragglers to compare")
+    devices = sorted(host_steps["device"].unique(), key=lambda d: (d == "host", str(d)))
+    device = devices[-1] if "host" in devices else devices[0]
+    rows = host_steps[host_steps["device"] == device]
+    grid = rows.pivot_table(index="host", columns="step", values="wall_ms", aggfunc="max")
+    figure = go.Figure(
+        go.Heatmap(
+            z=grid.to_numpy(),
+            x=[str(s) for s in grid.columns],
+            y=[str(h) for h in grid.index],
+            colorscale="Viridis",
+            colorbar={"title": "ms"},
+            hovertemplate="host %{y}<br>step %{x}<br>%{z:.2f} ms<extra></extra>",
+        )
+    )
+    if stragglers is not None and not stragglers.empty:
+        mine = stragglers[(stragglers["device"] == device) & stragglers["slowest_host"].notna()]
+        figure.add_scatter(
+            x=[str(s) for s in mine["step"]],
+            y=mine["slowest_host"].astype(str),
+            mode="markers",
+            marker={"symbol": "square-open", "size": 14, "color": "red"},
+            name="slowest host",
+            text=mine["waiting_on"],
+            hovertemplate="step %{x}: %{y} slowest (%{text})<extra></extra>",
+        )
+    height = min(300 + 12 * grid.shape[0], 2400)
+    figure.update_layout(
+        title=f"{title} ({device})", xaxis_title="step", yaxis_title="host", height=height
+    )
+    return figure
+
+
 def metric_deltas(
     steps: pd.DataFrame,
     columns: tuple[str, ...] = (

@@ -96,6 +96,7 @@ def render(results: list[PartResult]) -> str:
         ("compilations", analysis.plot_compilations()),
         ("regions", analysis.plot_regions()),
         ("device-ops", analysis.plot_device_ops()),
+        *([("host-steps", analysis.plot_host_steps())] if not analysis.host_steps().empty else []),
         ("metric-deltas", analysis.plot_metric_deltas()),
     ]
     body_figures = "".join(

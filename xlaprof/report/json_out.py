@@ -117,6 +117,9 @@ def result_document(result: PartResult) -> dict[str, Any]:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:
         extra["host_skew"] = _records(result.host_skew)
+    if result.stragglers is not None:
+        extra["stragglers"] = _records(result.stragglers)
+        extra["host_steps"] = _records(result.host_steps)
     return analysis_document(part.data, result.findings, part.sources, extra)
 
 
