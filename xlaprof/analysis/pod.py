@@ -48,8 +48,10 @@ CACHE_SUFFIX = ".xlaprof.parquet"
 CACHE_VERSION = "1"
 SCHEDULER_ENV = "XLAPROF_DASK_SCHEDULER"
 CACHE_DIR_ENV = "XLAPROF_CACHE_DIR"
-# Above this many bytes of trace files in all, a several-host capture loads lazily.
+# Above this many bytes of trace files in all, a several-host capture loads lazily
+# (``$XLAPROF_LAZY_BYTES`` overrides it).
 LAZY_BYTES = 64 * 1024**2
+LAZY_BYTES_ENV = "XLAPROF_LAZY_BYTES"
 HOST_DEVICE = "host"  # the ``device`` of host-plane rows
 CATEGORY_COLUMNS = ("host", "plane", "plane_kind", "line", "name", "hlo_op", "hlo_module")
 # Collective communication, by event or HLO op name: XLA HLO (all-reduce.3, all-gather-start),
@@ -242,20 +244,18 @@ def summarize_events(
     is_collective = names.str.contains(COLLECTIVE) | ops.astype(str).str.contains(COLLECTIVE)
     stepped = stepped.assign(_collective=is_collective.to_numpy())
     host_events = stepped[stepped["plane_kind"] == "host"]
-    by_step = dict(tuple(host_events.groupby("step", observed=True)))
+    counts = host_events.groupby("step", observed=True).size()
+    # collectives by time, not by step label: a wait that crosses a step boundary counts in both
+    host_plane = events["plane_kind"] == "host"
+    waits = events[host_plane.to_numpy() & _collective_mask(events)]
+    wait_starts, wait_ends = waits["start_ns"].to_numpy(), waits["end_ns"].to_numpy()
     for bound in bounds.itertuples(index=False):
-        group = by_step.get(bound.step)
-        wall = bound.end_ns - bound.start_ns
-        collective = 0
-        busy = None
-        count = 0
-        if group is not None:
-            count = len(group)
-            coll = group[group["_collective"]]
-            collective = _union(coll["start_ns"], coll["end_ns"], bound.start_ns, bound.end_ns)
+        start, end = int(bound.start_ns), int(bound.end_ns)
+        inside = (wait_starts < end) & (wait_ends > start)
+        collective = _union(wait_starts[inside], wait_ends[inside], start, end)
         rows.append(
-            _row(host, HOST_DEVICE, int(bound.step), int(bound.start_ns), wall, busy, collective)
-            | {"events": count}
+            _row(host, HOST_DEVICE, int(bound.step), start, end - start, None, collective)
+            | {"events": int(counts.get(bound.step, 0))}
         )
     device_events = stepped[stepped["plane_kind"] == "device"]
     for (plane, step), group in device_events.groupby(["plane", "step"], observed=True):
@@ -272,7 +272,7 @@ def summarize_events(
             _row(host, str(plane), int(step), start, end - start, busy, collective)
             | {"events": len(group)}
         )
-    steps = pd.DataFrame(rows, columns=STEP_COLUMNS)
+    steps = _typed_steps(pd.DataFrame(rows, columns=STEP_COLUMNS))
     device_ops = events[(events["plane_kind"] == "device") & events["hlo_op"].notna()]
     ops = (
         device_ops.groupby("hlo_op", observed=True)["duration_ns"]
@@ -289,6 +289,36 @@ def summarize_events(
         steps=steps,
         ops=ops,
     )
+
+
+def _collective_mask(events: pd.DataFrame) -> Any:
+    """Which events are collectives, by name or HLO op (matched once per distinct name)."""
+    import numpy as np
+
+    mask = np.zeros(len(events), dtype=bool)
+    for column in ("name", "hlo_op"):
+        values = events[column]
+        if values.dtype != "category":
+            values = values.astype("category")
+        hits = [bool(COLLECTIVE.search(str(c))) for c in values.cat.categories]
+        codes = values.cat.codes.to_numpy()
+        if any(hits):
+            lookup = np.asarray([*hits, False])  # code -1 (missing) -> last entry
+            mask |= lookup[codes]
+    return mask
+
+
+def _typed_steps(steps: pd.DataFrame) -> pd.DataFrame:
+    """One dtype per column whatever the rows held (unmeasured busy time: NaN)."""
+    import pandas as pd
+
+    for column in ("step", "start_ns", "events"):
+        steps[column] = steps[column].astype("int64")
+    for column in ("wall_ms", "busy_ms", "collective_ms", "own_ms"):
+        steps[column] = pd.to_numeric(steps[column], errors="coerce").astype("float64")
+    steps["host"] = steps["host"].astype(str)
+    steps["device"] = steps["device"].astype(str)
+    return steps
 
 
 def _row(
@@ -398,9 +428,7 @@ def _cached_summary(target: Path | None, source: Path, first_step: int) -> HostS
         record = json.loads(metadata[b"xlaprof.summary"])
     except (OSError, ValueError, KeyError):
         return None
-    steps = pd.DataFrame(record["steps"], columns=STEP_COLUMNS)
-    for column in ("wall_ms", "busy_ms", "collective_ms", "own_ms"):
-        steps[column] = pd.to_numeric(steps[column], errors="coerce").astype("float64")
+    steps = _typed_steps(pd.DataFrame(record["steps"], columns=STEP_COLUMNS))
     return HostSummary(
         host=record["host"],
         path=str(source),
@@ -657,7 +685,8 @@ def wants_lazy(files: Sequence[Path], lazy: bool | None, scheduler: str | None) 
         return False
     if lazy or scheduler or os.environ.get(SCHEDULER_ENV):
         return True
-    return sum(f.stat().st_size for f in files) > LAZY_BYTES
+    limit = int(os.environ.get(LAZY_BYTES_ENV) or LAZY_BYTES)
+    return sum(f.stat().st_size for f in files) >= limit
 
 
 def load_pod(
