@@ -239,10 +239,7 @@ def summarize_events(
     host = str(events["host"].iloc[0]) if len(events) else ""
     rows: list[dict[str, Any]] = []
     stepped = events[events["step"].notna()]
-    names = stepped["name"].astype(str)
-    ops = stepped["hlo_op"].astype(object).where(stepped["hlo_op"].notna(), "")
-    is_collective = names.str.contains(COLLECTIVE) | ops.astype(str).str.contains(COLLECTIVE)
-    stepped = stepped.assign(_collective=is_collective.to_numpy())
+    stepped = stepped.assign(_collective=_collective_mask(stepped))
     host_events = stepped[stepped["plane_kind"] == "host"]
     counts = host_events.groupby("step", observed=True).size()
     # collectives by time, not by step label: a wait that crosses a step boundary counts in both

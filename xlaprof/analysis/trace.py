@@ -67,9 +67,8 @@ class Trace:
 
     def regions(self, names: Sequence[str] | None = None) -> pd.DataFrame:
         """Host events by name and step: count and total duration (ms)."""
-        events = self.events[self.events["plane_kind"] == "host"]
-        if names is not None:
-            events = events[events["name"].isin(names)]
+        columns = ["host", "step", "name", "duration_ns"]
+        events = self.select(plane_kinds=["host"], names=names, columns=columns)
         grouped = events.groupby(["host", "step", "name"], observed=True)["duration_ns"]
         return grouped.agg(calls="count", total_ms=lambda d: d.sum() / 1e6).reset_index()
 
