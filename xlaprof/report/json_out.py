@@ -118,8 +118,9 @@ def result_document(result: PartResult) -> dict[str, Any]:
     if result.host_skew is not None:
         extra["host_skew"] = _records(result.host_skew)
     if result.stragglers is not None:
+        # per step and device; the per-host rows (hosts x steps, the heat map's data) stay out
+        # of the document so its size does not grow with the pod: Analysis.host_steps() has them
         extra["stragglers"] = _records(result.stragglers)
-        extra["host_steps"] = _records(result.host_steps)
     return analysis_document(part.data, result.findings, part.sources, extra)
 
 
