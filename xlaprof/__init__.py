@@ -4,7 +4,7 @@ Public API (imported lazily, so ``import xlaprof`` costs nothing until used):
 
 * annotations: ``region``, ``step``, ``steps``, ``annotate_module``, ``enable_annotations``
 * capture: ``profile`` (a context manager around a training loop)
-* analysis: ``load_run``, ``load_runs``, ``analyze``
+* analysis: ``load_run``, ``load_runs``, ``analyze``, ``check`` (budgets, for CI)
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ _EXPORTS = {
     "Run": "xlaprof.rundir.reader",
     "Finding": "xlaprof.findings",
     "analyze": "xlaprof.api",
+    "check": "xlaprof.api",
     "load_trace": "xlaprof.analysis.trace",
     "Analysis": "xlaprof.api",
 }
 
 if TYPE_CHECKING:
     from xlaprof.analysis.trace import load_trace
-    from xlaprof.api import Analysis, analyze
+    from xlaprof.api import Analysis, analyze, check
     from xlaprof.capture.annotate import annotate_module, enable_annotations, region, step, steps
     from xlaprof.capture.profile import profile
     from xlaprof.findings import Finding
@@ -59,6 +60,7 @@ __all__ = [
     "Run",
     "analyze",
     "annotate_module",
+    "check",
     "enable_annotations",
     "load_run",
     "load_runs",

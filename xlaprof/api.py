@@ -2,10 +2,11 @@
 
 ``analyze_parts`` runs the analyzers on each loaded part and adds the step timeline and, for
 traces of several hosts, the per-host step-time skew; its ``PartResult`` list is what every
-renderer takes. ``analyze()`` is the one-call form, and ``Analysis`` the notebook facade: it
-loads once, then each method returns a DataFrame and each ``plot_*`` method a plotly figure
-(never shown here: display it, or ``fig.show()``), delegating in one line each, so notebooks and
-the HTML report show the same thing.
+renderer takes. ``analyze()`` is the one-call form, ``check()`` checks runs against CI budgets
+(docs/ci.md), and ``Analysis`` the notebook facade: it loads once, then each method returns a
+DataFrame and each ``plot_*`` method a plotly figure (never shown here: display it, or
+``fig.show()``), delegating in one line each, so notebooks and the HTML report show the same
+thing.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+    from xlaprof.analysis.budgets import Budgets, CheckResult
     from xlaprof.analysis.trace import Trace
     from xlaprof.load import Part
 
@@ -74,6 +76,70 @@ def analyze(*paths: str | os.PathLike[str], warmup_steps: int = 2) -> list[Findi
 
     parts = load_parts([Path(p) for p in paths], DEFAULT_MAX_INPUT_BYTES, warmup_steps)
     return [f for result in analyze_parts(parts) for f in result.findings]
+
+
+def check(
+    *runs: str | os.PathLike[str],
+    max_recompilations: int | None = None,
+    max_host_syncs_per_step: float | None = None,
+    max_fallback_ops: int | None = None,
+    allow_fallback: tuple[str, ...] | list[str] = (),
+    max_graphs: int | None = None,
+    forbid: tuple[str, ...] | list[str] = (),
+    baseline: str | os.PathLike[str] | None = None,
+    max_step_time_ratio: float | None = None,
+    max_compile_seconds: float | None = None,
+    warmup_steps: int | None = None,
+    allow_unmeasured: bool | None = None,
+    budget_file: str | os.PathLike[str] | None = None,
+) -> CheckResult:
+    """Check runs against budgets, as ``xlaprof check`` does: for pytest and scripts.
+
+    ``result = xlaprof.check("runs/ci", max_recompilations=0)``, then ``assert result.ok,
+    result``: ``str(result)`` lists each budget with its value, limit and verdict and, for a
+    failure, the finding that explains it at the user's source line. Budgets given here override
+    those of ``budget_file`` (a TOML file: its ``[tool.xlaprof.check]`` table, or its top level);
+    no pyproject.toml is read unless given. A budget whose figure the run did not measure fails
+    unless ``allow_unmeasured``. Bad input raises an ``XlaprofError`` (``BudgetError`` for
+    invalid budgets). The budgets are documented in docs/ci.md.
+    """
+    from xlaprof.analysis.budgets import Budgets
+
+    budgets = Budgets() if budget_file is None else Budgets.from_file(Path(budget_file))
+    budgets = budgets.updated(
+        max_recompilations=max_recompilations,
+        max_host_syncs_per_step=max_host_syncs_per_step,
+        max_fallback_ops=max_fallback_ops,
+        allow_fallback=tuple(allow_fallback),
+        max_graphs=max_graphs,
+        forbid=tuple(forbid),
+        baseline=None if baseline is None else Path(baseline),
+        max_step_time_ratio=max_step_time_ratio,
+        max_compile_seconds=max_compile_seconds,
+        warmup_steps=warmup_steps,
+        allow_unmeasured=allow_unmeasured,
+    )
+    return check_budgets([Path(r) for r in runs], budgets)
+
+
+def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
+    """Load ``paths`` (and the budgets' baseline), find what is wrong, check ``budgets``."""
+    from xlaprof.analysis.budgets import evaluate
+    from xlaprof.errors import BudgetError
+    from xlaprof.load import load_parts
+
+    budgets.validate()
+    if not paths:
+        raise BudgetError("no run to check")
+
+    def results(path: Path) -> list[PartResult]:
+        # Budgets read findings and per-step rows only: no trace is loaded, no timeline built.
+        parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
+        return [PartResult(part, run_analyzers(part.data)) for part in parts]
+
+    checked = [result for path in paths for result in results(path)]
+    baseline = None if budgets.baseline is None else results(budgets.baseline)
+    return evaluate(budgets, checked, baseline)
 
 
 class Analysis:

@@ -117,6 +117,12 @@ class OffloadNotMeasured(XlaprofError):
     exit_code = 20
 
 
+class BudgetError(XlaprofError):
+    """``xlaprof check``: a budget is invalid (an unknown key, a wrong type, no baseline)."""
+
+    exit_code = 21
+
+
 class CommandNotFound(XlaprofError):
     """The command after ``--`` of ``xlaprof run`` could not be started."""
 

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("xlaprof.cli.report", "report", "Write a self-contained HTML report."),
     "bench": ("xlaprof.cli.bench", "bench", "Try a fix (scan, remat, offload, cache), measured."),
     "diff": ("xlaprof.cli.diff", "diff", "Compare two runs: ratios, findings gone and new."),
+    "check": ("xlaprof.cli.check", "check", "Gate a run on budgets, for CI (exit 1 if over)."),
 }
 
 INTERNAL_ERROR_EXIT = 70

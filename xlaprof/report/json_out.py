@@ -21,16 +21,16 @@ from xlaprof.parse.metrics_report import MetricsReport
 SCHEMA = "xlaprof.analysis/1"
 
 
-def _clean(value: Any) -> Any:
+def strict_json(value: Any) -> Any:
     """Strict JSON: NaN, infinities and pandas' NA become null (the one place this is done)."""
     if type(value).__name__ == "NAType":
         return None
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): strict_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [strict_json(v) for v in value]
     return value
 
 
@@ -100,13 +100,13 @@ def analysis_document(
     }
     if extra:
         document.update(extra)
-    return _clean(document)
+    return strict_json(document)
 
 
 def _records(frame: Any) -> list[dict[str, Any]] | None:
     if frame is None:
         return None
-    return frame.astype(object).to_dict(orient="records")  # NaN -> None in _clean
+    return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
 
 
 def result_document(result: PartResult) -> dict[str, Any]:
