@@ -20,6 +20,7 @@ from conftest import SAMPLES, cli
 from xlaprof.analysis import pod
 from xlaprof.analysis.stragglers import stragglers
 from xlaprof.analysis.trace import load_trace
+from xlaprof.errors import BadCapture
 from xlaprof.parse.xplane import read_xspace, xspace_class
 
 SOURCE = next((SAMPLES / "runs" / "healthy_loop").glob("*/plugins/profile/*/*.xplane.pb"))
@@ -95,6 +96,11 @@ def _walls(markers: list[int]) -> dict[int, float]:
     return {i: (b - a) / 1e6 for i, (a, b) in enumerate(itertools.pairwise(markers), start=1)}
 
 
+def _host_rows(table):  # type: ignore[no-untyped-def]
+    """Straggler rows of the host planes (step markers), by step."""
+    return table[table["device"] == "host"].set_index("step")
+
+
 def test_lazy_load_matches_the_in_memory_one(tmp_path: Path) -> None:
     markers = _logdir(tmp_path, 3)
     lazy = load_trace(tmp_path, lazy=True, workers=2)
@@ -114,7 +120,8 @@ def test_lazy_load_matches_the_in_memory_one(tmp_path: Path) -> None:
         .equals(pod.host_steps(eager).sort_values(key).reset_index(drop=True))
     )
     # step walls are the marker-to-marker times of the capture itself
-    mine = steps[steps["host"] == "host-1"].set_index("step")["wall_ms"]
+    host_rows = steps[steps["device"] == "host"]
+    mine = host_rows[host_rows["host"] == "host-1"].set_index("step")["wall_ms"]
     for step, wall in _walls(markers["host-1"]).items():
         assert mine[step] == pytest.approx(wall, abs=1e-6)
     # filters apply before events are read, and mean the same in both modes
@@ -142,7 +149,7 @@ def test_lazy_load_matches_the_in_memory_one(tmp_path: Path) -> None:
 def test_straggler_doing_its_own_work(tmp_path: Path) -> None:
     markers = _logdir(tmp_path, 4, {"host-2": {"stretch": STRETCH}})
     trace = load_trace(tmp_path, lazy=True, workers=2)
-    table = stragglers(pod.host_steps(trace)).set_index("step")
+    table = _host_rows(stragglers(pod.host_steps(trace)))
     slow, normal = _walls(markers["host-2"]), _walls(markers["host-0"])
     for step in slow:
         row = table.loc[step]
@@ -155,8 +162,7 @@ def test_straggler_doing_its_own_work(tmp_path: Path) -> None:
 
 def test_straggler_waiting_on_a_collective(tmp_path: Path) -> None:
     markers = _logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH, "collective_share": 0.9}})
-    table = stragglers(pod.host_steps(load_trace(tmp_path, lazy=True, workers=2)))
-    table = table.set_index("step")
+    table = _host_rows(stragglers(pod.host_steps(load_trace(tmp_path, lazy=True, workers=2))))
     slow = _walls(markers["host-1"])
     for step in slow:
         row = table.loc[step]
@@ -193,8 +199,8 @@ def test_every_host_broken_is_an_input_error(tmp_path: Path) -> None:
     for i in range(2):
         (session / f"host-{i}.xplane.pb").write_bytes(b"\xff\xff\xff\xff")
     out = cli("analyze", str(tmp_path), env={"XLAPROF_LAZY_BYTES": "0"})
-    assert out.returncode == 4, out.stderr  # InputUnreadable
-    assert "no host of 2 could be read" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == BadCapture.exit_code, out.stderr
+    assert "every capture file is unreadable" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_distributed_path_on_a_local_cluster(tmp_path: Path) -> None:
@@ -212,7 +218,7 @@ def test_distributed_path_on_a_local_cluster(tmp_path: Path) -> None:
         assert load.scheduler == cluster.scheduler_address and load.workers == 2
         assert {int(s.worker.rsplit(":", 1)[1]) for s in load.summaries} <= worker_pids
     assert trace.hosts == ["host-0", "host-1", "host-2"]
-    table = stragglers(pod.host_steps(trace)).set_index("step")
+    table = _host_rows(stragglers(pod.host_steps(trace)))
     for step, wall in _walls(markers["host-0"]).items():
         assert table.loc[step, "slowest_host"] == "host-0"
         assert table.loc[step, "slowest_ms"] == pytest.approx(wall, abs=1e-6)

@@ -12,7 +12,8 @@ from xlaprof.analysis.hosts import host_skew
 from xlaprof.analysis.timeline import step_timeline
 from xlaprof.analysis.trace import load_trace
 from xlaprof.errors import InputNotRecognized
-from xlaprof.parse.xplane import chrome_trace_frame, xspace_class
+from xlaprof.parse.chrome_trace import chrome_trace_frame
+from xlaprof.parse.xplane import xspace_class
 from xlaprof.rundir.reader import load_run
 
 RUN = SAMPLES / "runs" / "recompile_varying_batch"

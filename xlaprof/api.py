@@ -35,6 +35,8 @@ class PartResult:
     findings: list[Finding]
     timeline: pd.DataFrame | None = None
     host_skew: pd.DataFrame | None = None
+    # The profiler trace (a capture, or a run directory's trace window): device tables.
+    trace: Trace | None = None
     # several hosts: one row per (host, device, step), and the stragglers among them
     host_steps: pd.DataFrame | None = None
     stragglers: pd.DataFrame | None = None
@@ -66,6 +68,7 @@ def analyze_parts(parts: list[Part]) -> list[PartResult]:
             result.host_skew = host_skew(trace.step_times())
             result.host_steps = host_steps(trace)
             result.stragglers = stragglers(result.host_steps)
+        result.trace = trace
         results.append(result)
     return results
 
@@ -146,12 +149,16 @@ class Analysis:
     """Everything xlaprof knows about one run (or one process of it)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], process: str | None = None, warmup_steps: int = 2
+        self,
+        path: str | os.PathLike[str],
+        process: str | None = None,
+        warmup_steps: int = 2,
+        session: str | None = None,
     ) -> None:
         from xlaprof.errors import RunDirError
         from xlaprof.load import load_parts
 
-        parts = load_parts([Path(path)], DEFAULT_MAX_INPUT_BYTES, warmup_steps)
+        parts = load_parts([Path(path)], DEFAULT_MAX_INPUT_BYTES, warmup_steps, session)
         if process is not None:
             parts = [p for p in parts if p.name == process]
             if not parts:
@@ -239,7 +246,9 @@ class Analysis:
             from xlaprof.analysis.trace import load_trace
 
             part = self.result.part
-            if part.trace is not None:
+            if self.result.trace is not None:
+                self._trace = self.result.trace
+            elif part.trace is not None:
                 self._trace = part.trace
             elif self.run is not None and self.run.trace_files():
                 window = self.run.info.trace_steps
@@ -247,6 +256,34 @@ class Analysis:
             else:
                 self._trace = None
         return self._trace
+
+    def device_steps(self) -> pd.DataFrame:
+        """Per device and step: wall, busy, idle, duty, seconds per category (traces only)."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.device_steps() if trace is not None else pd.DataFrame()
+
+    def device_ops(self) -> pd.DataFrame:
+        """Per device and op: occurrences, total/self time, FLOPs, bytes, rates, bound."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.device_ops() if trace is not None else pd.DataFrame()
+
+    def device_utilization(self) -> pd.DataFrame:
+        """Per device over the capture: span, busy, idle, duty cycle, per-category seconds."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.device_utilization() if trace is not None else pd.DataFrame()
+
+    def tracing_vs_device(self) -> pd.DataFrame:
+        """Per host step: lazy-tensor tracing time against device busy (tracing-bound?)."""
+        import pandas as pd
+
+        trace = self.trace()
+        return trace.tracing_vs_device() if trace is not None else pd.DataFrame()
 
     def summary(self) -> dict[str, object]:
         from xlaprof.analysis.compare import run_summary
@@ -278,12 +315,12 @@ class Analysis:
     def plot_device_ops(self) -> go.Figure:
         from xlaprof.report import figures
 
-        trace = self.trace()
-        if trace is not None and trace.source is not None and trace.source.load is not None:
-            ops = trace.source.load.ops()  # merged from the hosts' summaries
-            events = ops.assign(plane_kind="device", duration_ns=ops["total_ns"])
-            return figures.top_device_ops(events)
-        return figures.top_device_ops(None if trace is None else trace.events)
+        return figures.top_device_ops(self.device_ops())
+
+    def plot_device_steps(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.device_steps(self.device_steps())
 
     def plot_host_steps(self) -> go.Figure:
         from xlaprof.report import figures

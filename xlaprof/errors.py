@@ -123,6 +123,12 @@ class BudgetError(XlaprofError):
     exit_code = 21
 
 
+class BadCapture(XlaprofError):
+    """A trace file is truncated, corrupt, empty or not a profiler capture at all."""
+
+    exit_code = 23
+
+
 class CommandNotFound(XlaprofError):
     """The command after ``--`` of ``xlaprof run`` could not be started."""
 

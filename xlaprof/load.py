@@ -138,20 +138,30 @@ class Part:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _is_trace_dir(path: Path) -> bool:
-    return path.is_dir() and not find_runs(path) and any(path.rglob("*.xplane.pb"))
+def is_trace_input(path: Path) -> bool:
+    """A capture file (``.xplane.pb``, ``*trace.json(.gz)``) or a folder of captures (any
+    layout) that is not a run directory."""
+    from xlaprof.analysis.trace import is_capture_file
+
+    if path.is_file():
+        return is_capture_file(path)
+    return (
+        path.is_dir()
+        and not find_runs(path)
+        and any(p.is_file() and is_capture_file(p) for p in path.rglob("*"))
+    )
 
 
 def load_parts(
     paths: list[Path],
     max_bytes: int,
     warmup_steps: int = 2,
+    session: str | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
 ) -> list[Part]:
-    """``scheduler``/``workers``: where the hosts of a many-host trace load (``analysis.pod``)."""
-    if paths and all(_is_trace_dir(p) for p in paths):
-        return [_trace_part(p, scheduler, workers) for p in paths]
+    if paths and all(is_trace_input(p) for p in paths):
+        return [_trace_part(p, session, scheduler, workers) for p in paths]
     run_roots = [p for p in paths if p.is_dir() and find_runs(p)]
     if not run_roots:
         data, sources = load_text_inputs(paths, max_bytes)
@@ -187,16 +197,19 @@ def load_parts(
     return parts
 
 
-def _trace_part(path: Path, scheduler: str | None = None, workers: int | None = None) -> Part:
-    """A logdir of captured traces (``xlaprof capture``): timeline, host skew, stragglers."""
+def _trace_part(
+    path: Path,
+    session: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> Part:
+    """A capture file or a logdir of captures: device tables, timeline and host skew."""
     from xlaprof.analysis.trace import load_trace
 
-    trace = load_trace(path, workers=workers, scheduler=scheduler)
+    trace = load_trace(path, session=session, workers=workers, scheduler=scheduler)
     trace.partial_edges = True
     source = SourceInfo(path=str(path), kinds=["trace"], reports=0, debug_events=0)
-    extra: dict[str, Any] = {
-        "trace": {"path": str(path), "hosts": trace.hosts, "files": [str(f) for f in trace.files]}
-    }
+    extra: dict[str, Any] = {"trace": {"path": str(path)}}
     if trace.source is not None and trace.source.load is not None:
         extra["trace"]["pod"] = trace.source.load.record()
     return Part(name=path.name, data=AnalysisInput(), sources=[source], trace=trace, extra=extra)

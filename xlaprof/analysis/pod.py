@@ -53,7 +53,18 @@ CACHE_DIR_ENV = "XLAPROF_CACHE_DIR"
 LAZY_BYTES = 64 * 1024**2
 LAZY_BYTES_ENV = "XLAPROF_LAZY_BYTES"
 HOST_DEVICE = "host"  # the ``device`` of host-plane rows
-CATEGORY_COLUMNS = ("host", "plane", "plane_kind", "line", "name", "hlo_op", "hlo_module")
+CATEGORY_COLUMNS = (
+    "host",
+    "plane",
+    "plane_kind",
+    "device",
+    "line",
+    "name",
+    "hlo_op",
+    "hlo_module",
+    "hlo_category",
+    "program_id",
+)
 # Collective communication, by event or HLO op name: XLA HLO (all-reduce.3, all-gather-start),
 # NCCL/RCCL kernels, and torch_xla's host-side collective calls.
 COLLECTIVE = re.compile(
@@ -87,14 +98,18 @@ class HostSummary:
     step_bounds: pd.DataFrame
     # one row per (device, step): STEP_COLUMNS
     steps: pd.DataFrame
-    # device op totals: hlo_op, calls, total_ns (device planes only; empty on CPU captures)
+    # device ops of this host (``Trace.device_ops()`` rows)
     ops: pd.DataFrame
+    # the device model of this host (``analysis.device.summarize_host``): merged by the parent
+    device: Any = None
     cache: str | None = None
     cache_hit: bool = False
     seconds: float = 0.0
     # the worker process: "hostname:pid" and its peak RSS so far (MB)
     worker: str = ""
     worker_peak_rss_mb: float = 0.0
+    # the host name in the cache (before ``_named_apart``)
+    stored_host: str = ""
 
 
 @dataclass
@@ -127,15 +142,11 @@ class PodLoad:
     def host_steps(self) -> pd.DataFrame:
         return _concat([s.steps for s in self.summaries], STEP_COLUMNS)
 
-    def ops(self) -> pd.DataFrame:
-        """Device op totals over all hosts: hlo_op, calls, total_ns."""
-        import pandas as pd
+    def device_summary(self) -> Any:
+        """The device model of every host, merged (``analysis.device.merge_summaries``)."""
+        from xlaprof.analysis import device as device_model
 
-        frame = _concat([s.ops for s in self.summaries], ["hlo_op", "calls", "total_ns"])
-        if frame.empty:
-            return frame
-        merged = frame.groupby("hlo_op", observed=True)[["calls", "total_ns"]].sum()
-        return pd.DataFrame(merged).reset_index()
+        return device_model.merge_summaries(s.device for s in self.summaries)
 
     def record(self) -> dict[str, Any]:
         """The load, for ``--json`` (``trace.pod``): per host events, seconds, worker, RSS."""
@@ -172,7 +183,7 @@ def _concat(frames: Sequence[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 
 
 def summarize_host(
-    path: str | os.PathLike[str], first_step: int = 0, cache: bool = True
+    path: str | os.PathLike[str], first_step: int = 0, cache: bool = True, session: str = ""
 ) -> HostSummary:
     """One host's capture -> its ``HostSummary``, writing (or reusing) its Parquet cache.
 
@@ -182,15 +193,15 @@ def summarize_host(
     started = time.perf_counter()
     path = Path(path)
     cache_path = cache_path_for(path) if cache else None
-    hit = _cached_summary(cache_path, path, first_step) if cache_path else None
+    hit = _cached_summary(cache_path, path, first_step, session) if cache_path else None
     if hit is not None:
         summary = hit
         summary.cache_hit = True
     else:
-        events, bounds = read_host_events(path, first_step)
+        events, bounds = read_host_events(path, first_step, session)
         summary = summarize_events(events, bounds, path)
         if cache_path is not None:
-            summary.cache = _write_cache(events, summary, cache_path, path, first_step)
+            summary.cache = _write_cache(events, summary, cache_path, path, first_step, session)
         del events
     summary.seconds = time.perf_counter() - started
     summary.worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -198,28 +209,37 @@ def summarize_host(
     return summary
 
 
-def read_host_events(path: Path, first_step: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One host's events with step numbers, and its step bounds."""
-    from google.protobuf.message import DecodeError
+def read_host_events(
+    path: Path, first_step: int = 0, session: str = ""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One host's events with session and step numbers, and its step bounds.
+
+    ``events.attrs["devices"]`` keeps the host's device table (``Trace.devices`` rows).
+    """
+    import pandas as pd
 
     from xlaprof.analysis.steps import assign_steps
-    from xlaprof.analysis.trace import _load_one
+    from xlaprof.analysis.trace import _device_table, _load_one
 
     try:
         events = _load_one(path)
     except XlaprofError:
         raise
-    except (DecodeError, ValueError, UnicodeDecodeError, EOFError, OSError) as error:
+    except (ValueError, UnicodeDecodeError, EOFError, OSError) as error:
         reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
         raise InputUnreadable(f"{path}: not a readable trace ({reason})") from None
-    for column in CATEGORY_COLUMNS:
-        if events[column].dtype != "category":
-            events[column] = events[column].astype("category")
     if events.empty:
         raise InputNotRecognized(f"{path}: the trace holds no events")
+    devices = _device_table([events], session)
+    start = events.attrs.get("profile_start_ns")
+    for column in CATEGORY_COLUMNS:
+        if column in events and events[column].dtype != "category":
+            events[column] = events[column].astype("category")
+    events.insert(0, "session", pd.Categorical([session] * len(events)))
     host = str(events["host"].iloc[0])
-    starts = {host: events.attrs.get("profile_start_ns")}
-    events["step"], bounds = assign_steps(events, first_step, starts)
+    events["step"], bounds = assign_steps(events, first_step, {host: start})
+    bounds.insert(0, "session", session)
+    events.attrs = {"devices": devices, "profile_start_ns": start}
     return events, bounds
 
 
@@ -254,29 +274,21 @@ def summarize_events(
             _row(host, HOST_DEVICE, int(bound.step), start, end - start, None, collective)
             | {"events": int(counts.get(bound.step, 0))}
         )
-    device_events = stepped[stepped["plane_kind"] == "device"]
-    for (plane, step), group in device_events.groupby(["plane", "step"], observed=True):
-        steps_line = group[group["line"] == "Steps"]
-        if len(steps_line):
-            start, end = int(steps_line["start_ns"].min()), int(steps_line["end_ns"].max())
-        else:
-            start, end = int(group["start_ns"].min()), int(group["end_ns"].max())
-        work = group[group["line"] != "Steps"]
-        busy = _union(work["start_ns"], work["end_ns"], start, end)
-        coll = work[work["_collective"]]
-        collective = _union(coll["start_ns"], coll["end_ns"], start, end)
+    from xlaprof.analysis import device as device_model
+
+    model = device_model.summarize_host(events, events.attrs.get("devices"), bounds)
+    for row in model.steps.itertuples(index=False):
+        if row.step is None or row.step != row.step or row.step is pd.NA:
+            continue
+        wall = int(row.end_ns) - int(row.start_ns)
+        busy = round(float(row.busy_s) * 1e9)
+        collective = round(float(row.collective_s) * 1e9)
         rows.append(
-            _row(host, str(plane), int(step), start, end - start, busy, collective)
-            | {"events": len(group)}
+            _row(host, str(row.device), int(row.step), int(row.start_ns), wall, busy, collective)
+            | {"events": None}
         )
     steps = _typed_steps(pd.DataFrame(rows, columns=STEP_COLUMNS))
-    device_ops = events[(events["plane_kind"] == "device") & events["hlo_op"].notna()]
-    ops = (
-        device_ops.groupby("hlo_op", observed=True)["duration_ns"]
-        .agg(calls="count", total_ns="sum")
-        .reset_index()
-    )
-    ops["hlo_op"] = ops["hlo_op"].astype(str)
+    ops = model.ops
     return HostSummary(
         host=host,
         path=str(path),
@@ -285,6 +297,7 @@ def summarize_events(
         step_bounds=bounds.assign(host=bounds["host"].astype(str)),
         steps=steps,
         ops=ops,
+        device=model,
     )
 
 
@@ -309,8 +322,9 @@ def _typed_steps(steps: pd.DataFrame) -> pd.DataFrame:
     """One dtype per column whatever the rows held (unmeasured busy time: NaN)."""
     import pandas as pd
 
-    for column in ("step", "start_ns", "events"):
+    for column in ("step", "start_ns"):
         steps[column] = steps[column].astype("int64")
+    steps["events"] = steps["events"].astype("Int64")  # counted on host rows only
     for column in ("wall_ms", "busy_ms", "collective_ms", "own_ms"):
         steps[column] = pd.to_numeric(steps[column], errors="coerce").astype("float64")
     steps["host"] = steps["host"].astype(str)
@@ -367,34 +381,68 @@ def cache_path_for(path: Path) -> Path:
     return root / f"{digest}-{path.name}{CACHE_SUFFIX}"
 
 
-def _stamp(path: Path, first_step: int) -> str:
+def _stamp(path: Path, first_step: int, session: str) -> str:
     stat = path.stat()  # follows a link: the capture itself
-    return f"{CACHE_VERSION}:{stat.st_size}:{stat.st_mtime_ns}:{first_step}"
+    return f"{CACHE_VERSION}:{stat.st_size}:{stat.st_mtime_ns}:{first_step}:{session}"
+
+
+_SUMMARY_TABLES = ("step_bounds", "steps")
+_DEVICE_TABLES = ("devices", "steps", "ops", "utilization", "tracing")
+
+
+def _table_bytes(frame: pd.DataFrame) -> str:
+    """A small table as base64 Parquet: dtypes (categoricals, nullable ints) survive."""
+    import base64
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), buffer)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _table_from(text: str) -> pd.DataFrame:
+    import base64
+    import io
+
+    import pyarrow.parquet as pq
+
+    return pq.read_table(io.BytesIO(base64.b64decode(text))).to_pandas()
 
 
 def _summary_record(summary: HostSummary) -> dict[str, Any]:
+    model = summary.device
     return {
         "host": summary.host,
         "events": summary.events,
         "profile_start_ns": summary.profile_start_ns,
-        "step_bounds": summary.step_bounds.to_dict(orient="list"),
-        "steps": summary.steps.astype(object).to_dict(orient="list"),
-        "ops": summary.ops.to_dict(orient="list"),
+        **{name: _table_bytes(getattr(summary, name)) for name in _SUMMARY_TABLES},
+        "device": {name: _table_bytes(getattr(model, name)) for name in _DEVICE_TABLES},
+        "device_events": model.events,
     }
 
 
 def _write_cache(
-    events: pd.DataFrame, summary: HostSummary, target: Path, source: Path, first_step: int
+    events: pd.DataFrame,
+    summary: HostSummary,
+    target: Path,
+    source: Path,
+    first_step: int,
+    session: str,
 ) -> str | None:
     """Write ``events`` (all columns but ``args``) and the summary; None if it cannot be."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     columns = [c for c in events.columns if c != "args"]
-    table = pa.Table.from_pandas(events[columns], preserve_index=False)
+    frame = events[columns]
+    frame.attrs = {}
+    table = pa.Table.from_pandas(frame, preserve_index=False)
     metadata = dict(table.schema.metadata or {})
-    metadata[b"xlaprof.stamp"] = _stamp(source, first_step).encode()
-    metadata[b"xlaprof.summary"] = json.dumps(_summary_record(summary), default=_json).encode()
+    metadata[b"xlaprof.stamp"] = _stamp(source, first_step, session).encode()
+    metadata[b"xlaprof.summary"] = json.dumps(_summary_record(summary)).encode()
     table = table.replace_schema_metadata(metadata)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -406,34 +454,36 @@ def _write_cache(
     return str(target)
 
 
-def _json(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    return None if value is None or value != value else str(value)
-
-
-def _cached_summary(target: Path | None, source: Path, first_step: int) -> HostSummary | None:
-    import pandas as pd
+def _cached_summary(
+    target: Path | None, source: Path, first_step: int, session: str
+) -> HostSummary | None:
     import pyarrow.parquet as pq
+
+    from xlaprof.analysis import device as device_model
 
     if target is None or not target.exists():
         return None
     try:
         metadata = pq.read_schema(target).metadata or {}
-        if metadata.get(b"xlaprof.stamp", b"").decode() != _stamp(source, first_step):
+        if metadata.get(b"xlaprof.stamp", b"").decode() != _stamp(source, first_step, session):
             return None
         record = json.loads(metadata[b"xlaprof.summary"])
+        tables = {name: _table_from(record[name]) for name in _SUMMARY_TABLES}
+        model = device_model.HostSummary(
+            **{name: _table_from(record["device"][name]) for name in _DEVICE_TABLES},
+            events=record["device_events"],
+        )
     except (OSError, ValueError, KeyError):
         return None
-    steps = _typed_steps(pd.DataFrame(record["steps"], columns=STEP_COLUMNS))
     return HostSummary(
         host=record["host"],
         path=str(source),
         events=record["events"],
         profile_start_ns=record["profile_start_ns"],
-        step_bounds=pd.DataFrame(record["step_bounds"]),
-        steps=steps,
-        ops=pd.DataFrame(record["ops"], columns=["hlo_op", "calls", "total_ns"]),
+        step_bounds=tables["step_bounds"],
+        steps=_typed_steps(tables["steps"]),
+        ops=model.ops,
+        device=model,
         cache=str(target),
     )
 
@@ -452,6 +502,7 @@ def summarize_hosts(
     scheduler: str | None = None,
     progress: bool | None = None,
     cache: bool = True,
+    session: str = "",
 ) -> PodLoad:
     """Summaries of every host in ``files``: a local process pool, or a dask cluster.
 
@@ -466,13 +517,44 @@ def summarize_hosts(
     outcomes: list[HostSummary | HostError] = []
     with _Progress(len(files), progress) as bar:
         if scheduler:
-            count = _run_dask(files, first_step, scheduler, cache, outcomes, bar.advance)
+            count = _run_dask(files, first_step, scheduler, cache, session, outcomes, bar.advance)
         else:
             count = workers or min(len(files), default_workers())
-            _run_local(files, first_step, count, cache, outcomes, bar.advance)
-    summaries = [o for o in outcomes if isinstance(o, HostSummary)]
+            _run_local(files, first_step, count, cache, session, outcomes, bar.advance)
+    summaries = _named_apart([o for o in outcomes if isinstance(o, HostSummary)])
     errors = sorted((o for o in outcomes if isinstance(o, HostError)), key=lambda e: e.path)
     return PodLoad(summaries, errors, scheduler, count)
+
+
+def _named_apart(summaries: list[HostSummary]) -> list[HostSummary]:
+    """Hosts are named by ``XSpace.hostnames``; where several files name the same host (copies,
+    or processes of one machine), those are named by their file names, as ``load_trace`` does.
+    Each summary's tables are renamed; ``stored_host`` keeps the name its cache holds."""
+    from xlaprof.parse.xplane import host_from_filename
+
+    counts: dict[str, int] = {}
+    for summary in summaries:
+        counts[summary.host] = counts.get(summary.host, 0) + 1
+    taken: set[str] = set()
+    for summary in sorted(summaries, key=lambda s: s.path):
+        summary.stored_host = summary.host
+        name = summary.host
+        if counts[name] > 1:
+            name = host_from_filename(Path(summary.path))
+        while name in taken:
+            name = f"{name}#2" if "#" not in name else f"{name}+"
+        taken.add(name)
+        if name != summary.host:
+            summary.host = name
+            summary.step_bounds = summary.step_bounds.assign(host=name)
+            summary.steps = summary.steps.assign(host=name)
+            model = summary.device
+            for table in ("devices", "steps", "ops", "utilization", "tracing"):
+                frame = getattr(model, table)
+                if "host" in frame.columns:
+                    setattr(model, table, frame.assign(host=name))
+            summary.ops = model.ops
+    return summaries
 
 
 def _failure(path: Path, error: BaseException) -> HostError:
@@ -487,6 +569,7 @@ def _run_local(
     first_step: int,
     workers: int,
     cache: bool,
+    session: str,
     outcomes: list[HostSummary | HostError],
     advance: Callable[[], None],
 ) -> None:
@@ -495,13 +578,15 @@ def _run_local(
     if workers <= 1 or len(files) == 1:
         for path in files:
             try:
-                outcomes.append(summarize_host(path, first_step, cache))
+                outcomes.append(summarize_host(path, first_step, cache, session))
             except Exception as error:
                 outcomes.append(_failure(path, error))
             advance()
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(summarize_host, path, first_step, cache): path for path in files}
+        futures = {
+            pool.submit(summarize_host, path, first_step, cache, session): path for path in files
+        }
         for future in as_completed(futures):
             try:
                 outcomes.append(future.result())
@@ -515,6 +600,7 @@ def _run_dask(
     first_step: int,
     scheduler: str,
     cache: bool,
+    session: str,
     outcomes: list[HostSummary | HostError],
     advance: Callable[[], None],
 ) -> int:
@@ -535,6 +621,7 @@ def _run_dask(
             [str(p) for p in files],
             first_step=first_step,
             cache=cache,
+            session=session,
             pure=False,
         )
         paths = {future.key: Path(path) for future, path in zip(futures, files, strict=True)}
@@ -589,6 +676,8 @@ class EventSource:
 
     caches: dict[str, str]  # host -> cache file
     load: PodLoad | None = None  # the workers' summaries
+    # host -> the name its cache holds, where hosts were named apart (``_named_apart``)
+    stored: dict[str, str] = field(default_factory=dict)
 
     @property
     def hosts(self) -> list[str]:
@@ -597,8 +686,27 @@ class EventSource:
     def frame(self) -> Any:
         """A dask DataFrame over every host's cache: one partition per host."""
         import dask.dataframe as dd
+        import pyarrow.parquet as pq
 
-        return dd.read_parquet([self.caches[h] for h in self.hosts])
+        hosts = self.hosts
+        meta = self._named(pq.read_schema(self.caches[hosts[0]]).empty_table().to_pandas(), "")
+        return dd.from_map(self._read_host, hosts, meta=meta)
+
+    def _read_host(self, host: str) -> pd.DataFrame:
+        import pyarrow.parquet as pq
+
+        return self._named(pq.read_table(self.caches[host]).to_pandas(), host)
+
+    def _named(self, frame: pd.DataFrame, host: str) -> pd.DataFrame:
+        """``frame`` with its host column naming ``host`` (categoricals as in ``load_trace``)."""
+        import pandas as pd
+
+        if host and self.stored.get(host, host) != host and "host" in frame:
+            frame["host"] = pd.Categorical([host] * len(frame))
+        for column in CATEGORY_COLUMNS:
+            if column in frame and frame[column].dtype != "category":
+                frame[column] = frame[column].astype("category")
+        return frame
 
     def select(
         self,
@@ -630,11 +738,14 @@ class EventSource:
             filters.append(("plane_kind", "in", list(plane_kinds)))
         chosen = self.hosts if hosts is None else [h for h in self.hosts if h in set(hosts)]
         frames = [
-            pq.read_table(
-                self.caches[host],
-                columns=list(columns) if columns else None,
-                filters=filters or None,
-            ).to_pandas()
+            self._named(
+                pq.read_table(
+                    self.caches[host],
+                    columns=list(columns) if columns else None,
+                    filters=filters or None,
+                ).to_pandas(),
+                host,
+            )
             for host in chosen
         ]
         if not frames:
@@ -691,17 +802,26 @@ def load_pod(
     first_step: int = 0,
     workers: int | None = None,
     scheduler: str | None = None,
+    session: str = "",
+    sessions: list[str] | None = None,
     progress: bool | None = None,
 ) -> Trace:
-    """A lazy ``Trace`` of many hosts: summaries merged, events left in the caches."""
-    from xlaprof.analysis.trace import Trace
+    """A lazy ``Trace`` of many hosts: summaries merged, events left in the caches.
 
-    load = summarize_hosts(files, first_step, workers, scheduler, progress)
-    for error in load.errors:
-        print(f"xlaprof: warning: host {error.host} left out: {error.message}", file=sys.stderr)
+    Hosts that could not be read are in ``Trace.warnings`` (the CLI prints them); if none
+    could, ``BadCapture`` is raised, as for ``load_trace``.
+    """
+    import pandas as pd
+
+    from xlaprof.analysis.trace import DEVICE_COLUMNS, Trace
+    from xlaprof.errors import BadCapture
+
+    load = summarize_hosts(files, first_step, workers, scheduler, progress, session=session)
     if not load.summaries:
         first = load.errors[0]
-        raise InputUnreadable(f"no host of {len(files)} could be read (first: {first.message})")
+        raise BadCapture(
+            f"every capture file is unreadable ({len(files)} hosts; first: {first.message})"
+        )
     missing = [s.host for s in load.summaries if s.cache is None]
     if missing:
         raise InputUnreadable(
@@ -710,11 +830,26 @@ def load_pod(
         )
     bounds = load.step_bounds()
     bounds["host"] = bounds["host"].astype("category")
-    source = EventSource({s.host: s.cache for s in load.summaries if s.cache}, load)
+    model = load.device_summary()
+    devices = model.devices if not model.devices.empty else pd.DataFrame(columns=DEVICE_COLUMNS)
+    source = EventSource(
+        {s.host: s.cache for s in load.summaries if s.cache},
+        load,
+        {s.host: s.stored_host for s in load.summaries},
+    )
+    warnings = [
+        f"host {e.host} left out: {e.message} (the other hosts are analyzed)" for e in load.errors
+    ]
+    model.warnings = list(warnings)
     return Trace(
         events=source.frame(),
         files=sorted(Path(s.path) for s in load.summaries),
         step_bounds=bounds,
+        devices=devices,
+        session=session,
+        sessions=sessions or [session],
+        warnings=warnings,
+        _summary=model,
         source=source,
     )
 

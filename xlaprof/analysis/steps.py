@@ -2,7 +2,7 @@
 
 On host planes, events that carry a ``step_num`` stat (``xlaprof.step``, ``xp.StepTrace``) define
 steps; otherwise each torch_xla ``StepMarker`` (one per ``torch_xla.sync()``) ends a step. On
-device planes, the XLA "Steps" line defines them.
+device planes, each plane's own "Steps" line defines them (never another device's).
 """
 
 from __future__ import annotations
@@ -59,13 +59,17 @@ def assign_steps(
                     (host, first_step + i, int(a), int(b))
                     for i, (a, b) in enumerate(zip(previous, ends.tolist(), strict=True))
                 ]
+        # Each device plane's own Steps line numbers that plane's events: steps are never
+        # stitched across devices (two GPUs' steps overlap in time but are not one step).
         device = on_host & (events["plane_kind"] == "device").to_numpy()
-        step_line = device & (events["line"] == DEVICE_STEPS_LINE).to_numpy()
-        if step_line.any():
+        on_steps_line = (events["line"] == DEVICE_STEPS_LINE).to_numpy()
+        planes = events["plane"].to_numpy()
+        for plane in pd.unique(planes[device & on_steps_line]):
+            scope = device & (planes == plane)
             labels = pd.Series(
                 pd.to_numeric(events["name"].astype(str), errors="coerce"), index=events.index
             ).astype("Int64")
-            _by_intervals(events, steps, device, step_line, labels=labels)
+            _by_intervals(events, steps, scope, scope & on_steps_line, labels=labels)
     frame = pd.DataFrame(bounds, columns=["host", "step", "start_ns", "end_ns"])
     frame["host"] = frame["host"].astype("category")
     return pd.array(np.where(steps >= 0, steps, None), dtype="Int64"), frame

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from xlaprof.errors import OutputError
 from xlaprof.load import DEFAULT_MAX_INPUT_BYTES
 from xlaprof.parse.units import parse_size
+
+if TYPE_CHECKING:
+    from xlaprof.analysis.trace import Trace
 
 
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int:
@@ -46,6 +50,12 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
     type=click.IntRange(min=0),
     help="Steps whose compilations count as warm-up (run directories).",
 )
+@click.option("-v", "--verbose", is_flag=True, help="List every line that could not be read.")
+@click.option(
+    "--session",
+    metavar="NAME",
+    help="For a logdir with several profiling sessions: which one (default: the latest).",
+)
 @click.option(
     "--scheduler",
     metavar="ADDRESS",
@@ -58,7 +68,6 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
     type=click.IntRange(min=1),
     help="Trace logdirs of many hosts: local worker processes (default: one per core).",
 )
-@click.option("-v", "--verbose", is_flag=True, help="List every line that could not be read.")
 def analyze(
     paths: tuple[Path, ...],
     as_json: bool,
@@ -66,21 +75,28 @@ def analyze(
     force: bool,
     max_size: int,
     warmup_steps: int,
+    verbose: bool,
+    session: str | None,
     scheduler: str | None,
     workers: int | None,
-    verbose: bool,
 ) -> None:
-    """Diagnose PATHs: metrics reports, PT_XLA_DEBUG logs (auto-detected) or run directories.
+    """Diagnose PATHs: metrics reports, PT_XLA_DEBUG logs (auto-detected), run directories,
+    or profiler captures (.xplane.pb, *trace.json.gz, or a folder of them).
 
     Files are taken as the output of one job and analyzed together. A run directory written by
-    `xlaprof run` or `xlaprof.profile()` gives exact per-step findings.
+    `xlaprof run` or `xlaprof.profile()` gives exact per-step findings. A capture gives each
+    device's steps, busy and idle time and top ops.
     """
     from xlaprof.api import analyze_parts
     from xlaprof.load import load_parts
     from xlaprof.report import json_out
 
-    parts = load_parts(list(paths), max_size, warmup_steps, scheduler=scheduler, workers=workers)
+    parts = load_parts(
+        list(paths), max_size, warmup_steps, session, scheduler=scheduler, workers=workers
+    )
     results = analyze_parts(parts)
+    for result in results:
+        trace_notes(result.trace, result.part.name)
     if as_json or output is not None:
         text = json_out.render(results)
         if output is None:
@@ -91,6 +107,21 @@ def analyze(
     from xlaprof.report import console
 
     console.render(results, verbose=verbose)
+
+
+def trace_notes(trace: Trace | None, name: str) -> None:
+    """Say on stderr which session was read and which capture files were skipped (and why)."""
+    if trace is None:
+        return
+    if len(trace.sessions) > 1:
+        listed = ", ".join(s or "." for s in trace.sessions)
+        click.echo(
+            f"xlaprof: {len(trace.sessions)} sessions in {name} ({listed}); analyzing "
+            f"{trace.session or '.'} (--session NAME for another)",
+            err=True,
+        )
+    for warning in trace.warnings:
+        click.echo(f"xlaprof: warning: {warning}", err=True)
 
 
 def write_atomic(path: Path, text: str, force: bool) -> None:

@@ -19,16 +19,23 @@ import click
 )
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--process", help="For a run of several processes: which one (folder name).")
-def report(path: Path, output: Path, force: bool, process: str | None) -> None:
-    """Write a self-contained HTML report of PATH (a run directory, log or trace logdir).
+@click.option(
+    "--session",
+    metavar="NAME",
+    help="For a logdir with several profiling sessions: which one (default: the latest).",
+)
+def report(path: Path, output: Path, force: bool, process: str | None, session: str | None) -> None:
+    """Write a self-contained HTML report of PATH (a run directory, a log, a capture file or a
+    folder of captures).
 
     It works offline (plotly is embedded): findings with evidence and fixes, the step timeline,
     compilations over steps, top host regions and device ops, and metric deltas per step.
     """
     from xlaprof.api import Analysis
-    from xlaprof.cli.analyze import write_atomic
+    from xlaprof.cli.analyze import trace_notes, write_atomic
     from xlaprof.report.html import render
 
-    analysis = Analysis(path, process=process)
+    analysis = Analysis(path, process=process, session=session)
+    trace_notes(analysis.result.trace, path.name)
     write_atomic(output, render([analysis.result]), force)
     click.echo(str(output))

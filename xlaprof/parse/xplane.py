@@ -1,4 +1,4 @@
-"""XSpace (``*.xplane.pb``) and Chrome trace (``*.trace.json.gz``) files to pandas.
+"""XSpace (``*.xplane.pb``) files to pandas: one row per event, device planes included.
 
 Neither XProf nor torch_xla ships Python classes for the XSpace schema, so the schema (public,
 ``tsl/profiler/protobuf/xplane.proto``) is built here at run time with ``google.protobuf``'s
@@ -7,19 +7,27 @@ loop is Python. Columns are gathered as plain lists and turned into numpy arrays
 categoricals once, which is what keeps a million events in seconds.
 
 Result: one row per event, with ``host``, ``plane``, ``plane_kind`` (host/device/other),
-``line``, ``name`` (categoricals), ``start_ns``/``end_ns`` (int64, absolute), ``duration_ns``
-(float64), ``hlo_op``/``hlo_module``/``step_num`` (the stats tools ask for most), and ``args`` (a
-dict of every stat, only on events that have stats, else None).
+``device`` (``TPU:0``, ``GPU:4``, ``CPU`` for the host), ``line``, ``name`` (categoricals),
+``start_ns``/``end_ns`` (int64, absolute), ``duration_ns`` (float64), the stats tools ask for
+most (``hlo_op``, ``hlo_module``, ``step_num``, ``hlo_category``, ``program_id``, ``flops``,
+``bytes_accessed``, ``device_offset_ps``/``device_duration_ps``: the op's time on the device
+clock, which XProf's op statistics use), and ``args`` (a dict of the event's own stats, only
+on events that have stats, else None).
+
+Where a stat lives differs by producer: on TPU ``XLA Ops`` lines the op is the event *name* (the
+HLO text; the metadata's display name is the op name) and ``hlo_category``, ``program_id``,
+``flops``, ``bytes_accessed`` are stats of the event *metadata*; GPU kernels carry ``hlo_op``
+and ``hlo_module`` on the event itself. Both are read; an event's own stat wins, as in XProf.
 """
 
 from __future__ import annotations
 
 import functools
-import gzip
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from xlaprof.errors import BadCapture
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,6 +36,7 @@ COLUMNS = [
     "host",
     "plane",
     "plane_kind",
+    "device",
     "line",
     "name",
     "start_ns",
@@ -36,9 +45,27 @@ COLUMNS = [
     "hlo_op",
     "hlo_module",
     "step_num",
+    "hlo_category",
+    "program_id",
+    "flops",
+    "bytes_accessed",
+    "device_offset_ps",
+    "device_duration_ps",
     "args",
 ]
-_PROMOTED_STATS = ("hlo_op", "hlo_module", "step_num")
+# Stats promoted to columns: categorical strings, an integer, and floats (NaN when absent).
+_TEXT_STATS = ("hlo_op", "hlo_module", "hlo_category", "program_id")
+_NUMBER_STATS = ("flops", "bytes_accessed", "device_offset_ps", "device_duration_ps")
+# Lines whose events are HLO ops: there the metadata's display name is the op's name.
+OP_LINES = ("XLA Ops", "Async XLA Ops", "SparseCore Ops")
+# Plane stats that describe the device (TPU planes; GPU planes carry vendor and bandwidth).
+_PLANE_STATS = {
+    "device_type_string": "type",
+    "device_vendor": "vendor",
+    "peak_teraflops_per_second": "peak_tflops",
+    "peak_hbm_bw_gigabytes_per_second": "peak_hbm_gbps",
+    "memory_bandwidth": "memory_bandwidth_bytes_per_s",
+}
 
 
 @functools.cache
@@ -162,18 +189,81 @@ def xspace_class() -> Any:
 
 
 def read_xspace(path: Path) -> Any:
+    """Parse one ``.xplane.pb``; bytes that do not decode raise ``BadCapture`` naming the file.
+
+    An empty file decodes as an empty XSpace (a capture with no events): callers decide.
+    """
+    from google.protobuf.message import DecodeError
+
+    path = Path(path)
+    data = path.read_bytes()
     space = xspace_class()()
-    space.ParseFromString(Path(path).read_bytes())
+    try:
+        space.ParseFromString(data)
+    except DecodeError:
+        why = _why_undecodable(data)
+        raise BadCapture(
+            f"{path}: {why} xplane capture ({len(data)} bytes that do not decode as an XSpace)"
+        ) from None
     return space
+
+
+def _why_undecodable(data: bytes) -> str:
+    """ "truncated" when XSpace's top-level fields run past the end of the file, else "corrupt".
+
+    Every top-level XSpace field (planes, errors, warnings, hostnames) is length-delimited, so
+    the outer layer can be walked without decoding: a cut-off file is one whose last field
+    claims more bytes than are left.
+    """
+    position = 0
+
+    def varint() -> int | None:
+        nonlocal position
+        value = shift = 0
+        while position < len(data):
+            byte = data[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+        return None
+
+    while position < len(data):
+        tag = varint()
+        if tag is None:
+            return "truncated"
+        if tag & 7 != 2 or not 1 <= tag >> 3 <= 4:
+            return "corrupt"
+        length = varint()
+        if length is None or position + length > len(data):
+            return "truncated"
+        position += length
+    return "corrupt"
 
 
 def plane_kind(name: str) -> str:
     """``/host:CPU`` -> host, ``/device:TPU:0`` -> device, anything else -> other."""
     if name.startswith("/host:"):
         return "host"
-    if name.startswith("/device:"):
+    if name.startswith("/device:") and not name.startswith("/device:CUSTOM"):
         return "device"
     return "other"
+
+
+def device_name(plane: str) -> str:
+    """``/device:TPU:0`` -> ``TPU:0``; ``/host:CPU`` -> ``CPU``; ``GPU 3`` (Kineto) -> ``GPU:3``."""
+    if plane.startswith("/device:"):
+        return plane[len("/device:") :]
+    if plane.startswith("/host:"):
+        return plane[len("/host:") :]
+    return plane
+
+
+def device_kind(device: str) -> str:
+    """``TPU:0`` -> TPU, ``GPU:4`` -> GPU, ``CPU`` -> CPU (the host, or a CPU PJRT device)."""
+    head = device.split(":", 1)[0].split(" ", 1)[0].upper()
+    return head if head in ("TPU", "GPU", "CPU") else "other"
 
 
 def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
@@ -189,20 +279,28 @@ def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
 
 
 @dataclass
-class _Columns:
-    """Column lists being gathered for one file."""
+class Columns:
+    """Column lists being gathered for one file (shared with the Chrome-trace reader).
 
-    plane: list[str]
-    line: list[str]
-    names: list[str]
-    start: list[int]
-    duration: list[int]
-    args: list[dict[str, Any] | None]
+    ``meta`` indexes ``meta_rows``: per event-metadata values (display name, metadata stats)
+    are decoded once per metadata entry, then spread to events with one numpy ``take``.
+    """
+
+    plane: list[str] = field(default_factory=list)
+    line: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    start: list[int] = field(default_factory=list)
+    duration: list[int] = field(default_factory=list)
+    args: list[dict[str, Any] | None] = field(default_factory=list)
+    meta: list[int] = field(default_factory=list)
+    meta_rows: list[dict[str, Any]] = field(default_factory=lambda: [{}])
+    # Starts are picoseconds after base_ns: epoch nanoseconds times 1000 overflow int64.
+    base_ns: int = 0
 
 
 def host_from_filename(path: Path) -> str:
     """``vm.xplane.pb`` -> ``vm``; ``localhost_9012.xplane.pb`` -> ``localhost:9012``."""
-    stem = path.name.split(".xplane.pb")[0].split(".trace.json")[0]
+    stem = path.name.split(".xplane.pb")[0].split(".trace.json")[0].split(".pt.trace")[0]
     head, sep, port = stem.rpartition("_")
     return f"{head}:{port}" if sep and port.isdigit() else stem
 
@@ -229,108 +327,161 @@ def profile_start_ns(space: Any) -> int | None:
     return start if absolute else 0
 
 
+def plane_info(plane: Any) -> dict[str, Any]:
+    """What a device plane says about its device: type, vendor, peak FLOP/s and bytes/s."""
+    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    info: dict[str, Any] = {"plane": plane.name, "device": device_name(plane.name)}
+    info["kind"] = device_kind(info["device"])
+    for stat in plane.stats:
+        key = _PLANE_STATS.get(names.get(stat.metadata_id, ""))
+        if key:
+            info[key] = _stat_value(stat, names)
+    peak_tflops = info.pop("peak_tflops", None)
+    peak_hbm = info.pop("peak_hbm_gbps", None)
+    bandwidth = info.pop("memory_bandwidth_bytes_per_s", None)
+    info["peak_flops_per_s"] = float(peak_tflops) * 1e12 if peak_tflops else None
+    if peak_hbm:
+        info["peak_bytes_per_s"] = float(peak_hbm) * 1e9
+    else:
+        info["peak_bytes_per_s"] = float(bandwidth) if bandwidth else None
+    return info
+
+
+def hostname(space: Any, path: Path) -> str:
+    """The host a capture came from: ``XSpace.hostnames`` when set, else the file's name."""
+    names = [name for name in space.hostnames if name]
+    return names[0] if names else host_from_filename(Path(path))
+
+
 def xspace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
     """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring).
 
-    ``frame.attrs["profile_start_ns"]`` holds when profiling began (None if not recorded).
+    ``frame.attrs`` holds ``profile_start_ns`` (when profiling began, None if not recorded) and
+    ``devices`` (one ``plane_info`` dict per device plane that has events).
     """
     space = read_xspace(path)
-    columns = _Columns([], [], [], [], [], [])
+    if not space.planes:
+        size = Path(path).stat().st_size
+        what = "empty file" if size == 0 else f"{size} bytes with no profiler planes"
+        raise BadCapture(f"{path}: {what}, not an xplane capture")
+    stamps = [line.timestamp_ns for plane in space.planes for line in plane.lines if line.events]
+    columns = Columns(base_ns=min(stamps, default=0))
+    devices = []
     for plane in space.planes:
-        if not plane.lines:
+        if not any(line.events for line in plane.lines):
             continue
-        event_names = {key: meta.name for key, meta in plane.event_metadata.items()}
-        stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-        for line in plane.lines:
-            count = len(line.events)
-            if not count:
-                continue
-            base_ps = line.timestamp_ns * 1000
-            line_name = line.display_name or line.name
-            columns.plane.extend([plane.name] * count)
-            columns.line.extend([line_name] * count)
-            names, start, duration, args = (
-                columns.names,
-                columns.start,
-                columns.duration,
-                columns.args,
-            )
-            for event in line.events:
-                names.append(event_names.get(event.metadata_id, ""))
-                start.append(base_ps + event.offset_ps)
-                duration.append(event.duration_ps)
-                if event.stats:
-                    args.append(
-                        {
-                            stat_names.get(s.metadata_id, "?"): _stat_value(s, stat_names)
-                            for s in event.stats
-                        }
-                    )
-                else:
-                    args.append(None)
-    frame = _frame(columns, host or host_from_filename(Path(path)))
+        if plane_kind(plane.name) == "device":
+            devices.append(plane_info(plane))
+        _read_plane(plane, columns)
+    frame = events_frame(columns, host or hostname(space, Path(path)))
     frame.attrs["profile_start_ns"] = profile_start_ns(space)
+    frame.attrs["devices"] = devices
     return frame
 
 
-def _frame(columns: _Columns, host: str) -> pd.DataFrame:
+def _read_plane(plane: Any, columns: Columns) -> None:
+    stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    event_names: dict[int, str] = {}
+    meta_index: dict[int, int] = {}
+    op_meta_index: dict[int, int] = {}
+    for key, meta in plane.event_metadata.items():
+        event_names[key] = meta.name
+        stats = {stat_names.get(s.metadata_id, "?"): _stat_value(s, stat_names) for s in meta.stats}
+        promoted = {k: stats[k] for k in (*_TEXT_STATS, *_NUMBER_STATS) if k in stats}
+        if promoted:
+            meta_index[key] = len(columns.meta_rows)
+            columns.meta_rows.append(promoted)
+        if meta.display_name and "hlo_op" not in promoted:
+            op_meta_index[key] = len(columns.meta_rows)
+            columns.meta_rows.append({**promoted, "hlo_op": meta.display_name})
+    for line in plane.lines:
+        count = len(line.events)
+        if not count:
+            continue
+        base_ps = (line.timestamp_ns - columns.base_ns) * 1000
+        line_name = line.display_name or line.name
+        columns.plane.extend([plane.name] * count)
+        columns.line.extend([line_name] * count)
+        lookup = {**meta_index, **op_meta_index} if line_name in OP_LINES else meta_index
+        names, start, duration, args, meta = (
+            columns.names,
+            columns.start,
+            columns.duration,
+            columns.args,
+            columns.meta,
+        )
+        for event in line.events:
+            key = event.metadata_id
+            names.append(event_names.get(key, ""))
+            start.append(base_ps + event.offset_ps)
+            duration.append(event.duration_ps)
+            meta.append(lookup.get(key, 0))
+            if event.stats:
+                args.append(
+                    {
+                        stat_names.get(s.metadata_id, "?"): _stat_value(s, stat_names)
+                        for s in event.stats
+                    }
+                )
+            else:
+                args.append(None)
+
+
+def events_frame(columns: Columns, host: str) -> pd.DataFrame:
+    """The event DataFrame from gathered columns (start and duration in picoseconds)."""
     import numpy as np
     import pandas as pd
 
-    start_ps = np.asarray(columns.start, dtype=np.int64)
+    start_ps = np.asarray(columns.start, dtype=np.int64)  # relative to columns.base_ns
     duration_ps = np.asarray(columns.duration, dtype=np.int64)
-    start_ns = start_ps // 1000
+    start_ns = columns.base_ns + start_ps // 1000
+    planes = pd.Categorical(columns.plane)
+    categories = [str(c) for c in planes.categories]
+    kinds = np.array([plane_kind(c) for c in categories] or [""], dtype=object)
+    devices = np.array([device_name(c) for c in categories] or [""], dtype=object)
     frame = pd.DataFrame(
         {
             "host": pd.Categorical([host] * len(start_ns)),
-            "plane": pd.Categorical(columns.plane),
-            "plane_kind": pd.Categorical([plane_kind(p) for p in columns.plane]),
+            "plane": planes,
+            "plane_kind": pd.Categorical(kinds[planes.codes]),
+            "device": pd.Categorical(devices[planes.codes]),
             "line": pd.Categorical(columns.line),
             "name": pd.Categorical(columns.names),
             "start_ns": start_ns,
-            "end_ns": (start_ps + duration_ps) // 1000,
+            "end_ns": columns.base_ns + (start_ps + duration_ps) // 1000,
             "duration_ns": duration_ps / 1000.0,
         }
     )
-    promoted = {key: [None] * len(start_ns) for key in _PROMOTED_STATS}
+    # Promoted stats: decoded once per event metadata (meta_rows), spread to events with one
+    # numpy take, then overridden by the event's own stats (an event's stat wins, as in XProf).
+    count = len(start_ns)
+    meta = np.asarray(columns.meta, dtype=np.int64) if columns.meta else np.zeros(0, np.int64)
+    text: dict[str, np.ndarray] = {}
+    for key in _TEXT_STATS:
+        table = [row.get(key) for row in columns.meta_rows]
+        table_array = np.array([None if v is None else str(v) for v in table], dtype=object)
+        text[key] = table_array[meta] if len(meta) == count else np.full(count, None, object)
+    numbers: dict[str, np.ndarray] = {}
+    for key in _NUMBER_STATS:
+        table = [row.get(key) for row in columns.meta_rows]
+        table_array = np.array([np.nan if v is None else float(v) for v in table], np.float64)
+        numbers[key] = table_array[meta] if len(meta) == count else np.full(count, np.nan)
+    step_num: list[Any] = [None] * count
+    promoted = {*_TEXT_STATS, *_NUMBER_STATS, "step_num"}
     for index, args in enumerate(columns.args):
         if args:
-            for key in _PROMOTED_STATS:
-                if key in args:
-                    promoted[key][index] = args[key]
-    frame["hlo_op"] = pd.Categorical(promoted["hlo_op"])
-    frame["hlo_module"] = pd.Categorical(promoted["hlo_module"])
-    frame["step_num"] = pd.array(
-        [None if v is None else int(v) for v in promoted["step_num"]], dtype="Int64"
-    )
+            for key in promoted.intersection(args):
+                value = args[key]
+                if key == "step_num":
+                    step_num[index] = None if value is None else int(value)
+                elif key in text:
+                    text[key][index] = None if value is None else str(value)
+                else:
+                    numbers[key][index] = np.nan if value is None else float(value)
+    for key in _TEXT_STATS:
+        frame[key] = pd.Categorical(text[key])
+    frame["step_num"] = pd.array(step_num, dtype="Int64")
+    for key in _NUMBER_STATS:
+        frame[key] = numbers[key]
     frame["args"] = columns.args
     return frame.sort_values("start_ns", kind="stable", ignore_index=True)
-
-
-def chrome_trace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
-    """Complete (``ph: X``) events of a ``.trace.json.gz`` in the same columns."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt") as handle:
-        document = json.load(handle)
-    events = document.get("traceEvents", []) if isinstance(document, dict) else document
-    processes: dict[Any, str] = {}
-    threads: dict[tuple[Any, Any], str] = {}
-    for event in events:
-        if event.get("ph") == "M":
-            name = (event.get("args") or {}).get("name", "")
-            if event.get("name") == "process_name":
-                processes[event.get("pid")] = name
-            elif event.get("name") == "thread_name":
-                threads[(event.get("pid"), event.get("tid"))] = name
-    columns = _Columns([], [], [], [], [], [])
-    for event in events:
-        if event.get("ph") != "X":
-            continue
-        pid, tid = event.get("pid"), event.get("tid")
-        columns.plane.append(processes.get(pid, str(pid)))
-        columns.line.append(threads.get((pid, tid), str(tid)))
-        columns.names.append(event.get("name", ""))
-        columns.start.append(int(float(event.get("ts", 0)) * 1e6))  # us -> ps
-        columns.duration.append(int(float(event.get("dur", 0)) * 1e6))
-        columns.args.append(event.get("args") or None)
-    return _frame(columns, host or host_from_filename(Path(path)))

@@ -70,6 +70,12 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         for warning in run["warnings"]:
             console.print(Text(f"note: {warning}", style="yellow"))
         sources = []
+    trace_only = part.trace is not None and not data.reports and data.debug.empty
+    if trace_only:  # a capture: say what it holds instead of "0 metrics report(s)"
+        from xlaprof.report.devices import capture_line
+
+        console.print(Text.assemble(("xlaprof analyze ", "bold"), capture_line(part.trace)))
+        sources = []
     for source in sources:
         console.print(
             Text.assemble(
@@ -103,7 +109,16 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         console.print()
     elif result.host_skew is not None and len(result.host_skew):
         _skew(console, result.host_skew)
-    if not findings:
+    if result.trace is not None:
+        from xlaprof.report.devices import render_console
+
+        render_console(console, result.trace)
+    if not findings and trace_only:
+        console.print(
+            "[dim]No findings: a capture alone feeds the device tables above, not the "
+            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).[/dim]"
+        )
+    elif not findings:
         console.print("[green]No findings: nothing here looks wrong.[/green]")
     for index, finding in enumerate(findings, start=1):
         style = _STYLE[finding.severity]

@@ -128,18 +128,53 @@ def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
     return figure
 
 
-def top_device_ops(events: pd.DataFrame | None, limit: int = 15) -> go.Figure:
-    """Total device time per XLA op (traces with device planes only)."""
+def top_device_ops(ops: pd.DataFrame | None, limit: int = 15) -> go.Figure:
+    """Total device time per op over all devices (``Trace.device_ops``), by category."""
     import plotly.graph_objects as go
 
+    from xlaprof.analysis.device import top_ops
+
     title = "Top device ops"
-    if events is None or events.empty or not (events["plane_kind"] == "device").any():
-        return _empty(title, "no device planes in this trace (a CPU capture has host planes only)")
-    device = events[(events["plane_kind"] == "device") & events["hlo_op"].notna()]
-    totals = device.groupby("hlo_op", observed=True)["duration_ns"].sum() / 1e6
-    totals = totals.sort_values(ascending=True).tail(limit)
-    figure = go.Figure(go.Bar(x=totals.values, y=totals.index.astype(str), orientation="h"))
-    figure.update_layout(title=title, xaxis_title="device ms", yaxis_title="op")
+    if ops is None or ops.empty:
+        return _empty(title, "no device ops in this trace (a CPU capture without XLA op events)")
+    top = top_ops(ops, limit).iloc[::-1]
+    figure = go.Figure()
+    for category, rows in top.groupby("category", sort=False):
+        figure.add_bar(
+            x=rows["total_s"] * 1e3,
+            y=rows["name"].astype(str).str.slice(0, 60),
+            orientation="h",
+            name=str(category),
+            customdata=rows[["occurrences", "devices"]],
+            hovertemplate="%{y}<br>%{x:.3f} ms, %{customdata[0]} times on "
+            "%{customdata[1]} device(s)<extra></extra>",
+        )
+    figure.update_layout(
+        title=title,
+        xaxis_title="device ms (all devices)",
+        yaxis_title="op",
+        yaxis={"categoryorder": "array", "categoryarray": list(top["name"].str.slice(0, 60))},
+    )
+    return figure
+
+
+def device_steps(steps: pd.DataFrame | None, limit: int = 200) -> go.Figure:
+    """Busy and idle time of each device's steps (``Trace.device_steps``), device by device."""
+    import plotly.graph_objects as go
+
+    title = "Device steps: busy and idle"
+    if steps is None or steps.empty:
+        return _empty(title, "no device steps in this trace")
+    figure = go.Figure()
+    for device, rows in steps.groupby("device", sort=True):
+        rows = rows.head(limit)
+        label = rows["step"].astype("string").fillna("capture")
+        x = [f"{device} · {s}" for s in label]
+        figure.add_bar(x=x, y=rows["busy_s"] * 1e3, name=f"{device} busy")
+        figure.add_bar(x=x, y=rows["idle_s"] * 1e3, name=f"{device} idle", opacity=0.4)
+    figure.update_layout(
+        title=title, barmode="stack", xaxis_title="device · step", yaxis_title="ms"
+    )
     return figure
 
 

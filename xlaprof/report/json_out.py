@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.analysis.model import AnalysisInput
 from xlaprof.api import PartResult
@@ -17,6 +17,9 @@ from xlaprof.findings import Finding
 from xlaprof.load import SourceInfo
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
+
+if TYPE_CHECKING:
+    from xlaprof.analysis.trace import Trace
 
 SCHEMA = "xlaprof.analysis/1"
 
@@ -109,10 +112,46 @@ def _records(frame: Any) -> list[dict[str, Any]] | None:
     return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
 
 
+# The longest ops per document: a pod capture has thousands of distinct ops per device.
+MAX_DEVICE_OPS = 100
+
+
+def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
+    """The ``trace`` object: session, hosts, devices, per-device steps, top ops, tracing."""
+    from xlaprof.analysis.device import top_ops
+
+    summary = trace.summary()
+    devices = summary.utilization.merge(
+        trace.devices.drop(columns=["plane"], errors="ignore"),
+        on=["session", "host", "device", "kind"],
+        how="left",
+    )
+    ops = summary.ops.head(MAX_DEVICE_OPS)
+    return {
+        "path": path,
+        "session": trace.session,
+        "sessions": trace.sessions,
+        "hosts": trace.hosts,
+        "files": [str(f) for f in trace.files],
+        "warnings": trace.warnings,
+        "devices": _records(devices),
+        "device_steps": _records(summary.steps),
+        "device_ops": _records(ops),
+        "device_ops_total": len(summary.ops),
+        "top_ops": _records(top_ops(summary.ops, limit=20)),
+        "tracing": _records(summary.tracing),
+    }
+
+
 def result_document(result: PartResult) -> dict[str, Any]:
-    """One part's document: the contract plus ``timeline`` and ``host_skew`` when known."""
+    """One part's document: the contract plus ``timeline``, ``host_skew`` and ``trace``."""
     part = result.part
     extra = dict(part.extra)
+    if result.trace is not None:
+        extra["trace"] = trace_json(result.trace, (part.extra.get("trace") or {}).get("path"))
+        pod = (part.extra.get("trace") or {}).get("pod")
+        if pod is not None:  # hosts read by workers (analysis.pod): where, how long, failures
+            extra["trace"]["pod"] = pod
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:

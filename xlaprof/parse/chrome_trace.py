@@ -1,0 +1,181 @@
+"""Chrome trace files (``*.trace.json``, ``*.trace.json.gz``, ``*.pt.trace.json``) to pandas.
+
+Read in the same columns as an xplane (``xlaprof.parse.xplane.events_frame``). Three things
+make real files differ from the simple case:
+
+- PyTorch-profiler (Kineto) traces time events in microseconds since the epoch
+  (``1679055451546825``); in picoseconds that is past int64. Starts are kept as picoseconds
+  after a per-file base (the earliest whole microsecond), so nothing overflows and fractional
+  microseconds (roctracer writes nanosecond fractions) survive.
+- Begin/end pairs (``ph: B`` ... ``ph: E`` on one thread) are events too: they are paired per
+  thread, innermost first, like ``ph: X`` complete events.
+- Kineto names processes by pid and labels them (``process_labels``: ``GPU 0``, ``CPU``); GPU
+  kernels sit on pid = device, tid = stream. Planes are named like XSpace planes
+  (``/device:GPU:0``, ``/host:CPU``), lines by thread name (``stream 7`` for GPU streams), so
+  the device model reads both formats alike. ``cat`` (kernel, gpu_memcpy, cpu_op, ...) is kept
+  in ``args``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xlaprof.errors import BadCapture
+from xlaprof.parse.xplane import Columns, events_frame, host_from_filename
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def read_chrome_document(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The trace events of a Chrome trace file and its other top-level keys (Kineto's
+    ``deviceProperties``, ...); a file that is not one raises ``BadCapture``."""
+    path = Path(path)
+    opener: Any = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise BadCapture(f"{path}: truncated or corrupt gzip ({error})") from None
+    except UnicodeDecodeError:
+        raise BadCapture(f"{path}: binary data, not a Chrome trace (JSON)") from None
+    except json.JSONDecodeError as error:
+        what = "empty file" if error.doc.strip() == "" else f"not valid JSON ({error.msg})"
+        raise BadCapture(f"{path}: {what}, not a Chrome trace") from None
+    events = document.get("traceEvents") if isinstance(document, dict) else document
+    if not isinstance(events, list):
+        raise BadCapture(f"{path}: JSON without a traceEvents list, not a Chrome trace")
+    others = (
+        {k: v for k, v in document.items() if k != "traceEvents"}
+        if isinstance(document, dict)
+        else {}
+    )
+    return [event for event in events if isinstance(event, dict)], others
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _plane_names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tuple, str]]:
+    """Plane name per pid and line name per (pid, tid), from the ``ph: M`` metadata events."""
+    names: dict[Any, str] = {}
+    labels: dict[Any, str] = {}
+    threads: dict[tuple[Any, Any], str] = {}
+    for event in events:
+        if event.get("ph") != "M":
+            continue
+        args = event.get("args") or {}
+        kind = event.get("name")
+        if kind == "process_name":
+            names[event.get("pid")] = str(args.get("name", ""))
+        elif kind == "process_labels":
+            labels[event.get("pid")] = str(args.get("labels", ""))
+        elif kind == "thread_name":
+            threads[(event.get("pid"), event.get("tid"))] = str(args.get("name", "")).strip()
+    planes: dict[Any, str] = {}
+    for pid in {*names, *labels}:
+        label = labels.get(pid, "")
+        if label.startswith("GPU "):
+            planes[pid] = f"/device:GPU:{label[4:].strip()}"
+        elif label == "CPU":
+            planes[pid] = "/host:CPU"
+        else:
+            planes[pid] = names.get(pid) or str(pid)
+    return planes, threads
+
+
+def chrome_trace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
+    """Complete (``ph: X``) and begin/end (``B``/``E``) events of a Chrome trace."""
+    events, others = read_chrome_document(path)
+    planes, threads = _plane_names(events)
+    timed = []
+    for event in events:
+        phase = event.get("ph")
+        if phase in ("X", "B", "E"):
+            ts = _number(event.get("ts"))
+            if ts is not None:
+                timed.append((ts, event))
+    base_us = math.floor(min((ts for ts, _ in timed), default=0.0))
+    columns = Columns(base_ns=base_us * 1000)
+    open_spans: dict[tuple[Any, Any], list[tuple[float, dict[str, Any]]]] = {}
+    for ts, event in timed:
+        phase = event["ph"]
+        key = (event.get("pid"), event.get("tid"))
+        if phase == "B":
+            open_spans.setdefault(key, []).append((ts, event))
+            continue
+        if phase == "E":
+            stack = open_spans.get(key)
+            if not stack:
+                continue  # an end whose begin is before the capture
+            begin_ts, begin = stack.pop()
+            _add(columns, planes, threads, begin, begin_ts, ts - begin_ts, base_us, event)
+            continue
+        _add(columns, planes, threads, event, ts, _number(event.get("dur")) or 0.0, base_us)
+    frame = events_frame(columns, host or host_from_filename(Path(path)))
+    frame.attrs["devices"] = _devices(frame, others.get("deviceProperties"))
+    return frame
+
+
+def _devices(frame: pd.DataFrame, properties: Any) -> list[dict[str, Any]]:
+    """One entry per GPU plane with events, named from Kineto's ``deviceProperties``."""
+    named = {}
+    for device in properties if isinstance(properties, list) else []:
+        if isinstance(device, dict) and "id" in device:
+            named[str(device["id"])] = device
+    infos = []
+    planes = frame.loc[frame["plane_kind"] == "device", "plane"].astype(str).unique()
+    for plane in sorted(planes):
+        device = plane.removeprefix("/device:")
+        props = named.get(device.rpartition(":")[2], {})
+        infos.append(
+            {
+                "plane": plane,
+                "device": device,
+                "kind": "GPU",
+                "type": props.get("name"),
+                "peak_flops_per_s": None,
+                "peak_bytes_per_s": None,
+            }
+        )
+    return infos
+
+
+def _add(
+    columns: Columns,
+    planes: dict[Any, str],
+    threads: dict[tuple, str],
+    event: dict[str, Any],
+    ts: float,
+    duration_us: float,
+    base_us: int,
+    end: dict[str, Any] | None = None,
+) -> None:
+    pid, tid = event.get("pid"), event.get("tid")
+    plane = planes.get(pid, str(pid))
+    line = threads.get((pid, tid))
+    if not line:
+        line = f"stream {tid}" if plane.startswith("/device:") else str(tid)
+    args = dict(event.get("args") or {})
+    if end is not None and end.get("args"):
+        args.update(end["args"])
+    if event.get("cat") is not None:
+        args["cat"] = event["cat"]
+    columns.plane.append(plane)
+    columns.line.append(line)
+    columns.names.append(str(event.get("name") or (end or {}).get("name") or ""))
+    # ts - base_us is exact in floating point (both are close): then scale to picoseconds.
+    columns.start.append(round((ts - base_us) * 1e6))
+    columns.duration.append(max(round(duration_us * 1e6), 0))
+    columns.args.append(args or None)
+    columns.meta.append(0)
