@@ -38,6 +38,9 @@ class PartResult:
     host_skew: pd.DataFrame | None = None
     # The profiler trace (a capture, or a run directory's trace window): device tables.
     trace: Trace | None = None
+    # several hosts: one row per (host, device, step), and the stragglers among them
+    host_steps: pd.DataFrame | None = None
+    stragglers: pd.DataFrame | None = None
 
 
 def analyze_parts(
@@ -46,7 +49,9 @@ def analyze_parts(
     """Analyze each part. Source lines are read only under ``source_root`` (default: a run's
     recorded working directory, if it exists here; see ``analysis/sourcefiles.py``)."""
     from xlaprof.analysis.hosts import host_skew
+    from xlaprof.analysis.pod import host_steps
     from xlaprof.analysis.sourcefiles import source_roots
+    from xlaprof.analysis.stragglers import stragglers
     from xlaprof.analysis.timeline import step_timeline
 
     results = []
@@ -63,13 +68,16 @@ def analyze_parts(
             window = part.run.info.trace_steps
             trace = load_trace(part.run.path, first_step=window[0] if window else 0)
         if part.data.steps or trace is not None:
+            events = None if trace is None else trace.events
+            if trace is not None and trace.source is not None:  # a pod: the first host only
+                events = trace.select(hosts=trace.hosts[:1])
             result.timeline = step_timeline(
-                part.data.steps,
-                None if trace is None else trace.events,
-                None if trace is None else trace.step_bounds,
+                part.data.steps, events, None if trace is None else trace.step_bounds
             )
         if trace is not None and len(trace.hosts) > 1:
             result.host_skew = host_skew(trace.step_times())
+            result.host_steps = host_steps(trace)
+            result.stragglers = stragglers(result.host_steps)
         result.trace = trace
         results.append(result)
     return results
@@ -253,6 +261,18 @@ class Analysis:
 
         return self.result.host_skew if self.result.host_skew is not None else pd.DataFrame()
 
+    def host_steps(self) -> pd.DataFrame:
+        """Several hosts: one row per (host, device, step) (``pod.host_steps``)."""
+        import pandas as pd
+
+        return self.result.host_steps if self.result.host_steps is not None else pd.DataFrame()
+
+    def stragglers(self) -> pd.DataFrame:
+        """Several hosts: per step and device, the slowest host and why (``stragglers``)."""
+        import pandas as pd
+
+        return self.result.stragglers if self.result.stragglers is not None else pd.DataFrame()
+
     def trace(self) -> Trace | None:
         """The profiler trace (loaded on first use), or None if the run has none."""
         if not hasattr(self, "_trace"):
@@ -335,6 +355,11 @@ class Analysis:
         from xlaprof.report import figures
 
         return figures.device_steps(self.device_steps() if self.trace() is not None else None)
+
+    def plot_host_steps(self) -> go.Figure:
+        from xlaprof.report import figures
+
+        return figures.host_step_heatmap(self.host_steps(), self.stragglers())
 
     def plot_metric_deltas(self) -> go.Figure:
         from xlaprof.report import figures

@@ -203,10 +203,15 @@ def is_trace_input(path: Path) -> bool:
 
 
 def load_parts(
-    paths: list[Path], max_bytes: int, warmup_steps: int = 2, session: str | None = None
+    paths: list[Path],
+    max_bytes: int,
+    warmup_steps: int = 2,
+    session: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
 ) -> list[Part]:
     if paths and all(is_trace_input(p) for p in paths):
-        return [_trace_part(p, session) for p in paths]
+        return [_trace_part(p, session, scheduler, workers) for p in paths]
     run_roots = [p for p in paths if p.is_dir() and find_runs(p)]
     if not run_roots:
         data, sources = load_text_inputs(paths, max_bytes)
@@ -242,14 +247,21 @@ def load_parts(
     return parts
 
 
-def _trace_part(path: Path, session: str | None = None) -> Part:
+def _trace_part(
+    path: Path,
+    session: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> Part:
     """A capture file or a logdir of captures: device tables, timeline and host skew."""
     from xlaprof.analysis.trace import load_trace
 
-    trace = load_trace(path, session=session)
+    trace = load_trace(path, session=session, workers=workers, scheduler=scheduler)
     trace.partial_edges = True
     source = SourceInfo(path=str(path), kinds=["trace"], reports=0, debug_events=0)
-    extra = {"trace": {"path": str(path)}}
+    extra: dict[str, Any] = {"trace": {"path": str(path)}}
+    if trace.source is not None and trace.source.load is not None:
+        extra["trace"]["pod"] = trace.source.load.record()
     return Part(name=path.name, data=AnalysisInput(), sources=[source], trace=trace, extra=extra)
 
 

@@ -34,6 +34,8 @@ from xlaprof.parse.xplane import host_from_filename, xspace_frame
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xlaprof.analysis.pod import EventSource
+
 XPLANE_SUFFIX = ".xplane.pb"
 CHROME_SUFFIXES = ("trace.json", "trace.json.gz")
 DEVICE_COLUMNS = [
@@ -52,7 +54,12 @@ STEP_TIME_COLUMNS = ["session", "host", "step", "start_ns", "end_ns", "wall_ms",
 
 @dataclass
 class Trace:
-    """Loaded trace events of one session: one or more hosts and their devices."""
+    """Loaded trace events of one session: one or more hosts and their devices.
+
+    For a many-host capture loaded lazily (``xlaprof.analysis.pod``), ``events`` is a dask
+    DataFrame (one partition per host, read from Parquet caches), ``source`` is set and the
+    device model comes from the hosts' workers: use ``select`` for a filtered pandas frame.
+    """
 
     events: pd.DataFrame
     files: list[Path] = field(default_factory=list)
@@ -68,10 +75,25 @@ class Trace:
     # What was wrong with the capture (a broken host file, ...), one line each.
     warnings: list[str] = field(default_factory=list)
     _summary: device_model.HostSummary | None = field(default=None, repr=False)
+    source: EventSource | None = None
 
     @property
     def hosts(self) -> list[str]:
+        if self.source is not None:
+            return self.source.hosts
         return sorted(self.events["host"].cat.categories)
+
+    def select(self, hosts: Sequence[str] | None = None, **filters: object) -> pd.DataFrame:
+        """Events of ``hosts`` (all by default), filtered before they are read when lazy.
+
+        Filters: ``steps``, ``start_ns``/``end_ns`` (overlapping the window), ``names``,
+        ``plane_kinds``, ``columns`` (see ``pod.EventSource.select``).
+        """
+        from xlaprof.analysis.pod import select_frame
+
+        if self.source is not None:
+            return self.source.select(hosts, **filters)  # type: ignore[arg-type]
+        return select_frame(self.events, hosts, **filters)  # type: ignore[arg-type]
 
     def regions(self, names: Sequence[str] | None = None) -> pd.DataFrame:
         """Host events by name and step: count and total duration (ms)."""
@@ -243,13 +265,23 @@ def load_trace(
     first_step: int | None = None,
     workers: int | None = None,
     session: str | None = None,
+    lazy: bool | None = None,
+    scheduler: str | None = None,
 ) -> Trace:
-    """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers."""
+    """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers.
+
+    Several hosts load lazily (``xlaprof.analysis.pod``) when ``lazy`` is True, a dask
+    ``scheduler`` is given, or (``lazy=None``) their files hold more than ``pod.LAZY_BYTES``.
+    """
+    from xlaprof.analysis import pod
+
     root = Path(path)
     sessions = find_sessions(root)
     chosen, files = _pick(sessions, root, session)
     if first_step is None:
         first_step = _first_step_from_run(root)
+    if pod.wants_lazy(files, lazy, scheduler):
+        return pod.load_pod(files, first_step or 0, workers, scheduler, chosen, list(sessions))
     if len(files) == 1:
         loaded = [_load_safely(files[0])]
     else:

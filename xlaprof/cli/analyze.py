@@ -62,6 +62,18 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
     metavar="NAME",
     help="For a logdir with several profiling sessions: which one (default: the latest).",
 )
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    envvar="XLAPROF_DASK_SCHEDULER",
+    help="Trace logdirs of many hosts: read each host on this dask.distributed cluster "
+    "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Trace logdirs of many hosts: local worker processes (default: one per core).",
+)
 def analyze(
     paths: tuple[Path, ...],
     as_json: bool,
@@ -72,6 +84,8 @@ def analyze(
     source_root: Path | None,
     verbose: bool,
     session: str | None,
+    scheduler: str | None,
+    workers: int | None,
 ) -> None:
     """Diagnose PATHs: metrics reports, PT_XLA_DEBUG logs (auto-detected), run directories,
     or profiler captures (.xplane.pb, *trace.json.gz, or a folder of them).
@@ -84,7 +98,9 @@ def analyze(
     from xlaprof.load import load_parts
     from xlaprof.report import json_out
 
-    parts = load_parts(list(paths), max_size, warmup_steps, session)
+    parts = load_parts(
+        list(paths), max_size, warmup_steps, session, scheduler=scheduler, workers=workers
+    )
     results = analyze_parts(parts, source_root)
     for result in results:
         trace_notes(result.trace, result.part.name)

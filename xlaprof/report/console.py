@@ -125,7 +125,12 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     console.print()
     if result.timeline is not None and len(result.timeline):
         _timeline(console, result.timeline, data.warmup_steps)
-    if result.host_skew is not None and len(result.host_skew):
+    if result.stragglers is not None and len(result.stragglers):
+        from xlaprof.analysis.stragglers import headline
+
+        console.print(headline(result.stragglers), highlight=False)
+        console.print()
+    elif result.host_skew is not None and len(result.host_skew):
         _skew(console, result.host_skew)
     if result.trace is not None:
         from xlaprof.report.devices import render_console

@@ -188,6 +188,55 @@ def device_steps(steps: pd.DataFrame | None, limit: int = 200) -> go.Figure:
     return figure
 
 
+def host_step_heatmap(
+    host_steps: pd.DataFrame, stragglers: pd.DataFrame | None = None
+) -> go.Figure:
+    """Host × step heat map of step time relative to the step's median host.
+
+    Colour is wall time / the step's median (1 = a typical host), so a straggler stands out
+    whatever each step's length; hovering shows the milliseconds. Each step's slowest host is
+    outlined. With device rows, the first device's steps are shown (host rows otherwise).
+    """
+    import plotly.graph_objects as go
+
+    title = "Step time per host, relative to the step's median host"
+    if host_steps is None or host_steps.empty or host_steps["host"].nunique() < 2:
+        return _empty(title, "one host only: no stragglers to compare")
+    devices = sorted(host_steps["device"].unique(), key=lambda d: (d == "host", str(d)))
+    device = devices[-1] if "host" in devices else devices[0]
+    rows = host_steps[host_steps["device"] == device]
+    grid = rows.pivot_table(index="host", columns="step", values="wall_ms", aggfunc="max")
+    relative = grid / grid.median(axis=0)
+    figure = go.Figure(
+        go.Heatmap(
+            z=relative.to_numpy(),
+            x=[str(s) for s in grid.columns],
+            y=[str(h) for h in grid.index],
+            customdata=grid.to_numpy(),
+            colorscale="Viridis",
+            colorbar={"title": "× median"},
+            hovertemplate="host %{y}<br>step %{x}<br>%{customdata:.2f} ms "
+            "(%{z:.2f}× the median host)<extra></extra>",
+        )
+    )
+    if stragglers is not None and not stragglers.empty:
+        mine = stragglers[(stragglers["device"] == device) & stragglers["slowest_host"].notna()]
+        figure.add_scatter(
+            x=[str(s) for s in mine["step"]],
+            y=mine["slowest_host"].astype(str),
+            mode="markers",
+            marker={"symbol": "square-open", "size": 14, "color": "red"},
+            name="slowest host",
+            text=mine["waiting_on"],
+            hovertemplate="step %{x}: %{y} slowest (%{text})<extra></extra>",
+        )
+    height = min(300 + 12 * grid.shape[0], 2400)
+    figure.update_layout(
+        title=f"{title} ({device})", xaxis_title="step", yaxis_title="host", height=height
+    )
+    return figure
+
+
 def metric_deltas(
     steps: pd.DataFrame,
     columns: tuple[str, ...] = (

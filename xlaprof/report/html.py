@@ -120,6 +120,7 @@ def render(results: list[PartResult]) -> str:
         ("regions", analysis.plot_regions()),
         ("device-ops", analysis.plot_device_ops()),
         ("device-steps", analysis.plot_device_steps()),
+        *([("host-steps", analysis.plot_host_steps())] if not analysis.host_steps().empty else []),
         ("metric-deltas", analysis.plot_metric_deltas()),
     ]
     body_devices = ""

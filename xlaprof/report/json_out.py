@@ -149,10 +149,17 @@ def result_document(result: PartResult) -> dict[str, Any]:
     extra = dict(part.extra)
     if result.trace is not None:
         extra["trace"] = trace_json(result.trace, (part.extra.get("trace") or {}).get("path"))
+        pod = (part.extra.get("trace") or {}).get("pod")
+        if pod is not None:  # hosts read by workers (analysis.pod): where, how long, failures
+            extra["trace"]["pod"] = pod
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:
         extra["host_skew"] = _records(result.host_skew)
+    if result.stragglers is not None:
+        # per step and device; the per-host rows (hosts x steps, the heat map's data) stay out
+        # of the document so its size does not grow with the pod: Analysis.host_steps() has them
+        extra["stragglers"] = _records(result.stragglers)
     return analysis_document(part.data, result.findings, part.sources, extra)
 
 
