@@ -9,6 +9,10 @@ JSON, JUnit XML and GitHub annotations are renderers (``report/ci.py``).
 A figure that was not measured (a log with no per-step rows, a run with no steady step) is never
 taken as zero: its budget is *not measured*, which fails unless ``allow_unmeasured`` is set
 (then it is reported as skipped). A gate that passes because it saw nothing is no gate.
+
+Longer than the ~350 lines a module here aims for: each budget is read from flags or TOML,
+measured and judged in a few lines, and all of them stay in one file so that one table
+(``Budgets``) and one ``evaluate`` define what ``xlaprof check`` gates.
 """
 
 from __future__ import annotations

@@ -26,6 +26,10 @@ device table (``Trace.devices``); nothing reads files.
 GPU note: XProf counts only kernels attributed to an XLA op as busy, so runtime kernels such as
 ``__amd_rocclr_copyBuffer`` are idle time to XProf and busy (``copy``) here; ``device_ops``
 says which rows are attributed (``hlo_op`` present).
+
+Longer than the ~350 lines a module here aims for: the device model is one computation
+(compute events, intervals, steps, categories, ops, per-host summary) whose stages share private
+columns and interval helpers; split by stage, each part would have to export those internals.
 """
 
 from __future__ import annotations

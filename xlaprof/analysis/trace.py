@@ -14,6 +14,9 @@ bad, ``BadCapture`` is raised (its own exit code).
 Step numbers: see ``xlaprof.analysis.steps`` (host markers) and ``xlaprof.analysis.device``
 (per-device steps, busy/idle, ops). Steps are counted from ``first_step`` (a run directory
 knows where its trace window began).
+
+Longer than the ~350 lines a module here aims for: ``Trace`` and ``load_trace`` (sessions, hosts,
+broken files, lazy pod captures) are the one entry point to traces and share their naming rules.
 """
 
 from __future__ import annotations

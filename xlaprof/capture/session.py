@@ -11,6 +11,10 @@ step's module calls to ``modules.json`` (``modules``), for the analyzers that na
 
 This package is what the training process loads: it imports nothing of ``xlaprof.analysis``,
 ``xlaprof.report``, pandas or plotly. torch_xla is imported only when a session starts.
+
+Longer than the ~350 lines a module here aims for: the session's jobs already live in their own
+modules; what is left is the lifecycle (start, step boundary, finish, exit paths), which shares
+one state and reads best in one place.
 """
 
 from __future__ import annotations
