@@ -6,9 +6,9 @@ Run: python benchmarks/frames_findings.py [SCRIPT ...]   (PJRT_DEVICE=CPU is set
 through warm-up, off once compiles stay flat, and back on after a compile while off. This runs
 every example (``examples/*.py``) and the scenarios below twice, once with
 ``XLAPROF_SOURCE_FRAMES=always`` (IR debug throughout) and once with the default, and compares
-``xlaprof analyze --json``: each finding's kind, location and title (timings in titles masked,
-since they differ between any two runs) and the evidence that source lines feed (what changed,
-the repeated block's lines, the layer stack). Exit status 1 if any script differs.
+``xlaprof analyze --json``: each finding's kind, location and title (timings and percentages
+masked, since they differ between any two runs) and the evidence that source lines feed (what
+changed, the repeated block's lines, the layer stack). Exit status 1 if any script differs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 # Evidence fields that come from graphs' source lines.
 FRAME_EVIDENCE = ("what_changed", "first_difference", "block_source_lines", "layer_stack")
-_DECIMAL = re.compile(r"\d+\.\d+")
+# Timings and shares of time differ between any two runs: masked in titles and evidence.
+_DECIMAL = re.compile(r"\d+\.\d+|\d+%")
 
 # A job that is steady long enough for IR debug to go off, then changes its batch size (a new
 # graph compiled while off), then keeps changing it: the recompilation must still be explained.
