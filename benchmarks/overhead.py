@@ -245,11 +245,12 @@ def main() -> dict[str, object]:
     parser.add_argument("--repeats", type=int, default=5, help="processes per variant (5)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="default: all three")
+    parser.add_argument("--no-regions", action="store_true", help="skip the region call cost")
     args = parser.parse_args()
     for name in set(WORKLOADS) - set(args.workloads.split(",")):
         del WORKLOADS[name]
     steps = step_overhead(args.repeats)
-    regions = region_cost()
+    regions = {} if args.no_regions else region_cost()
     print(
         f"xlaprof run vs bare: median over {args.repeats} repeats of alternating processes "
         "(range in brackets)"
@@ -279,10 +280,11 @@ def main() -> dict[str, object]:
             f"      peak RSS: bare {_fmt(row['rss_mb_bare'], '.0f')} MB, xlaprof run "
             f"{_fmt(row['rss_mb_xlaprof'], '.0f')} MB"
         )
-    trace = regions["bare xp.Trace"]
-    print("Per-call cost of a region (ns; ratio to a bare xp.Trace):")
-    for label, ns in regions.items():
-        print(f"  {label:34s} {ns:8.0f} ns   {ns / trace:6.3f}x xp.Trace")
+    if regions:
+        trace = regions["bare xp.Trace"]
+        print("Per-call cost of a region (ns; ratio to a bare xp.Trace):")
+        for label, ns in regions.items():
+            print(f"  {label:34s} {ns:8.0f} ns   {ns / trace:6.3f}x xp.Trace")
     figures = {"step_overhead": steps, "region_ns": regions}
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
