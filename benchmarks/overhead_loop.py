@@ -12,7 +12,7 @@
 * with ``--alternate-ir-debug`` (bare only): ``ir_on_cpu_s``/``ir_off_cpu_s``, the median host CPU
   of the steps traced with IR debug on and off, switched every other step in this one process
   (switching does not recompile): what per-op Python stacks cost, free of between-process noise;
-* under ``xlaprof run`` also ``boundary_s``: median time xlaprof's step boundary took (what it
+* under ``xlaprof run`` also ``boundary_s``: median CPU time xlaprof's step boundary took (what it
   does at each sync: metric reads, the row written, IR debug switched, graphs moved).
 
 Workloads: ``tiny`` (640 element-wise ops on 64 floats per step: tracing-bound), ``mlp24`` (a
@@ -95,9 +95,9 @@ def _time_boundaries() -> list[float] | None:
     boundary = session.boundary
 
     def timed() -> None:
-        start = time.perf_counter()
+        start = time.thread_time()  # CPU: on a busy machine wall time adds waits for a core
         boundary()
-        durations.append(time.perf_counter() - start)
+        durations.append(time.thread_time() - start)
 
     session.boundary = timed
     return durations
