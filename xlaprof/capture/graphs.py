@@ -4,6 +4,13 @@ torch_xla dumps every module XLA compiles into a dump folder (``--xla_dump_to``)
 that compiled, the new pre-optimization HLO files (which carry the user's source file:line in
 their metadata when IR debug is on) are gzipped into ``graphs/`` and everything else XLA wrote
 (LLVM IR, objects) is deleted, so the run directory stays small.
+
+Source lines in a graph need torch_xla's IR debug, which records a Python stack for every op
+traced: 20-100% more host tracing time on op-heavy steps. Graphs only need it on the steps that
+compile, so ``SourceFrames`` keeps it on through warm-up, turns it off once compiles stay flat,
+and turns it back on as soon as a compile happens while it is off (a graph that recompiles
+usually does so again: its next versions get their lines). Toggling it between steps does not
+change the graph hash, so it never causes a compilation.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import gzip
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from xlaprof.rundir.schema import GRAPH_INDEX, GRAPHS_DIR
 
@@ -20,6 +28,9 @@ MAX_GRAPHS = 64
 MAX_GRAPH_BYTES = 64 * 1024**2
 DUMP_DIR = ".xla_dump"
 _BEFORE = ".before_optimizations.txt"
+# IR debug goes off after this many steps in a row without a compilation.
+FLAT_STEPS = 3
+FRAMES_MODES = ("auto", "always")
 
 
 class GraphHarvester:
@@ -29,6 +40,7 @@ class GraphHarvester:
         self.directory = directory
         self.dump = directory / DUMP_DIR
         self.kept = 0
+        self.frames_on: bool | None = None  # IR debug while the graphs being collected traced
 
     def xla_flags(self, flags: str) -> str:
         """``XLA_FLAGS`` with the dump options added (torch_xla reads them at first compile)."""
@@ -60,6 +72,8 @@ class GraphHarvester:
             "bytes": size,
             "file": None,
         }
+        if self.frames_on is not None:
+            record["source_lines"] = self.frames_on
         if self.kept >= MAX_GRAPHS:
             record["skipped"] = f"more than {MAX_GRAPHS} graphs"
         elif size > MAX_GRAPH_BYTES:
@@ -71,3 +85,56 @@ class GraphHarvester:
             record["file"] = name
             self.kept += 1
         return record
+
+
+class SourceFrames:
+    """Turns torch_xla's IR debug (per-op Python stacks) on only while compiles can happen.
+
+    ``mode`` is ``"auto"`` (on through warm-up, off after ``FLAT_STEPS`` steps without a
+    compile, back on after a compile while off) or ``"always"`` (on throughout: the cost of
+    ``XLA_IR_DEBUG=1``). ``step(compiles)`` is called at each step boundary with the step's
+    compile count; it returns whether IR debug was on while that step was traced, which is
+    whether the graphs it compiled carry source lines.
+    """
+
+    def __init__(self, xlac: Any, mode: str = "auto", flat_steps: int = FLAT_STEPS) -> None:
+        if mode not in FRAMES_MODES:
+            raise ValueError(f"source frames mode must be one of {FRAMES_MODES}, not {mode!r}")
+        self.xlac = xlac
+        self.mode = mode
+        self.flat_steps = flat_steps
+        self.flat = 0
+        self.switches = 0  # how many times it was turned on or off
+        self.compiles_without = 0  # compilations traced while it was off
+        self.available = hasattr(xlac, "_set_ir_debug") and hasattr(xlac, "_get_ir_debug")
+        self.initial = bool(xlac._get_ir_debug()) if self.available else None
+        self.on = True
+        if self.available:
+            xlac._set_ir_debug(True)
+
+    def step(self, compiles: int) -> bool:
+        """Account one finished step; switch IR debug for the next. Returns its state."""
+        was_on = self.on
+        if not self.available or self.mode == "always":
+            return was_on
+        if compiles:
+            self.flat = 0
+            if not was_on:
+                self.compiles_without += compiles
+                self._set(True)
+        else:
+            self.flat += 1
+            if was_on and self.flat >= self.flat_steps:
+                self._set(False)
+        return was_on
+
+    def _set(self, on: bool) -> None:
+        self.xlac._set_ir_debug(on)
+        self.on = on
+        self.switches += 1
+
+    def close(self) -> None:
+        """Put IR debug back as it was before the session (``xlaprof run`` sets it on)."""
+        if self.available and self.initial is not None and self.on != self.initial:
+            self.xlac._set_ir_debug(self.initial)
+            self.on = self.initial

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ
 from xlaprof.capture.session import Session
 
 ENV_OUT = "XLAPROF_RUN_OUT"
@@ -13,6 +14,9 @@ ENV_MAX_STEPS = "XLAPROF_MAX_STEPS"
 ENV_DEBUG_LEVEL = "XLAPROF_DEBUG_LEVEL"
 ENV_SERVER_PORT = "XLAPROF_SERVER_PORT"
 ENV_GRAPHS = "XLAPROF_GRAPHS"
+# Tuning knobs, also how benchmarks/overhead.py switches one part off at a time.
+ENV_SAMPLE_HZ = "XLAPROF_SAMPLE_HZ"  # host sampler rate; 0 turns it off
+ENV_SOURCE_FRAMES = "XLAPROF_SOURCE_FRAMES"  # "auto" (default) or "always": IR debug throughout
 
 
 def parse_steps_window(text: str) -> tuple[int, int]:
@@ -46,6 +50,8 @@ def start_from_environment() -> Session:
         exit_on_max_steps=True,
         command=[sys.executable, *sys.argv],
         graphs=os.environ.get(ENV_GRAPHS, "1") != "0",
+        sample_hz=float(os.environ.get(ENV_SAMPLE_HZ) or DEFAULT_SAMPLE_HZ),
+        source_frames=os.environ.get(ENV_SOURCE_FRAMES) or "auto",
         # Only the first process gets the port (ranks would collide on it).
         server_port=int(port) if port and _first_process() else None,
     )

@@ -9,6 +9,13 @@ each step records how far those files had grown, which later ties each compilati
 Dynamo's recompile reasons and graph breaks go to ``dynamo.jsonl`` (``dynamo``), and the first
 step's module calls to ``modules.json`` (``modules``), for the analyzers that name layer stacks.
 
+What runs at every step is kept small (``benchmarks/overhead.py`` measures each part): a few
+metric reads, one line appended to ``steps.jsonl``, two ``stat`` calls; IR debug (per-op Python
+stacks, for the graphs' source lines) runs only while compilations happen (``SourceFrames``).
+Nothing here raises into the training script: an error in a step boundary, the sampler or the
+trace window is recorded in ``run.json``'s warnings and profiling stops (or that part does),
+while the job goes on.
+
 This package is what the training process loads: it imports nothing of ``xlaprof.analysis``,
 ``xlaprof.report``, pandas or plotly. torch_xla is imported only when a session starts.
 
@@ -22,20 +29,21 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import os
 import platform
 import signal
 import socket
 import sys
+import threading
 import time
 from collections import defaultdict
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from xlaprof.capture import annotate, probe
 from xlaprof.capture.dynamo import DynamoRecorder
-from xlaprof.capture.graphs import GraphHarvester
+from xlaprof.capture.graphs import GraphHarvester, SourceFrames
 from xlaprof.capture.metrics import StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
@@ -57,8 +65,15 @@ from xlaprof.rundir.schema import (
 )
 from xlaprof.rundir.writer import atomic_write_text, write_info
 
+log = logging.getLogger(__name__)
+
 _ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
 DEFAULT_DEBUG_LEVEL = 2
+# torch_xla keeps each metric's last N samples (default 1024) and hands all of them over on
+# every read: 150-200 us per metric per step once full. The session reads deltas of the
+# accumulators only, so a short window is enough (it also sets the window the final metrics
+# report's percentiles cover). Must be in the environment before torch_xla creates the metric.
+METRICS_SAMPLES = "64"
 
 
 def _import_runtime() -> tuple[Any, Any]:
@@ -87,6 +102,7 @@ class Session:
         sample_hz: float = DEFAULT_SAMPLE_HZ,
         server_port: int | None = None,
         graphs: bool = True,
+        source_frames: str = "auto",
     ) -> None:
         if trace_steps is not None and not 0 <= trace_steps[0] < trace_steps[1]:
             raise ValueError(f"trace_steps must be (a, b) with 0 <= a < b, not {trace_steps}")
@@ -100,7 +116,12 @@ class Session:
         self.server_port = server_port
         self._server: Any = None
         self.graphs = graphs
+        self.source_frames = source_frames
         self.harvester: GraphHarvester | None = None
+        self.frames: SourceFrames | None = None
+        # Guards the regions dict and the step state against another thread's region or a
+        # signal handler's finish() arriving mid-boundary (reentrant: same thread).
+        self.lock = threading.RLock()
         self.info_warnings: list[str] = []  # found before run.json exists
         self.pid = os.getpid()
         self.directory = Path()
@@ -126,6 +147,8 @@ class Session:
         self._previous_sigterm: Any = None
         self.dynamo: DynamoRecorder | None = None
         self.modules: ModuleRecorder | None = None
+        self._debug_log = ""
+        self._fallback_log = ""
 
     # -- start -----------------------------------------------------------------------------
     def start(self, install_exit_handlers: bool = False) -> Session:
@@ -133,7 +156,7 @@ class Session:
         self._torch_xla = torch_xla
         self.metrics = StepMetrics(xlac)
         self.directory = _unique_directory(self.out)
-        self._enable_debug_output()
+        self._enable_debug_output(xlac)
         graphs_before = (
             self.metrics.metric("CompileTime")[0] + self.metrics.metric("ExecuteTime")[0]
         )
@@ -168,6 +191,8 @@ class Session:
             import torch_xla.debug.profiler as xp
 
             self._server = xp.start_server(self.server_port)
+        self._debug_log = str(self.directory / DEBUG_LOG)
+        self._fallback_log = str(self.directory / FALLBACK_LOG)
         self.metrics.snapshot()
         self._original_sync = install_sync_hook(torch_xla, self)
         self._start_recorders()
@@ -231,21 +256,27 @@ class Session:
         except Exception as error:
             self.info.warnings.append(f"module calls not recorded: {error}")
 
-    def _enable_debug_output(self) -> None:
+    def _enable_debug_output(self, xlac: Any) -> None:
         # torch_xla reads these when its first graph is built, not at import.
+        os.environ.setdefault("XLA_METRICS_SAMPLES", METRICS_SAMPLES)
         if self.debug_level > 0:
             level = max(self.debug_level, int(os.environ.get("PT_XLA_DEBUG_LEVEL", "0") or 0))
             os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
             os.environ["PT_XLA_DEBUG_FILE"] = str(self.directory / DEBUG_LOG)
         os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
         if self.graphs:
-            # Each compiled module's HLO text. Its source file:line metadata needs XLA_IR_DEBUG
-            # and XLA_HLO_DEBUG, which torch_xla reads at import: `xlaprof run` sets them.
-            if os.environ.get("XLA_HLO_DEBUG") != "1" or os.environ.get("XLA_IR_DEBUG") != "1":
+            # Each compiled module's HLO text. Its source file:line metadata needs IR debug
+            # while ops are traced (SourceFrames switches it) and XLA_HLO_DEBUG when graphs are
+            # lowered (read at the first lowering).
+            os.environ.setdefault("XLA_HLO_DEBUG", "1")
+            self.frames = SourceFrames(xlac, self.source_frames)
+            if not self.frames.available and os.environ.get("XLA_IR_DEBUG") != "1":
                 self.info_warnings.append(
-                    "graphs have no source lines: set XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 before "
-                    "importing torch_xla (xlaprof run does)"
+                    "graphs have no source lines: this torch_xla cannot switch IR debug at run "
+                    "time; set XLA_IR_DEBUG=1 before importing torch_xla (xlaprof run does)"
                 )
+            if os.environ.get("XLA_HLO_DEBUG") != "1":
+                self.info_warnings.append("graphs have no source lines: XLA_HLO_DEBUG is not 1")
             self.harvester = GraphHarvester(self.directory)
             os.environ["XLA_FLAGS"] = self.harvester.xla_flags(os.environ.get("XLA_FLAGS", ""))
 
@@ -261,9 +292,10 @@ class Session:
             self.boundary()
 
     def record_region(self, name: str, seconds: float) -> None:
-        entry = self.regions[name]
-        entry[0] += 1
-        entry[1] += seconds
+        with self.lock:
+            entry = self.regions[name]
+            entry[0] += 1
+            entry[1] += seconds
 
     def boundary(self, graph_required: bool = False) -> None:
         """End the current step: write its row, then handle the trace window and max steps.
@@ -271,10 +303,29 @@ class Session:
         Outside ``xlaprof.step`` marks, a sync that ran no graph ends no step (its time goes to
         the next one): nothing traced since the last step, or, with ``graph_required``, no
         graph built (``MpDeviceLoader``'s syncs, see ``synchook``).
+
+        Never raises into the training script, except the ``SystemExit`` that ``max_steps``
+        asks for under ``xlaprof run``: an error stops profiling and is recorded in the run.
         """
-        assert self.metrics is not None
-        if not self.user_steps and self.metrics.idle(graph_required):
+        try:
+            with self.lock:
+                if not self.recording:
+                    return
+                assert self.metrics is not None
+                if not self.user_steps and self.metrics.idle(graph_required):
+                    return
+                done = self._boundary()
+        except Exception as error:
+            self._degrade("a step boundary", error)
             return
+        if done:
+            self.finish("max_steps", detail=f"stopped after {self.step_index} steps")
+            if self.exit_on_max_steps:
+                raise SystemExit(0)
+
+    def _boundary(self) -> bool:
+        """Write the finished step; True when ``max_steps`` is reached."""
+        assert self.metrics is not None
         now = time.perf_counter()
         cpu_now = time.thread_time()
         row = StepRow(
@@ -284,17 +335,22 @@ class Session:
             host_cpu_s=cpu_now - self.step_cpu_start,
         )
         self.metrics.fill(row)
+        if self.frames is not None:
+            frames_on = self.frames.step(row.compiles)
+            if self.harvester is not None:
+                self.harvester.frames_on = frames_on
         if row.compiles and self.harvester is not None:
             self.harvester.collect(row.step)
-        row.debug_offset = _size(self.directory / DEBUG_LOG)
-        row.fallback_offset = _size(self.directory / FALLBACK_LOG)
-        self._steps_file.write(json.dumps(asdict(row)) + "\n")
-        for name, (calls, seconds) in self.regions.items():
+        row.debug_offset = _size(self._debug_log)
+        row.fallback_offset = _size(self._fallback_log)
+        # vars(), not asdict(): asdict deep-copies every field, 4x the cost of the dump.
+        self._steps_file.write(json.dumps(vars(row)) + "\n")
+        regions, self.regions = self.regions, defaultdict(lambda: [0, 0.0])
+        for name, (calls, seconds) in regions.items():
             self._regions_file.write(
                 json.dumps({"step": row.step, "name": name, "calls": calls, "seconds": seconds})
                 + "\n"
             )
-        self.regions.clear()
         if self.modules is not None:
             self._write_modules(row.step)
         elif self.step_index == 0:
@@ -316,59 +372,94 @@ class Session:
                 self.window.start()
             elif self.step_index == self.trace_steps[1] and self.window.tracing:
                 self.window.stop()
-        if self.max_steps is not None and self.step_index >= self.max_steps:
-            self.finish("max_steps", detail=f"stopped after {self.step_index} steps")
-            if self.exit_on_max_steps:
-                raise SystemExit(0)
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
         self.step_cpu_start = time.thread_time()
+        return self.max_steps is not None and self.step_index >= self.max_steps
+
+    def _degrade(self, where: str, error: BaseException) -> None:
+        """Stop profiling after an internal error, keeping what was recorded; never raise."""
+        try:
+            self.recording = False
+            self.info.warnings.append(
+                f"profiling stopped at step {self.step_index}: {where} failed "
+                f"({type(error).__name__}: {error}); steps before it are kept"
+            )
+            if self.sampler is not None:
+                self.sampler.stop()
+            if self.frames is not None:
+                self.frames.close()
+        except Exception as again:  # the training job must go on
+            log.debug("xlaprof could not record its own error: %s", again)
 
     # -- finish ----------------------------------------------------------------------------
     def finish(
         self, status: str = "ok", exit_code: int | None = None, detail: str | None = None
     ) -> None:
-        """Write the final files. Safe to call more than once; only the first call counts."""
-        if self.finished or os.getpid() != self.pid:
-            return
-        self.finished = True
-        self.recording = False
+        """Write the final files. Safe to call more than once; only the first call counts.
+
+        Each part is attempted on its own and a failure becomes a warning in ``run.json``:
+        this runs from atexit, signal and exception hooks, where raising would hide the
+        script's own outcome.
+        """
+        with self.lock:
+            if self.finished or os.getpid() != self.pid:
+                return
+            self.finished = True
+            self.recording = False
         annotate.set_session(None)
         if self.sampler is not None:
             self.sampler.stop()
-        self._write_modules()
+            if self.sampler.error is not None:
+                self.info.warnings.append(f"host sampler stopped: {self.sampler.error}")
+        self._attempt("module calls not written", self._write_modules)
         if self.dynamo is not None:
-            self.dynamo.stop()
+            self._attempt("dynamo recorder not stopped", self.dynamo.stop)
+        if self.frames is not None:
+            self._attempt("IR debug not restored", self.frames.close)
         if self.window is not None and self.window.tracing:
-            self.window.stop(wait=status in ("ok", "max_steps"))
-        uninstall_sync_hook(self._torch_xla, self, self._original_sync)
-        metrics = self.directory / METRICS_DIR
-        metrics.mkdir(exist_ok=True)
-        try:
-            import torch_xla.debug.metrics as met
-
-            atomic_write_text(metrics / FINAL_METRICS, met.metrics_report())
-        except Exception as error:
-            self.info.warnings.append(f"no final metrics report: {error}")
+            self._attempt("trace not stopped", self.window.stop, wait=status in ("ok", "max_steps"))
+        self._attempt(
+            "sync hook not removed",
+            uninstall_sync_hook,
+            self._torch_xla,
+            self,
+            self._original_sync,
+        )
+        self._attempt("no final metrics report", self._write_final_metrics)
         if self.harvester is not None:
-            self.harvester.collect(self.step_index, final=True)
-        try:
-            from xlaprof.rundir.derive import write_derived
-            from xlaprof.rundir.reader import Run
-
-            write_derived(Run(self.directory, self.info), graphs=self.harvester is not None)
-        except Exception as error:
-            self.info.warnings.append(f"events.jsonl not written: {error}")
+            self._attempt("graphs not collected", self.harvester.collect, self.step_index, True)
+        self._attempt("events.jsonl not written", self._write_derived)
         for handle in (self._steps_file, self._regions_file, self._samples_file):
             if handle is not None:
-                handle.close()
-        self._describe_device()
+                self._attempt("a run file not closed", handle.close)
+        self._attempt("device not described", self._describe_device)
         self.info.ended = time.time()
         self.info.status = status
         self.info.exit_code = exit_code
         self.info.detail = detail if detail is not None else self.exception
         self.info.debug_analysis = _size(self.directory / DEBUG_LOG) > 0
-        write_info(self.directory, self.info)
+        self._attempt("run.json not written", write_info, self.directory, self.info)
+
+    def _attempt(self, failure: str, action: Any, *args: Any, **kwargs: Any) -> None:
+        """Run one part of ``finish``; its error becomes a warning, never an exception."""
+        try:
+            action(*args, **kwargs)
+        except Exception as error:  # the script's exit must not be disturbed
+            self.info.warnings.append(f"{failure}: {type(error).__name__}: {error}")
+
+    def _write_final_metrics(self) -> None:
+        import torch_xla.debug.metrics as met
+
+        metrics = self.directory / METRICS_DIR
+        metrics.mkdir(exist_ok=True)
+        atomic_write_text(metrics / FINAL_METRICS, met.metrics_report())
+
+    def _write_derived(self) -> None:
+        from xlaprof.rundir.derive import write_derived
+        from xlaprof.rundir.reader import Run
+
+        write_derived(Run(self.directory, self.info), graphs=self.harvester is not None)
 
     def _describe_device(self) -> None:
         if self.step_index == 0:
@@ -420,8 +511,8 @@ def _unique_directory(out: Path) -> Path:
     raise RuntimeError(f"no free run directory name under {out}")
 
 
-def _size(path: Path) -> int:
+def _size(path: str | Path) -> int:
     try:
-        return path.stat().st_size
+        return os.stat(path).st_size
     except FileNotFoundError:
         return 0

@@ -62,8 +62,9 @@ def _window(_ctx: click.Context, _param: click.Parameter, value: str | None):
     "--graphs/--no-graphs",
     default=True,
     show_default=True,
-    help="Keep each compiled graph's HLO with source lines (XLA_IR_DEBUG/XLA_HLO_DEBUG and an "
-    "HLO dump; its cost is measured by benchmarks/overhead.py, see docs/user-guide.md).",
+    help="Keep each compiled graph's HLO with source lines (an HLO dump, and IR debug on only "
+    "while compiles happen; its cost is measured by benchmarks/overhead.py, see "
+    "docs/user-guide.md).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Do not print where the run was written.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)

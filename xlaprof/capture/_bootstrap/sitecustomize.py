@@ -68,6 +68,9 @@ def _on_import() -> None:
 
 
 if os.environ.get("XLAPROF_RUN_OUT"):
+    # Before torch_xla creates its metrics: each keeps this many samples, and every per-step
+    # read copies them all (see xlaprof.capture.session.METRICS_SAMPLES).
+    os.environ.setdefault("XLA_METRICS_SAMPLES", "64")
     if "torch_xla" in sys.modules:
         _on_import()
     else:
