@@ -87,8 +87,8 @@ def test_varying_batch_fails_max_recompilations_0_and_healthy_loop_passes() -> N
     assert bad.returncode == OVER_BUDGET, bad.stderr
     line = budget_line(bad.stdout, "max-recompilations")
     assert line.split()[0] == "FAIL" and "3 > 0" in line and "at steps 2, 3, 4" in line
-    sync_line = line_of("recompile_varying_batch", "        torch_xla.sync()")
-    assert f"recompile_varying_batch.py:{sync_line}" in bad.stdout
+    cause_line = line_of("recompile_varying_batch", "x, y = make_batch(next(sizes), device)")
+    assert f"recompile_varying_batch.py:{cause_line}" in bad.stdout
     assert "why: recompilation" in bad.stdout
     assert good.returncode == 0, good.stdout + good.stderr
     assert budget_line(good.stdout, "max-recompilations").split()[:2] == [
@@ -353,10 +353,10 @@ def test_junit_file_parses_and_names_the_failing_budget(tmp_path: Path) -> None:
     failure = cases["max-recompilations"].find("failure")
     assert failure is not None and failure.get("type") == "over_budget"
     assert failure.get("message", "").startswith("max-recompilations: 3 > 0")
-    sync_line = line_of("recompile_varying_batch", "        torch_xla.sync()")
-    assert f"recompile_varying_batch.py:{sync_line}" in failure.get("message", "")
+    cause_line = line_of("recompile_varying_batch", "x, y = make_batch(next(sizes), device)")
+    assert f"recompile_varying_batch.py:{cause_line}" in failure.get("message", "")
     assert "fix:" in (failure.text or "")  # the finding's suggestion is in the body
-    assert cases["max-recompilations"].get("line") == str(sync_line)
+    assert cases["max-recompilations"].get("line") == str(cause_line)
     assert cases["max-fallback-ops"].find("failure") is None
     # an existing file is kept without --force
     again = check(str(sample("healthy_loop")), "--max-graphs", "9", "--junit", str(junit))
@@ -462,7 +462,7 @@ def test_python_api_for_pytest() -> None:
     assert failure.budget == "max-recompilations" and failure.value == 3 and failure.limit == 0
     assert failure.findings[0].location is not None
     assert failure.findings[0].location.line == line_of(
-        "recompile_varying_batch", "        torch_xla.sync()"
+        "recompile_varying_batch", "x, y = make_batch(next(sizes), device)"
     )
     text = str(result)
     assert "FAIL  max-recompilations" in text and "why: recompilation" in text

@@ -138,7 +138,10 @@ loop.sum().backward()
 grad = self.cell.weight_ih.grad.clone()
 self.cell.zero_grad()
 h = h0
-sketch = time_loop_sketch({file!r}, {line})
+from xlaprof.analysis.sourcefiles import source_roots
+
+with source_roots({root!r}):  # sources are read only under a source root (issue 16)
+    sketch = time_loop_sketch({file!r}, {line})
 exec(textwrap.dedent(sketch))
 h.sum().backward()
 print((h - loop).abs().max().item(), (self.cell.weight_ih.grad - grad).abs().max().item())
@@ -153,7 +156,7 @@ def test_the_scan_sketch_runs_and_matches_the_loop(tmp_path: Path) -> None:
     script = CORPUS / "rnn_time_loop.py"
     line = judge.marked_line("rnn_time_loop", "unrolled_loop") + 1  # the cell call in the loop
     check = tmp_path / "check.py"
-    check.write_text(SKETCH_CHECK.format(file=str(script), line=line))
+    check.write_text(SKETCH_CHECK.format(file=str(script), line=line, root=str(script.parent)))
     result = subprocess.run(
         [sys.executable, str(check)],
         capture_output=True,

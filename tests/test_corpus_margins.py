@@ -19,6 +19,15 @@ from xlaprof.parse.debug_log import DebugEvent, Frame
 from xlaprof.rundir.schema import StepRow
 
 
+@pytest.fixture(autouse=True)
+def _sources_under_tmp_path(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Source lines are read only under a source root (issue 16): here, the test's folder."""
+    from xlaprof.analysis.sourcefiles import source_roots
+
+    with source_roots(tmp_path):
+        yield
+
+
 def steps(host: float, device: float, wall: float, count: int = 8) -> list[StepRow]:
     return [
         StepRow(step=i, wall_s=wall, host_cpu_s=host, executions=1, execute_s=device)
