@@ -43,6 +43,16 @@ class _State:
 STATE = _State()
 
 
+class _NoTrace:
+    """Stands in for a TraceMe that could not be created (the region is still timed)."""
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_TRACE = _NoTrace()
+
+
 def _trace_class() -> Any:
     if STATE.trace_cls is None:
         import torch_xla
@@ -81,8 +91,12 @@ class region(contextlib.ContextDecorator):
     def __enter__(self) -> region:
         if STATE.session is None and not STATE.emit:
             return self
-        self._trace = _trace_class()(self.name)
-        self._trace.__enter__()
+        try:
+            trace = _trace_class()(self.name)
+            trace.__enter__()
+        except Exception:  # a profiler failure must not reach user code: time it untraced
+            trace = _NO_TRACE
+        self._trace = trace
         self._start = time.perf_counter()
         return self
 
@@ -92,7 +106,8 @@ class region(contextlib.ContextDecorator):
             return
         elapsed = time.perf_counter() - self._start
         self._trace = None
-        trace.__exit__(*exc)
+        with contextlib.suppress(Exception):  # as in __enter__: never into user code
+            trace.__exit__(*exc)
         session = STATE.session
         if session is not None:
             session.record_region(self.name, elapsed)
@@ -118,8 +133,12 @@ class step:
             return self
         if session is not None:
             session.begin_user_step(self.number)
-        self._trace = _trace_class()(self.name, _r=1, step_num=self.number)
-        self._trace.__enter__()
+        try:
+            trace = _trace_class()(self.name, _r=1, step_num=self.number)
+            trace.__enter__()
+        except Exception:  # a profiler failure must not reach user code: count the step
+            trace = _NO_TRACE
+        self._trace = trace
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -127,7 +146,8 @@ class step:
         if trace is None:
             return
         self._trace = None
-        trace.__exit__(*exc)
+        with contextlib.suppress(Exception):  # as in __enter__: never into user code
+            trace.__exit__(*exc)
         session = STATE.session
         if session is not None:
             session.end_user_step(self.number)

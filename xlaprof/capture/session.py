@@ -74,6 +74,18 @@ DEFAULT_DEBUG_LEVEL = 2
 # accumulators only, so a short window is enough (it also sets the window the final metrics
 # report's percentiles cover). Must be in the environment before torch_xla creates the metric.
 METRICS_SAMPLES = "64"
+# Environment a session sets for torch_xla; restored when the session finishes.
+_SESSION_ENV = (
+    "PT_XLA_DEBUG_LEVEL",
+    "PT_XLA_DEBUG_FILE",
+    "XLA_FNTRACKER_FILE",
+    "XLA_FLAGS",
+    "XLA_HLO_DEBUG",
+    "XLA_METRICS_SAMPLES",
+)
+# Sessions started in this process: torch_xla reads the debug-file and dump settings when its
+# first graph runs, so a later session cannot point them at its own run directory.
+_STARTED = {"sessions": 0}
 
 
 def _import_runtime() -> tuple[Any, Any]:
@@ -156,7 +168,17 @@ class Session:
         self._torch_xla = torch_xla
         self.metrics = StepMetrics(xlac)
         self.directory = _unique_directory(self.out)
-        self._enable_debug_output(xlac)
+        self._env_before = {name: os.environ.get(name) for name in _SESSION_ENV}
+        if _STARTED["sessions"]:
+            self.info_warnings.append(
+                "a second profiling session in this process: torch_xla read PT_XLA_DEBUG_FILE, "
+                "XLA_FNTRACKER_FILE and the HLO dump folder when the first session's graphs ran, "
+                "so this run has per-step metrics, regions and samples but no debug analysis, "
+                "fallback records or graphs (use one profile() per process, or xlaprof run)"
+            )
+        else:
+            self._enable_debug_output(xlac)
+        _STARTED["sessions"] += 1
         graphs_before = (
             self.metrics.metric("CompileTime")[0] + self.metrics.metric("ExecuteTime")[0]
         )
@@ -440,6 +462,15 @@ class Session:
         self.info.detail = detail if detail is not None else self.exception
         self.info.debug_analysis = _size(self.directory / DEBUG_LOG) > 0
         self._attempt("run.json not written", write_info, self.directory, self.info)
+        self._restore_environment()
+
+    def _restore_environment(self) -> None:
+        """Put back the variables ``start`` set, so the process's environment is as it was."""
+        for name, value in getattr(self, "_env_before", {}).items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
     def _attempt(self, failure: str, action: Any, *args: Any, **kwargs: Any) -> None:
         """Run one part of ``finish``; its error becomes a warning, never an exception."""
