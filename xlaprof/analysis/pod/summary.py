@@ -11,7 +11,6 @@ import re
 import resource
 import socket
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,11 +120,13 @@ def summarize_events(
     # collectives by time, not by step label: a wait that crosses a step boundary counts in both
     host_plane = events["plane_kind"] == "host"
     waits = events[host_plane.to_numpy() & _collective_mask(events)]
-    wait_starts, wait_ends = waits["start_ns"].to_numpy(), waits["end_ns"].to_numpy()
-    for bound in bounds.itertuples(index=False):
+    from xlaprof.analysis.device import Coverage
+
+    coverage = Coverage.of(waits["start_ns"].to_numpy(), waits["end_ns"].to_numpy())
+    collectives = coverage.within(bounds["start_ns"].to_numpy(), bounds["end_ns"].to_numpy())
+    for bound, collective_ns in zip(bounds.itertuples(index=False), collectives, strict=True):
         start, end = int(bound.start_ns), int(bound.end_ns)
-        inside = (wait_starts < end) & (wait_ends > start)
-        collective = _union(wait_starts[inside], wait_ends[inside], start, end)
+        collective = int(collective_ns)
         rows.append(
             _row(host, HOST_DEVICE, int(bound.step), start, end - start, None, collective)
             | {"events": int(counts.get(bound.step, 0))}
@@ -187,18 +188,3 @@ def _row(
         "collective_ms": coll / 1e6,
         "own_ms": max(wall_ns - coll, 0) / 1e6,
     }
-
-
-def _union(starts: Iterable[int], ends: Iterable[int], low: int, high: int) -> int:
-    """Length (ns) of the union of intervals, clipped to [low, high]."""
-    import numpy as np
-
-    a = np.clip(np.asarray(starts, dtype=np.int64), low, high)
-    b = np.clip(np.asarray(ends, dtype=np.int64), low, high)
-    if not len(a):
-        return 0
-    order = np.argsort(a, kind="stable")
-    a, b = a[order], np.maximum.accumulate(b[order])
-    # a new run starts where an interval begins after every earlier one ended
-    gaps = np.maximum(a[1:] - b[:-1], 0).sum()
-    return int(b[-1] - a[0] - gaps)
