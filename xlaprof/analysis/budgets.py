@@ -442,6 +442,15 @@ def _after_warmup(data: AnalysisInput) -> list[Any]:
     return [s for s in data.steps if s.step >= data.warmup_steps]
 
 
+def _no_steady_steps(data: AnalysisInput, later: list[Any]) -> str | None:
+    """Why a per-step budget cannot be measured (no step rows, none after warm-up), or None."""
+    if not data.steps:
+        return _NEEDS_STEPS
+    if not later:
+        return f"no step after warm-up (steps ≥ {data.warmup_steps}) was recorded"
+    return None
+
+
 def _steps_text(steps: list[int]) -> str:
     shown = ", ".join(str(s) for s in steps[:_MAX_LISTED_STEPS])
     return shown + (", …" if len(steps) > _MAX_LISTED_STEPS else "")
@@ -451,11 +460,9 @@ def _recompilations(ctx: _Context, limit: int) -> list[Outcome]:
     data = ctx.data
     budget = "max-recompilations"
     later = _after_warmup(data)
-    if not data.steps:
-        return [_verdict(budget, None, limit, "", _NEEDS_STEPS)]
-    if not later:
-        text = f"no step after warm-up (steps ≥ {data.warmup_steps}) was recorded"
-        return [_verdict(budget, None, limit, "", text)]
+    unmeasured = _no_steady_steps(data, later)
+    if unmeasured:
+        return [_verdict(budget, None, limit, "", unmeasured)]
     compiling = [s for s in later if s.compiles]
     value = sum(s.compiles for s in compiling)
     measured = f"compilations after warm-up (steps ≥ {data.warmup_steps}, {len(later)} steps)"
@@ -475,11 +482,9 @@ def _host_syncs(ctx: _Context, limit: float) -> list[Outcome]:
     data = ctx.data
     budget = "max-host-syncs-per-step"
     later = _after_warmup(data)
-    if not data.steps:
-        return [_verdict(budget, None, limit, "", _NEEDS_STEPS)]
-    if not later:
-        text = f"no step after warm-up (steps ≥ {data.warmup_steps}) was recorded"
-        return [_verdict(budget, None, limit, "", text)]
+    unmeasured = _no_steady_steps(data, later)
+    if unmeasured:
+        return [_verdict(budget, None, limit, "", unmeasured)]
     reads = [s.transfers_from_device for s in later]
     scalar = sum(s.aten.get(HOST_SYNC_OP, 0) for s in later)
     fallback = sum(v for s in later for k, v in s.aten.items() if k != HOST_SYNC_OP)
