@@ -11,8 +11,11 @@ Result: one row per event, with ``host``, ``plane``, ``plane_kind`` (host/device
 ``start_ns``/``end_ns`` (int64, absolute), ``duration_ns`` (float64), the stats tools ask for
 most (``hlo_op``, ``hlo_module``, ``step_num``, ``hlo_category``, ``program_id``, ``flops``,
 ``bytes_accessed``, ``device_offset_ps``/``device_duration_ps``: the op's time on the device
-clock, which XProf's op statistics use), and ``args`` (a dict of the event's own stats, only
-on events that have stats, else None).
+clock, which XProf's op statistics use), ``group_id`` (nullable Int64: XProf's step id, by
+which the device model numbers ``Steps`` line events; like ``step_num``, a stat of the event
+itself), and ``args`` (a dict of the event's own stats, only on events that have stats, else
+None). ``COLUMNS`` lists
+them in order.
 
 Where a stat lives differs by producer: on TPU ``XLA Ops`` lines the op is the event *name* (the
 HLO text; the metadata's display name is the op name) and ``hlo_category``, ``program_id``,
@@ -48,18 +51,21 @@ COLUMNS = [
     "duration_ns",
     "hlo_op",
     "hlo_module",
-    "step_num",
     "hlo_category",
     "program_id",
+    "step_num",
     "flops",
     "bytes_accessed",
     "device_offset_ps",
     "device_duration_ps",
+    "group_id",
     "args",
 ]
 # Stats promoted to columns: categorical strings, an integer, and floats (NaN when absent).
 _TEXT_STATS = ("hlo_op", "hlo_module", "hlo_category", "program_id")
 _NUMBER_STATS = ("flops", "bytes_accessed", "device_offset_ps", "device_duration_ps")
+# Stats of the event itself (never of its metadata) promoted to nullable integer columns.
+_WHOLE_STATS = ("step_num", "group_id")
 # Lines whose events are HLO ops: there the metadata's display name is the op's name.
 OP_LINES = ("XLA Ops", "Async XLA Ops", "SparseCore Ops")
 # Plane stats that describe the device (TPU planes; GPU planes carry vendor and bandwidth).
@@ -519,23 +525,24 @@ def events_frame(columns: Columns, host: str) -> pd.DataFrame:
         table = [row.get(key) for row in columns.meta_rows]
         table_array = np.array([_finite(v) for v in table], np.float64)
         numbers[key] = table_array[meta] if len(meta) == count else np.full(count, np.nan)
-    step_num: list[Any] = [None] * count
-    promoted = {*_TEXT_STATS, *_NUMBER_STATS, "step_num"}
+    whole: dict[str, list[int | None]] = {key: [None] * count for key in _WHOLE_STATS}
+    promoted = {*_TEXT_STATS, *_NUMBER_STATS, *_WHOLE_STATS}
     for index, args in enumerate(columns.args):
         if args:
             for key in promoted.intersection(args):
                 value = args[key]
-                if key == "step_num":
-                    step_num[index] = _step_number(value)
+                if key in whole:
+                    whole[key][index] = _step_number(value)
                 elif key in text:
                     text[key][index] = None if value is None else str(value)
                 else:
                     numbers[key][index] = _finite(value)
     for key in _TEXT_STATS:
         frame[key] = pd.Categorical(text[key])
-    frame["step_num"] = pd.array(step_num, dtype="Int64")
+    frame["step_num"] = pd.array(whole["step_num"], dtype="Int64")
     for key in _NUMBER_STATS:
         frame[key] = numbers[key]
+    frame["group_id"] = pd.array(whole["group_id"], dtype="Int64")
     frame["args"] = columns.args
     frame = frame.sort_values("start_ns", kind="stable", ignore_index=True)
     frame.attrs["dropped_events"] = columns.dropped
