@@ -366,6 +366,12 @@ def test_damaged_events_are_one_line_bad_captures(tmp_path: Path, case: str) -> 
     assert isinstance(message, str) and str(path) in message and "\n" not in message
 
 
+@pytest.mark.parametrize("events", [[], [field(3, 5) + field(2, 2**63 - 1)]])
+def test_no_events_or_none_kept_give_an_empty_frame(tmp_path: Path, events: list[bytes]) -> None:
+    frame = assert_same(capture(tmp_path, events))
+    assert isinstance(frame, pd.DataFrame) and frame.empty
+
+
 def test_times_past_int64_nanoseconds_are_exact(tmp_path: Path) -> None:
     """Line timestamps far apart: start picoseconds past int64 are dropped, not wrapped."""
     space = xplane.xspace_class()()
@@ -486,6 +492,23 @@ def test_walk_marks_a_varint_or_length_running_past_the_message() -> None:
     marked = walk(Buffer(data), starts, ends, _EVENT_TAGS, visit)
     assert marked.tolist() == [False, True, True, True]
     assert (0, 2) in seen and (1, 2) not in seen and (2, 4) not in seen
+
+
+def test_split_space_checks_its_layout_and_else_joins_the_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where upb's re-serialization is not laid out as expected (here: as if each event's tag
+    were another), the events are joined from their bytes instead: the same frame."""
+    from xlaprof.parse import xplane_wire
+
+    path = next(SAMPLES.glob("runs/healthy_loop/*/plugins/profile/*/*.xplane.pb"))
+    expected = xplane.xspace_frame(path)
+    monkeypatch.setattr(xplane_wire, "_EVENTS_TAG", 0)
+    space = xplane._message_class("XSpace", events_as_bytes=True)()
+    space.ParseFromString(path.read_bytes())
+    data, starts, ends = xplane_wire.split_space(space)
+    assert starts[0] == 0 and len(data) == ends[-1] + xplane_wire.PAD  # joined: nothing between
+    _assert_frames(xplane.xspace_frame(path), expected)
 
 
 def test_uint64_to_float_rounds_as_python_does() -> None:
