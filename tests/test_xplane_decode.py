@@ -511,6 +511,16 @@ def test_split_space_checks_its_layout_and_else_joins_the_events(
     _assert_frames(xplane.xspace_frame(path), expected)
 
 
+def test_walking_in_chunks_changes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Events are walked CHUNK at a time: chunks far smaller than the captures, same frames."""
+    from xlaprof.parse import xplane_wire
+
+    monkeypatch.setattr(xplane_wire, "CHUNK", 5)
+    assert_same(next(SAMPLES.glob("runs/healthy_loop/*/plugins/profile/*/*.xplane.pb")))
+    for name, events in (*OK_CASES.items(), *BAD_CASES.items()):
+        assert_same(capture(tmp_path, [*events, *OK_CASES["stats of every kind"]], name=name))
+
+
 def test_uint64_to_float_rounds_as_python_does() -> None:
     from xlaprof.parse.xplane_wire import UINT64, Stats, StatValues
 

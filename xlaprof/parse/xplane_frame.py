@@ -32,7 +32,7 @@ from xlaprof.parse.xplane import (
     device_name,
     plane_kind,
 )
-from xlaprof.parse.xplane_wire import REF, Events, StatValues
+from xlaprof.parse.xplane_wire import REF, Events, Stats, StatValues
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,24 +128,41 @@ class Layout:
         self.stats.append(np.array(named, np.int64).reshape(-1, 2))
 
     def frame(self, events: Events, host: str, args: bool) -> pd.DataFrame:
-        """The event frame (see the module docstring) of ``events``, in this layout's order;
-        their arrays are released as they are used (the caller is done with them)."""
+        """The event frame (see the module docstring) of ``events``, in this layout's order.
+
+        ``events`` is emptied: each array is dropped once used, and what comes of the stats
+        (the promoted values, ``args``) is made before the columns, so that the decoded arrays
+        and the frame are not all in memory at once.
+        """
         import pandas as pd
 
-        count = len(events.metadata_id)
+        metadata_id, offset_ps, duration_ps, first_stat, stats = events.take()
+        count = len(metadata_id)
         line_name, line_plane, stamps, counts, op_line = (
             np.array([line[field] for line in self.lines], dtype)
             for field, dtype in enumerate((np.int32, np.int32, np.int64, np.int64, bool))
         )
         line_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-        times, order = _times(events, stamps, counts)
+        times, order = _times(offset_ps, duration_ps, stamps, counts)
+        del offset_ps, duration_ps
         rows = len(order)
         # Where each event lands (-1: dropped), for what is found by event index.
         rank = np.full(count, -1, np.int32)
         rank[order] = np.arange(rows, dtype=np.int32)
-        ids = events.release("metadata_id")
-        names, meta, stat_name, ref_name = self._lookups(ids, events, line_of, op_line)
-        del ids
+        names, meta, stat_name, ref_name = self._lookups(
+            metadata_id, first_stat, stats, line_of, op_line
+        )
+        del metadata_id
+        values = StatValues(stats, self.stat_names.items, ref_name)
+        promoted, texts = self._promoted(stats.event, values, stat_name, rank)
+        if not rows:  # as events_frame gives it: pandas makes an empty list float64
+            args_column: Any = []
+        elif args:
+            args_column = _args(first_stat, values, stat_name, rank, rows)
+        else:
+            args_column = np.full(rows, None, object)
+        del values, stats, first_stat, stat_name, ref_name, rank
+
         lines = line_of[order]
         del line_of
         plane_of = line_plane[lines]
@@ -163,69 +180,33 @@ class Layout:
             "name": self.strings.categorical(names[order]),
             **times,
         }
-        del plane_of, lines, names
-        values = StatValues(events.stats, self.stat_names.items, ref_name)
-        promoted = self._promoted(events, values, stat_name, rank)
-        columns.update(self._stat_columns(meta[order], promoted, values))
-        del meta
-        if not rows:  # as events_frame gives it: pandas makes an empty list float64
-            columns["args"] = []
-            frame = pd.DataFrame(columns)
-        else:
-            columns["args"] = (
-                _args(events, values, stat_name, rank, rows)
-                if args
-                else np.full(rows, None, object)
-            )
+        del plane_of, lines, names, times
+        columns.update(self._stat_columns(meta[order], promoted, texts))
+        columns["args"] = args_column
+        del meta, promoted, args_column
+        if rows:
             # The columns as they are: DataFrame() would copy each into a block of its dtype.
             series = [
                 pd.Series(value, name=key, copy=False, dtype=object if key == "args" else None)
                 for key, value in columns.items()
             ]
             frame = pd.concat(series, axis=1)
+        else:
+            frame = pd.DataFrame(columns)
         frame.attrs["dropped_events"] = count - rows
         return frame
 
-    def _stat_columns(
-        self,
-        meta: np.ndarray,
-        promoted: dict[str, tuple[np.ndarray, np.ndarray]],
-        values: StatValues,
-    ) -> dict[str, Any]:
-        """The promoted stat columns, in frame order: each row's metadata values (``meta``:
-        its row of ``meta_rows``), then the event's own stats over them (``promoted``)."""
-        import pandas as pd
-
-        columns: dict[str, Any] = {}
-        for key in _TEXT_STATS:
-            strings = Strings()
-            codes = _codes(strings, [_text(row.get(key)) for row in self.meta_rows])[meta]
-            if key in promoted:
-                where, found = promoted[key]
-                codes[where] = values.codes(found, lambda v, s=strings: s.code(_text(v)))
-            columns[key] = strings.categorical(codes)
-        for key in ("step_num", *_NUMBER_STATS, "group_id"):
-            if key in _WHOLE_STATS:
-                number, missing = np.zeros(len(meta), np.int64), np.ones(len(meta), bool)
-                if key in promoted:
-                    where, found = promoted[key]
-                    number[where], missing[where] = values.integers(found, _step_number)
-                columns[key] = pd.arrays.IntegerArray(number, missing)
-                continue
-            table = np.array([_finite(row.get(key)) for row in self.meta_rows], np.float64)
-            columns[key] = table[meta]
-            if key in promoted:
-                where, found = promoted[key]
-                columns[key][where] = values.floats(found, _finite)
-        return columns
-
     def _lookups(
-        self, ids: np.ndarray, events: Events, line_of: np.ndarray, op_line: np.ndarray
+        self,
+        ids: np.ndarray,
+        first_stat: np.ndarray,
+        stats: Stats,
+        line_of: np.ndarray,
+        op_line: np.ndarray,
     ) -> tuple[np.ndarray, ...]:
         """Per event, its name's code and its metadata row; per stat, its name's code and the
         code of the stat a ``ref_value`` names (-1: none). Metadata ids are looked up per plane:
         each plane's events are one run of the events, and their stats one run of the stats."""
-        stats = events.stats
         count = len(ids)
         names = np.empty(count, np.int32)
         meta = np.empty(count, np.int32)
@@ -245,7 +226,7 @@ class Layout:
             names[first:last] = np.where(hit, table[at, 1], empty)
             column = np.where(op_line[line_of[first:last]], 3, 2)
             meta[first:last] = np.where(hit, table[at, column], 0)
-            low, high = int(events.first_stat[first]), int(events.first_stat[last])
+            low, high = int(first_stat[first]), int(first_stat[last])
             at, hit = _find(named_keys, stats.metadata_id[low:high])
             stat_name[low:high] = np.where(hit, named[at, 1], unknown)
             refs = low + np.flatnonzero(stats.kind[low:high] == REF)
@@ -256,37 +237,74 @@ class Layout:
         return names, meta, stat_name, ref_name
 
     def _promoted(
-        self, events: Events, values: StatValues, stat_name: np.ndarray, rank: np.ndarray
-    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Per promoted stat, the events' own values: where they land in the frame and their
-        rows of ``events.stats``. Of two stats of one name on an event, its last (as in its
+        self, owners: np.ndarray, values: StatValues, stat_name: np.ndarray, rank: np.ndarray
+    ) -> tuple[dict[str, tuple[np.ndarray, Any]], dict[str, Strings]]:
+        """Per promoted stat, the events' own values: where they land in the frame and the
+        values as the column holds them (text: codes in ``texts[key]``; whole numbers: values
+        and a missing mask; floats). Of two stats of one name on an event, its last (as in its
         ``args``); an event's stat wins over its metadata's (as in XProf)."""
-        found = {}
+        found: dict[str, tuple[np.ndarray, Any]] = {}
+        texts = {key: Strings() for key in _TEXT_STATS}
         for key in (*_TEXT_STATS, *_WHOLE_STATS, *_NUMBER_STATS):
             code = self.stat_names.codes.get(key)
-            if code is None:
+            rows = np.flatnonzero(stat_name == code) if code is not None else []
+            if not len(rows):
                 continue
-            rows = np.flatnonzero(stat_name == code)
-            if not rows.size:
-                continue
-            owner = events.stats.event[rows]
+            owner = owners[rows]
             last = np.append(owner[1:] != owner[:-1], True)
             rows, where = rows[last], rank[owner[last]]
-            kept = where >= 0
-            if kept.any():
-                found[key] = (where[kept], rows[kept])
-        return found
+            rows, where = rows[where >= 0], where[where >= 0]
+            if key in texts:
+                code_of = texts[key].code
+                found[key] = (where, values.codes(rows, lambda v, c=code_of: c(_text(v))))
+            elif key in _WHOLE_STATS:
+                found[key] = (where, values.integers(rows, _step_number))
+            else:
+                found[key] = (where, values.floats(rows, _finite))
+        return found, texts
+
+    def _stat_columns(
+        self,
+        meta: np.ndarray,
+        promoted: dict[str, tuple[np.ndarray, Any]],
+        texts: dict[str, Strings],
+    ) -> dict[str, Any]:
+        """The promoted stat columns, in frame order: each row's metadata values (``meta``:
+        its row of ``meta_rows``), then the event's own stats over them (``promoted``)."""
+        import pandas as pd
+
+        columns: dict[str, Any] = {}
+        for key in _TEXT_STATS:
+            strings = texts[key]
+            codes = _codes(strings, [_text(row.get(key)) for row in self.meta_rows])[meta]
+            if key in promoted:
+                where, found = promoted[key]
+                codes[where] = found
+            columns[key] = strings.categorical(codes)
+        for key in ("step_num", *_NUMBER_STATS, "group_id"):
+            if key in _WHOLE_STATS:
+                number, missing = np.zeros(len(meta), np.int64), np.ones(len(meta), bool)
+                if key in promoted:
+                    where, (found_number, found_missing) = promoted[key]
+                    number[where], missing[where] = found_number, found_missing
+                columns[key] = pd.arrays.IntegerArray(number, missing)
+                continue
+            table = np.array([_finite(row.get(key)) for row in self.meta_rows], np.float64)
+            columns[key] = table[meta]
+            if key in promoted:
+                where, found = promoted[key]
+                columns[key][where] = found
+        return columns
 
 
 def _times(
-    events: Events, stamps: np.ndarray, counts: np.ndarray
+    offset_ps: np.ndarray, duration_ps: np.ndarray, stamps: np.ndarray, counts: np.ndarray
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """``start_ns``, ``end_ns`` and ``duration_ns`` in frame order, and the order: the events
     kept (see ``_place``), by start, stably (as ``sort_values(kind="stable")``)."""
     base_ns = int(stamps.min()) if len(stamps) else 0
     bases = [(int(stamp) - base_ns) * 1000 for stamp in stamps]
-    duration_ps = events.release("duration_ps")
-    start_ps, keep = _place(bases, counts, events.release("offset_ps"), duration_ps)
+    start_ps, keep = _place(bases, counts, offset_ps, duration_ps)
     kept = None if keep.all() else np.flatnonzero(keep)
     start_ns = base_ns + (start_ps if kept is None else start_ps[kept]) // 1000
     sorter = np.argsort(start_ns, kind="stable")
@@ -347,7 +365,7 @@ def _place(
 
 
 def _args(
-    events: Events, values: StatValues, stat_name: np.ndarray, rank: np.ndarray, rows: int
+    first_stat: np.ndarray, values: StatValues, stat_name: np.ndarray, rank: np.ndarray, rows: int
 ) -> np.ndarray:
     """Per frame row, the dict of its event's own stats (name -> value; of two with one name,
     the last value in the first one's place), None for an event without stats.
@@ -356,18 +374,17 @@ def _args(
     common small sizes) rather than a loop over its stats.
     """
     out = np.full(rows, None, object)
-    stats = events.stats
-    if not len(stats.event):
+    if not len(stat_name):
         return out
     keys = np.array(values.names, object)[stat_name]
-    items = values.objects(np.arange(len(stats.event)))
-    sizes = np.diff(events.first_stat)
+    items = values.objects(np.arange(len(stat_name)))
+    sizes = np.diff(first_stat)
     for size in np.flatnonzero(np.bincount(sizes)[1:]).tolist():
         size += 1
         owners = np.flatnonzero(sizes == size)
         where = rank[owners]
         owners, where = owners[where >= 0], where[where >= 0]
-        at = events.first_stat[owners][:, None] + np.arange(size)
+        at = first_stat[owners][:, None] + np.arange(size)
         k, v = keys[at].T.tolist(), items[at].T.tolist()
         if size == 1:
             dicts = [{a: x} for a, x in zip(k[0], v[0], strict=True)]

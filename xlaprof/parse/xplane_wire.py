@@ -18,10 +18,12 @@ uint64_value=3, int64_value=4 (varints; a negative int64 is 10 bytes of two's co
 str_value=5, bytes_value=6 (length-delimited), ref_value=7 (varint).
 
 Decoding goes in rounds: each round reads the next field of every event not yet finished
-(one tag, one varint per event, gathered with numpy fancy indexing), so a capture takes as
-many rounds as its busiest event has fields. Proto3 semantics hold because rounds follow each
-event's byte order: a later scalar overrides an earlier one, the last oneof member wins,
-repeated stats keep their order, unknown fields are skipped by wire type.
+(one tag, one varint per event, gathered with numpy fancy indexing; a varint's first 8 bytes
+in one gather), so events take as many rounds as the busiest has fields; then the stats, the
+same way. Proto3 semantics hold because rounds follow each message's byte order: a later
+scalar overrides an earlier one, the last oneof member wins, repeated stats keep their order,
+unknown fields are skipped by wire type. Events go ``CHUNK`` at a time, which keeps the
+rounds' temporaries small.
 
 What the rounds do not decode (a tag over one byte, a group, wire type 6 or 7, field number 0,
 a varint over 10 bytes, a length varint over 5 bytes, a field running past the event's end,
@@ -144,6 +146,10 @@ def varint_sizes(values: np.ndarray) -> np.ndarray:
 Visit = Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
 
 
+# Messages walked at once: bounds the temporaries of a round (a few arrays of this length).
+CHUNK = 1 << 18
+
+
 def walk(
     buffer: Buffer, starts: np.ndarray, ends: np.ndarray, table: np.ndarray, visit: Visit
 ) -> np.ndarray:
@@ -154,7 +160,23 @@ def walk(
     whose next field has that tag, the varint after the tag (a length-delimited field's
     length), where the field's payload begins and where it ends. A round's messages mostly
     share one tag (producers write fields in order), which is then taken without a copy.
+    ``CHUNK`` messages are walked at a time: a message's fields are visited in their order.
     """
+    marked = np.zeros(len(starts), bool)
+    for first in range(0, len(starts), CHUNK):
+        chunk = slice(first, first + CHUNK)
+        marked[chunk] = _walk_chunk(buffer, starts[chunk], ends[chunk], first, table, visit)
+    return marked
+
+
+def _walk_chunk(
+    buffer: Buffer,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    first: int,
+    table: np.ndarray,
+    visit: Visit,
+) -> np.ndarray:
     position = starts.copy()
     marked = np.zeros(len(starts), bool)
     rows = np.flatnonzero(position < ends)
@@ -195,9 +217,10 @@ def walk(
                 bad[chosen] = wrong
                 fine = ~wrong
                 if number:
-                    visit(number, rows[chosen][fine], value[fine], payload[fine], stop[fine])
+                    found = rows[chosen][fine] + first
+                    visit(number, found, value[fine], payload[fine], stop[fine])
             elif number:
-                visit(number, rows[chosen], value, payload, stop)
+                visit(number, rows[chosen] + first, value, payload, stop)
         if bad.any():
             marked[rows[bad]] = True
             going = ~bad & (end < limit)
@@ -236,11 +259,14 @@ class Events:
     first_stat: np.ndarray
     stats: Stats
 
-    def release(self, name: str) -> np.ndarray:
-        """The array ``name``, no longer held here: freed once its user is done with it."""
-        array = getattr(self, name)
-        setattr(self, name, np.zeros(0, array.dtype))
-        return array
+    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Stats]:
+        """The fields, which this then no longer holds: each is freed as soon as its taker
+        drops it, whoever still holds this."""
+        taken = (self.metadata_id, self.offset_ps, self.duration_ps, self.first_stat, self.stats)
+        empty = np.zeros(0, np.int64)
+        self.metadata_id = self.offset_ps = self.duration_ps = self.first_stat = empty
+        self.stats = Stats(empty, empty, np.zeros(0, np.uint8), np.zeros(0, np.uint64))
+        return taken
 
 
 def split_space(space: Any) -> tuple[bytes, np.ndarray, np.ndarray]:
