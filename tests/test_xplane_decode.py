@@ -564,3 +564,17 @@ def test_the_device_model_numbers_steps_the_same_without_args(tmp_path: Path) ->
     pd.testing.assert_frame_equal(device_steps(xplane.xspace_frame(path, args=False)), with_args)
     old_style = xplane.xspace_frame(path).drop(columns="group_id")  # a frame before the column
     pd.testing.assert_frame_equal(device_steps(old_style), with_args)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in CAPTURES if "fuzz_repro" not in str(p)],
+    ids=lambda p: str(p.relative_to(REPO.parent)),
+)
+def test_the_device_model_reads_nothing_from_args_on_real_captures(path: Path) -> None:
+    """The pod cache keeps every column but args: its device tables must be the same."""
+    from xlaprof.analysis import device
+
+    with_args, without = xplane.xspace_frame(path), xplane.xspace_frame(path, args=False)
+    for table in (device.device_steps, device.device_ops, device.device_utilization):
+        pd.testing.assert_frame_equal(table(without), table(with_args))
