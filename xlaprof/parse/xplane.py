@@ -6,8 +6,8 @@ descriptor API, and parsing is done by the protobuf runtime's C code (upb). No s
 per event: ``xspace_frame`` parses with a *shadow* schema in which ``XLine.events`` are bytes,
 reads planes, lines and metadata (small) from upb's messages, decodes the events' own bytes
 all at once with numpy (``xplane_wire``) and builds the frame from arrays (``xplane_frame``):
-about a million events a second on one core, where a Python loop over upb's messages managed
-a quarter of that.
+1.5 to 2 million events a second of CPU, where a Python loop over upb's messages managed about
+0.3 million (``benchmarks/xplane_decode.py``).
 
 Result: one row per event, with ``host``, ``plane``, ``plane_kind`` (host/device/other),
 ``device`` (``TPU:0``, ``GPU:4``, ``CPU`` for the host), ``line``, ``name`` (categoricals),
