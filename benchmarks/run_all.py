@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("overhead.py", "trace_load.py", "scan_fix.py", "pod_scale.py")
+BENCHMARKS = ("overhead.py", "trace_load.py", "xplane_decode.py", "scan_fix.py", "pod_scale.py")
 
 
 def main() -> None:

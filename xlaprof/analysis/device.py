@@ -429,11 +429,21 @@ def step_windows(
 
 
 def _step_numbers(steps_line: pd.DataFrame) -> list[int]:
+    """A number per event of a device's ``Steps`` line: its name when that is a number, else
+    its ``group_id`` (the column: the same whether or not the frame has ``args``; from
+    ``args`` in a frame made without the column), else its position."""
+    import pandas as pd
+
+    if "group_id" in steps_line:
+        groups = [None if pd.isna(g) else g for g in steps_line["group_id"].tolist()]
+    elif "args" in steps_line:
+        groups = [a.get("group_id") if isinstance(a, dict) else None for a in steps_line["args"]]
+    else:
+        groups = [None] * len(steps_line)
     numbers = []
-    for position, (name, args) in enumerate(
-        zip(steps_line["name"].astype(str), steps_line["args"], strict=True)
+    for position, (name, group) in enumerate(
+        zip(steps_line["name"].astype(str), groups, strict=True)
     ):
-        group = args.get("group_id") if isinstance(args, dict) else None
         if name.strip().lstrip("-").isdigit():
             numbers.append(int(name))
         elif group is not None:

@@ -2,26 +2,32 @@
 
 Neither XProf nor torch_xla ships Python classes for the XSpace schema, so the schema (public,
 ``tsl/profiler/protobuf/xplane.proto``) is built here at run time with ``google.protobuf``'s
-descriptor API: parsing is then done by the protobuf runtime's C code, and only the per-event
-loop is Python. Columns are gathered as plain lists and turned into numpy arrays and
-categoricals once, which is what keeps a million events in seconds.
+descriptor API, and parsing is done by the protobuf runtime's C code (upb). No step is Python
+per event: ``xspace_frame`` parses with a *shadow* schema in which ``XLine.events`` are bytes,
+reads planes, lines and metadata (small) from upb's messages, decodes the events' own bytes
+all at once with numpy (``xplane_wire``) and builds the frame from arrays (``xplane_frame``):
+1.5 to 2 million events a second of CPU, where a Python loop over upb's messages managed about
+0.3 million (``benchmarks/xplane_decode.py``).
 
 Result: one row per event, with ``host``, ``plane``, ``plane_kind`` (host/device/other),
 ``device`` (``TPU:0``, ``GPU:4``, ``CPU`` for the host), ``line``, ``name`` (categoricals),
 ``start_ns``/``end_ns`` (int64, absolute), ``duration_ns`` (float64), the stats tools ask for
 most (``hlo_op``, ``hlo_module``, ``step_num``, ``hlo_category``, ``program_id``, ``flops``,
 ``bytes_accessed``, ``device_offset_ps``/``device_duration_ps``: the op's time on the device
-clock, which XProf's op statistics use), and ``args`` (a dict of the event's own stats, only
-on events that have stats, else None).
+clock, which XProf's op statistics use), ``group_id`` (nullable Int64: XProf's step id, by
+which the device model numbers ``Steps`` line events; like ``step_num``, a stat of the event
+itself), and ``args`` (a dict of the event's own stats, only on events that have stats, else
+None; ``xspace_frame(path, args=False)`` leaves it None everywhere). ``COLUMNS`` lists them in
+order.
 
 Where a stat lives differs by producer: on TPU ``XLA Ops`` lines the op is the event *name* (the
 HLO text; the metadata's display name is the op name) and ``hlo_category``, ``program_id``,
 ``flops``, ``bytes_accessed`` are stats of the event *metadata*; GPU kernels carry ``hlo_op``
 and ``hlo_module`` on the event itself. Both are read; an event's own stat wins, as in XProf.
 
-Longer than the ~350 lines a module here aims for: the XSpace schema (built at run time), the
-decode loop and the event frame belong together, since the loop writes exactly the columns the
-frame builder reads (the Chrome-trace reader shares them through ``Columns``).
+Longer than the ~350 lines a module here aims for: the XSpace schema (both forms), the reading
+of planes and metadata, and the frame builder the Chrome-trace reader shares (``Columns``,
+``events_frame``) belong together; the event decoding and its frame are modules of their own.
 """
 
 from __future__ import annotations
@@ -48,18 +54,21 @@ COLUMNS = [
     "duration_ns",
     "hlo_op",
     "hlo_module",
-    "step_num",
     "hlo_category",
     "program_id",
+    "step_num",
     "flops",
     "bytes_accessed",
     "device_offset_ps",
     "device_duration_ps",
+    "group_id",
     "args",
 ]
 # Stats promoted to columns: categorical strings, an integer, and floats (NaN when absent).
 _TEXT_STATS = ("hlo_op", "hlo_module", "hlo_category", "program_id")
 _NUMBER_STATS = ("flops", "bytes_accessed", "device_offset_ps", "device_duration_ps")
+# Stats of the event itself (never of its metadata) promoted to nullable integer columns.
+_WHOLE_STATS = ("step_num", "group_id")
 # Lines whose events are HLO ops: there the metadata's display name is the op's name.
 OP_LINES = ("XLA Ops", "Async XLA Ops", "SparseCore Ops")
 # Plane stats that describe the device (TPU planes; GPU planes carry vendor and bandwidth).
@@ -72,10 +81,25 @@ _PLANE_STATS = {
 }
 
 
-@functools.cache
 def xspace_class() -> Any:
     """The ``XSpace`` message class, built from the public schema (field numbers included)."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    return _message_class("XSpace", events_as_bytes=False)
+
+
+@functools.cache
+def _message_class(name: str, events_as_bytes: bool) -> Any:
+    """A message class of the schema; with ``events_as_bytes``, of the *shadow* schema in which
+    ``XLine.events`` is ``repeated bytes`` (the same wire format), so that upb hands over each
+    event's bytes for ``xplane_wire`` to decode instead of building a message per event."""
+    from google.protobuf import message_factory
+
+    pool = _schema_pool(events_as_bytes)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"xlaprof.xplane.{name}"))
+
+
+@functools.cache
+def _schema_pool(events_as_bytes: bool) -> Any:
+    from google.protobuf import descriptor_pb2, descriptor_pool
 
     field = descriptor_pb2.FieldDescriptorProto
     optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
@@ -141,13 +165,18 @@ def xspace_class() -> Any:
         ],
         oneof="data",
     )
+    event_type = (
+        (field.TYPE_BYTES, repeated)
+        if events_as_bytes
+        else (field.TYPE_MESSAGE, repeated, "XEvent")
+    )
     message(
         "XLine",
         [
             ("id", 1, field.TYPE_INT64),
             ("name", 2, field.TYPE_STRING),
             ("timestamp_ns", 3, field.TYPE_INT64),
-            ("events", 4, field.TYPE_MESSAGE, repeated, "XEvent"),
+            ("events", 4, *event_type),
             ("duration_ps", 9, field.TYPE_INT64),
             ("display_id", 10, field.TYPE_INT64),
             ("display_name", 11, field.TYPE_STRING),
@@ -189,7 +218,7 @@ def xspace_class() -> Any:
     )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("xlaprof.xplane.XSpace"))
+    return pool
 
 
 def read_xspace(path: Path) -> Any:
@@ -197,19 +226,26 @@ def read_xspace(path: Path) -> Any:
 
     An empty file decodes as an empty XSpace (a capture with no events): callers decide.
     """
+    path = Path(path)
+    return _parse(path, path.read_bytes(), xspace_class())
+
+
+def _parse(path: Path, data: bytes, space_class: Any) -> Any:
     from google.protobuf.message import DecodeError
 
-    path = Path(path)
-    data = path.read_bytes()
-    space = xspace_class()()
+    space = space_class()
     try:
         space.ParseFromString(data)
     except DecodeError:
-        why = _why_undecodable(data)
-        raise BadCapture(
-            f"{path}: {why} xplane capture ({len(data)} bytes that do not decode as an XSpace)"
-        ) from None
+        raise _undecodable(path, data) from None
     return space
+
+
+def _undecodable(path: Path, data: bytes) -> BadCapture:
+    why = _why_undecodable(data)
+    return BadCapture(
+        f"{path}: {why} xplane capture ({len(data)} bytes that do not decode as an XSpace)"
+    )
 
 
 def _why_undecodable(data: bytes) -> str:
@@ -358,78 +394,56 @@ def hostname(space: Any, path: Path) -> str:
     return names[0] if names else host_from_filename(Path(path))
 
 
-def xspace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
+def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.DataFrame:
     """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring).
 
-    ``frame.attrs`` holds ``profile_start_ns`` (when profiling began, None if not recorded) and
-    ``devices`` (one ``plane_info`` dict per device plane that has events).
+    ``frame.attrs`` holds ``profile_start_ns`` (when profiling began, None if not recorded),
+    ``devices`` (one ``plane_info`` dict per device plane that has events) and
+    ``dropped_events``. With ``args=False`` the ``args`` column is None on every row and no
+    per-event dict is built (for callers that keep every column but ``args``, like the pod
+    cache): what the analysis reads from ``args`` on an XSpace (``group_id``) is a column.
     """
-    space = read_xspace(path)
+    from xlaprof.parse.xplane_frame import Layout
+    from xlaprof.parse.xplane_wire import WireError, decode_events, split_space
+
+    path = Path(path)
+    space = _parse(path, path.read_bytes(), _message_class("XSpace", events_as_bytes=True))
     if not space.planes:
-        size = Path(path).stat().st_size
+        size = path.stat().st_size
         what = "empty file" if size == 0 else f"{size} bytes with no profiler planes"
         raise BadCapture(f"{path}: {what}, not an xplane capture")
-    stamps = [line.timestamp_ns for plane in space.planes for line in plane.lines if line.events]
-    columns = Columns(base_ns=min(stamps, default=0))
-    devices = []
-    for plane in space.planes:
-        if not any(line.events for line in plane.lines):
-            continue
-        if plane_kind(plane.name) == "device":
-            devices.append(plane_info(plane))
-        _read_plane(plane, columns)
-    frame = events_frame(columns, host or hostname(space, Path(path)))
-    frame.attrs["profile_start_ns"] = profile_start_ns(space)
+    planes = [plane for plane in space.planes if any(line.events for line in plane.lines)]
+    layout = Layout(planes)
+    devices = [plane_info(plane) for plane in planes if plane_kind(plane.name) == "device"]
+    start_ns = profile_start_ns(space)
+    host = host or hostname(space, path)
+    data, starts, ends = split_space(space)  # empties the space of all but events: read by now
+    del space, planes
+    try:
+        events = decode_events(data, starts, ends, _canonical_event)
+    except WireError:
+        raise _undecodable(path, path.read_bytes()) from None
+    del data, starts, ends
+    frame = layout.frame(events, host, args)
+    frame.attrs["profile_start_ns"] = start_ns
     frame.attrs["devices"] = devices
     return frame
 
 
-def _read_plane(plane: Any, columns: Columns) -> None:
-    stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-    event_names: dict[int, str] = {}
-    meta_index: dict[int, int] = {}
-    op_meta_index: dict[int, int] = {}
-    for key, meta in plane.event_metadata.items():
-        event_names[key] = meta.name
-        stats = {stat_names.get(s.metadata_id, "?"): _stat_value(s, stat_names) for s in meta.stats}
-        promoted = {k: stats[k] for k in (*_TEXT_STATS, *_NUMBER_STATS) if k in stats}
-        if promoted:
-            meta_index[key] = len(columns.meta_rows)
-            columns.meta_rows.append(promoted)
-        if meta.display_name and "hlo_op" not in promoted:
-            op_meta_index[key] = len(columns.meta_rows)
-            columns.meta_rows.append({**promoted, "hlo_op": meta.display_name})
-    for line in plane.lines:
-        count = len(line.events)
-        if not count:
-            continue
-        base_ps = (line.timestamp_ns - columns.base_ns) * 1000
-        line_name = line.display_name or line.name
-        columns.plane.extend([plane.name] * count)
-        columns.line.extend([line_name] * count)
-        lookup = {**meta_index, **op_meta_index} if line_name in OP_LINES else meta_index
-        names, start, duration, args, meta = (
-            columns.names,
-            columns.start,
-            columns.duration,
-            columns.args,
-            columns.meta,
-        )
-        for event in line.events:
-            key = event.metadata_id
-            names.append(event_names.get(key, ""))
-            start.append(base_ps + event.offset_ps)
-            duration.append(event.duration_ps)
-            meta.append(lookup.get(key, 0))
-            if event.stats:
-                args.append(
-                    {
-                        stat_names.get(s.metadata_id, "?"): _stat_value(s, stat_names)
-                        for s in event.stats
-                    }
-                )
-            else:
-                args.append(None)
+def _canonical_event(raw: bytes) -> bytes:
+    """One event's bytes as upb reads and re-encodes them (for ``xplane_wire``, on events its
+    rounds do not decode); ``WireError`` where upb rejects them, as it would the file."""
+    from google.protobuf.message import DecodeError
+
+    from xlaprof.parse.xplane_wire import WireError
+
+    event = _message_class("XEvent", events_as_bytes=False)()
+    try:
+        event.ParseFromString(raw)
+    except DecodeError as error:
+        raise WireError(str(error)) from None
+    event.DiscardUnknownFields()
+    return event.SerializeToString()
 
 
 # Times are int64 picoseconds after the capture's base: about 106 days either way.
@@ -480,7 +494,8 @@ def _finite(value: object) -> float:
 
 
 def events_frame(columns: Columns, host: str) -> pd.DataFrame:
-    """The event DataFrame from gathered columns (start and duration in picoseconds)."""
+    """The event DataFrame from gathered columns (start and duration in picoseconds): the
+    Chrome-trace reader's; ``xspace_frame`` builds the same frame from decoded arrays."""
     import numpy as np
     import pandas as pd
 
@@ -519,23 +534,24 @@ def events_frame(columns: Columns, host: str) -> pd.DataFrame:
         table = [row.get(key) for row in columns.meta_rows]
         table_array = np.array([_finite(v) for v in table], np.float64)
         numbers[key] = table_array[meta] if len(meta) == count else np.full(count, np.nan)
-    step_num: list[Any] = [None] * count
-    promoted = {*_TEXT_STATS, *_NUMBER_STATS, "step_num"}
+    whole: dict[str, list[int | None]] = {key: [None] * count for key in _WHOLE_STATS}
+    promoted = {*_TEXT_STATS, *_NUMBER_STATS, *_WHOLE_STATS}
     for index, args in enumerate(columns.args):
         if args:
             for key in promoted.intersection(args):
                 value = args[key]
-                if key == "step_num":
-                    step_num[index] = _step_number(value)
+                if key in whole:
+                    whole[key][index] = _step_number(value)
                 elif key in text:
                     text[key][index] = None if value is None else str(value)
                 else:
                     numbers[key][index] = _finite(value)
     for key in _TEXT_STATS:
         frame[key] = pd.Categorical(text[key])
-    frame["step_num"] = pd.array(step_num, dtype="Int64")
+    frame["step_num"] = pd.array(whole["step_num"], dtype="Int64")
     for key in _NUMBER_STATS:
         frame[key] = numbers[key]
+    frame["group_id"] = pd.array(whole["group_id"], dtype="Int64")
     frame["args"] = columns.args
     frame = frame.sort_values("start_ns", kind="stable", ignore_index=True)
     frame.attrs["dropped_events"] = columns.dropped

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 CACHE_SUFFIX = ".xlaprof.parquet"
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"  # 2: events carry group_id
 CACHE_DIR_ENV = "XLAPROF_CACHE_DIR"
 
 

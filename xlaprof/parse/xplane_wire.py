@@ -1,0 +1,550 @@
+"""XEvents decoded from their wire bytes with numpy, every event of a capture at once.
+
+Why a module of its own: upb parses an XSpace in C, but reading a million ``XEvent`` messages
+back through Python attribute access costs a few microseconds an event (seconds a capture).
+So ``xplane.xspace_frame`` parses with a *shadow* schema in which ``XLine.events`` is
+``repeated bytes`` (the same wire format): upb still walks the file in C and checks everything
+above the events, and this module decodes the events' own bytes, all of them at once:
+``split_space`` lays every event out in one buffer (upb re-serializes the emptied space),
+``decode_events`` reads their fields and stats into arrays, and ``StatValues`` turns stat
+values into the Python values upb's messages give, once per distinct value.
+
+Protobuf wire format, as used here: a message is a sequence of fields, each a tag varint
+(``field_number << 3 | wire_type``) followed by a varint (wire type 0), 8 bytes (1), a length
+varint and that many bytes (2) or 4 bytes (5). ``XEvent``: metadata_id=1, offset_ps=2,
+duration_ps=3 (varints), stats=4 (``XStat`` messages), num_occurrences=5 (varint, in a oneof
+with offset_ps). ``XStat``: metadata_id=1, then a oneof of double_value=2 (fixed64),
+uint64_value=3, int64_value=4 (varints; a negative int64 is 10 bytes of two's complement),
+str_value=5, bytes_value=6 (length-delimited), ref_value=7 (varint).
+
+Decoding goes in rounds: each round reads the next field of every event not yet finished
+(one tag, one varint per event, gathered with numpy fancy indexing; a varint's first 8 bytes
+in one gather), so events take as many rounds as the busiest has fields; then the stats, the
+same way. Proto3 semantics hold because rounds follow each message's byte order: a later
+scalar overrides an earlier one, the last oneof member wins, repeated stats keep their order,
+unknown fields are skipped by wire type. Events go ``CHUNK`` at a time, which keeps the
+rounds' temporaries small.
+
+What the rounds do not decode (a tag over one byte, a group, wire type 6 or 7, field number 0,
+a varint over 10 bytes, a length varint over 5 bytes, a field running past the event's end,
+invalid UTF-8 in a ``str_value``) marks the event. Marked events are handed to a ``canonical``
+callable (upb's own ``XEvent`` parser and serializer) and decoded again from upb's output:
+upb decides, as it would have for the whole file, so a damaged event either decodes as upb
+reads it or raises ``WireError`` (the caller's ``BadCapture``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# Zero bytes after the last event: a varint read at an event's last byte stays in the buffer.
+PAD = 16
+_VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
+# XStat value kinds: the oneof member's field number (0: the stat has no value).
+NONE, DOUBLE, UINT64, INT64, STR, BYTES, REF = 0, 2, 3, 4, 5, 6, 7
+_EVENT_FIELDS = {1: _VARINT, 2: _VARINT, 3: _VARINT, 4: _LEN, 5: _VARINT}
+_STAT_FIELDS = {1: _VARINT, 2: _FIXED64, 3: _VARINT, 4: _VARINT, 5: _LEN, 6: _LEN, 7: _VARINT}
+_EVENTS_TAG = 4 << 3 | _LEN  # XLine.events
+_MARK, _SKIP = -1, 0  # tag table entries besides field numbers
+
+
+class WireError(ValueError):
+    """Event bytes that upb rejects too (the capture is corrupt)."""
+
+
+def _tag_table(fields: dict[int, int]) -> np.ndarray:
+    """Per one-byte tag: the field number when known with its wire type, _SKIP for a field
+    to step over (unknown, or a known number with another wire type: upb keeps those as
+    unknown fields), _MARK for what the rounds leave to upb (see the module docstring)."""
+    table = np.full(256, _MARK, np.int8)
+    for tag in range(128):
+        number, wire = tag >> 3, tag & 7
+        if number and wire in (_VARINT, _FIXED64, _LEN, _FIXED32):
+            table[tag] = number if fields.get(number) == wire else _SKIP
+    return table
+
+
+_EVENT_TAGS = _tag_table(_EVENT_FIELDS)
+_STAT_TAGS = _tag_table(_STAT_FIELDS)
+
+
+class Buffer:
+    """Bytes to decode (ending in ``PAD`` zero bytes), seen both as bytes and as the
+    little-endian uint64 starting at each byte: one gather reads 8 bytes from anywhere."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.bytes = np.frombuffer(data, np.uint8)
+        self.words = np.ndarray((len(data) - 7,), "<u8", buffer=data, strides=(1,))
+
+
+_HIGH_BITS = 0x8080808080808080
+_LOW_BITS = 0x7F7F7F7F7F7F7F7F
+
+
+def varints(buffer: Buffer, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The varints starting at positions ``at``: values (uint64, bits past 64 dropped, as
+    upb does) and sizes in bytes (11 where no byte of the first 10 ends the varint).
+
+    Each varint's first 8 bytes are read as one word: its size is where the first byte without
+    a continuation bit is, and its value the low 7 bits of each byte up to there, packed
+    together in three shift steps. Varints longer than 8 bytes (negative int64s) read on.
+    """
+    word = buffer.words[at]
+    if not (word & 0x80).any():  # all one byte: most tags, ids and lengths
+        return word & 0x7F, np.ones(len(at), np.uint8)
+    last = np.invert(word)
+    last &= _HIGH_BITS  # the bytes that can end a varint, by their high bit
+    last &= -last  # the first of them (0: none in 8 bytes)
+    longer = np.flatnonzero(last == 0)
+    last -= 1  # the bits below it: the varint's bits and its continuation bits
+    word &= last
+    # Its size: one more than the continuation bits, added up bytewise by a multiplication.
+    last >>= 7
+    last &= 0x0101010101010101
+    last *= 0x0101010101010101
+    last >>= 56
+    sizes = last.astype(np.uint8)
+    sizes += 1
+    word &= _LOW_BITS
+    # Pack 8 groups of 7 bits: pairs of bytes, then of 14-bit, then of 28-bit groups.
+    for mask, shift in ((0x7F007F007F007F00, 1), (0x3FFF00003FFF0000, 2), (0x0FFFFFFF00000000, 4)):
+        high = word & mask
+        word ^= high
+        high >>= shift
+        word |= high
+    if longer.size:
+        value, size = word[longer], sizes[longer]
+        size[:] = 11
+        going = np.arange(len(longer))
+        for index in (8, 9):
+            byte = buffer.bytes[at[longer[going]] + index]
+            value[going] |= (byte & 0x7F).astype(np.uint64) << (7 * index)
+            done = byte < 0x80
+            size[going[done]] = index + 1
+            going = going[~done]
+        word[longer], sizes[longer] = value, size
+    return word, sizes
+
+
+def varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Bytes each non-negative value takes as a varint."""
+    sizes = np.ones(len(values), np.int64)
+    top = int(values.max()) if len(values) else 0
+    for bits in range(7, 64, 7):
+        if top < 1 << bits:
+            break
+        sizes += values >= (1 << bits)
+    return sizes
+
+
+# visit(number, rows, value, payload, end): one field (its number) of each message in rows.
+Visit = Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
+
+
+# Messages walked at once: bounds the temporaries of a round (a few arrays of this length).
+CHUNK = 1 << 18
+
+
+def walk(
+    buffer: Buffer, starts: np.ndarray, ends: np.ndarray, table: np.ndarray, visit: Visit
+) -> np.ndarray:
+    """Read the messages at ``buffer[starts:ends]`` field by field, in rounds; return a mask of
+    the messages marked (see the module docstring), whose later fields are not visited.
+
+    Per round and tag, ``visit(number, rows, value, payload, end)`` gets the messages (rows)
+    whose next field has that tag, the varint after the tag (a length-delimited field's
+    length), where the field's payload begins and where it ends. A round's messages mostly
+    share one tag (producers write fields in order), which is then taken without a copy.
+    ``CHUNK`` messages are walked at a time: a message's fields are visited in their order.
+    """
+    marked = np.zeros(len(starts), bool)
+    for first in range(0, len(starts), CHUNK):
+        chunk = slice(first, first + CHUNK)
+        marked[chunk] = _walk_chunk(buffer, starts[chunk], ends[chunk], first, table, visit)
+    return marked
+
+
+def _walk_chunk(
+    buffer: Buffer,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    first: int,
+    table: np.ndarray,
+    visit: Visit,
+) -> np.ndarray:
+    position = starts.copy()
+    marked = np.zeros(len(starts), bool)
+    rows = np.flatnonzero(position < ends)
+    while rows.size:
+        at = position[rows]
+        tags = buffer.bytes[at]
+        at += 1  # after the tag
+        limit = ends[rows]
+        end = np.empty_like(at)
+        bad = np.zeros(len(rows), bool)
+        present = np.flatnonzero(np.bincount(tags, minlength=256)).tolist()
+        for tag in present:
+            chosen: Any = slice(None) if len(present) == 1 else np.flatnonzero(tags == tag)
+            number, wire = int(table[tag]), tag & 7
+            if number == _MARK:
+                bad[chosen] = True
+                continue
+            start, room = at[chosen], limit[chosen]
+            if wire in (_FIXED64, _FIXED32):
+                value = np.zeros(len(start), np.uint64)
+                payload = start
+                stop = start + (8 if wire == _FIXED64 else 4)
+                wrong = stop > room
+            else:
+                value, size = varints(buffer, start)
+                payload = start + size
+                if wire == _VARINT:
+                    stop = payload
+                    wrong = (size > 10) | (stop > room)
+                else:
+                    left = room - payload
+                    wrong = (
+                        (size > 5) | (left < 0) | (value > np.maximum(left, 0).astype(np.uint64))
+                    )
+                    stop = payload + np.where(wrong, 0, value).astype(payload.dtype)
+            end[chosen] = stop
+            if wrong.any():
+                bad[chosen] = wrong
+                fine = ~wrong
+                if number:
+                    found = rows[chosen][fine] + first
+                    visit(number, found, value[fine], payload[fine], stop[fine])
+            elif number:
+                visit(number, rows[chosen] + first, value, payload, stop)
+        if bad.any():
+            marked[rows[bad]] = True
+            going = ~bad & (end < limit)
+        else:
+            going = end < limit
+        position[rows] = end
+        rows = rows[going]
+    return marked
+
+
+@dataclass
+class Stats:
+    """Every event's stats as one table, in event order then wire order.
+
+    ``kind`` is the value's oneof member (``NONE`` ... ``REF``); ``raw`` holds a varint as
+    uint64, a double's bits, or for ``STR``/``BYTES`` an index into ``texts``/``hexes`` (the
+    distinct strings, and ``bytes.hex()`` of the distinct bytes values).
+    """
+
+    event: np.ndarray
+    metadata_id: np.ndarray
+    kind: np.ndarray
+    raw: np.ndarray
+    texts: list[str] = field(default_factory=list)
+    hexes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Events:
+    """The decoded fields of each event (proto3 defaults where absent) and their stats;
+    ``first_stat[i]:first_stat[i + 1]`` are event i's rows of ``stats``."""
+
+    metadata_id: np.ndarray
+    offset_ps: np.ndarray
+    duration_ps: np.ndarray
+    first_stat: np.ndarray
+    stats: Stats
+
+    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Stats]:
+        """The fields, which this then no longer holds: each is freed as soon as its taker
+        drops it, whoever still holds this."""
+        taken = (self.metadata_id, self.offset_ps, self.duration_ps, self.first_stat, self.stats)
+        empty = np.zeros(0, np.int64)
+        self.metadata_id = self.offset_ps = self.duration_ps = self.first_stat = empty
+        self.stats = Stats(empty, empty, np.zeros(0, np.uint8), np.zeros(0, np.uint64))
+        return taken
+
+
+def split_space(space: Any) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """Every event of a shadow ``XSpace`` (events as bytes) in one buffer, ``PAD`` zero bytes
+    after it, and where each event's bytes begin and end; events in plane, line, event order,
+    over the lines that have events.
+
+    The space is emptied of all else (read what you need first) and re-serialized by upb: that
+    is each plane's, line's and event's tag and length, then the event's bytes, so where each
+    event lies follows from the lengths alone. Only those come through Python (``map(len,
+    ...)``, one short-lived bytes object an event), no copy of every event's bytes to join.
+    The layout is checked (sizes, and each event's tag); where it does not hold, the events are
+    joined from their bytes instead.
+    """
+    lines = []
+    for plane_index in reversed(range(len(space.planes))):
+        plane = space.planes[plane_index]
+        for line_index in reversed(range(len(plane.lines))):
+            if not plane.lines[line_index].events:
+                del plane.lines[line_index]
+        if not plane.lines:
+            del space.planes[plane_index]
+    for plane in space.planes:
+        _clear_all_but(plane, "lines")
+        for line in plane.lines:
+            _clear_all_but(line, "events")
+            lines.append(line)
+    _clear_all_but(space, "planes")
+    space.DiscardUnknownFields()
+    if not lines:
+        return bytes(PAD), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # The padding is a last field of the space (a hostname of PAD zero bytes, after the
+    # planes): upb writes it, and the buffer is upb's output as it is, not a copy with more.
+    space.hostnames.append("\0" * PAD)
+    sizes = [np.fromiter(map(len, line.events), np.int64, len(line.events)) for line in lines]
+    heads = [1 + varint_sizes(size) for size in sizes]
+    line_sizes = [int(size.sum() + head.sum()) for size, head in zip(sizes, heads, strict=True)]
+    begins, position, line = [], 0, 0
+    for plane in space.planes:
+        inner = line_sizes[line : line + len(plane.lines)]
+        position += 1 + _varint_size(sum(1 + _varint_size(size) + size for size in inner))
+        for size in inner:
+            position += 1 + _varint_size(size)  # the line's tag and length
+            ends_in_line = np.cumsum(heads[line] + sizes[line])
+            begins.append(position + ends_in_line - sizes[line])
+            position += size
+            line += 1
+    index = np.int32 if position < 2**31 - 64 else np.int64  # positions: half the memory
+    starts = np.concatenate(begins, dtype=index)
+    ends = starts + np.concatenate(sizes, dtype=index)
+    data = space.SerializeToString()
+    tags = np.frombuffer(data, np.uint8)[starts - np.concatenate(heads, dtype=index)]
+    if len(data) != position + 2 + PAD or not (tags == _EVENTS_TAG).all():
+        pieces = [event for line in lines for event in line.events]
+        sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
+        ends = np.cumsum(sizes)
+        starts = ends - sizes
+        data = b"".join(pieces) + bytes(PAD)
+    return data, starts, ends
+
+
+def _clear_all_but(message: Any, keep: str) -> None:
+    for descriptor, _ in message.ListFields():
+        if descriptor.name != keep:
+            message.ClearField(descriptor.name)
+
+
+def _varint_size(value: int) -> int:
+    return max(1, -(-value.bit_length() // 7))
+
+
+def decode_events(
+    data: bytes, starts: np.ndarray, ends: np.ndarray, canonical: Callable[[bytes], bytes]
+) -> Events:
+    """The events at ``data[starts:ends]`` (``data`` ending in ``PAD`` zero bytes).
+
+    ``canonical(raw)`` re-encodes one event as upb reads it, raising ``WireError`` where upb
+    rejects it; it is called only for marked events (see the module docstring).
+    """
+    events, marked = _decode(data, starts, ends)
+    if not marked.any():
+        return events
+    rows = np.flatnonzero(marked)
+    pieces = [canonical(data[a:b]) for a, b in zip(starts[rows], ends[rows], strict=True)]
+    sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    base = len(data) - PAD
+    starts, ends = starts.copy(), ends.copy()
+    ends[rows] = base + np.cumsum(sizes)
+    starts[rows] = ends[rows] - sizes
+    events, marked = _decode(data[:base] + b"".join(pieces) + bytes(PAD), starts, ends)
+    if marked.any():  # upb's own encoding is always in the rounds' reach
+        raise WireError("an event upb re-encoded still does not decode")
+    return events
+
+
+def _decode(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[Events, np.ndarray]:
+    buffer = Buffer(data)
+    count = len(starts)
+    metadata_id = np.zeros(count, np.int64)
+    offset_ps = np.zeros(count, np.int64)
+    duration_ps = np.zeros(count, np.int64)
+    stat_count = np.zeros(count, np.int32)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    targets = {1: metadata_id, 2: offset_ps, 3: duration_ps}
+
+    def visit(number: int, rows: np.ndarray, value: np.ndarray, payload: Any, end: Any) -> None:
+        if number in targets:
+            targets[number][rows] = value.view(np.int64)
+        elif number == 5:
+            offset_ps[rows] = 0  # num_occurrences took the oneof: offset_ps reads 0
+        else:  # 4: a stat
+            found.append((rows, stat_count[rows], payload, end))
+            stat_count[rows] += 1
+
+    marked = walk(buffer, starts, ends, _EVENT_TAGS, visit)
+    first_stat = np.zeros(count + 1, np.int64)
+    np.cumsum(stat_count, out=first_stat[1:])
+    total = int(first_stat[-1])
+    event = np.empty(total, np.int64)
+    stat_starts = np.empty(total, starts.dtype)
+    stat_ends = np.empty(total, starts.dtype)
+    for rows, rank, payload, end in found:
+        slot = first_stat[rows] + rank
+        event[slot], stat_starts[slot], stat_ends[slot] = rows, payload, end
+    stats, bad_stats = _decode_stats(buffer, event, stat_starts, stat_ends)
+    marked[event[bad_stats]] = True
+    return Events(metadata_id, offset_ps, duration_ps, first_stat, stats), marked
+
+
+def _decode_stats(
+    buffer: Buffer, event: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[Stats, np.ndarray]:
+    count = len(starts)
+    stats = Stats(
+        event=event,
+        metadata_id=np.zeros(count, np.int64),
+        kind=np.zeros(count, np.uint8),
+        raw=np.zeros(count, np.uint64),
+    )
+    invalid = np.zeros(count, bool)  # a str_value that is not UTF-8: upb rejects the file
+    texts: dict[bytes, int] = {}
+    hexes: dict[bytes, int] = {}
+    data = buffer.data
+
+    def visit(number: int, rows: np.ndarray, value: np.ndarray, payload: Any, end: Any) -> None:
+        if number == 1:
+            stats.metadata_id[rows] = value.view(np.int64)
+        elif number in (UINT64, INT64, REF):
+            stats.kind[rows], stats.raw[rows] = number, value
+        elif number == DOUBLE:
+            stats.kind[rows] = DOUBLE
+            stats.raw[rows] = buffer.words[payload]
+        else:  # STR, BYTES: an index into the distinct values
+            seen, strings = (texts, stats.texts) if number == STR else (hexes, stats.hexes)
+            keys = np.zeros(len(rows), np.uint64)
+            for index, (a, b) in enumerate(zip(payload.tolist(), end.tolist(), strict=True)):
+                chunk = data[a:b]
+                key = seen.get(chunk)
+                if key is None:
+                    try:
+                        strings.append(chunk.decode() if number == STR else chunk.hex())
+                    except UnicodeDecodeError:
+                        invalid[rows[index]] = True
+                        continue
+                    key = seen[chunk] = len(strings) - 1
+                keys[index] = key
+            stats.kind[rows], stats.raw[rows] = number, keys
+
+    marked = walk(buffer, starts, ends, _STAT_TAGS, visit)
+    return stats, marked | invalid
+
+
+_NAME = 8  # a ref_value that names a stat of the plane (a kind of StatValues' own)
+_INT64_MAX = 2**63 - 1
+
+
+class StatValues:
+    """Rows of ``Stats`` as the Python values upb's messages give (``xplane._stat_value``),
+    converted once per distinct value rather than once per row.
+
+    ``names`` are the stat names; ``ref_name`` is, per row, the index in ``names`` of the stat
+    a ``ref_value`` refers to (-1 where it refers to none: the value is then the number).
+    """
+
+    def __init__(self, stats: Stats, names: list[str], ref_name: np.ndarray) -> None:
+        self.stats = stats
+        self.names = names
+        self.ref_name = ref_name
+
+    def _groups(self, rows: np.ndarray) -> list[tuple[np.ndarray, int, np.ndarray]]:
+        """``(positions in rows, kind, keys)`` per kind: within a kind, equal keys are equal
+        values (a double's bits, so -0.0 and NaNs stay apart; _NAME: the index in names)."""
+        kinds = self.stats.kind[rows]
+        raw = self.stats.raw[rows]
+        groups = []
+        for kind in np.flatnonzero(np.bincount(kinds, minlength=8)).tolist():
+            chosen = np.flatnonzero(kinds == kind)
+            keys = raw[chosen]
+            if kind == REF:
+                names = self.ref_name[rows[chosen]]
+                named = names >= 0
+                if named.any():
+                    groups.append((chosen[named], _NAME, names[named].astype(np.uint64)))
+                chosen, keys, kind = chosen[~named], keys[~named], UINT64
+            if chosen.size:
+                groups.append((chosen, kind, keys))
+        return groups
+
+    def _python(self, kind: int, keys: np.ndarray) -> list[Any]:
+        if kind == INT64:
+            return keys.view(np.int64).tolist()
+        if kind == UINT64:
+            return keys.tolist()
+        if kind == DOUBLE:
+            return keys.view(np.float64).tolist()
+        table = {STR: self.stats.texts, BYTES: self.stats.hexes, _NAME: self.names}.get(kind)
+        if table is None:
+            return [None] * len(keys)
+        return [table[key] for key in keys.tolist()]
+
+    def _each(self, rows: np.ndarray, convert: Callable[[Any], Any], dtype: Any) -> np.ndarray:
+        """``convert(value)`` per row, called once per distinct value."""
+        import pandas as pd
+
+        out = np.empty(len(rows), dtype)
+        for chosen, kind, keys in self._groups(rows):
+            codes, distinct = pd.factorize(keys)
+            converted = [convert(value) for value in self._python(kind, distinct)]
+            out[chosen] = np.array(converted, dtype)[codes]
+        return out
+
+    def objects(self, rows: np.ndarray) -> np.ndarray:
+        """The rows' values as Python objects (an object array)."""
+        return self._each(rows, lambda value: value, object)
+
+    def codes(self, rows: np.ndarray, convert: Callable[[Any], int]) -> np.ndarray:
+        """``convert(value)`` per row as int64: a string's code in a table of the caller's."""
+        return self._each(rows, convert, np.int64)
+
+    def floats(self, rows: np.ndarray, convert: Callable[[Any], float]) -> np.ndarray:
+        """``convert(value)`` per row as float64: numbers cast as Python's ``float()`` does."""
+        out = np.empty(len(rows), np.float64)
+        for chosen, kind, keys in self._groups(rows):
+            if kind == INT64:
+                out[chosen] = keys.view(np.int64)
+            elif kind == UINT64:
+                out[chosen] = keys
+            elif kind == DOUBLE:
+                out[chosen] = keys.view(np.float64)
+            else:
+                out[chosen] = self._each(rows[chosen], convert, np.float64)
+        return out
+
+    def integers(
+        self, rows: np.ndarray, convert: Callable[[Any], int | None]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``convert(value)`` per row as int64 and a mask of the rows where it is None; whole
+        numbers within +-(2^63 - 1) are kept, as ``xplane._step_number`` keeps them."""
+        values = np.zeros(len(rows), np.int64)
+        missing = np.ones(len(rows), bool)
+        for chosen, kind, keys in self._groups(rows):
+            if kind == INT64:
+                number = keys.view(np.int64)
+                valid = number != np.iinfo(np.int64).min
+            elif kind == UINT64:
+                number = keys.view(np.int64)
+                valid = keys <= _INT64_MAX
+            elif kind == DOUBLE:
+                real = keys.view(np.float64)
+                # Floats strictly inside +-2^63 are whole numbers within +-(2^63 - 1).
+                valid = np.isfinite(real) & (real == np.floor(real))
+                valid &= (real > -(2.0**63)) & (real < 2.0**63)
+                number = np.where(valid, real, 0).astype(np.int64)
+            else:
+                found = self._each(rows[chosen], convert, object)
+                valid = np.array([value is not None for value in found], bool)
+                number = np.where(valid, found, 0).astype(np.int64)
+            values[chosen] = np.where(valid, number, 0)
+            missing[chosen] = ~valid
+        return values, missing
