@@ -10,8 +10,9 @@ Dynamo's recompile reasons and graph breaks go to ``dynamo.jsonl`` (``dynamo``),
 step's module calls to ``modules.json`` (``modules``), for the analyzers that name layer stacks.
 
 What runs at every step is kept small (``benchmarks/overhead.py`` measures each part): a few
-metric reads, one line appended to ``steps.jsonl``, two ``stat`` calls; IR debug (per-op Python
-stacks, for the graphs' source lines) runs only while compilations happen (``SourceFrames``).
+metric reads, two ``stat`` calls and a row kept in memory (``rows``: the rows reach the disk
+about once a second); IR debug (per-op Python stacks, for the graphs' source lines) runs only
+while compilations happen (``SourceFrames``).
 Nothing here raises into the training script: an error in a step boundary, the sampler or the
 trace window is recorded in ``run.json``'s warnings and profiling stops (or that part does),
 while the job goes on.
@@ -44,8 +45,9 @@ from typing import Any
 from xlaprof.capture import annotate, probe
 from xlaprof.capture.dynamo import DynamoRecorder
 from xlaprof.capture.graphs import GraphHarvester, SourceFrames
-from xlaprof.capture.metrics import StepMetrics
+from xlaprof.capture.metrics import METRICS_SAMPLES, StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
+from xlaprof.capture.rows import FLUSH_SECONDS, RowBuffer
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
 from xlaprof.capture.synchook import install_sync_hook, uninstall_sync_hook
 from xlaprof.capture.tracewindow import TraceWindow
@@ -69,11 +71,6 @@ log = logging.getLogger(__name__)
 
 _ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
 DEFAULT_DEBUG_LEVEL = 2
-# torch_xla keeps each metric's last N samples (default 1024) and hands all of them over on
-# every read: 150-200 us per metric per step once full. The session reads deltas of the
-# accumulators only, so a short window is enough (it also sets the window the final metrics
-# report's percentiles cover). Must be in the environment before torch_xla creates the metric.
-METRICS_SAMPLES = "64"
 # Environment a session sets for torch_xla; restored when the session finishes.
 _SESSION_ENV = (
     "PT_XLA_DEBUG_LEVEL",
@@ -153,9 +150,9 @@ class Session:
         self._torch_xla: Any = None
         self._original_sync: Any = None
         self.metrics: StepMetrics | None = None
-        self._steps_file: Any = None
-        self._regions_file: Any = None
-        self._samples_file: Any = None
+        self._steps: RowBuffer | None = None
+        self._regions: RowBuffer | None = None
+        self._samples: RowBuffer | None = None
         self._previous_sigterm: Any = None
         self.dynamo: DynamoRecorder | None = None
         self.modules: ModuleRecorder | None = None
@@ -206,9 +203,9 @@ class Session:
                 "`xlaprof run`)"
             )
         write_info(self.directory, self.info)
-        self._steps_file = (self.directory / STEPS).open("a", buffering=1)
-        self._regions_file = (self.directory / REGIONS).open("a", buffering=1)
-        self._samples_file = (self.directory / SAMPLES).open("a", buffering=1)
+        self._steps = RowBuffer(self.directory / STEPS)
+        self._regions = RowBuffer(self.directory / REGIONS)
+        self._samples = RowBuffer(self.directory / SAMPLES)
         if self.server_port is not None:
             import torch_xla.debug.profiler as xp
 
@@ -365,28 +362,27 @@ class Session:
             self.harvester.collect(row.step)
         row.debug_offset = _size(self._debug_log)
         row.fallback_offset = _size(self._fallback_log)
-        # vars(), not asdict(): asdict deep-copies every field, 4x the cost of the dump.
-        self._steps_file.write(json.dumps(vars(row)) + "\n")
+        assert self._steps is not None and self._regions is not None
+        # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
+        self._steps.add(vars(row))
         regions, self.regions = self.regions, defaultdict(lambda: [0, 0.0])
         for name, (calls, seconds) in regions.items():
-            self._regions_file.write(
-                json.dumps({"step": row.step, "name": name, "calls": calls, "seconds": seconds})
-                + "\n"
-            )
+            self._regions.add({"step": row.step, "name": name, "calls": calls, "seconds": seconds})
         if self.modules is not None:
             self._write_modules(row.step)
         elif self.step_index == 0:
             self._start_module_recorder()
-        if self.sampler is not None:
+        if self.sampler is not None and self._samples is not None:
             counts = self.sampler.take()
             if counts:
-                self._samples_file.write(json.dumps({"step": row.step, "samples": counts}) + "\n")
+                self._samples.add({"step": row.step, "samples": counts})
         self.step_index += 1
         self.info.steps_recorded = self.step_index
-        if time.monotonic() - self._info_written >= 1.0:  # run.json current to within 1 s
+        if time.monotonic() - self._info_written >= FLUSH_SECONDS:
             self._info_written = time.monotonic()
             # A full disk must not stop training; finish() writes run.json again anyway.
             with contextlib.suppress(OSError):
+                self._flush_rows()  # rows first: run.json never counts a row not on disk
                 write_info(self.directory, self.info)
         self.user_label = None
         if self.trace_steps is not None and self.window is not None:
@@ -399,10 +395,17 @@ class Session:
         self.step_cpu_start = time.thread_time()
         return self.max_steps is not None and self.step_index >= self.max_steps
 
+    def _flush_rows(self) -> None:
+        for rows in (self._steps, self._regions, self._samples):
+            if rows is not None:
+                rows.flush()
+
     def _degrade(self, where: str, error: BaseException) -> None:
         """Stop profiling after an internal error, keeping what was recorded; never raise."""
         try:
             self.recording = False
+            with contextlib.suppress(OSError, ValueError):
+                self._flush_rows()
             self.info.warnings.append(
                 f"profiling stopped at step {self.step_index}: {where} failed "
                 f"({type(error).__name__}: {error}); steps before it are kept"
@@ -451,10 +454,10 @@ class Session:
         self._attempt("no final metrics report", self._write_final_metrics)
         if self.harvester is not None:
             self._attempt("graphs not collected", self.harvester.collect, self.step_index, True)
+        for rows in (self._steps, self._regions, self._samples):
+            if rows is not None:
+                self._attempt("a run file not written", rows.close)
         self._attempt("events.jsonl not written", self._write_derived)
-        for handle in (self._steps_file, self._regions_file, self._samples_file):
-            if handle is not None:
-                self._attempt("a run file not closed", handle.close)
         self._attempt("device not described", self._describe_device)
         self.info.ended = time.time()
         self.info.status = status
@@ -524,6 +527,9 @@ class Session:
                 recorder.stop()
         self.dynamo = self.modules = None
         self.sampler = None  # its thread did not survive the fork
+        for rows in (self._steps, self._regions, self._samples):
+            if rows is not None:
+                rows.discard()  # the parent's rows: the parent writes them
         self.recording = False
         self.finished = True
         annotate.set_session(None)

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from xlaprof.capture.metrics import METRICS_SAMPLES
 from xlaprof.cli import INTERRUPTED_EXIT
 from xlaprof.errors import CommandNotFound, RunDirError
 
@@ -109,6 +110,8 @@ def run(
         env[runhook.ENV_SERVER_PORT] = str(server_port)
     env.pop("XLAPROF_SERVER_CLAIMED", None)
     env[runhook.ENV_GRAPHS] = "1" if graphs else "0"
+    # Read when torch_xla is imported, so it cannot wait for the session (capture/metrics.py).
+    env.setdefault("XLA_METRICS_SAMPLES", METRICS_SAMPLES)
     if graphs:
         # torch_xla reads these when it is imported: they must be set before Python starts.
         env["XLA_IR_DEBUG"] = "1"
