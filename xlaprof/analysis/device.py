@@ -38,6 +38,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xlaprof.analysis import columns as cols
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -269,7 +271,6 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     same); converted host-clock timestamps can overlap by a few ns.
     """
     import numpy as np
-    import pandas as pd
 
     time_ns = np.full(len(frame), np.nan)
     self_ns = np.full(len(frame), np.nan)
@@ -282,11 +283,10 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     times = np.where(np.isnan(on_device), wall, on_device / 1000.0)
     offsets = frame["device_offset_ps"].to_numpy()[ops]
     mine = frame.iloc[ops]
-    keys = (mine["session"].astype(str) + "\0" + mine["host"].astype(str)).to_numpy()
-    keys = keys + "\0" + mine["device"].astype(str).to_numpy() + "\0" + mine["line"].astype(str)
+    # One group per (session, host, device, line), found from the categorical codes.
+    groups = mine.groupby(["session", "host", "device", "line"], observed=True, sort=False)
     own = np.empty(len(ops))
-    for key in pd.unique(keys):
-        index = np.flatnonzero(keys == key)
+    for index in groups.indices.values():
         if not np.isnan(offsets[index]).any():
             begin = offsets[index].astype(np.int64)
             end = begin + (times[index] * 1000.0).astype(np.int64)
@@ -384,7 +384,7 @@ def step_windows(
         ["session", "host", "device"], observed=True, sort=True
     ):
         kind = str(group["kind"].iloc[0])
-        steps_line = group[group["line"].astype(str) == STEPS_LINE]
+        steps_line = group[cols.equals(group["line"], STEPS_LINE)]
         if len(steps_line):
             numbers = _step_numbers(steps_line)
             for number, start, end in zip(
@@ -399,7 +399,7 @@ def step_windows(
                     (session, host, device, kind, row.step, "host steps", row.start_ns, row.end_ns)
                 )
             continue
-        modules = group[group["line"].astype(str) == MODULES_LINE].sort_values("start_ns")
+        modules = group[cols.equals(group["line"], MODULES_LINE)].sort_values("start_ns")
         if len(modules):
             for number, (start, end) in enumerate(
                 zip(modules["start_ns"], modules["end_ns"], strict=True)
@@ -482,10 +482,10 @@ def device_steps(
         ["session", "host", "device"], observed=True, sort=True
     ):
         mine = frame[
-            (frame["session"].astype(str) == str(session))
-            & (frame["host"].astype(str) == str(host))
-            & (frame["device"] == device)
-            & frame["compute"]
+            cols.equals(frame["session"], session)
+            & cols.equals(frame["host"], host)
+            & (frame["device"] == device).to_numpy()
+            & frame["compute"].to_numpy()
         ]
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()
@@ -565,8 +565,7 @@ def device_utilization(
     for (session, host, device), group in frame.groupby(
         ["session", "host", "device"], observed=True, sort=True
     ):
-        line = group["line"].astype(str)
-        spanning = group[group["op_line"].to_numpy() | (line == MODULES_LINE).to_numpy()]
+        spanning = group[group["op_line"].to_numpy() | cols.equals(group["line"], MODULES_LINE)]
         if spanning.empty:
             continue
         start, end = int(spanning["start_ns"].min()), int(spanning["end_ns"].max())
@@ -718,24 +717,22 @@ def tracing_vs_device(
     bounds = host_bounds if "session" in host_bounds.columns else _with_session(host_bounds)
     rows = []
     for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
-        in_session = events["session"].astype(str) == str(session)
         on_host = events[
-            in_session
-            & (events["host"].astype(str) == str(host))
-            & (events["plane_kind"].astype(str) == "host")
+            cols.equals(events["session"], session)
+            & cols.equals(events["host"], host)
+            & cols.equals(events["plane_kind"], "host")
         ]
         line = _main_line(on_host)
         runtime = on_host[
-            (on_host["line"].astype(str) == line)
-            & on_host["name"].astype(str).isin(_HOST_RUNTIME_EVENTS)
+            cols.equals(on_host["line"], line) & cols.member(on_host["name"], _HOST_RUNTIME_EVENTS)
         ]
         a = mine["start_ns"].to_numpy()
         b = mine["end_ns"].to_numpy()
         tracing = np.maximum((b - a) - _coverage(runtime).within(a, b), 0) / 1e9
         compute = frame[
-            (frame["session"].astype(str) == str(session))
-            & (frame["host"].astype(str) == str(host))
-            & frame["compute"]
+            cols.equals(frame["session"], session)
+            & cols.equals(frame["host"], host)
+            & frame["compute"].to_numpy()
         ]
         per_device = [
             _coverage(group).within(a, b) for _, group in compute.groupby("device", sort=True)
@@ -767,12 +764,12 @@ def tracing_vs_device(
 
 def _main_line(host_events: pd.DataFrame) -> str | None:
     """The host line the lazy-tensor runtime traces on: the one with StepMarker/sync events."""
-    names = host_events["name"].astype(str)
-    marked = host_events[names.isin(("StepMarker", "SyncTensorsGraphInternal"))]
+    marked = host_events[
+        cols.member(host_events["name"], ("StepMarker", "SyncTensorsGraphInternal"))
+    ]
     if len(marked):
         return str(marked["line"].astype(str).mode().iloc[0])
-    python = host_events[host_events["line"].astype(str) == "python"]
-    return "python" if len(python) else None
+    return "python" if cols.equals(host_events["line"], "python").any() else None
 
 
 # ---------------------------------------------------------------- per-host summaries

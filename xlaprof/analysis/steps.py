@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xlaprof.analysis import columns as cols
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -64,11 +66,12 @@ def assign_steps(
         device = on_host & (events["plane_kind"] == "device").to_numpy()
         on_steps_line = (events["line"] == DEVICE_STEPS_LINE).to_numpy()
         planes = events["plane"].to_numpy()
+        labels = None
         for plane in pd.unique(planes[device & on_steps_line]):
             scope = device & (planes == plane)
-            labels = pd.Series(
-                pd.to_numeric(events["name"].astype(str), errors="coerce"), index=events.index
-            ).astype("Int64")
+            if labels is None:  # the Steps events' names are their step numbers
+                labels = pd.Series(cols.numbers(events["name"]), index=events.index)
+                labels = labels.astype("Int64")
             _by_intervals(events, steps, scope, scope & on_steps_line, labels=labels)
     frame = pd.DataFrame(bounds, columns=["host", "step", "start_ns", "end_ns"])
     frame["host"] = frame["host"].astype("category")

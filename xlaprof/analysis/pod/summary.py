@@ -77,7 +77,7 @@ def read_host_events(
     from xlaprof.analysis.trace import _device_table, _load_one
 
     try:
-        events = _load_one(path)
+        events = _load_one(path, args=False)  # the cache keeps every column but args
     except XlaprofError:
         raise
     except (ValueError, UnicodeDecodeError, EOFError, OSError) as error:

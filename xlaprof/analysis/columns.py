@@ -1,0 +1,70 @@
+"""Comparisons on an event frame's categorical columns, answered per category, not per row.
+
+Event frames hold a million rows or more per host, and their text columns (``host``, ``line``,
+``name``, ``plane_kind``, ...) are categoricals with a few hundred distinct values. Comparing
+``column.astype(str) == value`` first builds a million strings (pandas' Arrow strings make that
+most of a second per column); these helpers compare the categories once and spread the answer
+to the rows through the categorical codes. Plain (non-categorical) columns are compared as
+strings, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+
+def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> np.ndarray:
+    """``test(str(value))`` for every row, evaluated once per category (missing -> test('')
+    is not called: False or NaN)."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        answers = [test(str(c)) for c in column.cat.categories]
+        missing = False if dtype is bool else np.nan
+        table = np.array([*answers, missing], dtype=dtype)
+        return table[column.cat.codes.to_numpy()]  # code -1 (missing) -> the last entry
+    values = column.astype(str).to_numpy()
+    return np.array([test(v) for v in values], dtype=dtype) if len(values) else np.zeros(0, dtype)
+
+
+def equals(column: pd.Series, value: object) -> np.ndarray:
+    """``column == value`` compared as text: a boolean array, one per row (all False for
+    ``None``: a missing value equals nothing)."""
+    import numpy as np
+    import pandas as pd
+
+    if value is None:
+        return np.zeros(len(column), bool)
+
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return (column.astype(str) == str(value)).to_numpy()
+    wanted = str(value)
+    return _per_category(column, lambda text: text == wanted, bool)
+
+
+def member(column: pd.Series, values: Iterable[object]) -> np.ndarray:
+    """``column.isin(values)`` compared as text: a boolean array, one per row."""
+    import pandas as pd
+
+    wanted = {str(v) for v in values}
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return column.astype(str).isin(wanted).to_numpy()
+    return _per_category(column, lambda text: text in wanted, bool)
+
+
+def numbers(column: pd.Series) -> np.ndarray:
+    """Each row's text as a number (float; NaN where it is not one), parsed once per
+    category: what ``pd.to_numeric(column.astype(str), errors="coerce")`` gives."""
+    import pandas as pd
+
+    def parse(text: str) -> float:
+        value = pd.to_numeric(pd.Series([text]), errors="coerce").iloc[0]
+        return float(value)
+
+    return _per_category(column, parse, float)
