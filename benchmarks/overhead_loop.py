@@ -12,8 +12,11 @@
 * with ``--alternate-ir-debug`` (bare only): ``ir_on_cpu_s``/``ir_off_cpu_s``, the median host CPU
   of the steps traced with IR debug on and off, switched every other step in this one process
   (switching does not recompile): what per-op Python stacks cost, free of between-process noise;
-* under ``xlaprof run`` also ``boundary_s``: median CPU time xlaprof's step boundary took (what it
-  does at each sync: metric reads, the row written, IR debug switched, graphs moved).
+* under ``xlaprof run`` also ``boundary_s`` and ``boundary_mean_s``: median and mean CPU time
+  xlaprof's step boundary took (what it does at each sync: metric reads, the row kept, IR
+  debug switched, graphs moved; the mean includes the once-a-second flush of rows and
+  ``run.json``); ``sampler_cpu_s``: the host sampler thread's CPU time per steady step; and
+  ``hook_s``: what the sync hook adds to one ``sync()`` call besides the boundary.
 
 Workloads: ``tiny`` (640 element-wise ops on 64 floats per step: tracing-bound), ``mlp24`` (a
 24-layer 256-wide MLP with Adam, forward and backward), ``matmul`` (four 512x512 matmuls per
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import sys
@@ -82,6 +86,38 @@ def _workload(name: str):  # type: ignore[no-untyped-def]
     return body
 
 
+def _sampler_clock() -> int | None:
+    """The CPU clock of xlaprof's sampler thread, under ``xlaprof run``; None when bare."""
+    from xlaprof.capture import annotate
+
+    session = annotate.STATE.session
+    sampler = getattr(session, "sampler", None)
+    if sampler is None or sampler.thread.ident is None:
+        return None
+    return time.pthread_getcpuclockid(sampler.thread.ident)
+
+
+def _hook_cost() -> float:
+    """Seconds the sync hook adds to one call, around a sync that does nothing (its boundary
+    replaced by a no-op), measured on a stand-in module so no graph runs."""
+    import timeit
+    import types
+
+    from xlaprof.capture.synchook import install_sync_hook
+
+    module = types.SimpleNamespace(sync=lambda: None)
+    session = types.SimpleNamespace(
+        recording=True, user_steps=False, pid=os.getpid(), boundary=lambda **_: None
+    )
+    plain = module.sync
+    install_sync_hook(module, session)
+    hooked = module.sync
+    count = 200_000
+    with_hook = min(timeit.repeat(hooked, number=count, repeat=5)) / count
+    without = min(timeit.repeat(plain, number=count, repeat=5)) / count
+    return with_hook - without
+
+
 def _time_boundaries() -> list[float] | None:
     """Under ``xlaprof run``: wrap the session's boundary to time it; None when bare."""
     if "xlaprof" not in sys.modules:
@@ -116,12 +152,15 @@ def main() -> None:
     body = _workload(args.workload)
     torch_xla.sync()
     boundaries = _time_boundaries()
+    clock = _sampler_clock() if boundaries is not None else None
+    sampler_start = 0.0
     wall, cpu, python = [], [], []
     lazy_start = 0.0
     last, last_cpu = time.perf_counter(), time.thread_time()
     for index in range(args.steps):
         if index == args.warmup:
             lazy_start = _lazy_tracing_ns()
+            sampler_start = time.clock_gettime(clock) if clock is not None else 0.0
         if args.alternate_ir_debug:
             torch_xla._XLAC._set_ir_debug(index % 2 == 0)
         start = time.perf_counter()
@@ -134,6 +173,7 @@ def main() -> None:
         last, last_cpu = now, now_cpu
     steady = args.steps - args.warmup
     lazy = (_lazy_tracing_ns() - lazy_start) / 1e9 / steady
+    sampler_cpu = (time.clock_gettime(clock) - sampler_start) / steady if clock else None
     torch_xla._XLAC._xla_wait_device_ops([])
     result = {
         "step_s": statistics.median(wall[args.warmup :]),
@@ -149,6 +189,10 @@ def main() -> None:
         result["ir_off_cpu_s"] = statistics.median(cpu[i] for i in steady_steps if i % 2)
     if boundaries:
         result["boundary_s"] = statistics.median(boundaries[args.warmup :])
+        result["boundary_mean_s"] = statistics.fmean(boundaries[args.warmup :])
+        result["hook_s"] = _hook_cost()
+    if sampler_cpu is not None:
+        result["sampler_cpu_s"] = sampler_cpu
     print(json.dumps(result))
 
 
