@@ -56,7 +56,7 @@ LABELS = {
     "mlp24": "24-layer MLP + Adam",
     "matmul": "matmul (device-bound)",
 }
-ALTERNATING = "bare, IR debug every other step"
+ALTERNATING = "bare, IR debug and sampler switched"
 # variant -> (xlaprof run options, extra environment); None options: a bare process.
 VARIANTS: dict[str, tuple[list[str] | None, dict[str, str]]] = {
     "bare": (None, {}),
@@ -64,8 +64,13 @@ VARIANTS: dict[str, tuple[list[str] | None, dict[str, str]]] = {
     "no debug output": (["--debug-level", "0"], {}),
     ALTERNATING: (None, {"XLA_HLO_DEBUG": "1"}),
 }
-# Same layout in every process (see the module docstring).
-STEADY_ENV = {"PYTHONHASHSEED": "0", "PJRT_DEVICE": "CPU"}
+# Same layout in every process, and the CPU device on one thread of its own (see the module
+# docstring).
+STEADY_ENV = {
+    "PYTHONHASHSEED": "0",
+    "PJRT_DEVICE": "CPU",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
+}
 
 
 def _no_aslr() -> list[str]:
@@ -81,7 +86,7 @@ def _run(workload: str, variant: str, out: Path, prefix: list[str]) -> dict[str,
     env = {**os.environ, **STEADY_ENV, **extra}
     command = [sys.executable, str(LOOP), workload, "--steps", str(WORKLOADS[workload])]
     if variant == ALTERNATING:
-        command.append("--alternate-ir-debug")
+        command.append("--alternate-parts")
     if options is not None:
         run = [sys.executable, "-m", "xlaprof", "run", "-q", *options, "--out", str(out), "--"]
         command = [*run, *command]
@@ -163,14 +168,16 @@ def _summarize(runs: dict[str, list[dict[str, float]]]) -> dict[str, object]:
     default = runs["default"]
     boundary = _median(default, "boundary_s")
     boundary_mean = _median(default, "boundary_mean_s")
-    sampler = _median(default, "sampler_cpu_s")
     hook = _median(default, "hook_s")
     alternating = runs[ALTERNATING]
     ir_on = [r["ir_on_cpu_s"] - r["ir_off_cpu_s"] for r in alternating if r.get("ir_off_cpu_s")]
+    sampler = [r["sampler_on_s"] - r["sampler_off_s"] for r in alternating if r.get("sampler_on_s")]
     parts_us = {
         "step boundary, median per step": boundary,
         "step boundary, mean per step (with the once-a-second flush)": boundary_mean,
-        "host sampler thread, CPU per step": sampler,
+        "host sampler, step time with it minus without (one process, blocks)": (
+            statistics.median(sampler) if sampler else None
+        ),
         "sync hook, per call (without the boundary)": hook,
         "IR debug on, extra host CPU per step (warm-up and after compiles only)": (
             statistics.median(ir_on) if ir_on else None

@@ -7,16 +7,19 @@
 * ``cpu_s``: median CPU time of the stepping thread per step (host work, waits excluded);
 * ``python_s``: mean wall time from the step's start to its ``sync()`` call (tracing the ops);
 * ``lazy_tracing_s``: torch_xla's ``LazyTracing`` accumulator over the steady steps, per step
-  (read twice, not per step: a read of a full metric costs ~0.15 ms here);
+  (read twice, not per step, so the bare loop does nothing xlaprof does);
 * ``rss_mb``: peak resident memory of this process;
-* with ``--alternate-ir-debug`` (bare only): ``ir_on_cpu_s``/``ir_off_cpu_s``, the median host CPU
-  of the steps traced with IR debug on and off, switched every other step in this one process
-  (switching does not recompile): what per-op Python stacks cost, free of between-process noise;
+* with ``--alternate-parts`` (bare only), two switches crossed in one process, each balanced
+  over the other, free of between-process noise: IR debug on every other step (switching does
+  not recompile) and xlaprof's host sampler thread running in every other block of
+  ``SAMPLER_BLOCK`` steps. ``ir_on_cpu_s``/``ir_off_cpu_s``: the median host CPU of the steps
+  traced with IR debug on and off (what per-op Python stacks cost);
+  ``sampler_on_s``/``sampler_off_s``: the median step time with the sampler running or not;
 * under ``xlaprof run`` also ``boundary_s`` and ``boundary_mean_s``: median and mean CPU time
   xlaprof's step boundary took (what it does at each sync: metric reads, the row kept, IR
   debug switched, graphs moved; the mean includes the once-a-second flush of rows and
-  ``run.json``); ``sampler_cpu_s``: the host sampler thread's CPU time per steady step; and
-  ``hook_s``: what the sync hook adds to one ``sync()`` call besides the boundary.
+  ``run.json``); and ``hook_s``: what the sync hook adds to one ``sync()`` call besides the
+  boundary.
 
 Workloads: ``tiny`` (640 element-wise ops on 64 floats per step: tracing-bound), ``mlp24`` (a
 24-layer 256-wide MLP with Adam, forward and backward), ``matmul`` (four 512x512 matmuls per
@@ -86,15 +89,25 @@ def _workload(name: str):  # type: ignore[no-untyped-def]
     return body
 
 
-def _sampler_clock() -> int | None:
-    """The CPU clock of xlaprof's sampler thread, under ``xlaprof run``; None when bare."""
-    from xlaprof.capture import annotate
+SAMPLER_BLOCK = 10  # steps per block with and without the sampler (--alternate-parts)
 
-    session = annotate.STATE.session
-    sampler = getattr(session, "sampler", None)
-    if sampler is None or sampler.thread.ident is None:
-        return None
-    return time.pthread_getcpuclockid(sampler.thread.ident)
+
+def _sampled(index: int) -> bool:
+    """Whether the step at ``index`` runs with the sampler (--alternate-parts)."""
+    return (index // SAMPLER_BLOCK) % 2 == 1
+
+
+def _switch_sampler(sampler, index: int):  # type: ignore[no-untyped-def]
+    """Start xlaprof's host sampler at a block that samples, stop it at one that does not."""
+    from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
+
+    if _sampled(index) and sampler is None:
+        sampler = HostSampler(DEFAULT_SAMPLE_HZ)
+        sampler.start()
+    elif not _sampled(index) and sampler is not None:
+        sampler.stop()
+        sampler = None
+    return sampler
 
 
 def _hook_cost() -> float:
@@ -144,25 +157,24 @@ def main() -> None:
     parser.add_argument("workload", choices=WORKLOADS)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--warmup", type=int, default=None, help="default 20 (matmul: 40)")
-    parser.add_argument("--alternate-ir-debug", action="store_true")
+    parser.add_argument("--alternate-parts", action="store_true")
     args = parser.parse_args()
     if args.warmup is None:
         args.warmup = 40 if args.workload == "matmul" else 20
     torch.manual_seed(0)
     body = _workload(args.workload)
     torch_xla.sync()
+    sampler = None
     boundaries = _time_boundaries()
-    clock = _sampler_clock() if boundaries is not None else None
-    sampler_start = 0.0
     wall, cpu, python = [], [], []
     lazy_start = 0.0
     last, last_cpu = time.perf_counter(), time.thread_time()
     for index in range(args.steps):
         if index == args.warmup:
             lazy_start = _lazy_tracing_ns()
-            sampler_start = time.clock_gettime(clock) if clock is not None else 0.0
-        if args.alternate_ir_debug:
+        if args.alternate_parts:
             torch_xla._XLAC._set_ir_debug(index % 2 == 0)
+            sampler = _switch_sampler(sampler, index)
         start = time.perf_counter()
         body()
         python.append(time.perf_counter() - start)
@@ -173,7 +185,6 @@ def main() -> None:
         last, last_cpu = now, now_cpu
     steady = args.steps - args.warmup
     lazy = (_lazy_tracing_ns() - lazy_start) / 1e9 / steady
-    sampler_cpu = (time.clock_gettime(clock) - sampler_start) / steady if clock else None
     torch_xla._XLAC._xla_wait_device_ops([])
     result = {
         "step_s": statistics.median(wall[args.warmup :]),
@@ -183,16 +194,23 @@ def main() -> None:
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "steps": steady,
     }
-    if args.alternate_ir_debug:
+    if args.alternate_parts:
+        if sampler is not None:
+            sampler.stop()
         steady_steps = range(args.warmup, args.steps)
         result["ir_on_cpu_s"] = statistics.median(cpu[i] for i in steady_steps if i % 2 == 0)
         result["ir_off_cpu_s"] = statistics.median(cpu[i] for i in steady_steps if i % 2)
+        sampled = [_sampled(i) for i in steady_steps]
+        result["sampler_on_s"] = statistics.median(
+            wall[i] for i, on in zip(steady_steps, sampled, strict=True) if on
+        )
+        result["sampler_off_s"] = statistics.median(
+            wall[i] for i, on in zip(steady_steps, sampled, strict=True) if not on
+        )
     if boundaries:
         result["boundary_s"] = statistics.median(boundaries[args.warmup :])
         result["boundary_mean_s"] = statistics.fmean(boundaries[args.warmup :])
         result["hook_s"] = _hook_cost()
-    if sampler_cpu is not None:
-        result["sampler_cpu_s"] = sampler_cpu
     print(json.dumps(result))
 
 

@@ -1,4 +1,5 @@
-"""Per-step rows kept in memory and appended to their JSON-lines file about once a second.
+"""Per-step rows kept in memory and appended to their JSON-lines file about once a second, and
+the sizes of the logs torch_xla appends to, read without a path lookup.
 
 A step boundary runs between two training steps, on the training thread. Writing its rows
 there would put a ``write`` system call (which also lets go of the GIL) into every step;
@@ -12,6 +13,7 @@ killed process from the file.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +50,31 @@ class RowBuffer:
     def discard(self) -> None:
         """Forget the kept rows (a forked child holds a copy of its parent's)."""
         self.rows = []
+
+
+class LogSize:
+    """The size of a log another writer appends to (torch_xla's debug and fallback logs).
+
+    Each step records how far the logs had grown. ``os.stat`` of the path walks the directory
+    tree every time (tens of microseconds on some file systems); once the file exists it is
+    opened for reading and ``fstat`` of the open file answers instead. ``None``: no log.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def size(self) -> int:
+        if self.fd is None:
+            if self.path is None:
+                return 0
+            try:
+                self.fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return 0  # not written yet
+        return os.fstat(self.fd).st_size
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None

@@ -47,7 +47,7 @@ from xlaprof.capture.dynamo import DynamoRecorder
 from xlaprof.capture.graphs import GraphHarvester, SourceFrames
 from xlaprof.capture.metrics import METRICS_SAMPLES, StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
-from xlaprof.capture.rows import FLUSH_SECONDS, RowBuffer
+from xlaprof.capture.rows import FLUSH_SECONDS, LogSize, RowBuffer
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
 from xlaprof.capture.synchook import install_sync_hook, uninstall_sync_hook
 from xlaprof.capture.tracewindow import TraceWindow
@@ -156,8 +156,8 @@ class Session:
         self._previous_sigterm: Any = None
         self.dynamo: DynamoRecorder | None = None
         self.modules: ModuleRecorder | None = None
-        self._debug_log = ""
-        self._fallback_log = ""
+        self._debug_log = LogSize(None)
+        self._fallback_log = LogSize(None)
 
     # -- start -----------------------------------------------------------------------------
     def start(self, install_exit_handlers: bool = False) -> Session:
@@ -210,8 +210,8 @@ class Session:
             import torch_xla.debug.profiler as xp
 
             self._server = xp.start_server(self.server_port)
-        self._debug_log = str(self.directory / DEBUG_LOG)
-        self._fallback_log = str(self.directory / FALLBACK_LOG)
+        self._debug_log = LogSize(self.directory / DEBUG_LOG)
+        self._fallback_log = LogSize(self.directory / FALLBACK_LOG)
         self.metrics.snapshot()
         self._original_sync = install_sync_hook(torch_xla, self)
         self._start_recorders()
@@ -360,8 +360,8 @@ class Session:
                 self.harvester.frames_on = frames_on
         if row.compiles and self.harvester is not None:
             self.harvester.collect(row.step)
-        row.debug_offset = _size(self._debug_log)
-        row.fallback_offset = _size(self._fallback_log)
+        row.debug_offset = self._debug_log.size()
+        row.fallback_offset = self._fallback_log.size()
         assert self._steps is not None and self._regions is not None
         # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
         self._steps.add(vars(row))
@@ -383,7 +383,7 @@ class Session:
             # A full disk must not stop training; finish() writes run.json again anyway.
             with contextlib.suppress(OSError):
                 self._flush_rows()  # rows first: run.json never counts a row not on disk
-                write_info(self.directory, self.info)
+                write_info(self.directory, self.info, durable=False)
         self.user_label = None
         if self.trace_steps is not None and self.window is not None:
             if self.step_index == self.trace_steps[0] and not self.window.tracing:
@@ -457,6 +457,8 @@ class Session:
         for rows in (self._steps, self._regions, self._samples):
             if rows is not None:
                 self._attempt("a run file not written", rows.close)
+        for log_size in (self._debug_log, self._fallback_log):
+            self._attempt("a log not closed", log_size.close)
         self._attempt("events.jsonl not written", self._write_derived)
         self._attempt("device not described", self._describe_device)
         self.info.ended = time.time()

@@ -23,8 +23,14 @@ def _default_mode() -> int:
 _MODE = _default_mode()
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, fsync it, and rename it into place."""
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write ``data`` to a temporary file beside ``path``, fsync it, and rename it into place.
+
+    ``durable=False`` skips the fsync: other processes, and this one killed outright, still
+    see the old file or the new one whole (the rename is atomic); only a crash of the machine
+    itself could lose the new one. The session's once-a-second ``run.json`` uses it: an fsync
+    there costs milliseconds of the training thread's time.
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -32,7 +38,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -40,10 +47,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), durable)
 
 
-def write_info(directory: Path, info: RunInfo) -> None:
-    """Replace ``run.json`` atomically with ``info``."""
-    atomic_write_text(directory / RUN_JSON, json.dumps(asdict(info), indent=2) + "\n")
+def write_info(directory: Path, info: RunInfo, durable: bool = True) -> None:
+    """Replace ``run.json`` atomically with ``info`` (see ``atomic_write_bytes``)."""
+    atomic_write_text(directory / RUN_JSON, json.dumps(asdict(info), indent=2) + "\n", durable)
