@@ -114,6 +114,11 @@ def _records(frame: Any) -> list[dict[str, Any]] | None:
 
 # The longest ops per document: a pod capture has thousands of distinct ops per device.
 MAX_DEVICE_OPS = 100
+# Per-step rows per document (device steps, tracing): one per host, device and step, so a pod
+# of 128 hosts x 730 steps has 93,000 of them. The first rows (hosts in order) are kept and the
+# total is given; the stragglers table is the pod's per-step view, and
+# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row.
+MAX_STEP_ROWS = 5000
 
 
 def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
@@ -135,11 +140,13 @@ def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
         "files": [str(f) for f in trace.files],
         "warnings": trace.warnings,
         "devices": _records(devices),
-        "device_steps": _records(summary.steps),
+        "device_steps": _records(summary.steps.head(MAX_STEP_ROWS)),
+        "device_steps_total": len(summary.steps),
         "device_ops": _records(ops),
         "device_ops_total": len(summary.ops),
         "top_ops": _records(top_ops(summary.ops, limit=20)),
-        "tracing": _records(summary.tracing),
+        "tracing": _records(summary.tracing.head(MAX_STEP_ROWS)),
+        "tracing_total": len(summary.tracing),
     }
 
 
