@@ -92,8 +92,14 @@ class StepMetrics:
             return True
         return self._current(TRACING)[0] == self.previous.get(TRACING, (0, 0.0))[0]
 
-    def fill(self, row: StepRow) -> None:
-        """Set ``row``'s counts and seconds to what happened since the last read."""
+    def fill(self, row: StepRow, fallbacks: bool = True) -> None:
+        """Set ``row``'s counts and seconds to what happened since the last read.
+
+        ``fallbacks=False`` skips reading the ``aten::`` counters (none changed): the session
+        passes it when the fallback tracker is on and its log did not grow, as the tracker
+        writes a record for every counted fallback (checked on torch_xla 2.9, ``.item()``'s
+        ``aten::_local_scalar_dense`` included).
+        """
         for name, (count_field, seconds_field) in TIME_METRICS.items():
             samples, accumulator = self._current(name)
             before_samples, before_accumulator = self.previous.get(name, (0, 0.0))
@@ -106,6 +112,9 @@ class StepMetrics:
             row.graph_nodes = (accumulator - before_accumulator) / (samples - before_samples)
         self.previous[GRAPH_SIZE] = (samples, accumulator)
         self._fresh = {}
+        if not fallbacks:
+            row.aten = {}
+            return
         aten = self.fallback_counters()
         row.aten = {
             k: v - self.previous_aten.get(k, 0)

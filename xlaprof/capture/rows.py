@@ -55,24 +55,27 @@ class RowBuffer:
 class LogSize:
     """The size of a log another writer appends to (torch_xla's debug and fallback logs).
 
-    Each step records how far the logs had grown. ``os.stat`` of the path walks the directory
-    tree every time (tens of microseconds on some file systems); once the file exists it is
-    opened for reading and ``fstat`` of the open file answers instead. ``None``: no log.
+    Each step records how far the logs had grown. The log is created empty and opened when the
+    session turns it on (torch_xla appends to an existing file: checked on 2.9, same inode), so
+    a step asks ``fstat`` of the open file, never the path: a path lookup costs tens of
+    microseconds on some file systems, and a missing file (no CPU fallback yet) would be looked
+    up again at every step. ``None``: a log this session did not turn on; its size is 0.
     """
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.fd: int | None = None
+        if path is not None:
+            self.fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+
+    @property
+    def tracking(self) -> bool:
+        """Whether this log is open (the session turned it on)."""
+        return self.fd is not None
 
     def size(self) -> int:
-        if self.fd is None:
-            if self.path is None:
-                return 0
-            try:
-                self.fd = os.open(self.path, os.O_RDONLY)
-            except FileNotFoundError:
-                return 0  # not written yet
-        return os.fstat(self.fd).st_size
+        # lseek to the end answers the size as an int; fstat would build a 20-field result.
+        return 0 if self.fd is None else os.lseek(self.fd, 0, os.SEEK_END)
 
     def close(self) -> None:
         if self.fd is not None:

@@ -121,7 +121,7 @@ class Session:
         self.debug_level = debug_level
         self.exit_on_max_steps = exit_on_max_steps
         self.command = command if command is not None else list(sys.argv)
-        self.sampler = HostSampler(sample_hz) if sample_hz > 0 else None
+        self.sampler = HostSampler(sample_hz, self._step_label) if sample_hz > 0 else None
         self.server_port = server_port
         self._server: Any = None
         self.graphs = graphs
@@ -158,6 +158,7 @@ class Session:
         self.modules: ModuleRecorder | None = None
         self._debug_log = LogSize(None)
         self._fallback_log = LogSize(None)
+        self._fallback_seen = -1  # the fallback log's size at the last boundary
 
     # -- start -----------------------------------------------------------------------------
     def start(self, install_exit_handlers: bool = False) -> Session:
@@ -210,8 +211,6 @@ class Session:
             import torch_xla.debug.profiler as xp
 
             self._server = xp.start_server(self.server_port)
-        self._debug_log = LogSize(self.directory / DEBUG_LOG)
-        self._fallback_log = LogSize(self.directory / FALLBACK_LOG)
         self.metrics.snapshot()
         self._original_sync = install_sync_hook(torch_xla, self)
         self._start_recorders()
@@ -282,7 +281,9 @@ class Session:
             level = max(self.debug_level, int(os.environ.get("PT_XLA_DEBUG_LEVEL", "0") or 0))
             os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
             os.environ["PT_XLA_DEBUG_FILE"] = str(self.directory / DEBUG_LOG)
+            self._debug_log = LogSize(self.directory / DEBUG_LOG)
         os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
+        self._fallback_log = LogSize(self.directory / FALLBACK_LOG)
         if self.graphs:
             # Each compiled module's HLO text. Its source file:line metadata needs IR debug
             # while ops are traced (SourceFrames switches it) and XLA_HLO_DEBUG when graphs are
@@ -353,15 +354,19 @@ class Session:
             wall_s=now - self.step_start,
             host_cpu_s=cpu_now - self.step_cpu_start,
         )
-        self.metrics.fill(row)
+        row.debug_offset = self._debug_log.size()
+        row.fallback_offset = self._fallback_log.size()
+        self.metrics.fill(
+            row,
+            fallbacks=not self._fallback_log.tracking or row.fallback_offset != self._fallback_seen,
+        )
+        self._fallback_seen = row.fallback_offset
         if self.frames is not None:
             frames_on = self.frames.step(row.compiles)
             if self.harvester is not None:
                 self.harvester.frames_on = frames_on
         if row.compiles and self.harvester is not None:
             self.harvester.collect(row.step)
-        row.debug_offset = self._debug_log.size()
-        row.fallback_offset = self._fallback_log.size()
         assert self._steps is not None and self._regions is not None
         # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
         self._steps.add(vars(row))
@@ -372,10 +377,6 @@ class Session:
             self._write_modules(row.step)
         elif self.step_index == 0:
             self._start_module_recorder()
-        if self.sampler is not None and self._samples is not None:
-            counts = self.sampler.take()
-            if counts:
-                self._samples.add({"step": row.step, "samples": counts})
         self.step_index += 1
         self.info.steps_recorded = self.step_index
         if time.monotonic() - self._info_written >= FLUSH_SECONDS:
@@ -395,7 +396,20 @@ class Session:
         self.step_cpu_start = time.thread_time()
         return self.max_steps is not None and self.step_index >= self.max_steps
 
+    def _step_label(self) -> int:
+        """The number the step in progress will have in ``steps.jsonl`` (read by the sampler)."""
+        return self.user_label if self.user_label is not None else self.step_index
+
+    def _take_samples(self) -> None:
+        """Move the sampler's finished steps into the rows. The step in progress stays: at
+        the end of the run it is the part after the last boundary, which has no row."""
+        if self.sampler is None or self._samples is None:
+            return
+        for step, counts in sorted(self.sampler.take(keep=self._step_label()).items()):
+            self._samples.add({"step": step, "samples": counts})
+
     def _flush_rows(self) -> None:
+        self._take_samples()
         for rows in (self._steps, self._regions, self._samples):
             if rows is not None:
                 rows.flush()
@@ -437,6 +451,7 @@ class Session:
             self.sampler.stop()
             if self.sampler.error is not None:
                 self.info.warnings.append(f"host sampler stopped: {self.sampler.error}")
+            self._attempt("host samples not kept", self._take_samples)
         self._attempt("module calls not written", self._write_modules)
         if self.dynamo is not None:
             self._attempt("dynamo recorder not stopped", self.dynamo.stop)
