@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 from xlaprof.parse.frames import is_library_file
 
@@ -24,15 +25,19 @@ class HostSampler:
     uses no CPU, so it is charged nothing: the result says where host work goes, not where the
     host waits.
 
-    Each tick costs the main thread about a microsecond of GIL time (the stack walk stops at
-    the first user frame; library files are classified once). An error in a tick stops the
-    sampler, never the job: it is kept in ``error`` for the run's warnings.
+    Each tick also charges the step in progress (``step()``, read by the tick itself), so the
+    training thread hands nothing over at its step boundaries: ``take`` collects finished steps
+    about once a second. A tick costs the main thread the GIL for the stack walk, which stops at
+    the first user frame (library files are classified once); ``benchmarks/overhead.py``
+    measures what that costs a step. An error in a tick stops the sampler, never the job: it is
+    kept in ``error`` for the run's warnings.
     """
 
     LIBRARY = "<library>"
 
-    def __init__(self, hz: float) -> None:
+    def __init__(self, hz: float, step: Callable[[], int] = lambda: 0) -> None:
         self.interval = 1.0 / hz
+        self.step = step
         self.thread_id = threading.main_thread().ident
         try:
             self.clock: int | None = time.pthread_getcpuclockid(self.thread_id or 0)
@@ -40,7 +45,7 @@ class HostSampler:
             log.debug("no per-thread CPU clock (%s): charging wall time", error)
             self.clock = None  # no per-thread CPU clock here: charge wall intervals instead
         self.lock = threading.Lock()
-        self.seconds: dict[str, float] = defaultdict(float)
+        self.seconds: dict[tuple[int, str], float] = defaultdict(float)
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="xlaprof-sampler", daemon=True)
         self.cache: dict[str, bool] = {}
@@ -52,10 +57,20 @@ class HostSampler:
     def stop(self) -> None:
         self.stop_event.set()
 
-    def take(self) -> dict[str, float]:
+    def take(self, keep: int | None = None) -> dict[int, dict[str, float]]:
+        """CPU seconds by step and user line since the last take, except step ``keep`` (the
+        step in progress: its ticks stay for a later take)."""
         with self.lock:
-            seconds, self.seconds = dict(self.seconds), defaultdict(float)
-        return {where: round(value, 6) for where, value in seconds.items() if value > 0}
+            taken = self.seconds
+            self.seconds = defaultdict(float)
+            if keep is not None:
+                for key in [k for k in taken if k[0] == keep]:
+                    self.seconds[key] = taken.pop(key)
+        by_step: dict[int, dict[str, float]] = {}
+        for (step, where), value in taken.items():
+            if value > 0:
+                by_step.setdefault(step, {})[where] = round(value, 6)
+        return by_step
 
     def _is_library(self, filename: str) -> bool:
         known = self.cache.get(filename)
@@ -86,5 +101,6 @@ class HostSampler:
                     break
                 frame = frame.f_back
             del frame
+            step = self.step()
             with self.lock:
-                self.seconds[where] += used
+                self.seconds[step, where] += used

@@ -205,7 +205,10 @@ class Run:
         return rows
 
     def host_sample_map(self) -> dict[int, dict[str, float]]:
-        """``samples.jsonl`` as step -> {place: CPU seconds}; malformed entries are skipped."""
+        """``samples.jsonl`` as step -> {place: CPU seconds}; malformed entries are skipped.
+
+        A step can have more than one row (the sampler's ticks are collected about once a
+        second, and a tick can land just after its step's row was written): rows add up."""
         samples: dict[int, dict[str, float]] = {}
         for data in self.host_samples():
             step, counts = data.get("step"), data.get("samples")
@@ -215,7 +218,9 @@ class Run:
             kept = {k: float(v) for k, v in counts.items() if _check(v, "float")}
             if len(kept) < len(counts):
                 self.warn(f"{SAMPLES}: sample values that are not numbers ignored")
-            samples.setdefault(step, {}).update(kept)
+            mine = samples.setdefault(step, {})
+            for place, seconds in kept.items():
+                mine[place] = mine.get(place, 0.0) + seconds
         return samples
 
     def debug_log(self) -> DebugLog:

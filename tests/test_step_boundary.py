@@ -1,0 +1,164 @@
+"""The step boundary's cheap paths keep every per-step figure it recorded before.
+
+The boundary no longer reads the ``aten::`` counters when the fallback log did not grow, no
+longer collects the host sampler's ticks at each step (the sampler charges the step in progress
+itself) and reads log sizes from files it opened at the start. Expected values come from the
+bare runtime (the same script run without xlaprof prints its own counter deltas per step) and
+from the script's own clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, cli
+
+from xlaprof.capture.sampler import HostSampler
+from xlaprof.rundir.reader import load_run
+
+pytestmark = pytest.mark.runtime
+
+SCRIPT = r"""
+import json, sys, time
+import torch, torch_xla
+
+X = torch_xla._XLAC
+BURN_STEPS = {2, 6}
+FALLBACK_STEP = 5
+
+
+def aten():
+    return {n: X._xla_counter_value(n) for n in X._xla_counter_names() if n.startswith("aten::")}
+
+
+def burn(seconds):
+    start = time.thread_time()
+    while time.thread_time() - start < seconds:  # BURN LINE
+        pass
+    return time.thread_time() - start
+
+
+device = torch_xla.device()
+x = torch.randn(64, device=device)
+before = aten()
+for step in range(9):
+    x = x * 0.5 + 1.0
+    if step == FALLBACK_STEP:
+        x = x + torch.median(x)  # a CPU fallback, first seen at this step
+    burned = burn(0.15) if step in BURN_STEPS else 0.0
+    torch_xla.sync()
+    now = aten()
+    delta = {k: v - before.get(k, 0) for k, v in now.items() if v != before.get(k, 0)}
+    before = now
+    print(json.dumps({"step": step, "aten": delta, "burned": burned}), file=sys.stderr)
+"""
+
+
+def _script(tmp_path: Path) -> Path:
+    path = tmp_path / "late_fallback.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def _bare(script: Path) -> list[dict]:
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        cwd=REPO,
+        timeout=300,
+        check=True,
+    )
+    return [json.loads(line) for line in done.stderr.splitlines() if line.startswith('{"step"')]
+
+
+@pytest.fixture(scope="module")
+def late_fallback_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+    tmp_path = tmp_path_factory.mktemp("late_fallback")
+    script = _script(tmp_path)
+    bare = _bare(script)
+    out = tmp_path / "run"
+    done = cli("run", "-q", "--out", str(out), "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = [p for p in out.iterdir() if p.is_dir()]
+    return run, bare
+
+
+def test_a_fallback_first_seen_mid_run_is_counted_at_its_step(
+    late_fallback_run: tuple[Path, list[dict]],
+) -> None:
+    run, bare = late_fallback_run
+    # GIVEN the bare runtime's own per-step counter deltas (no xlaprof in that process)
+    expected = {row["step"]: row["aten"] for row in bare}
+    assert expected[5] == {"aten::median": 1} and not any(expected[s] for s in expected if s != 5)
+    # THEN xlaprof recorded the same deltas per step, though it reads the counters only when
+    # the fallback tracker's log grew
+    rows = {r.step: r.aten for r in load_run(run).step_rows()}
+    assert {step: rows[step] for step in expected} == expected
+
+
+def test_host_samples_land_on_the_steps_that_burned_cpu(
+    late_fallback_run: tuple[Path, list[dict]],
+) -> None:
+    run, bare = late_fallback_run
+    burned = {row["step"]: row["burned"] for row in bare}
+    samples = load_run(run).host_sample_map()
+    line = next(n for n, text in enumerate(SCRIPT.splitlines(), start=1) if "# BURN LINE" in text)
+    at_line = {
+        step: sum(s for where, s in counts.items() if where.endswith(f"late_fallback.py:{line}"))
+        for step, counts in samples.items()
+    }
+    # each burning step's 150 ms of CPU at that line is charged to its own step (100 Hz ticks:
+    # allow a tick or two to fall on a neighbour), and no other step gets a share of it
+    for step in (2, 6):
+        assert at_line.get(step, 0.0) >= 0.6 * burned[step], (step, at_line)
+    others = [s for step, s in at_line.items() if step not in (2, 6)]
+    assert sum(others) <= 0.04, at_line
+
+
+def test_logs_are_opened_at_the_start_only_when_turned_on(tmp_path: Path) -> None:
+    script = tmp_path / "two_steps.py"
+    script.write_text(
+        "import torch, torch_xla\n"
+        "x = torch.ones(4, device=torch_xla.device())\n"
+        "for _ in range(2):\n    x = x + 1\n    torch_xla.sync()\n"
+    )
+    for options, debug_log in (((), True), (("--debug-level", "0"), False)):
+        out = tmp_path / f"run{len(options)}"
+        done = cli("run", "-q", *options, "--out", str(out), "--", sys.executable, str(script))
+        assert done.returncode == 0, done.stderr[-2000:]
+        (run,) = [p for p in out.iterdir() if p.is_dir()]
+        # no fallback happened: the tracker's log exists and is empty
+        assert (run / "fallbacks.log").read_bytes() == b""
+        assert (run / "debug.log").exists() is debug_log
+        rows = load_run(run).step_rows()
+        assert [r.fallback_offset for r in rows] == [0] * len(rows)
+        if debug_log:  # the offsets follow the log torch_xla appended to
+            offsets = [r.debug_offset for r in rows]
+            assert offsets == sorted(offsets) and offsets[-1] == (run / "debug.log").stat().st_size
+
+
+def test_the_sampler_keeps_the_step_in_progress() -> None:
+    sampler = HostSampler(100.0)
+    sampler.seconds.update({(0, "a.py:1"): 0.01, (1, "a.py:1"): 0.02, (1, "<library>"): 0.0})
+    taken = sampler.take(keep=1)
+    assert taken == {0: {"a.py:1": 0.01}}
+    assert sampler.take() == {1: {"a.py:1": 0.02}}  # zero-second entries are dropped
+    assert sampler.take() == {}
+
+
+def test_sample_rows_of_one_step_add_up(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"schema": 1, "steps_recorded": 2}))
+    (run / "samples.jsonl").write_text(
+        '{"step": 1, "samples": {"a.py:3": 0.25}}\n'
+        '{"step": 1, "samples": {"a.py:3": 0.5, "a.py:4": 0.1}}\n'
+    )
+    assert load_run(run).host_sample_map() == {1: {"a.py:3": 0.75, "a.py:4": 0.1}}
