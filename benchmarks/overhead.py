@@ -1,36 +1,39 @@
 """What profiling costs: `xlaprof run` vs a bare run, and each of its parts on its own.
 
-Run: python benchmarks/overhead.py [--repeats N] [--json FILE] [--workloads tiny,mlp24,matmul]
+Run: python benchmarks/overhead.py [--repeats N] [--part-repeats M] [--json FILE]
+                                   [--workloads tiny,mlp24,matmul] [--no-regions]
      (needs the runtime extra; PJRT_DEVICE=CPU is set here)
 
 Three workloads (``overhead_loop.py``): a tracing-bound loop of tiny ops, a 24-layer MLP with
-Adam, a device-bound matmul loop. Each repeat runs, per workload, a bare process, the default
-`xlaprof run`, `xlaprof run --debug-level 0`, and a bare process that switches IR debug every
-other step, in an order rotated each repeat so drift on a shared machine hits every variant
-alike. Ratios are taken within a repeat (a variant over the bare process next to it); the
-median over repeats is reported with the range.
+Adam, a device-bound matmul loop.
 
-Every process runs with ``PYTHONHASHSEED=0`` and address-space randomization off (``setarch
--R``, where it exists), bare and profiled alike: on the 2-core VM this was measured on, the same
-bare loop varied by +-9% in step time from one process to the next with both random, +-4%
-without (string hashes and addresses change how dicts and the heap lay out).
+**The headline**: each repeat runs, per workload, a bare process, the default `xlaprof run` and
+`xlaprof run --debug-level 0`, in an order rotated each repeat so drift on a shared machine hits
+every variant alike. Ratios are taken within a repeat (a variant over the bare process next to
+it); the median over repeats is reported with its interquartile range and range. Step time is
+throughput (steady wall time / steps): what a job feels over an epoch, occasional costs
+included; the median step is reported beside it.
 
-Reported per workload:
+**Each part on its own**, measured where it runs and inside one process (switched on and off
+between blocks of steps, ``overhead_loop.py --toggle``), in the first ``--part-repeats``
+repeats: the step boundary (metric reads, the row kept, IR debug switched, log sizes, the
+once-a-second flush), the host sampler thread, IR debug (per-op Python stacks: on through
+warm-up and after compiles only). The machine's drift between processes (+-4-8% in step time
+on the 2-core VM this was measured on, even with the settings below) is larger than any part,
+so a part's cost comes from within one process, where it is a difference of a few
+microseconds. Where a part cannot be switched inside a process: PT_XLA_DEBUG output (torch_xla
+reads its level once) is measured per execution on a one-op loop at levels 0, 1 and 2, and
+across processes as default vs ``--debug-level 0``; the sync hook per call on a stand-in; a
+region per call against a bare ``xp.Trace``.
 
-* ``xlaprof run`` / bare: step time (wall, sync to sync: what the job feels) and host CPU per
-  step (the stepping thread's CPU time);
-* host tracing under xlaprof vs bare: the host CPU per step xlaprof records (``steps.jsonl``,
-  what the tracing-bound verdict uses) over the bare process's own measure, and the
-  ``LazyTracing`` time xlaprof records over the bare one (both as means over the same steps);
-* each part on its own, measured where it runs: the step boundary (metric reads, the row kept,
-  IR debug switched, ``stat`` of two logs: CPU time per call inside the profiled process; its
-  mean includes the once-a-second flush of rows and ``run.json``), the host sampler (its
-  thread's CPU time per step: what it takes from the GIL), PT_XLA_DEBUG output (torch_xla writes
-  an analysis of every execution: default vs ``--debug-level 0`` across processes), IR debug
-  (per-op Python stacks, on through warm-up only: its cost per step with it on, from the bare
-  process that switches it), a region (per call, ``xlaprof.region`` vs a bare ``xp.Trace``) and
-  the sync hook (per call);
-* peak RSS of the training process with and without xlaprof.
+Also: host tracing under xlaprof vs bare (the host CPU per step xlaprof records in
+``steps.jsonl``, which the tracing-bound verdict uses, over the bare process's own; the same
+for ``LazyTracing``; both as means over the same steps), and peak RSS.
+
+Every process runs with ``PYTHONHASHSEED=0``, address-space randomization off (``setarch -R``,
+where it exists) and the CPU device on one Eigen thread (``--xla_cpu_multi_thread_eigen=false``):
+with the pool on, device-bound steps went bimodal between processes; one thread of its own also
+plays the part an accelerator plays (the host's work does not take the device's cores).
 """
 
 from __future__ import annotations
@@ -47,8 +50,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LOOP = HERE / "overhead_loop.py"
-# workload -> its steps (after the loop's own warm-up of 20, or 40 for matmul)
-WORKLOADS = {"tiny": 220, "mlp24": 120, "matmul": 120}
+# workload -> steps per process (after the loop's own warm-up of 20, or 40 for matmul)
+WORKLOADS = {"tiny": 420, "mlp24": 140, "matmul": 340}
 if os.environ.get("XLAPROF_BENCH_STEPS"):  # a quick smoke run: fewer steps per process
     WORKLOADS = dict.fromkeys(WORKLOADS, int(os.environ["XLAPROF_BENCH_STEPS"]))
 LABELS = {
@@ -56,16 +59,19 @@ LABELS = {
     "mlp24": "24-layer MLP + Adam",
     "matmul": "matmul (device-bound)",
 }
-ALTERNATING = "bare, IR debug and sampler switched"
-# variant -> (xlaprof run options, extra environment); None options: a bare process.
-VARIANTS: dict[str, tuple[list[str] | None, dict[str, str]]] = {
-    "bare": (None, {}),
-    "default": ([], {}),
-    "no debug output": (["--debug-level", "0"], {}),
-    ALTERNATING: (None, {"XLA_HLO_DEBUG": "1"}),
+# variant -> (xlaprof run options or None for a bare process, overhead_loop options)
+HEADLINE: dict[str, tuple[list[str] | None, list[str]]] = {
+    "bare": (None, []),
+    "default": ([], []),
+    "no debug output": (["--debug-level", "0"], []),
 }
-# Same layout in every process, and the CPU device on one thread of its own (see the module
-# docstring).
+PARTS: dict[str, tuple[list[str] | None, list[str]]] = {
+    "step boundary": ([], ["--toggle", "boundary"]),
+    "host sampler": (None, ["--toggle", "sampler"]),
+    "IR debug (warm-up and after compiles only)": (None, ["--toggle", "ir_debug"]),
+}
+DEBUG_LEVELS = (0, 1, 2)
+TRIVIAL_STEPS = 1500
 STEADY_ENV = {
     "PYTHONHASHSEED": "0",
     "PJRT_DEVICE": "CPU",
@@ -81,58 +87,87 @@ def _no_aslr() -> list[str]:
     return [setarch, os.uname().machine, "-R"] if probe.returncode == 0 else []
 
 
-def _run(workload: str, variant: str, out: Path, prefix: list[str]) -> dict[str, float]:
-    options, extra = VARIANTS[variant]
-    env = {**os.environ, **STEADY_ENV, **extra}
-    command = [sys.executable, str(LOOP), workload, "--steps", str(WORKLOADS[workload])]
-    if variant == ALTERNATING:
-        command.append("--alternate-parts")
+def _run(
+    workload: str,
+    variant: tuple[list[str] | None, list[str]],
+    out: Path,
+    prefix: list[str],
+    steps: int,
+    env: dict[str, str] | None = None,
+) -> dict[str, float]:
+    options, loop_options = variant
+    command = [sys.executable, str(LOOP), workload, "--steps", str(steps), *loop_options]
     if options is not None:
         run = [sys.executable, "-m", "xlaprof", "run", "-q", *options, "--out", str(out), "--"]
         command = [*run, *command]
-    done = subprocess.run([*prefix, *command], capture_output=True, text=True, env=env, check=False)
+    full_env = {**os.environ, **STEADY_ENV, **(env or {})}
+    done = subprocess.run(
+        [*prefix, *command], capture_output=True, text=True, env=full_env, check=False
+    )
     if done.returncode != 0:
-        raise SystemExit(f"{workload}/{variant} failed:\n{done.stderr[-2000:]}")
+        raise SystemExit(f"{workload} {command} failed:\n{done.stderr[-2000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    if options is not None:
+    if options is not None and not loop_options:
         result.update(_recorded(out, int(result["steps"])))
     return result
 
 
 def _recorded(out: Path, steady: int) -> dict[str, float]:
-    """What xlaprof recorded for the loop's steady steps (its last ``steady`` syncs), measured
-    as the loop measures them: median host CPU per step, mean LazyTracing per step."""
+    """What xlaprof recorded for the loop's steady steps (its last ``steady`` rows, those
+    without a compile), as means per step, as the loop measures the bare process."""
     rows = [json.loads(line) for path in out.glob("*/steps.jsonl") for line in path.open()]
     rows = [r for r in rows[-steady:] if not r.get("compiles")]
     if not rows:
         return {}
     return {
-        "recorded_cpu_s": statistics.median(r["host_cpu_s"] for r in rows),
+        "recorded_cpu_s": statistics.fmean(r["host_cpu_s"] for r in rows),
         "recorded_tracing_s": statistics.fmean(r["tracing_s"] for r in rows),
     }
 
 
-def step_overhead(repeats: int) -> dict[str, dict[str, object]]:
-    names = list(VARIANTS)
-    samples: dict[str, dict[str, list[dict[str, float]]]] = {
-        w: {v: [] for v in names} for w in WORKLOADS
+def measure(repeats: int, part_repeats: int) -> dict[str, object]:
+    names = list(HEADLINE)
+    headline = {w: {v: [] for v in names} for w in WORKLOADS}
+    parts: dict[str, dict[str, list[dict[str, float]]]] = {
+        w: {p: [] for p in PARTS} for w in WORKLOADS
     }
+    debug: dict[int, list[dict[str, float]]] = {level: [] for level in DEBUG_LEVELS}
     prefix = _no_aslr()
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(repeats):
-            for workload in WORKLOADS:
+            for workload, steps in WORKLOADS.items():
                 shift = repeat % len(names)  # rotate the order so no variant always runs first
                 for variant in names[shift:] + names[:shift]:
                     out = Path(tmp) / f"{workload}-{variant.replace(' ', '_')}-{repeat}"
-                    samples[workload][variant].append(_run(workload, variant, out, prefix))
+                    result = _run(workload, HEADLINE[variant], out, prefix, steps)
+                    headline[workload][variant].append(result)
                     shutil.rmtree(out, ignore_errors=True)
+                if repeat < part_repeats:
+                    for part, variant_options in PARTS.items():
+                        out = Path(tmp) / f"{workload}-part-{repeat}"
+                        result = _run(workload, variant_options, out, prefix, steps)
+                        parts[workload][part].append(result)
+                        shutil.rmtree(out, ignore_errors=True)
                 print(f"  repeat {repeat + 1}/{repeats} {workload} done", file=sys.stderr)
-    return {w: _summarize(samples[w]) for w in WORKLOADS}
-
-
-def _median(runs: list[dict[str, float]], key: str) -> float | None:
-    values = [r[key] for r in runs if r.get(key) is not None]
-    return statistics.median(values) if values else None
+            if repeat < part_repeats:
+                for level in DEBUG_LEVELS:
+                    env = {
+                        "PT_XLA_DEBUG_LEVEL": str(level),
+                        "PT_XLA_DEBUG_FILE": str(Path(tmp) / "debug.log"),
+                    }
+                    result = _run("trivial", (None, []), Path(tmp), prefix, TRIVIAL_STEPS, env)
+                    debug[level].append(result)
+                    (Path(tmp) / "debug.log").unlink(missing_ok=True)
+    return {
+        "workloads": {w: _summarize(headline[w], parts[w]) for w in WORKLOADS},
+        "debug_output_us_per_execution": {
+            f"level {level} - level 0": statistics.median(
+                (r["cpu_s"] - b["cpu_s"]) * 1e6 for r, b in zip(runs, debug[0], strict=True)
+            )
+            for level, runs in debug.items()
+            if level and runs
+        },
+    }
 
 
 def _paired(
@@ -149,7 +184,7 @@ def _paired(
 
 def _spread(values: list[float]) -> dict[str, float | None]:
     if not values:
-        return {"median": None, "low": None, "high": None, "q1": None, "q3": None}
+        return {"median": None, "low": None, "high": None, "q1": None, "q3": None, "n": 0}
     ordered = sorted(values)
     quartiles = statistics.quantiles(ordered, n=4) if len(ordered) > 1 else [ordered[0]] * 3
     return {
@@ -158,54 +193,56 @@ def _spread(values: list[float]) -> dict[str, float | None]:
         "high": ordered[-1],
         "q1": quartiles[0],
         "q3": quartiles[2],
+        "n": len(ordered),
     }
 
 
-def _summarize(runs: dict[str, list[dict[str, float]]]) -> dict[str, object]:
-    bare_step = _median(runs["bare"], "step_s")
-    bare_cpu = _median(runs["bare"], "cpu_s")
-    assert bare_step and bare_cpu
+def _part_cost(runs: list[dict[str, float]], key: str) -> float | None:
+    """Median over processes of (part on - part off), seconds per step."""
+    values = [r[f"on_{key}"] - r[f"off_{key}"] for r in runs if f"on_{key}" in r]
+    return statistics.median(values) if values else None
+
+
+def _summarize(
+    runs: dict[str, list[dict[str, float]]], parts: dict[str, list[dict[str, float]]]
+) -> dict[str, object]:
+    bare_step = statistics.median(r["step_s"] for r in runs["bare"])
+    bare_cpu = statistics.median(r["cpu_s"] for r in runs["bare"])
     default = runs["default"]
-    boundary = _median(default, "boundary_s")
-    boundary_mean = _median(default, "boundary_mean_s")
-    hook = _median(default, "hook_s")
-    alternating = runs[ALTERNATING]
-    ir_on = [r["ir_on_cpu_s"] - r["ir_off_cpu_s"] for r in alternating if r.get("ir_off_cpu_s")]
-    sampler = [r["sampler_on_s"] - r["sampler_off_s"] for r in alternating if r.get("sampler_on_s")]
-    parts_us = {
-        "step boundary, median per step": boundary,
-        "step boundary, mean per step (with the once-a-second flush)": boundary_mean,
-        "host sampler, step time with it minus without (one process, blocks)": (
-            statistics.median(sampler) if sampler else None
-        ),
-        "sync hook, per call (without the boundary)": hook,
-        "IR debug on, extra host CPU per step (warm-up and after compiles only)": (
-            statistics.median(ir_on) if ir_on else None
-        ),
-    }
+    part_us = {}
+    for part, part_runs in parts.items():
+        step_cost = _part_cost(part_runs, "step_s")
+        cpu_cost = _part_cost(part_runs, "cpu_s")
+        part_us[part] = {
+            "step_us": None if step_cost is None else step_cost * 1e6,
+            "host_cpu_us": None if cpu_cost is None else cpu_cost * 1e6,
+            "pct_of_bare_step": None if step_cost is None else 100 * step_cost / bare_step,
+            "processes": len(part_runs),
+        }
+    inside = [r["boundary_mean_s"] for r in default if r.get("boundary_mean_s") is not None]
+    hook = [r["hook_s"] for r in default if r.get("hook_s") is not None]
     return {
         "bare_step_ms": bare_step * 1e3,
         "bare_host_cpu_ms": bare_cpu * 1e3,
         "ratio": _spread(_paired(runs, "default", "step_s")),
+        "ratio_median_step": _spread(_paired(runs, "default", "step_median_s")),
         "cpu_ratio": _spread(_paired(runs, "default", "cpu_s")),
         "no_debug_output_ratio": _spread(_paired(runs, "no debug output", "step_s")),
         "debug_output_share": _spread(
             [
                 d["step_s"] / n["step_s"]
                 for d, n in zip(default, runs["no debug output"], strict=True)
-                if d.get("step_s") and n.get("step_s")
             ]
         ),
-        "parts_us": {k: None if v is None else v * 1e6 for k, v in parts_us.items()},
-        "parts_pct_of_bare_step": {
-            k: None if v is None else 100 * v / bare_step for k, v in parts_us.items()
-        },
+        "parts": part_us,
+        "boundary_inside_us": statistics.median(inside) * 1e6 if inside else None,
+        "sync_hook_ns_per_call": statistics.median(hook) * 1e9 if hook else None,
         "host_cpu_recorded_vs_bare": _spread(_paired(runs, "default", "recorded_cpu_s", "cpu_s")),
         "lazy_tracing_recorded_vs_bare": _spread(
             _paired(runs, "default", "recorded_tracing_s", "lazy_tracing_s")
         ),
-        "rss_mb_bare": _median(runs["bare"], "rss_mb"),
-        "rss_mb_xlaprof": _median(default, "rss_mb"),
+        "rss_mb_bare": statistics.median(r["rss_mb"] for r in runs["bare"]),
+        "rss_mb_xlaprof": statistics.median(r["rss_mb"] for r in default),
         "runs_per_variant": len(default),
     }
 
@@ -259,41 +296,60 @@ def _range(spread: object) -> str:
     )
 
 
-def report(steps: dict[str, dict[str, object]], regions: dict[str, float], repeats: int) -> None:
+def report(figures: dict[str, object], regions: dict[str, float], repeats: int) -> None:
+    workloads = figures["workloads"]
+    assert isinstance(workloads, dict)
     print(
         f"xlaprof run vs bare: median over {repeats} repeats of alternating processes "
         "(interquartile range, range)"
     )
-    for workload, row in steps.items():
+    for workload, row in workloads.items():
         print(
             f"  {LABELS[workload]}: bare {row['bare_step_ms']:.3f} ms/step, host CPU "
             f"{row['bare_host_cpu_ms']:.3f} ms/step"
         )
-        print(f"      step time, xlaprof run / bare       {_range(row['ratio'])}")
-        print(f"      host CPU per step, xlaprof run / bare {_range(row['cpu_ratio'])}")
-        print(f"      step time, --debug-level 0 / bare   {_range(row['no_debug_output_ratio'])}")
+        print(f"      step time (throughput), xlaprof run / bare  {_range(row['ratio'])}")
         print(
-            f"      host tracing recorded / bare: host CPU "
+            f"      median step, xlaprof run / bare            {_range(row['ratio_median_step'])}"
+        )
+        print(f"      host CPU per step, xlaprof run / bare      {_range(row['cpu_ratio'])}")
+        print(
+            "      step time, --debug-level 0 / bare          "
+            f"{_range(row['no_debug_output_ratio'])}"
+        )
+        print(
+            "      host tracing recorded / bare: host CPU     "
             f"{_range(row['host_cpu_recorded_vs_bare'])}"
         )
         print(
-            f"                                    LazyTracing "
+            "                                    LazyTracing  "
             f"{_range(row['lazy_tracing_recorded_vs_bare'])}"
         )
-        print("      each part where it runs (us; % of a bare step):")
-        parts_us = row["parts_us"]
-        parts_pct = row["parts_pct_of_bare_step"]
-        assert isinstance(parts_us, dict) and isinstance(parts_pct, dict)
-        for part, us in parts_us.items():
-            print(f"        {part:72s} {_fmt(us, '8.1f')}  {_fmt(parts_pct[part], '6.2f')}%")
+        print("      each part, on minus off inside one process (us per step; % of a bare step):")
+        for part, cost in row["parts"].items():
+            print(
+                f"        {part:46s} step {_fmt(cost['step_us'], '8.1f')}  host CPU "
+                f"{_fmt(cost['host_cpu_us'], '8.1f')}  {_fmt(cost['pct_of_bare_step'], '6.2f')}%"
+                f"  ({cost['processes']} processes)"
+            )
         print(
-            f"        PT_XLA_DEBUG output, default / --debug-level 0 (across processes)"
-            f"      {_range(row['debug_output_share'])}"
+            f"        PT_XLA_DEBUG output, default / --debug-level 0 (across processes) "
+            f"{_range(row['debug_output_share'])}"
+        )
+        print(
+            f"        step boundary, CPU inside it per step (where its time goes)  "
+            f"{_fmt(row['boundary_inside_us'], '.1f')} us; sync hook per call "
+            f"{_fmt(row['sync_hook_ns_per_call'], '.0f')} ns"
         )
         print(
             f"      peak RSS: bare {_fmt(row['rss_mb_bare'], '.0f')} MB, xlaprof run "
             f"{_fmt(row['rss_mb_xlaprof'], '.0f')} MB"
         )
+    print("PT_XLA_DEBUG output, host CPU per execution (one-op loop, medians over processes):")
+    debug = figures["debug_output_us_per_execution"]
+    assert isinstance(debug, dict)
+    for label, us in debug.items():
+        print(f"  {label:18s} {us:8.1f} us")
     if regions:
         trace = regions["bare xp.Trace"]
         print("Per-call cost of a region (ns; ratio to a bare xp.Trace):")
@@ -303,17 +359,20 @@ def report(steps: dict[str, dict[str, object]], regions: dict[str, float], repea
 
 def main() -> dict[str, object]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=12, help="processes per variant (12)")
+    parser.add_argument("--repeats", type=int, default=16, help="processes per variant (16)")
+    parser.add_argument(
+        "--part-repeats", type=int, default=3, help="processes per part measured alone (3)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="default: all three")
     parser.add_argument("--no-regions", action="store_true", help="skip the region call cost")
     args = parser.parse_args()
     for name in set(WORKLOADS) - set(args.workloads.split(",")):
         del WORKLOADS[name]
-    steps = step_overhead(args.repeats)
+    figures = measure(args.repeats, min(args.part_repeats, args.repeats))
     regions = {} if args.no_regions else region_cost()
-    report(steps, regions, args.repeats)
-    figures = {"step_overhead": steps, "region_ns": regions, "repeats": args.repeats}
+    report(figures, regions, args.repeats)
+    figures = {**figures, "region_ns": regions, "repeats": args.repeats}
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     return figures

@@ -2,29 +2,36 @@
 
 ``python overhead_loop.py WORKLOAD`` prints one JSON line about the steps after warm-up:
 
-* ``step_s``: median wall time from one ``torch_xla.sync()`` return to the next (what a user
-  feels; device time counts once the queue is full);
-* ``cpu_s``: median CPU time of the stepping thread per step (host work, waits excluded);
+* ``step_s``: wall time per step over the steady steps, first sync to last (throughput: what a
+  job feels over an epoch, occasional costs such as a once-a-second flush included);
+  ``step_median_s``: the median step, sync return to sync return;
+* ``cpu_s``: CPU time of the stepping thread per step over the steady steps (host work, waits
+  excluded); ``cpu_median_s`` its median step;
 * ``python_s``: mean wall time from the step's start to its ``sync()`` call (tracing the ops);
 * ``lazy_tracing_s``: torch_xla's ``LazyTracing`` accumulator over the steady steps, per step
   (read twice, not per step, so the bare loop does nothing xlaprof does);
 * ``rss_mb``: peak resident memory of this process;
-* with ``--alternate-parts`` (bare only), two switches crossed in one process, each balanced
-  over the other, free of between-process noise: IR debug on every other step (switching does
-  not recompile) and xlaprof's host sampler thread running in every other block of
-  ``SAMPLER_BLOCK`` steps. ``ir_on_cpu_s``/``ir_off_cpu_s``: the median host CPU of the steps
-  traced with IR debug on and off (what per-op Python stacks cost);
-  ``sampler_on_s``/``sampler_off_s``: the median step time with the sampler running or not;
+* with ``--toggle PART``, one part of xlaprof switched on and off inside this one process, so
+  the machine's drift (on the 2-core VM this was written on, +-4% between blocks of 100 steps
+  of the same process) hits both sides alike: ``ir_debug`` (bare: IR debug on every other step;
+  switching does not recompile), ``sampler`` (bare: xlaprof's host sampler thread running in
+  every other block of ``BLOCK`` steps), ``boundary`` (under ``xlaprof run``: the session's step
+  boundary done in every other block, skipped in the others). Reported: ``on_cpu_s``,
+  ``off_cpu_s``, ``on_step_s``, ``off_step_s``, each a 10%-trimmed mean over the steady steps of
+  that side (a part that costs on some steps only, like a sampler tick, shows in a mean, not in a
+  median), the first step of each block left out;
 * under ``xlaprof run`` also ``boundary_s`` and ``boundary_mean_s``: median and mean CPU time
-  xlaprof's step boundary took (what it does at each sync: metric reads, the row kept, IR
-  debug switched, graphs moved; the mean includes the once-a-second flush of rows and
-  ``run.json``); and ``hook_s``: what the sync hook adds to one ``sync()`` call besides the
-  boundary.
+  of the step boundary itself (metric reads, the row kept, IR debug switched, graphs moved; the
+  mean includes the once-a-second flush of rows and ``run.json``): where its time goes, not what
+  it costs the job (work placed at the boundary can take time the step would spend anyway, e.g.
+  the allocator's deferred consolidation, measured in ``--toggle boundary``); and ``hook_s``: what
+  the sync hook adds to one ``sync()`` call besides the boundary.
 
 Workloads: ``tiny`` (640 element-wise ops on 64 floats per step: tracing-bound), ``mlp24`` (a
 24-layer 256-wide MLP with Adam, forward and backward), ``matmul`` (four 512x512 matmuls per
 step: device-bound; its warm-up is longer, as the first ~30 syncs only fill the runtime's
-queue of pending executions).
+queue of pending executions), and ``trivial`` (one op a step: what each execution costs the host,
+e.g. PT_XLA_DEBUG's analysis of it).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ import time
 import torch
 import torch_xla
 
-WORKLOADS = ("tiny", "mlp24", "matmul")
+WORKLOADS = ("tiny", "mlp24", "matmul", "trivial")
 
 
 def _lazy_tracing_ns() -> float:
@@ -77,6 +84,13 @@ def _workload(name: str):  # type: ignore[no-untyped-def]
             optimizer.zero_grad()
 
         return body
+    if name == "trivial":  # one op a step: a step is the runtime's per-execution work
+        counter = [torch.zeros(8, device=device)]
+
+        def body() -> None:
+            counter[0] = counter[0] + 1
+
+        return body
     w = torch.randn(512, 512, device=device) / 512**0.5
     held = [torch.randn(512, 512, device=device)]
 
@@ -89,25 +103,66 @@ def _workload(name: str):  # type: ignore[no-untyped-def]
     return body
 
 
-SAMPLER_BLOCK = 10  # steps per block with and without the sampler (--alternate-parts)
+BLOCK = 10  # steps per block with and without a part (--toggle sampler|boundary)
+TOGGLES = ("ir_debug", "sampler", "boundary")
 
 
-def _sampled(index: int) -> bool:
-    """Whether the step at ``index`` runs with the sampler (--alternate-parts)."""
-    return (index // SAMPLER_BLOCK) % 2 == 1
+def _part_on(toggle: str, index: int) -> bool:
+    """Whether the step at ``index`` runs with the toggled part."""
+    if toggle == "ir_debug":
+        return index % 2 == 0
+    return (index // BLOCK) % 2 == 1
 
 
-def _switch_sampler(sampler, index: int):  # type: ignore[no-untyped-def]
-    """Start xlaprof's host sampler at a block that samples, stop it at one that does not."""
-    from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
+def _first_of_block(toggle: str, index: int) -> bool:
+    return toggle != "ir_debug" and index % BLOCK == 0
 
-    if _sampled(index) and sampler is None:
-        sampler = HostSampler(DEFAULT_SAMPLE_HZ)
-        sampler.start()
-    elif not _sampled(index) and sampler is not None:
-        sampler.stop()
-        sampler = None
-    return sampler
+
+def _trimmed_mean(values: list[float], cut: float = 0.1) -> float:
+    """Mean of ``values`` without the lowest and highest ``cut`` of them."""
+    ordered = sorted(values)
+    drop = int(len(ordered) * cut)
+    kept = ordered[drop : len(ordered) - drop] or ordered
+    return statistics.fmean(kept)
+
+
+class Toggle:
+    """Switches one part of xlaprof on and off between steps (``--toggle``)."""
+
+    def __init__(self, part: str) -> None:
+        self.part = part
+        self.sampler = None
+        self.boundary = None
+        self.session = None
+        if part == "boundary":
+            from xlaprof.capture import annotate
+
+            self.session = annotate.STATE.session
+            if self.session is None:
+                raise SystemExit("--toggle boundary runs under xlaprof run")
+            self.boundary = self.session.boundary
+
+    def set(self, index: int) -> None:
+        on = _part_on(self.part, index)
+        if self.part == "ir_debug":
+            torch_xla._XLAC._set_ir_debug(on)
+        elif self.part == "sampler":
+            from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
+
+            if on and self.sampler is None:
+                self.sampler = HostSampler(DEFAULT_SAMPLE_HZ)
+                self.sampler.start()
+            elif not on and self.sampler is not None:
+                self.sampler.stop()
+                self.sampler = None
+        else:
+            self.session.boundary = self.boundary if on else (lambda *a, **k: None)
+
+    def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self.session is not None:
+            self.session.boundary = self.boundary
 
 
 def _hook_cost() -> float:
@@ -157,24 +212,25 @@ def main() -> None:
     parser.add_argument("workload", choices=WORKLOADS)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--warmup", type=int, default=None, help="default 20 (matmul: 40)")
-    parser.add_argument("--alternate-parts", action="store_true")
+    parser.add_argument("--toggle", choices=TOGGLES, help="switch one part on and off")
     args = parser.parse_args()
     if args.warmup is None:
         args.warmup = 40 if args.workload == "matmul" else 20
     torch.manual_seed(0)
     body = _workload(args.workload)
     torch_xla.sync()
-    sampler = None
-    boundaries = _time_boundaries()
+    toggle = Toggle(args.toggle) if args.toggle else None
+    boundaries = None if toggle else _time_boundaries()
     wall, cpu, python = [], [], []
     lazy_start = 0.0
     last, last_cpu = time.perf_counter(), time.thread_time()
+    steady_wall = steady_cpu = 0.0
     for index in range(args.steps):
         if index == args.warmup:
             lazy_start = _lazy_tracing_ns()
-        if args.alternate_parts:
-            torch_xla._XLAC._set_ir_debug(index % 2 == 0)
-            sampler = _switch_sampler(sampler, index)
+            steady_wall, steady_cpu = last, last_cpu
+        if toggle is not None:
+            toggle.set(index)
         start = time.perf_counter()
         body()
         python.append(time.perf_counter() - start)
@@ -186,27 +242,27 @@ def main() -> None:
     steady = args.steps - args.warmup
     lazy = (_lazy_tracing_ns() - lazy_start) / 1e9 / steady
     torch_xla._XLAC._xla_wait_device_ops([])
+    if toggle is not None:
+        toggle.close()
     result = {
-        "step_s": statistics.median(wall[args.warmup :]),
-        "cpu_s": statistics.median(cpu[args.warmup :]),
+        "step_s": (last - steady_wall) / steady,
+        "step_median_s": statistics.median(wall[args.warmup :]),
+        "cpu_s": (last_cpu - steady_cpu) / steady,
+        "cpu_median_s": statistics.median(cpu[args.warmup :]),
         "python_s": statistics.fmean(python[args.warmup :]),
         "lazy_tracing_s": lazy,
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "steps": steady,
     }
-    if args.alternate_parts:
-        if sampler is not None:
-            sampler.stop()
-        steady_steps = range(args.warmup, args.steps)
-        result["ir_on_cpu_s"] = statistics.median(cpu[i] for i in steady_steps if i % 2 == 0)
-        result["ir_off_cpu_s"] = statistics.median(cpu[i] for i in steady_steps if i % 2)
-        sampled = [_sampled(i) for i in steady_steps]
-        result["sampler_on_s"] = statistics.median(
-            wall[i] for i, on in zip(steady_steps, sampled, strict=True) if on
-        )
-        result["sampler_off_s"] = statistics.median(
-            wall[i] for i, on in zip(steady_steps, sampled, strict=True) if not on
-        )
+    if toggle is not None:
+        for side, on in (("on", True), ("off", False)):
+            kept = [
+                i
+                for i in range(args.warmup, args.steps)
+                if _part_on(args.toggle, i) == on and not _first_of_block(args.toggle, i)
+            ]
+            result[f"{side}_cpu_s"] = _trimmed_mean([cpu[i] for i in kept])
+            result[f"{side}_step_s"] = _trimmed_mean([wall[i] for i in kept])
     if boundaries:
         result["boundary_s"] = statistics.median(boundaries[args.warmup :])
         result["boundary_mean_s"] = statistics.fmean(boundaries[args.warmup :])
