@@ -341,7 +341,7 @@ class Columns:
 
 def host_from_filename(path: Path) -> str:
     """``vm.xplane.pb`` -> ``vm``; ``localhost_9012.xplane.pb`` -> ``localhost:9012``."""
-    stem = path.name.split(".xplane.pb")[0].split(".trace.json")[0].split(".pt.trace")[0]
+    stem = path.name.split(".xplane.pb")[0].split(".pt.trace")[0].split(".trace.json")[0]
     head, sep, port = stem.rpartition("_")
     return f"{head}:{port}" if sep and port.isdigit() else stem
 
