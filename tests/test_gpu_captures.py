@@ -236,6 +236,8 @@ def test_jax_capture_loads_every_event_of_the_independent_decode(
 ) -> None:
     events = jax_trace.events
     assert len(events) == len(xspace.events) == 64_323
+    # the GPU plane names its device (gpu_device_name), as the script's record does
+    assert list(jax_trace.devices["type"]) == [FACTS["jax"]["device_kind"]]
     for plane in ("/device:GPU:0", "/host:CPU"):
         assert (events["plane"] == plane).sum() == len(xspace.on(plane))
 
