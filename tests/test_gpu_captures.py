@@ -498,6 +498,8 @@ def test_analyze_leaves_the_autotuning_out_of_the_top_ops(linked: dict[str, Path
     assert "RedzoneAllocator" not in top and "MemcpyOther" not in top
     assert "Not in the top ops: 2,113 GPU kernels and copies" in result.stdout
     assert "in step 0" in result.stdout
+    # the host-vs-device table shows 8 of the 12 annotated steps, and says so
+    assert "(4 more steps in --json)" in result.stdout
 
 
 def test_the_host_table_and_the_device_steps_agree_on_busy(jax_trace: Any) -> None:

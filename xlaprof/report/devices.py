@@ -319,6 +319,10 @@ def render_console(console: Console, trace: Trace) -> None:
     tracing = tracing_rows(trace)
     if tracing:
         _table(console, tracing_title(trace), tracing)
+        hidden = len(trace.summary().tracing) - len(tracing)
+        if hidden > 0:  # the table is cut: say so rather than let 8 rows pass for all of them
+            console.print(f"({hidden:,} more steps in --json)")
+            console.print()
         verdict = tracing_verdict(trace)
         if verdict:
             console.print(verdict)
@@ -364,7 +368,9 @@ def render_html(trace: Trace) -> str:
     ):
         if rows:
             sections.append(f"<h3>{html.escape(title)}</h3>{_html_table(rows)}")
-    for line in (step_note(trace), autotune_note(trace), tracing_verdict(trace)):
+    hidden = len(trace.summary().tracing) - len(tracing_rows(trace))
+    more = f"({hidden:,} more steps in the JSON document.)" if hidden > 0 else None
+    for line in (step_note(trace), autotune_note(trace), more, tracing_verdict(trace)):
         if line:
             sections.append(f"<p>{html.escape(line)}</p>")
     if len(sections) == 1 + len(trace.warnings):
