@@ -55,7 +55,7 @@ def analyze_parts(
     from xlaprof.analysis.pod import host_steps
     from xlaprof.analysis.sourcefiles import source_roots
     from xlaprof.analysis.stragglers import stragglers
-    from xlaprof.analysis.timeline import step_timeline
+    from xlaprof.analysis.timeline import device_busy_by_step, step_timeline
 
     results = []
     for part in parts:
@@ -74,8 +74,11 @@ def analyze_parts(
             events = None if trace is None else trace.events
             if trace is not None and trace.source is not None:  # a pod: the first host only
                 events = trace.select(hosts=trace.hosts[:1])
+            busy = None
+            if trace is not None and events is not None:
+                busy = device_busy_by_step(trace.tracing_vs_device(), events)
             result.timeline = step_timeline(
-                part.data.steps, events, None if trace is None else trace.step_bounds
+                part.data.steps, events, None if trace is None else trace.step_bounds, busy
             )
         if trace is not None and len(trace.hosts) > 1:
             result.host_skew = host_skew(trace.step_times())

@@ -17,11 +17,17 @@ device table (``Trace.devices``); nothing reads files.
   send/recv, megacore fusion), every stream event on GPU (kernels, memcpy, memset), the XLA ops
   of the CPU executor on a CPU capture. **Idle** is the rest of the step. Per-category seconds
   are the self time of the step's ops in that category (an op nested in another counts once,
-  in its own category); on GPUs with concurrent streams they can add up to more than busy.
+  in its own category); on GPUs, where kernels overlap (on one stream as on several), they can
+  add up to more than busy. GPU work that starts while its host compiles (``COMPILE_EVENTS``)
+  is the compiler's autotuning, category ``autotune``, whatever the kernel.
 - **Ops** are the compute events grouped by op: the HLO op (``hlo_op``, or on TPU the event
   metadata's display name), else the kernel name. Total time uses the device clock
   (``device_duration_ps``) where the event has it, as XProf's op statistics do; self time is
   total minus time in ops nested in it on the same line.
+
+- **Host vs device** (``tracing_vs_device``): per host step, the busiest device's busy and idle
+  time against what the host did: lazy tracing where the capture has torch_xla's runtime
+  events, else the device's idle time, which the host made it wait (JAX, PyTorch eager).
 
 GPU note: XProf counts only kernels attributed to an XLA op as busy, so runtime kernels such as
 ``__amd_rocclr_copyBuffer`` are idle time to XProf and busy (``copy``) here; ``device_ops``
@@ -51,6 +57,7 @@ CATEGORIES = (
     "copy",
     "infeed_outfeed",
     "host_offload",
+    "autotune",
     "other",
 )
 # XProf's off-duty HLO categories (tsl::profiler::IsOffDutyOp): waiting on the host, not busy.
@@ -100,8 +107,30 @@ _HOST_RUNTIME_EVENTS = (
     "PjRtComputationClient::ExecuteComputation",
     "ThunkExecutor::Execute",
 )
+# Host events only the lazy-tensor runtime (torch_xla) records. A host without any has no lazy
+# tracing to measure (JAX, PyTorch eager): its host time is whatever the host did.
+LAZY_TENSOR_EVENTS = (
+    "StepMarker",
+    "SyncTensorsGraph",
+    "SyncTensorsGraphInternal",
+    "XLAGraphExecutor::Compile",
+    "ExtractIRAndPrepareXlaData_",
+    "PjRtComputationClient::ExecuteComputation",
+)
+# Host events that span a compilation: the PJRT C API's compile call (JAX, any PJRT plugin),
+# JAX's own span around it, torch_xla's compile. GPU work that starts inside one is the
+# compiler's autotuning (candidate kernels timed, redzone checks), not the program's.
+COMPILE_EVENTS = (
+    "PJRT_Client_Compile",
+    "backend_compile_and_load",
+    "backend_compile",
+    "XLAGraphExecutor::Compile",
+)
 # A step is called tracing-bound when host tracing takes at least this share of device busy.
 TRACING_BOUND_RATIO = 1.0
+# Without lazy-tensor events, a step is host-bound when the device idles in it at least this
+# multiple of its busy time (idle >= busy: the device waits on the host half the step or more).
+HOST_BOUND_RATIO = 1.0
 
 STEP_COLUMNS = [
     "session",
@@ -160,6 +189,9 @@ TRACING_COLUMNS = [
     "device_busy_s",
     "ratio",
     "tracing_bound",
+    "device_idle_s",
+    "lazy_tensor",
+    "bound",
 ]
 
 
@@ -196,7 +228,9 @@ def categorize(hlo_category: str | None, name: str, kineto_cat: str | None = Non
     if kineto_cat == "gpu_memset":
         return "copy"
     if kineto_cat == "gpu_memcpy" or "memcpy" in text:
-        return "host_offload" if any(k in text for k in ("htod", "dtoh", "htoh")) else "copy"
+        # Kineto: "Memcpy HtoD (Pageable -> Device)"; XSpace (CUPTI via XLA): "MemcpyH2D"
+        between_host_and_device = ("htod", "dtoh", "htoh", "h2d", "d2h", "h2h")
+        return "host_offload" if any(k in text for k in between_host_and_device) else "copy"
     if any(k in text for k in ("nccl", "rccl", "all-reduce", "allreduce", "all-gather")):
         return "collective"
     if any(k in text for k in ("reduce-scatter", "reducescatter", "all-to-all", "alltoall")):
@@ -259,8 +293,40 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     keys = list(zip(hlo_category.where(hlo_category.notna(), None), text, cat, strict=True))
     labels = {key: categorize(key[0], str(key[1]), key[2]) for key in set(keys)}
     frame["category"] = [labels[key] for key in keys]
+    frame.loc[_while_compiling(events, frame), "category"] = "autotune"
     frame["time_ns"], frame["self_ns"] = _op_times(frame)
     return frame
+
+
+def _while_compiling(events: pd.DataFrame, frame: pd.DataFrame) -> np.ndarray:
+    """Which GPU compute events start while their host compiles (``COMPILE_EVENTS``).
+
+    XLA's GPU compiler runs kernels of its own while it compiles: candidate fusions and
+    cuBLAS/cuDNN algorithms it times, redzone checks around them, delay kernels. They are
+    device work (busy), but not the program's: they get the category ``autotune``.
+    """
+    import numpy as np
+
+    chosen = np.zeros(len(frame), dtype=bool)
+    gpu = frame["compute"].to_numpy() & (frame["kind"].to_numpy() == "GPU")
+    if not gpu.any():
+        return chosen
+    compiles = events[
+        cols.equals(events["plane_kind"], "host") & cols.member(events["name"], COMPILE_EVENTS)
+    ]
+    if compiles.empty:
+        return chosen
+    starts = frame["start_ns"].to_numpy()
+    for (session, host), spans in compiles.groupby(["session", "host"], observed=True):
+        mine = gpu & cols.equals(frame["session"], session) & cols.equals(frame["host"], host)
+        if not mine.any():
+            continue
+        covered = Coverage.of(spans["start_ns"].to_numpy(), spans["end_ns"].to_numpy())
+        at = starts[mine]
+        # an event starts inside a compile span when the covered length grows right after it
+        inside = covered.within(at, at + 1) > 0
+        chosen[np.flatnonzero(mine)[inside]] = True
+    return chosen
 
 
 def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -620,7 +686,9 @@ def device_ops(
     ops["program_id"] = ops["program_id"].astype(object)
     ops["hlo_category"] = ops["hlo_category"].astype(object)
     ops["hlo_module"] = ops["hlo_module"].astype(object)
-    group_keys = ["session", "host", "device", "kind", "op"]
+    # An op's category follows from its name and XLA category, except that its runs while the
+    # compiler autotunes are a row of their own (category "autotune").
+    group_keys = ["session", "host", "device", "kind", "op", "category"]
     grouped = ops.groupby(group_keys, observed=True, sort=False, dropna=False)
     table = grouped.agg(
         occurrences=("time_ns", "size"),
@@ -628,7 +696,6 @@ def device_ops(
         self_ns=("self_ns", "sum"),
         flops=("flops", lambda s: s.sum() if s.notna().any() else np.nan),
         bytes_accessed=("bytes_accessed", lambda s: s.sum() if s.notna().any() else np.nan),
-        category=("category", "first"),
         hlo_category=("hlo_category", "first"),
         program_id=("program_id", "first"),
         hlo_module=("hlo_module", "first"),
@@ -698,14 +765,25 @@ def tracing_vs_device(
     host_bounds: pd.DataFrame | None,
     frame: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Per host step: the host's Python and lazy-tensor tracing time against device busy time.
+    """Per host step: what the host did against the device's busy time, and which bounds it.
 
-    Tracing time is the host step's wall time (boundary to boundary) minus the lazy-tensor
-    runtime's own work on its main line (graph build at sync, compile, transfers, waiting on
-    the device, execution): what is left is user Python and building the lazy IR. Device busy
-    is the busiest of the host's devices within the same window (union of its compute events).
-    A step is tracing-bound when tracing takes at least ``TRACING_BOUND_RATIO`` x the device's
-    busy time: the device then waits on the host.
+    Device busy is the busiest of the host's devices within the host step's window (union of
+    its compute events); ``device_idle_s`` is the rest of the window. What the host figure is
+    depends on what the capture recorded (``lazy_tensor``):
+
+    - With lazy-tensor runtime events (torch_xla): tracing time is the step's wall time minus
+      the runtime's own work on its main line (graph build at sync, compile, transfers,
+      waiting on the device, execution): what is left is user Python and building the lazy
+      IR. The step is tracing-bound (``bound`` "tracing") when tracing takes at least
+      ``TRACING_BOUND_RATIO`` x the device's busy time, else "device"; ``ratio`` is
+      tracing / busy.
+    - Without them (JAX, PyTorch eager): there is no lazy tracing to measure (``tracing_s``
+      and ``tracing_bound`` are None). The device's idle time in the step is host time it
+      waited through (Python, input batches, data loading, sleeps). The step is host-bound
+      (``bound`` "host") when the device idles at least ``HOST_BOUND_RATIO`` x its busy time,
+      else "device"; ``ratio`` is idle / busy.
+
+    A device that idles the whole step is bound by the host when the host took any time.
     """
     import numpy as np
     import pandas as pd
@@ -722,6 +800,7 @@ def tracing_vs_device(
             & cols.equals(events["host"], host)
             & cols.equals(events["plane_kind"], "host")
         ]
+        lazy = has_lazy_tensor_runtime(on_host)
         line = _main_line(on_host)
         runtime = on_host[
             cols.equals(on_host["line"], line) & cols.member(on_host["name"], _HOST_RUNTIME_EVENTS)
@@ -739,27 +818,41 @@ def tracing_vs_device(
         ]
         busy = np.max(per_device, axis=0) / 1e9 if per_device else None
         for index, step in enumerate(mine["step"]):
+            wall = (b[index] - a[index]) / 1e9
             device_busy = None if busy is None else float(busy[index])
-            ratio = tracing[index] / device_busy if device_busy else None
-            if device_busy is None:
-                verdict = None
+            idle = None if device_busy is None else max(wall - device_busy, 0.0)
+            host_s = float(tracing[index]) if lazy else idle
+            ratio = host_s / device_busy if device_busy and host_s is not None else None
+            limit = TRACING_BOUND_RATIO if lazy else HOST_BOUND_RATIO
+            if device_busy is None or host_s is None:
+                bound = None
             elif device_busy == 0:  # the device idled all step: bound by the host if it worked
-                verdict = bool(tracing[index] > 0)
+                bound = ("tracing" if lazy else "host") if host_s > 0 else "device"
+            elif host_s >= limit * device_busy:
+                bound = "tracing" if lazy else "host"
             else:
-                verdict = bool(tracing[index] >= TRACING_BOUND_RATIO * device_busy)
+                bound = "device"
             rows.append(
                 {
                     "session": session,
                     "host": host,
                     "step": int(step),
-                    "host_wall_s": (b[index] - a[index]) / 1e9,
-                    "tracing_s": float(tracing[index]),
+                    "host_wall_s": wall,
+                    "tracing_s": float(tracing[index]) if lazy else None,
                     "device_busy_s": device_busy,
                     "ratio": ratio,
-                    "tracing_bound": verdict,
+                    "tracing_bound": None if bound is None or not lazy else bound == "tracing",
+                    "device_idle_s": idle,
+                    "lazy_tensor": lazy,
+                    "bound": bound,
                 }
             )
     return pd.DataFrame(rows, columns=TRACING_COLUMNS)
+
+
+def has_lazy_tensor_runtime(host_events: pd.DataFrame) -> bool:
+    """Whether a host's events hold the lazy-tensor runtime's own (``LAZY_TENSOR_EVENTS``)."""
+    return bool(cols.member(host_events["name"], LAZY_TENSOR_EVENTS).any())
 
 
 def _main_line(host_events: pd.DataFrame) -> str | None:

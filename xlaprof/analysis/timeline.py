@@ -12,6 +12,13 @@ was measured, so time the host spent blocked (on the device, on I/O) is not in i
 that compiled, that CPU time mixes tracing with compiling (XLA compiles on other threads too, so
 the two cannot be told apart): there it is not measured either. ``tracing_s`` (the LazyTracing
 metric) is kept as its own column either way: it is the part of Python time spent building IR.
+
+From a trace without lazy-tensor runtime events (JAX, PyTorch eager: no torch_xla on the host)
+there is no lazy tracing to split off: ``python_tracing_s``, ``graph_build_s``, ``transfer_s``,
+``device_wait_s`` and ``tracing_s`` are not measured (None). ``compile_s`` is measured where the
+host records PJRT C API calls (JAX: ``PJRT_Client_Compile`` inside ``backend_compile_and_load``),
+and device busy comes from the device model (the busiest device's compute events in the step):
+GPUs have no ``XLA Modules`` line.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from xlaprof.analysis import columns as cols
 from xlaprof.rundir.schema import StepRow
 
 if TYPE_CHECKING:
@@ -45,6 +53,10 @@ _WAIT = ("WaitDeviceOps",)
 _GRAPH = ("SyncTensorsGraphInternal",)
 _DEVICE_MODULES_LINE = "XLA Modules"
 _CPU_EXECUTE = "ThunkExecutor::Execute"
+# Without a lazy-tensor runtime: the PJRT C API's calls, which any PJRT client (JAX, plugins)
+# records; JAX's span around a compile holds the PJRT call.
+_PJRT_COMPILE = ("PJRT_Client_Compile", "backend_compile_and_load", "backend_compile")
+_PJRT_EXECUTE = ("PJRT_LoadedExecutable_Execute",)
 
 
 def _merge(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -101,17 +113,34 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
 
 
 def from_trace(
-    events: pd.DataFrame, rows: list[StepRow], bounds: pd.DataFrame | None = None
+    events: pd.DataFrame,
+    rows: list[StepRow],
+    bounds: pd.DataFrame | None = None,
+    device_busy: dict[int, float | None] | None = None,
 ) -> list[dict[str, object]]:
     """Rows for the steps the trace covers (one host: the first).
 
     A step's wall time is boundary to boundary (``bounds``, from ``Trace.step_bounds``): the
     extent of its events would leave out host time with no events in it (idle Python, sleeps).
+    ``device_busy`` is the device model's busy time per host step (the busiest device's
+    compute events in the step: ``Trace.tracing_vs_device()``); it is used where the host has
+    device planes without an ``XLA Modules`` line (GPUs).
     """
+    from xlaprof.analysis.device import has_lazy_tensor_runtime
+
     if events.empty:
         return []
     host = events["host"].cat.categories[0]
-    events = events[(events["host"] == host) & events["step"].notna()]
+    events = events[events["host"] == host]
+    has_devices = bool((events["plane_kind"] == "device").any())
+    has_modules = bool((events["line"] == _DEVICE_MODULES_LINE).any())
+    host_events = events[events["plane_kind"] == "host"]
+    lazy = has_lazy_tensor_runtime(host_events)
+    main_line = "python" if lazy else _marker_line(events)
+    # A PJRT client that records its calls records its compiles: a step without one compiled
+    # nothing (0.0); a capture without PJRT calls (PyTorch eager) did not measure compiles.
+    pjrt = not lazy and bool(cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any())
+    events = events[events["step"].notna()]
     limits = {}
     if bounds is not None and not bounds.empty:
         mine = bounds[bounds["host"] == host]
@@ -124,7 +153,7 @@ def from_trace(
             int(step), (int(group["start_ns"].min()), int(group["end_ns"].max()))
         )
         wall = end - start
-        main = group[(group["plane_kind"] == "host") & (group["line"] == "python")]
+        main = group[(group["plane_kind"] == "host") & (group["line"] == main_line)]
         names = main["name"].astype(str)
 
         def intervals(patterns: tuple[str, ...], frame=main, names=names) -> list[tuple[int, int]]:
@@ -132,7 +161,7 @@ def from_trace(
             return _merge(zip(frame["start_ns"][mask], frame["end_ns"][mask], strict=True))
 
         taken: list[tuple[int, int]] = []
-        parts = {}
+        parts: dict[str, float | None] = {}
         for label, patterns in (
             ("compile_s", _COMPILE),
             ("transfer_s", _TRANSFER),
@@ -142,10 +171,21 @@ def from_trace(
             own = _minus(intervals(patterns), taken)
             parts[label] = _length(own) / 1e9
             taken = _merge([*taken, *own])
+        python_tracing: float | None = max(wall - _length(taken), 0) / 1e9
+        if not lazy:
+            # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
+            # and the host's time is not lazy tracing. A PJRT client's compile calls are.
+            parts = dict.fromkeys(parts)
+            python_tracing = None
+            if pjrt:
+                parts["compile_s"] = _length(intervals(_PJRT_COMPILE)) / 1e9
         device = group[group["plane_kind"] == "device"]
-        if not device.empty:
+        busy: float | None
+        if has_modules and not device.empty:
             modules = device[device["line"] == _DEVICE_MODULES_LINE]
             busy = _length(_merge(zip(modules["start_ns"], modules["end_ns"], strict=True))) / 1e9
+        elif has_devices:
+            busy = (device_busy or {}).get(int(step))
         elif int(step) in execute:
             busy = execute[int(step)]
         else:
@@ -155,28 +195,54 @@ def from_trace(
             {
                 "step": int(step),
                 "wall_s": wall / 1e9,
-                "python_tracing_s": max(wall - _length(taken), 0) / 1e9,
-                "tracing_s": tracing.get(int(step), 0.0),
+                "python_tracing_s": python_tracing,
+                "tracing_s": tracing.get(int(step)),
                 **parts,
                 "device_busy_s": busy,
-                "device_idle_s": max(wall / 1e9 - busy, 0.0),
+                "device_idle_s": None if busy is None else max(wall / 1e9 - busy, 0.0),
                 "source": "trace",
             }
         )
     return out
 
 
+def _marker_line(events: pd.DataFrame) -> str | None:
+    """The host line that holds the step markers (``step_num``): the stepping thread."""
+    marked = events[(events["plane_kind"] == "host") & events["step_num"].notna()]
+    if marked.empty:
+        return None
+    return str(marked["line"].astype(str).mode().iloc[0])
+
+
+def device_busy_by_step(tracing: pd.DataFrame, events: pd.DataFrame) -> dict[int, float | None]:
+    """The device model's busy time per step of the events' first host (the one ``from_trace``
+    reads), from ``Trace.tracing_vs_device()``."""
+    if tracing.empty or events.empty:
+        return {}
+    host = str(events["host"].cat.categories[0])
+    mine = tracing[tracing["host"].astype(str) == host]
+    return {
+        int(step): None if busy is None or busy != busy else float(busy)
+        for step, busy in zip(mine["step"], mine["device_busy_s"], strict=True)
+    }
+
+
 def step_timeline(
     rows: list[StepRow],
     trace_events: pd.DataFrame | None = None,
     step_bounds: pd.DataFrame | None = None,
+    device_busy: dict[int, float | None] | None = None,
 ) -> pd.DataFrame:
-    """One row per step: trace-derived where the trace covers the step, metrics otherwise."""
+    """One row per step: trace-derived where the trace covers the step, metrics otherwise.
+
+    ``device_busy``: the device model's busy time per step of the trace's first host (see
+    ``from_trace``), for captures whose devices have no ``XLA Modules`` line.
+    """
     import pandas as pd
 
     by_step = {r["step"]: r for r in from_metrics(rows)}
     if trace_events is not None:
-        for row in from_trace(trace_events, rows, step_bounds):
+        for row in from_trace(trace_events, rows, step_bounds, device_busy):
             by_step[row["step"]] = row
     frame = pd.DataFrame([by_step[k] for k in sorted(by_step)], columns=COLUMNS)
     for column in COLUMNS[1:-1]:  # not measured -> NaN (None in JSON, "—" on screen)

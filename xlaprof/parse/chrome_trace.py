@@ -14,12 +14,19 @@ make real files differ from the simple case:
   (``/device:GPU:0``, ``/host:CPU``), lines by thread name (``stream 7`` for GPU streams), so
   the device model reads both formats alike. ``cat`` (kernel, gpu_memcpy, cpu_op, ...) is kept
   in ``args``.
+- The PyTorch profiler marks each step it records with a ``ProfilerStep#N`` range on the
+  thread that calls ``prof.step()`` (and mirrors it on the GPU as a ``gpu_user_annotation``).
+  On host planes that range gets ``step_num`` N, as ``jax.profiler.StepTraceAnnotation`` and
+  ``xp.StepTrace`` get in an XSpace, so steps are numbered as the trace numbers them. The GPU
+  mirror spans only the step's GPU work (it would hide the time the GPU waits), so it stays an
+  annotation.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +40,8 @@ MAX_TRACE_BYTES = 1024**3
 _MAX_TS_US = 9.2e15
 # Picoseconds that fit int64 (about 106 days after the trace's first event).
 _MAX_PS = 2.0**63 - 1024
+# The PyTorch profiler's step range: ``ProfilerStep#12`` is step 12.
+_PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)")
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -199,6 +208,10 @@ def _add(
         args["cat"] = event["cat"]
     if "cat" in args and not isinstance(args["cat"], str):
         args["cat"] = json.dumps(args["cat"], default=str)  # a damaged trace: keep it as text
+    name = str(event.get("name") or (end or {}).get("name") or "")
+    step = _PROFILER_STEP.fullmatch(name)
+    if step is not None and not plane.startswith("/device:"):
+        args["step_num"] = int(step.group(1))
     # ts - base_us is exact in floating point (both are close): then scale to picoseconds.
     start_ps, duration_ps = (ts - base_us) * 1e6, duration_us * 1e6
     if not (abs(start_ps) < _MAX_PS and abs(duration_ps) < _MAX_PS):
@@ -206,7 +219,7 @@ def _add(
         return
     columns.plane.append(plane)
     columns.line.append(line)
-    columns.names.append(str(event.get("name") or (end or {}).get("name") or ""))
+    columns.names.append(name)
     columns.start.append(round(start_ps))
     columns.duration.append(max(round(duration_ps), 0))
     columns.args.append(args or None)

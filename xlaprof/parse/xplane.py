@@ -71,9 +71,10 @@ _NUMBER_STATS = ("flops", "bytes_accessed", "device_offset_ps", "device_duration
 _WHOLE_STATS = ("step_num", "group_id")
 # Lines whose events are HLO ops: there the metadata's display name is the op's name.
 OP_LINES = ("XLA Ops", "Async XLA Ops", "SparseCore Ops")
-# Plane stats that describe the device (TPU planes; GPU planes carry vendor and bandwidth).
+# Plane stats that describe the device (TPU planes; GPU planes carry vendor, name, bandwidth).
 _PLANE_STATS = {
     "device_type_string": "type",
+    "gpu_device_name": "type",  # GPU planes (XLA's CUPTI/ROCm tracers): "NVIDIA H100 80GB HBM3"
     "device_vendor": "vendor",
     "peak_teraflops_per_second": "peak_tflops",
     "peak_hbm_bw_gigabytes_per_second": "peak_hbm_gbps",
@@ -341,7 +342,7 @@ class Columns:
 
 def host_from_filename(path: Path) -> str:
     """``vm.xplane.pb`` -> ``vm``; ``localhost_9012.xplane.pb`` -> ``localhost:9012``."""
-    stem = path.name.split(".xplane.pb")[0].split(".trace.json")[0].split(".pt.trace")[0]
+    stem = path.name.split(".xplane.pb")[0].split(".pt.trace")[0].split(".trace.json")[0]
     head, sep, port = stem.rpartition("_")
     return f"{head}:{port}" if sep and port.isdigit() else stem
 

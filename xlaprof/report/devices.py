@@ -23,8 +23,12 @@ CATEGORY_LABELS = (
     ("copy_s", "copy"),
     ("infeed_outfeed_s", "in/outfeed"),
     ("host_offload_s", "offload"),
+    ("autotune_s", "autotuning"),
     ("other_s", "other"),
 )
+# The device table's category column: each category's share of the ops' time. On a GPU the ops'
+# times add up to more than busy time (kernels overlap), so the shares are of their sum.
+CATEGORY_HEADER = "op time by category"
 CATEGORY_NAMES = {key.removesuffix("_s"): label for key, label in CATEGORY_LABELS}
 
 
@@ -99,21 +103,33 @@ def device_rows(trace: Trace) -> list[dict[str, str]]:
                 "busy": duration(row.busy_s),
                 "idle": duration(row.idle_s),
                 "duty": percent(row.duty),
-                "busy time by category": category_split(row._asdict(), row.busy_s),
+                CATEGORY_HEADER: category_split(row._asdict()),
             }
         )
         rows.append(cells)
     return rows
 
 
-def category_split(values: dict[str, Any], busy: Any) -> str:
-    """``fusion 62%, host offload 35%``: each category's share of busy time, largest first."""
-    if _missing(busy) or not busy:
+def category_split(values: dict[str, Any]) -> str:
+    """``fusion 62%, offload 35%``: each category's share of the ops' time, largest first.
+
+    The per-category seconds are the ops' self times: on a TPU they add up to busy time, on a
+    GPU to more (kernels overlap on one stream and across streams), so the shares are of their
+    sum and add up to 100%, never to more.
+    """
+    shares = [
+        (float(values.get(key) or 0.0), label)
+        for key, label in CATEGORY_LABELS
+        if not _missing(values.get(key)) and values.get(key)
+    ]
+    total = sum(seconds for seconds, _ in shares)
+    if not total:
         return NOT_MEASURED
-    shares = [(values.get(key) or 0.0, label) for key, label in CATEGORY_LABELS if values.get(key)]
     shares.sort(reverse=True)
     return ", ".join(
-        f"{label} {seconds / busy:.0%}" for seconds, label in shares[:3] if seconds / busy >= 0.005
+        f"{label} {seconds / total:.0%}"
+        for seconds, label in shares[:3]
+        if seconds / total >= 0.005
     )
 
 
@@ -160,6 +176,7 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
     from xlaprof.analysis.device import add_rates, top_ops
 
     ops = trace.summary().ops
+    ops = ops[ops["category"] != "autotune"]  # the compiler's, not the program's: a note says so
     if ops.empty:
         return []
     by_op = top_ops(ops, limit=limit)
@@ -185,42 +202,92 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
     return rows
 
 
+def autotune_note(trace: Trace) -> str | None:
+    """Say what the top ops leave out: GPU work the compiler ran while compiling."""
+    summary = trace.summary()
+    ops = summary.ops[summary.ops["category"] == "autotune"]
+    if ops.empty:
+        return None
+    steps = summary.steps
+    steps = steps[(steps["autotune_s"] > 0) & steps["step"].notna()]["step"]
+    where = ""
+    if len(steps):
+        numbers = sorted({int(step) for step in steps})
+        shown = ", ".join(str(n) for n in numbers[:8]) + (", ..." if len(numbers) > 8 else "")
+        where = f" in step{'s' if len(numbers) > 1 else ''} {shown}"
+    return (
+        f"Not in the top ops: {int(ops['occurrences'].sum()):,} GPU kernels and copies "
+        f"({duration(ops['total_s'].sum())}) that XLA's compiler ran while compiling{where} "
+        "(autotuning: candidate kernels timed, redzone checks): category autotune in --json "
+        "and device_ops()."
+    )
+
+
+def _lazy(tracing: Any) -> bool:
+    """Whether the host-vs-device table is about lazy tracing (a torch_xla capture)."""
+    return bool(tracing["lazy_tensor"].fillna(False).astype(bool).any())
+
+
+def tracing_title(trace: Trace) -> str:
+    """The host-vs-device table's title: it names what the host figure is."""
+    if _lazy(trace.summary().tracing):
+        return "Host tracing vs device busy, per step"
+    return "Host vs device, per step"
+
+
+_VERDICTS = {"tracing": "tracing-bound", "host": "host-bound", "device": "device-bound"}
+
+
 def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+    """Per host step: host wall, the host figure (tracing or device idle), busy, verdict."""
     tracing = trace.summary().tracing
+    lazy = _lazy(tracing)
     rows = []
     for row in tracing.head(limit).itertuples(index=False):
-        verdict = (
-            NOT_MEASURED
-            if row.tracing_bound is None
-            else ("tracing-bound" if row.tracing_bound else "device-bound")
-        )
-        rows.append(
-            {
-                "host": str(row.host),
-                "step": str(row.step),
-                "host wall": duration(row.host_wall_s),
-                "tracing": duration(row.tracing_s),
-                "device busy": duration(row.device_busy_s),
-                "verdict": verdict,
-            }
-        )
+        bound = None if _missing(row.bound) else str(row.bound)
+        cells = {
+            "host": str(row.host),
+            "step": str(row.step),
+            "host wall": duration(row.host_wall_s),
+        }
+        if lazy:
+            cells["tracing"] = duration(row.tracing_s)
+            cells["device busy"] = duration(row.device_busy_s)
+        else:
+            cells["device busy"] = duration(row.device_busy_s)
+            cells["device idle"] = duration(row.device_idle_s)
+        cells["verdict"] = NOT_MEASURED if bound is None else _VERDICTS.get(bound, bound)
+        rows.append(cells)
     return rows
 
 
 def tracing_verdict(trace: Trace) -> str | None:
-    """One line answering "is this step tracing-bound?" from the trace, or None."""
+    """One line answering "what bounds these steps?" from the trace, or None.
+
+    On a torch_xla capture: is the step tracing-bound. Elsewhere (JAX, PyTorch eager) there is
+    no lazy tracing: the host time is what the device idles through, waiting on the host.
+    """
     tracing = trace.summary().tracing
-    known = tracing[tracing["tracing_bound"].notna()]
+    known = tracing[tracing["bound"].notna()]
     if known.empty:
         return None
-    bound = int(known["tracing_bound"].astype(bool).sum())
-    median_tracing = known["tracing_s"].median()
     median_busy = known["device_busy_s"].median()
-    what = "tracing-bound" if bound * 2 > len(known) else "not tracing-bound"
+    if _lazy(known):
+        bound = int((known["bound"] == "tracing").sum())
+        what = "tracing-bound" if bound * 2 > len(known) else "not tracing-bound"
+        return (
+            f"From the trace: {what} ({bound} of {len(known)} steps): the host traces for "
+            f"{duration(known['tracing_s'].median())} per step (median) while the device is "
+            f"busy {duration(median_busy)}."
+        )
+    bound = int((known["bound"] == "host").sum())
+    what = "host-bound" if bound * 2 > len(known) else "not host-bound"
     return (
-        f"From the trace: {what} ({bound} of {len(known)} steps): the host traces for "
-        f"{duration(median_tracing)} per step (median) while the device is busy "
-        f"{duration(median_busy)}."
+        f"From the trace: {what} ({bound} of {len(known)} steps): the device idles "
+        f"{duration(known['device_idle_s'].median())} of each step (median), waiting on the "
+        f"host, and is busy {duration(median_busy)}. No torch_xla (lazy-tensor) events in "
+        "this capture: the host time is not tracing but whatever the host does between the "
+        "device's work (Python, input batches, data loading, kernel launches)."
     )
 
 
@@ -245,9 +312,17 @@ def render_console(console: Console, trace: Trace) -> None:
     ops = op_rows(trace)
     if ops:
         _table(console, "Top device ops (all devices)", ops)
+    note = autotune_note(trace)
+    if note:
+        console.print(f"[dim]{note}[/dim]")
+        console.print()
     tracing = tracing_rows(trace)
     if tracing:
-        _table(console, "Host tracing vs device busy, per step", tracing)
+        _table(console, tracing_title(trace), tracing)
+        hidden = len(trace.summary().tracing) - len(tracing)
+        if hidden > 0:  # the table is cut: say so rather than let 8 rows pass for all of them
+            console.print(f"({hidden:,} more steps in --json)")
+            console.print()
         verdict = tracing_verdict(trace)
         if verdict:
             console.print(verdict)
@@ -289,11 +364,13 @@ def render_html(trace: Trace) -> str:
         ("Each device over the capture", device_rows(trace)),
         ("Device steps", step_rows(trace)),
         ("Top device ops (all devices)", op_rows(trace)),
-        ("Host tracing vs device busy, per step", tracing_rows(trace)),
+        (tracing_title(trace), tracing_rows(trace)),
     ):
         if rows:
             sections.append(f"<h3>{html.escape(title)}</h3>{_html_table(rows)}")
-    for line in (step_note(trace), tracing_verdict(trace)):
+    hidden = len(trace.summary().tracing) - len(tracing_rows(trace))
+    more = f"({hidden:,} more steps in the JSON document.)" if hidden > 0 else None
+    for line in (step_note(trace), autotune_note(trace), more, tracing_verdict(trace)):
         if line:
             sections.append(f"<p>{html.escape(line)}</p>")
     if len(sections) == 1 + len(trace.warnings):

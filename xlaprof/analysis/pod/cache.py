@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 CACHE_SUFFIX = ".xlaprof.parquet"
-CACHE_VERSION = "2"  # 2: events carry group_id
+# 2: events carry group_id; 3: the device tables have the autotune category and the host-vs-
+# device columns (device_idle_s, lazy_tensor, bound)
+CACHE_VERSION = "3"
 CACHE_DIR_ENV = "XLAPROF_CACHE_DIR"
 
 
