@@ -84,7 +84,10 @@ def late_fallback_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, l
     script = _script(tmp_path)
     bare = _bare(script)
     out = tmp_path / "run"
-    done = cli("run", "-q", "--out", str(out), "--", sys.executable, str(script))
+    # 100 ticks a second: enough to place 150 ms of CPU on its step within a tick or two
+    done = cli(
+        "run", "-q", "--sample-hz", "100", "--out", str(out), "--", sys.executable, str(script)
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (run,) = [p for p in out.iterdir() if p.is_dir()]
     return run, bare
@@ -142,6 +145,33 @@ def test_logs_are_opened_at_the_start_only_when_turned_on(tmp_path: Path) -> Non
         if debug_log:  # the offsets follow the log torch_xla appended to
             offsets = [r.debug_offset for r in rows]
             assert offsets == sorted(offsets) and offsets[-1] == (run / "debug.log").stat().st_size
+
+
+def test_sample_hz_zero_records_no_samples(tmp_path: Path) -> None:
+    script = _script(tmp_path)
+    out = tmp_path / "off"
+    done = cli(
+        "run", "-q", "--sample-hz", "0", "--out", str(out), "--", sys.executable, str(script)
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = [p for p in out.iterdir() if p.is_dir()]
+    assert load_run(run).host_sample_map() == {}
+    assert len(load_run(run).step_rows()) == 9  # the steps are still recorded
+
+
+def test_the_sampler_leaves_the_jobs_random_sequence_alone() -> None:
+    import random
+    import time
+
+    random.seed(1234)
+    expected = [random.random() for _ in range(3)]
+    random.seed(1234)
+    sampler = HostSampler(1000.0)
+    sampler.start()
+    time.sleep(0.05)  # ~50 jittered waits
+    sampler.stop()
+    sampler.thread.join(timeout=5)
+    assert [random.random() for _ in range(3)] == expected
 
 
 def test_the_sampler_keeps_the_step_in_progress() -> None:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ
 from xlaprof.capture.session import DEFAULT_DEBUG_LEVEL, Session
 
 
@@ -18,6 +19,7 @@ def profile(
     debug_level: int = DEFAULT_DEBUG_LEVEL,
     server_port: int | None = None,
     graphs: bool = True,
+    sample_hz: float = DEFAULT_SAMPLE_HZ,
 ) -> Iterator[Session]:
     """Profile the steps run inside the block into a run directory under ``out``.
 
@@ -25,7 +27,8 @@ def profile(
     exit, when the loop uses those). ``trace_steps=(a, b)`` captures an xplane trace of steps
     a..b-1, stopped after their device work finishes. After ``max_steps`` steps recording
     stops (the loop goes on). ``server_port`` starts a profiler server, so ``xlaprof capture``
-    can take traces from another process or machine. Enter it before the first graph runs so
+    can take traces from another process or machine. ``sample_hz`` is the host sampler's rate
+    (0 turns it off). Enter it before the first graph runs so
     PT_XLA_DEBUG analysis can be switched on; otherwise the run records a warning and has
     per-step metrics only.
 
@@ -39,6 +42,7 @@ def profile(
         debug_level=debug_level,
         server_port=server_port,
         graphs=graphs,
+        sample_hz=sample_hz,
     )
     session.start()
     try:

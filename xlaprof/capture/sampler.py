@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import sys
 import threading
 import time
@@ -13,11 +14,19 @@ from xlaprof.parse.frames import is_library_file
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SAMPLE_HZ = 100.0
+# Each tick takes the GIL from the training thread, which holds it while it traces ops: the
+# hand-over and back cost that thread ~130 us a tick on the 2-core VM this was measured on
+# (benchmarks/overhead.py --toggle sampler: 1.3% of a tracing-bound loop at 100 Hz, 0.27% at 20).
+# 20 ticks a second still give a line profile of a few thousand samples over a job of minutes.
+DEFAULT_SAMPLE_HZ = 20.0
+# Each wait is drawn from [1 - JITTER, 1 + JITTER] x the mean interval, so a step whose length
+# is a multiple of the interval is not always caught at the same line.
+JITTER = 0.5
 
 
 class HostSampler:
-    """Where the main thread burns CPU, by the user's source line, ~``hz`` times a second.
+    """Where the main thread burns CPU, by the user's source line, ~``hz`` times a second
+    (jittered).
 
     Each tick reads the main thread's CPU clock and charges the CPU time used since the last
     tick to the innermost frame of the user's own code (or ``LIBRARY`` when no user frame is on
@@ -37,6 +46,9 @@ class HostSampler:
 
     def __init__(self, hz: float, step: Callable[[], int] = lambda: 0) -> None:
         self.interval = 1.0 / hz
+        # A generator of its own: drawing from the random module's would move the job's own
+        # random sequence.
+        self.random = random.Random()
         self.step = step
         self.thread_id = threading.main_thread().ident
         try:
@@ -89,7 +101,8 @@ class HostSampler:
 
     def _sample(self) -> None:
         last = self._now()
-        while not self.stop_event.wait(self.interval):
+        spread = self.interval * JITTER
+        while not self.stop_event.wait(self.interval + self.random.uniform(-spread, spread)):
             now = self._now()
             used, last = now - last, now
             frame = sys._current_frames().get(self.thread_id)
