@@ -15,9 +15,10 @@ throughput (steady wall time / steps): what a job feels over an epoch, occasiona
 included; the median step is reported beside it.
 
 **Each part on its own**, measured where it runs and inside one process (switched on and off
-between blocks of steps, ``overhead_loop.py --toggle``), in the first ``--part-repeats``
-repeats: the step boundary (metric reads, the row kept, IR debug switched, log sizes, the
-once-a-second flush), the host sampler thread, IR debug (per-op Python stacks: on through
+between blocks of 5 steps, ``overhead_loop.py --toggle``, for 3x the headline's steps), in
+the first ``--part-repeats`` repeats: the step boundary (metric reads, the row kept, IR debug
+switched, log sizes, the once-a-second flush), the host sampler thread, IR debug (per-op Python
+stacks: on through
 warm-up and after compiles only). The machine's drift between processes (+-4-8% in step time
 on the 2-core VM this was measured on, even with the settings below) is larger than any part,
 so a part's cost comes from within one process, where it is a difference of a few
@@ -70,6 +71,8 @@ PARTS: dict[str, tuple[list[str] | None, list[str]]] = {
     "host sampler": (None, ["--toggle", "sampler"]),
     "IR debug (warm-up and after compiles only)": (None, ["--toggle", "ir_debug"]),
 }
+# A part is a few microseconds in steps of milliseconds: its processes run longer.
+PART_STEPS = 3
 DEBUG_LEVELS = (0, 1, 2)
 TRIVIAL_STEPS = 1500
 STEADY_ENV = {
@@ -145,7 +148,8 @@ def measure(repeats: int, part_repeats: int) -> dict[str, object]:
                 if repeat < part_repeats:
                     for part, variant_options in PARTS.items():
                         out = Path(tmp) / f"{workload}-part-{repeat}"
-                        result = _run(workload, variant_options, out, prefix, steps)
+                        part_steps = PART_STEPS * steps
+                        result = _run(workload, variant_options, out, prefix, part_steps)
                         parts[workload][part].append(result)
                         shutil.rmtree(out, ignore_errors=True)
                 print(f"  repeat {repeat + 1}/{repeats} {workload} done", file=sys.stderr)

@@ -103,7 +103,7 @@ def _workload(name: str):  # type: ignore[no-untyped-def]
     return body
 
 
-BLOCK = 10  # steps per block with and without a part (--toggle sampler|boundary)
+BLOCK = int(os.environ.get("OVERHEAD_BLOCK", "5"))  # steps per block (--toggle sampler|boundary)
 TOGGLES = ("ir_debug", "sampler", "boundary")
 
 
@@ -150,7 +150,8 @@ class Toggle:
             from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
 
             if on and self.sampler is None:
-                self.sampler = HostSampler(DEFAULT_SAMPLE_HZ)
+                hz = float(os.environ.get("XLAPROF_SAMPLE_HZ", DEFAULT_SAMPLE_HZ))
+                self.sampler = HostSampler(hz)
                 self.sampler.start()
             elif not on and self.sampler is not None:
                 self.sampler.stop()
