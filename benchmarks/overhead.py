@@ -20,9 +20,8 @@ the first ``--part-repeats`` repeats: the step boundary (metric reads, the row k
 switched, log sizes, the once-a-second flush), the host sampler thread, IR debug (per-op Python
 stacks: on through warm-up and after compiles only). The machine's drift between processes
 (+-4-8% in step time on the 2-core VM this was measured on, even with the settings below) is
-larger than any part,
-so a part's cost comes from within one process, where it is a difference of a few
-microseconds. Where a part cannot be switched inside a process: PT_XLA_DEBUG output (torch_xla
+larger than any part, so a part's cost comes from within one process, where it is a difference of
+a few microseconds. Where a part cannot be switched inside a process: PT_XLA_DEBUG output (torch_xla
 reads its level once) is measured per execution on a one-op loop at levels 0, 1 and 2, and
 across processes as default vs ``--debug-level 0``; the sync hook per call on a stand-in; a
 region per call against a bare ``xp.Trace``.
