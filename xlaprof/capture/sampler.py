@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 # Each tick takes the GIL from the training thread, which holds it while it traces ops: the
 # hand-over and back cost that thread ~130 us a tick on the 2-core VM this was measured on
-# (benchmarks/overhead.py --toggle sampler: 1.3% of a tracing-bound loop at 100 Hz, 0.27% at 20).
+# (overhead_loop.py --toggle sampler: 1.3% of a tracing-bound loop at 100 Hz, ~0.27% at 20).
 # 20 ticks a second still give a line profile of a few thousand samples over a job of minutes.
 DEFAULT_SAMPLE_HZ = 20.0
 # Each wait is drawn from [1 - JITTER, 1 + JITTER] x the mean interval, so a step whose length
