@@ -1,4 +1,5 @@
-"""Test helpers: where a line is in an example, and the JSON contract check."""
+"""Test helpers: where a line is in an example, the JSON contract check, captures linked into
+folders of their own."""
 
 from __future__ import annotations
 
@@ -53,3 +54,18 @@ def check_contract(document: dict[str, Any]) -> None:
         )
         assert isinstance(finding["evidence"], dict)
         assert isinstance(finding["suggestion"], str) and finding["suggestion"]
+
+
+def link_each(names: list[str], source: Path, root: Path) -> dict[str, Path]:
+    """Each capture in ``source`` linked into a folder of its own under ``root``.
+
+    XProf's converters and the pod cache write files beside a capture: linked, nothing lands
+    next to the real captures (``../shared/traces``, ``sample_traces/gpu``).
+    """
+    links = {}
+    for name in names:
+        folder = root / name.split(".")[0]
+        folder.mkdir()
+        (folder / name).symlink_to(source / name)
+        links[name] = folder / name
+    return links

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO, cli
+from helpers import link_each
 
 from xlaprof.analysis import device as device_model
 from xlaprof.analysis.hosts import host_skew
@@ -52,13 +53,7 @@ def raw_event_count(name: str) -> int:
 def linked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each capture linked into its own temporary folder (XProf writes a cache beside it)."""
     root = tmp_path_factory.mktemp("captures")
-    links = {}
-    for name in CAPTURES:
-        folder = root / name.split(".")[0]
-        folder.mkdir()
-        (folder / name).symlink_to(TRACES / name)
-        links[name] = folder / name
-    return links
+    return link_each(CAPTURES, TRACES, root)
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import REPO, cli
+from helpers import link_each
 
 from xlaprof.analysis import device as device_model
 from xlaprof.analysis.trace import load_trace
@@ -166,13 +167,7 @@ def union_ns(spans: list[tuple[float, float]]) -> float:
 def linked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each capture linked into its own temporary folder: nothing is written next to them."""
     root = tmp_path_factory.mktemp("gpu")
-    links = {}
-    for name in (JAX, TORCH):
-        folder = root / name.split(".")[0]
-        folder.mkdir()
-        (folder / name).symlink_to(GPU / name)
-        links[name] = folder / name
-    return links
+    return link_each([JAX, TORCH], GPU, root)
 
 
 @pytest.fixture(scope="module")

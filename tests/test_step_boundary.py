@@ -78,19 +78,21 @@ def _bare(script: Path) -> list[dict]:
     return [json.loads(line) for line in done.stderr.splitlines() if line.startswith('{"step"')]
 
 
+def _profiled(script: Path, out: Path, *options: str) -> Path:
+    """Run ``script`` under ``xlaprof run OPTIONS``; its run directory."""
+    done = cli("run", "-q", *options, "--out", str(out), "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = [p for p in out.iterdir() if p.is_dir()]
+    return run
+
+
 @pytest.fixture(scope="module")
 def late_fallback_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
     tmp_path = tmp_path_factory.mktemp("late_fallback")
     script = _script(tmp_path)
     bare = _bare(script)
-    out = tmp_path / "run"
     # 100 ticks a second: enough to place 150 ms of CPU on its step within a tick or two
-    done = cli(
-        "run", "-q", "--sample-hz", "100", "--out", str(out), "--", sys.executable, str(script)
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (run,) = [p for p in out.iterdir() if p.is_dir()]
-    return run, bare
+    return _profiled(script, tmp_path / "run", "--sample-hz", "100"), bare
 
 
 def test_a_fallback_first_seen_mid_run_is_counted_at_its_step(
@@ -133,10 +135,7 @@ def test_logs_are_opened_at_the_start_only_when_turned_on(tmp_path: Path) -> Non
         "for _ in range(2):\n    x = x + 1\n    torch_xla.sync()\n"
     )
     for options, debug_log in (((), True), (("--debug-level", "0"), False)):
-        out = tmp_path / f"run{len(options)}"
-        done = cli("run", "-q", *options, "--out", str(out), "--", sys.executable, str(script))
-        assert done.returncode == 0, done.stderr[-2000:]
-        (run,) = [p for p in out.iterdir() if p.is_dir()]
+        run = _profiled(script, tmp_path / f"run{len(options)}", *options)
         # no fallback happened: the tracker's log exists and is empty
         assert (run / "fallbacks.log").read_bytes() == b""
         assert (run / "debug.log").exists() is debug_log
@@ -148,13 +147,7 @@ def test_logs_are_opened_at_the_start_only_when_turned_on(tmp_path: Path) -> Non
 
 
 def test_sample_hz_zero_records_no_samples(tmp_path: Path) -> None:
-    script = _script(tmp_path)
-    out = tmp_path / "off"
-    done = cli(
-        "run", "-q", "--sample-hz", "0", "--out", str(out), "--", sys.executable, str(script)
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (run,) = [p for p in out.iterdir() if p.is_dir()]
+    run = _profiled(_script(tmp_path), tmp_path / "off", "--sample-hz", "0")
     assert load_run(run).host_sample_map() == {}
     assert len(load_run(run).step_rows()) == 9  # the steps are still recorded
 
