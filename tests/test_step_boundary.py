@@ -19,7 +19,9 @@ import pytest
 from conftest import REPO, cli
 
 from xlaprof.capture.sampler import HostSampler
+from xlaprof.parse.metrics_report import parse_metrics_report
 from xlaprof.rundir.reader import load_run
+from xlaprof.rundir.schema import FINAL_METRICS, METRICS_DIR
 
 pytestmark = pytest.mark.runtime
 
@@ -185,3 +187,42 @@ def test_sample_rows_of_one_step_add_up(tmp_path: Path) -> None:
         '{"step": 1, "samples": {"a.py:3": 0.5, "a.py:4": 0.1}}\n'
     )
     assert load_run(run).host_sample_map() == {1: {"a.py:3": 0.75, "a.py:4": 0.1}}
+
+
+LAST_STEP_STILL_RUNNING = r"""
+import sys
+import torch, torch_xla
+import torch_xla.debug.metrics as met
+
+x = torch.randn(768, 768, device=torch_xla.device())
+for _ in range(3):
+    for _ in range(24):
+        x = torch.tanh(x @ x)  # a slow graph: the last one still runs when the loop ends
+    torch_xla.sync()
+if "--bare" in sys.argv:
+    import torch_xla.core.xla_model as xm
+
+    xm.wait_device_ops()
+    print("finished", met.metric_data("ExecuteTime")[0], file=sys.stderr)
+"""
+
+
+def test_the_final_report_counts_the_graph_still_executing_at_exit(tmp_path: Path) -> None:
+    script = tmp_path / "exits_while_executing.py"
+    script.write_text(LAST_STEP_STILL_RUNNING)
+    # GIVEN the bare runtime's count of executions once the device has finished
+    done = subprocess.run(
+        [sys.executable, str(script), "--bare"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        timeout=300,
+        check=True,
+    )
+    (finished,) = [int(line.split()[1]) for line in done.stderr.splitlines() if "finished" in line]
+    assert finished == 3
+    # WHEN the script exits right after its last sync under xlaprof
+    run = _profiled(script, tmp_path / "run")
+    # THEN the final report holds every execution, not those done by the time of exit
+    (final,) = parse_metrics_report((run / METRICS_DIR / FINAL_METRICS).read_text()).reports
+    assert final.metrics["ExecuteTime"].total_samples == finished

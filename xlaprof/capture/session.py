@@ -466,7 +466,9 @@ class Session:
             self,
             self._original_sync,
         )
-        self._attempt("no final metrics report", self._write_final_metrics)
+        self._attempt(
+            "no final metrics report", self._write_final_metrics, wait=status in ("ok", "max_steps")
+        )
         if self.harvester is not None:
             self._attempt("graphs not collected", self.harvester.collect, self.step_index, True)
         for rows in (self._steps, self._regions, self._samples):
@@ -499,9 +501,20 @@ class Session:
         except Exception as error:  # the script's exit must not be disturbed
             self.info.warnings.append(f"{failure}: {type(error).__name__}: {error}")
 
-    def _write_final_metrics(self) -> None:
+    def _write_final_metrics(self, wait: bool) -> None:
+        """The metrics report at the end, after the graphs still executing have finished.
+
+        Execution is asynchronous: a script whose last step is not read back exits while that
+        step's graph still runs, and a report taken then misses its ``ExecuteTime`` sample (one
+        execution short, at random). Waiting costs at most that one step; it is skipped on a
+        signal or an exception, where the job should end as soon as it can.
+        """
         import torch_xla.debug.metrics as met
 
+        if wait and (met.metric_names() or met.counter_names()):  # the runtime was used
+            import torch_xla.core.xla_model as xm
+
+            xm.wait_device_ops()
         metrics = self.directory / METRICS_DIR
         metrics.mkdir(exist_ok=True)
         atomic_write_text(metrics / FINAL_METRICS, met.metrics_report())
