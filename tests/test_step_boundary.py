@@ -38,6 +38,16 @@ def aten():
     return {n: X._xla_counter_value(n) for n in X._xla_counter_names() if n.startswith("aten::")}
 
 
+def samples(name):
+    data = X._xla_metric_data(name)
+    return 0 if data is None else data[0]
+
+
+def synchronous():
+    # settled when a sync returns: compiles and traced ops (executions end on another thread)
+    return samples("CompileTime"), samples("LazyTracing")
+
+
 def burn(seconds):
     start = time.thread_time()
     while time.thread_time() - start < seconds:  # BURN LINE
@@ -48,6 +58,7 @@ def burn(seconds):
 device = torch_xla.device()
 x = torch.randn(64, device=device)
 before = aten()
+counts = synchronous()
 for step in range(9):
     x = x * 0.5 + 1.0
     if step == FALLBACK_STEP:
@@ -57,7 +68,11 @@ for step in range(9):
     now = aten()
     delta = {k: v - before.get(k, 0) for k, v in now.items() if v != before.get(k, 0)}
     before = now
-    print(json.dumps({"step": step, "aten": delta, "burned": burned}), file=sys.stderr)
+    now_counts = synchronous()
+    compiles, ops = (a - b for a, b in zip(now_counts, counts))
+    counts = now_counts
+    row = {"step": step, "aten": delta, "burned": burned, "compiles": compiles, "ops": ops}
+    print(json.dumps(row), file=sys.stderr)
 """
 
 
@@ -108,6 +123,25 @@ def test_a_fallback_first_seen_mid_run_is_counted_at_its_step(
     # the fallback tracker's log grew
     rows = {r.step: r.aten for r in load_run(run).step_rows()}
     assert {step: rows[step] for step in expected} == expected
+
+
+def test_step_rows_built_after_the_boundary_hold_the_runtimes_own_counts(
+    late_fallback_run: tuple[Path, list[dict]],
+) -> None:
+    run, bare = late_fallback_run
+    # GIVEN the bare runtime's compiles and traced ops per step (its own metric deltas)
+    expected = {row["step"]: (row["compiles"], row["ops"]) for row in bare}
+    # (compiles while the graph settles and at the fallback's step, none at the last steps)
+    compiled = [step for step, (compiles, _) in expected.items() if compiles]
+    assert compiled[0] == 0 and 5 in compiled and compiled[-1] < 8
+    assert all(ops > 0 for _, ops in expected.values())
+    # THEN the rows, built from the boundaries' raw readings at flush time, hold the same
+    # (step 0 also holds the ops before the bare script's first read: the tensor's creation)
+    rows = {r.step: (r.compiles, r.ops) for r in load_run(run).step_rows()}
+    assert {step: rows[step] for step in expected if step} == {
+        step: counts for step, counts in expected.items() if step
+    }
+    assert rows[0][0] == expected[0][0] and rows[0][1] > expected[0][1]
 
 
 def test_host_samples_land_on_the_steps_that_burned_cpu(

@@ -159,6 +159,8 @@ class Session:
         self._debug_log = LogSize(None)
         self._fallback_log = LogSize(None)
         self._fallback_seen = -1  # the fallback log's size at the last boundary
+        # Steps ended since the last flush, as read at their boundaries (see _write_pending).
+        self._pending: list[tuple[Any, ...]] = []
 
     # -- start -----------------------------------------------------------------------------
     def start(self, install_exit_handlers: bool = False) -> Session:
@@ -344,37 +346,46 @@ class Session:
                 raise SystemExit(0)
 
     def _boundary(self) -> bool:
-        """Write the finished step; True when ``max_steps`` is reached."""
+        """End the finished step; True when ``max_steps`` is reached.
+
+        Only what must be read now is read here (clocks, log sizes, the runtime's metrics);
+        its row is built later by ``_write_pending``, with the other steps kept since the last
+        flush (see ``StepMetrics``).
+        """
         assert self.metrics is not None
         now = time.perf_counter()
         cpu_now = time.thread_time()
-        row = StepRow(
-            step=self.user_label if self.user_label is not None else self.step_index,
-            start=self.step_start_wall,
-            wall_s=now - self.step_start,
-            host_cpu_s=cpu_now - self.step_cpu_start,
+        step = self.user_label if self.user_label is not None else self.step_index
+        debug_offset = self._debug_log.size()
+        fallback_offset = self._fallback_log.size()
+        reading, aten, compiles = self.metrics.take(
+            fallbacks=not self._fallback_log.tracking or fallback_offset != self._fallback_seen
         )
-        row.debug_offset = self._debug_log.size()
-        row.fallback_offset = self._fallback_log.size()
-        self.metrics.fill(
-            row,
-            fallbacks=not self._fallback_log.tracking or row.fallback_offset != self._fallback_seen,
-        )
-        self._fallback_seen = row.fallback_offset
+        self._fallback_seen = fallback_offset
         if self.frames is not None:
-            frames_on = self.frames.step(row.compiles)
+            frames_on = self.frames.step(compiles)
             if self.harvester is not None:
                 self.harvester.frames_on = frames_on
-        if row.compiles and self.harvester is not None:
-            self.harvester.collect(row.step)
-        assert self._steps is not None and self._regions is not None
-        # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
-        self._steps.add(vars(row))
-        regions, self.regions = self.regions, defaultdict(lambda: [0, 0.0])
-        for name, (calls, seconds) in regions.items():
-            self._regions.add({"step": row.step, "name": name, "calls": calls, "seconds": seconds})
+        if compiles and self.harvester is not None:
+            self.harvester.collect(step)
+        regions = None
+        if self.regions:
+            regions, self.regions = self.regions, defaultdict(lambda: [0, 0.0])
+        self._pending.append(
+            (
+                step,
+                self.step_start_wall,
+                now - self.step_start,
+                cpu_now - self.step_cpu_start,
+                debug_offset,
+                fallback_offset,
+                reading,
+                aten,
+                regions,
+            )
+        )
         if self.modules is not None:
-            self._write_modules(row.step)
+            self._write_modules(step)
         elif self.step_index == 0:
             self._start_module_recorder()
         self.step_index += 1
@@ -408,7 +419,31 @@ class Session:
         for step, counts in sorted(self.sampler.take(keep=self._step_label()).items()):
             self._samples.add({"step": step, "samples": counts})
 
+    def _write_pending(self) -> None:
+        """Turn the steps ended since the last flush into rows of steps.jsonl and regions."""
+        assert self.metrics is not None and self._steps is not None and self._regions is not None
+        pending, self._pending = self._pending, []
+        for (
+            step,
+            start,
+            wall_s,
+            cpu_s,
+            debug_offset,
+            fallback_offset,
+            reading,
+            aten,
+            regions,
+        ) in pending:
+            row = StepRow(step=step, start=start, wall_s=wall_s, host_cpu_s=cpu_s)
+            row.debug_offset = debug_offset
+            row.fallback_offset = fallback_offset
+            # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
+            self._steps.add(vars(self.metrics.row(row, reading, aten)))
+            for name, (calls, seconds) in (regions or {}).items():
+                self._regions.add({"step": step, "name": name, "calls": calls, "seconds": seconds})
+
     def _flush_rows(self) -> None:
+        self._write_pending()
         self._take_samples()
         for rows in (self._steps, self._regions, self._samples):
             if rows is not None:
@@ -471,6 +506,8 @@ class Session:
         )
         if self.harvester is not None:
             self._attempt("graphs not collected", self.harvester.collect, self.step_index, True)
+        if self._steps is not None:
+            self._attempt("step rows not built", self._write_pending)
         for rows in (self._steps, self._regions, self._samples):
             if rows is not None:
                 self._attempt("a run file not written", rows.close)
@@ -560,6 +597,7 @@ class Session:
         for rows in (self._steps, self._regions, self._samples):
             if rows is not None:
                 rows.discard()  # the parent's rows: the parent writes them
+        self._pending = []
         self.recording = False
         self.finished = True
         annotate.set_session(None)
