@@ -3,16 +3,17 @@
 A session wraps ``torch_xla.sync`` (``synchook``), so every step boundary is seen without
 changing user code. At each boundary it reads the runtime's cumulative metrics (``metrics``),
 keeps them for the step's row in ``steps.jsonl`` (built with the next flush), and moves new HLO
-dumps into ``graphs/`` (``graphs``). PT_XLA_DEBUG analysis and the fallback tracker are switched on by setting their
-environment variables before the first graph runs, pointing them at files in the run directory;
-each step records how far those files had grown, which later ties each compilation to its step.
+dumps into ``graphs/`` (``graphs``). PT_XLA_DEBUG analysis and the fallback tracker are switched
+on by setting their environment variables before the first graph runs, pointing them at files in
+the run directory; each step records how far those files had grown, which later ties each
+compilation to its step.
 Dynamo's recompile reasons and graph breaks go to ``dynamo.jsonl`` (``dynamo``), and the first
 step's module calls to ``modules.json`` (``modules``), for the analyzers that name layer stacks.
 
 What runs at every step is kept small (``benchmarks/overhead.py`` measures each part): a few
 metric reads, two log sizes and the raw values kept in memory (the rows are built and reach
-the disk about once a second, in a batch); IR debug (per-op Python stacks, for the graphs' source lines) runs only
-while compilations happen (``SourceFrames``).
+the disk about once a second, in a batch); IR debug (per-op Python stacks, for the graphs' source
+lines) runs only while compilations happen (``SourceFrames``).
 Nothing here raises into the training script: an error in a step boundary, the sampler or the
 trace window is recorded in ``run.json``'s warnings and profiling stops (or that part does),
 while the job goes on.
