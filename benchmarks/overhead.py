@@ -232,17 +232,19 @@ def _summarize(
         }
     steady = [part_us["step boundary"]["step_us"], part_us["host sampler"]["step_us"], debug_us]
     parts_sum = None if None in steady else sum(steady)  # type: ignore[arg-type]
+    ratios = _paired(runs, "default", "step_s")
+    control = _paired(runs, "bare (control)", "step_s")
     inside = [r["boundary_mean_s"] for r in default if r.get("boundary_mean_s") is not None]
     hook = [r["hook_s"] for r in default if r.get("hook_s") is not None]
     return {
         "bare_step_ms": bare_step * 1e3,
         "bare_host_cpu_ms": bare_cpu * 1e3,
-        "ratio": _spread(_paired(runs, "default", "step_s")),
+        "ratio": _spread(ratios),
         "ratio_median_step": _spread(_paired(runs, "default", "step_median_s")),
         "cpu_ratio": _spread(_paired(runs, "default", "cpu_s")),
-        "control_ratio": _spread(_paired(runs, "bare (control)", "step_s")),
-        "ratios_per_repeat": _paired(runs, "default", "step_s"),
-        "control_ratios_per_repeat": _paired(runs, "bare (control)", "step_s"),
+        "control_ratio": _spread(control),
+        "ratios_per_repeat": ratios,
+        "control_ratios_per_repeat": control,
         "parts": part_us,
         "steady_parts_sum_us": parts_sum,
         "steady_parts_sum_pct_of_bare_step": (

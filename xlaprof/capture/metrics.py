@@ -127,11 +127,10 @@ class StepMetrics:
         """Set ``row``'s counts and seconds to what happened between the previous reading
         given to ``row`` (or the snapshot) and ``reading``. Called once per reading, in order."""
         base, self._row_base = self._row_base, reading
-        for name, (after, before) in zip(READ_ORDER, zip(reading, base, strict=True), strict=True):
-            if name == GRAPH_SIZE:
-                if after[0] > before[0]:
-                    row.graph_nodes = (after[1] - before[1]) / (after[0] - before[0])
-                continue
+        (graphs, nodes), (graphs_before, nodes_before) = reading[0], base[0]  # GRAPH_SIZE
+        if graphs > graphs_before:
+            row.graph_nodes = (nodes - nodes_before) / (graphs - graphs_before)
+        for name, after, before in zip(READ_ORDER[1:], reading[1:], base[1:], strict=True):
             count_field, seconds_field = TIME_METRICS[name]
             setattr(row, count_field, after[0] - before[0])
             setattr(row, seconds_field, (after[1] - before[1]) / 1e9)

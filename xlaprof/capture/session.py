@@ -41,12 +41,12 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from xlaprof.capture import annotate, probe
 from xlaprof.capture.dynamo import DynamoRecorder
 from xlaprof.capture.graphs import GraphHarvester, SourceFrames
-from xlaprof.capture.metrics import METRICS_SAMPLES, StepMetrics
+from xlaprof.capture.metrics import METRICS_SAMPLES, Reading, StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
 from xlaprof.capture.rows import FLUSH_SECONDS, LogSize, RowBuffer
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
@@ -161,7 +161,7 @@ class Session:
         self._fallback_log = LogSize(None)
         self._fallback_seen = -1  # the fallback log's size at the last boundary
         # Steps ended since the last flush, as read at their boundaries (see _write_pending).
-        self._pending: list[tuple[Any, ...]] = []
+        self._pending: list[_EndedStep] = []
 
     # -- start -----------------------------------------------------------------------------
     def start(self, install_exit_handlers: bool = False) -> Session:
@@ -373,7 +373,7 @@ class Session:
         if self.regions:
             regions, self.regions = self.regions, defaultdict(lambda: [0, 0.0])
         self._pending.append(
-            (
+            _EndedStep(
                 step,
                 self.step_start_wall,
                 now - self.step_start,
@@ -424,24 +424,21 @@ class Session:
         """Turn the steps ended since the last flush into rows of steps.jsonl and regions."""
         assert self.metrics is not None and self._steps is not None and self._regions is not None
         pending, self._pending = self._pending, []
-        for (
-            step,
-            start,
-            wall_s,
-            cpu_s,
-            debug_offset,
-            fallback_offset,
-            reading,
-            aten,
-            regions,
-        ) in pending:
-            row = StepRow(step=step, start=start, wall_s=wall_s, host_cpu_s=cpu_s)
-            row.debug_offset = debug_offset
-            row.fallback_offset = fallback_offset
+        for ended in pending:
+            row = StepRow(
+                step=ended.step,
+                start=ended.start,
+                wall_s=ended.wall_s,
+                host_cpu_s=ended.host_cpu_s,
+                debug_offset=ended.debug_offset,
+                fallback_offset=ended.fallback_offset,
+            )
             # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
-            self._steps.add(vars(self.metrics.row(row, reading, aten)))
-            for name, (calls, seconds) in (regions or {}).items():
-                self._regions.add({"step": step, "name": name, "calls": calls, "seconds": seconds})
+            self._steps.add(vars(self.metrics.row(row, ended.reading, ended.aten)))
+            for name, (calls, seconds) in (ended.regions or {}).items():
+                self._regions.add(
+                    {"step": ended.step, "name": name, "calls": calls, "seconds": seconds}
+                )
 
     def _flush_rows(self) -> None:
         self._write_pending()
@@ -602,6 +599,21 @@ class Session:
         self.recording = False
         self.finished = True
         annotate.set_session(None)
+
+
+class _EndedStep(NamedTuple):
+    """What a boundary read of its step; its row is built at the next flush. A tuple, not a
+    dataclass: it is made on the hot path, right after the step."""
+
+    step: int
+    start: float
+    wall_s: float
+    host_cpu_s: float
+    debug_offset: int
+    fallback_offset: int
+    reading: Reading
+    aten: dict[str, int] | None
+    regions: dict[str, list[float]] | None
 
 
 def _unique_directory(out: Path) -> Path:
