@@ -28,9 +28,12 @@ sync hook per call on a stand-in; a region per call against a bare ``xp.Trace``.
 steady-state parts (boundary, sampler, debug output for one execution a step) is reported as a
 share of the bare step: the estimate with the least noise.
 
-Also: host tracing under xlaprof vs bare (the host CPU per step xlaprof records in
-``steps.jsonl``, which the tracing-bound verdict uses, over the bare process's own; the same
-for ``LazyTracing``; both as means over the same steps), and peak RSS.
+Also: host tracing under xlaprof vs bare: the host CPU before the step's sync (the user's code
+and its tracing) that xlaprof records in ``steps.jsonl`` (``host_cpu_s - sync_cpu_s``) over the
+bare process's own, and the same for ``LazyTracing`` (means over the same steps); the whole
+step's host CPU (with torch_xla's work in the sync, which the tracing-bound verdict uses: mean
+and median), the CPU in the sync recorded minus bare (where PT_XLA_DEBUG's per-execution
+analysis lands), and peak RSS.
 
 Every process runs with ``PYTHONHASHSEED=0``, address-space randomization off (``setarch -R``,
 where it exists) and the CPU device on one Eigen thread (``--xla_cpu_multi_thread_eigen=false``):
@@ -125,10 +128,18 @@ def _recorded(out: Path, steady: int) -> dict[str, float]:
     rows = [r for r in rows[-steady:] if not r.get("compiles")]
     if not rows:
         return {}
-    return {
+    recorded = {
         "recorded_cpu_s": statistics.fmean(r["host_cpu_s"] for r in rows),
+        "recorded_cpu_median_s": statistics.median(r["host_cpu_s"] for r in rows),
         "recorded_tracing_s": statistics.fmean(r["tracing_s"] for r in rows),
     }
+    split = [r for r in rows if r.get("sync_cpu_s") is not None]
+    if split:  # the host CPU before the step's sync: user code and its tracing
+        recorded["recorded_traced_cpu_s"] = statistics.fmean(
+            r["host_cpu_s"] - r["sync_cpu_s"] for r in split
+        )
+        recorded["recorded_sync_cpu_s"] = statistics.fmean(r["sync_cpu_s"] for r in split)
+    return recorded
 
 
 def measure(repeats: int, part_repeats: int) -> dict[str, object]:
@@ -206,6 +217,10 @@ def _spread(values: list[float]) -> dict[str, float | None]:
     }
 
 
+def _median_or_none(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
 def _part_cost(runs: list[dict[str, float]], key: str) -> float | None:
     """Median over processes of (part on - part off), seconds per step."""
     values = [r[f"on_{key}"] - r[f"off_{key}"] for r in runs if f"on_{key}" in r]
@@ -253,6 +268,19 @@ def _summarize(
         "boundary_inside_us": statistics.median(inside) * 1e6 if inside else None,
         "sync_hook_ns_per_call": statistics.median(hook) * 1e9 if hook else None,
         "host_cpu_recorded_vs_bare": _spread(_paired(runs, "default", "recorded_cpu_s", "cpu_s")),
+        "host_cpu_median_recorded_vs_bare": _spread(
+            _paired(runs, "default", "recorded_cpu_median_s", "cpu_median_s")
+        ),
+        "host_tracing_cpu_recorded_vs_bare": _spread(
+            _paired(runs, "default", "recorded_traced_cpu_s", "traced_cpu_s")
+        ),
+        "sync_cpu_recorded_minus_bare_us": _median_or_none(
+            [
+                (v["recorded_sync_cpu_s"] - (b["cpu_s"] - b["traced_cpu_s"])) * 1e6
+                for v, b in zip(default, runs["bare"], strict=True)
+                if "recorded_sync_cpu_s" in v and "traced_cpu_s" in b
+            ]
+        ),
         "lazy_tracing_recorded_vs_bare": _spread(
             _paired(runs, "default", "recorded_tracing_s", "lazy_tracing_s")
         ),
@@ -330,12 +358,24 @@ def report(figures: dict[str, object], regions: dict[str, float], repeats: int) 
         print(f"      host CPU per step, xlaprof run / bare      {_range(row['cpu_ratio'])}")
         print(f"      control: a second bare process / bare       {_range(row['control_ratio'])}")
         print(
-            "      host tracing recorded / bare: host CPU     "
+            "      host tracing recorded / bare: CPU before the sync  "
+            f"{_range(row['host_tracing_cpu_recorded_vs_bare'])}"
+        )
+        print(
+            "                                    LazyTracing          "
+            f"{_range(row['lazy_tracing_recorded_vs_bare'])}"
+        )
+        print(
+            "      host CPU recorded / bare (with the sync): mean     "
             f"{_range(row['host_cpu_recorded_vs_bare'])}"
         )
         print(
-            "                                    LazyTracing  "
-            f"{_range(row['lazy_tracing_recorded_vs_bare'])}"
+            "                       median (the tracing-bound basis) "
+            f"{_range(row['host_cpu_median_recorded_vs_bare'])}"
+        )
+        print(
+            "      CPU in the sync, recorded minus bare (us per step; PT_XLA_DEBUG's analysis) "
+            f"{_fmt(row['sync_cpu_recorded_minus_bare_us'], '.1f')}"
         )
         print("      each part, on minus off inside one process (us per step; % of a bare step):")
         for part, cost in row["parts"].items():

@@ -8,6 +8,8 @@
 * ``cpu_s``: CPU time of the stepping thread per step over the steady steps (host work, waits
   excluded); ``cpu_median_s`` its median step;
 * ``python_s``: mean wall time from the step's start to its ``sync()`` call (tracing the ops);
+  ``traced_cpu_s`` / ``traced_cpu_median_s``: the stepping thread's CPU time over the same
+  part (mean, median): the host tracing time, without torch_xla's work in the sync;
 * ``lazy_tracing_s``: torch_xla's ``LazyTracing`` accumulator over the steady steps, per step
   (read twice, not per step, so the bare loop does nothing xlaprof does);
 * ``rss_mb``: peak resident memory of this process;
@@ -199,9 +201,9 @@ def _time_boundaries() -> list[float] | None:
     durations: list[float] = []
     boundary = session.boundary
 
-    def timed() -> None:
+    def timed(**kwargs: object) -> None:
         start = time.thread_time()  # CPU: on a busy machine wall time adds waits for a core
-        boundary()
+        boundary(**kwargs)
         durations.append(time.thread_time() - start)
 
     session.boundary = timed
@@ -222,7 +224,7 @@ def main() -> None:
     torch_xla.sync()
     toggle = Toggle(args.toggle) if args.toggle else None
     boundaries = None if toggle else _time_boundaries()
-    wall, cpu, python = [], [], []
+    wall, cpu, python, traced = [], [], [], []
     lazy_start = 0.0
     last, last_cpu = time.perf_counter(), time.thread_time()
     steady_wall = steady_cpu = 0.0
@@ -235,10 +237,12 @@ def main() -> None:
         start = time.perf_counter()
         body()
         python.append(time.perf_counter() - start)
+        before_sync_cpu = time.thread_time()
         torch_xla.sync()
         now, now_cpu = time.perf_counter(), time.thread_time()
         wall.append(now - last)
         cpu.append(now_cpu - last_cpu)
+        traced.append(before_sync_cpu - last_cpu)
         last, last_cpu = now, now_cpu
     steady = args.steps - args.warmup
     lazy = (_lazy_tracing_ns() - lazy_start) / 1e9 / steady
@@ -251,6 +255,8 @@ def main() -> None:
         "cpu_s": (last_cpu - steady_cpu) / steady,
         "cpu_median_s": statistics.median(cpu[args.warmup :]),
         "python_s": statistics.fmean(python[args.warmup :]),
+        "traced_cpu_s": statistics.fmean(traced[args.warmup :]),
+        "traced_cpu_median_s": statistics.median(traced[args.warmup :]),
         "lazy_tracing_s": lazy,
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "steps": steady,

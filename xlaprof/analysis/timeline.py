@@ -6,11 +6,14 @@ hashing the graph at sync), ``compile_s``, ``transfer_s``, ``device_wait_s`` (th
 on the device); device side ``device_busy_s`` and ``device_idle_s``. ``source`` says whether a
 row came from the trace (exact intervals) or from per-step metrics (sums of metric deltas).
 
-From metrics alone the host split is coarser: ``graph_build_s`` and ``device_wait_s`` are not
-measured (None, shown as "—"), and ``python_tracing_s`` is the stepping thread's CPU time: what
-was measured, so time the host spent blocked (on the device, on I/O) is not in it. In a step
-that compiled, that CPU time mixes tracing with compiling (XLA compiles on other threads too, so
-the two cannot be told apart): there it is not measured either. ``tracing_s`` (the LazyTracing
+From metrics alone the host split is coarser: ``device_wait_s`` is not measured (None, shown
+as "—"); ``python_tracing_s`` is the stepping thread's CPU time before the sync that ended the
+step and ``graph_build_s`` its CPU time inside that sync (the sync hook reads the thread's clock
+as the call enters), so time the host spent blocked (on the device, on I/O) is in neither. Where
+no sync ended the step (``xlaprof.step`` marks) the whole step's CPU time is
+``python_tracing_s`` and ``graph_build_s`` is not measured. In a step that compiled, that CPU
+time mixes tracing with compiling (XLA compiles on other threads too, so the two cannot be told
+apart): there neither is measured. ``tracing_s`` (the LazyTracing
 metric) is kept as its own column either way: it is the part of Python time spent building IR.
 
 From a trace without lazy-tensor runtime events (JAX, PyTorch eager: no torch_xla on the host)
@@ -93,14 +96,18 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
     out = []
     for row in rows:
         wall = row.wall_s
-        cpu = row.host_cpu_s
+        cpu, sync = row.host_cpu_s, row.sync_cpu_s
+        if cpu is None or row.compiles:
+            cpu = sync = None
+        elif sync is not None:
+            cpu -= sync
         out.append(
             {
                 "step": row.step,
                 "wall_s": wall,
-                "python_tracing_s": None if cpu is None or row.compiles else cpu,
+                "python_tracing_s": cpu,
                 "tracing_s": row.tracing_s,
-                "graph_build_s": None,
+                "graph_build_s": sync,
                 "compile_s": row.compile_s,
                 "transfer_s": row.to_device_s + row.from_device_s,
                 "device_wait_s": None,

@@ -320,16 +320,19 @@ class Session:
             entry[0] += 1
             entry[1] += seconds
 
-    def boundary(self, graph_required: bool = False) -> None:
+    def boundary(self, graph_required: bool = False, sync_entered_cpu: float | None = None) -> None:
         """End the current step: write its row, then handle the trace window and max steps.
 
         Outside ``xlaprof.step`` marks, a sync that ran no graph ends no step (its time goes to
         the next one): nothing traced since the last step, or, with ``graph_required``, no
-        graph built (``MpDeviceLoader``'s syncs, see ``synchook``).
+        graph built (``MpDeviceLoader``'s syncs, see ``synchook``). ``sync_entered_cpu`` is the
+        thread's CPU clock when the sync that ends the step was entered (the sync hook's).
 
         Never raises into the training script, except the ``SystemExit`` that ``max_steps``
         asks for under ``xlaprof run``: an error stops profiling and is recorded in the run.
         """
+        # The clocks first: the step's host CPU must not hold the boundary's own reads.
+        now, cpu_now = time.perf_counter(), time.thread_time()
         try:
             with self.lock:
                 if not self.recording:
@@ -337,7 +340,7 @@ class Session:
                 assert self.metrics is not None
                 if not self.user_steps and self.metrics.idle(graph_required):
                     return
-                done = self._boundary()
+                done = self._boundary(now, cpu_now, sync_entered_cpu)
         except Exception as error:
             self._degrade("a step boundary", error)
             return
@@ -346,16 +349,16 @@ class Session:
             if self.exit_on_max_steps:
                 raise SystemExit(0)
 
-    def _boundary(self) -> bool:
+    def _boundary(self, now: float, cpu_now: float, sync_entered_cpu: float | None) -> bool:
         """End the finished step; True when ``max_steps`` is reached.
 
         Only what must be read now is read here (clocks, log sizes, the runtime's metrics);
         its row is built later by ``_write_pending``, with the other steps kept since the last
-        flush (see ``StepMetrics``).
+        flush (see ``StepMetrics``). ``now`` and ``cpu_now`` are the wall and thread CPU clocks
+        read as ``boundary`` was entered; ``sync_entered_cpu`` is the thread CPU clock as the
+        sync that ends the step was entered (None without one).
         """
         assert self.metrics is not None
-        now = time.perf_counter()
-        cpu_now = time.thread_time()
         step = self.user_label if self.user_label is not None else self.step_index
         debug_offset = self._debug_log.size()
         fallback_offset = self._fallback_log.size()
@@ -378,6 +381,7 @@ class Session:
                 self.step_start_wall,
                 now - self.step_start,
                 cpu_now - self.step_cpu_start,
+                None if sync_entered_cpu is None else cpu_now - sync_entered_cpu,
                 debug_offset,
                 fallback_offset,
                 reading,
@@ -430,6 +434,7 @@ class Session:
                 start=ended.start,
                 wall_s=ended.wall_s,
                 host_cpu_s=ended.host_cpu_s,
+                sync_cpu_s=ended.sync_cpu_s,
                 debug_offset=ended.debug_offset,
                 fallback_offset=ended.fallback_offset,
             )
@@ -609,6 +614,7 @@ class _EndedStep(NamedTuple):
     start: float
     wall_s: float
     host_cpu_s: float
+    sync_cpu_s: float | None
     debug_offset: int
     fallback_offset: int
     reading: Reading

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import weakref
+from time import thread_time
 from typing import Any
 
 # The function torch_xla.compile calls to sync before the compiled function runs (2.x).
@@ -49,24 +50,27 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     ``xm.mark_step``, ``MpDeviceLoader`` and ``xp.StepTrace`` all call ``torch_xla.sync``, so
     every step boundary is seen without changing user code. One training iteration is one step:
     see ``_ends_step`` for the syncs torch_xla makes inside an iteration, and
-    ``Session.boundary`` for syncs that ran no graph.
+    ``Session.boundary`` for syncs that ran no graph. The thread's CPU clock is read as the
+    call enters, so the step's host CPU splits into the user's code (with its tracing) and
+    torch_xla's work in the sync.
     """
     original = torch_xla.sync
     if getattr(original, "_xlaprof_session", None) is not None:
         original = original._xlaprof_original
 
     def sync(*args: Any, **kwargs: Any) -> Any:
+        entered = thread_time()  # the step's CPU up to here is the user's code and its tracing
         result = original(*args, **kwargs)
         if session.recording and not session.user_steps and os.getpid() == session.pid:
             frame = sys._getframe(1)
             caller = frame.f_code
             if not caller.co_filename.endswith(_LOADER_FILE):
                 if _ends_step(caller):
-                    session.boundary()
+                    session.boundary(sync_entered_cpu=entered)
             elif _loader_seen(frame.f_locals.get("self")):
                 # MpDeviceLoader syncs at every batch and twice at the end of an epoch: its
                 # syncs end a step only when a graph ran since the last one.
-                session.boundary(graph_required=True)
+                session.boundary(graph_required=True, sync_entered_cpu=entered)
             del frame
         return result
 

@@ -107,6 +107,9 @@ class StepRow:
     start: float | None = None
     wall_s: float | None = None
     host_cpu_s: float | None = None  # CPU time of the thread that ran the step
+    # ... of which inside the sync() that ended the step (graph collected, hashed, handed to
+    # the runtime; PT_XLA_DEBUG's execution analysis): None where no sync ended the step
+    sync_cpu_s: float | None = None
     compiles: int = 0
     compile_s: float = 0.0
     executions: int = 0
