@@ -62,6 +62,19 @@ def test_tracing_bound_is_placed_where_host_cpu_goes_not_at_the_sync(tmp_path: P
     assert finding.location == Location(str(script), 1)
 
 
+def test_tracing_bound_shows_the_syncs_share_only_where_it_was_recorded() -> None:
+    # GIVEN steps of 3 ms host CPU, 0.4-0.6 ms of it inside the sync that ended them
+    rows = steps(3e-3, 1e-3, 3e-3)
+    for row, in_sync in zip(rows, [4e-4, 5e-4, 6e-4, 5e-4, 4e-4, 6e-4, 5e-4, 5e-4], strict=True):
+        row.sync_cpu_s = in_sync
+    (finding,) = tracing_bound.analyze(AnalysisInput(steps=rows))
+    assert finding.evidence["host_seconds_in_sync_per_step"] == 5e-4  # the median
+    assert finding.evidence["host_seconds_per_step"] == 3e-3  # the verdict's basis is unchanged
+    # a run without the split (older runs, xlaprof.step marks) has no such key, not a 0
+    (finding,) = tracing_bound.analyze(AnalysisInput(steps=steps(3e-3, 1e-3, 3e-3)))
+    assert "host_seconds_in_sync_per_step" not in finding.evidence
+
+
 def event(kind: str, line: int = 10) -> DebugEvent:
     return DebugEvent(kind=kind, frames=[Frame("main", "/home/u/train.py", line)])  # type: ignore[arg-type]
 

@@ -96,6 +96,11 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         ),
         "lazy_tracing_seconds_per_step": round(lazy_tracing, 6),
     }
+    in_sync = [s.sync_cpu_s for s in steady if s.sync_cpu_s is not None]
+    if len(in_sync) == len(steady) and host_basis.startswith("median CPU"):
+        # The sync's share: graph building and, under xlaprof run, PT_XLA_DEBUG's analysis of
+        # each execution (its cost, not the user's, sits here; see docs/analyzers).
+        evidence["host_seconds_in_sync_per_step"] = round(statistics.median(in_sync), 6)
     ops = [s.ops for s in steady if s.ops is not None]
     if ops:
         evidence["ops_traced_per_step"] = int(statistics.median(ops))
