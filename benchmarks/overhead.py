@@ -265,8 +265,8 @@ def _summarize(
         "steady_parts_sum_pct_of_bare_step": (
             None if parts_sum is None else 100 * parts_sum / (bare_step * 1e6)
         ),
-        "boundary_inside_us": statistics.median(inside) * 1e6 if inside else None,
-        "sync_hook_ns_per_call": statistics.median(hook) * 1e9 if hook else None,
+        "boundary_inside_us": _median_or_none([s * 1e6 for s in inside]),
+        "sync_hook_ns_per_call": _median_or_none([s * 1e9 for s in hook]),
         "host_cpu_recorded_vs_bare": _spread(_paired(runs, "default", "recorded_cpu_s", "cpu_s")),
         "host_cpu_median_recorded_vs_bare": _spread(
             _paired(runs, "default", "recorded_cpu_median_s", "cpu_median_s")

@@ -8,8 +8,8 @@
 * ``cpu_s``: CPU time of the stepping thread per step over the steady steps (host work, waits
   excluded); ``cpu_median_s`` its median step;
 * ``python_s``: mean wall time from the step's start to its ``sync()`` call (tracing the ops);
-  ``traced_cpu_s`` / ``traced_cpu_median_s``: the stepping thread's CPU time over the same
-  part (mean, median): the host tracing time, without torch_xla's work in the sync;
+  ``traced_cpu_s``: the stepping thread's CPU time over the same part, per step: the host
+  tracing time, without torch_xla's work in the sync;
 * ``lazy_tracing_s``: torch_xla's ``LazyTracing`` accumulator over the steady steps, per step
   (read twice, not per step, so the bare loop does nothing xlaprof does);
 * ``rss_mb``: peak resident memory of this process;
@@ -256,7 +256,6 @@ def main() -> None:
         "cpu_median_s": statistics.median(cpu[args.warmup :]),
         "python_s": statistics.fmean(python[args.warmup :]),
         "traced_cpu_s": statistics.fmean(traced[args.warmup :]),
-        "traced_cpu_median_s": statistics.median(traced[args.warmup :]),
         "lazy_tracing_s": lazy,
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "steps": steady,

@@ -263,7 +263,7 @@ def test_the_final_report_counts_the_graph_still_executing_at_exit(tmp_path: Pat
 
 
 SPLIT_SCRIPT = r"""
-import json, sys, time
+import json, time
 import torch, torch_xla
 
 BURN_STEPS = {3, 5}
@@ -282,8 +282,8 @@ for step in range(8):
     now = time.thread_time()
     rows.append({"step": step, "before_sync": before - after, "in_sync": now - before})
     after = now
-for row in rows:
-    print(json.dumps(row), file=sys.stderr)
+with open(__file__ + ".jsonl", "w") as out:  # beside the script: the test reads it back
+    out.writelines(json.dumps(row) + "\n" for row in rows)
 """
 
 
@@ -291,14 +291,9 @@ def test_a_steps_host_cpu_splits_at_the_sync_that_ended_it(tmp_path: Path) -> No
     # GIVEN a script that reads its own thread's CPU clock right before and after each sync
     script = tmp_path / "split.py"
     script.write_text(SPLIT_SCRIPT)
-    done = cli("run", "-q", "--out", str(tmp_path / "run"), "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stderr[-2000:]
-    own = {
-        row["step"]: row
-        for row in map(json.loads, done.stderr.splitlines())
-        if isinstance(row, dict) and "before_sync" in row
-    }
-    (run,) = [p for p in (tmp_path / "run").iterdir() if p.is_dir()]
+    run = _profiled(script, tmp_path / "run")
+    lines = Path(f"{script}.jsonl").read_text().splitlines()
+    own = {row["step"]: row for row in map(json.loads, lines)}
     rows = {r.step: r for r in load_run(run).step_rows()}
     assert sorted(rows) == sorted(own) == list(range(8))
     for step, mine in own.items():

@@ -97,7 +97,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         "lazy_tracing_seconds_per_step": round(lazy_tracing, 6),
     }
     in_sync = [s.sync_cpu_s for s in steady if s.sync_cpu_s is not None]
-    if len(in_sync) == len(steady) and host_basis.startswith("median CPU"):
+    if len(in_sync) == len(steady):  # recorded with host_cpu_s, so host_s is its median
         # The sync's share: graph building and, under xlaprof run, PT_XLA_DEBUG's analysis of
         # each execution (its cost, not the user's, sits here; see docs/analyzers).
         evidence["host_seconds_in_sync_per_step"] = round(statistics.median(in_sync), 6)
