@@ -1,7 +1,7 @@
 """What profiling costs: `xlaprof run` vs a bare run, and each of its parts on its own.
 
 Run: python benchmarks/overhead.py [--repeats N] [--part-repeats M] [--json FILE]
-                                   [--workloads tiny,mlp24,matmul] [--no-regions]
+                                   [--workloads tiny,mlp24,matmul] [--no-regions] [--no-pin]
      (needs the runtime extra; PJRT_DEVICE=CPU is set here)
 
 Three workloads (``overhead_loop.py``): a tracing-bound loop of tiny ops, a 24-layer MLP with
@@ -36,9 +36,14 @@ and median), the CPU in the sync recorded minus bare (where PT_XLA_DEBUG's per-e
 analysis lands), and peak RSS.
 
 Every process runs with ``PYTHONHASHSEED=0``, address-space randomization off (``setarch -R``,
-where it exists) and the CPU device on one Eigen thread (``--xla_cpu_multi_thread_eigen=false``):
-with the pool on, device-bound steps went bimodal between processes; one thread of its own also
-plays the part an accelerator plays (the host's work does not take the device's cores).
+where it exists) and Eigen's pool off (``--xla_cpu_multi_thread_eigen=false``): with the pool on,
+device-bound steps went bimodal between processes. That does not give the device a core of its
+own: XLA's CPU backend still splits an execution into parallel tasks over every core (pinned to
+one core, the matmul step takes 12.1 ms instead of 6.5), so unpinned, any host CPU xlaprof adds
+is taken from the "device", which never happens on a TPU or GPU host. By default each loop
+therefore runs with ``--pin`` (after warm-up: Python's threads on the last core, the runtime's
+native threads on the others), the accelerator's arrangement; ``--no-pin`` measures the
+unpinned CPU runtime, where a device-bound step pays for the host's work.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -81,6 +87,9 @@ PARTS: dict[str, tuple[list[str] | None, list[str]]] = {
 PART_STEPS = 3
 DEBUG_LEVELS = (0, 1, 2)
 TRIVIAL_STEPS = 1500
+# Whether each loop gives the CPU device cores of its own (``overhead_loop.py --pin``).
+PIN = {"on": True}
+BOOTSTRAP = 4000  # resamples for a median's confidence interval
 STEADY_ENV = {
     "PYTHONHASHSEED": "0",
     "PJRT_DEVICE": "CPU",
@@ -106,6 +115,8 @@ def _run(
 ) -> dict[str, float]:
     options, loop_options = variant
     command = [sys.executable, str(LOOP), workload, "--steps", str(steps), *loop_options]
+    if PIN["on"]:
+        command.append("--pin")
     if options is not None:
         run = [sys.executable, "-m", "xlaprof", "run", "-q", *options, "--out", str(out), "--"]
         command = [*run, *command]
@@ -217,6 +228,21 @@ def _spread(values: list[float]) -> dict[str, float | None]:
     }
 
 
+def _median_ci(values: list[float], level: float = 0.9) -> tuple[float, float] | None:
+    """A bootstrap confidence interval of the median of ``values`` (percentile method, a
+    fixed seed so a report can be recomputed): how far the headline median may be from what
+    more repeats would give, on a machine where one process differs from the next by a few
+    percent."""
+    if len(values) < 5:
+        return None
+    rng = random.Random(0)
+    medians = sorted(
+        statistics.median(rng.choices(values, k=len(values))) for _ in range(BOOTSTRAP)
+    )
+    tail = (1 - level) / 2
+    return medians[int(tail * BOOTSTRAP)], medians[int((1 - tail) * BOOTSTRAP) - 1]
+
+
 def _median_or_none(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -251,8 +277,14 @@ def _summarize(
     control = _paired(runs, "bare (control)", "step_s")
     inside = [r["boundary_mean_s"] for r in default if r.get("boundary_mean_s") is not None]
     hook = [r["hook_s"] for r in default if r.get("hook_s") is not None]
+    # All bare processes pooled (bare and control): twice the bare samples of a paired ratio,
+    # so the ratio of medians has the smaller spread of the two estimates.
+    pooled = [r["step_s"] for name in ("bare", "bare (control)") for r in runs[name]]
     return {
         "bare_step_ms": bare_step * 1e3,
+        "ratio_ci90": _median_ci(ratios),
+        "control_ratio_ci90": _median_ci(control),
+        "ratio_pooled": statistics.median(r["step_s"] for r in default) / statistics.median(pooled),
         "bare_host_cpu_ms": bare_cpu * 1e3,
         "ratio": _spread(ratios),
         "ratio_median_step": _spread(_paired(runs, "default", "step_median_s")),
@@ -339,12 +371,20 @@ def _range(spread: object) -> str:
     )
 
 
+def _interval(bounds: object) -> str:
+    if not bounds:
+        return "—"
+    assert isinstance(bounds, (list, tuple))
+    return f"{bounds[0]:.3f}-{bounds[1]:.3f}"
+
+
 def report(figures: dict[str, object], regions: dict[str, float], repeats: int) -> None:
     workloads = figures["workloads"]
     assert isinstance(workloads, dict)
     print(
         f"xlaprof run vs bare: median over {repeats} repeats of alternating processes "
-        "(interquartile range, range)"
+        "(interquartile range, range); "
+        + ("host and device threads on cores of their own" if PIN["on"] else "unpinned")
     )
     for workload, row in workloads.items():
         print(
@@ -352,6 +392,14 @@ def report(figures: dict[str, object], regions: dict[str, float], repeats: int) 
             f"{row['bare_host_cpu_ms']:.3f} ms/step"
         )
         print(f"      step time (throughput), xlaprof run / bare  {_range(row['ratio'])}")
+        print(
+            f"          90% confidence interval of that median  {_interval(row['ratio_ci90'])}; "
+            f"of the control's {_interval(row['control_ratio_ci90'])}"
+        )
+        print(
+            "          median xlaprof step / median of all bare processes (bare and control) "
+            f"{row['ratio_pooled']:.3f}"
+        )
         print(
             f"      median step, xlaprof run / bare            {_range(row['ratio_median_step'])}"
         )
@@ -419,13 +467,20 @@ def main() -> dict[str, object]:
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="default: all three")
     parser.add_argument("--no-regions", action="store_true", help="skip the region call cost")
+    parser.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="let the CPU device's threads share the host's cores (the device-bound loop's step "
+        "then holds any host CPU added to it)",
+    )
     args = parser.parse_args()
     for name in set(WORKLOADS) - set(args.workloads.split(",")):
         del WORKLOADS[name]
+    PIN["on"] = not args.no_pin
     figures = measure(args.repeats, min(args.part_repeats, args.repeats))
     regions = {} if args.no_regions else region_cost()
     report(figures, regions, args.repeats)
-    figures = {**figures, "region_ns": regions, "repeats": args.repeats}
+    figures = {**figures, "region_ns": regions, "repeats": args.repeats, "pinned": PIN["on"]}
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     return figures

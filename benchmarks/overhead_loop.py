@@ -22,6 +22,9 @@
   ``off_cpu_s``, ``on_step_s``, ``off_step_s``, each a 10%-trimmed mean over the steady steps of
   that side (a part that costs on some steps only, like a sampler tick, shows in a mean, not in a
   median), the first step of each block left out;
+* with ``--pin``, from the end of warm-up the Python threads (the host: the stepping thread,
+  xlaprof's sampler) run on the last core and the runtime's native threads (the device's
+  executions) on the others, reported as ``pinned``, absent where it could not be done;
 * under ``xlaprof run`` also ``boundary_s`` and ``boundary_mean_s``: median and mean CPU time
   of the step boundary itself (metric reads, the row kept, IR debug switched, graphs moved; the
   mean includes the once-a-second flush of rows and ``run.json``): where its time goes, not what
@@ -45,6 +48,7 @@ import resource
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch_xla
@@ -168,6 +172,37 @@ class Toggle:
             self.session.boundary = self.boundary
 
 
+def _pin_threads() -> dict[str, object] | None:
+    """Give the CPU device cores of its own: Python's threads on the last core, the runtime's
+    native threads (the device's executions) on the others.
+
+    On a TPU or GPU host the device never runs on the host's cores, so the host's extra work
+    (xlaprof's included) cannot slow a device-bound step; on the CPU runtime it can: when an
+    execution finishes and wakes the stepping thread, the scheduler may run that thread on the
+    core the execution is using. Threads that run Python (the stepping thread, xlaprof's
+    sampler) are the host; every other thread of the process is the runtime's. None where the
+    process has one core (nothing to separate) or Linux's per-thread affinity is missing.
+    """
+    import threading
+
+    if not hasattr(os, "sched_setaffinity") or not Path("/proc/self/task").is_dir():
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None
+    host, device = {cores[-1]}, set(cores[:-1])
+    python = {thread.native_id for thread in threading.enumerate()}
+    native = 0
+    for entry in Path("/proc/self/task").iterdir():
+        tid = int(entry.name)
+        try:
+            os.sched_setaffinity(tid, host if tid in python else device)
+        except OSError:  # the thread ended meanwhile
+            continue
+        native += tid not in python
+    return {"host_cores": sorted(host), "device_cores": sorted(device), "native_threads": native}
+
+
 def _hook_cost() -> float:
     """Seconds the sync hook adds to one call, around a sync that does nothing (its boundary
     replaced by a no-op), measured on a stand-in module so no graph runs."""
@@ -216,6 +251,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--warmup", type=int, default=None, help="default 20 (matmul: 40)")
     parser.add_argument("--toggle", choices=TOGGLES, help="switch one part on and off")
+    parser.add_argument(
+        "--pin", action="store_true", help="the device's threads on cores the host's do not use"
+    )
     args = parser.parse_args()
     if args.warmup is None:
         args.warmup = 40 if args.workload == "matmul" else 20
@@ -226,10 +264,12 @@ def main() -> None:
     boundaries = None if toggle else _time_boundaries()
     wall, cpu, python, traced = [], [], [], []
     lazy_start = 0.0
+    pinned = None
     last, last_cpu = time.perf_counter(), time.thread_time()
     steady_wall = steady_cpu = 0.0
     for index in range(args.steps):
         if index == args.warmup:
+            pinned = _pin_threads() if args.pin else None
             lazy_start = _lazy_tracing_ns()
             steady_wall, steady_cpu = last, last_cpu
         if toggle is not None:
@@ -260,6 +300,8 @@ def main() -> None:
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "steps": steady,
     }
+    if pinned:
+        result["pinned"] = pinned
     if toggle is not None:
         for side, on in (("on", True), ("off", False)):
             kept = [
