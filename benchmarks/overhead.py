@@ -277,8 +277,8 @@ def _summarize(
     control = _paired(runs, "bare (control)", "step_s")
     inside = [r["boundary_mean_s"] for r in default if r.get("boundary_mean_s") is not None]
     hook = [r["hook_s"] for r in default if r.get("hook_s") is not None]
-    # All bare processes pooled (bare and control): twice the bare samples of a paired ratio,
-    # so the ratio of medians has the smaller spread of the two estimates.
+    # All bare processes pooled (bare and control): a second estimate, with twice the bare
+    # samples of a paired ratio.
     pooled = [r["step_s"] for name in ("bare", "bare (control)") for r in runs[name]]
     return {
         "bare_step_ms": bare_step * 1e3,
@@ -384,7 +384,7 @@ def report(figures: dict[str, object], regions: dict[str, float], repeats: int) 
     print(
         f"xlaprof run vs bare: median over {repeats} repeats of alternating processes "
         "(interquartile range, range); "
-        + ("host and device threads on cores of their own" if PIN["on"] else "unpinned")
+        + ("host and device threads on cores of their own" if figures["pinned"] else "unpinned")
     )
     for workload, row in workloads.items():
         print(
@@ -477,10 +477,10 @@ def main() -> dict[str, object]:
     for name in set(WORKLOADS) - set(args.workloads.split(",")):
         del WORKLOADS[name]
     PIN["on"] = not args.no_pin
-    figures = measure(args.repeats, min(args.part_repeats, args.repeats))
+    figures = {**measure(args.repeats, min(args.part_repeats, args.repeats)), "pinned": PIN["on"]}
     regions = {} if args.no_regions else region_cost()
     report(figures, regions, args.repeats)
-    figures = {**figures, "region_ns": regions, "repeats": args.repeats, "pinned": PIN["on"]}
+    figures = {**figures, "region_ns": regions, "repeats": args.repeats}
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     return figures

@@ -47,6 +47,7 @@ import os
 import resource
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -183,9 +184,8 @@ def _pin_threads() -> dict[str, object] | None:
     sampler) are the host; every other thread of the process is the runtime's. None where the
     process has one core (nothing to separate) or Linux's per-thread affinity is missing.
     """
-    import threading
-
-    if not hasattr(os, "sched_setaffinity") or not Path("/proc/self/task").is_dir():
+    tasks = Path("/proc/self/task")
+    if not hasattr(os, "sched_setaffinity") or not tasks.is_dir():
         return None
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < 2:
@@ -193,7 +193,7 @@ def _pin_threads() -> dict[str, object] | None:
     host, device = {cores[-1]}, set(cores[:-1])
     python = {thread.native_id for thread in threading.enumerate()}
     native = 0
-    for entry in Path("/proc/self/task").iterdir():
+    for entry in tasks.iterdir():
         tid = int(entry.name)
         try:
             os.sched_setaffinity(tid, host if tid in python else device)
