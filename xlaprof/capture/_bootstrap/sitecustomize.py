@@ -68,9 +68,8 @@ def _on_import() -> None:
 
 
 if os.environ.get("XLAPROF_RUN_OUT"):
-    # Before torch_xla creates its metrics: each keeps this many samples, and every per-step
-    # read copies them all (see xlaprof.capture.session.METRICS_SAMPLES).
-    os.environ.setdefault("XLA_METRICS_SAMPLES", "64")
+    # XLA_METRICS_SAMPLES is already in the environment: ``xlaprof run`` sets it for the job
+    # (see xlaprof.capture.metrics.METRICS_SAMPLES).
     if "torch_xla" in sys.modules:
         _on_import()
     else:
