@@ -31,7 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+# This folder is on sys.path when the script runs: the same environment as overhead.py's runs.
+from overhead import STEADY_ENV
+
 # The bare loop; torch_xla's own level-2 log alone (what PT_XLA_DEBUG_LEVEL=2 with a file adds,
 # as xlaprof run sets it); the default ``xlaprof run``.
 VARIANTS = ("bare", "bare + level 2", "xlaprof")
@@ -42,7 +44,6 @@ _ROW = re.compile(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$")
 
 def child(workload: str, marker: Path, seconds: float) -> None:
     """The traced process: warm up, say its pid, step for ``seconds``, write step end times."""
-    sys.path.insert(0, str(HERE))
     import torch_xla
     from overhead_loop import _workload
 
@@ -99,12 +100,13 @@ def trace(
     _, errors = strace.communicate(timeout=30)
     end = time.monotonic()
     process.wait(timeout=seconds + 120)
-    if not report.exists() or not parse_strace(report.read_text()):
+    calls = parse_strace(report.read_text()) if report.exists() else {}
+    if not calls:
         last = errors.strip().splitlines()[-1:] or ["no report"]
         raise SystemExit(f"strace could not trace pid {pid}: {last[0]}")
     ends = json.loads(marker.with_suffix(".steps").read_text())
     steps = sum(1 for t in ends if start <= t <= end)
-    return parse_strace(report.read_text()), steps
+    return calls, steps
 
 
 def main() -> None:
@@ -128,7 +130,7 @@ def main() -> None:
             if variant == "xlaprof":
                 out = str(Path(tmp) / "runs")
                 command = [sys.executable, "-m", "xlaprof", "run", "--out", out, "--", *command]
-            env = dict(os.environ)
+            env = {**os.environ, **STEADY_ENV}
             if variant == "bare + level 2":
                 env.update(PT_XLA_DEBUG_LEVEL="2", PT_XLA_DEBUG_FILE=str(Path(tmp) / "debug.log"))
             results[variant] = trace(command, marker, args.seconds, env)
