@@ -2,6 +2,7 @@
 
 Run: python benchmarks/overhead.py [--repeats N] [--part-repeats M] [--json FILE]
                                    [--workloads tiny,mlp24,matmul] [--no-regions] [--no-pin]
+                                   [--level1]
      (needs the runtime extra; PJRT_DEVICE=CPU is set here)
 
 Three workloads (``overhead_loop.py``): a tracing-bound loop of tiny ops, a 24-layer MLP with
@@ -27,6 +28,12 @@ reads its level once) is measured per execution on a one-op loop at levels 0, 1 
 sync hook per call on a stand-in; a region per call against a bare ``xp.Trace``. The sum of the
 steady-state parts (boundary, sampler, debug output for one execution a step) is reported as a
 share of the bare step: the estimate with the least noise.
+
+``--level1`` adds a fourth process to each repeat: `xlaprof run --debug-level 1`, which
+keeps torch_xla's analysis of compilations but not of every execution (the default's largest
+steady cost on a tracing-bound loop, which torch_xla cannot switch inside a process), so one run
+shows what that analysis costs next to everything else xlaprof does. What level 1 loses in
+findings: ``frames_findings.py --compare debug-level --corpus``.
 
 Also: host tracing under xlaprof vs bare: the host CPU before the step's sync (the user's code
 and its tracing) that xlaprof records in ``steps.jsonl`` (``host_cpu_s - sync_cpu_s``) over the
@@ -78,6 +85,9 @@ HEADLINE: dict[str, tuple[list[str] | None, list[str]]] = {
     # processes on this machine, which the default's ratio is read against.
     "bare (control)": (None, []),
 }
+# ``--level1``: the default without torch_xla's per-execution analysis (see the docstring).
+LEVEL1 = "level 1"
+LEVEL1_VARIANT: tuple[list[str] | None, list[str]] = (["--debug-level", "1"], [])
 PARTS: dict[str, tuple[list[str] | None, list[str]]] = {
     "step boundary": ([], ["--toggle", "boundary"]),
     "host sampler": (None, ["--toggle", "sampler"]),
@@ -319,6 +329,18 @@ def _summarize(
         "rss_mb_bare": statistics.median(r["rss_mb"] for r in runs["bare"]),
         "rss_mb_xlaprof": statistics.median(r["rss_mb"] for r in default),
         "runs_per_variant": len(default),
+        **(_level1(runs) if LEVEL1 in runs else {}),
+    }
+
+
+def _level1(runs: dict[str, list[dict[str, float]]]) -> dict[str, object]:
+    """The ``--level1`` process's step and host CPU over the bare one's, per repeat."""
+    ratios = _paired(runs, LEVEL1, "step_s")
+    return {
+        "level1_ratio": _spread(ratios),
+        "level1_ratio_ci90": _median_ci(ratios),
+        "level1_ratios_per_repeat": ratios,
+        "level1_cpu_ratio": _spread(_paired(runs, LEVEL1, "cpu_s")),
     }
 
 
@@ -404,6 +426,11 @@ def report(figures: dict[str, object], regions: dict[str, float], repeats: int) 
             f"      median step, xlaprof run / bare            {_range(row['ratio_median_step'])}"
         )
         print(f"      host CPU per step, xlaprof run / bare      {_range(row['cpu_ratio'])}")
+        if "level1_ratio" in row:
+            print(
+                f"      --debug-level 1 / bare: step {_range(row['level1_ratio'])}, 90% CI "
+                f"{_interval(row['level1_ratio_ci90'])}; host CPU {_range(row['level1_cpu_ratio'])}"
+            )
         print(f"      control: a second bare process / bare       {_range(row['control_ratio'])}")
         print(
             "      host tracing recorded / bare: CPU before the sync  "
@@ -473,7 +500,14 @@ def main() -> dict[str, object]:
         help="let the CPU device's threads share the host's cores (the device-bound loop's step "
         "then holds any host CPU added to it)",
     )
+    parser.add_argument(
+        "--level1",
+        action="store_true",
+        help="also run `xlaprof run --debug-level 1` in each repeat (no per-execution analysis)",
+    )
     args = parser.parse_args()
+    if args.level1:
+        HEADLINE[LEVEL1] = LEVEL1_VARIANT
     for name in set(WORKLOADS) - set(args.workloads.split(",")):
         del WORKLOADS[name]
     PIN["on"] = not args.no_pin
