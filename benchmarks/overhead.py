@@ -283,7 +283,6 @@ def _summarize(
         }
     steady = [part_us["step boundary"]["step_us"], part_us["host sampler"]["step_us"], debug_us]
     parts_sum = None if None in steady else sum(steady)  # type: ignore[arg-type]
-    ratios = _paired(runs, "default", "step_s")
     control = _paired(runs, "bare (control)", "step_s")
     inside = [r["boundary_mean_s"] for r in default if r.get("boundary_mean_s") is not None]
     hook = [r["hook_s"] for r in default if r.get("hook_s") is not None]
@@ -292,15 +291,12 @@ def _summarize(
     pooled = [r["step_s"] for name in ("bare", "bare (control)") for r in runs[name]]
     return {
         "bare_step_ms": bare_step * 1e3,
-        "ratio_ci90": _median_ci(ratios),
+        **_against_bare(runs, "default"),
         "control_ratio_ci90": _median_ci(control),
         "ratio_pooled": statistics.median(r["step_s"] for r in default) / statistics.median(pooled),
         "bare_host_cpu_ms": bare_cpu * 1e3,
-        "ratio": _spread(ratios),
         "ratio_median_step": _spread(_paired(runs, "default", "step_median_s")),
-        "cpu_ratio": _spread(_paired(runs, "default", "cpu_s")),
         "control_ratio": _spread(control),
-        "ratios_per_repeat": ratios,
         "control_ratios_per_repeat": control,
         "parts": part_us,
         "steady_parts_sum_us": parts_sum,
@@ -329,18 +325,21 @@ def _summarize(
         "rss_mb_bare": statistics.median(r["rss_mb"] for r in runs["bare"]),
         "rss_mb_xlaprof": statistics.median(r["rss_mb"] for r in default),
         "runs_per_variant": len(default),
-        **(_level1(runs) if LEVEL1 in runs else {}),
+        **(_against_bare(runs, LEVEL1, prefix="level1_") if LEVEL1 in runs else {}),
     }
 
 
-def _level1(runs: dict[str, list[dict[str, float]]]) -> dict[str, object]:
-    """The ``--level1`` process's step and host CPU over the bare one's, per repeat."""
-    ratios = _paired(runs, LEVEL1, "step_s")
+def _against_bare(
+    runs: dict[str, list[dict[str, float]]], variant: str, prefix: str = ""
+) -> dict[str, object]:
+    """``variant``'s step time and host CPU over the bare process's, one ratio per repeat: the
+    median's spread and 90% interval, and each repeat's ratio (keys start with ``prefix``)."""
+    ratios = _paired(runs, variant, "step_s")
     return {
-        "level1_ratio": _spread(ratios),
-        "level1_ratio_ci90": _median_ci(ratios),
-        "level1_ratios_per_repeat": ratios,
-        "level1_cpu_ratio": _spread(_paired(runs, LEVEL1, "cpu_s")),
+        f"{prefix}ratio": _spread(ratios),
+        f"{prefix}ratio_ci90": _median_ci(ratios),
+        f"{prefix}ratios_per_repeat": ratios,
+        f"{prefix}cpu_ratio": _spread(_paired(runs, variant, "cpu_s")),
     }
 
 
