@@ -29,7 +29,7 @@ REPEATS = 3
 
 def synthesize(path: Path, target: int) -> int:
     """Write an XSpace of at least ``target`` events made of copies of a real capture."""
-    from xlaprof.parse.xplane import read_xspace
+    from xlaprof.parse.xplane.schema import read_xspace
 
     (source,) = SOURCE.glob("*/plugins/profile/*/*.xplane.pb")
     space = read_xspace(source)
@@ -58,7 +58,7 @@ def synthesize(path: Path, target: int) -> int:
 def measure(method: str, path: Path) -> dict[str, float]:
     start = time.perf_counter()
     if method == "xlaprof":
-        from xlaprof.analysis.trace import load_trace
+        from xlaprof.inputs.traces import load_trace
 
         events = len(load_trace(path).events)
     else:

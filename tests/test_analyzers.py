@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from helpers import line_of
 
-from xlaprof.analysis.checks import run_analyzers
-from xlaprof.analysis.model import AnalysisInput, StepRow
+from xlaprof.analyzers import run_analyzers
 from xlaprof.findings import Kind, Severity
-from xlaprof.load import load_text_inputs
+from xlaprof.inputs.paths import load_text_inputs
+from xlaprof.model.input import AnalysisInput, StepRow
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, Frame
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from xlaprof.analysis.trace import load_trace
+from xlaprof.inputs.traces import load_trace
 from xlaprof.rundir.reader import load_run
 
 pytestmark = pytest.mark.runtime

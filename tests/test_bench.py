@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, SAMPLES, cli
 
-from xlaprof.analysis.checks import memory_pressure
-from xlaprof.analysis.model import AnalysisInput
+from xlaprof.analyzers import memory_pressure
 from xlaprof.findings import Kind, Severity
+from xlaprof.model.input import AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, MemoryAnalysis
 from xlaprof.rundir.reader import load_run
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import cli, free_port, start_run, wait_for_steps
 
-from xlaprof.analysis.trace import load_trace
+from xlaprof.inputs.traces import load_trace
 
 pytestmark = pytest.mark.runtime
 

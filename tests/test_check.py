@@ -19,12 +19,12 @@ from conftest import EXAMPLES, SAMPLES, cli
 from helpers import line_of
 
 import xlaprof
-from xlaprof.analysis.budgets import Budgets, CheckResult, Outcome, RunCheck, Status, evaluate
-from xlaprof.analysis.model import AnalysisInput
-from xlaprof.api import PartResult
+from xlaprof.budgets import Budgets, CheckResult, Outcome, RunCheck, Status, evaluate
 from xlaprof.errors import BudgetError
 from xlaprof.findings import Finding, Kind, Location, Severity
-from xlaprof.load import Part, SourceInfo
+from xlaprof.model.input import AnalysisInput
+from xlaprof.model.parts import Part, SourceInfo
+from xlaprof.model.result import PartResult
 from xlaprof.report.ci import github_annotations, junit_xml
 from xlaprof.rundir.schema import StepRow
 

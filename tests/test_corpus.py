@@ -117,7 +117,7 @@ def test_a_read_before_the_sync_splits_the_step(corpus_runs: dict[str, Any]) -> 
 SKETCH_CHECK = """
 import textwrap, torch, torch_xla
 from torch import nn
-from xlaprof.analysis.source import time_loop_sketch
+from xlaprof.analyzers.shared.sourcecode import time_loop_sketch
 
 torch.manual_seed(0)
 device = torch_xla.device()
@@ -138,7 +138,7 @@ loop.sum().backward()
 grad = self.cell.weight_ih.grad.clone()
 self.cell.zero_grad()
 h = h0
-from xlaprof.analysis.sourcefiles import source_roots
+from xlaprof.inputs.sourcefiles import source_roots
 
 with source_roots({root!r}):  # sources are read only under a source root (issue 16)
     sketch = time_loop_sketch({file!r}, {line})

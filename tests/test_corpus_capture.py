@@ -14,10 +14,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from xlaprof.analysis.checks import graph_break, recompilation  # noqa: E402
-from xlaprof.analysis.model import AnalysisInput  # noqa: E402
+from xlaprof.analyzers import graph_break, recompilation  # noqa: E402
 from xlaprof.capture.dynamo import DynamoRecorder  # noqa: E402
 from xlaprof.capture.modules import ModuleRecorder  # noqa: E402
+from xlaprof.model.input import AnalysisInput  # noqa: E402
 from xlaprof.parse.dynamo_log import parse_dynamo_records  # noqa: E402
 from xlaprof.parse.frames import is_library_file  # noqa: E402
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from xlaprof.analysis.checks import recompilation, tracing_bound
-from xlaprof.analysis.checks.recompilation import _split_warmup
-from xlaprof.analysis.model import AnalysisInput
-from xlaprof.analysis.source import argument_origin, loop_reassignment, time_loop_sketch
+from xlaprof.analyzers import recompilation, tracing_bound
+from xlaprof.analyzers.recompilation import _split_warmup
+from xlaprof.analyzers.shared.sourcecode import argument_origin, loop_reassignment, time_loop_sketch
 from xlaprof.findings import Location, Severity
+from xlaprof.model.input import AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent, Frame
 from xlaprof.rundir.schema import StepRow
 
@@ -22,7 +22,7 @@ from xlaprof.rundir.schema import StepRow
 @pytest.fixture(autouse=True)
 def _sources_under_tmp_path(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Source lines are read only under a source root (issue 16): here, the test's folder."""
-    from xlaprof.analysis.sourcefiles import source_roots
+    from xlaprof.inputs.sourcefiles import source_roots
 
     with source_roots(tmp_path):
         yield
@@ -149,7 +149,7 @@ def test_source_rules(tmp_path: Path) -> None:
 
 
 def test_stack_units_from_the_module_tree() -> None:
-    from xlaprof.analysis.checks.unrolled_loop import _units
+    from xlaprof.analyzers.unrolled_loop import _units
 
     linear, gelu, head = ("Linear", "64x64;64"), ("GELU", ""), ("Linear", "1x64;1")
     # a Sequential of 16 (Linear, GELU) and a head: 16 units of period 2
@@ -161,7 +161,7 @@ def test_stack_units_from_the_module_tree() -> None:
 
 
 def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
-    from xlaprof.analysis.checks.unrolled_loop import _match_modules
+    from xlaprof.analyzers.unrolled_loop import _match_modules
 
     path = tmp_path / "model.py"
     path.write_text(SOURCE)

@@ -20,12 +20,12 @@ import pytest
 from conftest import REPO, cli
 from helpers import link_each
 
-from xlaprof.analysis import device as device_model
-from xlaprof.analysis.hosts import host_skew
-from xlaprof.analysis.trace import load_trace
 from xlaprof.errors import BadCapture
+from xlaprof.inputs.traces import load_trace
 from xlaprof.parse.chrome_trace import chrome_trace_frame
-from xlaprof.parse.xplane import xspace_class
+from xlaprof.parse.xplane.schema import xspace_class
+from xlaprof.tables import device as device_model
+from xlaprof.tables.hosts import host_skew
 
 TRACES = REPO.parent / "shared" / "traces"
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces is not here")

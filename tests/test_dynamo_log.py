@@ -7,9 +7,9 @@ machine with the recompiles/graph_breaks artifacts on).
 
 from __future__ import annotations
 
-from xlaprof.analysis.checks import graph_break, recompilation
-from xlaprof.analysis.model import AnalysisInput
+from xlaprof.analyzers import graph_break, recompilation
 from xlaprof.findings import Kind, Location
+from xlaprof.model.input import AnalysisInput
 from xlaprof.parse.dynamo_log import SizeMismatch, parse_dynamo_records
 
 FILE = "/home/user/train.py"

@@ -118,7 +118,7 @@ def _text_sources() -> list[Path]:
 
 
 def test_text_loader_never_crashes(tmp_path: Path) -> None:
-    from xlaprof.load import load_text_inputs
+    from xlaprof.inputs.paths import load_text_inputs
 
     sources = [(p.name, p.read_text()) for p in _text_sources()]
     assert len(sources) >= 15
@@ -182,14 +182,14 @@ def test_xplane_loader_never_crashes(tmp_path: Path) -> None:
 
 
 def _load_trace(path: Path) -> None:
-    from xlaprof.analysis.trace import load_trace
+    from xlaprof.inputs.traces import load_trace
 
     load_trace(path).step_times()
 
 
 def _xspace_class():  # type: ignore[no-untyped-def]
     """The XSpace message class, if the xplane parser exposes one (for structured mutations)."""
-    from xlaprof.parse import xplane
+    from xlaprof.parse.xplane import schema as xplane
 
     factory = getattr(xplane, "xspace_class", None)
     return factory() if factory is not None else None
@@ -224,7 +224,7 @@ _REPROS = sorted(p.name for p in REPRO.iterdir() if p.name != "README.md")
 @pytest.mark.parametrize("name", _REPROS)
 def test_trace_reproducers(name: str) -> None:
     """Each minimal input of a crash the trace fuzzing found loads or raises XlaprofError."""
-    from xlaprof.analysis.trace import load_trace
+    from xlaprof.inputs.traces import load_trace
 
     with contextlib.suppress(XlaprofError):
         load_trace(REPRO / name).step_times()
@@ -288,8 +288,8 @@ def _damage_run(rng: random.Random, run: Path) -> str:
 
 
 def test_run_directory_loader_never_crashes(tmp_path: Path) -> None:
-    from xlaprof.api import analyze_parts
-    from xlaprof.load import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.pipeline import analyze_parts
     from xlaprof.report import json_out
 
     templates = _run_templates(tmp_path)
@@ -358,8 +358,8 @@ def test_text_parsers_take_any_text(text: str) -> None:
     samples=st.lists(_json, max_size=3),
 )
 def test_run_rows_of_any_json_type_load(tmp_path_factory, rows, regions, samples) -> None:
-    from xlaprof.api import analyze_parts
-    from xlaprof.load import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.pipeline import analyze_parts
 
     root = tmp_path_factory.mktemp("hyp")
     (root / "run.json").write_text(json.dumps({"schema": 1, "status": "ok"}))

@@ -34,9 +34,9 @@ import pytest
 from conftest import REPO, cli
 from helpers import link_each
 
-from xlaprof.analysis import device as device_model
-from xlaprof.analysis.trace import load_trace
 from xlaprof.api import Analysis
+from xlaprof.inputs.traces import load_trace
+from xlaprof.tables import device as device_model
 
 GPU = REPO / "sample_traces" / "gpu"
 JAX = "jax_mlp_steps.xplane.pb"

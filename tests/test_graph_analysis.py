@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from xlaprof.analysis.checks import unrolled_loop
-from xlaprof.analysis.checks.unrolled_loop import find_repeats
-from xlaprof.analysis.graph_diff import explain
-from xlaprof.analysis.model import AnalysisInput, GraphInfo
+from xlaprof.analyzers import unrolled_loop
+from xlaprof.analyzers.shared.graph_diff import explain
+from xlaprof.analyzers.unrolled_loop import find_repeats
 from xlaprof.findings import Kind, Location
+from xlaprof.model.input import AnalysisInput, GraphInfo
 from xlaprof.parse.hlo import parse_hlo
 
 MODEL = """\
@@ -107,7 +107,7 @@ def test_no_finding_when_repeats_are_few_or_tiny(
 
 
 def test_layer_stack_is_named_with_its_loop(tmp_path: Path) -> None:
-    from xlaprof.analysis.sourcefiles import source_roots
+    from xlaprof.inputs.sourcefiles import source_roots
 
     model = tmp_path / "model.py"
     model.write_text(MODEL)

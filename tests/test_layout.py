@@ -66,7 +66,7 @@ def test_analyze_is_a_function_after_loading_a_run() -> None:
         import xlaprof
         run = xlaprof.load_run({str(SAMPLES / "runs" / "healthy_loop")!r})
         run.steps()
-        from xlaprof.analysis.checks import run_analyzers  # a submodule import, as users do
+        from xlaprof.analyzers import run_analyzers  # a submodule import, as users do
         findings = xlaprof.analyze({str(SAMPLES / "runs" / "host_sync_item")!r})
         print(sorted({{f.kind.value for f in findings}}))
         """

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES, cli
 
-from xlaprof.analysis import pod
-from xlaprof.analysis.stragglers import stragglers
-from xlaprof.analysis.trace import load_trace
 from xlaprof.errors import BadCapture
-from xlaprof.parse.xplane import read_xspace, xspace_class
+from xlaprof.inputs import pod
+from xlaprof.inputs.traces import load_trace
+from xlaprof.parse.xplane.schema import read_xspace, xspace_class
+from xlaprof.tables.stragglers import stragglers
 
 SOURCE = next((SAMPLES / "runs" / "healthy_loop").glob("*/plugins/profile/*/*.xplane.pb"))
 COPIES = 3  # the sample holds two steps; three copies give six

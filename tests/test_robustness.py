@@ -110,7 +110,7 @@ def test_a_file_over_max_size_is_refused_with_advice(tmp_path: Path) -> None:
 
 
 def test_a_fifo_or_a_device_is_refused_without_blocking(tmp_path: Path) -> None:
-    from xlaprof.load import load_text_inputs
+    from xlaprof.inputs.paths import load_text_inputs
 
     fifo = tmp_path / "pipe.log"
     os.mkfifo(fifo)
@@ -241,8 +241,8 @@ def test_steps_recorded_follows_steps_jsonl_when_run_json_is_stale(tmp_path: Pat
 
 # -- source lines only from the source root --------------------------------------------------------
 def test_source_files_are_read_only_inside_the_source_root(tmp_path: Path) -> None:
-    from xlaprof.analysis.source import source_line
-    from xlaprof.analysis.sourcefiles import MAX_SOURCE_BYTES, read_source, source_roots
+    from xlaprof.analyzers.shared.sourcecode import source_line
+    from xlaprof.inputs.sourcefiles import MAX_SOURCE_BYTES, read_source, source_roots
 
     root = tmp_path / "project"
     root.mkdir()
@@ -289,8 +289,8 @@ def test_report_of_the_shipped_old_profiler_log(tmp_path: Path) -> None:
 
 
 def test_diff_keeps_location_less_findings_apart() -> None:
-    from xlaprof.analysis.compare import match_findings
     from xlaprof.findings import Finding, Kind, Location, Severity
+    from xlaprof.tables.compare import match_findings
 
     def finding(title: str, location: Location | None = None) -> Finding:
         return Finding(Kind.ATEN_FALLBACK, Severity.WARNING, title, location=location)
@@ -326,8 +326,8 @@ def test_the_facade_says_which_process_it_keeps(tmp_path: Path) -> None:
 def test_console_output_cuts_no_number_or_key(width: int) -> None:
     from rich.console import Console
 
-    from xlaprof.api import analyze_parts
-    from xlaprof.load import load_parts
+    from xlaprof.inputs.paths import load_parts
+    from xlaprof.pipeline import analyze_parts
     from xlaprof.report import console
 
     results = analyze_parts(load_parts([SAMPLES / "runs" / "tracing_bound_tiny_ops"], 1 << 30))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from xlaprof.analysis.checks import run_analyzers
+from xlaprof.analyzers import run_analyzers
 from xlaprof.findings import Kind
-from xlaprof.load import load_text_inputs
+from xlaprof.inputs.paths import load_text_inputs
 from xlaprof.parse.debug_log import parse_debug_log
 from xlaprof.parse.metrics_report import parse_metrics_report
 

@@ -313,7 +313,7 @@ def test_a_steps_host_cpu_splits_at_the_sync_that_ended_it(tmp_path: Path) -> No
         assert rows[step].host_cpu_s - rows[step].sync_cpu_s >= 0.05
         assert rows[step].sync_cpu_s < 0.05
     # AND the metrics timeline shows the split on the steps that did not compile
-    from xlaprof.analysis.timeline import step_timeline
+    from xlaprof.tables.timeline import step_timeline
 
     timeline = step_timeline(list(rows.values())).set_index("step")
     for step, row in rows.items():

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES, cli
 
-from xlaprof.analysis.hosts import host_skew
-from xlaprof.analysis.timeline import step_timeline
-from xlaprof.analysis.trace import load_trace
 from xlaprof.errors import InputNotRecognized
+from xlaprof.inputs.traces import load_trace
 from xlaprof.parse.chrome_trace import chrome_trace_frame
-from xlaprof.parse.xplane import xspace_class
+from xlaprof.parse.xplane.schema import xspace_class
 from xlaprof.rundir.reader import load_run
+from xlaprof.tables.hosts import host_skew
+from xlaprof.tables.timeline import step_timeline
 
 RUN = SAMPLES / "runs" / "recompile_varying_batch"
 

@@ -1,4 +1,4 @@
-"""The numpy XEvent decoder (``xlaprof.parse.xplane_wire``) against upb's own decoding.
+"""The numpy XEvent decoder (``xlaprof.parse.xplane.wire``) against upb's own decoding.
 
 ``reference_frame`` is the parser as it was before the wire decoder (commit bd30631): upb
 parses the file into full messages and a Python loop reads every event's fields, so every
@@ -21,8 +21,10 @@ import pytest
 from conftest import DATA, REPO, SAMPLES
 
 from xlaprof.errors import BadCapture
-from xlaprof.parse import xplane
-from xlaprof.parse.xplane_wire import Buffer, varints, walk
+from xlaprof.parse import events as event_frame
+from xlaprof.parse.xplane import schema as xplane
+from xlaprof.parse.xplane import xspace_frame
+from xlaprof.parse.xplane.wire import Buffer, varints, walk
 
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 CAPTURES = sorted(
@@ -54,7 +56,7 @@ def reference_frame(path: Path, host: str | None = None) -> pd.DataFrame:
         for key, meta in plane.event_metadata.items():
             names[key] = meta.name
             stats = {
-                stat_names.get(s.metadata_id, "?"): xplane._stat_value(s, stat_names)
+                stat_names.get(s.metadata_id, "?"): xplane.stat_value(s, stat_names)
                 for s in meta.stats
             }
             promoted = {k: stats[k] for k in (*TEXT, *NUMBERS) if k in stats}
@@ -69,7 +71,7 @@ def reference_frame(path: Path, host: str | None = None) -> pd.DataFrame:
                 args = None
                 if event.stats:
                     args = {
-                        stat_names.get(s.metadata_id, "?"): xplane._stat_value(s, stat_names)
+                        stat_names.get(s.metadata_id, "?"): xplane.stat_value(s, stat_names)
                         for s in event.stats
                     }
                 start, duration = base_ps + event.offset_ps, event.duration_ps
@@ -82,8 +84,8 @@ def reference_frame(path: Path, host: str | None = None) -> pd.DataFrame:
     columns: dict[str, Any] = {
         "host": pd.Categorical([host or xplane.hostname(space, path)] * len(kept)),
         "plane": pd.Categorical([r[0] for r in kept]),
-        "plane_kind": pd.Categorical([xplane.plane_kind(r[0]) for r in kept]),
-        "device": pd.Categorical([xplane.device_name(r[0]) for r in kept]),
+        "plane_kind": pd.Categorical([event_frame.plane_kind(r[0]) for r in kept]),
+        "device": pd.Categorical([event_frame.device_name(r[0]) for r in kept]),
         "line": pd.Categorical([r[1] for r in kept]),
         "name": pd.Categorical([r[2] for r in kept]),
         "start_ns": base_ns + start_ps // 1000,
@@ -102,13 +104,13 @@ def reference_frame(path: Path, host: str | None = None) -> pd.DataFrame:
         )
     args_of = [r[6] or {} for r in kept]
     columns["step_num"] = pd.array(
-        [xplane._step_number(a["step_num"]) if "step_num" in a else None for a in args_of],
+        [event_frame.step_number(a["step_num"]) if "step_num" in a else None for a in args_of],
         dtype="Int64",
     )
     for key in NUMBERS:
-        columns[key] = np.array([xplane._finite(value(r, key)) for r in kept], np.float64)
+        columns[key] = np.array([event_frame.finite(value(r, key)) for r in kept], np.float64)
     columns["group_id"] = pd.array(
-        [xplane._step_number(a["group_id"]) if "group_id" in a else None for a in args_of],
+        [event_frame.step_number(a["group_id"]) if "group_id" in a else None for a in args_of],
         dtype="Int64",
     )
     columns["args"] = [r[6] for r in kept]
@@ -116,7 +118,7 @@ def reference_frame(path: Path, host: str | None = None) -> pd.DataFrame:
     frame.attrs["dropped_events"] = len(rows) - len(kept)
     frame.attrs["profile_start_ns"] = xplane.profile_start_ns(space)
     frame.attrs["devices"] = [
-        xplane.plane_info(p) for p in planes if xplane.plane_kind(p.name) == "device"
+        xplane.plane_info(p) for p in planes if event_frame.plane_kind(p.name) == "device"
     ]
     return frame
 
@@ -135,13 +137,13 @@ def _outcome(function: Any, path: Path, **kwargs: Any) -> pd.DataFrame | str:
 def assert_same(path: Path) -> pd.DataFrame | str:
     """``xspace_frame`` equals the reference on ``path``, with and without ``args``."""
     expected = _outcome(reference_frame, path)
-    got = _outcome(xplane.xspace_frame, path)
+    got = _outcome(xspace_frame, path)
     if isinstance(expected, str) or isinstance(got, str):
         assert got == expected
-        assert _outcome(xplane.xspace_frame, path, args=False) == expected
+        assert _outcome(xspace_frame, path, args=False) == expected
         return expected
     _assert_frames(got, expected)
-    without = xplane.xspace_frame(path, args=False)
+    without = xspace_frame(path, args=False)
     assert without["args"].isna().all()
     if len(expected):  # an empty frame's args column is float64, as it always was
         expected["args"] = pd.Series([None] * len(expected), dtype=object)
@@ -185,7 +187,7 @@ def test_there_are_real_captures_with_device_planes() -> None:
         pytest.skip("no ../shared/traces here")
     kinds = set()
     for path in SHARED_TRACES.glob("*.xplane.pb"):
-        kinds |= {d["kind"] for d in xplane.xspace_frame(path).attrs["devices"]}
+        kinds |= {d["kind"] for d in xspace_frame(path).attrs["devices"]}
     assert {"TPU", "GPU"} <= kinds
 
 
@@ -471,7 +473,7 @@ def test_varints_report_their_size_and_overlong_ones() -> None:
 
 def test_walk_marks_a_varint_or_length_running_past_the_message() -> None:
     """The message ends before a varint or a length-delimited field does: marked, not read."""
-    from xlaprof.parse.xplane_wire import _EVENT_TAGS
+    from xlaprof.parse.xplane.wire import _EVENT_TAGS
 
     messages = [
         field(1, 1) + field(2, 300),  # whole
@@ -499,21 +501,21 @@ def test_split_space_checks_its_layout_and_else_joins_the_events(
 ) -> None:
     """Where upb's re-serialization is not laid out as expected (here: as if each event's tag
     were another), the events are joined from their bytes instead: the same frame."""
-    from xlaprof.parse import xplane_wire
+    from xlaprof.parse.xplane import wire as xplane_wire
 
     path = next(SAMPLES.glob("runs/healthy_loop/*/plugins/profile/*/*.xplane.pb"))
-    expected = xplane.xspace_frame(path)
+    expected = xspace_frame(path)
     monkeypatch.setattr(xplane_wire, "_EVENTS_TAG", 0)
-    space = xplane._message_class("XSpace", events_as_bytes=True)()
+    space = xplane.message_class("XSpace", events_as_bytes=True)()
     space.ParseFromString(path.read_bytes())
     data, starts, ends = xplane_wire.split_space(space)
     assert starts[0] == 0 and len(data) == ends[-1] + xplane_wire.PAD  # joined: nothing between
-    _assert_frames(xplane.xspace_frame(path), expected)
+    _assert_frames(xspace_frame(path), expected)
 
 
 def test_walking_in_chunks_changes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Events are walked CHUNK at a time: chunks far smaller than the captures, same frames."""
-    from xlaprof.parse import xplane_wire
+    from xlaprof.parse.xplane import wire as xplane_wire
 
     monkeypatch.setattr(xplane_wire, "CHUNK", 5)
     assert_same(next(SAMPLES.glob("runs/healthy_loop/*/plugins/profile/*/*.xplane.pb")))
@@ -522,7 +524,7 @@ def test_walking_in_chunks_changes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_
 
 
 def test_uint64_to_float_rounds_as_python_does() -> None:
-    from xlaprof.parse.xplane_wire import UINT64, Stats, StatValues
+    from xlaprof.parse.xplane.wire import UINT64, Stats, StatValues
 
     values = [2**63 + 1025, 2**64 - 1, 2**53 + 1, 2**63 - 1, 2**64 - 1025]
     stats = Stats(
@@ -537,14 +539,14 @@ def test_uint64_to_float_rounds_as_python_does() -> None:
 
 def test_args_false_builds_no_dicts_but_keeps_group_id(tmp_path: Path) -> None:
     path = capture(tmp_path, [stat(4, field(4, 17)) + stat(1, field(5, b"op"))])
-    frame = xplane.xspace_frame(path, args=False)
+    frame = xspace_frame(path, args=False)
     assert frame["args"].tolist() == [None]
     assert frame["group_id"].tolist() == [17] and frame["hlo_op"].tolist() == ["op"]
 
 
 def test_the_device_model_numbers_steps_the_same_without_args(tmp_path: Path) -> None:
     """Steps named by their group_id stat: from the column, with or without args."""
-    from xlaprof.analysis.device import device_steps
+    from xlaprof.tables.device import device_steps
 
     space = xplane.xspace_class()()
     plane = space.planes.add(id=1, name="/device:GPU:0")
@@ -559,10 +561,10 @@ def test_the_device_model_numbers_steps_the_same_without_args(tmp_path: Path) ->
         kernels.events.add(metadata_id=2, offset_ps=index * 10**9 + 10**6, duration_ps=10**8)
     path = tmp_path / "gpu.xplane.pb"
     path.write_bytes(space.SerializeToString())
-    with_args = device_steps(xplane.xspace_frame(path))
+    with_args = device_steps(xspace_frame(path))
     assert with_args["step"].tolist() == [41, 42]
-    pd.testing.assert_frame_equal(device_steps(xplane.xspace_frame(path, args=False)), with_args)
-    old_style = xplane.xspace_frame(path).drop(columns="group_id")  # a frame before the column
+    pd.testing.assert_frame_equal(device_steps(xspace_frame(path, args=False)), with_args)
+    old_style = xspace_frame(path).drop(columns="group_id")  # a frame before the column
     pd.testing.assert_frame_equal(device_steps(old_style), with_args)
 
 
@@ -573,8 +575,8 @@ def test_the_device_model_numbers_steps_the_same_without_args(tmp_path: Path) ->
 )
 def test_the_device_model_reads_nothing_from_args_on_real_captures(path: Path) -> None:
     """The pod cache keeps every column but args: its device tables must be the same."""
-    from xlaprof.analysis import device
+    from xlaprof.tables import device
 
-    with_args, without = xplane.xspace_frame(path), xplane.xspace_frame(path, args=False)
+    with_args, without = xspace_frame(path), xspace_frame(path, args=False)
     for table in (device.device_steps, device.device_ops, device.device_utilization):
         pd.testing.assert_frame_equal(table(without), table(with_args))

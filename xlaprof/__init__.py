@@ -26,16 +26,16 @@ _EXPORTS = {
     "Finding": "xlaprof.findings",
     "analyze": "xlaprof.api",
     "check": "xlaprof.api",
-    "load_trace": "xlaprof.analysis.trace",
+    "load_trace": "xlaprof.inputs.traces",
     "Analysis": "xlaprof.api",
 }
 
 if TYPE_CHECKING:
-    from xlaprof.analysis.trace import load_trace
     from xlaprof.api import Analysis, analyze, check
     from xlaprof.capture.annotate import annotate_module, enable_annotations, region, step, steps
     from xlaprof.capture.profile import profile
     from xlaprof.findings import Finding
+    from xlaprof.inputs.traces import load_trace
     from xlaprof.rundir.reader import Run, load_run, load_runs
 
 

@@ -19,14 +19,22 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from xlaprof.capture.session import Session
-
 T = TypeVar("T")
+
+
+class Recorder(Protocol):
+    """What annotations report to: the active profiling session (``capture.session``)."""
+
+    def record_region(self, name: str, seconds: float) -> None: ...
+
+    def begin_user_step(self, number: int) -> None: ...
+
+    def end_user_step(self, number: int) -> None: ...
 
 
 class _State:
@@ -35,7 +43,7 @@ class _State:
     __slots__ = ("emit", "session", "trace_cls")
 
     def __init__(self) -> None:
-        self.session: Session | None = None
+        self.session: Recorder | None = None
         self.emit = os.environ.get("XLAPROF_ANNOTATE", "") not in ("", "0")
         self.trace_cls: Any = None
 
@@ -66,7 +74,7 @@ def enable_annotations(enabled: bool = True) -> None:
     STATE.emit = enabled
 
 
-def set_session(session: Session | None) -> None:
+def set_session(session: Recorder | None) -> None:
     STATE.session = session
 
 

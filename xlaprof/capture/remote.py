@@ -113,7 +113,7 @@ def _client_trace(services: list[Service], out: Path, duration_ms: int, options:
 
 
 def _count_events(path: Path) -> int:
-    from xlaprof.parse.xplane import read_xspace
+    from xlaprof.parse.xplane.schema import read_xspace
 
     space = read_xspace(path)
     return sum(len(line.events) for plane in space.planes for line in plane.lines)

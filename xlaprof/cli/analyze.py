@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 import click
 
 from xlaprof.errors import OutputError
-from xlaprof.load import DEFAULT_MAX_INPUT_BYTES
+from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES
 from xlaprof.parse.units import parse_size
 
 if TYPE_CHECKING:
-    from xlaprof.analysis.trace import Trace
+    from xlaprof.model.trace import Trace
 
 
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int:
@@ -94,8 +94,8 @@ def analyze(
     `xlaprof run` or `xlaprof.profile()` gives exact per-step findings. A capture gives each
     device's steps, busy and idle time and top ops.
     """
-    from xlaprof.api import analyze_parts
-    from xlaprof.load import load_parts
+    from xlaprof.inputs.paths import load_parts
+    from xlaprof.pipeline import analyze_parts
     from xlaprof.report import json_out
 
     parts = load_parts(

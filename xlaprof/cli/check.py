@@ -139,9 +139,9 @@ def check(
       xlaprof run --max-steps 8 --out runs/ci -- python train.py
       xlaprof check runs/ci --max-recompilations 0 --max-host-syncs-per-step 0
     """
-    from xlaprof.analysis.budgets import Budgets, find_pyproject
-    from xlaprof.api import check_budgets
+    from xlaprof.budgets import Budgets, find_pyproject
     from xlaprof.cli.analyze import write_atomic
+    from xlaprof.pipeline import check_budgets
     from xlaprof.report import ci
 
     if budget_file is not None:

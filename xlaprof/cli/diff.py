@@ -18,15 +18,15 @@ def diff(before: Path, after: Path, as_json: bool) -> None:
 
     from rich.console import Console
 
-    from xlaprof.analysis.compare import match_findings
-    from xlaprof.api import Analysis
+    from xlaprof.pipeline import analyze_one
+    from xlaprof.tables.compare import compare, match_findings, run_summary
 
-    a, b = Analysis(before, warn=False), Analysis(after, warn=False)
-    for note in (a.note, b.note):
+    (a, _, note_a), (b, _, note_b) = analyze_one(before), analyze_one(after)
+    for note in (note_a, note_b):
         if note:
             click.echo(f"xlaprof: {note}", err=True)
-    table = a.compare(b)
-    gone, came = match_findings(a.result.findings, b.result.findings)
+    table = compare(run_summary(a.part.data), run_summary(b.part.data))
+    gone, came = match_findings(a.findings, b.findings)
     if as_json:
         rows = table.astype(object).where(table.notna(), None).to_dict(orient="records")
         document = {

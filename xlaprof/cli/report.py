@@ -44,13 +44,13 @@ def report(
     It works offline (plotly is embedded): findings with evidence and fixes, the step timeline,
     compilations over steps, top host regions and device ops, and metric deltas per step.
     """
-    from xlaprof.api import Analysis
     from xlaprof.cli.analyze import trace_notes, write_atomic
+    from xlaprof.pipeline import analyze_one
     from xlaprof.report.html import render
 
-    analysis = Analysis(path, process=process, session=session, source_root=source_root, warn=False)
-    if analysis.note:
-        click.echo(f"xlaprof: {analysis.note}", err=True)
-    trace_notes(analysis.result.trace, path.name)
-    write_atomic(output, render([analysis.result]), force)
+    result, _, note = analyze_one(path, process, session=session, source_root=source_root)
+    if note:
+        click.echo(f"xlaprof: {note}", err=True)
+    trace_notes(result.trace, path.name)
+    write_atomic(output, render([result]), force)
     click.echo(str(output))

@@ -31,7 +31,7 @@ def logdir_for(path: Path, scratch: Path | None = None) -> Path:
     folder holding xplanes in any other layout, is linked into a temporary logdir under
     ``scratch`` (one run named after ``path``, one session per folder of captures).
     """
-    from xlaprof.analysis.trace import find_sessions
+    from xlaprof.inputs.captures import find_sessions
 
     if not path.exists():
         raise InputNotFound(f"{path}: no such run directory, logdir or capture file")

@@ -114,9 +114,9 @@ def run_variant(
 
 
 def _side(name: str, run_dir: Path, check_path: Path | None) -> Side:
-    from xlaprof.analysis.compare import run_summary
-    from xlaprof.analysis.model import input_from_run
+    from xlaprof.model.input import input_from_run
     from xlaprof.rundir.reader import load_run
+    from xlaprof.tables.compare import run_summary
 
     data = input_from_run(load_run(run_dir))
     summary = run_summary(data)
@@ -166,9 +166,9 @@ def compare_numerics(before: Path, after: Path) -> dict[str, Any]:
 
 def _stack_from_analysis(run_dir: Path) -> str | None:
     """The layer stack the unrolled-loop analysis of a run names, as ``Owner.attr``."""
-    from xlaprof.api import analyze
+    from xlaprof.pipeline import findings_of
 
-    for finding in analyze(run_dir):
+    for finding in findings_of([run_dir]):
         owner = finding.evidence.get("layer_stack_owner")
         attribute = finding.evidence.get("layer_stack_attribute")
         if finding.kind.value == "unrolled_loop" and owner and attribute:
@@ -194,7 +194,7 @@ def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: An
     With ``repeats`` > 1 both sides run that many times, alternating, in fresh processes, and
     each figure is the median; the numerical check uses the first pair.
     """
-    from xlaprof.analysis.compare import compare
+    from xlaprof.tables.compare import compare
 
     pure = options.pop("layer_pure", False)
     befores: list[Side] = []
@@ -222,7 +222,7 @@ def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: An
     if repeats > 1:
         result.notes.append(f"figures are medians of {repeats} runs of each side")
     if kind == "remat":
-        from xlaprof.analysis.compare import describe_change
+        from xlaprof.tables.compare import describe_change
 
         _ratio, words = describe_change(
             before.summary["intermediate_bytes"], after.summary["intermediate_bytes"]
@@ -233,7 +233,7 @@ def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: An
 
 def bench_cache(target: str, out: Path, **options: Any) -> BenchResult:
     """Two runs against one persistent compilation cache: the second should skip compiling."""
-    from xlaprof.analysis.compare import compare
+    from xlaprof.tables.compare import compare
 
     cache = out / "cache"
     first = run_variant(target, "cache", out / "first", cache_dir=cache, check=False, **options)

@@ -1,6 +1,6 @@
 """Chrome trace files (``*.trace.json``, ``*.trace.json.gz``, ``*.pt.trace.json``) to pandas.
 
-Read in the same columns as an xplane (``xlaprof.parse.xplane.events_frame``). Three things
+Read in the same columns as an xplane (``xlaprof.parse.events.events_frame``). Three things
 make real files differ from the simple case:
 
 - PyTorch-profiler (Kineto) traces time events in microseconds since the epoch
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import BadCapture
-from xlaprof.parse.xplane import Columns, events_frame, host_from_filename
+from xlaprof.parse.events import Columns, events_frame, host_from_filename
 from xlaprof.safeio import UnsafeFile, gunzip_capped, read_capped
 
 # A Chrome trace is parsed whole (JSON): larger ones are refused rather than exhausting memory.

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from xlaprof.analysis.budgets import CheckResult, Outcome, Status
+from xlaprof.budgets import CheckResult, Outcome, Status
 
 SCHEMA = "xlaprof.check/1"
 

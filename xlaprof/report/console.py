@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from xlaprof.api import PartResult
 from xlaprof.findings import Severity
+from xlaprof.model.result import PartResult
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 # Evidence worth a line of its own; the rest is one compact line (all of it is in --json).
@@ -71,22 +71,22 @@ def render(
 def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     part, findings = result.part, result.findings
     data, sources = part.data, part.sources
-    run = part.extra.get("run")
+    run = part.run_summary
     if run is not None:
         console.print(
             Text.assemble(
                 ("xlaprof analyze ", "bold"),
-                run["path"],
-                f"  (run: {run['steps_recorded']} steps, ended {run['status']}"
-                + (f", exit code {run['exit_code']}" if run["exit_code"] is not None else "")
-                + (f", {run['device_kind']} x{run['device_count']}" if run["device_kind"] else "")
+                run.path,
+                f"  (run: {run.steps_recorded} steps, ended {run.status}"
+                + (f", exit code {run.exit_code}" if run.exit_code is not None else "")
+                + (f", {run.device_kind} x{run.device_count}" if run.device_kind else "")
                 + ")",
             )
         )
-        for warning in run["warnings"]:
+        for warning in run.warnings:
             console.print(Text(f"note: {warning}", style="yellow"))
         sources = []
-    trace_only = part.trace is not None and not data.reports and data.debug.empty
+    trace_only = part.trace_only
     if trace_only:  # a capture: say what it holds instead of "0 metrics report(s)"
         from xlaprof.report.devices import capture_line
 
@@ -126,7 +126,7 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     if result.timeline is not None and len(result.timeline):
         _timeline(console, result.timeline, data.warmup_steps)
     if result.stragglers is not None and len(result.stragglers):
-        from xlaprof.analysis.stragglers import headline
+        from xlaprof.tables.stragglers import headline
 
         console.print(headline(result.stragglers), highlight=False)
         console.print()

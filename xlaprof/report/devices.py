@@ -1,6 +1,6 @@
 """The device sections of the console and HTML reports: devices, steps, top ops, tracing.
 
-Presentation only: every number comes from ``Trace.summary()`` (``xlaprof.analysis.device``);
+Presentation only: every number comes from ``Trace.summary()`` (``xlaprof.tables.device``);
 here it is chosen, ordered and formatted. A value that was not measured shows as "—".
 """
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from xlaprof.analysis.trace import Trace
+    from xlaprof.model.trace import Trace
 
 NOT_MEASURED = "—"
 TOP_OPS = 10
@@ -173,7 +173,7 @@ def step_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
 
 def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
     """The top device ops over all devices, most device time first."""
-    from xlaprof.analysis.device import add_rates, top_ops
+    from xlaprof.tables.device import add_rates, top_ops
 
     ops = trace.summary().ops
     ops = ops[ops["category"] != "autotune"]  # the compiler's, not the program's: a note says so

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+    from xlaprof.model.result import PartResult
+
 HOST_PARTS = (
     ("python_tracing_s", "Python + tracing", "#4C78A8"),
     ("graph_build_s", "graph build", "#72B7B2"),
@@ -138,7 +140,7 @@ def top_device_ops(ops: pd.DataFrame | None, limit: int = 15) -> go.Figure:
     """Total device time per op over all devices (``Trace.device_ops``), by category."""
     import plotly.graph_objects as go
 
-    from xlaprof.analysis.device import top_ops
+    from xlaprof.tables.device import top_ops
 
     title = "Top device ops"
     if ops is None:
@@ -282,3 +284,28 @@ def before_after(comparison: pd.DataFrame) -> go.Figure:
     figure.add_vline(x=1, line_dash="dash")
     figure.update_layout(title=title, xaxis_title="after / before")
     return figure
+
+
+# -- one analysis result's figures (the notebook facade's plot_* and the HTML report) ---------
+
+
+def _traced(result: PartResult, frame: pd.DataFrame) -> pd.DataFrame | None:
+    """``frame`` where the result has a trace; None (shown as "not captured") where it has not."""
+    return frame if result.trace is not None else None
+
+
+def result_figures(result: PartResult) -> list[tuple[str, go.Figure]]:
+    """Every figure of ``result`` by name, in the HTML report's order (the per-host heat map
+    only for several hosts)."""
+    figures = [
+        ("timeline", step_timeline(result.timeline_frame())),
+        ("compilations", compilations(result.steps_frame(), result.compiles_frame())),
+        ("regions", top_regions(result.regions_frame())),
+        ("device-ops", top_device_ops(_traced(result, result.device_ops()))),
+        ("device-steps", device_steps(_traced(result, result.device_steps()))),
+    ]
+    if not result.host_steps_frame().empty:
+        heatmap = host_step_heatmap(result.host_steps_frame(), result.stragglers_frame())
+        figures.append(("host-steps", heatmap))
+    figures.append(("metric-deltas", metric_deltas(result.steps_frame())))
+    return figures

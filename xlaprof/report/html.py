@@ -2,7 +2,7 @@
 
 One file that works offline: plotly.js is inlined once (no CDN), figures follow as divs. Every
 string that comes from a trace, a log or the user's code is escaped. The report presents what
-``api.analyze_parts`` computed; it computes nothing itself.
+``xlaprof.pipeline.analyze_parts`` computed; it computes nothing itself.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from xlaprof.api import PartResult
+    from xlaprof.model.parts import RunSummary
+    from xlaprof.model.result import PartResult
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }
@@ -68,10 +69,10 @@ def _figure(figure: go.Figure, element_id: str, with_library: bool) -> str:
     )
 
 
-def _device_line(run: dict[str, Any], result: PartResult) -> str:
+def _device_line(run: RunSummary | None, result: PartResult) -> str:
     """``TPU x4`` from the run, else ``4 x TPU v6 Lite`` from the trace's device planes."""
-    if run.get("device_kind"):
-        return f"{run['device_kind']} x{run.get('device_count') or '-'}"
+    if run is not None and run.device_kind:
+        return f"{run.device_kind} x{run.device_count or '-'}"
     devices = None if result.trace is None else result.trace.devices
     if devices is None or devices.empty:
         return "-"
@@ -79,33 +80,38 @@ def _device_line(run: dict[str, Any], result: PartResult) -> str:
     return ", ".join(f"{count} x {kind}" for kind, count in kinds.items())
 
 
+def _status(run: RunSummary | None) -> str:
+    return "- (exit code -)" if run is None else f"{run.status} (exit code {run.exit_code})"
+
+
 def render(results: list[PartResult]) -> str:
     """The whole report page for the first of ``results`` (the CLI picks it with --process)."""
-    from xlaprof.api import Analysis
+    from xlaprof.report.figures import result_figures
 
     result = results[0]
-    analysis = Analysis.from_result(result)
     part = result.part
     data = part.data
-    run = part.extra.get("run") or {}
+    run = part.run_summary
     title = f"xlaprof report: {part.name}"
     meta = [
         ("source", ", ".join(s.path for s in part.sources)),
-        ("status", f"{run.get('status', '-')} (exit code {run.get('exit_code', '-')})"),
+        (
+            "status",
+            "- (exit code -)" if run is None else f"{run.status} (exit code {run.exit_code})",
+        ),
         ("steps", data.step_count()),
         ("compilations", data.compiles()),
         ("executions", data.executions()),
         ("device→host transfers", data.device_to_host_transfers()),
         ("device", _device_line(run, result)),
-        ("torch_xla", run.get("torch_xla_version") or "-"),
+        ("torch_xla", (run.torch_xla_version if run is not None else None) or "-"),
     ]
     summary = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{html.escape('-' if v is None else str(v))}</td></tr>"
         for k, v in meta
     )
-    findings = analysis.findings()
-    trace_only = part.trace is not None and not data.reports and data.debug.empty
-    if findings.empty and trace_only:
+    findings = result.findings_frame()
+    if findings.empty and part.trace_only:
         body_findings = (
             "<p>No findings: a capture alone feeds the device tables below, not the analyzers "
             "(they read a run directory, metrics reports or PT_XLA_DEBUG logs).</p>"
@@ -114,15 +120,7 @@ def render(results: list[PartResult]) -> str:
         body_findings = '<p class="none">No findings: nothing here looks wrong.</p>'
     else:
         body_findings = "".join(_finding(row) for _, row in findings.iterrows())
-    figures = [
-        ("timeline", analysis.plot_timeline()),
-        ("compilations", analysis.plot_compilations()),
-        ("regions", analysis.plot_regions()),
-        ("device-ops", analysis.plot_device_ops()),
-        ("device-steps", analysis.plot_device_steps()),
-        *([("host-steps", analysis.plot_host_steps())] if not analysis.host_steps().empty else []),
-        ("metric-deltas", analysis.plot_metric_deltas()),
-    ]
+    figures = result_figures(result)
     body_devices = ""
     if result.trace is not None:
         from xlaprof.report.devices import render_html

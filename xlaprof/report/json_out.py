@@ -11,15 +11,15 @@ import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from xlaprof.analysis.model import AnalysisInput
-from xlaprof.api import PartResult
 from xlaprof.findings import Finding
-from xlaprof.load import SourceInfo
+from xlaprof.model.input import AnalysisInput
+from xlaprof.model.parts import SourceInfo
+from xlaprof.model.result import PartResult
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
 
 if TYPE_CHECKING:
-    from xlaprof.analysis.trace import Trace
+    from xlaprof.model.trace import Trace
 
 SCHEMA = "xlaprof.analysis/1"
 
@@ -123,7 +123,7 @@ MAX_STEP_ROWS = 5000
 
 def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
     """The ``trace`` object: session, hosts, devices, per-device steps, top ops, tracing."""
-    from xlaprof.analysis.device import top_ops
+    from xlaprof.tables.device import top_ops
 
     summary = trace.summary()
     devices = summary.utilization.merge(
@@ -153,12 +153,15 @@ def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
 def result_document(result: PartResult) -> dict[str, Any]:
     """One part's document: the contract plus ``timeline``, ``host_skew`` and ``trace``."""
     part = result.part
-    extra = dict(part.extra)
-    if result.trace is not None:
-        extra["trace"] = trace_json(result.trace, (part.extra.get("trace") or {}).get("path"))
-        pod = (part.extra.get("trace") or {}).get("pod")
-        if pod is not None:  # hosts read by workers (analysis.pod): where, how long, failures
-            extra["trace"]["pod"] = pod
+    extra: dict[str, Any] = {}
+    if part.run_summary is not None:
+        extra["run"] = part.run_summary.to_json()
+    trace = result.trace
+    if trace is not None:
+        extra["trace"] = trace_json(trace, part.trace_path)
+        if part.trace is not None and trace.source is not None and trace.source.load is not None:
+            # hosts read by workers (inputs.pod): where, how long, failures
+            extra["trace"]["pod"] = trace.source.load.record()
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:

@@ -53,9 +53,7 @@ class _TorchXlaImportHook(importlib.abc.MetaPathFinder):
 
 
 def _on_import() -> None:
-    try:
-        import xlaprof  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("xlaprof") is None:  # not installed where the job runs
         parent = os.environ.get("XLAPROF_PACKAGE_PARENT")
         if parent:
             sys.path.append(parent)

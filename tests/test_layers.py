@@ -1,0 +1,210 @@
+"""The package's stages import one way: every import, lazy and ``TYPE_CHECKING`` ones included.
+
+Stages, first to last (a module may import its own stage and earlier ones, never a later one):
+
+    base (errors, findings, safeio, escape) < parse < rundir < capture < model < tables < inputs
+    < analyzers < budgets < pipeline < report < fixes < cli < the facade (``xlaprof``, ``api``)
+
+So nothing inside the package imports the facade: the CLI, the renderers and the fix benchmarks
+all reach the analysis through ``xlaprof.pipeline``, as the Python API does.
+
+No two modules import each other (directly or round a longer cycle), and no module imports
+another module's private (``_name``) names, nor reads them off an imported module.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import REPO
+
+PACKAGE = REPO / "xlaprof"
+STAGES = (
+    ("base", ("xlaprof.errors", "xlaprof.findings", "xlaprof.safeio", "xlaprof.escape")),
+    ("parse", ("xlaprof.parse",)),
+    ("rundir", ("xlaprof.rundir",)),
+    ("capture", ("xlaprof.capture",)),
+    ("model", ("xlaprof.model",)),
+    ("tables", ("xlaprof.tables",)),
+    ("inputs", ("xlaprof.inputs",)),
+    ("analyzers", ("xlaprof.analyzers",)),
+    ("budgets", ("xlaprof.budgets",)),
+    ("pipeline", ("xlaprof.pipeline",)),
+    ("report", ("xlaprof.report",)),
+    ("fixes", ("xlaprof.fixes",)),
+    ("cli", ("xlaprof.cli", "xlaprof.__main__")),
+    ("facade", ("xlaprof", "xlaprof.api")),
+)
+
+
+def stage_of(module: str) -> int:
+    """The index in ``STAGES`` of the stage that holds ``module`` (the longest prefix wins)."""
+    best, length = None, -1
+    for index, (_, prefixes) in enumerate(STAGES):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > length:
+                best, length = index, len(prefix)
+    assert best is not None, f"{module} belongs to no stage: add it to STAGES"
+    return best
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    target: str  # a module of the package
+    line: int
+    private: str | None = None  # a private name taken from ``target``
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Import]:
+    """Every import of a package module in ``path``, wherever it stands in the file."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[Import] = []
+    aliases: dict[str, str] = {}  # local name -> package module it is bound to
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "xlaprof":
+                    found.append(Import(module, alias.name, node.lineno))
+                    if alias.asname:
+                        aliases[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, *([base] if base else [])])
+            if base.split(".")[0] != "xlaprof":
+                continue
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                if full in modules:  # ``from package import module``
+                    found.append(Import(module, full, node.lineno))
+                    aliases[alias.asname or alias.name] = full
+                else:
+                    private = alias.name if _private(alias.name) else None
+                    found.append(Import(module, base, node.lineno, private))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and _private(node.attr)
+        ):
+            found.append(Import(module, aliases[node.value.id], node.lineno, node.attr))
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def all_imports() -> list[Import]:
+    modules = module_names()
+    return [i for name, path in modules.items() for i in imports_of(name, path, modules)]
+
+
+def test_every_module_belongs_to_a_stage() -> None:
+    # GIVEN every module of the package WHEN it is placed THEN some stage holds it
+    for name in module_names():
+        stage_of(name)
+
+
+def test_no_import_reaches_a_later_stage() -> None:
+    # GIVEN every import in the package WHEN importer and target are placed in their stages
+    # THEN no import goes from an earlier stage to a later one
+    wrong = [
+        f"{i.importer}:{i.line} imports {i.target} "
+        f"({STAGES[stage_of(i.importer)][0]} -> {STAGES[stage_of(i.target)][0]})"
+        for i in all_imports()
+        if stage_of(i.target) > stage_of(i.importer)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    # GIVEN every import WHEN it names a private (_x) name of another module THEN none does
+    wrong = [
+        f"{i.importer}:{i.line} takes {i.private} from {i.target}"
+        for i in all_imports()
+        if i.private is not None and i.target != i.importer
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle() -> None:
+    # GIVEN the graph of module imports WHEN it is searched for cycles THEN there is none
+    # (a package's __init__ re-exporting its submodules is an edge like any other)
+    graph: dict[str, set[str]] = {}
+    for i in all_imports():
+        if i.target != i.importer:
+            graph.setdefault(i.importer, set()).add(i.target)
+    cycles = _cycles(graph)
+    assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_checks_see_lazy_and_type_checking_imports(tmp_path: Path) -> None:
+    # GIVEN a module whose only imports are inside a function and under TYPE_CHECKING
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from xlaprof.cli import main\n"
+        "def f():\n"
+        "    from xlaprof.report.console import _helper\n"
+        "    import xlaprof.api as api\n"
+        "    return api._secret\n"
+    )
+    # WHEN its imports are collected as if it were xlaprof.parse.probe
+    found = imports_of("xlaprof.parse.probe", source, module_names())
+    # THEN all three imports and both private names are seen
+    assert {i.target for i in found} == {"xlaprof.cli", "xlaprof.report.console", "xlaprof.api"}
+    assert {i.private for i in found} == {None, "_helper", "_secret"}
+    assert all(stage_of(i.target) > stage_of("xlaprof.parse.probe") for i in found)

@@ -1,0 +1,341 @@
+"""Reading the user's own source to name things the graph only knows by line number.
+
+Given the lines a repeated block came from, find the class whose method holds them (``Block``),
+the attribute holding a list of those (``self.blocks = nn.ModuleList([Block() ...])``), and the
+loop that applies them (``for blk in self.blocks:``). Source files may be missing (a capture
+analyzed on another machine): every function here then returns None rather than guessing.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from xlaprof.inputs.sourcefiles import current_roots, read_source
+
+log = logging.getLogger(__name__)
+
+_CONTAINERS = ("ModuleList", "Sequential")
+
+
+@dataclass(frozen=True)
+class LayerStack:
+    """Where a stack of identical layers lives in the user's code."""
+
+    layer_class: str
+    owner_class: str | None
+    attribute: str
+    container: str  # ModuleList or Sequential
+    file: str
+    defined_line: int  # the ModuleList/Sequential assignment
+    loop_line: int | None  # the for loop (or the call, for Sequential)
+    owner_method: str | None  # the method holding the loop, e.g. "forward"
+
+
+def _tree(file: str) -> ast.Module | None:
+    return _parsed(file, current_roots())
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(file: str, roots: tuple[Path, ...]) -> ast.Module | None:
+    text = read_source(file, roots)  # None outside the source roots (sourcefiles.py)
+    if text is None:
+        return None
+    try:
+        return ast.parse(text, filename=file)
+    except (SyntaxError, ValueError, RecursionError) as error:
+        log.debug("no syntax tree for %s: %s", file, error)
+        return None
+
+
+def source_line(file: str, line: int) -> str | None:
+    """The text of one source line, stripped, if the file may be read (see sourcefiles.py)."""
+    return _source_line(file, line, current_roots())
+
+
+@functools.lru_cache(maxsize=64)
+def _source_line(file: str, line: int, roots: tuple[Path, ...]) -> str | None:
+    text = read_source(file, roots)
+    if text is None:
+        log.debug("source line %s:%s not readable here", file, line)
+        return None
+    lines = text.split("\n")
+    return lines[line - 1].strip() if 0 < line <= len(lines) else None
+
+
+def enclosing_class(file: str, line: int) -> str | None:
+    """The class whose body (at any depth) holds ``line``."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    found = None
+    for node in ast.walk(tree):
+        inside = isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or 0)
+        if inside and (found is None or node.lineno > found.lineno):  # innermost
+            found = node
+    return None if found is None else found.name
+
+
+def _calls_class(node: ast.AST, class_name: str) -> bool:
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call):
+            func = inner.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name == class_name:
+                return True
+    return False
+
+
+def _container_name(call: ast.AST) -> str | None:
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return name if name in _CONTAINERS else None
+
+
+def _iterates(node: ast.For, attribute: str) -> bool:
+    for inner in ast.walk(node.iter):
+        if isinstance(inner, ast.Attribute) and inner.attr == attribute:
+            return True
+    return False
+
+
+def find_layer_stack(files: list[str], layer_class: str) -> LayerStack | None:
+    """The ModuleList/Sequential of ``layer_class`` in ``files`` and the loop that applies it."""
+    for file in files:
+        tree = _tree(file)
+        if tree is None:
+            continue
+        for owner in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for node in ast.walk(owner):
+                if not isinstance(node, ast.Assign | ast.AnnAssign):
+                    continue
+                container = _container_name(node.value)
+                if container is None or not _calls_class(node.value, layer_class):
+                    continue
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                attribute = next((t.attr for t in targets if isinstance(t, ast.Attribute)), None)
+                if attribute is None:
+                    continue
+                loop_line, method = _loop_over(owner, attribute, container)
+                return LayerStack(
+                    layer_class=layer_class,
+                    owner_class=owner.name,
+                    attribute=attribute,
+                    container=container,
+                    file=file,
+                    defined_line=node.lineno,
+                    loop_line=loop_line,
+                    owner_method=method,
+                )
+    return None
+
+
+def _loop_over(
+    owner: ast.ClassDef, attribute: str, container: str
+) -> tuple[int | None, str | None]:
+    for method in (n for n in owner.body if isinstance(n, ast.FunctionDef)):
+        for node in ast.walk(method):
+            if isinstance(node, ast.For) and _iterates(node, attribute):
+                return node.lineno, method.name
+            if (
+                container == "Sequential"
+                and isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == attribute
+            ):
+                return node.lineno, method.name
+    return None, None
+
+
+def _assigned_names(node: ast.AST) -> set[str]:
+    """Names bound by an assignment or a for loop's target."""
+    if isinstance(node, ast.Assign):
+        targets: list[ast.AST] = list(node.targets)
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For):
+        targets = [node.target]
+    else:
+        return set()
+    return {
+        name.id
+        for target in targets
+        for name in ast.walk(target)
+        if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)
+    }
+
+
+def _innermost(tree: ast.AST, line: int, kinds: tuple[type, ...]) -> ast.AST | None:
+    found = None
+    for node in ast.walk(tree):
+        inside = isinstance(node, kinds) and node.lineno <= line <= (node.end_lineno or node.lineno)
+        if inside and (found is None or node.lineno >= found.lineno):
+            found = node
+    return found
+
+
+def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None:
+    """The line inside the loop around ``cut_line`` that rebinds the name bound at
+    ``created_line`` (``tokens = torch.cat([tokens, nxt], 1)``), if any.
+
+    A tensor made before a loop and rebound in it gets each later value (and shape) from the
+    rebinding, so that line, not the first one, is where a changing input comes from. A
+    rebinding that reads the name itself (a growing update) is preferred.
+    """
+    tree = _tree(file)
+    if tree is None:
+        return None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) == created_line:
+            names |= _assigned_names(node)
+    loop = _innermost(tree, cut_line, (ast.For, ast.While))
+    if not names or loop is None or loop.lineno <= created_line <= (loop.end_lineno or 0):
+        return None
+    rebinding = []
+    for node in ast.walk(loop):
+        bound = _assigned_names(node) & names
+        if not bound or isinstance(node, ast.For):
+            continue
+        value = getattr(node, "value", None)
+        reads = value is not None and any(
+            isinstance(n, ast.Name) and n.id in bound for n in ast.walk(value)
+        )
+        rebinding.append((not reads, node.lineno))
+    return min(rebinding)[1] if rebinding else None
+
+
+def argument_origin(file: str, call_line: int, index: int) -> int | None:
+    """Where the ``index``-th argument of the call at ``call_line`` was last bound.
+
+    For ``loss = step_fn(x)``: the latest ``x = ...`` (or ``for x in ...``) before it in the
+    same function. None when the line is a loop header (the value comes from the iteration
+    itself), when the argument is not a plain name, or when the source is unreadable.
+    """
+    tree = _tree(file)
+    if tree is None:
+        return None
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For) and node.lineno == call_line:
+            return None
+        if (
+            isinstance(node, ast.Call)
+            and node.lineno <= call_line <= (node.end_lineno or node.lineno)
+            and len(node.args) > index
+            and isinstance(node.args[index], ast.Name)
+        ):
+            calls.append(node)
+    if not calls:
+        return None
+    name = min(calls, key=lambda c: c.col_offset).args[index].id  # type: ignore[attr-defined]
+    scope = _innermost(tree, call_line, (ast.FunctionDef, ast.AsyncFunctionDef)) or tree
+    bound = [
+        node.lineno
+        for node in ast.walk(scope)
+        if name in _assigned_names(node) and node.lineno < call_line
+    ]
+    return max(bound) if bound else None
+
+
+def enclosing_loop(file: str, line: int) -> int | None:
+    """The header line of the innermost ``for``/``while`` loop whose body holds ``line``."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    loop = _innermost(tree, line, (ast.For, ast.While))
+    if loop is None or loop.lineno == line:
+        return None
+    return loop.lineno
+
+
+def time_loop_sketch(file: str, call_line: int) -> str | None:
+    """A ``scan`` rewrite of the time loop around ``h = self.cell(seq[:, t], h)``.
+
+    The carried variable is the name the call assigns and also reads (``h``); ``xs`` is the
+    argument indexed by the loop variable, moved so that the indexed dimension comes first.
+    None when the line is not of that shape: the suggestion then stays in words.
+    """
+    tree = _tree(file)
+    if tree is None:
+        return None
+    loop = _innermost(tree, call_line, (ast.For,))
+    assign = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign) and n.lineno == call_line and isinstance(n.value, ast.Call)
+        ),
+        None,
+    )
+    if loop is None or assign is None or not isinstance(loop.target, ast.Name):
+        return None
+    assert isinstance(assign.value, ast.Call)
+    call = assign.value
+    step_var = loop.target.id
+    targets = sorted(_assigned_names(assign))
+    reads = {n.id for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
+    carried = [t for t in targets if t in reads] or targets
+    if not carried:
+        return None
+    xs_expr = None
+    arguments = []
+    for arg in call.args:
+        if xs_expr is None and isinstance(arg, ast.Subscript):
+            parts = arg.slice.elts if isinstance(arg.slice, ast.Tuple) else [arg.slice]
+            dims = [i for i, p in enumerate(parts) if isinstance(p, ast.Name) and p.id == step_var]
+            if dims:
+                base = ast.unparse(arg.value)
+                xs_expr = base if dims[0] == 0 else f"{base}.movedim({dims[0]}, 0)"
+                arguments.append(ast.Name("x_t"))
+                continue
+        arguments.append(arg)
+    if xs_expr is None:
+        return None
+    module = ast.unparse(call.func)
+    new_call = ast.Call(
+        func=ast.Name("functional_call"),
+        args=[call.func, ast.Name("params"), ast.Tuple(arguments)],
+        keywords=call.keywords,
+    )
+    carry = carried[0]
+    return (
+        "    from torch.func import functional_call\n"
+        "    from torch_xla.experimental.scan import scan\n\n"
+        f"    params = dict({module}.named_parameters())\n\n"
+        f"    def step(carry, x_t):\n"
+        f"        {carry}, params = carry\n"
+        f"        {carry} = {ast.unparse(new_call)}\n"
+        f"        return ({carry}, params), {carry}   # new carry, and this step's output\n\n"
+        f"    ({carry}, _), outputs = scan(step, ({carry}, params), {xs_expr})"
+        f"   # replaces the loop at line {loop.lineno}"
+    )
+
+
+def enclosing_function(file: str, line: int) -> str | None:
+    """The name of the innermost function whose body holds ``line``."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    function = _innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
+    return getattr(function, "name", None)
+
+
+def loop_call_of(file: str, line: int, function: str) -> int | None:
+    """The line in the loop around ``line`` that calls ``function`` (``make_batch(...)``)."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    loop = _innermost(tree, line, (ast.For, ast.While))
+    if loop is None:
+        return None
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name == function:
+                return node.lineno
+    return None

@@ -1,0 +1,77 @@
+"""Slow compilation: compile time is a large share of the job, or single compiles are long.
+
+Reads the ``CompileTime`` and ``ExecuteTime`` metrics (or per-step rows). On TPU a large model
+can take minutes per compile; unrolled layer stacks and recompilations multiply it.
+"""
+
+from __future__ import annotations
+
+from xlaprof.findings import Finding, Kind, Severity, bench_command
+from xlaprof.model.input import COMPILE_METRICS, EXECUTE_METRICS, AnalysisInput
+from xlaprof.parse.units import format_seconds
+
+# One compile taking this long on average is worth a warning.
+SLOW_COMPILE_MEAN_SECONDS = 30.0
+# Compile time this large in all is worth a warning whatever its share.
+SLOW_COMPILE_TOTAL_SECONDS = 300.0
+# Otherwise: compile time at least this share of compile+execute time ...
+SLOW_COMPILE_SHARE = 0.5
+# ... and at least this many seconds, so tiny CPU test runs do not trip it.
+SLOW_COMPILE_SHARE_MIN_SECONDS = 10.0
+
+SUGGESTION = (
+    "Enable the persistent compilation cache with torch_xla.runtime.initialize_cache(path) so "
+    "restarts reuse compiled programs; remove recompilations; and if the graph repeats a layer "
+    "many times, compile one layer with torch_xla.experimental.scan_layers. Measure the cache "
+    "on your model with the bench command in the evidence (FACTORY: a function returning "
+    "(model, batch))."
+)
+
+
+def analyze(data: AnalysisInput) -> list[Finding]:
+    if data.reports:
+        compiles = data.metric_samples(*COMPILE_METRICS)
+        compile_s = data.metric_total(*COMPILE_METRICS)
+        execute_s = data.metric_total(*EXECUTE_METRICS)
+    elif data.steps:
+        compiles = sum(s.compiles for s in data.steps)
+        compile_s = sum(s.compile_s for s in data.steps)
+        execute_s = sum(s.execute_s for s in data.steps)
+    else:
+        return []
+    if not compiles or compile_s is None:
+        return []
+    mean = compile_s / compiles
+    share = compile_s / (compile_s + execute_s) if execute_s else None
+    evidence: dict[str, object] = {
+        "compiles": compiles,
+        "compile_seconds": round(compile_s, 6),
+        "mean_compile_seconds": round(mean, 6),
+        "execute_seconds": None if execute_s is None else round(execute_s, 6),
+        "compile_share": None if share is None else round(share, 4),
+        "bench_command": bench_command("cache", data.script),
+    }
+    if mean >= SLOW_COMPILE_MEAN_SECONDS or compile_s >= SLOW_COMPILE_TOTAL_SECONDS:
+        severity = Severity.WARNING
+        title = (
+            f"Compilation took {format_seconds(compile_s)} in {compiles} compiles "
+            f"({format_seconds(mean)} each)"
+        )
+    elif (
+        share is not None
+        and share >= SLOW_COMPILE_SHARE
+        and compile_s >= SLOW_COMPILE_SHARE_MIN_SECONDS
+    ):
+        severity = Severity.INFO
+        title = f"Compilation is {share:.0%} of device-side time ({format_seconds(compile_s)})"
+    else:
+        return []
+    return [
+        Finding(
+            kind=Kind.SLOW_COMPILE,
+            severity=severity,
+            title=title,
+            evidence=evidence,
+            suggestion=SUGGESTION,
+        )
+    ]

@@ -1,0 +1,156 @@
+"""Capture files: finding them (sessions, hosts), reading one, naming hosts apart.
+
+A capture is one ``.xplane.pb`` or Chrome trace (``*trace.json``, ``*trace.json.gz``) per host.
+Captures are grouped into **sessions** (each ``plugins/profile/<time>/`` folder, or each folder
+holding captures). Used by ``xlaprof.inputs.traces`` (one session in memory) and by the pod
+workers (``xlaprof.inputs.pod``, one host each).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xlaprof.errors import BadCapture, InputNotFound, InputNotRecognized
+from xlaprof.model.trace import DEVICE_COLUMNS
+from xlaprof.parse.chrome_trace import chrome_trace_frame
+from xlaprof.parse.events import host_from_filename
+from xlaprof.parse.xplane import xspace_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+XPLANE_SUFFIX = ".xplane.pb"
+CHROME_SUFFIXES = ("trace.json", "trace.json.gz")
+
+
+def is_capture_file(path: Path) -> bool:
+    """A ``.xplane.pb`` or a Chrome trace (``*trace.json``, ``*trace.json.gz``) by its name."""
+    name = path.name
+    return name.endswith(XPLANE_SUFFIX) or name.endswith(CHROME_SUFFIXES)
+
+
+def session_of(file: Path, root: Path) -> str:
+    """A capture's session: its ``plugins/profile/<session>`` folder, else its folder."""
+    parts = file.parent.parts
+    for index in range(len(parts) - 2):
+        if parts[index] == "plugins" and parts[index + 1] == "profile":
+            return parts[index + 2]
+    if root.is_file():
+        return ""
+    relative = file.parent.relative_to(root)
+    return "" if str(relative) == "." else relative.as_posix()
+
+
+def find_sessions(path: Path) -> dict[str, list[Path]]:
+    """Every session at or below ``path`` and its capture files (xplanes preferred).
+
+    torch_xla writes ``host.xplane.pb`` and ``host.trace.json.gz`` side by side: where a
+    session has xplanes, its Chrome traces are the same events and are left out.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputNotFound(f"{path}: no such file or directory")
+    if path.is_file():
+        if not is_capture_file(path):
+            raise InputNotRecognized(
+                f"{path}: not a trace file (*.xplane.pb, *trace.json, *trace.json.gz)"
+            )
+        return {session_of(path, path): [path]}
+    sessions: dict[str, list[Path]] = {}
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and is_capture_file(p)):
+        sessions.setdefault(session_of(file, path), []).append(file)
+    for name, files in sessions.items():
+        xplanes = [f for f in files if f.name.endswith(XPLANE_SUFFIX)]
+        sessions[name] = xplanes or files
+    if not sessions:
+        raise InputNotRecognized(
+            f"{path}: no trace here (*.xplane.pb or *trace.json.gz, e.g. under "
+            "plugins/profile/); capture one with `xlaprof run --trace-steps A:B` or "
+            "`xlaprof capture`"
+        )
+    return dict(sorted(sessions.items()))
+
+
+def trace_files(path: Path, session: str | None = None) -> list[Path]:
+    """The capture files of one session at ``path`` (the latest unless ``session`` is given)."""
+    return pick_session(find_sessions(Path(path)), Path(path), session)[1]
+
+
+def pick_session(
+    sessions: dict[str, list[Path]], root: Path, session: str | None
+) -> tuple[str, list[Path]]:
+    if session is None:
+        name = list(sessions)[-1]
+        return name, sessions[name]
+    if session in sessions:
+        return session, sessions[session]
+    found = ", ".join(name or "." for name in sessions)
+    raise InputNotRecognized(f"{root}: no session {session!r} here (sessions: {found})")
+
+
+def load_capture_file(path: Path, args: bool = True) -> pd.DataFrame:
+    """One capture file's events; ``args=False`` skips the per-event stat dicts of an xplane
+    (a pod worker's cache has no ``args`` column, and building them is a third of the parse)."""
+    if path.name.endswith(XPLANE_SUFFIX):
+        frame = xspace_frame(path, args=args)
+    else:
+        frame = chrome_trace_frame(path)
+    frame.attrs["source"] = str(path)
+    return frame
+
+
+def load_safely(path: Path) -> pd.DataFrame | BadCapture:
+    try:
+        return load_capture_file(path)
+    except BadCapture as error:
+        return error
+
+
+def hosts_named_apart(hosts: list[tuple[str, str | None]]) -> list[str]:
+    """One distinct name per capture, given each capture's (host, file) in file order.
+
+    Hosts are named by ``XSpace.hostnames``; where two files name the same host (two processes
+    of one machine, or copies), those files are named by their file names instead, and a name
+    still taken gets ``#2`` (then ``+``) appended.
+    """
+    counts: dict[str, int] = {}
+    for host, _ in hosts:
+        counts[host] = counts.get(host, 0) + 1
+    taken: set[str] = set()
+    names = []
+    for host, source in hosts:
+        name = host
+        if counts[host] > 1 and source:
+            name = host_from_filename(Path(source))
+        while name in taken:
+            name = f"{name}#2" if "#" not in name else f"{name}+"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def name_hosts_apart(frames: list[pd.DataFrame]) -> None:
+    """Rename the ``host`` column of frames whose host another frame has too (in place)."""
+    import pandas as pd
+
+    loaded = [frame for frame in frames if len(frame)]
+    hosts = [(str(frame["host"].iloc[0]), frame.attrs.get("source")) for frame in loaded]
+    for frame, (host, _), name in zip(loaded, hosts, hosts_named_apart(hosts), strict=True):
+        if name != host:
+            frame["host"] = pd.Categorical([name] * len(frame))
+
+
+def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
+    """One row per device plane of ``frames`` (DEVICE_COLUMNS), from the planes' own stats."""
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    for frame in frames:
+        if not len(frame):
+            continue
+        host = str(frame["host"].iloc[0])
+        infos = frame.attrs.get("devices") or []
+        rows += [{"session": session, "host": host, **info} for info in infos]
+    table = pd.DataFrame(rows, columns=DEVICE_COLUMNS)
+    return table

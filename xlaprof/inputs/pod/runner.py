@@ -1,0 +1,184 @@
+"""Running the per-host workers: a local process pool or a dask cluster, with a progress bar.
+
+Collects each host's ``HostSummary`` (or ``HostError``) into one ``PodLoad``, and names apart
+hosts that several files share.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from xlaprof.errors import XlaprofError
+from xlaprof.inputs.captures import hosts_named_apart
+from xlaprof.inputs.pod.summary import summarize_host
+from xlaprof.model.pod import HostError, HostSummary, PodLoad
+from xlaprof.parse.events import host_from_filename
+
+SCHEDULER_ENV = "XLAPROF_DASK_SCHEDULER"
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def summarize_hosts(
+    files: Sequence[Path],
+    first_step: int = 0,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+    cache: bool = True,
+    session: str = "",
+) -> PodLoad:
+    """Summaries of every host in ``files``: a local process pool, or a dask cluster.
+
+    ``scheduler`` (or ``$XLAPROF_DASK_SCHEDULER``) is a ``dask.distributed`` scheduler address
+    (``tcp://host:8786``); its workers must see the captures at the same paths (shared storage)
+    and have xlaprof installed. ``progress`` shows a bar of hosts done (default: when stderr is
+    a terminal).
+    """
+    scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    if progress is None:
+        progress = sys.stderr.isatty()
+    outcomes: list[HostSummary | HostError] = []
+    with _Progress(len(files), progress) as bar:
+        if scheduler:
+            count = _run_dask(files, first_step, scheduler, cache, session, outcomes, bar.advance)
+        else:
+            count = workers or min(len(files), default_workers())
+            _run_local(files, first_step, count, cache, session, outcomes, bar.advance)
+    summaries = _named_apart([o for o in outcomes if isinstance(o, HostSummary)])
+    errors = sorted((o for o in outcomes if isinstance(o, HostError)), key=lambda e: e.path)
+    return PodLoad(summaries, errors, scheduler, count)
+
+
+def _named_apart(summaries: list[HostSummary]) -> list[HostSummary]:
+    """Hosts named apart as ``load_trace`` names them (``hosts_named_apart``). Each renamed
+    summary's tables are renamed; ``stored_host`` keeps the name its cache holds."""
+    ordered = sorted(summaries, key=lambda s: s.path)
+    names = hosts_named_apart([(s.host, s.path) for s in ordered])
+    for summary, name in zip(ordered, names, strict=True):
+        summary.stored_host = summary.host
+        if name != summary.host:
+            summary.host = name
+            summary.step_bounds = summary.step_bounds.assign(host=name)
+            summary.steps = summary.steps.assign(host=name)
+            model = summary.device
+            for table in ("devices", "steps", "ops", "utilization", "tracing"):
+                frame = getattr(model, table)
+                if "host" in frame.columns:
+                    setattr(model, table, frame.assign(host=name))
+            summary.ops = model.ops
+    return summaries
+
+
+def _failure(path: Path, error: BaseException) -> HostError:
+    message = str(error) if isinstance(error, XlaprofError) else f"{path}: {error}"
+    return HostError(host=host_from_filename(path), path=str(path), message=message)
+
+
+def _run_local(
+    files: Sequence[Path],
+    first_step: int,
+    workers: int,
+    cache: bool,
+    session: str,
+    outcomes: list[HostSummary | HostError],
+    advance: Callable[[], None],
+) -> None:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    if workers <= 1 or len(files) == 1:
+        for path in files:
+            try:
+                outcomes.append(summarize_host(path, first_step, cache, session))
+            except Exception as error:
+                outcomes.append(_failure(path, error))
+            advance()
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {
+            pool.submit(summarize_host, path, first_step, cache, session): path for path in files
+        }
+        for future in as_completed(futures):
+            try:
+                outcomes.append(future.result())
+            except Exception as error:
+                outcomes.append(_failure(futures[future], error))
+            advance()
+
+
+def _run_dask(
+    files: Sequence[Path],
+    first_step: int,
+    scheduler: str,
+    cache: bool,
+    session: str,
+    outcomes: list[HostSummary | HostError],
+    advance: Callable[[], None],
+) -> int:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise XlaprofError(
+            "--scheduler needs dask.distributed: pip install 'xlaprof[pod]'"
+        ) from None
+    try:
+        client = Client(scheduler, timeout="20s")
+    except (OSError, TimeoutError) as error:
+        raise XlaprofError(f"{scheduler}: no dask scheduler answers ({error})") from None
+    with client:
+        workers = len(client.scheduler_info().get("workers", {}))
+        futures = client.map(
+            summarize_host,
+            [str(p) for p in files],
+            first_step=first_step,
+            cache=cache,
+            session=session,
+            pure=False,
+        )
+        paths = {future.key: Path(path) for future, path in zip(futures, files, strict=True)}
+        for future in as_completed(futures):
+            try:
+                outcomes.append(future.result())
+            except Exception as error:
+                outcomes.append(_failure(paths[future.key], error))
+            advance()
+    return workers
+
+
+class _Progress:
+    """A rich bar of hosts done, on stderr, only when asked (a terminal by default)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.enabled = total, enabled and total > 1
+        self._bar: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self._bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("hosts", total=self.total)
+        return self
+
+    def advance(self) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,122 @@
+"""``xlaprof.load_trace``: profiler captures into pandas, with sessions, hosts, devices, steps.
+
+Accepts one ``.xplane.pb`` or Chrome trace (``*trace.json``, ``*trace.json.gz``) file, a session
+folder (``plugins/profile/<time>/``), a TensorBoard logdir, a run directory, or any folder of
+captures. Captures are grouped into **sessions** (each ``plugins/profile/<time>/`` folder, or
+each folder holding captures): one session is loaded, the latest by default (``session=`` to
+choose); ``Trace.sessions`` lists them all. Sessions are never overlaid on one timeline.
+
+Within a session each file is one host (named by ``XSpace.hostnames`` when set, else by the file
+name); several files load in parallel worker processes. A file that is truncated, corrupt, empty
+or not a capture is named in ``Trace.warnings`` and the others are analyzed; if every file is
+bad, ``BadCapture`` is raised (its own exit code).
+
+Step numbers: see ``xlaprof.tables.step_numbers`` (host markers) and ``xlaprof.tables.device``
+(per-device steps, busy/idle, ops). Steps are counted from ``first_step`` (a run directory
+knows where its trace window began). The device model is computed here, once, as the trace
+loads: a ``Trace`` only holds what its loader put in it.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from xlaprof.errors import BadCapture
+from xlaprof.inputs.captures import (
+    device_table,
+    find_sessions,
+    load_safely,
+    name_hosts_apart,
+    pick_session,
+)
+from xlaprof.model.trace import Trace
+from xlaprof.tables import device as device_model
+from xlaprof.tables.step_numbers import assign_steps
+
+
+def load_trace(
+    path: str | os.PathLike[str],
+    first_step: int | None = None,
+    workers: int | None = None,
+    session: str | None = None,
+    lazy: bool | None = None,
+    scheduler: str | None = None,
+) -> Trace:
+    """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers.
+
+    Several hosts load lazily (``xlaprof.inputs.pod``) when ``lazy`` is True, a dask
+    ``scheduler`` is given, or (``lazy=None``) their files hold more than ``pod.LAZY_BYTES``.
+    """
+    from xlaprof.inputs import pod
+
+    root = Path(path)
+    sessions = find_sessions(root)
+    chosen, files = pick_session(sessions, root, session)
+    if first_step is None:
+        first_step = _first_step_from_run(root)
+    if pod.wants_lazy(files, lazy, scheduler):
+        return pod.load_pod(files, first_step or 0, workers, scheduler, chosen, list(sessions))
+    if len(files) == 1:
+        loaded = [load_safely(files[0])]
+    else:
+        workers = workers or min(len(files), os.cpu_count() or 1)
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            loaded = list(pool.map(load_safely, files))
+    broken = [item for item in loaded if isinstance(item, BadCapture)]
+    frames = [item for item in loaded if not isinstance(item, BadCapture)]
+    if not frames:
+        if len(broken) == 1:
+            raise broken[0]
+        raise BadCapture(f"{root}: every capture file is unreadable ({broken[0]}; ...)")
+    import pandas as pd  # after the files: a bad capture is reported without loading pandas
+
+    warnings = [f"{error} (skipped; the other hosts are analyzed)" for error in broken]
+    warnings += [
+        f"{frame.attrs.get('source')}: {frame.attrs['dropped_events']} events with times out "
+        "of range were skipped (a damaged capture?)"
+        for frame in frames
+        if frame.attrs.get("dropped_events")
+    ]
+    name_hosts_apart(frames)
+    starts = {
+        str(frame["host"].iloc[0]): frame.attrs.get("profile_start_ns")
+        for frame in frames
+        if len(frame)
+    }
+    devices = device_table(frames, chosen)
+    events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    events.attrs = {}
+    for column in ("host", "plane", "plane_kind", "device", "line", "name"):
+        if events[column].dtype != "category":
+            events[column] = events[column].astype("category")
+    for column in ("hlo_op", "hlo_module", "hlo_category", "program_id"):
+        if events[column].dtype != "category":
+            events[column] = events[column].astype("category")
+    events.insert(0, "session", pd.Categorical([chosen] * len(events)))
+    events["step"], bounds = assign_steps(events, first_step or 0, starts)
+    bounds.insert(0, "session", chosen)
+    summary = device_model.summarize_host(events, devices, bounds)
+    summary.warnings = list(warnings)
+    return Trace(
+        events=events,
+        files=[f for f, i in zip(files, loaded, strict=True) if not isinstance(i, BadCapture)],
+        step_bounds=bounds,
+        devices=devices,
+        session=chosen,
+        sessions=list(sessions),
+        warnings=warnings,
+        device_summary=summary,
+    )
+
+
+def _first_step_from_run(root: Path) -> int | None:
+    from xlaprof.rundir.reader import find_runs, load_run
+
+    if root.is_dir() and find_runs(root):
+        runs = find_runs(root)
+        if len(runs) == 1:
+            window = load_run(runs[0]).info.trace_steps
+            return window[0] if window else None
+    return None

@@ -1,0 +1,105 @@
+"""The result model: what the analysis of one part produced, as every renderer reads it.
+
+``PartResult`` holds the part, its findings and the tables made for it (step timeline, host
+skew, per-host steps, stragglers) and the trace with its device model. Its methods return those
+as DataFrames (an empty frame where the input had nothing to say), so the notebook facade, the
+HTML report and the console show the same tables without computing anything again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from xlaprof.findings import Finding
+    from xlaprof.model.parts import Part
+    from xlaprof.model.trace import Trace
+    from xlaprof.rundir.reader import Run
+
+FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence"]
+
+
+@dataclass
+class PartResult:
+    """One part analyzed (``xlaprof.pipeline.analyze_parts``)."""
+
+    part: Part
+    findings: list[Finding]
+    timeline: pd.DataFrame | None = None
+    host_skew: pd.DataFrame | None = None
+    # The profiler trace (a capture, or a run directory's trace window): device tables.
+    trace: Trace | None = None
+    # several hosts: one row per (host, device, step), and the stragglers among them
+    host_steps: pd.DataFrame | None = None
+    stragglers: pd.DataFrame | None = None
+
+    @property
+    def run(self) -> Run | None:
+        return self.part.run
+
+    def findings_frame(self) -> pd.DataFrame:
+        """One row per finding: severity, kind, title, location, suggestion, evidence."""
+        import pandas as pd
+
+        rows = [
+            {
+                "severity": f.severity.value,
+                "kind": f.kind.value,
+                "title": f.title,
+                "location": None if f.location is None else str(f.location),
+                "suggestion": f.suggestion,
+                "evidence": f.evidence,
+            }
+            for f in self.findings
+        ]
+        return pd.DataFrame(rows, columns=FINDING_COLUMNS)
+
+    def steps_frame(self) -> pd.DataFrame:
+        """The run's per-step rows (run directories only)."""
+        return self.run.steps() if self.run is not None else _empty()
+
+    def events_frame(self) -> pd.DataFrame:
+        return self.run.events() if self.run is not None else _empty()
+
+    def compiles_frame(self) -> pd.DataFrame:
+        return self.run.compiles() if self.run is not None else _empty()
+
+    def regions_frame(self) -> pd.DataFrame:
+        return self.run.regions_frame() if self.run is not None else _empty()
+
+    def timeline_frame(self) -> pd.DataFrame:
+        return _or_empty(self.timeline)
+
+    def host_skew_frame(self) -> pd.DataFrame:
+        return _or_empty(self.host_skew)
+
+    def host_steps_frame(self) -> pd.DataFrame:
+        return _or_empty(self.host_steps)
+
+    def stragglers_frame(self) -> pd.DataFrame:
+        return _or_empty(self.stragglers)
+
+    def device_steps(self) -> pd.DataFrame:
+        return self.trace.device_steps() if self.trace is not None else _empty()
+
+    def device_ops(self) -> pd.DataFrame:
+        return self.trace.device_ops() if self.trace is not None else _empty()
+
+    def device_utilization(self) -> pd.DataFrame:
+        return self.trace.device_utilization() if self.trace is not None else _empty()
+
+    def tracing_vs_device(self) -> pd.DataFrame:
+        return self.trace.tracing_vs_device() if self.trace is not None else _empty()
+
+
+def _empty() -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame()
+
+
+def _or_empty(frame: pd.DataFrame | None) -> pd.DataFrame:
+    return frame if frame is not None else _empty()

@@ -1,0 +1,448 @@
+"""``xspace_frame``: one ``.xplane.pb`` as the event frame (``xlaprof.parse.events``), in numpy.
+
+``xspace_frame`` reads the small parts of a capture from upb's messages (planes, lines, event
+and stat metadata: ``Layout``) and the events from their bytes (``xlaprof.parse.xplane.wire``);
+this module joins the two into the frame ``xlaprof.parse.events.events_frame`` makes for Chrome
+traces from Python lists, with the same columns, values, order and quirks, but without a Python
+step per event: names and stats are looked up by metadata id with ``searchsorted``, text columns are
+categoricals made from codes (``pd.Categorical.from_codes``, not from a million strings),
+columns are built in their final (sorted) order, and only ``args`` builds a dict per event.
+
+At a million events memory is a good part of the time too (first touching fresh pages costs
+system time): codes are as small as their categories allow, index temporaries are int32, the
+decoded arrays are released once used, and the frame is put together from its columns without
+copying them into blocks of one dtype.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xlaprof.errors import BadCapture
+from xlaprof.parse.events import (
+    INT64_MAX,
+    NUMBER_STATS,
+    TEXT_STATS,
+    WHOLE_STATS,
+    device_name,
+    finite,
+    plane_kind,
+    step_number,
+)
+from xlaprof.parse.xplane.schema import (
+    OP_LINES,
+    canonical_event,
+    hostname,
+    message_class,
+    parse_space,
+    plane_info,
+    profile_start_ns,
+    stat_value,
+    undecodable,
+)
+from xlaprof.parse.xplane.wire import (
+    REF,
+    Events,
+    Stats,
+    StatValues,
+    WireError,
+    decode_events,
+    split_space,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.DataFrame:
+    """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring).
+
+    ``frame.attrs`` holds ``profile_start_ns`` (when profiling began, None if not recorded),
+    ``devices`` (one ``plane_info`` dict per device plane that has events) and
+    ``dropped_events``. With ``args=False`` the ``args`` column is None on every row and no
+    per-event dict is built (for callers that keep every column but ``args``, like the pod
+    cache): what the analysis reads from ``args`` on an XSpace (``group_id``) is a column.
+    """
+    path = Path(path)
+    space = parse_space(path, path.read_bytes(), message_class("XSpace", events_as_bytes=True))
+    if not space.planes:
+        size = path.stat().st_size
+        what = "empty file" if size == 0 else f"{size} bytes with no profiler planes"
+        raise BadCapture(f"{path}: {what}, not an xplane capture")
+    planes = [plane for plane in space.planes if any(line.events for line in plane.lines)]
+    layout = Layout(planes)
+    devices = [plane_info(plane) for plane in planes if plane_kind(plane.name) == "device"]
+    start_ns = profile_start_ns(space)
+    host = host or hostname(space, path)
+    data, starts, ends = split_space(space)  # empties the space of all but events: read by now
+    del space, planes
+    try:
+        events = decode_events(data, starts, ends, canonical_event)
+    except WireError:
+        raise undecodable(path, path.read_bytes()) from None
+    del data, starts, ends
+    frame = layout.frame(events, host, args)
+    frame.attrs["profile_start_ns"] = start_ns
+    frame.attrs["devices"] = devices
+    return frame
+
+
+class Strings:
+    """Distinct strings, each with a code (the order they came in)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.items: list[str] = []
+
+    def code(self, text: str | None) -> int:
+        """The code of ``text`` (added if new); -1 for None."""
+        if text is None:
+            return -1
+        code = self.codes.get(text)
+        if code is None:
+            code = self.codes[text] = len(self.items)
+            self.items.append(text)
+        return code
+
+    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+        """``codes`` (-1: missing) as the categorical ``pd.Categorical`` makes of the strings
+        themselves: categories the strings used, sorted; codes as small as they allow."""
+        import pandas as pd
+
+        used = np.flatnonzero(np.bincount(codes + 1, minlength=len(self.items) + 1)[1:])
+        ordered = sorted(used.tolist(), key=self.items.__getitem__)
+        small = _code_type(len(ordered))
+        recode = np.full(len(self.items) + 1, -1, small)  # the last slot recodes -1
+        recode[ordered] = np.arange(len(ordered))
+        categories = [self.items[code] for code in ordered]
+        return pd.Categorical.from_codes(recode[codes], categories=categories)
+
+
+def _code_type(count: int) -> Any:
+    """The codes' dtype pandas gives ``count`` categories."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if count < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+class Layout:
+    """What the frame needs of an XSpace besides its events' bytes (read before
+    ``xplane_wire.split_space`` empties it): per plane with events, its metadata tables; per
+    line with events, its name, time base and event count.
+
+    Event metadata is decoded once per entry, as ``events_frame`` expects it: its name and
+    promoted stats (``meta_rows``; a second row per entry carries the display name as
+    ``hlo_op``, for events on op lines).
+    """
+
+    def __init__(self, planes: list[Any]) -> None:
+        self.strings = Strings()  # line and event names
+        self.stat_names = Strings()
+        self.meta_rows: list[dict[str, Any]] = [{}]
+        self.events: list[np.ndarray] = []  # per plane: key, name, meta row, op-line meta row
+        self.stats: list[np.ndarray] = []  # per plane: key, stat name
+        self.planes: list[str] = []
+        self.lines: list[tuple[int, int, int, int, bool]] = []  # name, plane, stamp, count, op
+        for plane in planes:
+            self._add_tables(plane)
+            for line in plane.lines:
+                count = len(line.events)
+                if count:
+                    name = line.display_name or line.name
+                    code = self.strings.code(name)
+                    self.lines.append(
+                        (code, len(self.planes), line.timestamp_ns, count, name in OP_LINES)
+                    )
+            self.planes.append(plane.name)
+
+    def _add_tables(self, plane: Any) -> None:
+        stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        entries = []
+        for key, meta in plane.event_metadata.items():
+            stats = {
+                stat_names.get(s.metadata_id, "?"): stat_value(s, stat_names) for s in meta.stats
+            }
+            promoted = {k: stats[k] for k in (*TEXT_STATS, *NUMBER_STATS) if k in stats}
+            row = op_row = 0
+            if promoted:
+                row = op_row = len(self.meta_rows)
+                self.meta_rows.append(promoted)
+            if meta.display_name and "hlo_op" not in promoted:
+                op_row = len(self.meta_rows)
+                self.meta_rows.append({**promoted, "hlo_op": meta.display_name})
+            entries.append((key, self.strings.code(meta.name), row, op_row))
+        self.events.append(np.array(sorted(entries), np.int64).reshape(-1, 4))
+        named = sorted((key, self.stat_names.code(name)) for key, name in stat_names.items())
+        self.stats.append(np.array(named, np.int64).reshape(-1, 2))
+
+    def frame(self, events: Events, host: str, args: bool) -> pd.DataFrame:
+        """The event frame (see the module docstring) of ``events``, in this layout's order.
+
+        ``events`` is emptied: each array is dropped once used, and what comes of the stats
+        (the promoted values, ``args``) is made before the columns, so that the decoded arrays
+        and the frame are not all in memory at once.
+        """
+        import pandas as pd
+
+        metadata_id, offset_ps, duration_ps, first_stat, stats = events.take()
+        count = len(metadata_id)
+        line_name, line_plane, stamps, counts, op_line = (
+            np.array([line[field] for line in self.lines], dtype)
+            for field, dtype in enumerate((np.int32, np.int32, np.int64, np.int64, bool))
+        )
+        line_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        times, order = _times(offset_ps, duration_ps, stamps, counts)
+        del offset_ps, duration_ps
+        rows = len(order)
+        # Where each event lands (-1: dropped), for what is found by event index.
+        rank = np.full(count, -1, np.int32)
+        rank[order] = np.arange(rows, dtype=np.int32)
+        names, meta, stat_name, ref_name = self._lookups(
+            metadata_id, first_stat, stats, line_of, op_line
+        )
+        del metadata_id
+        values = StatValues(stats, self.stat_names.items, ref_name)
+        promoted, texts = self._promoted(stats.event, values, stat_name, rank)
+        if not rows:  # as events_frame gives it: pandas makes an empty list float64
+            args_column: Any = []
+        elif args:
+            args_column = _args(first_stat, values, stat_name, rank, rows)
+        else:
+            args_column = np.full(rows, None, object)
+        del values, stats, first_stat, stat_name, ref_name, rank
+
+        lines = line_of[order]
+        del line_of
+        plane_of = line_plane[lines]
+        kinds, devices, planes, hosts = Strings(), Strings(), Strings(), Strings()
+        columns: dict[str, Any] = {
+            "host": hosts.categorical(np.full(rows, hosts.code(host), np.int32)),
+            "plane": planes.categorical(_codes(planes, self.planes)[plane_of]),
+            "plane_kind": kinds.categorical(
+                _codes(kinds, [plane_kind(p) for p in self.planes])[plane_of]
+            ),
+            "device": devices.categorical(
+                _codes(devices, [device_name(p) for p in self.planes])[plane_of]
+            ),
+            "line": self.strings.categorical(line_name[lines]),
+            "name": self.strings.categorical(names[order]),
+            **times,
+        }
+        del plane_of, lines, names, times
+        columns.update(self._stat_columns(meta[order], promoted, texts))
+        columns["args"] = args_column
+        del meta, promoted, args_column
+        if rows:
+            # The columns as they are: DataFrame() would copy each into a block of its dtype.
+            series = [
+                pd.Series(value, name=key, copy=False, dtype=object if key == "args" else None)
+                for key, value in columns.items()
+            ]
+            frame = pd.concat(series, axis=1)
+        else:
+            frame = pd.DataFrame(columns)
+        frame.attrs["dropped_events"] = count - rows
+        return frame
+
+    def _lookups(
+        self,
+        ids: np.ndarray,
+        first_stat: np.ndarray,
+        stats: Stats,
+        line_of: np.ndarray,
+        op_line: np.ndarray,
+    ) -> tuple[np.ndarray, ...]:
+        """Per event, its name's code and its metadata row; per stat, its name's code and the
+        code of the stat a ``ref_value`` names (-1: none). Metadata ids are looked up per plane:
+        each plane's events are one run of the events, and their stats one run of the stats."""
+        count = len(ids)
+        names = np.empty(count, np.int32)
+        meta = np.empty(count, np.int32)
+        stat_name = np.empty(len(stats.event), np.int32)
+        ref_name = np.full(len(stats.event), -1, np.int32)
+        unknown, empty = self.stat_names.code("?"), self.strings.code("")
+        bounds = [0]
+        for plane in range(len(self.planes)):
+            bounds.append(bounds[-1] + sum(line[3] for line in self.lines if line[1] == plane))
+        for plane, (table, named) in enumerate(zip(self.events, self.stats, strict=True)):
+            first, last = bounds[plane], bounds[plane + 1]
+            at, hit = _find(table[:, 0], ids[first:last])
+            # An empty table gets a row to index (hit is False everywhere)
+            table = table if len(table) else np.zeros((1, 4), np.int64)
+            named_keys = named[:, 0]
+            named = named if len(named) else np.zeros((1, 2), np.int64)
+            names[first:last] = np.where(hit, table[at, 1], empty)
+            column = np.where(op_line[line_of[first:last]], 3, 2)
+            meta[first:last] = np.where(hit, table[at, column], 0)
+            low, high = int(first_stat[first]), int(first_stat[last])
+            at, hit = _find(named_keys, stats.metadata_id[low:high])
+            stat_name[low:high] = np.where(hit, named[at, 1], unknown)
+            refs = low + np.flatnonzero(stats.kind[low:high] == REF)
+            raw = stats.raw[refs]
+            inside = raw <= INT64_MAX  # keys are int64: a larger ref_value names no stat
+            at, hit = _find(named_keys, np.where(inside, raw, 0).view(np.int64))
+            ref_name[refs] = np.where(hit & inside, named[at, 1], -1)
+        return names, meta, stat_name, ref_name
+
+    def _promoted(
+        self, owners: np.ndarray, values: StatValues, stat_name: np.ndarray, rank: np.ndarray
+    ) -> tuple[dict[str, tuple[np.ndarray, Any]], dict[str, Strings]]:
+        """Per promoted stat, the events' own values: where they land in the frame and the
+        values as the column holds them (text: codes in ``texts[key]``; whole numbers: values
+        and a missing mask; floats). Of two stats of one name on an event, its last (as in its
+        ``args``); an event's stat wins over its metadata's (as in XProf)."""
+        found: dict[str, tuple[np.ndarray, Any]] = {}
+        texts = {key: Strings() for key in TEXT_STATS}
+        for key in (*TEXT_STATS, *WHOLE_STATS, *NUMBER_STATS):
+            code = self.stat_names.codes.get(key)
+            rows = np.flatnonzero(stat_name == code) if code is not None else []
+            if not len(rows):
+                continue
+            owner = owners[rows]
+            last = np.append(owner[1:] != owner[:-1], True)
+            rows, where = rows[last], rank[owner[last]]
+            rows, where = rows[where >= 0], where[where >= 0]
+            if key in texts:
+                code_of = texts[key].code
+                found[key] = (where, values.codes(rows, lambda v, c=code_of: c(_text(v))))
+            elif key in WHOLE_STATS:
+                found[key] = (where, values.integers(rows, step_number))
+            else:
+                found[key] = (where, values.floats(rows, finite))
+        return found, texts
+
+    def _stat_columns(
+        self,
+        meta: np.ndarray,
+        promoted: dict[str, tuple[np.ndarray, Any]],
+        texts: dict[str, Strings],
+    ) -> dict[str, Any]:
+        """The promoted stat columns, in frame order: each row's metadata values (``meta``:
+        its row of ``meta_rows``), then the event's own stats over them (``promoted``)."""
+        import pandas as pd
+
+        columns: dict[str, Any] = {}
+        for key in TEXT_STATS:
+            strings = texts[key]
+            codes = _codes(strings, [_text(row.get(key)) for row in self.meta_rows])[meta]
+            if key in promoted:
+                where, found = promoted[key]
+                codes[where] = found
+            columns[key] = strings.categorical(codes)
+        for key in ("step_num", *NUMBER_STATS, "group_id"):
+            if key in WHOLE_STATS:
+                number, missing = np.zeros(len(meta), np.int64), np.ones(len(meta), bool)
+                if key in promoted:
+                    where, (found_number, found_missing) = promoted[key]
+                    number[where], missing[where] = found_number, found_missing
+                columns[key] = pd.arrays.IntegerArray(number, missing)
+                continue
+            table = np.array([finite(row.get(key)) for row in self.meta_rows], np.float64)
+            columns[key] = table[meta]
+            if key in promoted:
+                where, found = promoted[key]
+                columns[key][where] = found
+        return columns
+
+
+def _times(
+    offset_ps: np.ndarray, duration_ps: np.ndarray, stamps: np.ndarray, counts: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """``start_ns``, ``end_ns`` and ``duration_ns`` in frame order, and the order: the events
+    kept (see ``_place``), by start, stably (as ``sort_values(kind="stable")``)."""
+    base_ns = int(stamps.min()) if len(stamps) else 0
+    bases = [(int(stamp) - base_ns) * 1000 for stamp in stamps]
+    start_ps, keep = _place(bases, counts, offset_ps, duration_ps)
+    kept = None if keep.all() else np.flatnonzero(keep)
+    start_ns = base_ns + (start_ps if kept is None else start_ps[kept]) // 1000
+    sorter = np.argsort(start_ns, kind="stable")
+    order = sorter if kept is None else kept[sorter]
+    start_ps = start_ps[order]
+    duration_ps = duration_ps[order]
+    start_ps += duration_ps  # the ends
+    columns = {
+        "start_ns": start_ns[sorter],
+        "end_ns": base_ns + start_ps // 1000,
+        "duration_ns": duration_ps / 1000.0,
+    }
+    return columns, order
+
+
+def _text(value: object) -> str | None:
+    """A promoted text stat's value as the column holds it."""
+    return None if value is None else str(value)
+
+
+def _codes(strings: Strings, texts: list[str | None]) -> np.ndarray:
+    return np.array([strings.code(text) for text in texts], np.int32).reshape(-1)
+
+
+def _find(keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each ``query`` is in ``keys`` (the first column of a sorted int64 table), and
+    whether it is there at all."""
+    if not len(keys):
+        return np.zeros(len(query), np.intp), np.zeros(len(query), bool)
+    at = np.searchsorted(keys, query)
+    np.minimum(at, len(keys) - 1, out=at)
+    return at, keys[at] == query
+
+
+def _place(
+    bases: list[int], counts: np.ndarray, offset_ps: np.ndarray, duration_ps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's start (picoseconds after the capture's base: its line's base plus its
+    offset) and whether it is kept: as ``xplane._drop_out_of_range``, start and end must fit
+    int64 picoseconds and the duration must not be negative. Exact: in int64 where the sums
+    cannot overflow, else (a damaged capture) in Python integers."""
+    limit = 2**62
+    small = all(-limit <= base <= limit for base in bases)
+    if small and (not len(offset_ps) or (-limit <= offset_ps.min() and offset_ps.max() <= limit)):
+        start = np.repeat(np.array(bases, np.int64), counts)
+        start += offset_ps
+        room = np.maximum(start, 0)
+        np.subtract(INT64_MAX, room, out=room)  # start + duration <= max, without overflow
+        keep = duration_ps <= room
+        keep &= duration_ps >= 0
+        keep &= start >= -INT64_MAX
+        return start, keep
+    start = np.repeat(np.array(bases, object), counts) + offset_ps.astype(object)
+    end = start + duration_ps.astype(object)
+    keep = (start >= -INT64_MAX) & (start <= INT64_MAX) & (duration_ps >= 0)
+    keep = (keep & (end <= INT64_MAX)).astype(bool)
+    return np.where(keep, start, 0).astype(np.int64), keep
+
+
+def _args(
+    first_stat: np.ndarray, values: StatValues, stat_name: np.ndarray, rank: np.ndarray, rows: int
+) -> np.ndarray:
+    """Per frame row, the dict of its event's own stats (name -> value; of two with one name,
+    the last value in the first one's place), None for an event without stats.
+
+    Events are taken by their number of stats, so that each dict is made by one display (the
+    common small sizes) rather than a loop over its stats.
+    """
+    out = np.full(rows, None, object)
+    if not len(stat_name):
+        return out
+    keys = np.array(values.names, object)[stat_name]
+    items = values.objects(np.arange(len(stat_name)))
+    sizes = np.diff(first_stat)
+    for size in np.flatnonzero(np.bincount(sizes)[1:]).tolist():
+        size += 1
+        owners = np.flatnonzero(sizes == size)
+        where = rank[owners]
+        owners, where = owners[where >= 0], where[where >= 0]
+        at = first_stat[owners][:, None] + np.arange(size)
+        k, v = keys[at].T.tolist(), items[at].T.tolist()
+        if size == 1:
+            dicts = [{a: x} for a, x in zip(k[0], v[0], strict=True)]
+        elif size == 2:
+            dicts = [{a: x, b: y} for a, x, b, y in zip(k[0], v[0], k[1], v[1], strict=True)]
+        else:
+            dicts = list(map(dict, map(zip, zip(*k, strict=True), zip(*v, strict=True))))
+        out[where] = dicts
+    return out

@@ -1,0 +1,312 @@
+"""The XSpace schema (``*.xplane.pb``), built at run time, and what planes say about devices.
+
+Neither XProf nor torch_xla ships Python classes for the XSpace schema, so the schema (public,
+``tsl/profiler/protobuf/xplane.proto``) is built here with ``google.protobuf``'s descriptor API,
+and parsing is done by the protobuf runtime's C code (upb). Two forms exist: the schema itself
+(``xspace_class``), and a *shadow* in which ``XLine.events`` are bytes, so that upb hands over
+each event's bytes for ``xlaprof.parse.xplane.wire`` to decode with numpy instead of building a
+message per event (``message_class(name, events_as_bytes=True)``).
+
+Where a stat lives differs by producer: on TPU ``XLA Ops`` lines the op is the event *name* (the
+HLO text; the metadata's display name is the op name) and ``hlo_category``, ``program_id``,
+``flops``, ``bytes_accessed`` are stats of the event *metadata*; GPU kernels carry ``hlo_op``
+and ``hlo_module`` on the event itself. Both are read; an event's own stat wins, as in XProf.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from xlaprof.errors import BadCapture
+from xlaprof.parse.events import device_kind, device_name, host_from_filename
+
+# Lines whose events are HLO ops: there the metadata's display name is the op's name.
+OP_LINES = ("XLA Ops", "Async XLA Ops", "SparseCore Ops")
+# Plane stats that describe the device (TPU planes; GPU planes carry vendor, name, bandwidth).
+_PLANE_STATS = {
+    "device_type_string": "type",
+    "gpu_device_name": "type",  # GPU planes (XLA's CUPTI/ROCm tracers): "NVIDIA H100 80GB HBM3"
+    "device_vendor": "vendor",
+    "peak_teraflops_per_second": "peak_tflops",
+    "peak_hbm_bw_gigabytes_per_second": "peak_hbm_gbps",
+    "memory_bandwidth": "memory_bandwidth_bytes_per_s",
+}
+
+
+def xspace_class() -> Any:
+    """The ``XSpace`` message class, built from the public schema (field numbers included)."""
+    return message_class("XSpace", events_as_bytes=False)
+
+
+@functools.cache
+def message_class(name: str, events_as_bytes: bool) -> Any:
+    """A message class of the schema; with ``events_as_bytes``, of the *shadow* schema in which
+    ``XLine.events`` is ``repeated bytes`` (the same wire format), so that upb hands over each
+    event's bytes for ``xplane_wire`` to decode instead of building a message per event."""
+    from google.protobuf import message_factory
+
+    pool = _schema_pool(events_as_bytes)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"xlaprof.xplane.{name}"))
+
+
+@functools.cache
+def _schema_pool(events_as_bytes: bool) -> Any:
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    field = descriptor_pb2.FieldDescriptorProto
+    optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="xlaprof_xplane.proto", package="xlaprof.xplane", syntax="proto3"
+    )
+
+    def message(name: str, fields: list[tuple], oneof: str | None = None) -> Any:
+        described = proto.message_type.add(name=name)
+        if oneof:
+            described.oneof_decl.add(name=oneof)
+        for spec in fields:
+            fname, number, ftype, label, type_name, in_oneof = (*spec, None, None, None)[:6]
+            added = described.field.add(
+                name=fname, number=number, type=ftype, label=label or optional
+            )
+            if type_name:
+                added.type_name = f".xlaprof.xplane.{type_name}"
+            if in_oneof:
+                added.oneof_index = 0
+        return described
+
+    message(
+        "XStatMetadata",
+        [
+            ("id", 1, field.TYPE_INT64),
+            ("name", 2, field.TYPE_STRING),
+            ("description", 3, field.TYPE_STRING),
+        ],
+    )
+    message(
+        "XStat",
+        [
+            ("metadata_id", 1, field.TYPE_INT64),
+            ("double_value", 2, field.TYPE_DOUBLE, None, None, True),
+            ("uint64_value", 3, field.TYPE_UINT64, None, None, True),
+            ("int64_value", 4, field.TYPE_INT64, None, None, True),
+            ("str_value", 5, field.TYPE_STRING, None, None, True),
+            ("bytes_value", 6, field.TYPE_BYTES, None, None, True),
+            ("ref_value", 7, field.TYPE_UINT64, None, None, True),
+        ],
+        oneof="value",
+    )
+    message(
+        "XEventMetadata",
+        [
+            ("id", 1, field.TYPE_INT64),
+            ("name", 2, field.TYPE_STRING),
+            ("metadata", 3, field.TYPE_BYTES),
+            ("display_name", 4, field.TYPE_STRING),
+            ("stats", 5, field.TYPE_MESSAGE, repeated, "XStat"),
+            ("child_id", 6, field.TYPE_INT64, repeated),
+        ],
+    )
+    message(
+        "XEvent",
+        [
+            ("metadata_id", 1, field.TYPE_INT64),
+            ("offset_ps", 2, field.TYPE_INT64, None, None, True),
+            ("num_occurrences", 5, field.TYPE_INT64, None, None, True),
+            ("duration_ps", 3, field.TYPE_INT64),
+            ("stats", 4, field.TYPE_MESSAGE, repeated, "XStat"),
+        ],
+        oneof="data",
+    )
+    event_type = (
+        (field.TYPE_BYTES, repeated)
+        if events_as_bytes
+        else (field.TYPE_MESSAGE, repeated, "XEvent")
+    )
+    message(
+        "XLine",
+        [
+            ("id", 1, field.TYPE_INT64),
+            ("name", 2, field.TYPE_STRING),
+            ("timestamp_ns", 3, field.TYPE_INT64),
+            ("events", 4, *event_type),
+            ("duration_ps", 9, field.TYPE_INT64),
+            ("display_id", 10, field.TYPE_INT64),
+            ("display_name", 11, field.TYPE_STRING),
+        ],
+    )
+    plane = message(
+        "XPlane",
+        [
+            ("id", 1, field.TYPE_INT64),
+            ("name", 2, field.TYPE_STRING),
+            ("lines", 3, field.TYPE_MESSAGE, repeated, "XLine"),
+            ("event_metadata", 4, field.TYPE_MESSAGE, repeated, "XPlane.EventMetadataEntry"),
+            ("stat_metadata", 5, field.TYPE_MESSAGE, repeated, "XPlane.StatMetadataEntry"),
+            ("stats", 6, field.TYPE_MESSAGE, repeated, "XStat"),
+        ],
+    )
+    for entry_name, value_type in (
+        ("EventMetadataEntry", "XEventMetadata"),
+        ("StatMetadataEntry", "XStatMetadata"),
+    ):
+        entry = plane.nested_type.add(name=entry_name)
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=field.TYPE_INT64, label=optional)
+        entry.field.add(
+            name="value",
+            number=2,
+            type=field.TYPE_MESSAGE,
+            label=optional,
+            type_name=f".xlaprof.xplane.{value_type}",
+        )
+    message(
+        "XSpace",
+        [
+            ("planes", 1, field.TYPE_MESSAGE, repeated, "XPlane"),
+            ("errors", 2, field.TYPE_STRING, repeated),
+            ("warnings", 3, field.TYPE_STRING, repeated),
+            ("hostnames", 4, field.TYPE_STRING, repeated),
+        ],
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return pool
+
+
+def read_xspace(path: Path) -> Any:
+    """Parse one ``.xplane.pb``; bytes that do not decode raise ``BadCapture`` naming the file.
+
+    An empty file decodes as an empty XSpace (a capture with no events): callers decide.
+    """
+    path = Path(path)
+    return parse_space(path, path.read_bytes(), xspace_class())
+
+
+def parse_space(path: Path, data: bytes, space_class: Any) -> Any:
+    from google.protobuf.message import DecodeError
+
+    space = space_class()
+    try:
+        space.ParseFromString(data)
+    except DecodeError:
+        raise undecodable(path, data) from None
+    return space
+
+
+def undecodable(path: Path, data: bytes) -> BadCapture:
+    why = _why_undecodable(data)
+    return BadCapture(
+        f"{path}: {why} xplane capture ({len(data)} bytes that do not decode as an XSpace)"
+    )
+
+
+def _why_undecodable(data: bytes) -> str:
+    """ "truncated" when XSpace's top-level fields run past the end of the file, else "corrupt".
+
+    Every top-level XSpace field (planes, errors, warnings, hostnames) is length-delimited, so
+    the outer layer can be walked without decoding: a cut-off file is one whose last field
+    claims more bytes than are left.
+    """
+    position = 0
+
+    def varint() -> int | None:
+        nonlocal position
+        value = shift = 0
+        while position < len(data):
+            byte = data[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+        return None
+
+    while position < len(data):
+        tag = varint()
+        if tag is None:
+            return "truncated"
+        if tag & 7 != 2 or not 1 <= tag >> 3 <= 4:
+            return "corrupt"
+        length = varint()
+        if length is None or position + length > len(data):
+            return "truncated"
+        position += length
+    return "corrupt"
+
+
+def stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
+    kind = stat.WhichOneof("value")
+    if kind is None:
+        return None
+    value = getattr(stat, kind)
+    if kind == "ref_value":
+        return stat_names.get(value, value)
+    if kind == "bytes_value":
+        return value.hex()
+    return value
+
+
+_ABSOLUTE_NS = 10**15  # line timestamps above this are since the epoch, below it relative
+
+
+def profile_start_ns(space: Any) -> int | None:
+    """When profiling started, in the events' time base (the "Task Environment" plane).
+
+    CPU captures time lines from the session start (small timestamps: the start is 0); TPU
+    captures use epoch nanoseconds, like ``profile_start_time``.
+    """
+    start = None
+    absolute = False
+    for plane in space.planes:
+        absolute = absolute or any(line.timestamp_ns > _ABSOLUTE_NS for line in plane.lines)
+        names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        for stat in plane.stats:
+            if names.get(stat.metadata_id) == "profile_start_time":
+                start = stat.uint64_value or stat.int64_value
+    if start is None:
+        return None
+    return start if absolute else 0
+
+
+def plane_info(plane: Any) -> dict[str, Any]:
+    """What a device plane says about its device: type, vendor, peak FLOP/s and bytes/s."""
+    names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    info: dict[str, Any] = {"plane": plane.name, "device": device_name(plane.name)}
+    info["kind"] = device_kind(info["device"])
+    for stat in plane.stats:
+        key = _PLANE_STATS.get(names.get(stat.metadata_id, ""))
+        if key:
+            info[key] = stat_value(stat, names)
+    peak_tflops = info.pop("peak_tflops", None)
+    peak_hbm = info.pop("peak_hbm_gbps", None)
+    bandwidth = info.pop("memory_bandwidth_bytes_per_s", None)
+    info["peak_flops_per_s"] = float(peak_tflops) * 1e12 if peak_tflops else None
+    if peak_hbm:
+        info["peak_bytes_per_s"] = float(peak_hbm) * 1e9
+    else:
+        info["peak_bytes_per_s"] = float(bandwidth) if bandwidth else None
+    return info
+
+
+def hostname(space: Any, path: Path) -> str:
+    """The host a capture came from: ``XSpace.hostnames`` when set, else the file's name."""
+    names = [name for name in space.hostnames if name]
+    return names[0] if names else host_from_filename(Path(path))
+
+
+def canonical_event(raw: bytes) -> bytes:
+    """One event's bytes as upb reads and re-encodes them (for ``xplane_wire``, on events its
+    rounds do not decode); ``WireError`` where upb rejects them, as it would the file."""
+    from google.protobuf.message import DecodeError
+
+    from xlaprof.parse.xplane.wire import WireError
+
+    event = message_class("XEvent", events_as_bytes=False)()
+    try:
+        event.ParseFromString(raw)
+    except DecodeError as error:
+        raise WireError(str(error)) from None
+    event.DiscardUnknownFields()
+    return event.SerializeToString()

@@ -1,0 +1,132 @@
+"""The analysis, end to end: paths -> parts -> findings and tables -> results.
+
+``analyze_parts`` runs the analyzers on each loaded part and adds the tables made from its steps
+and trace (step timeline, per-host skew and steps, stragglers); its ``PartResult`` list is what
+every renderer takes. ``check_budgets`` does the same for ``xlaprof check`` and judges the
+budgets. The CLI, the Python facade (``xlaprof.api``) and the fix benchmarks all call these, so
+one analysis stands behind every output.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlaprof.analyzers import run_analyzers
+from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+from xlaprof.inputs.sourcefiles import source_roots
+from xlaprof.model.result import PartResult
+
+if TYPE_CHECKING:
+    from xlaprof.budgets import Budgets, CheckResult
+    from xlaprof.findings import Finding
+    from xlaprof.model.parts import Part
+    from xlaprof.model.trace import Trace
+
+
+def analyze_parts(
+    parts: list[Part], source_root: str | os.PathLike[str] | None = None
+) -> list[PartResult]:
+    """Analyze each part. Source lines are read only under ``source_root`` (default: a run's
+    recorded working directory, if it exists here; see ``xlaprof.inputs.sourcefiles``)."""
+    return [_analyze_part(part, source_root) for part in parts]
+
+
+def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> PartResult:
+    from xlaprof.tables.hosts import host_skew
+    from xlaprof.tables.stragglers import stragglers
+    from xlaprof.tables.timeline import device_busy_by_step, step_timeline
+
+    root = source_root
+    if root is None and part.run is not None:
+        root = part.run.info.cwd
+    with source_roots(root):
+        result = PartResult(part, run_analyzers(part.data))
+    trace = part.trace if part.trace is not None else _trace_window(part)
+    if part.data.steps or trace is not None:
+        events = None if trace is None else trace.events
+        if trace is not None and trace.source is not None:  # a pod: the first host only
+            events = trace.select(hosts=trace.hosts[:1])
+        busy = None
+        if trace is not None and events is not None:
+            busy = device_busy_by_step(trace.tracing_vs_device(), events)
+        result.timeline = step_timeline(
+            part.data.steps, events, None if trace is None else trace.step_bounds, busy
+        )
+    if trace is not None and len(trace.hosts) > 1:
+        from xlaprof.inputs.pod import host_steps
+
+        result.host_skew = host_skew(trace.step_times())
+        result.host_steps = host_steps(trace)
+        result.stragglers = stragglers(result.host_steps)
+    result.trace = trace
+    return result
+
+
+def _trace_window(part: Part) -> Trace | None:
+    """The trace a run directory captured (``--trace-steps``), or None."""
+    if part.run is None or not part.run.trace_files():
+        return None
+    from xlaprof.inputs.traces import load_trace
+
+    window = part.run.info.trace_steps
+    return load_trace(part.run.path, first_step=window[0] if window else 0)
+
+
+def findings_of(
+    paths: list[Path], warmup_steps: int = 2, source_root: str | os.PathLike[str] | None = None
+) -> list[Finding]:
+    """The findings of every part of ``paths``, most severe first within each part."""
+    parts = load_parts(paths, DEFAULT_MAX_INPUT_BYTES, warmup_steps)
+    return [f for result in analyze_parts(parts, source_root) for f in result.findings]
+
+
+def analyze_one(
+    path: Path,
+    process: str | None = None,
+    warmup_steps: int = 2,
+    session: str | None = None,
+    source_root: str | os.PathLike[str] | None = None,
+) -> tuple[PartResult, list[str], str | None]:
+    """One process of ``path`` analyzed (the first, or ``process``): its result, the names of
+    every process found, and a note saying which one was chosen when there were several."""
+    from xlaprof.errors import RunDirError
+
+    parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, warmup_steps, session)
+    if process is not None:
+        parts = [p for p in parts if p.name == process]
+        if not parts:
+            raise RunDirError(f"{path}: no process run named {process!r}")
+    names = [p.name for p in parts]
+    note = None
+    if len(parts) > 1:
+        note = (
+            f"{path} holds {len(parts)} process runs ({', '.join(names[:8])}"
+            f"{', ...' if len(parts) > 8 else ''}): showing {parts[0].name} only; "
+            "pass process=NAME (--process NAME) for another"
+        )
+    return analyze_parts(parts[:1], source_root)[0], names, note
+
+
+def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
+    """Load ``paths`` (and the budgets' baseline), find what is wrong, check ``budgets``."""
+    from xlaprof.budgets import evaluate
+    from xlaprof.errors import BudgetError
+
+    budgets.validate()
+    if not paths:
+        raise BudgetError("no run to check")
+
+    def results(path: Path) -> list[PartResult]:
+        # Budgets read findings and per-step rows only: no trace is loaded, no timeline built.
+        parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
+        checked = []
+        for part in parts:
+            with source_roots(part.run.info.cwd if part.run is not None else None):
+                checked.append(PartResult(part, run_analyzers(part.data)))
+        return checked
+
+    checked = [result for path in paths for result in results(path)]
+    baseline = None if budgets.baseline is None else results(budgets.baseline)
+    return evaluate(budgets, checked, baseline)

@@ -1,0 +1,258 @@
+"""The step timeline: where each step's wall time went, on the host and on the device.
+
+Columns (seconds): ``wall_s``; host side ``python_tracing_s`` (user Python and lazy tracing:
+what is left when torch_xla's own work is taken out), ``graph_build_s`` (collecting and
+hashing the graph at sync), ``compile_s``, ``transfer_s``, ``device_wait_s`` (the host blocked
+on the device); device side ``device_busy_s`` and ``device_idle_s``. ``source`` says whether a
+row came from the trace (exact intervals) or from per-step metrics (sums of metric deltas).
+
+From metrics alone the host split is coarser: ``device_wait_s`` is not measured (None, shown
+as "—"); ``python_tracing_s`` is the stepping thread's CPU time before the sync that ended the
+step and ``graph_build_s`` its CPU time inside that sync (the sync hook reads the thread's clock
+as the call enters), so time the host spent blocked (on the device, on I/O) is in neither. Where
+no sync ended the step (``xlaprof.step`` marks) the whole step's CPU time is
+``python_tracing_s`` and ``graph_build_s`` is not measured. In a step that compiled, that CPU
+time mixes tracing with compiling (XLA compiles on other threads too, so the two cannot be told
+apart): there neither is measured. ``tracing_s`` (the LazyTracing
+metric) is kept as its own column either way: it is the part of Python time spent building IR.
+
+From a trace without lazy-tensor runtime events (JAX, PyTorch eager: no torch_xla on the host)
+there is no lazy tracing to split off: ``python_tracing_s``, ``graph_build_s``, ``transfer_s``,
+``device_wait_s`` and ``tracing_s`` are not measured (None). ``compile_s`` is measured where the
+host records PJRT C API calls (JAX: ``PJRT_Client_Compile`` inside ``backend_compile_and_load``),
+and device busy comes from the device model (the busiest device's compute events in the step):
+GPUs have no ``XLA Modules`` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from xlaprof.rundir.schema import StepRow
+from xlaprof.tables import categorical as cols
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COLUMNS = [
+    "step",
+    "wall_s",
+    "python_tracing_s",
+    "tracing_s",
+    "graph_build_s",
+    "compile_s",
+    "transfer_s",
+    "device_wait_s",
+    "device_busy_s",
+    "device_idle_s",
+    "source",
+]
+# Host events on the main (python) line, by category, highest precedence first: a transfer
+# inside a compile counts once, as compile.
+_COMPILE = ("XLAGraphExecutor::Compile",)
+_TRANSFER = ("TransferToDevice", "TransferFromDevice")
+_WAIT = ("WaitDeviceOps",)
+_GRAPH = ("SyncTensorsGraphInternal",)
+_DEVICE_MODULES_LINE = "XLA Modules"
+_CPU_EXECUTE = "ThunkExecutor::Execute"
+# Without a lazy-tensor runtime: the PJRT C API's calls, which any PJRT client (JAX, plugins)
+# records; JAX's span around a compile holds the PJRT call.
+_PJRT_COMPILE = ("PJRT_Client_Compile", "backend_compile_and_load", "backend_compile")
+_PJRT_EXECUTE = ("PJRT_LoadedExecutable_Execute",)
+
+
+def _merge(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _length(intervals: list[tuple[int, int]]) -> int:
+    return sum(end - start for start, end in intervals)
+
+
+def _minus(intervals: list[tuple[int, int]], taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``intervals`` with every part covered by ``taken`` removed (both merged)."""
+    result = []
+    for start, end in intervals:
+        cursor = start
+        for t_start, t_end in taken:
+            if t_end <= cursor or t_start >= end:
+                continue
+            if t_start > cursor:
+                result.append((cursor, t_start))
+            cursor = max(cursor, t_end)
+        if cursor < end:
+            result.append((cursor, end))
+    return result
+
+
+def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
+    out = []
+    for row in rows:
+        wall = row.wall_s
+        cpu, sync = row.host_cpu_s, row.sync_cpu_s
+        if cpu is None or row.compiles:
+            cpu = sync = None
+        elif sync is not None:
+            cpu -= sync
+        out.append(
+            {
+                "step": row.step,
+                "wall_s": wall,
+                "python_tracing_s": cpu,
+                "tracing_s": row.tracing_s,
+                "graph_build_s": sync,
+                "compile_s": row.compile_s,
+                "transfer_s": row.to_device_s + row.from_device_s,
+                "device_wait_s": None,
+                "device_busy_s": row.execute_s,
+                "device_idle_s": None if wall is None else max(wall - row.execute_s, 0.0),
+                "source": "metrics",
+            }
+        )
+    return out
+
+
+def from_trace(
+    events: pd.DataFrame,
+    rows: list[StepRow],
+    bounds: pd.DataFrame | None = None,
+    device_busy: dict[int, float | None] | None = None,
+) -> list[dict[str, object]]:
+    """Rows for the steps the trace covers (one host: the first).
+
+    A step's wall time is boundary to boundary (``bounds``, from ``Trace.step_bounds``): the
+    extent of its events would leave out host time with no events in it (idle Python, sleeps).
+    ``device_busy`` is the device model's busy time per host step (the busiest device's
+    compute events in the step: ``Trace.tracing_vs_device()``); it is used where the host has
+    device planes without an ``XLA Modules`` line (GPUs).
+    """
+    from xlaprof.tables.device import has_lazy_tensor_runtime
+
+    if events.empty:
+        return []
+    host = events["host"].cat.categories[0]
+    events = events[events["host"] == host]
+    has_devices = bool((events["plane_kind"] == "device").any())
+    has_modules = bool((events["line"] == _DEVICE_MODULES_LINE).any())
+    host_events = events[events["plane_kind"] == "host"]
+    lazy = has_lazy_tensor_runtime(host_events)
+    main_line = "python" if lazy else _marker_line(events)
+    # A PJRT client that records its calls records its compiles: a step without one compiled
+    # nothing (0.0); a capture without PJRT calls (PyTorch eager) did not measure compiles.
+    pjrt = not lazy and bool(cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any())
+    events = events[events["step"].notna()]
+    limits = {}
+    if bounds is not None and not bounds.empty:
+        mine = bounds[bounds["host"] == host]
+        limits = {int(r.step): (int(r.start_ns), int(r.end_ns)) for r in mine.itertuples()}
+    tracing = {row.step: row.tracing_s for row in rows}
+    execute = {row.step: row.execute_s for row in rows}
+    out = []
+    for step, group in events.groupby("step", observed=True):
+        start, end = limits.get(
+            int(step), (int(group["start_ns"].min()), int(group["end_ns"].max()))
+        )
+        wall = end - start
+        main = group[(group["plane_kind"] == "host") & (group["line"] == main_line)]
+        names = main["name"].astype(str)
+
+        def intervals(patterns: tuple[str, ...], frame=main, names=names) -> list[tuple[int, int]]:
+            mask = names.str.contains("|".join(patterns), regex=True)
+            return _merge(zip(frame["start_ns"][mask], frame["end_ns"][mask], strict=True))
+
+        taken: list[tuple[int, int]] = []
+        parts: dict[str, float | None] = {}
+        for label, patterns in (
+            ("compile_s", _COMPILE),
+            ("transfer_s", _TRANSFER),
+            ("device_wait_s", _WAIT),
+            ("graph_build_s", _GRAPH),
+        ):
+            own = _minus(intervals(patterns), taken)
+            parts[label] = _length(own) / 1e9
+            taken = _merge([*taken, *own])
+        python_tracing: float | None = max(wall - _length(taken), 0) / 1e9
+        if not lazy:
+            # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
+            # and the host's time is not lazy tracing. A PJRT client's compile calls are.
+            parts = dict.fromkeys(parts)
+            python_tracing = None
+            if pjrt:
+                parts["compile_s"] = _length(intervals(_PJRT_COMPILE)) / 1e9
+        device = group[group["plane_kind"] == "device"]
+        busy: float | None
+        if has_modules and not device.empty:
+            modules = device[device["line"] == _DEVICE_MODULES_LINE]
+            busy = _length(_merge(zip(modules["start_ns"], modules["end_ns"], strict=True))) / 1e9
+        elif has_devices:
+            busy = (device_busy or {}).get(int(step))
+        elif int(step) in execute:
+            busy = execute[int(step)]
+        else:
+            cpu = group[group["name"] == _CPU_EXECUTE]
+            busy = _length(_merge(zip(cpu["start_ns"], cpu["end_ns"], strict=True))) / 1e9
+        out.append(
+            {
+                "step": int(step),
+                "wall_s": wall / 1e9,
+                "python_tracing_s": python_tracing,
+                "tracing_s": tracing.get(int(step)),
+                **parts,
+                "device_busy_s": busy,
+                "device_idle_s": None if busy is None else max(wall / 1e9 - busy, 0.0),
+                "source": "trace",
+            }
+        )
+    return out
+
+
+def _marker_line(events: pd.DataFrame) -> str | None:
+    """The host line that holds the step markers (``step_num``): the stepping thread."""
+    marked = events[(events["plane_kind"] == "host") & events["step_num"].notna()]
+    if marked.empty:
+        return None
+    return str(marked["line"].astype(str).mode().iloc[0])
+
+
+def device_busy_by_step(tracing: pd.DataFrame, events: pd.DataFrame) -> dict[int, float | None]:
+    """The device model's busy time per step of the events' first host (the one ``from_trace``
+    reads), from ``Trace.tracing_vs_device()``."""
+    if tracing.empty or events.empty:
+        return {}
+    host = str(events["host"].cat.categories[0])
+    mine = tracing[tracing["host"].astype(str) == host]
+    return {
+        int(step): None if busy is None or busy != busy else float(busy)
+        for step, busy in zip(mine["step"], mine["device_busy_s"], strict=True)
+    }
+
+
+def step_timeline(
+    rows: list[StepRow],
+    trace_events: pd.DataFrame | None = None,
+    step_bounds: pd.DataFrame | None = None,
+    device_busy: dict[int, float | None] | None = None,
+) -> pd.DataFrame:
+    """One row per step: trace-derived where the trace covers the step, metrics otherwise.
+
+    ``device_busy``: the device model's busy time per step of the trace's first host (see
+    ``from_trace``), for captures whose devices have no ``XLA Modules`` line.
+    """
+    import pandas as pd
+
+    by_step = {r["step"]: r for r in from_metrics(rows)}
+    if trace_events is not None:
+        for row in from_trace(trace_events, rows, step_bounds, device_busy):
+            by_step[row["step"]] = row
+    frame = pd.DataFrame([by_step[k] for k in sorted(by_step)], columns=COLUMNS)
+    for column in COLUMNS[1:-1]:  # not measured -> NaN (None in JSON, "—" on screen)
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    frame["source"] = frame["source"].astype("category")
+    return frame
