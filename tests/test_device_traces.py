@@ -25,7 +25,9 @@ from xlaprof.inputs.traces import load_trace
 from xlaprof.parse.chrome_trace import chrome_trace_frame
 from xlaprof.parse.xplane.schema import xspace_class
 from xlaprof.tables import device as device_model
+from xlaprof.tables.device.tracing import HOST_RUNTIME_EVENTS
 from xlaprof.tables.hosts import host_skew
+from xlaprof.tables.intervals import Coverage
 
 TRACES = REPO.parent / "shared" / "traces"
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces is not here")
@@ -156,7 +158,7 @@ def test_device_busy_and_duty_cycle_agree_with_xprof(
         # runtime's own kernels (e.g. __amd_rocclr_copyBuffer) as busy copies
         attributed = compute[compute["hlo_op"].notna()]
         union = sum(
-            device_model.Coverage.of(g["start_ns"].to_numpy(), g["end_ns"].to_numpy()).total
+            Coverage.of(g["start_ns"].to_numpy(), g["end_ns"].to_numpy()).total
             for _, g in attributed.groupby("device", observed=True)
         )
         assert close(union * 1e3, total_ps - idle_ps)
@@ -516,7 +518,7 @@ def test_tracing_bound_is_answered_from_the_trace(samples: Path) -> None:
     table = trace.tracing_vs_device()
     events = trace.events
     assert len(table) == len(trace.step_bounds) == 2
-    runtime_names = set(device_model._HOST_RUNTIME_EVENTS)
+    runtime_names = set(HOST_RUNTIME_EVENTS)
     python = events[(events["line"] == "python") & events["name"].isin(runtime_names)]
     ops = events[events["hlo_op"].notna() & (events["plane_kind"] == "host")]
     for row, bound in zip(table.itertuples(), trace.step_bounds.itertuples(), strict=True):

@@ -107,6 +107,54 @@ def host_from_filename(path: Path) -> str:
     return f"{head}:{port}" if sep and port.isdigit() else stem
 
 
+# -- names producers give lines and events ---------------------------------------------
+
+# Lines a profiler derives from other lines: never compute (their events duplicate stream work).
+DERIVED_LINES = frozenset(
+    {
+        "Steps",
+        "XLA Modules",
+        "XLA TraceMe",
+        "Overlay",
+        "Async XLA Ops",
+        "TensorFlow Ops",
+        "TensorFlow Name Scope",
+        "Framework Ops",
+        "Framework Name Scope",
+        "Source code",
+        "Launch Stats",
+        "SparseCore Modules",
+        "SparseCore Steps",
+    }
+)
+# A device plane's own steps (TPU, and GPU where the profiler derived them), its program runs,
+# and the TPU lines whose events are ops that count as busy.
+STEPS_LINE = "Steps"
+MODULES_LINE = "XLA Modules"
+TPU_OP_LINES = frozenset({"XLA Ops", "SparseCore Ops"})
+# torch_xla's host event at each torch_xla.sync(): it ends a step where no step markers are.
+STEP_MARKER = "StepMarker"
+# Host events only the lazy-tensor runtime (torch_xla) records. A host without any has no lazy
+# tracing to measure (JAX, PyTorch eager): its host time is whatever the host did.
+LAZY_TENSOR_EVENTS = (
+    "StepMarker",
+    "SyncTensorsGraph",
+    "SyncTensorsGraphInternal",
+    "XLAGraphExecutor::Compile",
+    "ExtractIRAndPrepareXlaData_",
+    "PjRtComputationClient::ExecuteComputation",
+)
+# Host events that span a compilation: the PJRT C API's compile call (JAX, any PJRT plugin),
+# JAX's own span around it, torch_xla's compile. GPU work that starts inside one is the
+# compiler's autotuning (candidate kernels timed, redzone checks), not the program's.
+COMPILE_EVENTS = (
+    "PJRT_Client_Compile",
+    "backend_compile_and_load",
+    "backend_compile",
+    "XLAGraphExecutor::Compile",
+)
+
+
 # Times are int64 picoseconds after the capture's base: about 106 days either way.
 INT64_MAX = 2**63 - 1
 

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xlaprof.parse.events import STEP_MARKER, STEPS_LINE
 from xlaprof.tables import categorical as cols
 
 if TYPE_CHECKING:
     import pandas as pd
-
-STEP_MARKER = "StepMarker"
-DEVICE_STEPS_LINE = "Steps"
 
 
 def assign_steps(
@@ -64,7 +62,7 @@ def assign_steps(
         # Each device plane's own Steps line numbers that plane's events: steps are never
         # stitched across devices (two GPUs' steps overlap in time but are not one step).
         device = on_host & (events["plane_kind"] == "device").to_numpy()
-        on_steps_line = (events["line"] == DEVICE_STEPS_LINE).to_numpy()
+        on_steps_line = (events["line"] == STEPS_LINE).to_numpy()
         planes = events["plane"].to_numpy()
         labels = None
         for plane in pd.unique(planes[device & on_steps_line]):

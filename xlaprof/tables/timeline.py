@@ -26,11 +26,12 @@ GPUs have no ``XLA Modules`` line.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from xlaprof.parse.events import MODULES_LINE
 from xlaprof.rundir.schema import StepRow
 from xlaprof.tables import categorical as cols
+from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +55,6 @@ _COMPILE = ("XLAGraphExecutor::Compile",)
 _TRANSFER = ("TransferToDevice", "TransferFromDevice")
 _WAIT = ("WaitDeviceOps",)
 _GRAPH = ("SyncTensorsGraphInternal",)
-_DEVICE_MODULES_LINE = "XLA Modules"
 _CPU_EXECUTE = "ThunkExecutor::Execute"
 # Without a lazy-tensor runtime: the PJRT C API's calls, which any PJRT client (JAX, plugins)
 # records; JAX's span around a compile holds the PJRT call.
@@ -62,34 +62,9 @@ _PJRT_COMPILE = ("PJRT_Client_Compile", "backend_compile_and_load", "backend_com
 _PJRT_EXECUTE = ("PJRT_LoadedExecutable_Execute",)
 
 
-def _merge(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def _length(intervals: list[tuple[int, int]]) -> int:
-    return sum(end - start for start, end in intervals)
-
-
-def _minus(intervals: list[tuple[int, int]], taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``intervals`` with every part covered by ``taken`` removed (both merged)."""
-    result = []
-    for start, end in intervals:
-        cursor = start
-        for t_start, t_end in taken:
-            if t_end <= cursor or t_start >= end:
-                continue
-            if t_start > cursor:
-                result.append((cursor, t_start))
-            cursor = max(cursor, t_end)
-        if cursor < end:
-            result.append((cursor, end))
-    return result
+def _covered_ns(frame: pd.DataFrame) -> int:
+    """The length of the union of ``frame``'s event intervals."""
+    return Coverage.of(frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()).total
 
 
 def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
@@ -133,6 +108,8 @@ def from_trace(
     compute events in the step: ``Trace.tracing_vs_device()``); it is used where the host has
     device planes without an ``XLA Modules`` line (GPUs).
     """
+    import pandas as pd
+
     from xlaprof.tables.device import has_lazy_tensor_runtime
 
     if events.empty:
@@ -140,7 +117,7 @@ def from_trace(
     host = events["host"].cat.categories[0]
     events = events[events["host"] == host]
     has_devices = bool((events["plane_kind"] == "device").any())
-    has_modules = bool((events["line"] == _DEVICE_MODULES_LINE).any())
+    has_modules = bool((events["line"] == MODULES_LINE).any())
     host_events = events[events["plane_kind"] == "host"]
     lazy = has_lazy_tensor_runtime(host_events)
     main_line = "python" if lazy else _marker_line(events)
@@ -163,41 +140,42 @@ def from_trace(
         main = group[(group["plane_kind"] == "host") & (group["line"] == main_line)]
         names = main["name"].astype(str)
 
-        def intervals(patterns: tuple[str, ...], frame=main, names=names) -> list[tuple[int, int]]:
-            mask = names.str.contains("|".join(patterns), regex=True)
-            return _merge(zip(frame["start_ns"][mask], frame["end_ns"][mask], strict=True))
+        def spans(patterns: tuple[str, ...], frame=main, names=names) -> pd.DataFrame:
+            return frame[names.str.contains("|".join(patterns), regex=True)]
 
-        taken: list[tuple[int, int]] = []
+        # Each category's own time is what it adds to the union of those before it (a transfer
+        # inside a compile counts once, as compile).
         parts: dict[str, float | None] = {}
+        taken = main.iloc[:0]
+        covered = 0
         for label, patterns in (
             ("compile_s", _COMPILE),
             ("transfer_s", _TRANSFER),
             ("device_wait_s", _WAIT),
             ("graph_build_s", _GRAPH),
         ):
-            own = _minus(intervals(patterns), taken)
-            parts[label] = _length(own) / 1e9
-            taken = _merge([*taken, *own])
-        python_tracing: float | None = max(wall - _length(taken), 0) / 1e9
+            taken = pd.concat([taken, spans(patterns)])
+            now = _covered_ns(taken)
+            parts[label] = (now - covered) / 1e9
+            covered = now
+        python_tracing: float | None = max(wall - covered, 0) / 1e9
         if not lazy:
             # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
             # and the host's time is not lazy tracing. A PJRT client's compile calls are.
             parts = dict.fromkeys(parts)
             python_tracing = None
             if pjrt:
-                parts["compile_s"] = _length(intervals(_PJRT_COMPILE)) / 1e9
+                parts["compile_s"] = _covered_ns(spans(_PJRT_COMPILE)) / 1e9
         device = group[group["plane_kind"] == "device"]
         busy: float | None
         if has_modules and not device.empty:
-            modules = device[device["line"] == _DEVICE_MODULES_LINE]
-            busy = _length(_merge(zip(modules["start_ns"], modules["end_ns"], strict=True))) / 1e9
+            busy = _covered_ns(device[device["line"] == MODULES_LINE]) / 1e9
         elif has_devices:
             busy = (device_busy or {}).get(int(step))
         elif int(step) in execute:
             busy = execute[int(step)]
         else:
-            cpu = group[group["name"] == _CPU_EXECUTE]
-            busy = _length(_merge(zip(cpu["start_ns"], cpu["end_ns"], strict=True))) / 1e9
+            busy = _covered_ns(group[group["name"] == _CPU_EXECUTE]) / 1e9
         out.append(
             {
                 "step": int(step),

@@ -24,7 +24,7 @@ from xlaprof.model.pod import (
     typed_steps,
 )
 from xlaprof.tables import device as device_model
-from xlaprof.tables.device import Coverage
+from xlaprof.tables.intervals import Coverage
 from xlaprof.tables.step_numbers import assign_steps
 
 if TYPE_CHECKING:

@@ -1,0 +1,276 @@
+"""Per device and step: wall, busy, idle, duty and seconds per category; and per device over the
+capture (utilization). How steps are found is in ``xlaprof.tables.device``'s docstring.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from xlaprof.parse.events import MODULES_LINE, STEPS_LINE
+from xlaprof.tables import categorical as cols
+from xlaprof.tables.device.categories import CATEGORIES
+from xlaprof.tables.device.events import device_events
+from xlaprof.tables.intervals import Coverage
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+
+STEP_COLUMNS = [
+    "session",
+    "host",
+    "device",
+    "kind",
+    "step",
+    "step_source",
+    "start_ns",
+    "end_ns",
+    "wall_s",
+    "busy_s",
+    "idle_s",
+    "duty",
+    *[f"{name}_s" for name in CATEGORIES],
+]
+
+
+UTILIZATION_COLUMNS = [
+    "session",
+    "host",
+    "device",
+    "kind",
+    "span_s",
+    "busy_s",
+    "idle_s",
+    "duty",
+    "steps",
+    "step_source",
+    *[f"{name}_s" for name in CATEGORIES],
+]
+
+
+def step_windows(
+    events: pd.DataFrame, frame: pd.DataFrame, host_bounds: pd.DataFrame | None
+) -> pd.DataFrame:
+    """Each device's step windows: session, host, device, kind, step, step_source, start, end.
+
+    ``frame`` is ``device_events(events)``; ``host_bounds`` the host step bounds
+    (``Trace.step_bounds``: session?, host, step, start_ns, end_ns).
+    """
+    import pandas as pd
+
+    rows: list[tuple[Any, ...]] = []
+    for (session, host, device), group in frame.groupby(
+        ["session", "host", "device"], observed=True, sort=True
+    ):
+        kind = str(group["kind"].iloc[0])
+        steps_line = group[cols.equals(group["line"], STEPS_LINE)]
+        if len(steps_line):
+            numbers = _step_numbers(steps_line)
+            for number, start, end in zip(
+                numbers, steps_line["start_ns"], steps_line["end_ns"], strict=True
+            ):
+                rows.append((session, host, device, kind, number, "Steps line", start, end))
+            continue
+        mine = _host_bounds_of(host_bounds, session, host)
+        if mine is not None and len(mine):
+            for row in mine.itertuples(index=False):
+                rows.append(
+                    (session, host, device, kind, row.step, "host steps", row.start_ns, row.end_ns)
+                )
+            continue
+        modules = group[cols.equals(group["line"], MODULES_LINE)].sort_values("start_ns")
+        if len(modules):
+            for number, (start, end) in enumerate(
+                zip(modules["start_ns"], modules["end_ns"], strict=True)
+            ):
+                rows.append((session, host, device, kind, number, "module executions", start, end))
+            continue
+        compute = group[group["compute"]]
+        if len(compute):
+            rows.append(
+                (
+                    session,
+                    host,
+                    device,
+                    kind,
+                    None,
+                    "whole capture",
+                    compute["start_ns"].min(),
+                    compute["end_ns"].max(),
+                )
+            )
+    columns = ["session", "host", "device", "kind", "step", "step_source", "start_ns", "end_ns"]
+    windows = pd.DataFrame(rows, columns=columns)
+    windows["step"] = windows["step"].astype("Int64")
+    windows["start_ns"] = windows["start_ns"].astype("int64")
+    windows["end_ns"] = windows["end_ns"].astype("int64")
+    return windows
+
+
+def _step_numbers(steps_line: pd.DataFrame) -> list[int]:
+    """A number per event of a device's ``Steps`` line: its name when that is a number, else
+    its ``group_id`` (the column: the same whether or not the frame has ``args``; from
+    ``args`` in a frame made without the column), else its position."""
+    import pandas as pd
+
+    if "group_id" in steps_line:
+        groups = [None if pd.isna(g) else g for g in steps_line["group_id"].tolist()]
+    elif "args" in steps_line:
+        groups = [a.get("group_id") if isinstance(a, dict) else None for a in steps_line["args"]]
+    else:
+        groups = [None] * len(steps_line)
+    numbers = []
+    for position, (name, group) in enumerate(
+        zip(steps_line["name"].astype(str), groups, strict=True)
+    ):
+        if name.strip().lstrip("-").isdigit():
+            numbers.append(int(name))
+        elif group is not None:
+            numbers.append(int(group))
+        else:
+            numbers.append(position)
+    return numbers
+
+
+def _host_bounds_of(
+    host_bounds: pd.DataFrame | None, session: Any, host: Any
+) -> pd.DataFrame | None:
+    if host_bounds is None or host_bounds.empty:
+        return None
+    mine = host_bounds[host_bounds["host"].astype(str) == str(host)]
+    if "session" in mine.columns:
+        mine = mine[mine["session"].astype(str) == str(session)]
+    return mine
+
+
+def device_steps(
+    events: pd.DataFrame,
+    host_bounds: pd.DataFrame | None = None,
+    frame: pd.DataFrame | None = None,
+    windows: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """One row per device and step: wall, busy, idle (s), duty and seconds per category."""
+    import numpy as np
+    import pandas as pd
+
+    frame = device_events(with_session(events)) if frame is None else frame
+    if windows is None:
+        windows = step_windows(events, frame, host_bounds)
+    parts = []
+    for (session, host, device), steps in windows.groupby(
+        ["session", "host", "device"], observed=True, sort=True
+    ):
+        mine = frame[
+            cols.equals(frame["session"], session)
+            & cols.equals(frame["host"], host)
+            & (frame["device"] == device).to_numpy()
+            & frame["compute"].to_numpy()
+        ]
+        a = steps["start_ns"].to_numpy()
+        b = steps["end_ns"].to_numpy()
+        out = steps.copy()
+        busy = event_coverage(mine).within(a, b)
+        out["wall_s"] = (b - a) / 1e9
+        out["busy_s"] = busy / 1e9
+        out["idle_s"] = np.maximum(b - a - busy, 0) / 1e9
+        out["duty"] = np.where(b > a, busy / np.maximum(b - a, 1), np.nan)
+        for name, seconds in category_seconds(mine, a, b).items():
+            out[f"{name}_s"] = seconds
+        parts.append(out)
+    if not parts:
+        return pd.DataFrame(columns=STEP_COLUMNS)
+    result = pd.concat(parts, ignore_index=True)
+    return result[STEP_COLUMNS]
+
+
+def category_seconds(compute: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
+    """Per category, the self time of the compute events starting in each window [a, b)."""
+    import numpy as np
+
+    starts = compute["start_ns"].to_numpy()
+    wall = (compute["end_ns"].to_numpy() - starts).astype(np.float64)
+    own = compute["self_ns"].to_numpy()
+    times = compute["time_ns"].to_numpy()
+    # Self time is measured on the device clock; steps are on the trace's (host) clock, where
+    # a TPU op's converted duration differs by up to ~15%: scale self time to that clock.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(times > 0, wall / times, 1.0)
+    own = np.where(np.isnan(own), wall, own * scale)
+    order = np.argsort(a, kind="stable")
+    index = np.searchsorted(a[order], starts, side="right") - 1
+    valid = index >= 0
+    window = np.where(valid, order[np.maximum(index, 0)], 0)
+    valid &= starts < b[window]
+    categories = compute["category"].to_numpy()
+    result = {}
+    for name in CATEGORIES:
+        chosen = valid & (categories == name)
+        result[name] = np.bincount(window[chosen], weights=own[chosen], minlength=len(a)) / 1e9
+    return result
+
+
+def event_coverage(frame: pd.DataFrame) -> Coverage:
+    return Coverage.of(frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy())
+
+
+def with_session(events: pd.DataFrame) -> pd.DataFrame:
+    if "session" in events.columns:
+        return events
+    events = events.copy()
+    events["session"] = ""
+    return events
+
+
+def device_utilization(
+    events: pd.DataFrame,
+    host_bounds: pd.DataFrame | None = None,
+    frame: pd.DataFrame | None = None,
+    windows: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Per device over the whole capture: span, busy, idle (s), duty cycle, seconds per
+    category, and how many steps were found and how (``step_source``).
+
+    The span runs from the device's first to its last event on its op and module lines (TPU)
+    or on any non-derived line (GPU), as XProf's duty cycle does.
+    """
+    import numpy as np
+    import pandas as pd
+
+    frame = device_events(with_session(events)) if frame is None else frame
+    if windows is None:
+        windows = step_windows(events, frame, host_bounds)
+    sources = windows.groupby(["session", "host", "device"], observed=True)
+    rows = []
+    for (session, host, device), group in frame.groupby(
+        ["session", "host", "device"], observed=True, sort=True
+    ):
+        spanning = group[group["op_line"].to_numpy() | cols.equals(group["line"], MODULES_LINE)]
+        if spanning.empty:
+            continue
+        start, end = int(spanning["start_ns"].min()), int(spanning["end_ns"].max())
+        compute = group[group["compute"]]
+        busy = event_coverage(compute).total
+        key = (session, host, device)
+        mine = sources.get_group(key) if key in sources.groups else None
+        rows.append(
+            {
+                "session": session,
+                "host": host,
+                "device": device,
+                "kind": str(group["kind"].iloc[0]),
+                "span_s": (end - start) / 1e9,
+                "busy_s": busy / 1e9,
+                "idle_s": max(end - start - busy, 0) / 1e9,
+                "duty": busy / (end - start) if end > start else None,
+                "steps": 0 if mine is None else int(mine["step"].notna().sum()),
+                "step_source": None if mine is None else str(mine["step_source"].iloc[0]),
+                **{
+                    f"{name}_s": float(seconds[0])
+                    for name, seconds in category_seconds(
+                        compute, np.array([start]), np.array([end + 1])
+                    ).items()
+                },
+            }
+        )
+    return pd.DataFrame(rows, columns=UTILIZATION_COLUMNS)

@@ -1,0 +1,74 @@
+"""Interval arithmetic on event times, in numpy: the union of many intervals and how much of
+any window it covers (``Coverage``), and each event's self time (its time minus nested events').
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass
+class Coverage:
+    """A union of intervals, answering "how much of [a, b) is covered" for many windows."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    before: np.ndarray  # covered length before each block
+
+    @classmethod
+    def of(cls, starts: np.ndarray, ends: np.ndarray) -> Coverage:
+        import numpy as np
+
+        if len(starts) == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty, empty, empty)
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
+        reach = np.maximum.accumulate(e)
+        new = np.concatenate([[True], s[1:] > reach[:-1]])
+        first = np.flatnonzero(new)
+        last = np.concatenate([first[1:] - 1, [len(s) - 1]])
+        block_starts, block_ends = s[first], reach[last]
+        lengths = block_ends - block_starts
+        before = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        return cls(block_starts, block_ends, before)
+
+    def upto(self, t: np.ndarray) -> np.ndarray:
+        """Covered length in (-inf, t) for each t."""
+        import numpy as np
+
+        if len(self.starts) == 0:
+            return np.zeros(len(t), dtype=np.int64)
+        i = np.searchsorted(self.starts, t, side="right") - 1
+        safe = np.maximum(i, 0)
+        partial = np.clip(t - self.starts[safe], 0, self.ends[safe] - self.starts[safe])
+        return np.where(i >= 0, self.before[safe] + partial, 0)
+
+    def within(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return self.upto(b) - self.upto(a)
+
+    @property
+    def total(self) -> int:
+        return int((self.ends - self.starts).sum())
+
+
+def self_times_ns(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Duration minus the time of events nested inside (one line's events, any order)."""
+    import numpy as np
+
+    order = np.lexsort((-ends, starts))
+    own = (ends - starts).astype(np.float64)
+    stack: list[int] = []
+    s_list, e_list = starts.tolist(), ends.tolist()
+    for index in order.tolist():
+        start, end = s_list[index], e_list[index]
+        while stack and e_list[stack[-1]] <= start:
+            stack.pop()
+        if stack and end <= e_list[stack[-1]]:
+            own[stack[-1]] -= end - start
+        stack.append(index)
+    return own
