@@ -117,6 +117,13 @@ def _optimizer_only(block: list[Instruction]) -> bool:
     return bool(files) and all(_OPTIMIZER_PATH in f for f in files)
 
 
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (no compiled graphs), or None."""
+    if any(g.hlo is not None for g in data.graphs):
+        return None
+    return "needs the compiled graphs (a run made with `xlaprof run --graphs`)"
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     link_graphs(data.graphs, data.debug.compilations())
     executions = Counter(e.graph_hash for e in data.debug.executions() if e.graph_hash)

@@ -1,7 +1,7 @@
-"""What ``xlaprof check`` writes for machines: the JSON document, JUnit XML, GitHub annotations.
+"""What ``xlaprof check`` writes: its report, the JSON document, JUnit XML, GitHub annotations.
 
-Renderers only: each takes a ``CheckResult`` and presents it. The console text is
-``str(result)``, so pytest and the command line show the same report.
+Renderers only: each takes a ``CheckResult`` and presents it. The report is ``str(result)``, so
+pytest and the command line show the same text.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import json
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from xlaprof.budgets import CheckResult, Outcome, Status
+from xlaprof.report.base import RenderOptions
 
 SCHEMA = "xlaprof.check/1"
 
@@ -172,3 +173,20 @@ def github_annotations(result: CheckResult, workspace: str | None = None) -> lis
             properties.append(f"title={_escape_property(title)}")
             lines.append(f"::{command} {','.join(properties)}::{_escape_data(_message(outcome))}")
     return lines
+
+
+def write_text(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
+    out.write(str(result) + "\n")
+
+
+def write_json(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
+    out.write(dumps(result) + "\n")
+
+
+def write_junit(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
+    out.write(junit_xml(result))
+
+
+def write_github(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
+    for line in github_annotations(result):
+        out.write(line + "\n")

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import html
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
+
+from xlaprof.parse.units import NOT_MEASURED
+from xlaprof.report.base import RenderOptions
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from xlaprof.model.parts import RunSummary
-    from xlaprof.model.result import PartResult
+    from xlaprof.model.result import AnalysisResult, PartResult
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }
@@ -38,6 +41,8 @@ table.data th, table.data td { padding: 0.2rem 0.6rem; border-bottom: 1px solid 
 
 
 def _value(value: Any) -> str:
+    if value is None:
+        return NOT_MEASURED
     if isinstance(value, dict | list):
         return json.dumps(value, indent=1, default=str)
     return str(value)
@@ -72,23 +77,30 @@ def _figure(figure: go.Figure, element_id: str, with_library: bool) -> str:
 def _device_line(run: RunSummary | None, result: PartResult) -> str:
     """``TPU x4`` from the run, else ``4 x TPU v6 Lite`` from the trace's device planes."""
     if run is not None and run.device_kind:
-        return f"{run.device_kind} x{run.device_count or '-'}"
+        return f"{run.device_kind} x{run.device_count or NOT_MEASURED}"
     devices = None if result.trace is None else result.trace.devices
     if devices is None or devices.empty:
-        return "-"
+        return NOT_MEASURED
     kinds = devices["type"].fillna(devices["kind"]).astype(str).value_counts()
     return ", ".join(f"{count} x {kind}" for kind, count in kinds.items())
 
 
 def _status(run: RunSummary | None) -> str:
-    return "- (exit code -)" if run is None else f"{run.status} (exit code {run.exit_code})"
+    if run is None:
+        return NOT_MEASURED
+    exit_code = NOT_MEASURED if run.exit_code is None else run.exit_code
+    return f"{run.status} (exit code {exit_code})"
 
 
-def render(results: list[PartResult]) -> str:
-    """The whole report page for the first of ``results`` (the CLI picks it with --process)."""
+def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
+    """The report page of the first part (``xlaprof report`` picks it with --process)."""
+    out.write(page(result.parts[0]))
+
+
+def page(result: PartResult) -> str:
+    """The whole self-contained report page of one analyzed part."""
     from xlaprof.report.figures import result_figures
 
-    result = results[0]
     part = result.part
     data = part.data
     run = part.run_summary
@@ -104,11 +116,10 @@ def render(results: list[PartResult]) -> str:
         ("executions", data.executions()),
         ("device→host transfers", data.device_to_host_transfers()),
         ("device", _device_line(run, result)),
-        ("torch_xla", (run.torch_xla_version if run is not None else None) or "-"),
+        ("torch_xla", (run.torch_xla_version if run is not None else None) or NOT_MEASURED),
     ]
     summary = "".join(
-        f"<tr><td>{html.escape(k)}</td><td>{html.escape('-' if v is None else str(v))}</td></tr>"
-        for k, v in meta
+        f"<tr><td>{html.escape(k)}</td><td>{html.escape(_value(v))}</td></tr>" for k, v in meta
     )
     findings = result.findings_frame()
     if findings.empty and part.trace_only:
