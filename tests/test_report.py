@@ -156,7 +156,7 @@ def test_one_renderer_contract_picks_by_name_or_extension(tmp_path: Path) -> Non
     assert json.loads(render(comparison, "json"))["findings_disappeared"] == ["gone"]
     assert render(check, "text") == str(check) + "\n"
     assert render(analysis, path=Path("r.html")).startswith("<!DOCTYPE html>")
-    with pytest.raises(OutputError, match="extension '.xml'"):
+    with pytest.raises(OutputError, match=r"extension '\.xml'"):
         renderer_for(analysis, path=Path("out.xml"))
     with pytest.raises(OutputError, match="format 'junit'"):
         renderer_for(comparison, "junit")
