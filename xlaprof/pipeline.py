@@ -70,8 +70,7 @@ def _trace_window(part: Part) -> Trace | None:
         return None
     from xlaprof.inputs.traces import load_trace
 
-    window = part.run.info.trace_steps
-    return load_trace(part.run.path, first_step=window[0] if window else 0)
+    return load_trace(part.run.path)  # steps numbered from the run's trace window
 
 
 def findings_of(
