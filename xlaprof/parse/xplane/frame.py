@@ -131,7 +131,7 @@ def _code_type(count: int) -> Any:
 
 class Layout:
     """What the frame needs of an XSpace besides its events' bytes (read before
-    ``xplane_wire.split_space`` empties it): per plane with events, its metadata tables; per
+    ``wire.split_space`` empties it): per plane with events, its metadata tables; per
     line with events, its name, time base and event count.
 
     Event metadata is decoded once per entry, as ``events_frame`` expects it: its name and
@@ -395,7 +395,7 @@ def _place(
     bases: list[int], counts: np.ndarray, offset_ps: np.ndarray, duration_ps: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each event's start (picoseconds after the capture's base: its line's base plus its
-    offset) and whether it is kept: as ``xplane._drop_out_of_range``, start and end must fit
+    offset) and whether it is kept: as ``events_frame``, start and end must fit
     int64 picoseconds and the duration must not be negative. Exact: in int64 where the sums
     cannot overflow, else (a damaged capture) in Python integers."""
     limit = 2**62

@@ -44,7 +44,7 @@ def xspace_class() -> Any:
 def message_class(name: str, events_as_bytes: bool) -> Any:
     """A message class of the schema; with ``events_as_bytes``, of the *shadow* schema in which
     ``XLine.events`` is ``repeated bytes`` (the same wire format), so that upb hands over each
-    event's bytes for ``xplane_wire`` to decode instead of building a message per event."""
+    event's bytes for ``wire`` to decode instead of building a message per event."""
     from google.protobuf import message_factory
 
     pool = _schema_pool(events_as_bytes)
@@ -297,7 +297,7 @@ def hostname(space: Any, path: Path) -> str:
 
 
 def canonical_event(raw: bytes) -> bytes:
-    """One event's bytes as upb reads and re-encodes them (for ``xplane_wire``, on events its
+    """One event's bytes as upb reads and re-encodes them (for ``wire``, on events its
     rounds do not decode); ``WireError`` where upb rejects them, as it would the file."""
     from google.protobuf.message import DecodeError
 
