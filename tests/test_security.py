@@ -1,0 +1,163 @@
+"""A capture or run directory someone sends you cannot write, read, run or fake anything (#31).
+
+Each test is one attack from the issue, made in ``tmp_path`` and run through the real
+``xlaprof`` command in a subprocess: the test asserts what the user sees (the exit code, one
+line on stderr, the document) and that nothing was written or shown that should not be.
+Expected numbers come from a fresh analysis of the same capture with no cache in the way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import cli
+from test_pod import _write_host
+
+from xlaprof.parse.xplane import read_xspace
+
+POD = {"XLAPROF_LAZY_BYTES": "0"}  # two hosts already load through the per-host caches
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A home of the test's own: the private cache folder and its key live there."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {**POD, "HOME": str(home), **extra}
+
+
+def _two_hosts(root: Path) -> Path:
+    session = root / "plugins" / "profile" / "session"
+    for name in ("host-0", "host-1"):
+        _write_host(session / f"{name}.xplane.pb")
+    return session
+
+
+def _host_walls(document: dict) -> dict[tuple[str, int], float]:
+    rows = document["trace"]["device_steps"]
+    return {(r["host"], r["step"]): r["wall_s"] for r in rows if r["step"] is not None}
+
+
+def _analyze(root: Path, env: dict[str, str]) -> tuple[int, dict | None, str]:
+    out = cli("analyze", str(root), "--json", "--workers", "1", env=env)
+    document = json.loads(out.stdout) if out.returncode == 0 else None
+    return out.returncode, document, out.stderr
+
+
+# -- 1, 5: the Parquet cache ------------------------------------------------------------------
+def test_planted_links_never_receive_the_cache(tmp_path: Path) -> None:
+    # GIVEN a logdir whose folder holds links named like the cache and like every temporary
+    # name an older xlaprof used (one per pid), all pointing at a file of the user's
+    session = _two_hosts(tmp_path / "logdir")
+    victim = tmp_path / "bashrc"
+    victim.write_text("export PATH=/usr/bin\n")
+    for pid in range(1, 20000):
+        (session / f".host-0.xplane.pb.xlaprof.parquet.{pid}.tmp").symlink_to(victim)
+    (session / "host-1.xplane.pb.xlaprof.parquet").symlink_to(victim)
+    # WHEN the logdir is analyzed
+    code, document, stderr = _analyze(tmp_path / "logdir", _env(tmp_path))
+    # THEN the victim is untouched, the link at the cache path is left alone (not written
+    # through, not reused), and the analysis has both hosts
+    assert code == 0, stderr
+    assert victim.read_text() == "export PATH=/usr/bin\n"
+    assert (session / "host-1.xplane.pb.xlaprof.parquet").is_symlink()
+    assert document["trace"]["hosts"] == ["host-0", "host-1"]
+    caches = {h["host"]: h["cache"] for h in document["trace"]["pod"]["hosts"]}
+    assert Path(caches["host-1"]).parent == tmp_path / "home" / ".cache" / "xlaprof"
+    assert not Path(caches["host-0"]).is_symlink()
+
+
+def test_a_planted_cache_of_another_capture_is_not_believed(tmp_path: Path) -> None:
+    # GIVEN a capture that is slower than its neighbour, and beside it the cache of the
+    # neighbour (stamp and all: what an attacker computes from the files they ship)
+    session = tmp_path / "logdir" / "plugins" / "profile" / "session"
+    _write_host(session / "host-0.xplane.pb")
+    _write_host(session / "host-1.xplane.pb", stretch=1.5)
+    env = _env(tmp_path)
+    code, truth, stderr = _analyze(tmp_path / "logdir", env)
+    assert code == 0, stderr
+    shutil.copy(
+        session / "host-0.xplane.pb.xlaprof.parquet", session / "host-1.xplane.pb.xlaprof.parquet"
+    )
+    # WHEN it is analyzed again
+    code, document, stderr = _analyze(tmp_path / "logdir", env)
+    # THEN the numbers are the capture's own, and the rebuilt cache is said once
+    assert code == 0, stderr
+    assert _host_walls(document) == _host_walls(truth)
+    said = [line for line in stderr.splitlines() if "host-1.xplane.pb.xlaprof.parquet" in line]
+    assert len(said) == 1 and "cache not reused" in said[0] and "rebuilt" in said[0]
+
+
+def _same_size_other_capture(path: Path) -> None:
+    """Rewrite ``path`` as a different capture of the same size and mtime (``cp -p``)."""
+    info = path.stat()
+    space = read_xspace(path)
+    host = next(p for p in space.planes if p.name == "/host:CPU")
+    names = {k: m.name for k, m in host.event_metadata.items()}
+    for line in host.lines:
+        for event in line.events:
+            if names.get(event.metadata_id) == "StepMarker":
+                event.duration_ps += 10**9 if event.duration_ps >= 10**9 else 0
+    data = space.SerializeToString()
+    assert len(data) == info.st_size  # durations stay within their varint length
+    path.write_bytes(data)
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def test_a_capture_replaced_with_size_and_mtime_kept_is_read_again(tmp_path: Path) -> None:
+    # GIVEN an analyzed (cached) logdir whose capture is then replaced by a different one of
+    # the same size and modification time
+    session = _two_hosts(tmp_path / "logdir")
+    env = _env(tmp_path)
+    code, before, stderr = _analyze(tmp_path / "logdir", env)
+    assert code == 0, stderr
+    _same_size_other_capture(session / "host-0.xplane.pb")
+    fresh = tmp_path / "fresh"
+    shutil.copytree(tmp_path / "logdir", fresh, ignore=shutil.ignore_patterns("*.parquet"))
+    _, truth, _ = _analyze(fresh, env)
+    # WHEN it is analyzed again
+    code, document, stderr = _analyze(tmp_path / "logdir", env)
+    # THEN the numbers are the new capture's, not the cache's
+    assert code == 0, stderr
+    assert _host_walls(document) == _host_walls(truth) != _host_walls(before)
+    assert "cache not reused" in stderr
+
+
+def test_a_cache_with_junk_columns_is_rebuilt_not_exit_70(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # GIVEN a cache whose stamp and summary are intact but whose columns are junk
+    session = _two_hosts(tmp_path / "logdir")
+    env = _env(tmp_path)
+    code, truth, stderr = _analyze(tmp_path / "logdir", env)
+    assert code == 0, stderr
+    cache = session / "host-0.xplane.pb.xlaprof.parquet"
+    table = pq.read_table(cache)
+    junk = pa.table({name: pa.array(["junk"] * table.num_rows) for name in table.column_names})
+    pq.write_table(junk.replace_schema_metadata(table.schema.metadata), cache)
+    # WHEN analyzed twice
+    code, document, stderr = _analyze(tmp_path / "logdir", env)
+    again, document_again, stderr_again = _analyze(tmp_path / "logdir", env)
+    # THEN the first analysis rebuilds it and says so once; the next reuses the rebuilt one
+    assert code == 0 and again == 0, stderr + stderr_again
+    assert _host_walls(document) == _host_walls(document_again) == _host_walls(truth)
+    assert stderr.count("cache not reused") == 1
+    assert "cache not reused" not in stderr_again
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away needs root")
+def test_a_cache_owned_by_someone_else_is_not_trusted(tmp_path: Path) -> None:
+    # GIVEN a valid cache that another user owns (a tarball extracted as root keeps owners)
+    session = _two_hosts(tmp_path / "logdir")
+    env = _env(tmp_path)
+    assert _analyze(tmp_path / "logdir", env)[0] == 0
+    os.chown(session / "host-0.xplane.pb.xlaprof.parquet", 4242, 4242)
+    # WHEN analyzed
+    code, _, stderr = _analyze(tmp_path / "logdir", env)
+    # THEN it is rebuilt, and the reason is said
+    assert code == 0, stderr
+    assert "owned by another user" in stderr
