@@ -120,15 +120,19 @@ def trace_notes(trace: Trace | None, name: str) -> None:
     """Say on stderr which session was read and which capture files were skipped (and why)."""
     if trace is None:
         return
+    from xlaprof.escape import terminal
+
     if len(trace.sessions) > 1:
         listed = ", ".join(s or "." for s in trace.sessions)
         click.echo(
-            f"xlaprof: {len(trace.sessions)} sessions in {name} ({listed}); analyzing "
-            f"{trace.session or '.'} (--session NAME for another)",
+            terminal(
+                f"xlaprof: {len(trace.sessions)} sessions in {name} ({listed}); analyzing "
+                f"{trace.session or '.'} (--session NAME for another)"
+            ),
             err=True,
         )
     for warning in trace.warnings:
-        click.echo(f"xlaprof: warning: {warning}", err=True)
+        click.echo(f"xlaprof: warning: {terminal(warning)}", err=True)
 
 
 def write_atomic(path: Path, text: str, force: bool) -> None:

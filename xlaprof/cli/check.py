@@ -142,6 +142,7 @@ def check(
     from xlaprof.analysis.budgets import Budgets, find_pyproject
     from xlaprof.api import check_budgets
     from xlaprof.cli.analyze import write_atomic
+    from xlaprof.escape import terminal
     from xlaprof.report import ci
 
     if budget_file is not None:
@@ -168,7 +169,7 @@ def check(
     if as_json:
         sys.stdout.write(ci.dumps(result) + "\n")
     else:
-        click.echo(str(result))
+        click.echo(terminal(result, newlines=True))  # names from the run: controls visible
         if os.environ.get("GITHUB_ACTIONS") == "true":
             for line in ci.github_annotations(result):
                 click.echo(line)

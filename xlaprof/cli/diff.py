@@ -16,8 +16,9 @@ def diff(before: Path, after: Path, as_json: bool) -> None:
     """Compare two run directories: figures as ratios, findings that appeared or disappeared."""
     import json
 
-    from rich.console import Console
+    from rich.text import Text
 
+    from xlaprof import escape
     from xlaprof.analysis.compare import match_findings
     from xlaprof.api import Analysis
 
@@ -41,11 +42,11 @@ def diff(before: Path, after: Path, as_json: bool) -> None:
         return
     from xlaprof.report.console import comparison_table
 
-    console = Console(highlight=False)
+    console = escape.safe_console()
     comparison_table(console, table, f"xlaprof diff {before} {after}")
     for title in gone:
-        console.print(f"[green]gone:[/green] {title}")
+        console.print(Text.assemble(("gone: ", "green"), title))
     for title in came:
-        console.print(f"[red]new:[/red] {title}")
+        console.print(Text.assemble(("new: ", "red"), title))
     if not gone and not came:
         console.print("findings: the same in both runs")

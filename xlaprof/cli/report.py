@@ -46,11 +46,12 @@ def report(
     """
     from xlaprof.api import Analysis
     from xlaprof.cli.analyze import trace_notes, write_atomic
+    from xlaprof.escape import terminal
     from xlaprof.report.html import render
 
     analysis = Analysis(path, process=process, session=session, source_root=source_root, warn=False)
     if analysis.note:
-        click.echo(f"xlaprof: {analysis.note}", err=True)
+        click.echo(f"xlaprof: {terminal(analysis.note)}", err=True)
     trace_notes(analysis.result.trace, path.name)
     write_atomic(output, render([analysis.result]), force)
     click.echo(str(output))

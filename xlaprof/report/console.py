@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from xlaprof import escape
 from xlaprof.api import PartResult
 from xlaprof.findings import Severity
 
@@ -61,10 +62,10 @@ def render(
     results: list[PartResult], console: Console | None = None, verbose: bool = False
 ) -> None:
     """Print each part's summary, step timeline and findings for a person at a terminal."""
-    console = console or Console(highlight=False)
+    console = console or escape.safe_console()
     for result in results:
         if len(results) > 1:
-            console.rule(result.part.name)
+            console.rule(Text(result.part.name))
         _render_part(console, result, verbose)
 
 
@@ -138,11 +139,12 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         render_console(console, result.trace)
     if not findings and trace_only:
         console.print(
-            "[dim]No findings: a capture alone feeds the device tables above, not the "
-            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).[/dim]"
+            "No findings: a capture alone feeds the device tables above, not the "
+            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).",
+            style="dim",
         )
     elif not findings:
-        console.print("[green]No findings: nothing here looks wrong.[/green]")
+        console.print("No findings: nothing here looks wrong.", style="green")
     for index, finding in enumerate(findings, start=1):
         style = _STYLE[finding.severity]
         console.print(
@@ -179,8 +181,9 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
                 )
         else:
             console.print(
-                f"[dim]{len(warnings)} line(s) looked like report text but could not be read; "
-                "--verbose lists them.[/dim]"
+                f"{len(warnings)} line(s) looked like report text but could not be read; "
+                "--verbose lists them.",
+                style="dim",
             )
 
 
