@@ -53,7 +53,7 @@ def analyze_parts(
     recorded working directory, if it exists here; see ``analysis/sourcefiles.py``)."""
     from xlaprof.analysis.hosts import host_skew
     from xlaprof.analysis.pod import host_steps
-    from xlaprof.analysis.sourcefiles import source_roots
+    from xlaprof.analysis.sourcefiles import recorded_root, source_roots
     from xlaprof.analysis.stragglers import stragglers
     from xlaprof.analysis.timeline import device_busy_by_step, step_timeline
 
@@ -61,9 +61,10 @@ def analyze_parts(
     for part in parts:
         root = source_root
         if root is None and part.run is not None:
-            root = part.run.info.cwd
-        with source_roots(root):
+            root = recorded_root(part.run.info.cwd)  # a real project folder only
+        with source_roots(root) as roots:
             result = PartResult(part, run_analyzers(part.data))
+            note_withheld(part, roots)
         trace = part.trace
         if trace is None and part.run is not None and part.run.trace_files():
             from xlaprof.analysis.trace import load_trace
@@ -87,6 +88,22 @@ def analyze_parts(
         result.trace = trace
         results.append(result)
     return results
+
+
+def note_withheld(part: Part, roots: tuple[Path, ...]) -> None:
+    """Say in the part's warnings (console notes, ``--json``, HTML) which source files exist
+    here but were not quoted, and how to allow them (``analysis/sourcefiles.py``)."""
+    from xlaprof.analysis.sourcefiles import withheld, withheld_note
+    from xlaprof.parse.metrics_report import ParseWarning
+
+    note = withheld_note(withheld(), roots)
+    if note is None:
+        return
+    run = part.extra.get("run")
+    if run is not None:
+        run["warnings"].append(note)
+    elif part.sources:
+        part.sources[0].warnings.append(ParseWarning(line=0, text="", reason=note))
 
 
 def analyze(
@@ -157,13 +174,14 @@ def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
 
     def results(path: Path) -> list[PartResult]:
         # Budgets read findings and per-step rows only: no trace is loaded, no timeline built.
-        from xlaprof.analysis.sourcefiles import source_roots
+        from xlaprof.analysis.sourcefiles import recorded_root, source_roots
 
         parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
         checked = []
         for part in parts:
-            with source_roots(part.run.info.cwd if part.run is not None else None):
+            with source_roots(recorded_root(part.run.info.cwd) if part.run else None) as roots:
                 checked.append(PartResult(part, run_analyzers(part.data)))
+                note_withheld(part, roots)
         return checked
 
     checked = [result for path in paths for result in results(path)]

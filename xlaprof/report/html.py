@@ -99,6 +99,8 @@ def render(results: list[PartResult]) -> str:
         ("device→host transfers", data.device_to_host_transfers()),
         ("device", _device_line(run, result)),
         ("torch_xla", run.get("torch_xla_version") or "-"),
+        *(("note", note) for note in run.get("warnings") or []),
+        *(("note", w.reason) for s in part.sources for w in s.warnings if w.line == 0),
     ]
     summary = "".join(
         f"<tr><td>{html_text(k)}</td><td>{html_text('-' if v is None else str(v))}</td></tr>"
