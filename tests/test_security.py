@@ -407,3 +407,94 @@ def test_view_refuses_module_names_that_escape(tmp_path: Path, samples: Path) ->
     assert out.stderr.count("\n") == 1 and "not a file name" in out.stderr
     assert list(target.parent.iterdir()) == []
     assert sorted(p.name for p in logdir.iterdir()) == ["vm.xplane.pb"]
+
+
+# -- 4: dask only when asked, every call under one timeout ---------------------------------------
+@pytest.mark.parametrize("bad", ["garbage", "http://127.0.0.1:8786", "inproc://x", "ucx://h:1"])
+def test_a_bad_scheduler_address_is_one_line_and_its_exit_code(tmp_path: Path, bad: str) -> None:
+    from xlaprof.errors import SchedulerError
+
+    # GIVEN a two-host logdir
+    _two_hosts(tmp_path / "logdir")
+    # WHEN the scheduler named on the command line, or in the environment, is no address
+    given = cli("analyze", str(tmp_path / "logdir"), "--scheduler", bad, timeout=60)
+    from_env = cli(
+        "analyze", str(tmp_path / "logdir"), env=_env(tmp_path, XLAPROF_DASK_SCHEDULER=bad)
+    )
+    # THEN each is one line and exit 25, never 70
+    for out in (given, from_env):
+        assert out.returncode == SchedulerError.exit_code, out.stderr
+        errors = [line for line in out.stderr.splitlines() if line.startswith("xlaprof: error")]
+        assert len(errors) == 1 and "not a dask scheduler address" in errors[0]
+        assert "Traceback" not in out.stderr
+
+
+def test_a_listener_that_never_answers_does_not_hang(tmp_path: Path) -> None:
+    import socket
+    import threading
+
+    from xlaprof.errors import SchedulerError
+
+    # GIVEN a TCP listener that accepts connections and never says a word
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    _two_hosts(tmp_path / "logdir")
+    port = server.getsockname()[1]
+    try:
+        # WHEN it is named as the scheduler, with a 3 s timeout
+        out = cli(
+            "analyze",
+            str(tmp_path / "logdir"),
+            "--scheduler",
+            f"tcp://127.0.0.1:{port}",
+            env=_env(tmp_path, XLAPROF_DASK_TIMEOUT="3"),
+            timeout=90,  # a hang fails the test here instead of blocking the suite
+        )
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        server.close()
+    # THEN the analysis ends with one line and its exit code
+    assert out.returncode == SchedulerError.exit_code, out.stderr
+    assert "no dask scheduler answers" in out.stderr
+
+
+def test_a_scheduler_from_the_environment_is_announced_and_no_workers_is_an_error(
+    tmp_path: Path,
+) -> None:
+    distributed = pytest.importorskip("distributed")
+    from xlaprof.errors import SchedulerError
+
+    # GIVEN a scheduler with no workers, named only in the environment
+    _two_hosts(tmp_path / "logdir")
+    with distributed.LocalCluster(n_workers=0, dashboard_address=None) as cluster:
+        # WHEN a logdir is analyzed
+        out = cli(
+            "analyze",
+            str(tmp_path / "logdir"),
+            env=_env(
+                tmp_path,
+                XLAPROF_DASK_SCHEDULER=cluster.scheduler_address,
+                XLAPROF_DASK_TIMEOUT="3",
+            ),
+            timeout=90,
+        )
+    # THEN the variable is announced, and the missing workers end it with exit 25
+    assert f"using the dask scheduler {cluster.scheduler_address}" in out.stderr
+    assert "XLAPROF_DASK_SCHEDULER" in out.stderr
+    assert out.returncode == SchedulerError.exit_code, out.stderr
+    assert "has no workers" in out.stderr

@@ -65,9 +65,10 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
 @click.option(
     "--scheduler",
     metavar="ADDRESS",
-    envvar="XLAPROF_DASK_SCHEDULER",
     help="Trace logdirs of many hosts: read each host on this dask.distributed cluster "
-    "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes.",
+    "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes. Its workers' "
+    "results are unpickled here: name only a cluster you trust. $XLAPROF_DASK_SCHEDULER "
+    "does the same, announced on stderr.",
 )
 @click.option(
     "--workers",
@@ -98,6 +99,10 @@ def analyze(
     from xlaprof.load import load_parts
     from xlaprof.report import json_out
 
+    if scheduler:
+        from xlaprof.dask_client import address
+
+        scheduler = address(scheduler)  # a bad address is one line and exit 25, at once
     parts = load_parts(
         list(paths), max_size, warmup_steps, session, scheduler=scheduler, workers=workers
     )
