@@ -498,3 +498,108 @@ def test_a_scheduler_from_the_environment_is_announced_and_no_workers_is_an_erro
     assert "XLAPROF_DASK_SCHEDULER" in out.stderr
     assert out.returncode == SchedulerError.exit_code, out.stderr
     assert "has no workers" in out.stderr
+
+
+# -- 7: unbounded reads --------------------------------------------------------------------------
+def _sample_run(tmp_path: Path, samples: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(
+        next((samples / "runs" / "healthy_loop").glob("*")),
+        run,
+        ignore=shutil.ignore_patterns("plugins"),
+    )
+    return run
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "deep"])
+def test_modules_json_is_read_capped_and_never_blocks(
+    tmp_path: Path, samples: Path, kind: str
+) -> None:
+    # GIVEN a run whose modules.json is a FIFO nobody writes, /dev/zero, or 200k-deep JSON
+    run = _sample_run(tmp_path, samples)
+    modules = run / "modules.json"
+    modules.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(modules)
+    elif kind == "device":
+        modules.symlink_to("/dev/zero")
+    else:
+        modules.write_text("[" * 200_000 + "]" * 200_000)
+    # WHEN it is analyzed
+    out = cli("analyze", str(run), "--json", timeout=120)
+    # THEN the analysis completes, saying the file was not read
+    assert out.returncode == 0, out.stderr
+    warnings = json.loads(out.stdout)["run"]["warnings"]
+    assert any(w.startswith("modules.json: not read") for w in warnings), warnings
+
+
+def _deep_chrome_trace(path: Path) -> None:
+    path.write_text('{"traceEvents": ' + "[" * 200_000 + "]" * 200_000 + "}")
+
+
+def test_a_deeply_nested_chrome_trace_is_one_hosts_warning(tmp_path: Path) -> None:
+    from xlaprof.errors import BadCapture
+
+    # GIVEN a logdir of two hosts, one of them a Chrome trace nested 200k deep
+    session = tmp_path / "logdir" / "plugins" / "profile" / "1"
+    session.mkdir(parents=True)
+    _hostile_chrome_trace(session / "good.trace.json")
+    _deep_chrome_trace(session / "deep.trace.json")
+    # WHEN the logdir, and the deep file alone, are analyzed
+    both = cli("analyze", str(tmp_path / "logdir"), "--json")
+    alone = cli("analyze", str(session / "deep.trace.json"))
+    # THEN the good host is analyzed with a warning naming the other; alone, it is exit 23
+    assert both.returncode == 0, both.stderr
+    document = json.loads(both.stdout)
+    assert document["trace"]["hosts"] == ["good"]
+    assert any(
+        "deep.trace.json" in w and "nested too deeply" in w for w in document["trace"]["warnings"]
+    )
+    assert alone.returncode == BadCapture.exit_code, alone.stderr
+    assert "nested too deeply" in alone.stderr and "Traceback" not in alone.stderr
+
+
+def test_a_sparse_5gb_xplane_is_refused_before_reading(tmp_path: Path) -> None:
+    from xlaprof.errors import InputTooLarge
+
+    # GIVEN a 5 GB sparse .xplane.pb (no disk used), alone and beside a real capture
+    session = tmp_path / "logdir" / "plugins" / "profile" / "1"
+    session.mkdir(parents=True)
+    sparse = session / "huge.xplane.pb"
+    with sparse.open("wb") as handle:
+        handle.truncate(5 * 1024**3)
+    _write_host(session / "good.xplane.pb")
+    # WHEN it is analyzed alone (with and without --max-size), and in the logdir
+    alone = cli("analyze", str(sparse))
+    capped = cli("analyze", str(sparse), "--max-size", "1GB")
+    both = cli("analyze", str(tmp_path / "logdir"), "--json")
+    # THEN alone it is refused with exit 8 and a hint, never a MemoryError; beside a good host
+    # it is that host's warning
+    for out in (alone, capped):
+        assert out.returncode == InputTooLarge.exit_code, out.stderr
+        assert "--max-size" in out.stderr and "MemoryError" not in out.stderr
+    assert both.returncode == 0, both.stderr
+    warnings = json.loads(both.stdout)["trace"]["warnings"]
+    assert any("huge.xplane.pb" in w and "larger than" in w for w in warnings), warnings
+
+
+def test_a_gzip_bomb_of_events_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    import zlib
+
+    from xlaprof.errors import InputTooLarge
+
+    # GIVEN a Chrome trace of ~100 MB of events that gzips to well under 1 MB
+    event = b'{"ph": "X", "name": "k", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts = [compressor.compress(b'{"traceEvents": [')]
+    block = event * 16384
+    for _ in range(100 * 1024**2 // len(block)):
+        parts.append(compressor.compress(block))
+    parts.append(compressor.compress(event[:-1] + b"]}") + compressor.flush())
+    bomb = tmp_path / "bomb.trace.json.gz"
+    bomb.write_bytes(b"".join(parts))
+    # WHEN it is analyzed
+    out = cli("analyze", str(bomb))
+    # THEN it is refused before it is parsed: exit 8, saying how to read it anyway
+    assert out.returncode == InputTooLarge.exit_code, out.stderr
+    assert "inflates to more than" in out.stderr and "--max-size" in out.stderr

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.analysis import device as device_model
 from xlaprof.analysis.steps import assign_steps
-from xlaprof.errors import BadCapture, InputNotFound, InputNotRecognized
+from xlaprof.errors import BadCapture, InputNotFound, InputNotRecognized, XlaprofError
 from xlaprof.parse.chrome_trace import chrome_trace_frame
 from xlaprof.parse.xplane import host_from_filename, xspace_frame
 
@@ -261,11 +261,13 @@ def _load_one(path: Path, args: bool = True) -> pd.DataFrame:
     return frame
 
 
-def _load_safely(path: Path) -> pd.DataFrame | BadCapture:
+def _load_safely(path: Path) -> pd.DataFrame | XlaprofError:
     try:
         return _load_one(path)
-    except BadCapture as error:
+    except XlaprofError as error:  # one host's problem: a warning when others load
         return error
+    except (RecursionError, MemoryError) as error:
+        return BadCapture(f"{path}: {type(error).__name__} while reading it (skipped)")
 
 
 def load_trace(
@@ -296,8 +298,8 @@ def load_trace(
         workers = workers or min(len(files), os.cpu_count() or 1)
         with ProcessPoolExecutor(max_workers=workers) as pool:
             loaded = list(pool.map(_load_safely, files))
-    broken = [item for item in loaded if isinstance(item, BadCapture)]
-    frames = [item for item in loaded if not isinstance(item, BadCapture)]
+    broken = [item for item in loaded if isinstance(item, XlaprofError)]
+    frames = [item for item in loaded if not isinstance(item, XlaprofError)]
     if not frames:
         if len(broken) == 1:
             raise broken[0]
@@ -331,7 +333,7 @@ def load_trace(
     bounds.insert(0, "session", chosen)
     return Trace(
         events=events,
-        files=[f for f, i in zip(files, loaded, strict=True) if not isinstance(i, BadCapture)],
+        files=[f for f, i in zip(files, loaded, strict=True) if not isinstance(i, XlaprofError)],
         step_bounds=bounds,
         devices=devices,
         session=chosen,

@@ -20,9 +20,15 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
     if value is None:
         return DEFAULT_MAX_INPUT_BYTES
     try:
-        return parse_size(value)
+        size = parse_size(value)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
+    import os
+
+    from xlaprof.safeio import MAX_SIZE_ENV
+
+    os.environ[MAX_SIZE_ENV] = str(size)  # capture readers and their worker processes
+    return size
 
 
 @click.command()

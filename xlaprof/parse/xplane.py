@@ -228,7 +228,21 @@ def read_xspace(path: Path) -> Any:
     An empty file decodes as an empty XSpace (a capture with no events): callers decide.
     """
     path = Path(path)
-    return _parse(path, path.read_bytes(), xspace_class())
+    return _parse(path, read_capture(path), xspace_class())
+
+
+def read_capture(path: Path) -> bytes:
+    """The bytes of a ``.xplane.pb``: a regular file (no FIFO or device) under the size cap
+    (``--max-size``, else protobuf's own 2 GiB), checked before a byte is read."""
+    from xlaprof.errors import InputTooLarge, InputUnreadable
+    from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, TooLarge, UnsafeFile, input_limit, read_capped
+
+    try:
+        return read_capped(path, input_limit(DEFAULT_XPLANE_LIMIT))
+    except TooLarge as error:
+        raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
+    except UnsafeFile as error:
+        raise InputUnreadable(str(error)) from None
 
 
 def _parse(path: Path, data: bytes, space_class: Any) -> Any:
@@ -408,7 +422,8 @@ def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.D
     from xlaprof.parse.xplane_wire import WireError, decode_events, split_space
 
     path = Path(path)
-    space = _parse(path, path.read_bytes(), _message_class("XSpace", events_as_bytes=True))
+    raw = read_capture(path)
+    space = _parse(path, raw, _message_class("XSpace", events_as_bytes=True))
     if not space.planes:
         size = path.stat().st_size
         what = "empty file" if size == 0 else f"{size} bytes with no profiler planes"
@@ -423,7 +438,7 @@ def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.D
     try:
         events = decode_events(data, starts, ends, _canonical_event)
     except WireError:
-        raise _undecodable(path, path.read_bytes()) from None
+        raise _undecodable(path, raw) from None
     del data, starts, ends
     frame = layout.frame(events, host, args)
     frame.attrs["profile_start_ns"] = start_ns

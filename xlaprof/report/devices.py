@@ -180,7 +180,8 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
     if ops.empty:
         return []
     by_op = top_ops(ops, limit=limit)
-    bounds = ops.groupby("name", observed=True)["bound"].agg(
+    shown = ops[ops["name"].isin(by_op["name"])]  # a Python call per op: the shown ones only
+    bounds = shown.groupby("name", observed=True)["bound"].agg(
         lambda values: next((v for v in values if v), None)
     )
     by_op["host"], by_op["device"] = "", ""
