@@ -384,7 +384,7 @@ def test_run_rows_of_any_json_type_load(tmp_path_factory, rows, regions, samples
 
 
 # -- issue 31: caches, modules.json, deep nesting, names -----------------------------------------
-SMALL = max(MUTATIONS // 10, 20)
+SMALL = max(MUTATIONS // 25, 20)  # each input is a whole load: fewer, but every kind
 
 
 def test_pod_cache_damage_is_a_miss_never_a_crash_or_a_wrong_number(
