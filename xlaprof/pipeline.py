@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from xlaprof.analyzers import run_analyzers
 from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
 from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, withheld_note
-from xlaprof.model.result import PartResult
+from xlaprof.model.result import PartResult, RunComparison
 
 if TYPE_CHECKING:
     from xlaprof.budgets import Budgets, CheckResult
@@ -121,6 +121,18 @@ def analyze_one(
             "pass process=NAME (--process NAME) for another"
         )
     return analyze_parts(parts[:1], source_root)[0], names, note
+
+
+def compare_runs(before: Path, after: Path) -> tuple[RunComparison, list[str]]:
+    """``xlaprof diff``: the first process of each run analyzed, their figures side by side and
+    the findings that went and came; with the notes saying which process was shown."""
+    from xlaprof.tables.compare import compare, match_findings, run_summary
+
+    (a, _, note_a), (b, _, note_b) = analyze_one(before), analyze_one(after)
+    table = compare(run_summary(a.part.data), run_summary(b.part.data))
+    gone, came = match_findings(a.findings, b.findings)
+    notes = [note for note in (note_a, note_b) if note]
+    return RunComparison(str(before), str(after), table, gone, came), notes
 
 
 def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
