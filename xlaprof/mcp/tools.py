@@ -483,7 +483,9 @@ class Tools:
         constants = {
             name: value
             for name, value in vars(module).items()
-            if name.isupper() and isinstance(value, int | float | str | tuple | frozenset)
+            if name.isupper()
+            and not name.startswith("_")
+            and isinstance(value, int | float | str | tuple | frozenset)
         }
         return models.ExplainOutput(
             kind=known.value,
