@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from xlaprof.errors import InputNotFound, InputNotRecognized, OutsideRoots
+from xlaprof.errors import InputNotFound, InputNotRecognized, OutsideRoots, RunDirError
 from xlaprof.mcp import models
 from xlaprof.mcp.roots import Roots, source_root_for
 
@@ -110,7 +110,7 @@ class Analyzed:
         index = 0
         if process is not None:
             if process not in names:
-                raise InputNotRecognized(
+                raise RunDirError(
                     f"{self.path}: no process run named {process!r} (there are: "
                     f"{', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
                 )
@@ -242,6 +242,11 @@ class Tools:
                     f"{len(part.trace.sessions)} profiling sessions; analyzed "
                     f"{part.trace.session or '.'} (session=NAME for another)"
                 )
+        if result is None:
+            notes.append(
+                f"{len(analyzed.results)} process runs analyzed together: pass process=NAME "
+                "for one's run record, trace and tables"
+            )
         findings = document["findings"]
         trace = document.get("trace")
         return models.AnalyzeOutput(
@@ -533,10 +538,11 @@ class Tools:
         if trace_steps:
             command += ["--trace-steps", trace_steps]
         command += ["--", sys.executable, str(source), *(args or [])]
-        done = _run_bounded(command, source.parent, self._timeout(timeout_s))
-        analysis = None
         from xlaprof.rundir.reader import find_runs
 
+        done = _run_bounded(command, source.parent, self._timeout(timeout_s))
+        done.pop("stdout")
+        analysis = None
         if folder.is_dir() and find_runs(folder):
             with self.lock:
                 analysis = self._overview(self.analysis(str(folder)), None, DEFAULT_FINDINGS)
@@ -575,10 +581,10 @@ class Tools:
         command = [sys.executable, "-m", "xlaprof", "bench", fix, f"{source}:{factory}"]
         command += ["--json", "--steps", str(steps), "--out", str(folder)]
         done = _run_bounded(command, source.parent, self._timeout(timeout_s))
+        stdout = done.pop("stdout")
         result = None
         with contextlib.suppress(ValueError):
-            result = json.loads(done.pop("stdout") or "null")
-        done.pop("stdout", None)
+            result = json.loads(stdout) if stdout.strip() else None
         return models.BenchOutput(**done, out=str(folder), result=result)
 
     # -- helpers --------------------------------------------------------------------------------
