@@ -4,10 +4,15 @@ with a per-epoch loss accumulator kept on the device and printed at the end of e
 Reproduced in our own words on synthetic 28x28 images: 100 samples in batches of 16 and no
 drop_last, so each epoch ends with a batch of 4.
 
-What is true (bare runtime): 3 epochs of 7 batches (21 iterations); the batch of 4 is a new
-shape that compiles at epoch 1's end and is reused at the later ones. The cause is the batch
-size the loader yields (16 -> 4), at the loop that takes batches; the accumulator is not a
-cause. Fix: DataLoader(..., drop_last=True) (or pad the last batch)."""
+What is true (bare runtime): 3 epochs of 7 batches (21 iterations), 5 compilations: a set-up
+graph flushed by the loader's first sync, three warm-up graphs (SGD momentum has three phases:
+no buffer, buffer created, buffer used), the batch of 4 (a new shape compiled at epoch 1's end
+and reused at the later ones) and one more graph at epoch 2's first step. That last one is not
+the accumulator's doing: with drop_last=True it still happens, with or without the accumulator
+and the per-epoch read (measured; the epoch boundary of MpDeviceLoader leaves the next step's
+graph different once). So one recompilation finding is true: the batch size the loader yields
+(16 -> 4), at the loop that takes batches. Fix: DataLoader(..., drop_last=True) (or pad the last
+batch). Blaming `epoch_loss = torch.zeros(...)` is wrong."""
 
 import torch
 import torch_xla
