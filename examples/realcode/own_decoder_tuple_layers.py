@@ -76,5 +76,14 @@ def main() -> None:
     print(f"final loss {loss.item():.4f}")
 
 
+def make():
+    """The bench target (`xlaprof bench scan own_decoder_tuple_layers.py:make`): model, batch."""
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=512, hidden_size=WIDTH, intermediate_size=128, num_hidden_layers=8
+    )
+    return Decoder(config), torch.randint(0, config.vocab_size, (BATCH, LENGTH))
+
+
 if __name__ == "__main__":
     main()
