@@ -7,7 +7,7 @@ torch.histc on int32 expert ids, which falls back to the CPU and has no int kern
 What is true (bare runtime): every forward takes `expert_hit = ....nonzero()` (a CPU fallback
 with a data-dependent shape), iterates it in Python and compares each id with an int (host
 reads), and gathers `hidden_states[token_idx]` with `torch.where` sizes that change with the
-routing: new graphs compile every step (6 a step), ~43 executions and ~32 host reads a step.
+routing: 31 compiles in 3 steps (new graphs every step), 129 executions, 97 host reads.
 All of it lives in the library; the user's line is the model call. Fix for the code seen:
 experts_implementation="batched_mm" (fixed shapes, see hf_mixtral_batched.py)."""
 

@@ -5,12 +5,12 @@ Reproduced in our own words on synthetic 28x28 images: 100 samples in batches of
 drop_last, so each epoch ends with a batch of 4.
 
 What is true (bare runtime): 3 epochs of 7 batches (21 iterations), 5 compilations: a set-up
-graph flushed by the loader's first sync, three warm-up graphs (SGD momentum has three phases:
-no buffer, buffer created, buffer used), the batch of 4 (a new shape compiled at epoch 1's end
-and reused at the later ones) and one more graph at epoch 2's first step. That last one is not
-the accumulator's doing: with drop_last=True it still happens, with or without the accumulator
-and the per-epoch read (measured; the epoch boundary of MpDeviceLoader leaves the next step's
-graph different once). So one recompilation finding is true: the batch size the loader yields
+graph flushed by the loader's first sync, two warm-up graphs (step 0; step 1 with the momentum
+buffers), the batch of 4 (a new shape compiled at epoch 1's end and reused at the later ones)
+and a graph compiled at the first sync of epoch 2's new MpDeviceLoader (then reused). That last
+one is not the accumulator's doing: with drop_last=True it still happens, with or without the
+accumulator and the per-epoch read (measured). So one recompilation finding is true, and only
+one of the two late compiles is the user's: the batch size the loader yields
 (16 -> 4), at the loop that takes batches. Fix: DataLoader(..., drop_last=True) (or pad the last
 batch). Blaming `epoch_loss = torch.zeros(...)` is wrong."""
 
