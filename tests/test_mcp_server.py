@@ -258,3 +258,19 @@ def test_with_allow_run_a_script_runs_capped_and_is_analyzed(tmp_path: Path) -> 
     # AND the script that never ends was stopped at its timeout
     stopped = answer(hung)
     assert stopped["timed_out"] and stopped["exit_code"] is None
+
+
+def test_an_analysis_is_reused_while_its_input_is_unchanged(tmp_path: Path) -> None:
+    from xlaprof.mcp.roots import Roots
+    from xlaprof.mcp.tools import Tools
+
+    # GIVEN a copy of a sample run under a root, analyzed once
+    shutil.copytree(RUN, tmp_path / "run")
+    tools = Tools(Roots([tmp_path]))
+    first = tools.analysis("run")
+    # WHEN it is asked for again (paging through a table) THEN the same analysis answers
+    assert tools.analysis("run") is first
+    # AND once a file of the run changes (a run still being written), it is analyzed again
+    with next((tmp_path / "run").glob("*/steps.jsonl")).open("a") as rows:
+        rows.write("\n")
+    assert tools.analysis("run") is not first

@@ -115,6 +115,10 @@ class Roots:
 
         A relative name is taken relative to each root in turn (the first where it exists).
         """
+        return self.resolve_input(name)[0]
+
+    def resolve_input(self, name: str) -> tuple[Path, Fingerprint]:
+        """``resolve(name)`` and the fingerprint of what is there (one walk for both)."""
         if not isinstance(name, str) or not name.strip() or "\x00" in name:
             raise InputNotFound(f"{name!r}: not a path")
         given = Path(name).expanduser()
@@ -131,8 +135,7 @@ class Roots:
             )
         if not real.exists():
             raise InputNotFound(f"{name}: no such file or directory")
-        self.fingerprint(real)  # refuses a folder holding a link out of the roots
-        return real
+        return real, self.fingerprint(real)  # refuses a folder holding a link out of the roots
 
     def fingerprint(self, path: Path) -> Fingerprint:
         """Files, bytes and latest change under ``path``, checking that every link in it stays

@@ -155,8 +155,8 @@ class Tools:
     # -- the analysis, once per input ---------------------------------------------------------
     def analysis(self, path: str, session: str | None = None, warmup_steps: int = 2) -> Analyzed:
         """``path`` analyzed as ``xlaprof analyze`` does, reused while it has not changed."""
-        real = self.roots.resolve(path)
-        key = (str(real), session, warmup_steps, self.roots.fingerprint(real))
+        real, fingerprint = self.roots.resolve_input(path)
+        key = (str(real), session, warmup_steps, fingerprint)
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
