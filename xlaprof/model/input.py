@@ -39,6 +39,9 @@ class AnalysisInput:
     dynamo: list[DynamoRecord] = field(default_factory=list)  # torch.compile's own records
     # module stacks and repeated module calls of one step (capture/modules.py), if recorded
     modules: dict[str, Any] | None = None
+    # steps a run directory recorded (None for text inputs): a run that recorded none shows 0,
+    # as its header does, not the MarkStep counter of its metrics report
+    run_steps: int | None = None
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.
@@ -110,6 +113,8 @@ class AnalysisInput:
     def step_count(self) -> int | None:
         if self.steps:
             return len(self.steps)
+        if self.run_steps is not None:
+            return self.run_steps
         if self.reports:
             return self.counters().get("MarkStep")
         return None
@@ -130,4 +135,5 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
         script=run.info.script,
         dynamo=parse_dynamo_records(run.dynamo_records()),
         modules=run.modules(),
+        run_steps=run.steps_recorded,
     )
