@@ -23,6 +23,7 @@ class Kind(StrEnum):
     MEMORY_PRESSURE = "memory_pressure"
     SLOW_COMPILE = "slow_compile"
     GRAPH_BREAK = "graph_break"
+    EAGER_MODE = "eager_mode"
 
 
 class Severity(StrEnum):

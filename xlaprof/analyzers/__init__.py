@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from xlaprof.analyzers import (
     aten_fallback,
+    eager_mode,
     graph_break,
     host_sync,
     memory_pressure,
@@ -49,6 +50,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
     Analyzer(Kind.TRACING_BOUND, tracing_bound.analyze, tracing_bound.unmeasured),
     Analyzer(Kind.UNROLLED_LOOP, unrolled_loop.analyze, unrolled_loop.unmeasured),
     Analyzer(Kind.MEMORY_PRESSURE, memory_pressure.analyze, memory_pressure.unmeasured),
+    Analyzer(Kind.EAGER_MODE, eager_mode.analyze, eager_mode.unmeasured),
 )
 
 

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 from xlaprof.capture import annotate, probe
 from xlaprof.capture.dynamo import DynamoRecorder
+from xlaprof.capture.eager import EagerSite
 from xlaprof.capture.graphs import (
     GraphHarvester,
     LiveGraphs,
@@ -142,6 +143,7 @@ class Session:
         self.harvester: GraphHarvester | None = None
         self.frames: SourceFrames | None = None
         self.live: LiveGraphs | None = None  # graphs from live tensors (runtime started first)
+        self.eager_site: EagerSite | None = None
         self.outer: Session | None = None  # the session this one is nested in, if any
         self.loud: list[str] = []  # warnings also printed when the session ends
         self._compiles_at_start = 0
@@ -246,6 +248,8 @@ class Session:
             self._server = xp.start_server(self.server_port)
         self.metrics.snapshot()
         self._original_sync = install_sync_hook(torch_xla, self)
+        self.eager_site = EagerSite(xlac)
+        self.eager_site.start()
         if self.outer is not None:
             self.outer.note_nested(self)
         self._start_recorders()
@@ -512,6 +516,11 @@ class Session:
         step = self.user_label if self.user_label is not None else self.step_index
         debug_offset = self._debug_log.size()
         fallback_offset = self._fallback_log.size()
+        eager = self.metrics.eager_mode()
+        if eager:
+            self.info.eager_mode = True
+        elif eager is not None and self.info.eager_mode is None:
+            self.info.eager_mode = False
         reading, aten, compiles = self.metrics.take(
             fallbacks=not self._fallback_log.tracking or fallback_offset != self._fallback_seen
         )
@@ -539,6 +548,8 @@ class Session:
                 reading,
                 aten,
                 regions,
+                eager,
+                self.metrics.eager_seen,
             )
         )
         if self.modules is not None:
@@ -589,9 +600,11 @@ class Session:
                 sync_cpu_s=ended.sync_cpu_s,
                 debug_offset=ended.debug_offset,
                 fallback_offset=ended.fallback_offset,
+                eager=ended.eager,
             )
+            self.metrics.row(row, ended.reading, ended.aten, ended.eager_read)
             # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
-            self._steps.add(vars(self.metrics.row(row, ended.reading, ended.aten)))
+            self._steps.add(vars(row))
             for name, (calls, seconds) in (ended.regions or {}).items():
                 self._regions.add(
                     {"step": ended.step, "name": name, "calls": calls, "seconds": seconds}
@@ -668,6 +681,9 @@ class Session:
         self._attempt("module calls not written", self._write_modules)
         if self.dynamo is not None:
             self._attempt("dynamo recorder not stopped", self.dynamo.stop)
+        if self.eager_site is not None:
+            self.info.eager_mode_site = self.eager_site.site
+            self._attempt("eager mode hook not removed", self.eager_site.stop)
         if self.frames is not None:
             self._attempt("IR debug not restored", self.frames.close)
         if self.window is not None and self.window.tracing:
@@ -799,6 +815,8 @@ class _EndedStep(NamedTuple):
     reading: Reading
     aten: dict[str, int] | None
     regions: dict[str, list[float]] | None
+    eager: bool | None  # eager mode on as the step ended (None: this torch_xla cannot say)
+    eager_read: bool  # the eager-op metrics were read for it
 
 
 def _runtime_started(xlac: Any) -> bool:

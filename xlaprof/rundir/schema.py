@@ -134,6 +134,14 @@ class StepRow:
     tracing_s: float = 0.0
     graph_nodes: float | None = None
     ops: int | None = None  # lowered (xla::) op calls traced in this step
+    # eager mode (each op compiled and run as its own graph): whether it was on when the step
+    # ended, and the per-op compiles and executions (EagerOpCompileTime/EagerOpExecuteTime);
+    # None where not recorded (older runs, or eager mode never on in the run)
+    eager: bool | None = None
+    eager_compiles: int | None = None
+    eager_compile_s: float | None = None
+    eager_executions: int | None = None
+    eager_execute_s: float | None = None
     aten: dict[str, int] = field(default_factory=dict)
     debug_offset: int | None = None
     fallback_offset: int | None = None
