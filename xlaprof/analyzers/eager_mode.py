@@ -9,8 +9,8 @@ it is traced into one graph and compiled once, even with eager mode left on.
 
 Fires when the steady steps run at least ``EAGER_MIN_OPS_PER_STEP`` eager op executions each:
 a script that keeps eager mode on but compiles its step still runs a few ops eagerly (its
-inputs' ``randint``/``.to``: ~5 a step on the eager_mode_gpt2 set-up, against ~770 with the
-whole step eager; ``benchmarks/eager_mode.py``). Located at the call that turned eager mode on
+inputs' ``randint``/``.to``: 2 executions a step on the eager_mode_gpt2 set-up, against 745 with
+the whole step eager; ``benchmarks/eager_mode.py``). Located at the call that turned eager mode on
 (recorded by the session, or the one ``eager_mode(True)`` in the script's source).
 """
 

@@ -200,7 +200,7 @@ class LiveGraphs:
     seen yet, lowers it to HLO text; after the sync (``after``) it keeps that text if the sync
     compiled. It works only while ``wanted``: through warm-up and after a compile, like
     ``SourceFrames``. Graphs compiled outside ``torch_xla.sync`` (a ``.item()`` mid-step,
-    ``torch.compile``) are not seen: ``missed`` counts compiles without a graph.
+    ``torch.compile``) are not seen: the session compares the graphs kept with the compiles.
     """
 
     def __init__(
@@ -216,7 +216,6 @@ class LiveGraphs:
         self.flat_steps = flat_steps
         self.flat = 0
         self.seen: set[bytes] = set()
-        self.missed = 0  # compiles during a sync whose graph was not taken
         self.error: str | None = None
         self._pending: tuple[bytes, str] | None = None
         self._before = 0
@@ -229,9 +228,9 @@ class LiveGraphs:
         """Called by the sync hook before the sync runs; never raises."""
         self._pending = None
         try:
-            self._before = self.compiles()
             if not self.wanted:
                 return
+            self._before = self.compiles()
             tensors = _pending_tensors(self.xlac)
             if not tensors:
                 return
@@ -244,16 +243,12 @@ class LiveGraphs:
     def after(self, step: int, frames_on: bool | None) -> None:
         """Called by the sync hook after the sync ran; keeps the graph if it compiled."""
         try:
-            compiled = self.compiles() - self._before
             pending, self._pending = self._pending, None
-            if pending is not None:
-                self.seen.add(pending[0])
-            if compiled <= 0:
+            if pending is None:
                 return
-            if pending is not None:
+            self.seen.add(pending[0])
+            if self.compiles() > self._before:
                 self.harvester.keep_text(pending[1], step, frames_on)
-                compiled -= 1
-            self.missed += compiled
         except Exception as error:
             self.error = f"{type(error).__name__}: {error}"
 

@@ -444,8 +444,13 @@ class Session:
                 f"{compiled} graph(s) compiled during this run but none was captured{reason}: "
                 f"{_WITHOUT_GRAPHS}"
             )
-        elif live is not None and (live.missed or live.error):
-            cause = f"capture failed: {live.error}" if live.error else "compiled outside a sync"
+        elif live is not None and (recorded < compiled or live.error):
+            cause = (
+                f"capture failed: {live.error}"
+                if live.error
+                else "compiled outside a torch_xla.sync() (a .item(), print(tensor) or "
+                "torch.compile mid-step), or after warm-up while capture was off"
+            )
             self._warn_loud(
                 f"{compiled - recorded} of {compiled} compiled graphs not captured ({cause}): "
                 "recompilations among them get no 'what changed'"
