@@ -19,6 +19,8 @@ from xlaprof.inputs.sourcefiles import source_roots
 from xlaprof.model.result import PartResult
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from xlaprof.budgets import Budgets, CheckResult
     from xlaprof.findings import Finding
     from xlaprof.model.parts import Part
@@ -48,11 +50,16 @@ def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> Par
         events = None if trace is None else trace.events
         if trace is not None and trace.source is not None:  # a pod: the first host only
             events = trace.select(hosts=trace.hosts[:1])
-        busy = None
+        busy = windows = None
         if trace is not None and events is not None:
             busy = device_busy_by_step(trace.tracing_vs_device(), events)
+            windows = _device_windows(trace)
         result.timeline = step_timeline(
-            part.data.steps, events, None if trace is None else trace.step_bounds, busy
+            part.data.steps,
+            events,
+            None if trace is None else trace.step_bounds,
+            busy,
+            windows,
         )
     if trace is not None and len(trace.hosts) > 1:
         from xlaprof.inputs.pod import host_steps
@@ -62,6 +69,19 @@ def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> Par
         result.stragglers = stragglers(result.host_steps)
     result.trace = trace
     return result
+
+
+def _device_windows(trace: Trace) -> pd.DataFrame | None:
+    """Per host step from the devices' own steps (hosts without step markers): the slowest
+    device's window (``Trace.step_times()``) with that device's busy time, or None."""
+    windows = trace.step_times()
+    windows = windows[windows["source"] != "host steps"]
+    if windows.empty:
+        return None
+    per_device = trace.step_times(per_device=True)[["host", "device", "step", "busy_ms"]]
+    per_device = per_device.astype({"host": str, "device": str})
+    windows = windows.astype({"host": str, "device": str})
+    return windows.merge(per_device, on=["host", "device", "step"], how="left")
 
 
 def _trace_window(part: Part) -> Trace | None:

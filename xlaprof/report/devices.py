@@ -43,7 +43,12 @@ def capture_line(trace: Trace) -> str:
     """``path  (capture: 26,723 events, 1 host, 4 devices, session ...)``."""
     files = trace.files
     where = str(files[0]) if len(files) == 1 else f"{len(files)} capture files"
-    devices = 0 if trace.devices is None else len(trace.devices)
+    # The devices the device table shows: on a CPU capture (no device plane) the host's CPU.
+    utilization = trace.summary().utilization if trace.device_summary is not None else None
+    if utilization is not None and not utilization.empty:
+        devices = len(utilization[["host", "device"]].astype(str).drop_duplicates())
+    else:
+        devices = 0 if trace.devices is None else len(trace.devices)
     parts = [
         f"{len(trace.events):,} events",
         f"{len(trace.hosts)} host(s)",

@@ -6,7 +6,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from xlaprof.model.device import DeviceSummary
+from xlaprof.tables.device.bottleneck import BOTTLENECK_COLUMNS, step_bottlenecks
 from xlaprof.tables.device.events import device_events
+from xlaprof.tables.device.lines import LINE_COLUMNS, device_time_by_line
 from xlaprof.tables.device.ops import OP_COLUMNS, device_ops
 from xlaprof.tables.device.steps import (
     STEP_COLUMNS,
@@ -26,20 +28,28 @@ def summarize_host(
     events: pd.DataFrame,
     devices: pd.DataFrame | None = None,
     host_bounds: pd.DataFrame | None = None,
+    sources: pd.DataFrame | None = None,
 ) -> DeviceSummary:
-    """Reduce one host's (or any) events to a ``DeviceSummary`` (see the module docstring)."""
+    """Reduce one host's (or any) events to a ``DeviceSummary`` (see the module docstring).
+
+    ``sources``: the HLO instructions' source lines (``xlaprof.parse.hlo_proto``, with a
+    ``host`` column), for device time per user line; without them ``lines`` is None.
+    """
     import pandas as pd
 
     events = with_session(events)
     frame = device_events(events)
     windows = step_windows(events, frame, host_bounds)
+    ops = device_ops(events, devices, frame=frame)
     return DeviceSummary(
         devices=devices if devices is not None else pd.DataFrame(),
         steps=device_steps(events, host_bounds, frame=frame, windows=windows),
-        ops=device_ops(events, devices, frame=frame),
+        ops=ops,
         utilization=device_utilization(events, host_bounds, frame=frame, windows=windows),
         tracing=tracing_vs_device(events, host_bounds, frame),
         events=len(events),
+        bottleneck=step_bottlenecks(events, frame, windows, ops),
+        lines=None if sources is None else device_time_by_line(frame, sources),
     )
 
 
@@ -64,4 +74,17 @@ def merge_summaries(summaries: Iterable[DeviceSummary]) -> DeviceSummary:
         tracing=cat("tracing", TRACING_COLUMNS),
         events=sum(s.events for s in summaries),
         warnings=[w for s in summaries for w in s.warnings],
+        bottleneck=_concat([s.bottleneck for s in summaries], BOTTLENECK_COLUMNS),
+        lines=None
+        if all(s.lines is None for s in summaries)
+        else _concat([s.lines for s in summaries], LINE_COLUMNS),
     )
+
+
+def _concat(frames: list[pd.DataFrame | None], columns: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    present = [f for f in frames if f is not None and not f.empty]
+    if not present:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(present, ignore_index=True)
