@@ -43,9 +43,10 @@ def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> Par
     root = source_root
     if root is None and part.run is not None:
         root = part.run.info.cwd
+    trace = part.trace if part.trace is not None else _trace_window(part)
+    part.data.trace = trace  # the capture's analyzers read its device model
     with source_roots(root):
         result = PartResult(part, run_analyzers(part.data))
-    trace = part.trace if part.trace is not None else _trace_window(part)
     if part.data.steps or trace is not None:
         events = None if trace is None else trace.events
         if trace is not None and trace.source is not None:  # a pod: the first host only

@@ -131,12 +131,9 @@ class Trace:
         """
         import pandas as pd
 
-        from xlaprof.tables.device.lines import BY_LINE_COLUMNS, LINE_COLUMNS, by_line
-
-        lines = self.summary().lines
-        if lines is None:
-            return pd.DataFrame(columns=LINE_COLUMNS if per_device else BY_LINE_COLUMNS)
-        return lines if per_device else by_line(lines)
+        summary = self.summary()
+        table = summary.lines if per_device else summary.line_totals
+        return pd.DataFrame() if table is None else table
 
     def bottlenecks(self) -> pd.DataFrame:
         """Per device and step: seconds per cause (compute, memory-bound ops, collectives,
@@ -144,10 +141,8 @@ class Trace:
         the one that bounds the step, with its share (``xlaprof.tables.device.bottleneck``)."""
         import pandas as pd
 
-        from xlaprof.tables.device.bottleneck import BOTTLENECK_COLUMNS
-
         table = self.summary().bottleneck
-        return pd.DataFrame(columns=BOTTLENECK_COLUMNS) if table is None else table
+        return pd.DataFrame() if table is None else table
 
     def step_times(self, per_device: bool = False) -> pd.DataFrame:
         """Per host and step: start, end and wall time (ms), and where the step came from.

@@ -149,8 +149,8 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         render_console(console, result.trace)
     if not findings and trace_only:
         console.print(
-            "[dim]No findings: a capture alone feeds the device tables above, not the "
-            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).[/dim]"
+            "[green]No findings: no bottleneck in this capture reaches a finding's threshold "
+            "(the bottleneck tables above show where each step's time went).[/green]"
         )
     elif not findings:
         console.print("[green]No findings: nothing here looks wrong.[/green]")

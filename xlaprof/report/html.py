@@ -124,8 +124,8 @@ def page(result: PartResult) -> str:
     findings = result.findings_frame()
     if findings.empty and part.trace_only:
         body_findings = (
-            "<p>No findings: a capture alone feeds the device tables below, not the analyzers "
-            "(they read a run directory, metrics reports or PT_XLA_DEBUG logs).</p>"
+            '<p class="none">No findings: no bottleneck in this capture reaches a finding\'s '
+            "threshold (the bottleneck tables below show where each step's time went).</p>"
         )
     elif findings.empty:
         body_findings = '<p class="none">No findings: nothing here looks wrong.</p>'

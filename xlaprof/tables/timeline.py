@@ -130,6 +130,7 @@ def from_trace(
     # A PJRT client that records its calls records its compiles: a step without one compiled
     # nothing (0.0); a capture without PJRT calls (PyTorch eager) did not measure compiles.
     pjrt = not lazy and bool(cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any())
+    all_events = events
     events = events[events["step"].notna()]
     limits = {}
     if bounds is not None and not bounds.empty:
@@ -144,9 +145,9 @@ def from_trace(
             int(r.step): None if r.busy_ms != r.busy_ms else float(r.busy_ms) / 1e3
             for r in mine.itertuples()
         }
-        starts = events["start_ns"].to_numpy()
+        starts = all_events["start_ns"].to_numpy()
         groups = [
-            (step, events[(starts >= start) & (starts < end)])
+            (step, all_events[(starts >= start) & (starts < end)])
             for step, (start, end) in sorted(limits.items())
         ]
     tracing = {row.step: row.tracing_s for row in rows}
@@ -155,9 +156,10 @@ def from_trace(
         groups = list(events.groupby("step", observed=True))
     out = []
     for step, group in groups:
-        start, end = limits.get(
-            int(step), (int(group["start_ns"].min()), int(group["end_ns"].max()))
-        )
+        if int(step) in limits:
+            start, end = limits[int(step)]
+        else:
+            start, end = int(group["start_ns"].min()), int(group["end_ns"].max())
         wall = end - start
         main = group[(group["plane_kind"] == "host") & (group["line"] == main_line)]
         names = main["name"].astype(str)

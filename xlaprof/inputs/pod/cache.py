@@ -47,7 +47,7 @@ def _stamp(path: Path, first_step: int, session: str) -> str:
 
 
 _SUMMARY_TABLES = ("step_bounds", "steps")
-_DEVICE_TABLES = ("devices", "steps", "ops", "utilization", "tracing")
+_DEVICE_TABLES = ("devices", "steps", "ops", "utilization", "tracing", "bottleneck")
 
 
 def _table_bytes(frame: pd.DataFrame) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from xlaprof.model.device import DeviceSummary
 from xlaprof.tables.device.bottleneck import BOTTLENECK_COLUMNS, step_bottlenecks
 from xlaprof.tables.device.events import device_events
-from xlaprof.tables.device.lines import LINE_COLUMNS, device_time_by_line
+from xlaprof.tables.device.lines import LINE_COLUMNS, by_line, device_time_by_line
 from xlaprof.tables.device.ops import OP_COLUMNS, device_ops
 from xlaprof.tables.device.steps import (
     STEP_COLUMNS,
@@ -41,6 +41,7 @@ def summarize_host(
     frame = device_events(events)
     windows = step_windows(events, frame, host_bounds)
     ops = device_ops(events, devices, frame=frame)
+    lines = None if sources is None else device_time_by_line(frame, sources)
     return DeviceSummary(
         devices=devices if devices is not None else pd.DataFrame(),
         steps=device_steps(events, host_bounds, frame=frame, windows=windows),
@@ -49,7 +50,8 @@ def summarize_host(
         tracing=tracing_vs_device(events, host_bounds, frame),
         events=len(events),
         bottleneck=step_bottlenecks(events, frame, windows, ops),
-        lines=None if sources is None else device_time_by_line(frame, sources),
+        lines=lines,
+        line_totals=None if lines is None else by_line(lines),
     )
 
 
@@ -65,7 +67,14 @@ def merge_summaries(summaries: Iterable[DeviceSummary]) -> DeviceSummary:
             return pd.DataFrame(columns=columns)
         return pd.concat(frames, ignore_index=True)
 
-    ops = cat("ops", OP_COLUMNS).sort_values("total_s", ascending=False, ignore_index=True)
+    ops = cat("ops", OP_COLUMNS).sort_values(
+        ["self_s", "total_s"], ascending=False, ignore_index=True
+    )
+    lines = (
+        None
+        if all(s.lines is None for s in summaries)
+        else _concat([s.lines for s in summaries], LINE_COLUMNS)
+    )
     return DeviceSummary(
         devices=cat("devices", None),
         steps=cat("steps", STEP_COLUMNS),
@@ -75,9 +84,8 @@ def merge_summaries(summaries: Iterable[DeviceSummary]) -> DeviceSummary:
         events=sum(s.events for s in summaries),
         warnings=[w for s in summaries for w in s.warnings],
         bottleneck=_concat([s.bottleneck for s in summaries], BOTTLENECK_COLUMNS),
-        lines=None
-        if all(s.lines is None for s in summaries)
-        else _concat([s.lines for s in summaries], LINE_COLUMNS),
+        lines=lines,
+        line_totals=None if lines is None else by_line(lines),
     )
 
 
