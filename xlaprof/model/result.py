@@ -94,6 +94,14 @@ class PartResult:
     def tracing_vs_device(self) -> pd.DataFrame:
         return self.trace.tracing_vs_device() if self.trace is not None else _empty()
 
+    def bottlenecks(self) -> pd.DataFrame:
+        return self.trace.bottlenecks() if self.trace is not None else _empty()
+
+    def device_time_by_line(self, per_device: bool = False) -> pd.DataFrame:
+        if self.trace is None:
+            return _empty()
+        return self.trace.device_time_by_line(per_device)
+
 
 def _empty() -> pd.DataFrame:
     import pandas as pd

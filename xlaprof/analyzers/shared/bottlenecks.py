@@ -52,7 +52,9 @@ class ClassShare:
 
     @property
     def window(self) -> str:
-        return f"{self.steps} steady steps" if self.steps else "the whole capture (no steps)"
+        if not self.steps:
+            return "the whole capture (no steps)"
+        return f"{self.steps} steady step{'s' if self.steps > 1 else ''}"
 
 
 def trace_unmeasured(data: AnalysisInput) -> str | None:
