@@ -13,7 +13,7 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def diff(before: Path, after: Path, as_json: bool) -> None:
     """Compare two run directories: figures as ratios, findings that appeared or disappeared."""
-    from xlaprof.cli.common import emit
+    from xlaprof.cli.common import emit, say
     from xlaprof.model.result import RunComparison
     from xlaprof.pipeline import analyze_one
     from xlaprof.tables.compare import compare, match_findings, run_summary
@@ -21,7 +21,7 @@ def diff(before: Path, after: Path, as_json: bool) -> None:
     (a, _, note_a), (b, _, note_b) = analyze_one(before), analyze_one(after)
     for note in (note_a, note_b):
         if note:
-            click.echo(f"xlaprof: {note}", err=True)
+            say(note)
     table = compare(run_summary(a.part.data), run_summary(b.part.data))
     gone, came = match_findings(a.findings, b.findings)
     emit(RunComparison(str(before), str(after), table, gone, came), "json" if as_json else None)
