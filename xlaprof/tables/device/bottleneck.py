@@ -179,36 +179,25 @@ def _covered(
 def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
     """Each device event's class (``DEVICE_CLASSES``), "" for events that are none."""
     import numpy as np
+    import pandas as pd
 
     category = frame["category"].to_numpy().astype(object)
     compute = frame["compute"].to_numpy()
     op_line = frame["op_line"].to_numpy()
-    op = frame["op"].astype(object).to_numpy()
-    done = np.array([bool(_ASYNC_DONE.search(str(o))) for o in op], dtype=bool)
+    # one regex per distinct op, not per event
+    names, codes = np.unique(frame["op"].astype(str).to_numpy(), return_inverse=True)
+    done = np.array([bool(_ASYNC_DONE.search(n)) for n in names], dtype=bool)[codes]
     klass = np.full(len(frame), "", dtype=object)
     klass[compute] = "compute"
-    if ops is not None and not ops.empty and ops["bound"].notna().any():
+    if ops is not None and not ops.empty and (ops["bound"] == "memory").any():
         memory = ops[ops["bound"] == "memory"]
-        keys = set(
-            zip(
-                memory["session"].astype(str),
-                memory["host"].astype(str),
-                memory["device"].astype(str),
-                memory["name"].astype(str),
-                strict=True,
-            )
+        wanted = pd.MultiIndex.from_arrays(
+            [memory[c].astype(str) for c in ("session", "host", "device", "name")]
         )
-        if keys:
-            mine = np.array(
-                [
-                    (str(s), str(h), str(d), str(o)) in keys
-                    for s, h, d, o in zip(
-                        frame["session"], frame["host"], frame["device"], op, strict=True
-                    )
-                ],
-                dtype=bool,
-            )
-            klass[compute & mine] = "memory_bound"
+        keys = pd.MultiIndex.from_arrays(
+            [frame[c].astype(str) for c in ("session", "host", "device", "op")]
+        )
+        klass[compute & keys.isin(wanted)] = "memory_bound"
     klass[compute & (category == "autotune")] = "compilation"
     klass[compute & (category == "host_transfer")] = "input_transfer"
     klass[compute & ((category == "host_offload") | (done & (category != "collective")))] = (

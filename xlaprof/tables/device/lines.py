@@ -65,9 +65,13 @@ def event_lines(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFra
     import pandas as pd
 
     empty = pd.DataFrame(
-        {"file": [None] * len(frame), "line": [None] * len(frame), "function": [None] * len(frame)},
-        index=frame.index,
+        {
+            "file": pd.Series([None] * len(frame), dtype=object),
+            "line": pd.array([None] * len(frame), dtype="Int64"),
+            "function": pd.Series([None] * len(frame), dtype=object),
+        }
     )
+    empty.index = frame.index
     if sources is None or sources.empty or frame.empty:
         return empty
     known = sources[sources["user_file"].notna()]
@@ -83,38 +87,41 @@ def event_lines(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFra
             by_program.setdefault((host, str(program), instruction), where)
         by_module.setdefault((host, module, instruction), where)
     ops = frame["op_line"].to_numpy()
-    keys = zip(
-        frame["host"].astype(str),
-        frame["hlo_module"].astype(object),
-        frame["program_id"].astype(object),
-        frame["op"].astype(object),
-        strict=True,
-    )
-    cache: dict[tuple[object, ...], tuple[str, int, str] | None] = {}
-    found: list[tuple[str, int, str] | None] = []
-    for is_op, key in zip(ops, keys, strict=True):
-        if not is_op:
-            found.append(None)
-            continue
-        if key not in cache:
-            host, module, program, op = (None if v != v else v for v in key)
-            hit = None
-            if module is not None and program is not None:
-                hit = full.get((host, str(module), str(program), str(op)))
-            if hit is None and program is not None:
-                hit = by_program.get((host, str(program), str(op)))
-            if hit is None and module is not None:
-                hit = by_module.get((host, str(module), str(op)))
-            cache[key] = hit
-        found.append(cache[key])
-    return pd.DataFrame(
+    keyed = pd.DataFrame(
         {
-            "file": [None if f is None else f[0] for f in found],
-            "line": pd.array([None if f is None else f[1] for f in found], dtype="Int64"),
-            "function": [None if f is None else f[2] for f in found],
-        },
-        index=frame.index,
+            "host": frame["host"].astype(str).to_numpy(),
+            "module": frame["hlo_module"].astype(object).to_numpy(),
+            "program": frame["program_id"].astype(object).to_numpy(),
+            "op": frame["op"].astype(object).to_numpy(),
+        }
+    )[ops]
+    # one lookup per distinct (host, module, program, op), not per event
+    distinct = keyed.drop_duplicates()
+    found = []
+    for host, module, program, op in distinct.itertuples(index=False):
+        module = None if module is None or module != module else str(module)
+        program = None if program is None or program != program else str(program)
+        hit = None
+        if module is not None and program is not None:
+            hit = full.get((host, module, program, str(op)))
+        if hit is None and program is not None:
+            hit = by_program.get((host, program, str(op)))
+        if hit is None and module is not None:
+            hit = by_module.get((host, module, str(op)))
+        found.append((None, None, None) if hit is None else hit)
+    distinct = distinct.assign(
+        file=[f[0] for f in found],
+        line=pd.array([f[1] for f in found], dtype="Int64"),
+        function=[f[2] for f in found],
     )
+    joined = keyed.merge(distinct, on=["host", "module", "program", "op"], how="left")
+    result = empty.copy()
+    index = frame.index[ops]
+    result.loc[index, "file"] = joined["file"].to_numpy()
+    result["line"] = result["line"].astype("Int64")
+    result.loc[index, "line"] = joined["line"].to_numpy()
+    result.loc[index, "function"] = joined["function"].to_numpy()
+    return result
 
 
 def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFrame:

@@ -110,37 +110,26 @@ def device_ops(
     return table[OP_COLUMNS]
 
 
-def _most_frequent(values: pd.Series) -> object:
-    """The most frequent non-null value (None if there is none)."""
-    present = values.dropna()
-    return None if present.empty else present.mode().iloc[0]
-
-
 def _async_spans(frame: pd.DataFrame, table: pd.DataFrame) -> list[float | None]:
     """Per op row, the total span of its async pairs on the ``Async XLA Ops`` line (the line's
-    events name the done op in ``hlo_op``), None for an op with no such pair."""
+    events name the done op in ``hlo_op``), NaN for an op with no such pair."""
     import numpy as np
+    import pandas as pd
 
     pairs = frame[(frame["line"].astype(object) == ASYNC_OPS_LINE).to_numpy()]
     if pairs.empty:
         return [None] * len(table)
-    seconds = (pairs["end_ns"] - pairs["start_ns"]).to_numpy(dtype=np.float64) / 1e9
-    keys = zip(
-        pairs["session"].astype(str),
-        pairs["host"].astype(str),
-        pairs["device"].astype(str),
-        pairs["hlo_op"].astype(object),
-        strict=True,
+    keys = ["session", "host", "device"]
+    spans = pd.DataFrame(
+        {
+            **{k: pairs[k].astype(str).to_numpy() for k in keys},
+            "name": pairs["hlo_op"].astype(str).to_numpy(),
+            "async_s": (pairs["end_ns"] - pairs["start_ns"]).to_numpy(dtype=np.float64) / 1e9,
+        }
     )
-    spans: dict[tuple[str, str, str, object], float] = {}
-    for key, value in zip(keys, seconds, strict=True):
-        spans[key] = spans.get(key, 0.0) + float(value)
-    return [
-        spans.get((str(a), str(b), str(c), d))
-        for a, b, c, d in zip(
-            table["session"], table["host"], table["device"], table["name"], strict=True
-        )
-    ]
+    spans = spans.groupby([*keys, "name"], sort=False)["async_s"].sum().reset_index()
+    wanted = pd.DataFrame({k: table[k].astype(str).to_numpy() for k in [*keys, "name"]})
+    return wanted.merge(spans, on=[*keys, "name"], how="left")["async_s"].tolist()
 
 
 def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
@@ -151,7 +140,7 @@ def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
     flops = table["flops"].to_numpy(dtype=np.float64)
     moved = table["bytes_accessed"].to_numpy(dtype=np.float64)
     # The start of an async pair only issues the work: no rate (module docstring).
-    starts = np.array([bool(_ASYNC_START.search(str(n))) for n in table["name"]], dtype=bool)
+    starts = table["name"].astype(str).str.contains(_ASYNC_START).to_numpy(dtype=bool)
     seconds = np.where(starts, np.nan, seconds)
     with np.errstate(divide="ignore", invalid="ignore"):
         table["flops_per_s"] = np.where(seconds > 0, flops / seconds, np.nan)
