@@ -221,6 +221,8 @@ def _timeline(console: Console, timeline: Any, warmup: int) -> None:
     A table when the terminal is wide enough for every cell in full; otherwise one wrapped
     line per row. Nothing is cut to an ellipsis: a number or a label is shown whole or not.
     """
+    from xlaprof.tables.timeline import steady_median
+
     rows: list[tuple[str, list[str], str]] = []
 
     def add(label: str, row: Any, source: str) -> None:
@@ -228,10 +230,10 @@ def _timeline(console: Console, timeline: Any, warmup: int) -> None:
 
     for _, row in timeline[timeline["step"] < warmup].iterrows():
         add(str(row["step"]), row, str(row["source"]))
+    median, steady_steps = steady_median(timeline, warmup)
+    if steady_steps:
+        add(f"median {warmup}+", median, f"{steady_steps} steps")
     steady = timeline[timeline["step"] >= warmup]
-    if len(steady):
-        numeric = steady[[key for key, _ in _TIMELINE_COLUMNS]].median()
-        add(f"median {warmup}+", numeric, f"{len(steady)} steps")
     traced = steady[steady["source"] == "trace"]
     for _, row in traced.head(_MAX_TRACED_ROWS).iterrows():
         add(str(row["step"]), row, "trace")
