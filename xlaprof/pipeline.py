@@ -51,6 +51,7 @@ def analyze_parts(parts: list[Part], source_root: SourceRoot = None) -> list[Par
 
 def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
     from xlaprof.tables.hosts import host_skew
+    from xlaprof.tables.story import step_story, with_bounds, worth_most
     from xlaprof.tables.stragglers import stragglers
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
@@ -67,13 +68,20 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
         if trace is not None and events is not None:
             busy = device_busy_by_step(trace.tracing_vs_device(), events)
             windows = _device_windows(trace)
-        result.timeline = step_timeline(
+        timeline = step_timeline(
             part.data.steps,
             events,
             None if trace is None else trace.step_bounds,
             busy,
             windows,
         )
+        # the one step model: every per-step verdict and the story come from these bounds
+        bottleneck = None if trace is None else trace.summary().bottleneck
+        host = None if trace is None or not trace.hosts else trace.hosts[0]
+        result.timeline = with_bounds(timeline, part.data.warmup_steps, bottleneck, host)
+        result.story = step_story(result.timeline, part.data.warmup_steps)
+        if result.story is not None:
+            result.story.worth_most = worth_most(result.story, result.findings)
     if trace is not None and len(trace.hosts) > 1:
         from xlaprof.inputs.pod import host_steps
 

@@ -368,9 +368,6 @@ def tracing_title(trace: Trace) -> str:
     return "Host vs device, per step"
 
 
-_VERDICTS = {"tracing": "tracing-bound", "host": "host-bound", "device": "device-bound"}
-
-
 def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     """Per host step: host wall, the host figure (tracing or device idle), busy, verdict."""
     tracing = trace.summary().tracing
@@ -389,38 +386,33 @@ def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
         else:
             cells["device busy"] = format_seconds(row.device_busy_s)
             cells["device idle"] = format_seconds(row.device_idle_s)
-        cells["verdict"] = NOT_MEASURED if bound is None else _VERDICTS.get(bound, bound)
+        cells["largest part"] = NOT_MEASURED if bound is None else str(bound)
         rows.append(cells)
     return rows
 
 
 def tracing_verdict(trace: Trace) -> str | None:
-    """One line answering "what bounds these steps?" from the trace, or None.
-
-    On a torch_xla capture: is the step tracing-bound. Elsewhere (JAX, PyTorch eager) there is
-    no lazy tracing: the host time is what the device idles through, waiting on the host.
-    """
+    """One line saying what the traced steps' time went to most, from the one step model
+    (``tables/story.py``: the same bounds the step timeline and the bottleneck table show), or
+    None. It describes the steps; whether that is worth a fix is the findings' call."""
     tracing = trace.summary().tracing
     known = tracing[tracing["bound"].notna()]
     if known.empty:
         return None
-    median_busy = known["device_busy_s"].median()
+    counts = known["bound"].astype(str).value_counts()
+    top = str(counts.index[0])
+    median_busy = format_seconds(known["device_busy_s"].median())
+    said = f"From the trace: the largest part of {counts.iloc[0]} of {len(known)} steps is {top}"
     if _lazy(known):
-        bound = int((known["bound"] == "tracing").sum())
-        what = "tracing-bound" if bound * 2 > len(known) else "not tracing-bound"
         return (
-            f"From the trace: {what} ({bound} of {len(known)} steps): the host traces for "
-            f"{format_seconds(known['tracing_s'].median())} per step (median) while the device is "
-            f"busy {format_seconds(median_busy)}."
+            f"{said}; the host traces for {format_seconds(known['tracing_s'].median())} per "
+            f"step (median) while the device is busy {median_busy}."
         )
-    bound = int((known["bound"] == "host").sum())
-    what = "host-bound" if bound * 2 > len(known) else "not host-bound"
     return (
-        f"From the trace: {what} ({bound} of {len(known)} steps): the device idles "
-        f"{format_seconds(known['device_idle_s'].median())} of each step (median), waiting on the "
-        f"host, and is busy {format_seconds(median_busy)}. No torch_xla (lazy-tensor) events in "
-        "this capture: the host time is not tracing but whatever the host does between the "
-        "device's work (Python, input batches, data loading, kernel launches)."
+        f"{said}; the device idles {format_seconds(known['device_idle_s'].median())} of each "
+        f"step (median) and is busy {median_busy}. No torch_xla (lazy-tensor) events in this "
+        "capture: the host time is not tracing but whatever the host does between the device's "
+        "work (Python, input batches, data loading, kernel launches)."
     )
 
 

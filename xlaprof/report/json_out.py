@@ -202,6 +202,8 @@ def result_document(result: PartResult) -> dict[str, Any]:
         if part.trace is not None and trace.source is not None and trace.source.load is not None:
             # hosts read by workers (inputs.pod): where, how long, failures
             extra["trace"]["pod"] = trace.source.load.record()
+    if result.story is not None:
+        extra["story"] = result.story.to_json()
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:

@@ -86,7 +86,8 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
                 "compile_s": row.compile_s,
                 "transfer_s": row.to_device_s + row.from_device_s,
                 "device_wait_s": None,
-                "device_busy_s": row.execute_s,
+                # ExecuteTime can hold an execution queued in the step before: never above wall
+                "device_busy_s": row.execute_s if wall is None else min(row.execute_s, wall),
                 "device_idle_s": None if wall is None else max(wall - row.execute_s, 0.0),
                 "source": "metrics",
             }
@@ -264,8 +265,15 @@ def step_timeline(
 
 
 def steady_median(timeline: pd.DataFrame, warmup_steps: int) -> tuple[pd.Series, int]:
-    """The median of each seconds column over the steps after warm-up (``step >=
-    warmup_steps``), and how many steps those are: the steady state of a run, as the console's
-    "median N+" row and ``xlaprof mcp``'s step summary show it (NaN: not measured)."""
+    """The steady step of median wall time (its row: its parts add up to its wall time, where
+    medians taken column by column would not) and how many steady steps there are: after
+    warm-up (``step >= warmup_steps``) and, where the step model marked them (``steady``),
+    compiling nothing. The console's median row, the story and ``xlaprof mcp`` show this step."""
     steady = timeline[timeline["step"] >= warmup_steps]
-    return steady[COLUMNS[1:-1]].median(), len(steady)
+    if "steady" in steady:
+        steady = steady[steady["steady"].astype(bool)]
+    steady = steady[steady["wall_s"].notna()]
+    if steady.empty:
+        return timeline.iloc[:0][COLUMNS[1:-1]].median(), 0
+    ordered = steady.sort_values("wall_s", kind="stable")
+    return ordered.iloc[(len(ordered) - 1) // 2], len(steady)

@@ -89,7 +89,7 @@ INPUT_EVENT = re.compile(
     re.IGNORECASE,
 )
 # ``copy-done.4``, ``all-gather-done``: the done of an async pair (its wait).
-_ASYNC_DONE = re.compile(r"-done(\.\d+)?$")
+_ASYNC_DONE = re.compile(r"-done(?:\.\d+)?$")
 
 
 def step_bottlenecks(
@@ -281,3 +281,50 @@ def steady_steps(steps: pd.DataFrame) -> pd.DataFrame:
     if len(numbered) > EDGE_STEPS:
         return numbered.iloc[1:-1]
     return steps
+
+
+# What can bound a step, in the order ties are broken.
+BOUNDS = ("compile", "tracing", "input", "transfer", "device", "host")
+# The classes as what bounds a step (``BOUNDS``): the vocabulary of the one step model.
+CLASS_BOUNDS = {
+    "compilation": "compile",
+    "tracing": "tracing",
+    "input": "input",
+    "input_transfer": "transfer",
+    "host": "host",
+    "collective": "device",
+    "infeed_outfeed": "device",
+    "async_wait": "device",
+    "memory_bound": "device",
+    "compute": "device",
+}
+
+
+def busiest_bounds(bottleneck: pd.DataFrame | None, host: str | None = None) -> pd.DataFrame:
+    """Per step of ``host`` (every host if None): the bound of its busiest device's step.
+
+    Columns ``session``, ``host``, ``step``, ``bound``, ``bound_share``; steps with no number
+    (a whole capture as one window) are left out.
+    """
+    import pandas as pd
+
+    columns = ["session", "host", "step", "bound", "bound_share"]
+    if bottleneck is None or bottleneck.empty:
+        return pd.DataFrame(columns=columns)
+    rows = bottleneck[bottleneck["step"].notna() & bottleneck["bottleneck"].notna()]
+    if host is not None:
+        rows = rows[rows["host"].astype(str) == str(host)]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    rows = rows.sort_values("busy_s", ascending=False, kind="stable")
+    busiest = rows.drop_duplicates(["session", "host", "step"], keep="first")
+    table = pd.DataFrame(
+        {
+            "session": busiest["session"].astype(str).to_numpy(),
+            "host": busiest["host"].astype(str).to_numpy(),
+            "step": busiest["step"].astype("int64").to_numpy(),
+            "bound": busiest["bottleneck"].map(CLASS_BOUNDS).to_numpy(),
+            "bound_share": busiest["share"].astype("float64").to_numpy(),
+        }
+    )
+    return table.sort_values(["session", "host", "step"], ignore_index=True)

@@ -56,7 +56,7 @@ OP_COLUMNS = [
 ]
 
 # ``copy-start.4``, ``all-reduce-start``, ``collective-permute-start.1``: the start of a pair.
-_ASYNC_START = re.compile(r"-start(\.\d+)?$")
+_ASYNC_START = re.compile(r"-start(?:\.\d+)?$")
 
 
 def device_ops(
