@@ -20,6 +20,8 @@ from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, wi
 from xlaprof.model.result import PartResult, RunComparison
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from xlaprof.budgets import Budgets, CheckResult
     from xlaprof.findings import Finding
     from xlaprof.model.parts import Part
@@ -49,23 +51,37 @@ def analyze_parts(parts: list[Part], source_root: SourceRoot = None) -> list[Par
 
 def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
     from xlaprof.tables.hosts import host_skew
+    from xlaprof.tables.story import step_story, with_bounds, worth_most
     from xlaprof.tables.stragglers import stragglers
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
+    trace = part.trace if part.trace is not None else _trace_window(part)
+    part.data.trace = trace  # the capture's analyzers read its device model
     with source_roots(source_root_of(part, source_root)) as roots:
         result = PartResult(part, run_analyzers(part.data))
         note_withheld(part, roots)
-    trace = part.trace if part.trace is not None else _trace_window(part)
     if part.data.steps or trace is not None:
         events = None if trace is None else trace.events
         if trace is not None and trace.source is not None:  # a pod: the first host only
             events = trace.select(hosts=trace.hosts[:1])
-        busy = None
+        busy = windows = None
         if trace is not None and events is not None:
             busy = device_busy_by_step(trace.tracing_vs_device(), events)
-        result.timeline = step_timeline(
-            part.data.steps, events, None if trace is None else trace.step_bounds, busy
+            windows = _device_windows(trace)
+        timeline = step_timeline(
+            part.data.steps,
+            events,
+            None if trace is None else trace.step_bounds,
+            busy,
+            windows,
         )
+        # the one step model: every per-step verdict and the story come from these bounds
+        bottleneck = None if trace is None else trace.summary().bottleneck
+        host = None if trace is None or not trace.hosts else trace.hosts[0]
+        result.timeline = with_bounds(timeline, part.data.warmup_steps, bottleneck, host)
+        result.story = step_story(result.timeline, part.data.warmup_steps)
+        if result.story is not None:
+            result.story.worth_most = worth_most(result.story, result.findings)
     if trace is not None and len(trace.hosts) > 1:
         from xlaprof.inputs.pod import host_steps
 
@@ -74,6 +90,19 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
         result.stragglers = stragglers(result.host_steps)
     result.trace = trace
     return result
+
+
+def _device_windows(trace: Trace) -> pd.DataFrame | None:
+    """Per host step from the devices' own steps (hosts without step markers): the slowest
+    device's window (``Trace.step_times()``) with that device's busy time, or None."""
+    windows = trace.step_times()
+    windows = windows[windows["source"] != "host steps"]
+    if windows.empty:
+        return None
+    per_device = trace.step_times(per_device=True)[["host", "device", "step", "busy_ms"]]
+    per_device = per_device.astype({"host": str, "device": str})
+    windows = windows.astype({"host": str, "device": str})
+    return windows.merge(per_device, on=["host", "device", "step"], how="left")
 
 
 def note_withheld(part: Part, roots: tuple[Path, ...]) -> None:

@@ -154,6 +154,39 @@ def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
         "top_ops": _records(top_ops(summary.ops, limit=20)),
         "tracing": _records(summary.tracing.head(MAX_STEP_ROWS)),
         "tracing_total": len(summary.tracing),
+        **bottleneck_json(trace),
+        **lines_json(trace),
+    }
+
+
+# Source lines per document: the ones with the most device time (the total is given).
+MAX_LINE_ROWS = 100
+
+
+def bottleneck_json(trace: Trace) -> dict[str, Any]:
+    """``bottlenecks`` (per device and step, capped), ``bottlenecks_total`` and
+    ``bottleneck_by_device`` (each device over its steady steps)."""
+    from xlaprof.tables.device.bottleneck import bottleneck_summary
+
+    table = trace.bottlenecks()
+    return {
+        "bottlenecks": _records(table.head(MAX_STEP_ROWS)),
+        "bottlenecks_total": len(table),
+        "bottleneck_by_device": _records(bottleneck_summary(table)) if len(table) else [],
+    }
+
+
+def lines_json(trace: Trace) -> dict[str, Any]:
+    """``device_time_by_line`` (per user line over all devices, capped), its total and the
+    share of op time with a line (``device_time_by_line_coverage``; null without HLO)."""
+    from xlaprof.tables.device.lines import line_coverage
+
+    lines = trace.summary().lines
+    table = trace.device_time_by_line()
+    return {
+        "device_time_by_line": _records(table.head(MAX_LINE_ROWS)),
+        "device_time_by_line_total": len(table),
+        "device_time_by_line_coverage": None if lines is None else line_coverage(lines),
     }
 
 
@@ -169,6 +202,8 @@ def result_document(result: PartResult) -> dict[str, Any]:
         if part.trace is not None and trace.source is not None and trace.source.load is not None:
             # hosts read by workers (inputs.pod): where, how long, failures
             extra["trace"]["pod"] = trace.source.load.record()
+    if result.story is not None:
+        extra["story"] = result.story.to_json()
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:
