@@ -11,8 +11,8 @@ XLA reads ``XLA_FLAGS`` once, when torch_xla's runtime client is created
 (``torch_xla.device()``, the first tensor moved to the device). A session started after that
 cannot switch the dump on; ``LiveGraphs`` then takes each graph from the live tensors at the
 sync that compiles it (``torch_xla._XLAC._get_xla_tensors_hlo``: the same lowering, with the
-same source metadata), during warm-up and after compiles only, as it costs a scan of the
-Python heap.
+same source metadata), through warm-up and at the step after each compile only, as it costs a
+scan of the Python heap (left out of the steps' times).
 
 Source lines in a graph need torch_xla's IR debug, which records a Python stack for every op
 traced: 20-100% more host tracing time on op-heavy steps. Graphs only need it on the steps that
@@ -43,8 +43,11 @@ MAX_GRAPHS = 64
 MAX_GRAPH_BYTES = 64 * 1024**2
 DUMP_DIR = ".xla_dump"
 _BEFORE = ".before_optimizations.txt"
-# IR debug (and live graph capture) goes off after this many steps in a row without a compile.
+# IR debug goes off after this many steps in a row without a compile.
 FLAT_STEPS = 3
+# Live graph capture (a heap scan per sync) goes off after this many: the steps that compile
+# and the one after each (a step that recompiles usually does so again, as in warm-up).
+LIVE_FLAT_STEPS = 1
 FRAMES_MODES = ("auto", "always")
 _DUMP_TO = "xla_dump_to"
 # --xla_dump_to values that name no folder (XLA writes to stdout or a test output location).
@@ -198,9 +201,11 @@ class LiveGraphs:
     values are still pending (``gc``: the Python heap, ~0.1-0.5 s on a script that imported
     transformers, measured on the 2-core CPU runtime), hashes their graph and, for a hash not
     seen yet, lowers it to HLO text; after the sync (``after``) it keeps that text if the sync
-    compiled. It works only while ``wanted``: through warm-up and after a compile, like
-    ``SourceFrames``. Graphs compiled outside ``torch_xla.sync`` (a ``.item()`` mid-step,
-    ``torch.compile``) are not seen: the session compares the graphs kept with the compiles.
+    compiled. It works only while ``wanted``: at the first step, and at the step after each
+    step that compiled (so through warm-up, and from the second of repeated recompiles on; a
+    single late recompile is missed, and the session says so). Graphs compiled outside
+    ``torch_xla.sync`` (a ``.item()`` mid-step, ``torch.compile``) are not seen either: the
+    session compares the graphs kept with the compiles. Its time is left out of the steps'.
     """
 
     def __init__(
@@ -208,7 +213,7 @@ class LiveGraphs:
         xlac: Any,
         harvester: GraphHarvester,
         compiles: Callable[[], int],
-        flat_steps: int = FLAT_STEPS,
+        flat_steps: int = LIVE_FLAT_STEPS,
     ) -> None:
         self.xlac = xlac
         self.harvester = harvester
@@ -253,7 +258,7 @@ class LiveGraphs:
             self.error = f"{type(error).__name__}: {error}"
 
     def step(self, compiles: int) -> None:
-        """Account one finished step: capture stays on through warm-up and after compiles."""
+        """Account one finished step: capture stays on at the step after one that compiled."""
         self.flat = 0 if compiles else self.flat + 1
 
 

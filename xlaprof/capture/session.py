@@ -147,6 +147,10 @@ class Session:
         self.outer: Session | None = None  # the session this one is nested in, if any
         self.loud: list[str] = []  # warnings also printed when the session ends
         self._compiles_at_start = 0
+        # Live graph capture's cost in the step in progress: wall s, CPU s, CPU s after the sync
+        # (inside the sync's own CPU time); and its wall seconds over the whole run.
+        self._capture = [0.0, 0.0, 0.0]
+        self._capture_total = 0.0
         # Guards the regions dict and the step state against another thread's region or a
         # signal handler's finish() arriving mid-boundary (reentrant: same thread).
         self.lock = threading.RLock()
@@ -391,7 +395,8 @@ class Session:
         self.live = LiveGraphs(xlac, self.harvester, lambda: metrics.metric("CompileTime")[0])
         self.info_warnings.append(
             f"graphs taken from the live tensors at each torch_xla.sync(): {why}. They are "
-            "taken through warm-up and after compiles; a graph compiled outside a sync (a "
+            "taken through warm-up and at the step after each compile; a graph compiled "
+            "otherwise (a single late recompile, or outside a sync: a "
             ".item() mid-step, torch.compile) is not (enter profile() before "
             "torch_xla.device(), or use xlaprof run, to keep every graph)"
         )
@@ -412,9 +417,25 @@ class Session:
         else:
             self.info.warnings.append(message)
 
+    def before_sync(self, live: LiveGraphs, entered_cpu: float) -> float:
+        """Called by the sync hook before a sync while graphs come from the live tensors;
+        returns the thread's CPU clock after it. Its time is xlaprof's, not the step's: it is
+        taken out of the step's wall and CPU time (``_capture``) and counted in run.json."""
+        start = time.perf_counter()
+        live.before()
+        cpu = time.thread_time()
+        self._capture[0] += time.perf_counter() - start
+        self._capture[1] += cpu - entered_cpu
+        return cpu
+
     def after_sync(self, live: LiveGraphs) -> None:
         """Called by the sync hook after a sync, while graphs come from the live tensors."""
+        start, cpu = time.perf_counter(), time.thread_time()
         live.after(self._step_label(), None if self.frames is None else self.frames.on)
+        cost = time.thread_time() - cpu
+        self._capture[0] += time.perf_counter() - start
+        self._capture[1] += cost
+        self._capture[2] += cost
 
     def note_nested(self, inner: Session) -> None:
         """An ``xlaprof.profile()`` started inside this session: say so in this run."""
@@ -429,6 +450,11 @@ class Session:
         """Say in run.json (and aloud) when compiled graphs were not captured."""
         if not self.graphs or self.harvester is None or self.metrics is None:
             return
+        if self.live is not None and self._capture_total:
+            self.info.warnings.append(
+                f"taking graphs from the live tensors took {self._capture_total:.2f} s in all, "
+                "left out of the steps' wall and CPU times"
+            )
         compiled = self.metrics.metric("CompileTime")[0] - self._compiles_at_start
         if compiled <= 0:
             return
@@ -519,6 +545,10 @@ class Session:
         """
         assert self.metrics is not None
         step = self.user_label if self.user_label is not None else self.step_index
+        capture_wall, capture_cpu, capture_sync = self._capture
+        if capture_wall:
+            self._capture = [0.0, 0.0, 0.0]
+            self._capture_total += capture_wall
         debug_offset = self._debug_log.size()
         fallback_offset = self._fallback_log.size()
         eager = self.metrics.eager_mode()
@@ -545,9 +575,9 @@ class Session:
             _EndedStep(
                 step,
                 self.step_start_wall,
-                now - self.step_start,
-                cpu_now - self.step_cpu_start,
-                None if sync_entered_cpu is None else cpu_now - sync_entered_cpu,
+                now - self.step_start - capture_wall,
+                cpu_now - self.step_cpu_start - capture_cpu,
+                None if sync_entered_cpu is None else cpu_now - sync_entered_cpu - capture_sync,
                 debug_offset,
                 fallback_offset,
                 reading,

@@ -78,7 +78,7 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
         entered = thread_time()  # the step's CPU up to here is the user's code and its tracing
         live = session.live if session.recording and os.getpid() == session.pid else None
         if live is not None:
-            live.before()
+            entered = session.before_sync(live, entered)  # its cost is not the step's
         result = original(*args, **kwargs)
         if session.recording and os.getpid() == session.pid:
             if live is not None:
