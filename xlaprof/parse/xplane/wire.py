@@ -321,9 +321,9 @@ def split_space(space: Any) -> tuple[bytes, np.ndarray, np.ndarray]:
     tags = np.frombuffer(data, np.uint8)[starts - np.concatenate(heads, dtype=index)]
     if len(data) != position + 2 + PAD or not (tags == _EVENTS_TAG).all():
         pieces = [event for line in lines for event in line.events]
-        sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
-        ends = np.cumsum(sizes)
-        starts = ends - sizes
+        event_sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
+        ends = np.cumsum(event_sizes)
+        starts = ends - event_sizes
         data = b"".join(pieces) + bytes(PAD)
     return data, starts, ends
 
@@ -441,6 +441,8 @@ def _decode_stats(
 
 
 _NAME = 8  # a ref_value that names a stat of the plane (a kind of StatValues' own)
+# The numeric kinds: the dtype their 8 raw bytes hold.
+_NUMBER_TYPES = {INT64: np.int64, UINT64: np.uint64, DOUBLE: np.float64}
 _INT64_MAX = 2**63 - 1
 
 
@@ -477,12 +479,10 @@ class StatValues:
         return groups
 
     def _python(self, kind: int, keys: np.ndarray) -> list[Any]:
-        if kind == INT64:
-            return keys.view(np.int64).tolist()
-        if kind == UINT64:
-            return keys.tolist()
-        if kind == DOUBLE:
-            return keys.view(np.float64).tolist()
+        number_type = _NUMBER_TYPES.get(kind)
+        if number_type is not None:
+            numbers: list[Any] = keys.view(number_type).tolist()
+            return numbers
         table = {STR: self.stats.texts, BYTES: self.stats.hexes, _NAME: self.names}.get(kind)
         if table is None:
             return [None] * len(keys)
@@ -525,7 +525,7 @@ class StatValues:
         self, rows: np.ndarray, convert: Callable[[Any], int | None]
     ) -> tuple[np.ndarray, np.ndarray]:
         """``convert(value)`` per row as int64 and a mask of the rows where it is None; whole
-        numbers within +-(2^63 - 1) are kept, as ``xplane._step_number`` keeps them."""
+        numbers within +-(2^63 - 1) are kept, as ``xlaprof.parse.events.step_number`` keeps them."""
         values = np.zeros(len(rows), np.int64)
         missing = np.ones(len(rows), bool)
         for chosen, kind, keys in self._groups(rows):
