@@ -105,7 +105,9 @@ def _quiet_client() -> Iterator[Path]:
                 os.close(fd)
 
 
-def _client_trace(services: list[Service], out: Path, duration_ms: int, options: dict) -> None:
+def _client_trace(
+    services: list[Service], out: Path, duration_ms: int, options: dict[str, int]
+) -> None:
     from xprof.convert import _pywrap_profiler_plugin as client
 
     address = ",".join(str(s) for s in services)

@@ -106,31 +106,38 @@ def _reason(error: Exception) -> str:
     return str(error)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# Per field type, as a dataclass here declares it, whether a JSON value fits it.
+_FITS: dict[str, Callable[[Any], bool]] = {
+    "int": _is_int,
+    "float": _is_float,
+    "str": lambda value: isinstance(value, str),
+    "bool": lambda value: isinstance(value, bool),
+    "list[str]": lambda value: isinstance(value, list) and all(isinstance(v, str) for v in value),
+    "list[int]": lambda value: isinstance(value, list) and all(_is_int(v) for v in value),
+    "dict[str, str]": lambda value: (
+        isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+    ),
+    "dict[str, int]": lambda value: (
+        isinstance(value, dict) and all(_is_int(v) for v in value.values())
+    ),
+}
+
+
 def _check(value: Any, spec: str) -> bool:
-    """Whether a JSON value fits a field's declared type (as written in the dataclass)."""
-    optional = spec.endswith(" | None")
-    base = spec.removesuffix(" | None")
+    """Whether a JSON value fits a field's declared type (as written in the dataclass); any
+    value fits a type not in ``_FITS``."""
     if value is None:
-        return optional
-    if base == "int":
-        return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
-    if base == "float":
-        return (
-            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        )
-    if base == "str":
-        return isinstance(value, str)
-    if base == "bool":
-        return isinstance(value, bool)
-    if base == "list[str]":
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    if base == "list[int]":
-        return isinstance(value, list) and all(_check(v, "int") for v in value)
-    if base == "dict[str, str]":
-        return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
-    if base == "dict[str, int]":
-        return isinstance(value, dict) and all(_check(v, "int") for v in value.values())
-    return True
+        return spec.endswith(" | None")
+    fits = _FITS.get(spec.removesuffix(" | None"))
+    return fits is None or fits(value)
 
 
 def typed_fields(
@@ -167,7 +174,9 @@ class Run:
     path: Path
     info: RunInfo
     # Parsed files, read once: a loaded Run is a snapshot of its directory.
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _steps: list[StepRow] | None = field(default=None, repr=False, compare=False)
+    _debug_log: DebugLog | None = field(default=None, repr=False, compare=False)
+    _graphs: list[GraphInfo] | None = field(default=None, repr=False, compare=False)
     # What could not be read (damaged files): shown by analyze with the run's own warnings.
     load_warnings: list[str] = field(default_factory=list, repr=False, compare=False)
 
@@ -182,7 +191,7 @@ class Run:
 
     # -- typed data --------------------------------------------------------------------------
     def step_rows(self) -> list[StepRow]:
-        if "steps" not in self._cache:
+        if self._steps is None:
             rows = []
             for data in read_jsonl(self.path / STEPS, self.warn):
                 step = data.get("step")
@@ -192,8 +201,8 @@ class Run:
                 row = StepRow(**typed_fields(StepRow, data, self.warn, STEPS))
                 row.aten = {k: v for k, v in row.aten.items() if v}
                 rows.append(row)
-            self._cache["steps"] = rows
-        return self._cache["steps"]
+            self._steps = rows
+        return self._steps
 
     def region_rows(self) -> list[RegionRow]:
         """``regions.jsonl`` as typed rows; rows with fields of the wrong type are skipped."""
@@ -211,7 +220,8 @@ class Run:
         second, and a tick can land just after its step's row was written): rows add up."""
         samples: dict[int, dict[str, float]] = {}
         for data in self.host_samples():
-            step, counts = data.get("step"), data.get("samples")
+            step: Any = data.get("step")  # a JSON value: checked before use
+            counts = data.get("samples")
             if not _check(step, "int") or not isinstance(counts, dict):
                 self.warn(f"{SAMPLES}: a row without an integer step and a samples object")
                 continue
@@ -225,9 +235,9 @@ class Run:
 
     def debug_log(self) -> DebugLog:
         """Debug analysis and fallback records, each event tagged with the step it fell in."""
-        if "debug_log" not in self._cache:
-            self._cache["debug_log"] = self._read_debug_log()
-        return self._cache["debug_log"]
+        if self._debug_log is None:
+            self._debug_log = self._read_debug_log()
+        return self._debug_log
 
     def _read_debug_log(self) -> DebugLog:
         log = DebugLog()
@@ -315,17 +325,18 @@ class Run:
 
     def graphs(self) -> list[GraphInfo]:
         """Every compiled graph, parsed, in compile order."""
-        if "graphs" not in self._cache:
-            self._cache["graphs"] = self._read_graphs()
-        return self._cache["graphs"]
+        if self._graphs is None:
+            self._graphs = self._read_graphs()
+        return self._graphs
 
     def _read_graphs(self) -> list[GraphInfo]:
         from xlaprof.parse.hlo import parse_hlo
 
-        graphs = []
+        graphs: list[GraphInfo] = []
         for entry in self.graph_index():
             text = self.graph_text(entry)
-            order, step, skipped = entry.get("order"), entry.get("step"), entry.get("skipped")
+            order: Any = entry.get("order")  # JSON values: checked before use
+            step, skipped = entry.get("step"), entry.get("skipped")
             graphs.append(
                 GraphInfo(
                     order=order if _check(order, "int") else len(graphs),
@@ -381,7 +392,7 @@ class Run:
         return pd.DataFrame(rows, columns=["step", "name", "calls", "seconds"])
 
 
-def _lines_with_offsets(path: Path, starts: array) -> Iterator[str]:
+def _lines_with_offsets(path: Path, starts: array[int]) -> Iterator[str]:
     """The decoded lines of ``path``; appends each next line's byte offset to ``starts``."""
     position = 0
     for raw in iter_lines(path):
