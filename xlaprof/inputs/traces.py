@@ -94,7 +94,7 @@ def load_trace(
     for column in ("hlo_op", "hlo_module", "hlo_category", "program_id"):
         if events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    events.insert(0, "session", pd.Categorical([chosen] * len(events)))
+    events.insert(0, "session", pd.Series(pd.Categorical([chosen] * len(events)), events.index))
     events["step"], bounds = assign_steps(events, first_step or 0, starts)
     bounds.insert(0, "session", chosen)
     summary = device_model.summarize_host(events, devices, bounds)

@@ -49,7 +49,8 @@ class Coverage:
         return np.where(i >= 0, self.before[safe] + partial, 0)
 
     def within(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self.upto(b) - self.upto(a)
+        covered: np.ndarray = self.upto(b) - self.upto(a)
+        return covered
 
     @property
     def total(self) -> int:
@@ -61,7 +62,7 @@ def self_times_ns(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     import numpy as np
 
     order = np.lexsort((-ends, starts))
-    own = (ends - starts).astype(np.float64)
+    own: np.ndarray = (ends - starts).astype(np.float64)
     stack: list[int] = []
     s_list, e_list = starts.tolist(), ends.tolist()
     for index in order.tolist():

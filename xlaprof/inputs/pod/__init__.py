@@ -91,7 +91,7 @@ def load_pod(
         )
     bounds = load.step_bounds()
     bounds["host"] = bounds["host"].astype("category")
-    model = device_model.merge_summaries(s.device for s in load.summaries if s.device)
+    model = device_model.merge_summaries(s.device for s in load.summaries)
     devices = model.devices if not model.devices.empty else pd.DataFrame(columns=DEVICE_COLUMNS)
     source = EventSource(
         {s.host: s.cache for s in load.summaries if s.cache},
@@ -123,10 +123,12 @@ def host_steps(trace: Trace) -> pd.DataFrame:
     """
     if trace.source is not None and trace.source.load is not None:
         return trace.source.load.host_steps()
-    frames = []
-    events = trace.events
+    frames: list[pd.DataFrame] = []
+    events, all_bounds = trace.events, trace.step_bounds
+    if all_bounds is None:  # a Trace made without a loader: no steps were found
+        return concat_frames(frames, HOST_STEP_COLUMNS)
     for host in trace.hosts:
         mine = events[events["host"] == host]
-        bounds = trace.step_bounds[trace.step_bounds["host"] == host]
+        bounds = all_bounds[all_bounds["host"] == host]
         frames.append(summarize_events(mine, bounds).steps)
     return concat_frames(frames, HOST_STEP_COLUMNS)
