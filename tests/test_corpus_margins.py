@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from xlaprof.analyzers import recompilation, tracing_bound
-from xlaprof.analyzers.recompilation import _split_warmup
+from xlaprof.analyzers.recompilation.sites import split_warmup
 from xlaprof.analyzers.shared.sourcecode import argument_origin, loop_reassignment, time_loop_sketch
 from xlaprof.findings import Location, Severity
 from xlaprof.model.input import AnalysisInput
@@ -82,18 +82,18 @@ def event(kind: str, line: int = 10) -> DebugEvent:
 def test_warmup_is_judged_per_site() -> None:
     c, e = "compilation", "execution"
     # optimizer state on the site's second call: warm-up, even if that call is at step 7
-    warm, late = _split_warmup([event(c), event(e), event(c), event(e), event(e)])
+    warm, late = split_warmup([event(c), event(e), event(c), event(e), event(e)])
     assert (len(warm), len(late)) == (2, 0)
     # a new graph after the site once reused a cached one: a recompilation
-    warm, late = _split_warmup([event(c), event(e), event(e), event(c), event(e)])
+    warm, late = split_warmup([event(c), event(e), event(e), event(c), event(e)])
     assert (len(warm), len(late)) == (1, 1)
     # a first graph of no inputs (total = torch.zeros(...) flushed by the loop's first sync)
     # is set-up: the two graphs after it are still warm-up
     setup = DebugEvent(kind="compilation", graph_inputs=0, frames=event(c).frames)
-    warm, late = _split_warmup([setup, event(e), event(c), event(e), event(c), event(e), event(e)])
+    warm, late = split_warmup([setup, event(e), event(c), event(e), event(c), event(e), event(e)])
     assert (len(warm), len(late)) == (3, 0)
     # every call compiles: beyond two, recompilations
-    warm, late = _split_warmup([event(k) for _ in range(5) for k in (c, e)])
+    warm, late = split_warmup([event(k) for _ in range(5) for k in (c, e)])
     assert (len(warm), len(late)) == (2, 3)
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlaprof.analyzers.shared.sourcecode import (
+    LayerStack,
     enclosing_class,
     enclosing_loop,
     find_layer_stack,
@@ -173,9 +174,9 @@ def _units(children: list[tuple[str, str]]) -> tuple[int, int, int]:
 def _site(entry: dict[str, Any], direct: bool) -> Location | None:
     for site in entry.get("sites") or entry.get("child_sites") or []:
         if bool(site.get("direct")) == direct:
-            file, _, line = str(site.get("where", "")).rpartition(":")
-            if file and line.isdigit():
-                return Location(file, int(line))
+            location = Location.parse(str(site.get("where", "")))
+            if location is not None:
+                return location
     return None
 
 
@@ -441,7 +442,7 @@ _CAVEATS = (
 )
 
 
-def _suggestion(stack, repeats: int) -> str:  # type: ignore[no-untyped-def]
+def _suggestion(stack: LayerStack | None, repeats: int) -> str:
     if stack is not None and stack.loop_line is not None:
         target = f"self.{stack.attribute}"
         how = (

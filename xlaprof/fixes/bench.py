@@ -164,10 +164,12 @@ def compare_numerics(before: Path, after: Path) -> dict[str, Any]:
     }
 
 
-def _stack_from_analysis(run_dir: Path) -> str | None:
+def _stack_from_analysis(run_dir: Path | None) -> str | None:
     """The layer stack the unrolled-loop analysis of a run names, as ``Owner.attr``."""
     from xlaprof.pipeline import findings_of
 
+    if run_dir is None:
+        return None
     for finding in findings_of([run_dir]):
         owner = finding.evidence.get("layer_stack_owner")
         attribute = finding.evidence.get("layer_stack_attribute")
@@ -183,8 +185,9 @@ def _median_summary(sides: list[Side]) -> dict[str, Any]:
     merged = dict(sides[0].summary)
     for key in list(merged):
         values = [s.summary.get(key) for s in sides]
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            merged[key] = statistics.median(values)
+        numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if len(numbers) == len(values):
+            merged[key] = statistics.median(numbers)
     return merged
 
 

@@ -12,6 +12,10 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 _RENAMED = "_xlaprof_layers_"
 
@@ -96,7 +100,7 @@ def _run(args: argparse.Namespace) -> str:
     return str(session.directory)
 
 
-def _stack_path(model, stack: str) -> str | None:  # type: ignore[no-untyped-def]
+def _stack_path(model: torch.nn.Module, stack: str) -> str | None:
     """``Stack.blocks`` -> the dotted path of that ModuleList inside ``model``."""
     import torch
 
@@ -108,7 +112,9 @@ def _stack_path(model, stack: str) -> str | None:  # type: ignore[no-untyped-def
     return None
 
 
-def _save_check(path: str, model, output, loss) -> None:  # type: ignore[no-untyped-def]
+def _save_check(
+    path: str, model: torch.nn.Module, output: torch.Tensor, loss: torch.Tensor
+) -> None:
     import torch
 
     grads = {
