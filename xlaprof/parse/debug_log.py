@@ -188,6 +188,20 @@ def parse_frame(text: str) -> Frame | None:
     return Frame(function, location or None, None)
 
 
+def _graph_info(event: DebugEvent, text: str) -> bool:
+    """Read a graph hash or a count of graph inputs or outputs into ``event``; whether ``text``
+    held one."""
+    if (match := _HASH_RE.search(text)) is not None:
+        event.graph_hash = match.group(1)
+    elif (match := _INPUTS_RE.search(text)) is not None:
+        event.graph_inputs = int(match.group(1))
+    elif (match := _OUTPUTS_RE.search(text)) is not None:
+        event.graph_outputs = int(match.group(1))
+    else:
+        return False
+    return True
+
+
 class _BlockState:
     """An analysis block being read."""
 
@@ -249,12 +263,16 @@ class _Parser:
         block = self.block
         if stripped.startswith("-----"):
             block.closing = True
-            return
-        if block.memory is not None:
+        elif block.memory is not None:
             self.memory_line(lineno, block.memory, body)
-            return
+        else:
+            self.event_line(lineno, block, body)
+
+    def event_line(self, lineno: int, block: _BlockState, body: str) -> None:
+        """A line of a compilation or execution block: a section's title, or what it holds."""
         event = block.event
-        assert event is not None
+        assert event is not None  # a block that is not post-compilation analysis has one
+        stripped = body.strip()
         if stripped in ("Compilation Cause", "Execution Cause"):
             block.section = "cause"
         elif stripped.startswith("Graph Info"):
@@ -265,12 +283,8 @@ class _Parser:
             return
         elif block.section == "cause":
             event.cause = stripped if event.cause is None else f"{event.cause} {stripped}"
-        elif (match := _HASH_RE.search(stripped)) is not None:
-            event.graph_hash = match.group(1)
-        elif (match := _INPUTS_RE.search(stripped)) is not None:
-            event.graph_inputs = int(match.group(1))
-        elif (match := _OUTPUTS_RE.search(stripped)) is not None:
-            event.graph_outputs = int(match.group(1))
+        elif _graph_info(event, stripped):
+            return
         elif block.section == "frames":
             frame = parse_frame(body)
             if frame is None:
