@@ -149,19 +149,19 @@ def test_source_rules(tmp_path: Path) -> None:
 
 
 def test_stack_units_from_the_module_tree() -> None:
-    from xlaprof.analyzers.unrolled_loop import _units
+    from xlaprof.analyzers.unrolled_loop.modules import repeating_units
 
     linear, gelu, head = ("Linear", "64x64;64"), ("GELU", ""), ("Linear", "1x64;1")
     # a Sequential of 16 (Linear, GELU) and a head: 16 units of period 2
-    assert _units([linear, gelu] * 16 + [head]) == (0, 2, 16)
+    assert repeating_units([linear, gelu] * 16 + [head]) == (0, 2, 16)
     # an embedding, 12 blocks, a head: 12 units of period 1 from child 1
-    assert _units([("Embedding", "9x4"), *[("Block", "4x4")] * 12, head]) == (1, 1, 12)
+    assert repeating_units([("Embedding", "9x4"), *[("Block", "4x4")] * 12, head]) == (1, 1, 12)
     # nothing repeats
-    assert _units([linear, ("ReLU", ""), head]) == (0, 3, 1)
+    assert repeating_units([linear, ("ReLU", ""), head]) == (0, 3, 1)
 
 
 def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
-    from xlaprof.analyzers.unrolled_loop import _match_modules
+    from xlaprof.analyzers.unrolled_loop.modules import match_modules
 
     path = tmp_path / "model.py"
     path.write_text(SOURCE)
@@ -177,8 +177,8 @@ def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
             }
         ],
     }
-    match = _match_modules(modules, 23, {"/x/torch/nn/modules/rnn.py"})
+    match = match_modules(modules, 23, {"/x/torch/nn/modules/rnn.py"})
     assert match is not None and match.kind == "time"
     assert match.location == Location(str(path), 16) and match.call == Location(str(path), 17)
     # a repeat count far from the call count is not this loop
-    assert _match_modules(modules, 12, set()) is None
+    assert match_modules(modules, 12, set()) is None

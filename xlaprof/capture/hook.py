@@ -6,7 +6,7 @@ import os
 import sys
 
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ
-from xlaprof.capture.session import Session
+from xlaprof.capture.session import Session, SessionOptions
 
 ENV_OUT = "XLAPROF_RUN_OUT"
 ENV_TRACE_STEPS = "XLAPROF_TRACE_STEPS"
@@ -42,8 +42,7 @@ def start_from_environment() -> Session:
     trace = os.environ.get(ENV_TRACE_STEPS)
     max_steps = os.environ.get(ENV_MAX_STEPS)
     port = os.environ.get(ENV_SERVER_PORT)
-    session = Session(
-        os.environ[ENV_OUT],
+    options = SessionOptions(
         trace_steps=parse_steps_window(trace) if trace else None,
         max_steps=int(max_steps) if max_steps else None,
         debug_level=int(os.environ.get(ENV_DEBUG_LEVEL, "2")),
@@ -55,4 +54,5 @@ def start_from_environment() -> Session:
         # Only the first process gets the port (ranks would collide on it).
         server_port=int(port) if port and _first_process() else None,
     )
+    session = Session(os.environ[ENV_OUT], options)
     return session.start(install_exit_handlers=True)

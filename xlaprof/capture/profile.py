@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ
-from xlaprof.capture.session import DEFAULT_DEBUG_LEVEL, Session
+from xlaprof.capture.session import DEFAULT_DEBUG_LEVEL, Session, SessionOptions
 
 
 @contextmanager
@@ -37,12 +37,14 @@ def profile(
     """
     session = Session(
         out,
-        trace_steps=trace_steps,
-        max_steps=max_steps,
-        debug_level=debug_level,
-        server_port=server_port,
-        graphs=graphs,
-        sample_hz=sample_hz,
+        SessionOptions(
+            trace_steps=trace_steps,
+            max_steps=max_steps,
+            debug_level=debug_level,
+            server_port=server_port,
+            graphs=graphs,
+            sample_hz=sample_hz,
+        ),
     )
     session.start()
     try:

@@ -15,7 +15,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from xlaprof.rundir.schema import REGIONS, SAMPLES, STEPS, StepRow
+
+if TYPE_CHECKING:
+    from xlaprof.capture.metrics import Reading, StepMetrics
+    from xlaprof.capture.sampler import HostSampler
 
 # How often rows reach the disk (and run.json is rewritten) while a job runs.
 FLUSH_SECONDS = 1.0
@@ -81,3 +87,79 @@ class LogSize:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+class EndedStep(NamedTuple):
+    """What a boundary read of its step; its row is built at the next flush. A tuple, not a
+    dataclass: it is made on the hot path, right after the step."""
+
+    step: int
+    start: float
+    wall_s: float
+    host_cpu_s: float
+    sync_cpu_s: float | None
+    debug_offset: int
+    fallback_offset: int
+    reading: Reading
+    aten: dict[str, int] | None
+    regions: dict[str, list[float]] | None
+
+
+class StepRows:
+    """A session's per-step files: ``steps.jsonl``, ``regions.jsonl`` and ``samples.jsonl``.
+
+    The steps ended since the last flush wait as their boundaries read them (``ended``); their
+    rows are built when the rows are written, in one batch.
+    """
+
+    def __init__(self, directory: Path, metrics: StepMetrics) -> None:
+        self.metrics = metrics
+        self.steps = RowBuffer(directory / STEPS)
+        self.regions = RowBuffer(directory / REGIONS)
+        self.samples = RowBuffer(directory / SAMPLES)
+        self.ended: list[EndedStep] = []
+
+    @property
+    def files(self) -> tuple[RowBuffer, RowBuffer, RowBuffer]:
+        return self.steps, self.regions, self.samples
+
+    def build(self) -> None:
+        """Turn the steps ended since the last flush into rows of steps.jsonl and regions."""
+        ended_steps, self.ended = self.ended, []
+        for ended in ended_steps:
+            row = StepRow(
+                step=ended.step,
+                start=ended.start,
+                wall_s=ended.wall_s,
+                host_cpu_s=ended.host_cpu_s,
+                sync_cpu_s=ended.sync_cpu_s,
+                debug_offset=ended.debug_offset,
+                fallback_offset=ended.fallback_offset,
+            )
+            # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
+            self.steps.add(vars(self.metrics.row(row, ended.reading, ended.aten)))
+            for name, (calls, seconds) in (ended.regions or {}).items():
+                self.regions.add(
+                    {"step": ended.step, "name": name, "calls": calls, "seconds": seconds}
+                )
+
+    def take_samples(self, sampler: HostSampler, keep: int) -> None:
+        """Move the sampler's finished steps into the rows, all but step ``keep`` (the step in
+        progress: at the end of the run it is the part after the last boundary, which has no
+        row)."""
+        for step, counts in sorted(sampler.take(keep=keep).items()):
+            self.samples.add({"step": step, "samples": counts})
+
+    def flush(self, sampler: HostSampler | None, keep: int) -> None:
+        """Build the ended steps' rows, take the sampler's, and write them all."""
+        self.build()
+        if sampler is not None:
+            self.take_samples(sampler, keep)
+        for rows in self.files:
+            rows.flush()
+
+    def discard(self) -> None:
+        """Forget what is kept (a forked child holds a copy of its parent's)."""
+        for rows in self.files:
+            rows.discard()
+        self.ended = []

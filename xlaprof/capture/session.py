@@ -40,15 +40,16 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from xlaprof.capture import annotate, probe
 from xlaprof.capture.dynamo import DynamoRecorder
 from xlaprof.capture.graphs import GraphHarvester, SourceFrames
-from xlaprof.capture.metrics import METRICS_SAMPLES, Reading, StepMetrics
+from xlaprof.capture.metrics import METRICS_SAMPLES, StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
-from xlaprof.capture.rows import FLUSH_SECONDS, LogSize, RowBuffer
+from xlaprof.capture.rows import FLUSH_SECONDS, EndedStep, LogSize, StepRows
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
 from xlaprof.capture.synchook import install_sync_hook, uninstall_sync_hook
 from xlaprof.capture.tracewindow import TraceWindow
@@ -60,11 +61,7 @@ from xlaprof.rundir.schema import (
     FINAL_METRICS,
     METRICS_DIR,
     MODULES,
-    REGIONS,
-    SAMPLES,
-    STEPS,
     RunInfo,
-    StepRow,
 )
 from xlaprof.rundir.writer import atomic_write_text, write_info
 
@@ -97,36 +94,41 @@ def _import_runtime() -> tuple[Any, Any]:
     return torch_xla, torch_xla._XLAC
 
 
+@dataclass(frozen=True)
+class SessionOptions:
+    """What a session records, and when it stops."""
+
+    trace_steps: tuple[int, int] | None = None  # an xplane trace of steps a..b-1
+    max_steps: int | None = None  # recording stops after this many steps
+    debug_level: int = DEFAULT_DEBUG_LEVEL  # PT_XLA_DEBUG_LEVEL (0: no debug analysis)
+    exit_on_max_steps: bool = False  # the job exits at max_steps (xlaprof run)
+    command: list[str] | None = None  # the job's command line (default: sys.argv)
+    sample_hz: float = DEFAULT_SAMPLE_HZ  # the host sampler's rate (0: off)
+    server_port: int | None = None  # a profiler server for ``xlaprof capture``
+    graphs: bool = True  # keep each compiled graph's HLO
+    source_frames: str = "auto"  # when IR debug records source lines (``SourceFrames``)
+
+
 class Session:
     """Profiles this process into ``<out>/<host>-<pid>/``. Start with ``start()``."""
 
-    def __init__(
-        self,
-        out: str | os.PathLike[str],
-        *,
-        trace_steps: tuple[int, int] | None = None,
-        max_steps: int | None = None,
-        debug_level: int = DEFAULT_DEBUG_LEVEL,
-        exit_on_max_steps: bool = False,
-        command: list[str] | None = None,
-        sample_hz: float = DEFAULT_SAMPLE_HZ,
-        server_port: int | None = None,
-        graphs: bool = True,
-        source_frames: str = "auto",
-    ) -> None:
+    def __init__(self, out: str | os.PathLike[str], options: SessionOptions | None = None) -> None:
+        options = options or SessionOptions()
+        trace_steps = options.trace_steps
         if trace_steps is not None and not 0 <= trace_steps[0] < trace_steps[1]:
             raise ValueError(f"trace_steps must be (a, b) with 0 <= a < b, not {trace_steps}")
         self.out = Path(out)
         self.trace_steps = trace_steps
-        self.max_steps = max_steps
-        self.debug_level = debug_level
-        self.exit_on_max_steps = exit_on_max_steps
-        self.command = command if command is not None else list(sys.argv)
+        self.max_steps = options.max_steps
+        self.debug_level = options.debug_level
+        self.exit_on_max_steps = options.exit_on_max_steps
+        self.command = options.command if options.command is not None else list(sys.argv)
+        sample_hz = options.sample_hz
         self.sampler = HostSampler(sample_hz, self._step_label) if sample_hz > 0 else None
-        self.server_port = server_port
+        self.server_port = options.server_port
         self._server: Any = None
-        self.graphs = graphs
-        self.source_frames = source_frames
+        self.graphs = options.graphs
+        self.source_frames = options.source_frames
         self.harvester: GraphHarvester | None = None
         self.frames: SourceFrames | None = None
         # Guards the regions dict and the step state against another thread's region or a
@@ -151,17 +153,13 @@ class Session:
         self._torch_xla: Any = None
         self._original_sync: Any = None
         self.metrics: StepMetrics | None = None
-        self._steps: RowBuffer | None = None
-        self._regions: RowBuffer | None = None
-        self._samples: RowBuffer | None = None
+        self.rows: StepRows | None = None  # with the steps ended since the last flush
         self._previous_sigterm: Any = None
         self.dynamo: DynamoRecorder | None = None
         self.modules: ModuleRecorder | None = None
         self._debug_log = LogSize(None)
         self._fallback_log = LogSize(None)
         self._fallback_seen = -1  # the fallback log's size at the last boundary
-        # Steps ended since the last flush, as read at their boundaries (see _write_pending).
-        self._pending: list[_EndedStep] = []
 
     # -- start -----------------------------------------------------------------------------
     def start(self, install_exit_handlers: bool = False) -> Session:
@@ -207,9 +205,7 @@ class Session:
                 "`xlaprof run`)"
             )
         write_info(self.directory, self.info)
-        self._steps = RowBuffer(self.directory / STEPS)
-        self._regions = RowBuffer(self.directory / REGIONS)
-        self._samples = RowBuffer(self.directory / SAMPLES)
+        self.rows = StepRows(self.directory, self.metrics)
         if self.server_port is not None:
             import torch_xla.debug.profiler as xp
 
@@ -353,12 +349,12 @@ class Session:
         """End the finished step; True when ``max_steps`` is reached.
 
         Only what must be read now is read here (clocks, log sizes, the runtime's metrics);
-        its row is built later by ``_write_pending``, with the other steps kept since the last
+        its row is built later (``StepRows.build``), with the other steps kept since the last
         flush (see ``StepMetrics``). ``now`` and ``cpu_now`` are the wall and thread CPU clocks
         read as ``boundary`` was entered; ``sync_entered_cpu`` is the thread CPU clock as the
         sync that ends the step was entered (None without one).
         """
-        assert self.metrics is not None
+        assert self.metrics is not None and self.rows is not None
         step = self.user_label if self.user_label is not None else self.step_index
         debug_offset = self._debug_log.size()
         fallback_offset = self._fallback_log.size()
@@ -375,8 +371,8 @@ class Session:
         regions = None
         if self.regions:
             regions, self.regions = self.regions, defaultdict(lambda: [0, 0.0])
-        self._pending.append(
-            _EndedStep(
+        self.rows.ended.append(
+            EndedStep(
                 step,
                 self.step_start_wall,
                 now - self.step_start,
@@ -402,55 +398,28 @@ class Session:
                 self._flush_rows()  # rows first: run.json never counts a row not on disk
                 write_info(self.directory, self.info, durable=False)
         self.user_label = None
-        if self.trace_steps is not None and self.window is not None:
-            if self.step_index == self.trace_steps[0] and not self.window.tracing:
-                self.window.start()
-            elif self.step_index == self.trace_steps[1] and self.window.tracing:
-                self.window.stop()
+        self._move_trace_window()
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
         self.step_cpu_start = time.thread_time()
         return self.max_steps is not None and self.step_index >= self.max_steps
 
+    def _move_trace_window(self) -> None:
+        """Start or stop the trace at the steps ``trace_steps`` names, as one step ends."""
+        if self.trace_steps is None or self.window is None:
+            return
+        if self.step_index == self.trace_steps[0] and not self.window.tracing:
+            self.window.start()
+        elif self.step_index == self.trace_steps[1] and self.window.tracing:
+            self.window.stop()
+
     def _step_label(self) -> int:
         """The number the step in progress will have in ``steps.jsonl`` (read by the sampler)."""
         return self.user_label if self.user_label is not None else self.step_index
 
-    def _take_samples(self) -> None:
-        """Move the sampler's finished steps into the rows. The step in progress stays: at
-        the end of the run it is the part after the last boundary, which has no row."""
-        if self.sampler is None or self._samples is None:
-            return
-        for step, counts in sorted(self.sampler.take(keep=self._step_label()).items()):
-            self._samples.add({"step": step, "samples": counts})
-
-    def _write_pending(self) -> None:
-        """Turn the steps ended since the last flush into rows of steps.jsonl and regions."""
-        assert self.metrics is not None and self._steps is not None and self._regions is not None
-        pending, self._pending = self._pending, []
-        for ended in pending:
-            row = StepRow(
-                step=ended.step,
-                start=ended.start,
-                wall_s=ended.wall_s,
-                host_cpu_s=ended.host_cpu_s,
-                sync_cpu_s=ended.sync_cpu_s,
-                debug_offset=ended.debug_offset,
-                fallback_offset=ended.fallback_offset,
-            )
-            # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
-            self._steps.add(vars(self.metrics.row(row, ended.reading, ended.aten)))
-            for name, (calls, seconds) in (ended.regions or {}).items():
-                self._regions.add(
-                    {"step": ended.step, "name": name, "calls": calls, "seconds": seconds}
-                )
-
     def _flush_rows(self) -> None:
-        self._write_pending()
-        self._take_samples()
-        for rows in (self._steps, self._regions, self._samples):
-            if rows is not None:
-                rows.flush()
+        if self.rows is not None:
+            self.rows.flush(self.sampler, self._step_label())
 
     def _degrade(self, where: str, error: BaseException) -> None:
         """Stop profiling after an internal error, keeping what was recorded; never raise."""
@@ -485,34 +454,14 @@ class Session:
             self.finished = True
             self.recording = False
         annotate.set_session(None)
-        if self.sampler is not None:
-            self.sampler.stop()
-            if self.sampler.error is not None:
-                self.info.warnings.append(f"host sampler stopped: {self.sampler.error}")
-            self._attempt("host samples not kept", self._take_samples)
-        self._attempt("module calls not written", self._write_modules)
-        if self.dynamo is not None:
-            self._attempt("dynamo recorder not stopped", self.dynamo.stop)
-        if self.frames is not None:
-            self._attempt("IR debug not restored", self.frames.close)
-        if self.window is not None and self.window.tracing:
-            self._attempt("trace not stopped", self.window.stop, wait=status in ("ok", "max_steps"))
-        self._attempt(
-            "sync hook not removed",
-            uninstall_sync_hook,
-            self._torch_xla,
-            self,
-            self._original_sync,
-        )
-        self._attempt(
-            "no final metrics report", self._write_final_metrics, wait=status in ("ok", "max_steps")
-        )
+        wait = status in ("ok", "max_steps")
+        self._stop_recorders(wait)
+        self._attempt("no final metrics report", self._write_final_metrics, wait=wait)
         if self.harvester is not None:
             self._attempt("graphs not collected", self.harvester.collect, self.step_index, True)
-        if self._steps is not None:
-            self._attempt("step rows not built", self._write_pending)
-        for rows in (self._steps, self._regions, self._samples):
-            if rows is not None:
+        if self.rows is not None:
+            self._attempt("step rows not built", self.rows.build)
+            for rows in self.rows.files:
                 self._attempt("a run file not written", rows.close)
         for log_size in (self._debug_log, self._fallback_log):
             self._attempt("a log not closed", log_size.close)
@@ -525,6 +474,35 @@ class Session:
         self.info.debug_analysis = _size(self.directory / DEBUG_LOG) > 0
         self._attempt("run.json not written", write_info, self.directory, self.info)
         self._restore_environment()
+
+    def _stop_recorders(self, wait: bool) -> None:
+        """Stop what records while the job runs (the sampler, the module and dynamo recorders,
+        IR debug, the trace: waiting for its device work with ``wait``) and the sync hook."""
+        if self.sampler is not None:
+            self.sampler.stop()
+            if self.sampler.error is not None:
+                self.info.warnings.append(f"host sampler stopped: {self.sampler.error}")
+            if self.rows is not None:
+                self._attempt(
+                    "host samples not kept",
+                    self.rows.take_samples,
+                    self.sampler,
+                    self._step_label(),
+                )
+        self._attempt("module calls not written", self._write_modules)
+        if self.dynamo is not None:
+            self._attempt("dynamo recorder not stopped", self.dynamo.stop)
+        if self.frames is not None:
+            self._attempt("IR debug not restored", self.frames.close)
+        if self.window is not None and self.window.tracing:
+            self._attempt("trace not stopped", self.window.stop, wait=wait)
+        self._attempt(
+            "sync hook not removed",
+            uninstall_sync_hook,
+            self._torch_xla,
+            self,
+            self._original_sync,
+        )
 
     def _restore_environment(self) -> None:
         """Put back the variables ``start`` set, so the process's environment is as it was."""
@@ -597,29 +575,11 @@ class Session:
                 recorder.stop()
         self.dynamo = self.modules = None
         self.sampler = None  # its thread did not survive the fork
-        for rows in (self._steps, self._regions, self._samples):
-            if rows is not None:
-                rows.discard()  # the parent's rows: the parent writes them
-        self._pending = []
+        if self.rows is not None:
+            self.rows.discard()  # the parent's rows: the parent writes them
         self.recording = False
         self.finished = True
         annotate.set_session(None)
-
-
-class _EndedStep(NamedTuple):
-    """What a boundary read of its step; its row is built at the next flush. A tuple, not a
-    dataclass: it is made on the hot path, right after the step."""
-
-    step: int
-    start: float
-    wall_s: float
-    host_cpu_s: float
-    sync_cpu_s: float | None
-    debug_offset: int
-    fallback_offset: int
-    reading: Reading
-    aten: dict[str, int] | None
-    regions: dict[str, list[float]] | None
 
 
 def _unique_directory(out: Path) -> Path:

@@ -56,33 +56,22 @@ def _run(args: argparse.Namespace) -> str:
     import torch
     import torch_xla
 
-    from xlaprof.capture.session import Session
+    from xlaprof.capture.session import Session, SessionOptions
     from xlaprof.fixes.target import build
-    from xlaprof.fixes.variants import apply_remat, apply_scan, homogeneous_stacks
 
     if args.variant == "cache":
         import torch_xla.runtime as xr
 
         xr.initialize_cache(args.cache_dir)
     # Before the model touches the device: the session's HLO dump flag is read then.
-    session = Session(args.out, sample_hz=0, command=[args.target, args.variant]).start()
+    options = SessionOptions(sample_hz=0, command=[args.target, args.variant])
+    session = Session(args.out, options).start()
     torch.manual_seed(args.seed)
     setup = build(args.target)
     device = torch_xla.device()
     model = setup.model.to(device)
     batch = setup.batch.to(device)
-    layers = args.layers
-    if layers is None and args.stack:
-        layers = _stack_path(model, args.stack)
-    if args.variant in ("scan", "remat") and layers is None:
-        stacks = homogeneous_stacks(model)
-        if not stacks:
-            raise ValueError("no nn.ModuleList of identical layers found; pass --layers ATTR")
-        layers = stacks[0]
-    if args.variant == "scan":
-        apply_scan(model, layers, pure=bool(args.layer_pure))
-    elif args.variant == "remat":
-        apply_remat(model, layers)
+    _apply_variant(args, model)
     try:
         for step in range(args.warmup + args.steps):
             model.zero_grad(set_to_none=True)
@@ -98,6 +87,25 @@ def _run(args: argparse.Namespace) -> str:
         raise
     session.finish("ok")
     return str(session.directory)
+
+
+def _apply_variant(args: argparse.Namespace, model: torch.nn.Module) -> None:
+    """Rewrite ``model`` as the variant asks (scan or remat over its layer stack: the one
+    ``--layers`` or ``--stack`` names, else the first stack of identical layers found)."""
+    from xlaprof.fixes.variants import apply_remat, apply_scan, homogeneous_stacks
+
+    layers = args.layers
+    if layers is None and args.stack:
+        layers = _stack_path(model, args.stack)
+    if args.variant in ("scan", "remat") and layers is None:
+        stacks = homogeneous_stacks(model)
+        if not stacks:
+            raise ValueError("no nn.ModuleList of identical layers found; pass --layers ATTR")
+        layers = stacks[0]
+    if args.variant == "scan":
+        apply_scan(model, layers, pure=bool(args.layer_pure))
+    elif args.variant == "remat":
+        apply_remat(model, layers)
 
 
 def _stack_path(model: torch.nn.Module, stack: str) -> str | None:
