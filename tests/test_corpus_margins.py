@@ -15,7 +15,8 @@ from xlaprof.analyzers.recompilation.sites import split_warmup
 from xlaprof.analyzers.shared.sourcecode import argument_origin, loop_reassignment, time_loop_sketch
 from xlaprof.findings import Location, Severity
 from xlaprof.model.input import AnalysisInput
-from xlaprof.parse.debug_log import DebugEvent, Frame
+from xlaprof.parse.debug_log import DebugEvent
+from xlaprof.parse.frames import Frame
 from xlaprof.rundir.schema import StepRow
 
 

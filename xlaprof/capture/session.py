@@ -18,12 +18,12 @@ Nothing here raises into the training script: an error in a step boundary, the s
 trace window is recorded in ``run.json``'s warnings and profiling stops (or that part does),
 while the job goes on.
 
-This package is what the training process loads: it imports nothing of ``xlaprof.analysis``,
-``xlaprof.report``, pandas or plotly. torch_xla is imported only when a session starts.
+This package is what the training process loads: it imports none of the later stages (model,
+tables, analyzers, report), pandas or plotly. torch_xla is imported only when a session starts.
 
-Longer than the ~350 lines a module here aims for: the session's jobs already live in their own
-modules; what is left is the lifecycle (start, step boundary, finish, exit paths), which shares
-one state and reads best in one place.
+The session's jobs live in modules of their own (what it sets up as it starts in ``setup``, its
+row files in ``rows``, the sampler, the recorders, the trace window); this one is the lifecycle
+they share one state in: start, step boundary, finish and the process's exit paths.
 """
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ import contextlib
 import json
 import logging
 import os
-import platform
 import signal
-import socket
 import sys
 import threading
 import time
@@ -47,17 +45,23 @@ from typing import Any
 from xlaprof.capture import annotate, probe
 from xlaprof.capture.dynamo import DynamoRecorder
 from xlaprof.capture.graphs import GraphHarvester, SourceFrames
-from xlaprof.capture.metrics import METRICS_SAMPLES, StepMetrics
+from xlaprof.capture.metrics import StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
 from xlaprof.capture.rows import FLUSH_SECONDS, EndedStep, LogSize, StepRows
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
+from xlaprof.capture.setup import (
+    enable_debug_output,
+    import_runtime,
+    restore_environment,
+    run_info,
+    saved_environment,
+    unique_directory,
+)
 from xlaprof.capture.synchook import install_sync_hook, uninstall_sync_hook
 from xlaprof.capture.tracewindow import TraceWindow
-from xlaprof.errors import RuntimeUnavailable
 from xlaprof.parse.frames import is_library_file
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
-    FALLBACK_LOG,
     FINAL_METRICS,
     METRICS_DIR,
     MODULES,
@@ -67,31 +71,10 @@ from xlaprof.rundir.writer import atomic_write_text, write_info
 
 log = logging.getLogger(__name__)
 
-_ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
 DEFAULT_DEBUG_LEVEL = 2
-# Environment a session sets for torch_xla; restored when the session finishes.
-_SESSION_ENV = (
-    "PT_XLA_DEBUG_LEVEL",
-    "PT_XLA_DEBUG_FILE",
-    "XLA_FNTRACKER_FILE",
-    "XLA_FLAGS",
-    "XLA_HLO_DEBUG",
-    "XLA_METRICS_SAMPLES",
-)
 # Sessions started in this process: torch_xla reads the debug-file and dump settings when its
 # first graph runs, so a later session cannot point them at its own run directory.
 _STARTED = {"sessions": 0}
-
-
-def _import_runtime() -> tuple[Any, Any]:
-    try:
-        import torch_xla
-    except ImportError as error:
-        raise RuntimeUnavailable(
-            f"torch_xla cannot be imported here ({error}); install xlaprof[runtime] to "
-            "profile, or analyze a run captured elsewhere"
-        ) from None
-    return torch_xla, torch_xla._XLAC
 
 
 @dataclass(frozen=True)
@@ -160,14 +143,15 @@ class Session:
         self._debug_log = LogSize(None)
         self._fallback_log = LogSize(None)
         self._fallback_seen = -1  # the fallback log's size at the last boundary
+        self._env_before: dict[str, str | None] = {}  # what start() found, finish() puts back
 
     # -- start -----------------------------------------------------------------------------
     def start(self, install_exit_handlers: bool = False) -> Session:
-        torch_xla, xlac = _import_runtime()
+        torch_xla, xlac = import_runtime()
         self._torch_xla = torch_xla
         self.metrics = StepMetrics(xlac)
-        self.directory = _unique_directory(self.out)
-        self._env_before = {name: os.environ.get(name) for name in _SESSION_ENV}
+        self.directory = unique_directory(self.out)
+        self._env_before = saved_environment()
         if _STARTED["sessions"]:
             self.info_warnings.append(
                 "a second profiling session in this process: torch_xla read PT_XLA_DEBUG_FILE, "
@@ -176,26 +160,17 @@ class Session:
                 "fallback records or graphs (use one profile() per process, or xlaprof run)"
             )
         else:
-            self._enable_debug_output(xlac)
+            output = enable_debug_output(
+                self.directory, xlac, self.debug_level, self.graphs, self.source_frames
+            )
+            self._debug_log, self._fallback_log = output.debug_log, output.fallback_log
+            self.frames, self.harvester = output.frames, output.harvester
+            self.info_warnings.extend(output.warnings)
         _STARTED["sessions"] += 1
         graphs_before = (
             self.metrics.metric("CompileTime")[0] + self.metrics.metric("ExecuteTime")[0]
         )
-        self.info = RunInfo(
-            xlaprof_version=probe.package_version("xlaprof"),
-            torch_version=probe.module_version("torch"),
-            torch_xla_version=getattr(torch_xla, "__version__", None),
-            python_version=platform.python_version(),
-            cxx11_abi=probe.cxx11_abi(),
-            env={k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)},
-            command=self.command,
-            cwd=os.getcwd(),
-            host=socket.gethostname(),
-            pid=self.pid,
-            started=time.time(),
-            trace_steps=list(self.trace_steps) if self.trace_steps else None,
-            debug_level=self.debug_level,
-        )
+        self.info = run_info(self.command, self.pid, self.trace_steps, self.debug_level, torch_xla)
         self.info.warnings.extend(self.info_warnings)
         self.window = TraceWindow(self.directory, self.info.warnings)
         if graphs_before:
@@ -272,32 +247,6 @@ class Session:
             atomic_write_text(self.directory / MODULES, json.dumps(summary))
         except Exception as error:
             self.info.warnings.append(f"module calls not recorded: {error}")
-
-    def _enable_debug_output(self, xlac: Any) -> None:
-        # torch_xla reads these when its first graph is built, not at import.
-        os.environ.setdefault("XLA_METRICS_SAMPLES", METRICS_SAMPLES)
-        if self.debug_level > 0:
-            level = max(self.debug_level, int(os.environ.get("PT_XLA_DEBUG_LEVEL", "0") or 0))
-            os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
-            os.environ["PT_XLA_DEBUG_FILE"] = str(self.directory / DEBUG_LOG)
-            self._debug_log = LogSize(self.directory / DEBUG_LOG)
-        os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
-        self._fallback_log = LogSize(self.directory / FALLBACK_LOG)
-        if self.graphs:
-            # Each compiled module's HLO text. Its source file:line metadata needs IR debug
-            # while ops are traced (SourceFrames switches it) and XLA_HLO_DEBUG when graphs are
-            # lowered (read at the first lowering).
-            os.environ.setdefault("XLA_HLO_DEBUG", "1")
-            self.frames = SourceFrames(xlac, self.source_frames)
-            if not self.frames.available and os.environ.get("XLA_IR_DEBUG") != "1":
-                self.info_warnings.append(
-                    "graphs have no source lines: this torch_xla cannot switch IR debug at run "
-                    "time; set XLA_IR_DEBUG=1 before importing torch_xla (xlaprof run does)"
-                )
-            if os.environ.get("XLA_HLO_DEBUG") != "1":
-                self.info_warnings.append("graphs have no source lines: XLA_HLO_DEBUG is not 1")
-            self.harvester = GraphHarvester(self.directory)
-            os.environ["XLA_FLAGS"] = self.harvester.xla_flags(os.environ.get("XLA_FLAGS", ""))
 
     # -- steps -----------------------------------------------------------------------------
     def begin_user_step(self, number: int) -> None:
@@ -473,7 +422,7 @@ class Session:
         self.info.detail = detail if detail is not None else self.exception
         self.info.debug_analysis = _size(self.directory / DEBUG_LOG) > 0
         self._attempt("run.json not written", write_info, self.directory, self.info)
-        self._restore_environment()
+        restore_environment(self._env_before)
 
     def _stop_recorders(self, wait: bool) -> None:
         """Stop what records while the job runs (the sampler, the module and dynamo recorders,
@@ -503,14 +452,6 @@ class Session:
             self,
             self._original_sync,
         )
-
-    def _restore_environment(self) -> None:
-        """Put back the variables ``start`` set, so the process's environment is as it was."""
-        for name, value in getattr(self, "_env_before", {}).items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
     def _attempt(self, failure: str, action: Any, *args: Any, **kwargs: Any) -> None:
         """Run one part of ``finish``; its error becomes a warning, never an exception."""
@@ -580,19 +521,6 @@ class Session:
         self.recording = False
         self.finished = True
         annotate.set_session(None)
-
-
-def _unique_directory(out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    base = f"{socket.gethostname()}-{os.getpid()}"
-    for suffix in range(1000):
-        candidate = out / (base if suffix == 0 else f"{base}-{suffix}")
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        return candidate
-    raise RuntimeError(f"no free run directory name under {out}")
 
 
 def _size(path: str | Path) -> int:
