@@ -129,40 +129,58 @@ def module_finding(
     script: str | None,
 ) -> Finding:
     """A finding named and located from the live module tree (capture/modules.py)."""
-    unit = ", ".join(match.unit_classes)
     evidence["module_source"] = "live module tree (modules.json)"
     if match.location is not None:
         evidence["loop"] = str(match.location)
     if match.kind == "time":
-        evidence["repeated_module"] = f"{match.name} ({unit}), called {match.units} times a step"
-        sketch = (
-            time_loop_sketch(match.call.file, match.call.line) if match.call is not None else None
-        )
-        if sketch is not None:
-            evidence["scan_sketch"] = sketch
-        title = (
-            f"Unrolled time loop: {match.name} ({unit}) applied {match.units} times in a Python "
-            f"loop, traced as {primary.repeats} identical copies of a {primary.block_ops}-op "
-            f"block ({share:.0%} of the graph)"
-        )
-        suggestion = (
-            "Run the loop on the device with torch_xla.experimental.scan.scan(fn, init, xs): "
-            "fn(carry, x_t) -> (carry, y_t) is traced and compiled once, xs are sliced along "
-            "dim 0."
-            + (f" A sketch from your loop:\n{sketch}\n" if sketch else " ")
-            + f"XLA then compiles one step of the loop instead of {match.units}. fn must be "
-            "traceable by AOTAutograd (no Python branches on tensor values, no .item()) and "
-            "may not close over tensors, so the module's parameters travel in the carry "
-            "(torch.func.functional_call); measure compile time and step time before and after."
-        )
-        return Finding(
-            kind=Kind.UNROLLED_LOOP,
-            severity=Severity.WARNING,
-            title=title,
-            evidence=evidence,
-            location=match.location,
-            suggestion=suggestion,
-        )
+        return _time_loop_finding(match, primary, share, evidence)
+    return _stack_finding(match, primary, share, evidence, script)
+
+
+def _time_loop_finding(
+    match: ModuleMatch, primary: Repeat, share: float, evidence: dict[str, object]
+) -> Finding:
+    """One module called ``match.units`` times a step: a ``scan`` over the time loop."""
+    unit = ", ".join(match.unit_classes)
+    evidence["repeated_module"] = f"{match.name} ({unit}), called {match.units} times a step"
+    sketch = time_loop_sketch(match.call.file, match.call.line) if match.call is not None else None
+    if sketch is not None:
+        evidence["scan_sketch"] = sketch
+    title = (
+        f"Unrolled time loop: {match.name} ({unit}) applied {match.units} times in a Python "
+        f"loop, traced as {primary.repeats} identical copies of a {primary.block_ops}-op "
+        f"block ({share:.0%} of the graph)"
+    )
+    suggestion = (
+        "Run the loop on the device with torch_xla.experimental.scan.scan(fn, init, xs): "
+        "fn(carry, x_t) -> (carry, y_t) is traced and compiled once, xs are sliced along "
+        "dim 0."
+        + (f" A sketch from your loop:\n{sketch}\n" if sketch else " ")
+        + f"XLA then compiles one step of the loop instead of {match.units}. fn must be "
+        "traceable by AOTAutograd (no Python branches on tensor values, no .item()) and "
+        "may not close over tensors, so the module's parameters travel in the carry "
+        "(torch.func.functional_call); measure compile time and step time before and after."
+    )
+    return Finding(
+        kind=Kind.UNROLLED_LOOP,
+        severity=Severity.WARNING,
+        title=title,
+        evidence=evidence,
+        location=match.location,
+        suggestion=suggestion,
+    )
+
+
+def _stack_finding(
+    match: ModuleMatch,
+    primary: Repeat,
+    share: float,
+    evidence: dict[str, object],
+    script: str | None,
+) -> Finding:
+    """A stack of identical layers: ``scan_layers`` over it (where it is one attribute of one
+    owner and one layer class), else grouping each repeating unit into a module first."""
+    unit = ", ".join(match.unit_classes)
     owned = match.attribute is not None and match.owner_class is not None
     if owned:
         name = f"self.{match.attribute}"
