@@ -10,6 +10,7 @@ step, four batch sizes, one `torch.median` per step), not from what xlaprof prin
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -358,9 +359,17 @@ def test_junit_file_parses_and_names_the_failing_budget(tmp_path: Path) -> None:
     assert "fix:" in (failure.text or "")  # the finding's suggestion is in the body
     assert cases["max-recompilations"].get("line") == str(cause_line)
     assert cases["max-fallback-ops"].find("failure") is None
-    # an existing file is kept without --force
+    # a CI job that runs again rewrites its own report there...
     again = check(str(sample("healthy_loop")), "--max-graphs", "9", "--junit", str(junit))
-    assert again.returncode == 11 and "--force" in again.stderr
+    assert again.returncode == 0, again.stderr
+    cases = [case.get("name") for case in ET.parse(junit).getroot().iter("testcase")]
+    assert cases == ["max-graphs"]
+    # ...but a file that is not one of its reports is kept without --force
+    notes = tmp_path / "notes.xml"
+    notes.write_text("<notes>mine</notes>\n")
+    kept = check(str(sample("healthy_loop")), "--max-graphs", "9", "--junit", str(notes))
+    assert kept.returncode == 11 and "--force" in kept.stderr
+    assert notes.read_text() == "<notes>mine</notes>\n"
 
 
 def test_junit_marks_allowed_unmeasured_budgets_skipped(tmp_path: Path, samples) -> None:
@@ -513,3 +522,42 @@ def test_github_annotation_escaping_and_not_measured_junit() -> None:
     cases = {c.get("name"): c for c in root.iter("testcase")}
     assert cases["max-recompilations"].find("failure").get("type") == "not_measured"
     assert root.get("failures") == "2"
+
+
+def test_a_failed_check_reads_as_its_whole_report_in_a_pytest_failure(tmp_path: Path) -> None:
+    # GIVEN a user's test that checks a run with a budget it breaks, the way docs/ci.md shows
+    test_file = tmp_path / "test_budget.py"
+    test_file.write_text(
+        "import xlaprof\n\n"
+        "def test_budget():\n"
+        f"    result = xlaprof.check({str(sample('recompile_varying_batch'))!r},"
+        " max_recompilations=0, max_graphs=1)\n"
+        "    assert result.ok, result\n"
+    )
+    # WHEN pytest runs it (a fresh process, its default verbosity)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    # THEN the failure shows every line of the report, none cut, with the explaining finding
+    assert run.returncode == 1, run.stdout + run.stderr
+    expected = str(
+        xlaprof.check(sample("recompile_varying_batch"), max_recompilations=0, max_graphs=1)
+    )
+    for line in expected.splitlines():
+        assert line.strip() in run.stdout, line
+    assert "why: recompilation" in run.stdout and "FAILED: 2 over budget" in run.stdout
+
+
+def test_every_limit_has_a_measure_and_an_option() -> None:
+    # GIVEN the budgets' limits WHEN they are listed against the measures and the CLI's options
+    from xlaprof.budgets import LIMITS, MEASURES
+    from xlaprof.cli.check import check as command
+
+    options = {param.name for param in command.params}
+    # THEN each limit is measured and settable from the command line, and nothing else is
+    assert set(MEASURES) == set(LIMITS)
+    assert {name.replace("-", "_") for name in Budgets.options()} <= options

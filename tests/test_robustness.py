@@ -8,7 +8,6 @@ in the file), not from what xlaprof printed before.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import re
@@ -324,16 +323,13 @@ def test_the_facade_says_which_process_it_keeps(tmp_path: Path) -> None:
 # -- output at any width ---------------------------------------------------------------------------
 @pytest.mark.parametrize("width", [50, 80, 200])
 def test_console_output_cuts_no_number_or_key(width: int) -> None:
-    from rich.console import Console
-
     from xlaprof.inputs.paths import load_parts
+    from xlaprof.model.result import AnalysisResult
     from xlaprof.pipeline import analyze_parts
-    from xlaprof.report import console
+    from xlaprof.report import RenderOptions, render
 
     results = analyze_parts(load_parts([SAMPLES / "runs" / "tracing_bound_tiny_ops"], 1 << 30))
-    buffer = io.StringIO()
-    console.render(results, Console(file=buffer, width=width, highlight=False))
-    text = buffer.getvalue()
+    text = render(AnalysisResult(results), "console", options=RenderOptions(width=width))
     timeline = results[0].timeline
     median = timeline[timeline["step"] >= 2]["wall_s"].median()
     assert f"{median * 1e3:.2f}" in text  # the median row's number, whole

@@ -129,6 +129,20 @@ class BadCapture(XlaprofError):
     exit_code = 23
 
 
+class UnsafeInput(XlaprofError):
+    """An input holds names that would make xlaprof, or a tool it starts, write or read outside
+    it (an HLO module named ``../../x`` for ``xlaprof view``)."""
+
+    exit_code = 24
+
+
+class SchedulerError(XlaprofError):
+    """``--scheduler``: not a dask scheduler address, none answers in time, or it has no
+    workers."""
+
+    exit_code = 25
+
+
 class CommandNotFound(XlaprofError):
     """The command after ``--`` of ``xlaprof run`` could not be started."""
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from xlaprof.analyzers import run_analyzers
 from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
-from xlaprof.inputs.sourcefiles import source_roots
+from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, withheld_note
 from xlaprof.model.result import PartResult
 
 if TYPE_CHECKING:
@@ -40,9 +40,10 @@ def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> Par
 
     root = source_root
     if root is None and part.run is not None:
-        root = part.run.info.cwd
-    with source_roots(root):
+        root = recorded_root(part.run.info.cwd)  # a real project folder only
+    with source_roots(root) as roots:
         result = PartResult(part, run_analyzers(part.data))
+        note_withheld(part, roots)
     trace = part.trace if part.trace is not None else _trace_window(part)
     if part.data.steps or trace is not None:
         events = None if trace is None else trace.events
@@ -64,14 +65,27 @@ def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> Par
     return result
 
 
+def note_withheld(part: Part, roots: tuple[Path, ...]) -> None:
+    """Say in the part's warnings (console notes, ``--json``, HTML) which source files exist
+    here but were not quoted, and how to allow them (``xlaprof.inputs.sourcefiles``)."""
+    from xlaprof.parse.metrics_report import ParseWarning
+
+    note = withheld_note(withheld(), roots)
+    if note is None:
+        return
+    if part.run_summary is not None:
+        part.run_summary.warnings.append(note)
+    elif part.sources:
+        part.sources[0].warnings.append(ParseWarning(line=0, text="", reason=note))
+
+
 def _trace_window(part: Part) -> Trace | None:
     """The trace a run directory captured (``--trace-steps``), or None."""
     if part.run is None or not part.run.trace_files():
         return None
     from xlaprof.inputs.traces import load_trace
 
-    window = part.run.info.trace_steps
-    return load_trace(part.run.path, first_step=window[0] if window else 0)
+    return load_trace(part.run.path)  # steps numbered from the run's trace window
 
 
 def findings_of(
@@ -123,8 +137,9 @@ def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
         parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
         checked = []
         for part in parts:
-            with source_roots(part.run.info.cwd if part.run is not None else None):
+            with source_roots(recorded_root(part.run.info.cwd) if part.run else None) as roots:
                 checked.append(PartResult(part, run_analyzers(part.data)))
+                note_withheld(part, roots)
         return checked
 
     checked = [result for path in paths for result in results(path)]

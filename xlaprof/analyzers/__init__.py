@@ -1,12 +1,21 @@
-"""Analyzers: pure functions from parsed data to ``Finding``s, one module each.
+"""Analyzers: pure functions from parsed data to ``Finding``s, one module per finding kind.
 
-``ANALYZERS`` is the one registry; ``run_analyzers`` applies them all in order and sorts the
-findings most severe first. Analyzers take an ``AnalysisInput`` and never read files.
+Each analyzer module has ``analyze(data) -> list[Finding]`` and owns its precondition,
+``unmeasured(data) -> str | None``: why it could not have looked at this input (no compilation
+data, too few steady steps, no compiled graphs, ...), or None when it could. An analyzer that
+found nothing on an input it could not read has not shown the problem is absent: ``xlaprof
+check --forbid KIND`` says "not measured" there rather than "pass".
+
+``ANALYZERS`` is the one registry, in the order findings are made; ``run_analyzers`` applies
+them all and sorts the findings most severe first. Analyzers take an ``AnalysisInput`` and never
+read files. A new finding kind is a module here, a line in ``ANALYZERS``, a ``Kind`` in
+``xlaprof.findings`` and a page in docs/analyzers/.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from xlaprof.analyzers import (
     aten_fallback,
@@ -18,29 +27,42 @@ from xlaprof.analyzers import (
     tracing_bound,
     unrolled_loop,
 )
-from xlaprof.findings import Finding
+from xlaprof.findings import Finding, Kind
 from xlaprof.model.input import AnalysisInput
 
-Analyzer = Callable[[AnalysisInput], list[Finding]]
 
-ANALYZERS: tuple[tuple[str, Analyzer], ...] = (
-    ("recompilation", recompilation.analyze),
-    ("graph_break", graph_break.analyze),
-    ("host_sync", host_sync.analyze),
-    ("aten_fallback", aten_fallback.analyze),
-    ("slow_compile", slow_compile.analyze),
-    ("tracing_bound", tracing_bound.analyze),
-    ("unrolled_loop", unrolled_loop.analyze),
-    ("memory_pressure", memory_pressure.analyze),
+@dataclass(frozen=True)
+class Analyzer:
+    """One finding kind: how it is found, and when it cannot be."""
+
+    kind: Kind
+    analyze: Callable[[AnalysisInput], list[Finding]]
+    unmeasured: Callable[[AnalysisInput], str | None]
+
+
+ANALYZERS: tuple[Analyzer, ...] = (
+    Analyzer(Kind.RECOMPILATION, recompilation.analyze, recompilation.unmeasured),
+    Analyzer(Kind.GRAPH_BREAK, graph_break.analyze, graph_break.unmeasured),
+    Analyzer(Kind.HOST_SYNC, host_sync.analyze, host_sync.unmeasured),
+    Analyzer(Kind.ATEN_FALLBACK, aten_fallback.analyze, aten_fallback.unmeasured),
+    Analyzer(Kind.SLOW_COMPILE, slow_compile.analyze, slow_compile.unmeasured),
+    Analyzer(Kind.TRACING_BOUND, tracing_bound.analyze, tracing_bound.unmeasured),
+    Analyzer(Kind.UNROLLED_LOOP, unrolled_loop.analyze, unrolled_loop.unmeasured),
+    Analyzer(Kind.MEMORY_PRESSURE, memory_pressure.analyze, memory_pressure.unmeasured),
 )
+
+
+def analyzer_of(kind: Kind) -> Analyzer:
+    """The registered analyzer of ``kind``."""
+    return next(a for a in ANALYZERS if a.kind is kind)
 
 
 def run_analyzers(data: AnalysisInput) -> list[Finding]:
     """All findings for ``data``, most severe first (stable within a severity)."""
     findings: list[Finding] = []
-    for _name, analyzer in ANALYZERS:
-        findings.extend(analyzer(data))
+    for analyzer in ANALYZERS:
+        findings.extend(analyzer.analyze(data))
     return sorted(findings, key=lambda f: -f.severity.rank)
 
 
-__all__ = ["ANALYZERS", "AnalysisInput", "run_analyzers"]
+__all__ = ["ANALYZERS", "AnalysisInput", "Analyzer", "analyzer_of", "run_analyzers"]

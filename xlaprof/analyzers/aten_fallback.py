@@ -36,6 +36,13 @@ SUGGESTION = (
 _MAX_SITES = 5
 
 
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (no fallback counts), or None."""
+    if data.reports or data.steps or data.debug.events or data.debug.fallbacks:
+        return None
+    return "no metrics, per-step rows or debug events in the input"
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     counts: dict[str, int | None] = dict(data.aten_fallbacks())
     attributed = attribute(data)

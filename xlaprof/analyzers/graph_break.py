@@ -27,6 +27,13 @@ SUGGESTION = (
 )
 
 
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (an empty input), or None."""
+    if data.reports or data.steps or data.debug.events:
+        return None
+    return "the input is empty"
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     breaks: dict[tuple[str | None, str | None], list[DynamoRecord]] = defaultdict(list)
     for record in data.dynamo:

@@ -34,6 +34,13 @@ SUGGESTION = (
 )
 
 
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (no counts of reads), or None."""
+    if data.reports or data.steps or data.debug.events or data.debug.fallbacks:
+        return None
+    return "no metrics, per-step rows or debug events in the input"
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     sites = attribute(data).reads
     transfers = data.device_to_host_transfers()

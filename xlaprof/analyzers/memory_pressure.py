@@ -21,6 +21,15 @@ MIN_INTERMEDIATE_BYTES = 1024**3
 DEVICE_FULL_SHARE = 0.9
 
 
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (no memory figures), or None."""
+    if data.device_memory is not None or any(
+        e.memory is not None for e in data.debug.compilations()
+    ):
+        return None
+    return "no post-compilation memory analysis or device memory figures"
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     # The graph with the most intermediate bytes: its event, memory, total and those bytes.
     worst: tuple[DebugEvent, MemoryAnalysis, float, float] | None = None

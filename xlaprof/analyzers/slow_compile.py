@@ -28,6 +28,13 @@ SUGGESTION = (
 )
 
 
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (no compilation data), or None."""
+    if data.compiles() is not None or data.debug.compilations():
+        return None
+    return "no compilation data in the input"
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     if data.reports:
         compiles = data.metric_samples(*COMPILE_METRICS)

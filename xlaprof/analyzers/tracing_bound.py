@@ -53,6 +53,18 @@ FIXES = (
 )
 
 
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not judge ``data``: fewer than ``MIN_STEADY_STEPS`` steady steps
+    (after warm-up, without compiling), or None."""
+    steady = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles == 0]
+    if len(steady) >= MIN_STEADY_STEPS:
+        return None
+    return (
+        f"needs {MIN_STEADY_STEPS} steady steps (after warm-up, without compiling); "
+        f"the run has {len(steady)}"
+    )
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     steady = [
         s

@@ -47,7 +47,15 @@ from xlaprof.capture.dynamo import DynamoRecorder
 from xlaprof.capture.graphs import GraphHarvester, SourceFrames
 from xlaprof.capture.metrics import StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
-from xlaprof.capture.rows import FLUSH_SECONDS, EndedStep, LogSize, StepRows
+from xlaprof.capture.rows import (
+    FLUSH_SECONDS,
+    MAX_FILE_ENV,
+    EndedStep,
+    LogSize,
+    RowBuffer,
+    StepRows,
+    file_limit,
+)
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
 from xlaprof.capture.setup import (
     enable_debug_output,
@@ -62,9 +70,13 @@ from xlaprof.capture.tracewindow import TraceWindow
 from xlaprof.parse.frames import is_library_file
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
+    FALLBACK_LOG,
     FINAL_METRICS,
     METRICS_DIR,
     MODULES,
+    REGIONS,
+    SAMPLES,
+    STEPS,
     RunInfo,
 )
 from xlaprof.rundir.writer import atomic_write_text, write_info
@@ -180,7 +192,8 @@ class Session:
                 "`xlaprof run`)"
             )
         write_info(self.directory, self.info)
-        self.rows = StepRows(self.directory, self.metrics)
+        # Each per-step file is capped: see _note_dropped.
+        self.rows = StepRows(self.directory, self.metrics, file_limit())
         if self.server_port is not None:
             import torch_xla.debug.profiler as xp
 
@@ -369,6 +382,25 @@ class Session:
     def _flush_rows(self) -> None:
         if self.rows is not None:
             self.rows.flush(self.sampler, self._step_label())
+        self._note_dropped()
+
+    def _note_dropped(self) -> None:
+        """Record in run.json what the per-step files' caps dropped: rows, or log bytes."""
+        files: dict[str, RowBuffer | LogSize] = {}
+        if self.rows is not None:
+            files = {STEPS: self.rows.steps, REGIONS: self.rows.regions, SAMPLES: self.rows.samples}
+        files |= {DEBUG_LOG: self._debug_log, FALLBACK_LOG: self._fallback_log}
+        for name, source in files.items():
+            dropped = source.dropped
+            if not dropped:
+                continue
+            if name not in self.info.dropped:
+                unit = "bytes" if name in (DEBUG_LOG, FALLBACK_LOG) else "rows"
+                self.info.warnings.append(
+                    f"{name} reached its cap of {file_limit()} bytes by step {self.step_index}: "
+                    f"later {unit} are dropped (counted in dropped; ${MAX_FILE_ENV} raises it)"
+                )
+            self.info.dropped[name] = dropped
 
     def _degrade(self, where: str, error: BaseException) -> None:
         """Stop profiling after an internal error, keeping what was recorded; never raise."""
@@ -421,6 +453,7 @@ class Session:
         self.info.exit_code = exit_code
         self.info.detail = detail if detail is not None else self.exception
         self.info.debug_analysis = _size(self.directory / DEBUG_LOG) > 0
+        self._attempt("dropped rows not counted", self._note_dropped)
         self._attempt("run.json not written", write_info, self.directory, self.info)
         restore_environment(self._env_before)
 

@@ -15,7 +15,7 @@ from typing import Any
 from xlaprof.capture import probe
 from xlaprof.capture.graphs import GraphHarvester, SourceFrames
 from xlaprof.capture.metrics import METRICS_SAMPLES
-from xlaprof.capture.rows import LogSize
+from xlaprof.capture.rows import LogSize, file_limit
 from xlaprof.errors import RuntimeUnavailable
 from xlaprof.rundir.schema import DEBUG_LOG, FALLBACK_LOG, RunInfo
 
@@ -121,9 +121,9 @@ def enable_debug_output(
         level = max(debug_level, int(os.environ.get("PT_XLA_DEBUG_LEVEL", "0") or 0))
         os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
         os.environ["PT_XLA_DEBUG_FILE"] = str(directory / DEBUG_LOG)
-        output.debug_log = LogSize(directory / DEBUG_LOG)
+        output.debug_log = LogSize(directory / DEBUG_LOG, file_limit())
     os.environ["XLA_FNTRACKER_FILE"] = str(directory / FALLBACK_LOG)
-    output.fallback_log = LogSize(directory / FALLBACK_LOG)
+    output.fallback_log = LogSize(directory / FALLBACK_LOG, file_limit())
     if graphs:
         # Each compiled module's HLO text. Its source file:line metadata needs IR debug
         # while ops are traced (SourceFrames switches it) and XLA_HLO_DEBUG when graphs are

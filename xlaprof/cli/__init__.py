@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from xlaprof.errors import XlaprofError
+from xlaprof.escape import terminal
 
 # name -> (module, attribute, one-line help shown by `xlaprof --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -58,7 +59,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except XlaprofError as error:
-            click.echo(f"xlaprof: error: {error}", err=True)
+            click.echo(f"xlaprof: error: {terminal(error)}", err=True)
             ctx.exit(error.exit_code)
         except KeyboardInterrupt:
             click.echo("xlaprof: interrupted", err=True)
@@ -73,7 +74,7 @@ class LazyGroup(click.Group):
             if os.environ.get("XLAPROF_DEBUG"):
                 raise
             click.echo(
-                f"xlaprof: internal error: {type(error).__name__}: {error} "
+                f"xlaprof: internal error: {type(error).__name__}: {terminal(error)} "
                 "(set XLAPROF_DEBUG=1 for the traceback, and please report it)",
                 err=True,
             )

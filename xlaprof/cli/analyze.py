@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from xlaprof.errors import OutputError
-from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES
-from xlaprof.parse.units import parse_size
-
-if TYPE_CHECKING:
-    from xlaprof.model.trace import Trace
-
-
-def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int:
-    if value is None:
-        return DEFAULT_MAX_INPUT_BYTES
-    try:
-        return parse_size(value)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+from xlaprof.cli.common import emit, size_option, trace_notes
 
 
 @click.command()
@@ -39,7 +23,7 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
 @click.option("--force", is_flag=True, help="Overwrite --output if it exists.")
 @click.option(
     "--max-size",
-    callback=_size,
+    callback=size_option,
     metavar="SIZE",
     help="Largest input file to read (default 256MB), e.g. 2GB.",
 )
@@ -65,9 +49,10 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
 @click.option(
     "--scheduler",
     metavar="ADDRESS",
-    envvar="XLAPROF_DASK_SCHEDULER",
     help="Trace logdirs of many hosts: read each host on this dask.distributed cluster "
-    "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes.",
+    "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes. Its workers' "
+    "results are unpickled here: name only a cluster you trust. $XLAPROF_DASK_SCHEDULER "
+    "does the same, announced on stderr.",
 )
 @click.option(
     "--workers",
@@ -95,49 +80,19 @@ def analyze(
     device's steps, busy and idle time and top ops.
     """
     from xlaprof.inputs.paths import load_parts
+    from xlaprof.model.result import AnalysisResult
     from xlaprof.pipeline import analyze_parts
-    from xlaprof.report import json_out
+    from xlaprof.report import RenderOptions
 
+    if scheduler:
+        from xlaprof.inputs.pod.cluster import address
+
+        scheduler = address(scheduler)  # a bad address is one line and exit 25, at once
     parts = load_parts(
         list(paths), max_size, warmup_steps, session, scheduler=scheduler, workers=workers
     )
-    results = analyze_parts(parts, source_root)
-    for result in results:
-        trace_notes(result.trace, result.part.name)
-    if as_json or output is not None:
-        text = json_out.render(results)
-        if output is None:
-            sys.stdout.write(text + "\n")
-        else:
-            write_atomic(output, text + "\n", force)
-        return
-    from xlaprof.report import console
-
-    console.render(results, verbose=verbose)
-
-
-def trace_notes(trace: Trace | None, name: str) -> None:
-    """Say on stderr which session was read and which capture files were skipped (and why)."""
-    if trace is None:
-        return
-    if len(trace.sessions) > 1:
-        listed = ", ".join(s or "." for s in trace.sessions)
-        click.echo(
-            f"xlaprof: {len(trace.sessions)} sessions in {name} ({listed}); analyzing "
-            f"{trace.session or '.'} (--session NAME for another)",
-            err=True,
-        )
-    for warning in trace.warnings:
-        click.echo(f"xlaprof: warning: {warning}", err=True)
-
-
-def write_atomic(path: Path, text: str, force: bool) -> None:
-    """Write ``text`` to ``path`` via a temporary file and rename: never half-written."""
-    from xlaprof.rundir.writer import atomic_write_text
-
-    if path.exists() and not force:
-        raise OutputError(f"{path}: exists; pass --force to overwrite it")
-    try:
-        atomic_write_text(path, text)
-    except OSError as error:
-        raise OutputError(f"{path}: cannot be written ({error.strerror})") from None
+    result = AnalysisResult(analyze_parts(parts, source_root))
+    for part in result.parts:
+        trace_notes(part.trace, part.part.name)
+    name = "json" if as_json or output is not None else "console"
+    emit(result, name, output, force, RenderOptions(verbose=verbose))

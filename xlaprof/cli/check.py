@@ -6,12 +6,18 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from xlaprof.findings import Kind
 
 OVER_BUDGET_EXIT = 1
+
+
+def _our_junit(head: str) -> bool:
+    """A JUnit file this command wrote (a CI job that runs again rewrites it)."""
+    return head.startswith("<?xml") and '<testsuites name="xlaprof check"' in head
 
 
 def _positive(_ctx: click.Context, _param: click.Parameter, value: float | None) -> float | None:
@@ -104,27 +110,22 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: float | None)
     "--junit",
     type=click.Path(path_type=Path, dir_okay=False),
     metavar="FILE",
-    help="Write JUnit XML: one testcase per budget, the finding in the failure message.",
+    help="Write JUnit XML: one testcase per budget, the finding in the failure message "
+    "(a report of this command's already there is rewritten).",
 )
-@click.option("--force", is_flag=True, help="Overwrite the --junit file if it exists.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Overwrite the --junit file if it exists and is not a report of this command's.",
+)
 def check(
     runs: tuple[Path, ...],
-    max_recompilations: int | None,
-    max_host_syncs_per_step: float | None,
-    max_fallback_ops: int | None,
-    allow_fallback: tuple[str, ...],
-    max_graphs: int | None,
-    forbid: tuple[str, ...],
-    baseline: Path | None,
-    max_step_time_ratio: float | None,
-    max_compile_seconds: float | None,
-    warmup_steps: int | None,
-    allow_unmeasured: bool | None,
     budget_file: Path | None,
     no_config: bool,
     as_json: bool,
     junit: Path | None,
     force: bool,
+    **limits: Any,
 ) -> None:
     """Check RUNs (run directories from `xlaprof run`) against budgets, for CI.
 
@@ -140,37 +141,20 @@ def check(
       xlaprof check runs/ci --max-recompilations 0 --max-host-syncs-per-step 0
     """
     from xlaprof.budgets import Budgets, find_pyproject
-    from xlaprof.cli.analyze import write_atomic
+    from xlaprof.cli.common import emit
     from xlaprof.pipeline import check_budgets
-    from xlaprof.report import ci
 
     if budget_file is not None:
         budgets = Budgets.from_file(budget_file)
     else:
         pyproject = None if no_config else find_pyproject(Path.cwd())
         budgets = Budgets() if pyproject is None else Budgets.from_file(pyproject)
-    budgets = budgets.updated(
-        max_recompilations=max_recompilations,
-        max_host_syncs_per_step=max_host_syncs_per_step,
-        max_fallback_ops=max_fallback_ops,
-        allow_fallback=allow_fallback,
-        max_graphs=max_graphs,
-        forbid=forbid,
-        baseline=baseline,
-        max_step_time_ratio=max_step_time_ratio,
-        max_compile_seconds=max_compile_seconds,
-        warmup_steps=warmup_steps,
-        allow_unmeasured=allow_unmeasured,
-    )
+    budgets = budgets.updated(**limits)  # the options over the file
     result = check_budgets(list(runs), budgets)
     if junit is not None:
-        write_atomic(junit, ci.junit_xml(result), force)
-    if as_json:
-        sys.stdout.write(ci.dumps(result) + "\n")
-    else:
-        click.echo(str(result))
-        if os.environ.get("GITHUB_ACTIONS") == "true":
-            for line in ci.github_annotations(result):
-                click.echo(line)
+        emit(result, "junit", junit, force, owned=_our_junit)
+    emit(result, "json" if as_json else "text")
+    if not as_json and os.environ.get("GITHUB_ACTIONS") == "true":
+        emit(result, "github")
     if not result.ok:
         sys.exit(OVER_BUDGET_EXIT)

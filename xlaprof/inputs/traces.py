@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlaprof.errors import BadCapture
+from xlaprof.errors import BadCapture, XlaprofError
 from xlaprof.inputs.captures import (
     device_table,
     find_sessions,
@@ -63,8 +63,8 @@ def load_trace(
     if pod.wants_lazy(files, lazy, scheduler):
         return pod.load_pod(files, first_step or 0, workers, scheduler, chosen, list(sessions))
     loaded = _load_files(files, workers)
-    broken = [item for item in loaded if isinstance(item, BadCapture)]
-    frames = [item for item in loaded if not isinstance(item, BadCapture)]
+    broken = [item for item in loaded if isinstance(item, XlaprofError)]
+    frames = [item for item in loaded if not isinstance(item, XlaprofError)]
     if not frames:
         if len(broken) == 1:
             raise broken[0]
@@ -90,7 +90,7 @@ def load_trace(
     summary.warnings = list(warnings)
     return Trace(
         events=events,
-        files=[f for f, i in zip(files, loaded, strict=True) if not isinstance(i, BadCapture)],
+        files=[f for f, i in zip(files, loaded, strict=True) if not isinstance(i, XlaprofError)],
         step_bounds=bounds,
         devices=devices,
         session=chosen,
@@ -100,7 +100,7 @@ def load_trace(
     )
 
 
-def _load_files(files: list[Path], workers: int | None) -> list[pd.DataFrame | BadCapture]:
+def _load_files(files: list[Path], workers: int | None) -> list[pd.DataFrame | XlaprofError]:
     """Each file's events (several files in a process pool of ``workers``), or why not."""
     if len(files) == 1:
         return [load_safely(files[0])]

@@ -103,3 +103,22 @@ def _empty() -> pd.DataFrame:
 
 def _or_empty(frame: pd.DataFrame | None) -> pd.DataFrame:
     return frame if frame is not None else _empty()
+
+
+@dataclass
+class AnalysisResult:
+    """One ``xlaprof analyze`` or ``xlaprof report``: every part analyzed, in input order."""
+
+    parts: list[PartResult]
+
+
+@dataclass
+class RunComparison:
+    """``xlaprof diff``: two runs' figures side by side (``xlaprof.tables.compare``) and the
+    titles of findings that disappeared and appeared."""
+
+    before: str
+    after: str
+    table: pd.DataFrame
+    gone: list[str]
+    came: list[str]

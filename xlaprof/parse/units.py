@@ -93,30 +93,61 @@ def parse_leading_quantity(text: str) -> tuple[float, Unit, str]:
     raise ValueError(f"no value at the start of {stripped[:40]!r}")
 
 
-def format_seconds(seconds: float | None) -> str:
-    """Short human form of a duration for terminal tables (``1.25 s``, ``830 us``)."""
-    if seconds is None or math.isnan(seconds):
-        return "-"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.1f} min"
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds * 1e6:.0f} us"
+# How every output shows a value that was not measured (None, NaN, <NA>): never as 0.
+NOT_MEASURED = "—"
 
 
-def format_bytes(size: float | None) -> str:
-    """Short human form of a byte count, 1024-based like torch_xla."""
-    if size is None or math.isnan(size):
-        return "-"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(size) < 1024 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.2f} {unit}"
-        size /= 1024
-    return f"{size:.2f} TB"
+def missing(value: object) -> bool:
+    """True for a value that was not measured: None, NaN, or pandas' <NA>."""
+    return value is None or (isinstance(value, float) and value != value) or str(value) == "<NA>"
+
+
+def format_seconds(seconds: object) -> str:
+    """A duration in a unit that suits it: ``1.2 h``, ``3.5 min``, ``92.56 s``, ``12.34 ms``,
+    ``850.0 µs``; "—" when not measured."""
+    if missing(seconds):
+        return NOT_MEASURED
+    value = float(seconds)  # type: ignore[arg-type]
+    size = abs(value)
+    if size >= 3600:
+        return f"{value / 3600:.1f} h"
+    if size >= 60:
+        return f"{value / 60:.1f} min"
+    if size >= 1:
+        return f"{value:.2f} s"
+    if size >= 1e-3:
+        return f"{value * 1e3:.2f} ms"
+    return f"{value * 1e6:.1f} µs"
+
+
+def format_bytes(size: object) -> str:
+    """A byte count, 1024-based like torch_xla (``512 B``, ``1.50 GB``); "—" when not measured."""
+    if missing(size):
+        return NOT_MEASURED
+    value = float(size)  # type: ignore[arg-type]
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{value:.2f} TB"
+
+
+def format_rate(value: object, unit: str) -> str:
+    """A rate with an SI prefix: ``164.6 GFLOP/s``, ``1.2 TB/s``; "—" when not measured."""
+    if missing(value):
+        return NOT_MEASURED
+    number = float(value)  # type: ignore[arg-type]
+    if number == 0:
+        return "0"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(number) >= scale:
+            return f"{number / scale:.1f} {prefix}{unit}/s"
+    return f"{number:.1f} {unit}/s"
+
+
+def format_percent(value: object) -> str:
+    """A share as a percentage (``86.5%``); "—" when not measured."""
+    return NOT_MEASURED if missing(value) else f"{float(value):.1%}"  # type: ignore[arg-type]
 
 
 def parse_size(text: str) -> int:

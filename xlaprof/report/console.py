@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from xlaprof import escape
 from xlaprof.findings import Severity
-from xlaprof.model.result import PartResult
+from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
+from xlaprof.parse.units import NOT_MEASURED, format_bytes, format_seconds, missing
+from xlaprof.report.base import RenderOptions
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 # Evidence worth a line of its own; the rest is one compact line (all of it is in --json).
@@ -27,7 +30,6 @@ _VERBOSE_ONLY = {"graph_hashes", "inputs", "first_difference", "block_source_lin
 _MAX_EVIDENCE_CHARS = 300
 
 
-NOT_MEASURED = "—"
 NOT_CAPTURED = "not captured"
 
 
@@ -45,7 +47,7 @@ def evidence_line(items: list[str], limit: int = _MAX_EVIDENCE_CHARS) -> str:
 
 
 def _fmt(value: Any) -> str:
-    if value is None or (isinstance(value, float) and value != value):
+    if missing(value):
         return NOT_MEASURED
     if isinstance(value, float):
         return f"{value:.6g}"
@@ -57,15 +59,27 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def render(
-    results: list[PartResult], console: Console | None = None, verbose: bool = False
-) -> None:
-    """Print each part's summary, step timeline and findings for a person at a terminal."""
-    console = console or Console(highlight=False)
-    for result in results:
-        if len(results) > 1:
-            console.rule(result.part.name)
-        _render_part(console, result, verbose)
+def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
+    """Each part's summary, step timeline and findings, for a person at a terminal."""
+    console = escape.safe_console(file=out, width=options.width)
+    for part in result.parts:
+        if len(result.parts) > 1:
+            console.rule(Text(part.part.name))
+        _render_part(console, part, options.verbose)
+
+
+def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOptions) -> None:
+    """``xlaprof diff``: the figures side by side, then the findings that went and came."""
+    console = escape.safe_console(file=out, width=options.width)
+    comparison_table(
+        console, comparison.table, f"xlaprof diff {comparison.before} {comparison.after}"
+    )
+    for title in comparison.gone:
+        console.print(Text.assemble(("gone: ", "green"), title))
+    for title in comparison.came:
+        console.print(Text.assemble(("new: ", "red"), title))
+    if not comparison.gone and not comparison.came:
+        console.print("findings: the same in both runs")
 
 
 def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
@@ -126,9 +140,7 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     if result.timeline is not None and len(result.timeline):
         _timeline(console, result.timeline, data.warmup_steps)
     if result.stragglers is not None and len(result.stragglers):
-        from xlaprof.tables.stragglers import headline
-
-        console.print(headline(result.stragglers), highlight=False)
+        console.print(stragglers_line(result.stragglers), highlight=False)
         console.print()
     elif result.host_skew is not None and len(result.host_skew):
         _skew(console, result.host_skew)
@@ -138,11 +150,12 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         render_console(console, result.trace)
     if not findings and trace_only:
         console.print(
-            "[dim]No findings: a capture alone feeds the device tables above, not the "
-            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).[/dim]"
+            "No findings: a capture alone feeds the device tables above, not the "
+            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).",
+            style="dim",
         )
     elif not findings:
-        console.print("[green]No findings: nothing here looks wrong.[/green]")
+        console.print("No findings: nothing here looks wrong.", style="green")
     for index, finding in enumerate(findings, start=1):
         style = _STYLE[finding.severity]
         console.print(
@@ -179,8 +192,9 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
                 )
         else:
             console.print(
-                f"[dim]{len(warnings)} line(s) looked like report text but could not be read; "
-                "--verbose lists them.[/dim]"
+                f"{len(warnings)} line(s) looked like report text but could not be read; "
+                "--verbose lists them.",
+                style="dim",
             )
 
 
@@ -198,7 +212,7 @@ _TIMELINE_COLUMNS = (
 
 
 def _ms(seconds: Any) -> str:
-    return NOT_MEASURED if seconds is None or seconds != seconds else f"{seconds * 1e3:.2f}"
+    return NOT_MEASURED if missing(seconds) else f"{seconds * 1e3:.2f}"
 
 
 def _timeline(console: Console, timeline: Any, warmup: int) -> None:
@@ -272,13 +286,11 @@ def _skew(console: Console, skew: Any) -> None:
 
 
 def _comparison_value(value: Any, unit: str) -> str:
-    if value is None or value != value:
-        return "-"
+    if missing(value):
+        return NOT_MEASURED
     if unit == "s":
-        return f"{value * 1e3:.2f} ms" if value < 1 else f"{value:.2f} s"
+        return format_seconds(value)
     if unit == "B":
-        from xlaprof.parse.units import format_bytes
-
         return format_bytes(value)
     return f"{value:,.0f}"
 
@@ -292,7 +304,7 @@ def comparison_table(
         table.add_column(column, justify="left" if column in ("metric", "change") else "right")
     for _, row in comparison.iterrows():
         ratio = row["ratio"]
-        shown = "-" if ratio is None or ratio != ratio else f"{ratio:.2f}"
+        shown = NOT_MEASURED if missing(ratio) else f"{ratio:.2f}"
         table.add_row(
             row["metric"],
             _comparison_value(row["before"], row["unit"]),
@@ -301,3 +313,24 @@ def comparison_table(
             row["change"],
         )
     console.print(table)
+
+
+def stragglers_line(table: Any) -> str | None:
+    """One line for the console: the host that is slowest most often, and how far behind."""
+    if table is None or table.empty:
+        return None
+    hosts = int(table["hosts"].max())
+    found = table[table["slowest_host"].notna()]
+    if found.empty:
+        return f"Stragglers: none; all {hosts} hosts took the same time in every step"
+    counts = found["slowest_host"].value_counts()
+    host = str(counts.index[0])
+    mine = found[found["slowest_host"] == host]
+    waiting = mine["waiting_on"].value_counts().index[0]
+    worst = mine.loc[mine["behind_ms"].idxmax()]
+    return (
+        f"Stragglers ({hosts} hosts): {host} is slowest in {len(mine)} of {len(table)} "
+        f"step×device rows, a median {mine['behind_ms'].median():.2f} ms behind the median host "
+        f"(worst: step {int(worst['step'])} on {worst['device']}, {worst['slowest_ms']:.2f} ms "
+        f"vs {worst['median_ms']:.2f} ms); its extra time went to {waiting}"
+    )

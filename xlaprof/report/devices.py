@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from xlaprof.parse.units import (
+    NOT_MEASURED,
+    format_percent,
+    format_rate,
+    format_seconds,
+    missing,
+)
+
 if TYPE_CHECKING:
     from rich.console import Console
 
     from xlaprof.model.trace import Trace
 
-NOT_MEASURED = "—"
 TOP_OPS = 10
 # Category columns, in the order the tables show them.
 CATEGORY_LABELS = (
@@ -30,39 +37,6 @@ CATEGORY_LABELS = (
 # times add up to more than busy time (kernels overlap), so the shares are of their sum.
 CATEGORY_HEADER = "op time by category"
 CATEGORY_NAMES = {key.removesuffix("_s"): label for key, label in CATEGORY_LABELS}
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value) or str(value) == "<NA>"
-
-
-def duration(seconds: Any) -> str:
-    """``92.56 s``, ``12.34 ms``, ``850.0 µs``: a unit that suits the value."""
-    if _missing(seconds):
-        return NOT_MEASURED
-    seconds = float(seconds)
-    if abs(seconds) >= 1:
-        return f"{seconds:.2f} s"
-    if abs(seconds) >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"
-
-
-def rate(value: Any, unit: str) -> str:
-    """``164.6 GFLOP/s``, ``1.23 TB/s``."""
-    if _missing(value):
-        return NOT_MEASURED
-    value = float(value)
-    if value == 0:
-        return "0"
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.1f} {prefix}{unit}/s"
-    return f"{value:.1f} {unit}/s"
-
-
-def percent(value: Any) -> str:
-    return NOT_MEASURED if _missing(value) else f"{float(value):.1%}"
 
 
 def capture_line(trace: Trace) -> str:
@@ -86,8 +60,8 @@ def device_rows(trace: Trace) -> list[dict[str, str]]:
     types = {}
     if trace.devices is not None and not trace.devices.empty:
         for r in trace.devices.itertuples(index=False):
-            named = r.type if not _missing(r.type) else None
-            if named is None and not _missing(r.vendor):
+            named = r.type if not missing(r.type) else None
+            if named is None and not missing(r.vendor):
                 named = f"{r.vendor} {r.kind}"
             types[(str(r.host), str(r.device))] = named
     several_hosts = utilization["host"].nunique() > 1
@@ -98,11 +72,11 @@ def device_rows(trace: Trace) -> list[dict[str, str]]:
         cells.update(
             {
                 "device": str(row.device),
-                "type": str(kind) if not _missing(kind) else str(row.kind),
-                "span": duration(row.span_s),
-                "busy": duration(row.busy_s),
-                "idle": duration(row.idle_s),
-                "duty": percent(row.duty),
+                "type": str(kind) if not missing(kind) else str(row.kind),
+                "span": format_seconds(row.span_s),
+                "busy": format_seconds(row.busy_s),
+                "idle": format_seconds(row.idle_s),
+                "duty": format_percent(row.duty),
                 CATEGORY_HEADER: category_split(row._asdict()),
             }
         )
@@ -120,7 +94,7 @@ def category_split(values: dict[str, Any]) -> str:
     shares = [
         (float(values.get(key) or 0.0), label)
         for key, label in CATEGORY_LABELS
-        if not _missing(values.get(key)) and values.get(key)
+        if not missing(values.get(key)) and values.get(key)
     ]
     total = sum(seconds for seconds, _ in shares)
     if not total:
@@ -162,10 +136,10 @@ def step_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
                 "device": str(device),
                 "steps": str(len(group)),
                 "from": str(group["step_source"].iloc[0]),
-                "median wall": duration(median["wall_s"]),
-                "median busy": duration(median["busy_s"]),
-                "median idle": duration(median["idle_s"]),
-                "slowest": f"{duration(slowest['wall_s'])} (#{slowest['step']})",
+                "median wall": format_seconds(median["wall_s"]),
+                "median busy": format_seconds(median["busy_s"]),
+                "median idle": format_seconds(median["idle_s"]),
+                "slowest": f"{format_seconds(slowest['wall_s'])} (#{slowest['step']})",
             }
         )
     return rows[:limit]
@@ -180,7 +154,8 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
     if ops.empty:
         return []
     by_op = top_ops(ops, limit=limit)
-    bounds = ops.groupby("name", observed=True)["bound"].agg(
+    shown = ops[ops["name"].isin(by_op["name"])]  # a Python call per op: the shown ones only
+    bounds = shown.groupby("name", observed=True)["bound"].agg(
         lambda values: next((v for v in values if v), None)
     )
     by_op["host"], by_op["device"] = "", ""
@@ -192,10 +167,10 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
                 "op": str(row.name)[:48],
                 "category": CATEGORY_NAMES.get(str(row.category), str(row.category)),
                 "count": f"{row.occurrences:,}",
-                "total": duration(row.total_s),
-                "self": duration(row.self_s),
-                "FLOP/s": rate(row.flops_per_s, "FLOP"),
-                "bytes/s": rate(row.bytes_per_s, "B"),
+                "total": format_seconds(row.total_s),
+                "self": format_seconds(row.self_s),
+                "FLOP/s": format_rate(row.flops_per_s, "FLOP"),
+                "bytes/s": format_rate(row.bytes_per_s, "B"),
                 "bound": bounds.get(row.name) or NOT_MEASURED,
             }
         )
@@ -217,7 +192,7 @@ def autotune_note(trace: Trace) -> str | None:
         where = f" in step{'s' if len(numbers) > 1 else ''} {shown}"
     return (
         f"Not in the top ops: {int(ops['occurrences'].sum()):,} GPU kernels and copies "
-        f"({duration(ops['total_s'].sum())}) that XLA's compiler ran while compiling{where} "
+        f"({format_seconds(ops['total_s'].sum())}) that XLA's compiler ran while compiling{where} "
         "(autotuning: candidate kernels timed, redzone checks): category autotune in --json "
         "and device_ops()."
     )
@@ -244,18 +219,18 @@ def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     lazy = _lazy(tracing)
     rows = []
     for row in tracing.head(limit).itertuples(index=False):
-        bound = None if _missing(row.bound) else str(row.bound)
+        bound = None if missing(row.bound) else str(row.bound)
         cells = {
             "host": str(row.host),
             "step": str(row.step),
-            "host wall": duration(row.host_wall_s),
+            "host wall": format_seconds(row.host_wall_s),
         }
         if lazy:
-            cells["tracing"] = duration(row.tracing_s)
-            cells["device busy"] = duration(row.device_busy_s)
+            cells["tracing"] = format_seconds(row.tracing_s)
+            cells["device busy"] = format_seconds(row.device_busy_s)
         else:
-            cells["device busy"] = duration(row.device_busy_s)
-            cells["device idle"] = duration(row.device_idle_s)
+            cells["device busy"] = format_seconds(row.device_busy_s)
+            cells["device idle"] = format_seconds(row.device_idle_s)
         cells["verdict"] = NOT_MEASURED if bound is None else _VERDICTS.get(bound, bound)
         rows.append(cells)
     return rows
@@ -277,15 +252,15 @@ def tracing_verdict(trace: Trace) -> str | None:
         what = "tracing-bound" if bound * 2 > len(known) else "not tracing-bound"
         return (
             f"From the trace: {what} ({bound} of {len(known)} steps): the host traces for "
-            f"{duration(known['tracing_s'].median())} per step (median) while the device is "
-            f"busy {duration(median_busy)}."
+            f"{format_seconds(known['tracing_s'].median())} per step (median) while the device is "
+            f"busy {format_seconds(median_busy)}."
         )
     bound = int((known["bound"] == "host").sum())
     what = "host-bound" if bound * 2 > len(known) else "not host-bound"
     return (
         f"From the trace: {what} ({bound} of {len(known)} steps): the device idles "
-        f"{duration(known['device_idle_s'].median())} of each step (median), waiting on the "
-        f"host, and is busy {duration(median_busy)}. No torch_xla (lazy-tensor) events in "
+        f"{format_seconds(known['device_idle_s'].median())} of each step (median), waiting on the "
+        f"host, and is busy {format_seconds(median_busy)}. No torch_xla (lazy-tensor) events in "
         "this capture: the host time is not tracing but whatever the host does between the "
         "device's work (Python, input batches, data loading, kernel launches)."
     )
@@ -295,7 +270,7 @@ def render_console(console: Console, trace: Trace) -> None:
     """The device section of ``xlaprof analyze``'s terminal output."""
     devices = device_rows(trace)
     if not devices:
-        console.print("[dim]No device events in this trace.[/dim]")
+        console.print("No device events in this trace.", style="dim")
         console.print()
         return
     hosts = trace.hosts
@@ -307,14 +282,14 @@ def render_console(console: Console, trace: Trace) -> None:
         _table(console, "Device steps", steps)
     note = step_note(trace)
     if note:
-        console.print(f"[dim]{note}[/dim]")
+        console.print(note, style="dim")
         console.print()
     ops = op_rows(trace)
     if ops:
         _table(console, "Top device ops (all devices)", ops)
     note = autotune_note(trace)
     if note:
-        console.print(f"[dim]{note}[/dim]")
+        console.print(note, style="dim")
         console.print()
     tracing = tracing_rows(trace)
     if tracing:
@@ -349,7 +324,7 @@ def _table(console: Console, title: str, rows: list[dict[str, str]]) -> None:
 
 def render_html(trace: Trace) -> str:
     """The device section of the HTML report (tables; the figures come with the others)."""
-    import html
+    from xlaprof.escape import html_text
 
     sections = []
     hosts = trace.hosts
@@ -357,9 +332,9 @@ def render_html(trace: Trace) -> str:
     note = f"{where}" + (f", session {trace.session}" if trace.session else "")
     if len(trace.sessions) > 1:
         note += f" (of {len(trace.sessions)} sessions: {', '.join(trace.sessions)})"
-    sections.append(f'<p class="meta">{html.escape(note)}</p>')
+    sections.append(f'<p class="meta">{html_text(note)}</p>')
     for warning in trace.warnings:
-        sections.append(f'<p class="warn">{html.escape(warning)}</p>')
+        sections.append(f'<p class="warn">{html_text(warning)}</p>')
     for title, rows in (
         ("Each device over the capture", device_rows(trace)),
         ("Device steps", step_rows(trace)),
@@ -367,23 +342,23 @@ def render_html(trace: Trace) -> str:
         (tracing_title(trace), tracing_rows(trace)),
     ):
         if rows:
-            sections.append(f"<h3>{html.escape(title)}</h3>{_html_table(rows)}")
+            sections.append(f"<h3>{html_text(title)}</h3>{_html_table(rows)}")
     hidden = len(trace.summary().tracing) - len(tracing_rows(trace))
     more = f"({hidden:,} more steps in the JSON document.)" if hidden > 0 else None
     for line in (step_note(trace), autotune_note(trace), more, tracing_verdict(trace)):
         if line:
-            sections.append(f"<p>{html.escape(line)}</p>")
+            sections.append(f"<p>{html_text(line)}</p>")
     if len(sections) == 1 + len(trace.warnings):
         sections.append("<p>No device events in this trace.</p>")
     return "".join(sections)
 
 
 def _html_table(rows: list[dict[str, str]]) -> str:
-    import html
+    from xlaprof.escape import html_text
 
-    head = "".join(f"<th>{html.escape(key)}</th>" for key in rows[0])
+    head = "".join(f"<th>{html_text(key)}</th>" for key in rows[0])
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(value)}</td>" for value in row.values()) + "</tr>"
+        "<tr>" + "".join(f"<td>{html_text(value)}</td>" for value in row.values()) + "</tr>"
         for row in rows
     )
     return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'

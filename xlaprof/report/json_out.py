@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from xlaprof.findings import Finding
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.parts import SourceInfo
-from xlaprof.model.result import PartResult
+from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
+from xlaprof.report.base import RenderOptions
 
 if TYPE_CHECKING:
     from xlaprof.model.trace import Trace
@@ -222,6 +223,24 @@ def dumps(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, allow_nan=False)
 
 
-def render(results: list[PartResult]) -> str:
-    """The ``--json`` document of ``results``, as text."""
-    return dumps(results_document(results))
+def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
+    """The ``--json`` document (``xlaprof.analysis/1``)."""
+    out.write(dumps(results_document(result.parts)) + "\n")
+
+
+DIFF_SCHEMA = "xlaprof.diff/1"
+
+
+def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOptions) -> None:
+    """``xlaprof diff --json`` (``xlaprof.diff/1``): each figure, and the findings that went
+    and came."""
+    table = comparison.table
+    document = {
+        "schema": DIFF_SCHEMA,
+        "before": comparison.before,
+        "after": comparison.after,
+        "comparison": _records(table),
+        "findings_disappeared": comparison.gone,
+        "findings_appeared": comparison.came,
+    }
+    out.write(dumps(strict_json(document)) + "\n")

@@ -84,24 +84,3 @@ def stragglers(host_steps: pd.DataFrame) -> pd.DataFrame:
             }
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def headline(table: pd.DataFrame) -> str | None:
-    """One line for the console: the host that is slowest most often, and how far behind."""
-    if table is None or table.empty:
-        return None
-    hosts = int(table["hosts"].max())
-    found = table[table["slowest_host"].notna()]
-    if found.empty:
-        return f"Stragglers: none; all {hosts} hosts took the same time in every step"
-    counts = found["slowest_host"].value_counts()
-    host = str(counts.index[0])
-    mine = found[found["slowest_host"] == host]
-    waiting = mine["waiting_on"].value_counts().index[0]
-    worst = mine.iloc[mine["behind_ms"].argmax()]
-    return (
-        f"Stragglers ({hosts} hosts): {host} is slowest in {len(mine)} of {len(table)} "
-        f"step×device rows, a median {mine['behind_ms'].median():.2f} ms behind the median host "
-        f"(worst: step {int(worst['step'])} on {worst['device']}, {worst['slowest_ms']:.2f} ms "
-        f"vs {worst['median_ms']:.2f} ms); its extra time went to {waiting}"
-    )

@@ -26,6 +26,13 @@ METRICS_MIN_COMPILES_ABSOLUTE = 10
 METRICS_MIN_COMPILES_PER_STEP = 0.2
 
 
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (no compilation data), or None."""
+    if data.compiles() is not None or data.debug.compilations():
+        return None
+    return "no compilation data in the input"
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     dynamo_findings, dynamo_sites = from_dynamo(data)
     compilations = data.debug.compilations()

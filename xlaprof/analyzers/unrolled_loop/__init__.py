@@ -36,7 +36,7 @@ from xlaprof.parse.hlo import HloModule, Instruction
 from xlaprof.rundir.reader import link_graphs
 from xlaprof.rundir.schema import GraphInfo
 
-__all__ = ["analyze", "find_repeats"]
+__all__ = ["analyze", "find_repeats", "unmeasured"]
 
 MIN_BLOCK_OPS = 8
 MIN_GRAPH_SHARE = 0.25
@@ -61,6 +61,13 @@ def _user_lines(block: list[Instruction]) -> Counter[tuple[str, int]]:
 def _optimizer_only(block: list[Instruction]) -> bool:
     files = {i.source_file for i in block if i.source_file}
     return bool(files) and all(_OPTIMIZER_PATH in f for f in files)
+
+
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (no compiled graphs), or None."""
+    if any(g.hlo is not None for g in data.graphs):
+        return None
+    return "needs the compiled graphs (a run made with `xlaprof run --graphs`)"
 
 
 def analyze(data: AnalysisInput) -> list[Finding]:

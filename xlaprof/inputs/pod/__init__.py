@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING
 
 from xlaprof.errors import BadCapture, InputUnreadable
 from xlaprof.inputs.pod.cache import CACHE_DIR_ENV
-from xlaprof.inputs.pod.runner import SCHEDULER_ENV, summarize_hosts
+from xlaprof.inputs.pod.cluster import SCHEDULER_ENV
+from xlaprof.inputs.pod.runner import summarize_hosts
 from xlaprof.inputs.pod.summary import summarize_events
 from xlaprof.model.pod import HOST_STEP_COLUMNS, EventSource, concat_frames
 from xlaprof.model.trace import DEVICE_COLUMNS, Trace
@@ -101,6 +102,7 @@ def load_pod(
     warnings = [
         f"host {e.host} left out: {e.message} (the other hosts are analyzed)" for e in load.errors
     ]
+    warnings += [note for s in load.summaries for note in s.notes]
     model.warnings = list(warnings)
     return Trace(
         events=source.frame(),

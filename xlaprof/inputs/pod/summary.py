@@ -52,7 +52,8 @@ def summarize_host(
     started = time.perf_counter()
     path = Path(path)
     cache_path = cache_path_for(path) if cache else None
-    hit = cached_summary(cache_path, path, first_step, session) if cache_path else None
+    notes: list[str] = []  # why a cache was not reused (shown once, as a trace warning)
+    hit = cached_summary(cache_path, path, first_step, session, notes) if cache_path else None
     if hit is not None:
         summary = hit
         summary.cache_hit = True
@@ -62,6 +63,7 @@ def summarize_host(
         if cache_path is not None:
             summary.cache = write_cache(events, summary, cache_path, path, first_step, session)
         del events
+    summary.notes = notes
     summary.seconds = time.perf_counter() - started
     summary.worker = f"{socket.gethostname()}:{os.getpid()}"
     summary.worker_peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -40,6 +40,7 @@ from xlaprof.parse.xplane.schema import (
     parse_space,
     plane_info,
     profile_start_ns,
+    read_capture,
     stat_value,
     undecodable,
 )
@@ -69,7 +70,8 @@ def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.D
     cache): what the analysis reads from ``args`` on an XSpace (``group_id``) is a column.
     """
     path = Path(path)
-    space = parse_space(path, path.read_bytes(), message_class("XSpace", events_as_bytes=True))
+    raw = read_capture(path)
+    space = parse_space(path, raw, message_class("XSpace", events_as_bytes=True))
     if not space.planes:
         size = path.stat().st_size
         what = "empty file" if size == 0 else f"{size} bytes with no profiler planes"
@@ -84,7 +86,7 @@ def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.D
     try:
         events = decode_events(data, starts, ends, canonical_event)
     except WireError:
-        raise undecodable(path, path.read_bytes()) from None
+        raise undecodable(path, raw) from None
     del data, starts, ends
     frame = layout.frame(events, host, args)
     frame.attrs["profile_start_ns"] = start_ns
@@ -138,7 +140,7 @@ def _code_type(count: int) -> Any:
 
 class Layout:
     """What the frame needs of an XSpace besides its events' bytes (read before
-    ``xplane_wire.split_space`` empties it): per plane with events, its metadata tables; per
+    ``wire.split_space`` empties it): per plane with events, its metadata tables; per
     line with events, its name, time base and event count.
 
     Event metadata is decoded once per entry, as ``events_frame`` expects it: its name and
@@ -403,7 +405,7 @@ def _place(
     bases: list[int], counts: np.ndarray, offset_ps: np.ndarray, duration_ps: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each event's start (picoseconds after the capture's base: its line's base plus its
-    offset) and whether it is kept: as ``xplane._drop_out_of_range``, start and end must fit
+    offset) and whether it is kept: as ``events_frame``, start and end must fit
     int64 picoseconds and the duration must not be negative. Exact: in int64 where the sums
     cannot overflow, else (a damaged capture) in Python integers."""
     limit = 2**62

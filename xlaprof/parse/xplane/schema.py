@@ -48,7 +48,7 @@ def xspace_class() -> Any:
 def message_class(name: str, events_as_bytes: bool) -> Any:
     """A message class of the schema; with ``events_as_bytes``, of the *shadow* schema in which
     ``XLine.events`` is ``repeated bytes`` (the same wire format), so that upb hands over each
-    event's bytes for ``xplane_wire`` to decode instead of building a message per event."""
+    event's bytes for ``wire`` to decode instead of building a message per event."""
     from google.protobuf import message_factory
 
     pool = _schema_pool(events_as_bytes)
@@ -206,7 +206,21 @@ def read_xspace(path: Path) -> Any:
     An empty file decodes as an empty XSpace (a capture with no events): callers decide.
     """
     path = Path(path)
-    return parse_space(path, path.read_bytes(), xspace_class())
+    return parse_space(path, read_capture(path), xspace_class())
+
+
+def read_capture(path: Path) -> bytes:
+    """The bytes of a ``.xplane.pb``: a regular file (no FIFO or device) under the size cap
+    (``--max-size``, else protobuf's own 2 GiB), checked before a byte is read."""
+    from xlaprof.errors import InputTooLarge, InputUnreadable
+    from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, TooLarge, UnsafeFile, input_limit, read_capped
+
+    try:
+        return read_capped(path, input_limit(DEFAULT_XPLANE_LIMIT))
+    except TooLarge as error:
+        raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
+    except UnsafeFile as error:
+        raise InputUnreadable(str(error)) from None
 
 
 def parse_space(path: Path, data: bytes, space_class: Any) -> Any:
@@ -322,7 +336,7 @@ def hostname(space: Any, path: Path) -> str:
 
 
 def canonical_event(raw: bytes) -> bytes:
-    """One event's bytes as upb reads and re-encodes them (for ``xplane_wire``, on events its
+    """One event's bytes as upb reads and re-encodes them (for ``wire``, on events its
     rounds do not decode); ``WireError`` where upb rejects them, as it would the file."""
     from google.protobuf.message import DecodeError
 

@@ -2,7 +2,7 @@
 
 Why a module of its own: upb parses an XSpace in C, but reading a million ``XEvent`` messages
 back through Python attribute access costs a few microseconds an event (seconds a capture).
-So ``xplane.xspace_frame`` parses with a *shadow* schema in which ``XLine.events`` is
+So ``xspace_frame`` parses with a *shadow* schema in which ``XLine.events`` is
 ``repeated bytes`` (the same wire format): upb still walks the file in C and checks everything
 above the events, and this module decodes the events' own bytes, all of them at once:
 ``split_space`` lays every event out in one buffer (upb re-serializes the emptied space),
@@ -459,7 +459,7 @@ _INT64_MAX = 2**63 - 1
 
 
 class StatValues:
-    """Rows of ``Stats`` as the Python values upb's messages give (``xplane._stat_value``),
+    """Rows of ``Stats`` as the Python values upb's messages give (``schema.stat_value``),
     converted once per distinct value rather than once per row.
 
     ``names`` are the stat names; ``ref_name`` is, per row, the index in ``names`` of the stat
@@ -537,7 +537,7 @@ class StatValues:
         self, rows: np.ndarray, convert: Callable[[Any], int | None]
     ) -> tuple[np.ndarray, np.ndarray]:
         """``convert(value)`` per row as int64 and a mask of the rows where it is None; whole
-        numbers within +-(2^63 - 1) are kept, as ``xlaprof.parse.events.step_number`` keeps them."""
+        numbers within +-(2^63 - 1) are kept, as ``events.step_number`` keeps them."""
         values = np.zeros(len(rows), np.int64)
         missing = np.ones(len(rows), bool)
         for chosen, kind, keys in self._groups(rows):
