@@ -51,6 +51,12 @@ class Location:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
 
+    @classmethod
+    def parse(cls, text: str) -> Location | None:
+        """``"file:line"`` as a location; None when it has no file or no line number."""
+        file, _, line = text.rpartition(":")
+        return cls(file, int(line)) if file and line.isdigit() else None
+
 
 @dataclass
 class Finding:

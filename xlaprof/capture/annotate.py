@@ -203,7 +203,9 @@ def annotate_module(model: nn.Module, root_name: str | None = None) -> ModuleAnn
         wrapped = region(name)(original)
         module.forward = wrapped  # instance attribute shadows the class method
 
-        def restore(module: nn.Module = module, had_own: bool = had_own, original=original):
+        def restore(
+            module: nn.Module = module, had_own: bool = had_own, original: Any = original
+        ) -> None:
             if had_own:
                 module.forward = original
             else:

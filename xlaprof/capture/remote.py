@@ -13,6 +13,7 @@ user's terminal and used to explain a failure in one line.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import socket
@@ -105,7 +106,9 @@ def _quiet_client() -> Iterator[Path]:
                 os.close(fd)
 
 
-def _client_trace(services: list[Service], out: Path, duration_ms: int, options: dict) -> None:
+def _client_trace(
+    services: list[Service], out: Path, duration_ms: int, options: dict[str, int]
+) -> None:
     from xprof.convert import _pywrap_profiler_plugin as client
 
     address = ",".join(str(s) for s in services)
@@ -138,7 +141,7 @@ def capture(
     for service in services:
         probe(service)
     out.mkdir(parents=True, exist_ok=True)
-    options = {
+    options: dict[str, int] = {
         "host_tracer_level": host_tracer_level,
         "device_tracer_level": device_tracer_level,
         "delay_ms": 0,
@@ -146,29 +149,9 @@ def capture(
     last_problem = ""
     failed = False
     for attempt in range(retries + 1):
-        before = set(out.glob("plugins/profile/*"))
-        failure: list[BaseException] = []
-
-        def work(failure: list[BaseException] = failure) -> None:
-            try:
-                _client_trace(services, out, int(duration_s * 1000), options)
-            except BaseException as error:
-                failure.append(error)
-
-        with _quiet_client() as client_log:
-            worker = threading.Thread(target=work, name="xlaprof-capture", daemon=True)
-            started = time.monotonic()
-            worker.start()
-            while worker.is_alive():
-                worker.join(0.1)
-                if progress is not None:
-                    elapsed = time.monotonic() - started
-                    progress(
-                        f"capturing {len(services)} host(s), attempt {attempt + 1}",
-                        min(elapsed / duration_s, 1.0),
-                    )
-            log_text = client_log.read_text(errors="replace")
-        sessions = sorted(set(out.glob("plugins/profile/*")) - before)
+        message = f"capturing {len(services)} host(s), attempt {attempt + 1}"
+        report = None if progress is None else functools.partial(progress, message)
+        sessions, failure, log_text = _capture_once(services, out, duration_s, options, report)
         files = sorted(p for s in sessions for p in s.glob("*.xplane.pb"))
         empty = [s for s in services if not _has_events(files, s)]
         if not failure and not empty:
@@ -189,6 +172,36 @@ def capture(
         "Capture while the job runs steps: after warm-up compiles, with a --duration that "
         "covers a few steps, and with --retries for busy hosts"
     )
+
+
+def _capture_once(
+    services: list[Service],
+    out: Path,
+    duration_s: float,
+    options: dict[str, int],
+    progress: Callable[[float], None] | None,
+) -> tuple[list[Path], list[BaseException], str]:
+    """One attempt: the session folders it made under ``out``, the client's error (if it
+    raised one) and what the client logged. ``progress(fraction)`` is called while it runs."""
+    before = set(out.glob("plugins/profile/*"))
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            _client_trace(services, out, int(duration_s * 1000), options)
+        except BaseException as error:
+            failure.append(error)
+
+    with _quiet_client() as client_log:
+        worker = threading.Thread(target=work, name="xlaprof-capture", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+            if progress is not None:
+                progress(min((time.monotonic() - started) / duration_s, 1.0))
+        log_text = client_log.read_text(errors="replace")
+    return sorted(set(out.glob("plugins/profile/*")) - before), failure, log_text
 
 
 def _check_client() -> None:

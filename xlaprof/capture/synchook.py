@@ -96,12 +96,12 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
                 del frame
         return result
 
-    sync._xlaprof_session = session  # type: ignore[attr-defined]
-    sync._xlaprof_original = original  # type: ignore[attr-defined]
+    # Marks that tell a wrapper from the original (function attributes live in its __dict__).
+    sync.__dict__.update(_xlaprof_session=session, _xlaprof_original=original)
     sync.__doc__ = original.__doc__
     _WRAPPERS.add(sync.__code__)
     torch_xla.sync = sync
-    inner = sys.modules.get("torch_xla.torch_xla")
+    inner: Any = sys.modules.get("torch_xla.torch_xla")
     if inner is not None and getattr(inner, "sync", None) is original:
         inner.sync = sync
     return original
@@ -121,6 +121,6 @@ def uninstall_sync_hook(torch_xla: Any, session: Any, original: Any) -> None:
         return
     if getattr(torch_xla.sync, "_xlaprof_session", None) is session:
         torch_xla.sync = original
-        inner = sys.modules.get("torch_xla.torch_xla")
+        inner: Any = sys.modules.get("torch_xla.torch_xla")
         if inner is not None and getattr(inner.sync, "_xlaprof_session", None) is session:
             inner.sync = original

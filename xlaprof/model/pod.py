@@ -56,7 +56,7 @@ class HostSummary:
     # device ops of this host (``Trace.device_ops()`` rows)
     ops: pd.DataFrame
     # the device model of this host (``xlaprof.tables.device.summarize``): merged by the parent
-    device: DeviceSummary | None = None
+    device: DeviceSummary
     cache: str | None = None
     cache_hit: bool = False
     seconds: float = 0.0

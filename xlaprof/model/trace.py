@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,6 +41,17 @@ DEVICE_STEP_TIME_COLUMNS = [
     "busy_ms",
     "source",
 ]
+
+
+class EventFilters(TypedDict, total=False):
+    """``Trace.select``'s filters, as ``select_frame`` and ``EventSource.select`` take them."""
+
+    steps: Sequence[int] | None
+    start_ns: int | None
+    end_ns: int | None
+    names: Sequence[str] | None
+    plane_kinds: Sequence[str] | None
+    columns: Sequence[str] | None
 
 
 @dataclass
@@ -78,15 +89,17 @@ class Trace:
             return self.source.hosts
         return sorted(self.events["host"].cat.categories)
 
-    def select(self, hosts: Sequence[str] | None = None, **filters: object) -> pd.DataFrame:
+    def select(
+        self, hosts: Sequence[str] | None = None, **filters: Unpack[EventFilters]
+    ) -> pd.DataFrame:
         """Events of ``hosts`` (all by default), filtered before they are read when lazy.
 
         Filters: ``steps``, ``start_ns``/``end_ns`` (overlapping the window), ``names``,
         ``plane_kinds``, ``columns`` (see ``pod.EventSource.select``).
         """
         if self.source is not None:
-            return self.source.select(hosts, **filters)  # type: ignore[arg-type]
-        return select_frame(self.events, hosts, **filters)  # type: ignore[arg-type]
+            return self.source.select(hosts, **filters)
+        return select_frame(self.events, hosts, **filters)
 
     def regions(self, names: Sequence[str] | None = None) -> pd.DataFrame:
         """Host events by name and step: count and total duration (ms)."""

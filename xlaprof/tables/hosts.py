@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,11 +17,12 @@ def host_skew(step_times: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
+    step: Any  # a group's key: its step number
     for step, group in step_times.groupby("step", observed=True):
         if group["host"].nunique() < 2:
             continue
-        slowest = group.loc[group["wall_ms"].idxmax()]
-        fastest = group.loc[group["wall_ms"].idxmin()]
+        slowest = group.iloc[group["wall_ms"].argmax()]
+        fastest = group.iloc[group["wall_ms"].argmin()]
         rows.append(
             {
                 "step": int(step),

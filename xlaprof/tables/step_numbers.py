@@ -13,12 +13,13 @@ from xlaprof.parse.events import STEP_MARKER, STEPS_LINE
 from xlaprof.tables import categorical as cols
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
 def assign_steps(
     events: pd.DataFrame, first_step: int, profile_starts: dict[str, int | None] | None = None
-) -> tuple[pd.Series, pd.DataFrame]:
+) -> tuple[pd.arrays.IntegerArray, pd.DataFrame]:
     """A step number for every event (or <NA>), and each host step's bounds.
 
     See the module docstring for how steps are found. The first StepMarker-defined step begins
@@ -73,10 +74,18 @@ def assign_steps(
             _by_intervals(events, steps, scope, scope & on_steps_line, labels=labels)
     frame = pd.DataFrame(bounds, columns=["host", "step", "start_ns", "end_ns"])
     frame["host"] = frame["host"].astype("category")
-    return pd.array(np.where(steps >= 0, steps, None), dtype="Int64"), frame
+    numbers = pd.array(steps, dtype="Int64")
+    numbers[steps < 0] = pd.NA  # in no step
+    return numbers, frame
 
 
-def _by_intervals(events, steps, scope, definers, labels) -> None:  # type: ignore[no-untyped-def]
+def _by_intervals(
+    events: pd.DataFrame,
+    steps: np.ndarray,
+    scope: np.ndarray,
+    definers: np.ndarray,
+    labels: pd.Series,
+) -> None:
     """Give each event in ``scope`` the label of the defining interval that contains it."""
     import numpy as np
 

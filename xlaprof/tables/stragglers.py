@@ -9,7 +9,7 @@ own Python, input pipeline, compiles, device compute). Input: ``pod.host_steps(t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,12 +47,13 @@ def stragglers(host_steps: pd.DataFrame) -> pd.DataFrame:
     rows = []
     if host_steps is None or host_steps.empty:
         return pd.DataFrame(columns=COLUMNS)
+    step: Any  # a group's key: its step number
     for (step, device), group in host_steps.groupby(["step", "device"], sort=True):
         if group["host"].nunique() < 2:
             continue
         wall = group["wall_ms"].astype(float)
         median = float(wall.median())
-        slowest = group.loc[wall.idxmax()]
+        slowest = group.iloc[wall.argmax()]
         behind = float(slowest["wall_ms"]) - median
         row = {
             "step": int(step),
@@ -74,7 +75,7 @@ def stragglers(host_steps: pd.DataFrame) -> pd.DataFrame:
                 group["collective_ms"].median()
             )
             extra_own = float(slowest["own_ms"]) - float(group["own_ms"].median())
-            cause = group.loc[group["own_ms"].astype(float).idxmax()]
+            cause = group.iloc[group["own_ms"].astype(float).argmax()]
             row |= {
                 "slowest_host": str(slowest["host"]),
                 "waiting_on": WAITING_ON[0] if extra_collective > extra_own else WAITING_ON[1],

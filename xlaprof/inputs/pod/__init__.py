@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING
 
 from xlaprof.errors import BadCapture, InputUnreadable
 from xlaprof.inputs.pod.cache import CACHE_DIR_ENV
-from xlaprof.inputs.pod.runner import SCHEDULER_ENV, summarize_hosts
+from xlaprof.inputs.pod.cluster import SCHEDULER_ENV
+from xlaprof.inputs.pod.runner import summarize_hosts
 from xlaprof.inputs.pod.summary import summarize_events
 from xlaprof.model.pod import HOST_STEP_COLUMNS, EventSource, concat_frames
 from xlaprof.model.trace import DEVICE_COLUMNS, Trace
@@ -91,7 +92,7 @@ def load_pod(
         )
     bounds = load.step_bounds()
     bounds["host"] = bounds["host"].astype("category")
-    model = device_model.merge_summaries(s.device for s in load.summaries if s.device)
+    model = device_model.merge_summaries(s.device for s in load.summaries)
     devices = model.devices if not model.devices.empty else pd.DataFrame(columns=DEVICE_COLUMNS)
     source = EventSource(
         {s.host: s.cache for s in load.summaries if s.cache},
@@ -124,10 +125,12 @@ def host_steps(trace: Trace) -> pd.DataFrame:
     """
     if trace.source is not None and trace.source.load is not None:
         return trace.source.load.host_steps()
-    frames = []
-    events = trace.events
+    frames: list[pd.DataFrame] = []
+    events, all_bounds = trace.events, trace.step_bounds
+    if all_bounds is None:  # a Trace made without a loader: no steps were found
+        return concat_frames(frames, HOST_STEP_COLUMNS)
     for host in trace.hosts:
         mine = events[events["host"] == host]
-        bounds = trace.step_bounds[trace.step_bounds["host"] == host]
+        bounds = all_bounds[all_bounds["host"] == host]
         frames.append(summarize_events(mine, bounds).steps)
     return concat_frames(frames, HOST_STEP_COLUMNS)

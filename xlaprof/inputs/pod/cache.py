@@ -133,7 +133,8 @@ def _table_from(text: str) -> pd.DataFrame:
 
     import pyarrow.parquet as pq
 
-    return pq.read_table(io.BytesIO(base64.b64decode(text))).to_pandas()
+    frame: pd.DataFrame = pq.read_table(io.BytesIO(base64.b64decode(text))).to_pandas()
+    return frame
 
 
 def _summary_record(summary: HostSummary) -> dict[str, Any]:
@@ -224,8 +225,13 @@ def _read_cached(target: Path, source: Path, first_step: int, session: str) -> H
         )
     record = json.loads(record_bytes)
     tables = {name: _table_from(record[name]) for name in _SUMMARY_TABLES}
+    device = record["device"]  # _DEVICE_TABLES
     model = DeviceSummary(
-        **{name: _table_from(record["device"][name]) for name in _DEVICE_TABLES},
+        devices=_table_from(device["devices"]),
+        steps=_table_from(device["steps"]),
+        ops=_table_from(device["ops"]),
+        utilization=_table_from(device["utilization"]),
+        tracing=_table_from(device["tracing"]),
         events=record["device_events"],
     )
     return HostSummary(

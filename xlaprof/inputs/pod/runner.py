@@ -14,7 +14,6 @@ from typing import Any
 
 from xlaprof.errors import XlaprofError
 from xlaprof.inputs.captures import hosts_named_apart
-from xlaprof.inputs.pod.cluster import SCHEDULER_ENV  # noqa: F401  (re-exported)
 from xlaprof.inputs.pod.summary import summarize_host
 from xlaprof.model.pod import HostError, HostSummary, PodLoad
 from xlaprof.parse.events import host_from_filename

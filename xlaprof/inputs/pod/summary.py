@@ -93,7 +93,7 @@ def read_host_events(
     for column in CATEGORY_COLUMNS:
         if column in events and events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    events.insert(0, "session", pd.Categorical([session] * len(events)))
+    events.insert(0, "session", pd.Series(pd.Categorical([session] * len(events)), events.index))
     host = str(events["host"].iloc[0])
     events["step"], bounds = assign_steps(events, first_step, {host: start})
     bounds.insert(0, "session", session)
@@ -125,6 +125,7 @@ def summarize_events(
     waits = events[host_plane.to_numpy() & _collective_mask(events)]
     coverage = Coverage.of(waits["start_ns"].to_numpy(), waits["end_ns"].to_numpy())
     collectives = coverage.within(bounds["start_ns"].to_numpy(), bounds["end_ns"].to_numpy())
+    bound: Any  # a row of bounds
     for bound, collective_ns in zip(bounds.itertuples(index=False), collectives, strict=True):
         start, end = int(bound.start_ns), int(bound.end_ns)
         collective = int(collective_ns)
@@ -133,6 +134,7 @@ def summarize_events(
             | {"events": int(counts.get(bound.step, 0))}
         )
     model = device_model.summarize_host(events, events.attrs.get("devices"), bounds)
+    row: Any  # a row of the device model's steps
     for row in model.steps.itertuples(index=False):
         if pd.isna(row.step):  # None, NaN or pd.NA (a device with no steps: "whole capture")
             continue

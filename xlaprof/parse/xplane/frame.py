@@ -55,6 +55,8 @@ from xlaprof.parse.xplane.wire import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
 
@@ -109,7 +111,11 @@ class Strings:
             self.items.append(text)
         return code
 
-    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+    def text_code(self, value: object) -> int:
+        """The code of a promoted text stat's value, as the column holds it (added if new)."""
+        return self.code(_text(value))
+
+    def categorical(self, codes: np.ndarray) -> pd.Categorical[str]:
         """``codes`` (-1: missing) as the categorical ``pd.Categorical`` makes of the strings
         themselves: categories the strings used, sorted; codes as small as they allow."""
         import pandas as pd
@@ -120,7 +126,8 @@ class Strings:
         recode = np.full(len(self.items) + 1, -1, small)  # the last slot recodes -1
         recode[ordered] = np.arange(len(ordered))
         categories = [self.items[code] for code in ordered]
-        return pd.Categorical.from_codes(recode[codes], categories=categories)
+        dtype: pd.CategoricalDtype[str] = pd.CategoricalDtype(categories)
+        return pd.Categorical.from_codes(recode[codes], dtype=dtype)
 
 
 def _code_type(count: int) -> Any:
@@ -301,7 +308,9 @@ class Layout:
         texts = {key: Strings() for key in TEXT_STATS}
         for key in (*TEXT_STATS, *WHOLE_STATS, *NUMBER_STATS):
             code = self.stat_names.codes.get(key)
-            rows = np.flatnonzero(stat_name == code) if code is not None else []
+            if code is None:
+                continue
+            rows = np.flatnonzero(stat_name == code)
             if not len(rows):
                 continue
             owner = owners[rows]
@@ -309,8 +318,7 @@ class Layout:
             rows, where = rows[last], rank[owner[last]]
             rows, where = rows[where >= 0], where[where >= 0]
             if key in texts:
-                code_of = texts[key].code
-                found[key] = (where, values.codes(rows, lambda v, c=code_of: c(_text(v))))
+                found[key] = (where, values.codes(rows, texts[key].text_code))
             elif key in WHOLE_STATS:
                 found[key] = (where, values.integers(rows, step_number))
             else:
@@ -379,7 +387,7 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _codes(strings: Strings, texts: list[str | None]) -> np.ndarray:
+def _codes(strings: Strings, texts: Sequence[str | None]) -> np.ndarray:
     return np.array([strings.code(text) for text in texts], np.int32).reshape(-1)
 
 
