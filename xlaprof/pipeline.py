@@ -44,22 +44,28 @@ def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> Par
     with source_roots(root):
         result = PartResult(part, run_analyzers(part.data))
     trace = part.trace if part.trace is not None else _trace_window(part)
+    pod = trace is not None and trace.source is not None
     if part.data.steps or trace is not None:
-        events = None if trace is None else trace.events
-        if trace is not None and trace.source is not None:  # a pod: the first host only
-            events = trace.select(hosts=trace.hosts[:1])
+        events = bounds = None
         busy = None
-        if trace is not None and events is not None:
-            busy = device_busy_by_step(trace.tracing_vs_device(), events)
-        result.timeline = step_timeline(
-            part.data.steps, events, None if trace is None else trace.step_bounds, busy
-        )
-    if trace is not None and len(trace.hosts) > 1:
-        from xlaprof.inputs.pod import host_steps
+        if trace is not None:
+            if pod:  # the first host only, read from its own files
+                from xlaprof.inputs.pod import first_host
 
-        result.host_skew = host_skew(trace.step_times())
-        result.host_steps = host_steps(trace)
-        result.stragglers = stragglers(result.host_steps)
+                events, bounds, tracing = first_host(trace)
+            else:
+                events, bounds, tracing = trace.events, trace.step_bounds, trace.tracing_vs_device()
+            busy = device_busy_by_step(tracing, events)
+        result.timeline = step_timeline(part.data.steps, events, bounds, busy)
+    if trace is not None and len(trace.hosts) > 1:
+        from xlaprof.inputs import pod as pods
+
+        if pod:  # a range of steps at a time; the per-host rows stay on disk
+            result.host_skew, result.stragglers = pods.step_tables(trace)
+        else:
+            result.host_skew = host_skew(trace.step_times())
+            result.host_steps = pods.host_steps(trace)
+            result.stragglers = stragglers(result.host_steps)
     result.trace = trace
     return result
 

@@ -5,8 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from xlaprof.model.ondisk import DEVICE_STEPS, TRACING, OnDisk, held
+
 if TYPE_CHECKING:
     import pandas as pd
+
+    from xlaprof.model.ondisk import StepTables
+    from xlaprof.model.stats import StepOverview
+
+# A pod's per-step rows, read from its hosts' files when asked for (``model.ondisk``).
+_STEPS = OnDisk(DEVICE_STEPS, via="tables")
+_TRACING = OnDisk(TRACING, via="tables")
 
 
 @dataclass
@@ -18,12 +27,36 @@ class DeviceSummary:
     capture) and ``tracing`` (per host step: tracing against device busy), all keyed by session
     and host; ``events`` is the raw event count and ``warnings`` what was wrong with the capture.
     ``xlaprof.tables.device`` computes and merges them and documents their columns.
+
+    A pod's summary holds no per-step rows: ``steps`` and ``tracing`` are None when made and
+    read from the hosts' files (``tables``) when asked for, every row; ``head`` and ``rows``
+    read the first rows or count them without that, and ``overview`` holds what the reports
+    say of every step (``xlaprof.tables.step_stats``), merged from the workers' aggregates.
     """
 
     devices: pd.DataFrame
-    steps: pd.DataFrame
+    steps: pd.DataFrame = _STEPS  # type: ignore[assignment]
     ops: pd.DataFrame
     utilization: pd.DataFrame
-    tracing: pd.DataFrame
+    tracing: pd.DataFrame = _TRACING  # type: ignore[assignment]
     events: int = 0
     warnings: list[str] = field(default_factory=list)
+    tables: StepTables | None = field(default=None, repr=False)
+    overview: StepOverview | None = field(default=None, repr=False)
+
+    def head(self, name: str, rows: int) -> pd.DataFrame:
+        """The first ``rows`` rows of ``steps`` or ``tracing`` (``name``), hosts in order."""
+        frame = held(self, name)
+        if frame is None and self.tables is not None:
+            return self.tables.table_head(_TABLES[name], rows)
+        return getattr(self, name).head(rows)
+
+    def rows(self, name: str) -> int:
+        """How many rows ``steps`` or ``tracing`` (``name``) has, without reading them."""
+        frame = held(self, name)
+        if frame is None and self.tables is not None:
+            return self.tables.table_rows(_TABLES[name])
+        return len(getattr(self, name))
+
+
+_TABLES = {"steps": DEVICE_STEPS, "tracing": TRACING}

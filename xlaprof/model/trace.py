@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlaprof.model.ondisk import STEP_BOUNDS, OnDisk
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -30,6 +32,8 @@ DEVICE_COLUMNS = [
     "peak_bytes_per_s",
 ]
 STEP_TIME_COLUMNS = ["session", "host", "step", "start_ns", "end_ns", "wall_ms", "source", "device"]
+# A pod's host step bounds, read from its hosts' files when asked for (``model.ondisk``).
+_STEP_BOUNDS = OnDisk(STEP_BOUNDS, via="source", required=False)
 
 
 @dataclass
@@ -48,8 +52,9 @@ class Trace:
     files: list[Path] = field(default_factory=list)
     # A capture starts and stops mid-step: its first and last step per host are partial.
     partial_edges: bool = False
-    # session, host, step, start_ns, end_ns of each host step (boundaries, not event extents)
-    step_bounds: pd.DataFrame | None = None
+    # session, host, step, start_ns, end_ns of each host step (boundaries, not event extents);
+    # a pod's are read from its hosts' files when asked for (``model.ondisk``)
+    step_bounds: pd.DataFrame | None = _STEP_BOUNDS
     # One row per device plane with events (DEVICE_COLUMNS): kind, type, peaks from plane stats.
     devices: pd.DataFrame | None = None
     # The session loaded, and every session found at the path (sorted, the latest last).
@@ -66,6 +71,13 @@ class Trace:
         if self.source is not None:
             return self.source.hosts
         return sorted(self.events["host"].cat.categories)
+
+    @property
+    def event_count(self) -> int:
+        """How many events the trace holds (a pod's: counted by its workers, nothing read)."""
+        if self.source is not None:
+            return self.source.event_count
+        return len(self.events)
 
     def select(self, hosts: Sequence[str] | None = None, **filters: object) -> pd.DataFrame:
         """Events of ``hosts`` (all by default), filtered before they are read when lazy.

@@ -1,7 +1,9 @@
 """The device sections of the console and HTML reports: devices, steps, top ops, tracing.
 
-Presentation only: every number comes from ``Trace.summary()`` (``xlaprof.tables.device``);
-here it is chosen, ordered and formatted. A value that was not measured shows as "—".
+Presentation only: every number comes from ``Trace.summary()`` (``xlaprof.tables.device``)
+and, for what is said of every step at once, its overview (``xlaprof.tables.step_stats``: a
+pod's is merged from its workers, its per-step rows stay on disk); here it is chosen, ordered
+and formatted. A value that was not measured shows as "—".
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from xlaprof.parse.units import (
     format_seconds,
     missing,
 )
+from xlaprof.tables.step_stats import overview_of
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -45,7 +48,7 @@ def capture_line(trace: Trace) -> str:
     where = str(files[0]) if len(files) == 1 else f"{len(files)} capture files"
     devices = 0 if trace.devices is None else len(trace.devices)
     parts = [
-        f"{len(trace.events):,} events",
+        f"{trace.event_count:,} events",
         f"{len(trace.hosts)} host(s)",
         f"{devices} device(s)",
     ]
@@ -125,21 +128,17 @@ def step_note(trace: Trace) -> str | None:
 
 def step_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     """The device steps to show: per device, median of its numbered steps and the slowest."""
-    steps = trace.summary().steps
     rows = []
-    numbered = steps[steps["step"].notna()]
-    for device, group in numbered.groupby("device", sort=True):
-        median = group[["wall_s", "busy_s", "idle_s"]].median()
-        slowest = group.loc[group["wall_s"].idxmax()]
+    for row in overview_of(trace.summary()).devices.itertuples(index=False):
         rows.append(
             {
-                "device": str(device),
-                "steps": str(len(group)),
-                "from": str(group["step_source"].iloc[0]),
-                "median wall": format_seconds(median["wall_s"]),
-                "median busy": format_seconds(median["busy_s"]),
-                "median idle": format_seconds(median["idle_s"]),
-                "slowest": f"{format_seconds(slowest['wall_s'])} (#{slowest['step']})",
+                "device": str(row.device),
+                "steps": str(row.steps),
+                "from": str(row.step_source),
+                "median wall": format_seconds(row.median_wall_s),
+                "median busy": format_seconds(row.median_busy_s),
+                "median idle": format_seconds(row.median_idle_s),
+                "slowest": f"{format_seconds(row.slowest_s)} (#{row.slowest_step})",
             }
         )
     return rows[:limit]
@@ -182,11 +181,9 @@ def autotune_note(trace: Trace) -> str | None:
     ops = summary.ops[summary.ops["category"] == "autotune"]
     if ops.empty:
         return None
-    steps = summary.steps
-    steps = steps[(steps["autotune_s"] > 0) & steps["step"].notna()]["step"]
+    numbers = overview_of(summary).autotune_steps  # the smallest, sorted
     where = ""
-    if len(steps):
-        numbers = sorted({int(step) for step in steps})
+    if numbers:
         shown = ", ".join(str(n) for n in numbers[:8]) + (", ..." if len(numbers) > 8 else "")
         where = f" in step{'s' if len(numbers) > 1 else ''} {shown}"
     return (
@@ -197,14 +194,9 @@ def autotune_note(trace: Trace) -> str | None:
     )
 
 
-def _lazy(tracing: Any) -> bool:
-    """Whether the host-vs-device table is about lazy tracing (a torch_xla capture)."""
-    return bool(tracing["lazy_tensor"].fillna(False).astype(bool).any())
-
-
 def tracing_title(trace: Trace) -> str:
     """The host-vs-device table's title: it names what the host figure is."""
-    if _lazy(trace.summary().tracing):
+    if overview_of(trace.summary()).tracing.lazy:
         return "Host tracing vs device busy, per step"
     return "Host vs device, per step"
 
@@ -214,10 +206,10 @@ _VERDICTS = {"tracing": "tracing-bound", "host": "host-bound", "device": "device
 
 def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     """Per host step: host wall, the host figure (tracing or device idle), busy, verdict."""
-    tracing = trace.summary().tracing
-    lazy = _lazy(tracing)
+    summary = trace.summary()
+    lazy = overview_of(summary).tracing.lazy
     rows = []
-    for row in tracing.head(limit).itertuples(index=False):
+    for row in summary.head("tracing", limit).itertuples(index=False):
         bound = None if missing(row.bound) else str(row.bound)
         cells = {
             "host": str(row.host),
@@ -241,24 +233,25 @@ def tracing_verdict(trace: Trace) -> str | None:
     On a torch_xla capture: is the step tracing-bound. Elsewhere (JAX, PyTorch eager) there is
     no lazy tracing: the host time is what the device idles through, waiting on the host.
     """
-    tracing = trace.summary().tracing
-    known = tracing[tracing["bound"].notna()]
-    if known.empty:
+    overview = overview_of(trace.summary())
+    tracing = overview.tracing
+    known = tracing.known
+    if not known:
         return None
-    median_busy = known["device_busy_s"].median()
-    if _lazy(known):
-        bound = int((known["bound"] == "tracing").sum())
-        what = "tracing-bound" if bound * 2 > len(known) else "not tracing-bound"
+    median_busy = overview.median_busy_s
+    if tracing.lazy_known:
+        bound = tracing.bounds.get("tracing", 0)
+        what = "tracing-bound" if bound * 2 > known else "not tracing-bound"
         return (
-            f"From the trace: {what} ({bound} of {len(known)} steps): the host traces for "
-            f"{format_seconds(known['tracing_s'].median())} per step (median) while the device is "
+            f"From the trace: {what} ({bound} of {known} steps): the host traces for "
+            f"{format_seconds(overview.median_tracing_s)} per step (median) while the device is "
             f"busy {format_seconds(median_busy)}."
         )
-    bound = int((known["bound"] == "host").sum())
-    what = "host-bound" if bound * 2 > len(known) else "not host-bound"
+    bound = tracing.bounds.get("host", 0)
+    what = "host-bound" if bound * 2 > known else "not host-bound"
     return (
-        f"From the trace: {what} ({bound} of {len(known)} steps): the device idles "
-        f"{format_seconds(known['device_idle_s'].median())} of each step (median), waiting on the "
+        f"From the trace: {what} ({bound} of {known} steps): the device idles "
+        f"{format_seconds(overview.median_idle_s)} of each step (median), waiting on the "
         f"host, and is busy {format_seconds(median_busy)}. No torch_xla (lazy-tensor) events in "
         "this capture: the host time is not tracing but whatever the host does between the "
         "device's work (Python, input batches, data loading, kernel launches)."
@@ -293,7 +286,7 @@ def render_console(console: Console, trace: Trace) -> None:
     tracing = tracing_rows(trace)
     if tracing:
         _table(console, tracing_title(trace), tracing)
-        hidden = len(trace.summary().tracing) - len(tracing)
+        hidden = trace.summary().rows("tracing") - len(tracing)
         if hidden > 0:  # the table is cut: say so rather than let 8 rows pass for all of them
             console.print(f"({hidden:,} more steps in --json)")
             console.print()
@@ -342,7 +335,7 @@ def render_html(trace: Trace) -> str:
     ):
         if rows:
             sections.append(f"<h3>{html.escape(title)}</h3>{_html_table(rows)}")
-    hidden = len(trace.summary().tracing) - len(tracing_rows(trace))
+    hidden = trace.summary().rows("tracing") - len(tracing_rows(trace))
     more = f"({hidden:,} more steps in the JSON document.)" if hidden > 0 else None
     for line in (step_note(trace), autotune_note(trace), more, tracing_verdict(trace)):
         if line:

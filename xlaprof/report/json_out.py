@@ -141,13 +141,13 @@ def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
         "files": [str(f) for f in trace.files],
         "warnings": trace.warnings,
         "devices": _records(devices),
-        "device_steps": _records(summary.steps.head(MAX_STEP_ROWS)),
-        "device_steps_total": len(summary.steps),
+        "device_steps": _records(summary.head("steps", MAX_STEP_ROWS)),
+        "device_steps_total": summary.rows("steps"),
         "device_ops": _records(ops),
         "device_ops_total": len(summary.ops),
         "top_ops": _records(top_ops(summary.ops, limit=20)),
-        "tracing": _records(summary.tracing.head(MAX_STEP_ROWS)),
-        "tracing_total": len(summary.tracing),
+        "tracing": _records(summary.head("tracing", MAX_STEP_ROWS)),
+        "tracing_total": summary.rows("tracing"),
     }
 
 

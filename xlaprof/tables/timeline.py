@@ -34,6 +34,7 @@ from xlaprof.tables import categorical as cols
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 COLUMNS = [
@@ -107,15 +108,18 @@ def from_trace(
     ``device_busy`` is the device model's busy time per host step (the busiest device's
     compute events in the step: ``Trace.tracing_vs_device()``); it is used where the host has
     device planes without an ``XLA Modules`` line (GPUs).
+
+    Every step at once: each figure is a union of intervals per step (``_covered_by_step``),
+    so the work grows with the events, not with events x steps.
     """
-    import pandas as pd
+    import numpy as np
 
     from xlaprof.tables.device import has_lazy_tensor_runtime
 
     if events.empty:
         return []
     host = events["host"].cat.categories[0]
-    events = events[events["host"] == host]
+    events = events[cols.equals(events["host"], host)]
     has_devices = bool((events["plane_kind"] == "device").any())
     has_modules = bool((events["line"] == MODULES_LINE).any())
     host_events = events[events["plane_kind"] == "host"]
@@ -125,69 +129,121 @@ def from_trace(
     # nothing (0.0); a capture without PJRT calls (PyTorch eager) did not measure compiles.
     pjrt = not lazy and bool(cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any())
     events = events[events["step"].notna()]
+    if events.empty:
+        return []
+    step = events["step"].to_numpy(dtype=np.int64)
+    start = events["start_ns"].to_numpy(dtype=np.int64)
+    end = events["end_ns"].to_numpy(dtype=np.int64)
+    numbers = np.unique(step)
     limits = {}
     if bounds is not None and not bounds.empty:
-        mine = bounds[bounds["host"] == host]
-        limits = {int(r.step): (int(r.start_ns), int(r.end_ns)) for r in mine.itertuples()}
+        mine = bounds[bounds["host"].astype(str) == str(host)]
+        limits = dict(
+            zip(
+                mine["step"].to_numpy(dtype=np.int64).tolist(),
+                zip(
+                    mine["start_ns"].to_numpy(dtype=np.int64).tolist(),
+                    mine["end_ns"].to_numpy(dtype=np.int64).tolist(),
+                    strict=True,
+                ),
+                strict=True,
+            )
+        )
+    first = np.full(len(numbers), np.iinfo(np.int64).max)
+    last = np.full(len(numbers), np.iinfo(np.int64).min)
+    at = np.searchsorted(numbers, step)
+    np.minimum.at(first, at, start)
+    np.maximum.at(last, at, end)
+    on_host = (events["plane_kind"] == "host").to_numpy()
+    main = on_host & cols.equals(events["line"], main_line)
+    names = events["name"]
+
+    def covered(mask: np.ndarray) -> np.ndarray:
+        return _covered_by_step(numbers, step[mask], start[mask], end[mask])
+
+    # Each category's own time is what it adds to the union of those before it (a transfer
+    # inside a compile counts once, as compile).
+    parts: dict[str, np.ndarray | None] = {}
+    taken = np.zeros(len(events), bool)
+    before = np.zeros(len(numbers), np.int64)
+    for label, patterns in (
+        ("compile_s", _COMPILE),
+        ("transfer_s", _TRANSFER),
+        ("device_wait_s", _WAIT),
+        ("graph_build_s", _GRAPH),
+    ):
+        taken |= main & cols.contains(names, "|".join(patterns))
+        now = covered(taken)
+        parts[label] = (now - before) / 1e9
+        before = now
+    if not lazy:
+        # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
+        # and the host's time is not lazy tracing. A PJRT client's compile calls are.
+        parts = dict.fromkeys(parts)
+        if pjrt:
+            parts["compile_s"] = covered(main & cols.contains(names, "|".join(_PJRT_COMPILE))) / 1e9
+    device = events["plane_kind"].to_numpy() == "device"
+    device_events = np.bincount(at[device], minlength=len(numbers))
+    modules = covered(device & (events["line"] == MODULES_LINE).to_numpy())
+    cpu_execute = covered(cols.equals(names, _CPU_EXECUTE))
     tracing = {row.step: row.tracing_s for row in rows}
     execute = {row.step: row.execute_s for row in rows}
     out = []
-    for step, group in events.groupby("step", observed=True):
-        start, end = limits.get(
-            int(step), (int(group["start_ns"].min()), int(group["end_ns"].max()))
-        )
-        wall = end - start
-        main = group[(group["plane_kind"] == "host") & (group["line"] == main_line)]
-        names = main["name"].astype(str)
-
-        def spans(patterns: tuple[str, ...], frame=main, names=names) -> pd.DataFrame:
-            return frame[names.str.contains("|".join(patterns), regex=True)]
-
-        # Each category's own time is what it adds to the union of those before it (a transfer
-        # inside a compile counts once, as compile).
-        parts: dict[str, float | None] = {}
-        taken = main.iloc[:0]
-        covered = 0
-        for label, patterns in (
-            ("compile_s", _COMPILE),
-            ("transfer_s", _TRANSFER),
-            ("device_wait_s", _WAIT),
-            ("graph_build_s", _GRAPH),
-        ):
-            taken = pd.concat([taken, spans(patterns)])
-            now = _covered_ns(taken)
-            parts[label] = (now - covered) / 1e9
-            covered = now
-        python_tracing: float | None = max(wall - covered, 0) / 1e9
-        if not lazy:
-            # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
-            # and the host's time is not lazy tracing. A PJRT client's compile calls are.
-            parts = dict.fromkeys(parts)
-            python_tracing = None
-            if pjrt:
-                parts["compile_s"] = _covered_ns(spans(_PJRT_COMPILE)) / 1e9
-        device = group[group["plane_kind"] == "device"]
+    for index, number in enumerate(numbers.tolist()):
+        begin, finish = limits.get(number, (int(first[index]), int(last[index])))
+        wall = finish - begin
         busy: float | None
-        if has_modules and not device.empty:
-            busy = _covered_ns(device[device["line"] == MODULES_LINE]) / 1e9
+        if has_modules and device_events[index]:
+            busy = int(modules[index]) / 1e9
         elif has_devices:
-            busy = (device_busy or {}).get(int(step))
-        elif int(step) in execute:
-            busy = execute[int(step)]
+            busy = (device_busy or {}).get(number)
+        elif number in execute:
+            busy = execute[number]
         else:
-            busy = _covered_ns(group[group["name"] == _CPU_EXECUTE]) / 1e9
+            busy = int(cpu_execute[index]) / 1e9
         out.append(
             {
-                "step": int(step),
+                "step": number,
                 "wall_s": wall / 1e9,
-                "python_tracing_s": python_tracing,
-                "tracing_s": tracing.get(int(step)),
-                **parts,
+                "python_tracing_s": max(wall - int(before[index]), 0) / 1e9 if lazy else None,
+                "tracing_s": tracing.get(number),
+                **{
+                    label: None if values is None else float(values[index])
+                    for label, values in parts.items()
+                },
                 "device_busy_s": busy,
                 "device_idle_s": None if busy is None else max(wall / 1e9 - busy, 0.0),
                 "source": "trace",
             }
         )
+    return out
+
+
+def _covered_by_step(
+    numbers: np.ndarray, step: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> np.ndarray:
+    """Per step in ``numbers`` (sorted), the length of the union of its intervals (0: none).
+
+    Sorted by step then start, each interval adds what reaches past every earlier interval of
+    its step: ``max(0, end - max(start, reach))``, ``reach`` the running maximum of the ends
+    before it in the step.
+    """
+    import numpy as np
+    import pandas as pd
+
+    out = np.zeros(len(numbers), np.int64)
+    if not len(step):
+        return out
+    order = np.lexsort((start, step))
+    step, start, end = step[order], start[order], end[order]
+    reach = pd.Series(end).groupby(step).cummax().to_numpy()
+    previous = np.empty_like(reach)
+    previous[1:] = reach[:-1]
+    first = np.ones(len(step), bool)
+    first[1:] = step[1:] != step[:-1]
+    previous[first] = np.iinfo(np.int64).min
+    added = np.maximum(end - np.maximum(start, previous), 0)
+    np.add.at(out, np.searchsorted(numbers, step), added)
     return out
 
 
