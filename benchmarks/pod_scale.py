@@ -65,7 +65,7 @@ def measure(logdir: Path, workers: int | None) -> dict[str, float]:
         "host_seconds_median": sorted(h["seconds"] for h in hosts)[len(hosts) // 2]
         if hosts
         else 0.0,
-        "stragglers_rows": len(document.get("stragglers") or []),
+        "stragglers_rows": document.get("stragglers_total") or 0,
         "json_bytes": len(text.encode()),
         "load_average": os.getloadavg()[0],
     }

@@ -118,7 +118,8 @@ MAX_DEVICE_OPS = 100
 # Per-step rows per document (device steps, tracing): one per host, device and step, so a pod
 # of 128 hosts x 730 steps has 93,000 of them. The first rows (hosts in order) are kept and the
 # total is given; the stragglers table is the pod's per-step view, and
-# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row.
+# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row. Stragglers and
+# host skew (one row per step, whatever the hosts) are cut at the same count.
 MAX_STEP_ROWS = 5000
 
 
@@ -166,11 +167,14 @@ def result_document(result: PartResult) -> dict[str, Any]:
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:
-        extra["host_skew"] = _records(result.host_skew)
+        extra["host_skew"] = _records(result.host_skew.head(MAX_STEP_ROWS))
+        extra["host_skew_total"] = len(result.host_skew)
     if result.stragglers is not None:
         # per step and device; the per-host rows (hosts x steps, the heat map's data) stay out
-        # of the document so its size does not grow with the pod: Analysis.host_steps() has them
-        extra["stragglers"] = _records(result.stragglers)
+        # of the document so its size does not grow with the pod: Analysis.host_steps() has them.
+        # The first MAX_STEP_ROWS (steps in order) are kept: Analysis.stragglers() has every row.
+        extra["stragglers"] = _records(result.stragglers.head(MAX_STEP_ROWS))
+        extra["stragglers_total"] = len(result.stragglers)
     return analysis_document(part.data, result.findings, part.sources, extra)
 
 
