@@ -132,13 +132,14 @@ def hosts_named_apart(hosts: list[tuple[str, str | None]]) -> list[str]:
 
 def name_hosts_apart(frames: list[pd.DataFrame]) -> None:
     """Rename the ``host`` column of frames whose host another frame has too (in place)."""
+    import numpy as np
     import pandas as pd
 
     loaded = [frame for frame in frames if len(frame)]
     hosts = [(str(frame["host"].iloc[0]), frame.attrs.get("source")) for frame in loaded]
     for frame, (host, _), name in zip(loaded, hosts, hosts_named_apart(hosts), strict=True):
         if name != host:
-            frame["host"] = pd.Categorical([name] * len(frame))
+            frame["host"] = pd.Categorical.from_codes(np.zeros(len(frame), np.int8), [name])
 
 
 def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:

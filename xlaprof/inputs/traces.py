@@ -70,6 +70,7 @@ def load_trace(
         if len(broken) == 1:
             raise broken[0]
         raise BadCapture(f"{root}: every capture file is unreadable ({broken[0]}; ...)")
+    import numpy as np
     import pandas as pd  # after the files: a bad capture is reported without loading pandas
 
     warnings = [f"{error} (skipped; the other hosts are analyzed)" for error in broken]
@@ -94,7 +95,7 @@ def load_trace(
     for column in ("hlo_op", "hlo_module", "hlo_category", "program_id"):
         if events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    events.insert(0, "session", pd.Categorical([chosen] * len(events)))
+    events.insert(0, "session", pd.Categorical.from_codes(np.zeros(len(events), np.int8), [chosen]))
     events["step"], bounds = assign_steps(events, first_step or 0, starts)
     bounds.insert(0, "session", chosen)
     summary = device_model.summarize_host(events, devices, bounds)

@@ -288,10 +288,11 @@ class EventSource:
 
     def _named(self, frame: pd.DataFrame, host: str) -> pd.DataFrame:
         """``frame`` with its host column naming ``host``, categoricals as ``load_trace`` makes."""
+        import numpy as np
         import pandas as pd
 
         if host and self.stored.get(host, host) != host and "host" in frame:
-            frame["host"] = pd.Categorical([host] * len(frame))
+            frame["host"] = pd.Categorical.from_codes(np.zeros(len(frame), np.int8), [host])
         for column in CATEGORY_COLUMNS:
             if column in frame and frame[column].dtype != "category":
                 frame[column] = frame[column].astype("category")

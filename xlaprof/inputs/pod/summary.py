@@ -84,6 +84,7 @@ def read_host_events(
 
     ``events.attrs["devices"]`` keeps the host's device table (``Trace.devices`` rows).
     """
+    import numpy as np
     import pandas as pd
 
     try:
@@ -100,7 +101,8 @@ def read_host_events(
     for column in CATEGORY_COLUMNS:
         if column in events and events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    events.insert(0, "session", pd.Categorical([session] * len(events)))
+    sessions = pd.Categorical.from_codes(np.zeros(len(events), np.int8), [session])
+    events.insert(0, "session", sessions)
     host = str(events["host"].iloc[0])
     events["step"], bounds = assign_steps(events, first_step, {host: start})
     bounds.insert(0, "session", session)
