@@ -16,6 +16,7 @@ copying them into blocks of one dtype.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -428,6 +429,25 @@ def _args(
     out = np.full(rows, None, object)
     if not len(stat_name):
         return out
+    # Hundreds of thousands of new dicts of plain values: none can be in a reference cycle, so
+    # the cycle collector, which their allocations would set off again and again, is held off.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _fill_args(out, first_stat, values, stat_name, rank)
+    finally:
+        if collecting:
+            gc.enable()
+    return out
+
+
+def _fill_args(
+    out: np.ndarray,
+    first_stat: np.ndarray,
+    values: StatValues,
+    stat_name: np.ndarray,
+    rank: np.ndarray,
+) -> None:
     keys = np.array(values.names, object)[stat_name]
     items = values.objects(np.arange(len(stat_name)))
     sizes = np.diff(first_stat)
@@ -445,4 +465,3 @@ def _args(
         else:
             dicts = list(map(dict, map(zip, zip(*k, strict=True), zip(*v, strict=True))))
         out[where] = dicts
-    return out
