@@ -23,7 +23,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from xlaprof.errors import BadCapture
+from xlaprof.errors import BadCapture, XlaprofError
 from xlaprof.inputs.captures import (
     device_table,
     find_sessions,
@@ -113,11 +113,22 @@ def load_trace(
 
 
 def _first_step_from_run(root: Path) -> int | None:
-    from xlaprof.rundir.reader import find_runs, load_run
+    """The first step of the trace window of the run directory ``root`` is, holds or lies in
+    (a capture file or logdir inside a run: ``run/plugins/profile/<time>/host.xplane.pb``).
 
-    if root.is_dir() and find_runs(root):
-        runs = find_runs(root)
-        if len(runs) == 1:
-            window = load_run(runs[0]).info.trace_steps
-            return window[0] if window else None
-    return None
+    Runs recorded since each step carries its number in the trace (``xlaprof_step``) need
+    this only for StepMarker numbering of older runs.
+    """
+    from xlaprof.rundir.reader import find_runs, load_run
+    from xlaprof.rundir.schema import RUN_JSON
+
+    runs = find_runs(root) if root.is_dir() else []
+    if not runs:  # inside a run directory: its trace window's files
+        runs = [p for p in list(root.absolute().parents)[:4] if (p / RUN_JSON).is_file()][:1]
+    if len(runs) != 1:
+        return None
+    try:
+        window = load_run(runs[0]).info.trace_steps
+    except XlaprofError:  # a damaged run: its capture still loads, numbered from 0
+        return None
+    return window[0] if window else None
