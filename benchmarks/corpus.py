@@ -7,6 +7,7 @@ examples/corpus/corpus.toml (examples/corpus/judge.py: expected findings at the 
 no control fires, one step per training iteration, compile count as in the bare runtime).
 tests/test_corpus.py runs only the scripts marked fast; this runs them all (about 20 to 100 s a
 script on a shared 2-core machine). Prints one line per script and writes corpus.json in --out.
+benchmarks/realcode.py runs the real-code corpus (examples/realcode) through the same table.
 """
 
 from __future__ import annotations
@@ -19,26 +20,27 @@ import tempfile
 import time
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus"
-sys.path.insert(0, str(CORPUS))
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+sys.path.insert(0, str(EXAMPLES / "corpus"))
 import judge  # noqa: E402
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(corpus: Path = EXAMPLES / "corpus", description: str | None = None) -> None:
+    parser = argparse.ArgumentParser(description=description or __doc__)
     parser.add_argument("scripts", nargs="*", help="corpus script names (default: all)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     os.environ.setdefault("PJRT_DEVICE", "CPU")
-    manifest = judge.manifest()
+    manifest = judge.manifest(corpus)
     names = args.scripts or sorted(manifest)
-    out = args.out or Path(tempfile.mkdtemp(prefix="xlaprof-corpus-"))
+    out = args.out or Path(tempfile.mkdtemp(prefix=f"xlaprof-{corpus.name}-"))
     results = {}
     for name in names:
         began = time.perf_counter()
         try:
-            document = judge.profile(name, out / name)
-            wrong = judge.problems(name, document, judge.steps_recorded(out / name))
+            document = judge.profile(name, out / name, corpus=corpus)
+            steps = judge.steps_recorded(out / name)
+            wrong = judge.problems(name, document, steps, corpus=corpus, out=out / name)
         except (RuntimeError, OSError) as error:
             wrong = [f"did not run: {error}"]
         seconds = time.perf_counter() - began
@@ -49,7 +51,7 @@ def main() -> None:
             print(f"      - {problem}", flush=True)
     right = sum(r["right"] for r in results.values())
     print(f"{right} right, {len(results) - right} wrong of {len(results)} scripts; runs in {out}")
-    (out / "corpus.json").write_text(json.dumps(results, indent=2))
+    (out / f"{corpus.name}.json").write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -301,3 +301,81 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+# -- issue 31: deep nesting, hostile names, caches ------------------------------------------------
+# Names a capture can give its hosts, ops and regions: terminal sequences (OSC title and
+# hyperlink, conceal, erase line, CR), rich markup, plotly label markup, XML-illegal characters.
+HOSTILE_NAMES = [
+    "\x1b]0;pwned\x07",
+    "\x1b]8;;https://evil.example\x07link\x1b]8;;\x07",
+    "\x1b[8mhidden\x1b[0m",
+    "\x1b[2K\rerased",
+    "[link=https://evil.example]op[/link]",
+    "[/oops]",
+    "[bold red]",
+    '<a href="https://evil.example">x</a>',
+    "<br>line<b>bold</b>",
+    "&lt;escaped&gt;",
+    "\u202eevil\u202c",
+    "\x00nul",
+    "\ufffe\uffff",
+    "%0A::error::injected",
+    ",:%",
+]
+
+
+def hostile_name(rng: random.Random) -> str:
+    """A name made of one to three hostile pieces around ordinary text."""
+    pieces = [rng.choice(HOSTILE_NAMES) for _ in range(rng.randint(1, 3))]
+    pieces.insert(rng.randrange(len(pieces) + 1), f"op{rng.randrange(100)}")
+    return "".join(pieces)
+
+
+def deep_json(rng: random.Random, depth: int = 200_000) -> bytes:
+    """JSON nested ``depth`` deep (lists or objects): past any recursion limit."""
+    if rng.random() < 0.5:
+        return b"[" * depth + b"]" * depth
+    return b'{"a":' * depth + b"1" + b"}" * depth
+
+
+def mutate_parquet_cache(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    """A pod cache (Parquet) damaged: bytes, its metadata (stamp, summary) or its columns.
+
+    Returns how, and the new bytes. Metadata and column edits keep the file valid Parquet, so
+    the damage reaches the code that trusts a cache, not only the format's own checks.
+    """
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    op = rng.randrange(4)
+    if op == 0:
+        return "bytes", mutate_bytes(rng, data)
+    table = pq.read_table(io.BytesIO(data))
+    metadata = dict(table.schema.metadata or {})
+    if op == 1:
+        key = rng.choice([b"xlaprof.stamp", b"xlaprof.summary"])
+        value = metadata.get(key, b"")
+        if key == b"xlaprof.summary" and rng.random() < 0.7:
+            try:
+                value = json.dumps(mutate_json_value(rng, json.loads(value))).encode()
+            except (ValueError, TypeError):
+                value = b"{"
+        else:
+            value = mutate_bytes(rng, value)
+        metadata[key] = value
+        how = f"metadata {key.decode()}"
+    elif op == 2:
+        name = rng.choice(table.column_names)
+        junk = pa.array([rng.choice(["junk", "", None]) for _ in range(table.num_rows)])
+        table = table.set_column(table.column_names.index(name), name, junk)
+        how = f"column {name} junk"
+    else:
+        keep = [n for n in table.column_names if rng.random() < 0.8]
+        table = table.select(keep or table.column_names[:1])
+        how = "columns dropped"
+    out = io.BytesIO()
+    pq.write_table(table.replace_schema_metadata(metadata), out)
+    return how, out.getvalue()

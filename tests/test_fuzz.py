@@ -11,7 +11,11 @@ time limit, and never grows memory with the damage (bombs are capped while infla
   protobuf-aware mutations (stats out of range, timestamps past int64 picoseconds, ...);
 * Chrome trace: ``*.trace.json.gz`` (``load_trace``), structured JSON and gzip mutations;
 * run directory: one damaged file per run (``load_parts`` + the analyzers + the JSON
-  document), from the sample runs.
+  document), from the sample runs;
+* issue 31: pod caches (damaged bytes, metadata, columns: a miss, never a crash or another
+  number), ``modules.json`` and JSON nested past any recursion limit (FIFOs and devices in
+  their place too), and hostile names (terminal sequences, markup) through the console and
+  HTML renderers.
 
 Mutations are seeded, so a failure names a seed that reproduces it. The count per loader is
 ``XLAPROF_FUZZ_MUTATIONS`` (default 500); the suite takes about a minute on two cores.
@@ -34,12 +38,16 @@ from pathlib import Path
 import pytest
 from conftest import DATA, REPO, SAMPLES
 from fuzzing import (
+    HOSTILE_NAMES,
     Hang,
+    deep_json,
+    hostile_name,
     mutate_bytes,
     mutate_chrome_trace,
     mutate_gzip,
     mutate_json_value,
     mutate_jsonl,
+    mutate_parquet_cache,
     mutate_text,
     mutate_xspace,
     time_limit,
@@ -85,7 +93,8 @@ class Outcomes:
 
     def check(self) -> None:
         total = self.ok + self.errors + self.crash_count
-        assert total >= MUTATIONS, f"{self.loader}: only {total} mutations ran"
+        required = getattr(self, "total_required", MUTATIONS)
+        assert total >= required, f"{self.loader}: only {total} mutations ran"
         growth = _peak_rss() - self.peak_before
         lines = [f"{k} (seed {s}, {d})" for k, (s, d) in sorted(self.crashes.items())]
         assert not self.crashes, (
@@ -205,6 +214,8 @@ def test_chrome_trace_loader_never_crashes(tmp_path: Path) -> None:
         rng = random.Random(seed)
         name, data = rng.choice(originals)
         mutated = mutate_gzip(rng, data, functools.partial(mutate_chrome_trace, rng))
+        if rng.random() < 0.02:  # nested past any recursion limit (issue 31)
+            mutated = gzip.compress(b'{"traceEvents": ' + deep_json(rng) + b"}", 1)
         path = tmp_path / f"{seed}.trace.json.gz"
         path.write_bytes(mutated)
         before = outcomes.crash_count
@@ -370,3 +381,136 @@ def test_run_rows_of_any_json_type_load(tmp_path_factory, rows, regions, samples
     for step in parts[0].data.steps:
         assert isinstance(step.step, int) and not isinstance(step.step, bool)
         assert step.wall_s is None or isinstance(step.wall_s, float)
+
+
+# -- issue 31: caches, modules.json, deep nesting, names -----------------------------------------
+SMALL = max(MUTATIONS // 25, 20)  # each input is a whole load: fewer, but every kind
+
+
+def test_pod_cache_damage_is_a_miss_never_a_crash_or_a_wrong_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_pod import _write_host
+
+    from xlaprof.inputs import pod
+    from xlaprof.inputs.traces import load_trace
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    session = tmp_path / "logdir" / "plugins" / "profile" / "1"
+    for host in ("host-0", "host-1"):
+        _write_host(session / f"{host}.xplane.pb")
+    key = ["host", "device", "step"]
+
+    def steps() -> object:
+        trace = load_trace(tmp_path / "logdir", lazy=True, workers=1)
+        return pod.host_steps(trace).sort_values(key).reset_index(drop=True)
+
+    truth = steps()
+    cache = session / "host-0.xplane.pb.xlaprof.parquet"
+    good = cache.read_bytes()
+    crashes: dict[str, tuple[int, str]] = {}
+    for seed in range(SMALL):
+        rng = random.Random(seed)
+        how, damaged = mutate_parquet_cache(rng, good)
+        cache.write_bytes(damaged)
+        try:
+            with time_limit(CALL_LIMIT_S):
+                got = steps()
+            assert got.equals(truth), "other numbers than the capture's"
+        except (Exception, Hang) as error:  # XlaprofError included: a damaged cache is a miss
+            crashes.setdefault(f"{type(error).__name__}: {error}"[:160], (seed, how))
+        cache.write_bytes(good)
+    assert not crashes, "\n".join(f"{k} (seed {s}, {h})" for k, (s, h) in crashes.items())
+
+
+def _hostile_modules(rng: random.Random, path: Path) -> str:
+    """Put something hostile where ``modules.json`` (or another run JSON file) goes."""
+    path.unlink(missing_ok=True)
+    op = rng.randrange(5)
+    if op == 0:
+        path.write_bytes(deep_json(rng))
+        return "deep nesting"
+    if op == 1:
+        os.mkfifo(path)
+        return "a FIFO"
+    if op == 2:
+        path.symlink_to("/dev/zero")
+        return "/dev/zero"
+    if op == 3:
+        document = {"step": 1, "stacks": [{"class": "Block", "calls": [["m.py", 3]]}],
+                    "repeated": [{"class": "Block", "count": 4}]}  # fmt: skip
+        path.write_text(json.dumps(mutate_json_value(rng, document)))
+        return "hostile values"
+    path.write_bytes(mutate_bytes(rng, b'{"step": 1, "stacks": [], "repeated": []}'))
+    return "damaged bytes"
+
+
+def test_modules_json_and_deep_nesting_never_crash(tmp_path: Path) -> None:
+    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.pipeline import analyze_parts
+    from xlaprof.report import json_out
+
+    templates = _run_templates(tmp_path)
+    outcomes = Outcomes("modules.json and deep JSON")
+    for seed in range(SMALL * 2):
+        rng = random.Random(seed)
+        template = rng.choice(templates)
+        root = tmp_path / "run"
+        shutil.copytree(template, root)
+        name = rng.choice(["modules.json"] * 6 + ["dynamo.jsonl", "run.json", "steps.jsonl"])
+        how = f"{name}: {_hostile_modules(rng, root / name)}"
+
+        def load_and_analyze(root: Path = root) -> None:
+            parts = load_parts([root], DEFAULT_MAX_INPUT_BYTES, 2)
+            json_out.dumps(json_out.results_document(analyze_parts(parts)))
+
+        outcomes.call(seed, load_and_analyze, how)
+        shutil.rmtree(root)
+    outcomes.total_required = SMALL * 2
+    outcomes.check()
+
+
+def _raw_controls(text: str) -> set[str]:
+    return {c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0}
+
+
+def test_hostile_names_render_inertly(tmp_path: Path) -> None:
+    from xlaprof.inputs.paths import load_parts
+    from xlaprof.model.result import AnalysisResult
+    from xlaprof.pipeline import analyze_parts
+    from xlaprof.report import RenderOptions, render
+
+    assert len(HOSTILE_NAMES) >= 10
+    failures: dict[str, tuple[int, str]] = {}
+    for seed in range(SMALL):
+        rng = random.Random(seed)
+        names = [hostile_name(rng) for _ in range(6)]
+        events: list[dict] = [
+            {"ph": "M", "name": "process_labels", "pid": 0, "args": {"labels": "GPU 0"}},
+            {"ph": "M", "name": "process_name", "pid": 9, "args": {"name": hostile_name(rng)}},
+            {"ph": "M", "name": "thread_name", "pid": 9, "tid": 1,
+             "args": {"name": hostile_name(rng)}},
+        ]  # fmt: skip
+        for step in range(3):
+            start = 1000.0 * (step + 1)
+            events.append({"ph": "X", "name": f"ProfilerStep#{step}", "pid": 9, "tid": 1,
+                           "ts": start, "dur": 900.0})  # fmt: skip
+            for index, name in enumerate(names):
+                events.append({"ph": "X", "name": name, "pid": rng.choice([0, 9]), "tid": 7,
+                               "ts": start + 100 * index, "dur": 50.0})  # fmt: skip
+        path = tmp_path / f"{seed}.trace.json"
+        path.write_text(json.dumps({"traceEvents": events}))
+        try:
+            with time_limit(CALL_LIMIT_S):
+                result = AnalysisResult(analyze_parts(load_parts([path], 2**30)))
+                terminal = render(result, "console", options=RenderOptions(width=200))
+                page = render(result, "html")
+            figures = "".join(c[: c.index("</script>")] for c in page.split("Plotly.newPlot(")[1:])
+            web = page[: page.index("<h2>Figures</h2>")] + figures
+            shown = terminal + web
+            assert not _raw_controls(shown), f"raw controls {sorted(_raw_controls(shown))!r}"
+            assert '<a href="https://evil' not in web  # in the terminal it is only text
+        except (Exception, Hang) as error:
+            failures.setdefault(f"{type(error).__name__}: {error}"[:160], (seed, repr(names)))
+        path.unlink()
+    assert not failures, "\n".join(f"{k} (seed {s}, {n})" for k, (s, n) in failures.items())

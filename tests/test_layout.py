@@ -13,7 +13,18 @@ import pytest
 from conftest import REPO, SAMPLES, cli
 
 # What a profiled job must never load: analysis, renderers and their heavy libraries.
-FORBIDDEN_PREFIXES = ("xlaprof.analysis", "xlaprof.report", "pandas", "plotly")
+FORBIDDEN_PREFIXES = (
+    "xlaprof.model",
+    "xlaprof.tables",
+    "xlaprof.inputs",
+    "xlaprof.analyzers",
+    "xlaprof.budgets",
+    "xlaprof.pipeline",
+    "xlaprof.report",
+    "xlaprof.api",
+    "pandas",
+    "plotly",
+)
 
 
 def _forbidden(modules: list[str]) -> list[str]:

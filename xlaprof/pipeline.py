@@ -10,13 +10,14 @@ one analysis stands behind every output.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlaprof.analyzers import run_analyzers
 from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
-from xlaprof.inputs.sourcefiles import source_roots
-from xlaprof.model.result import PartResult
+from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, withheld_note
+from xlaprof.model.result import PartResult, RunComparison
 
 if TYPE_CHECKING:
     from xlaprof.budgets import Budgets, CheckResult
@@ -24,25 +25,36 @@ if TYPE_CHECKING:
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
 
+# Where findings may quote source lines from: a folder, or a function choosing one per part
+# (``xlaprof mcp``: inside its allowed roots only); None: a run's recorded working directory.
+SourceRoot = str | os.PathLike[str] | Callable[["Part"], str | os.PathLike[str] | None] | None
 
-def analyze_parts(
-    parts: list[Part], source_root: str | os.PathLike[str] | None = None
-) -> list[PartResult]:
+
+def source_root_of(part: Part, source_root: SourceRoot) -> str | os.PathLike[str] | None:
+    """The folder whose source files findings on ``part`` may quote (see ``SourceRoot``)."""
+    if callable(source_root):
+        return source_root(part)
+    if source_root is not None:
+        return source_root
+    if part.run is not None:
+        return recorded_root(part.run.info.cwd)  # a real project folder only
+    return None
+
+
+def analyze_parts(parts: list[Part], source_root: SourceRoot = None) -> list[PartResult]:
     """Analyze each part. Source lines are read only under ``source_root`` (default: a run's
     recorded working directory, if it exists here; see ``xlaprof.inputs.sourcefiles``)."""
     return [_analyze_part(part, source_root) for part in parts]
 
 
-def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> PartResult:
+def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
     from xlaprof.tables.hosts import host_skew
     from xlaprof.tables.stragglers import stragglers
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
-    root = source_root
-    if root is None and part.run is not None:
-        root = part.run.info.cwd
-    with source_roots(root):
+    with source_roots(source_root_of(part, source_root)) as roots:
         result = PartResult(part, run_analyzers(part.data))
+        note_withheld(part, roots)
     trace = part.trace if part.trace is not None else _trace_window(part)
     pod = trace is not None and trace.source is not None
     if part.data.steps or trace is not None:
@@ -70,6 +82,20 @@ def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> Par
     return result
 
 
+def note_withheld(part: Part, roots: tuple[Path, ...]) -> None:
+    """Say in the part's warnings (console notes, ``--json``, HTML) which source files exist
+    here but were not quoted, and how to allow them (``xlaprof.inputs.sourcefiles``)."""
+    from xlaprof.parse.metrics_report import ParseWarning
+
+    note = withheld_note(withheld(), roots)
+    if note is None:
+        return
+    if part.run_summary is not None:
+        part.run_summary.warnings.append(note)
+    elif part.sources:
+        part.sources[0].warnings.append(ParseWarning(line=0, text="", reason=note))
+
+
 def _trace_window(part: Part) -> Trace | None:
     """The trace a run directory captured (``--trace-steps``), or None."""
     if part.run is None or not part.run.trace_files():
@@ -80,7 +106,7 @@ def _trace_window(part: Part) -> Trace | None:
 
 
 def findings_of(
-    paths: list[Path], warmup_steps: int = 2, source_root: str | os.PathLike[str] | None = None
+    paths: list[Path], warmup_steps: int = 2, source_root: SourceRoot = None
 ) -> list[Finding]:
     """The findings of every part of ``paths``, most severe first within each part."""
     parts = load_parts(paths, DEFAULT_MAX_INPUT_BYTES, warmup_steps)
@@ -92,7 +118,7 @@ def analyze_one(
     process: str | None = None,
     warmup_steps: int = 2,
     session: str | None = None,
-    source_root: str | os.PathLike[str] | None = None,
+    source_root: SourceRoot = None,
 ) -> tuple[PartResult, list[str], str | None]:
     """One process of ``path`` analyzed (the first, or ``process``): its result, the names of
     every process found, and a note saying which one was chosen when there were several."""
@@ -114,7 +140,24 @@ def analyze_one(
     return analyze_parts(parts[:1], source_root)[0], names, note
 
 
-def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
+def compare_runs(
+    before: Path, after: Path, source_root: SourceRoot = None
+) -> tuple[RunComparison, list[str]]:
+    """``xlaprof diff``: the first process of each run analyzed, their figures side by side and
+    the findings that went and came; with the notes saying which process was shown."""
+    from xlaprof.tables.compare import compare, match_findings, run_summary
+
+    a, _, note_a = analyze_one(before, source_root=source_root)
+    b, _, note_b = analyze_one(after, source_root=source_root)
+    table = compare(run_summary(a.part.data), run_summary(b.part.data))
+    gone, came = match_findings(a.findings, b.findings)
+    notes = [note for note in (note_a, note_b) if note]
+    return RunComparison(str(before), str(after), table, gone, came), notes
+
+
+def check_budgets(
+    paths: list[Path], budgets: Budgets, source_root: SourceRoot = None
+) -> CheckResult:
     """Load ``paths`` (and the budgets' baseline), find what is wrong, check ``budgets``."""
     from xlaprof.budgets import evaluate
     from xlaprof.errors import BudgetError
@@ -128,8 +171,9 @@ def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
         parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
         checked = []
         for part in parts:
-            with source_roots(part.run.info.cwd if part.run is not None else None):
+            with source_roots(source_root_of(part, source_root)) as roots:
                 checked.append(PartResult(part, run_analyzers(part.data)))
+                note_withheld(part, roots)
         return checked
 
     checked = [result for path in paths for result in results(path)]

@@ -9,13 +9,24 @@ file or a decompression bomb. Every reader here therefore:
 * reads at most a stated number of bytes, and for gzip checks that limit *while* inflating;
 * resolves names found inside a directory only inside that directory (``resolve_inside``).
 
+Writing is the mirror image: a folder someone sent may hold symlinks where xlaprof will write
+(a cache beside a capture, its temporary file). Every file xlaprof creates is therefore created
+exclusively and without following a link (``create_exclusive``, ``temp_beside``), under a name
+nobody can guess (not the pid), and renamed into place only over a path that is not a link
+(``replace_into``). Files xlaprof reuses (caches) are trusted only when owned by this user and
+signed with this user's private key (``user_key``): a received folder can hold a cache, never
+one that xlaprof here accepts.
+
 Errors are ``UnsafeFile`` (a ``ValueError``): callers turn them into a warning or into the
-``XlaprofError`` that fits their input.
+``XlaprofError`` that fits their input; ``TooLarge`` is the one that ``--max-size`` lifts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import secrets
 import stat
 import zlib
 from collections.abc import Iterator
@@ -28,8 +39,34 @@ MAX_LINE_BYTES = 1024**2
 _CHUNK = 1024**2
 
 
+# The size cap on inputs whose reader has no cap of its own (xplanes): ``--max-size`` sets it
+# for this process and the worker processes it starts (they inherit the environment).
+MAX_SIZE_ENV = "XLAPROF_MAX_SIZE"
+# The default cap of a protobuf capture: protobuf cannot parse a message of 2 GiB or more.
+DEFAULT_XPLANE_LIMIT = 2 * 1024**3 - 1
+
+
 class UnsafeFile(ValueError):
     """A file that is not a regular file, is too large, is corrupt, or lies outside its root."""
+
+
+class TooLarge(UnsafeFile):
+    """A file (or what it inflates to) over its size cap: ``--max-size`` raises the cap."""
+
+    def __init__(self, message: str, size: int | None = None, limit: int = 0) -> None:
+        super().__init__(message)
+        self.size, self.limit = size, limit
+
+
+def input_limit(default: int) -> int:
+    """The size cap set with ``--max-size`` (``$XLAPROF_MAX_SIZE``), else ``default``."""
+    value = os.environ.get(MAX_SIZE_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
+def limit_given() -> bool:
+    """Whether the user set a size cap (``--max-size``): ratio caps on inflation then yield."""
+    return input_limit(0) > 0
 
 
 def open_regular(path: Path) -> int:
@@ -53,13 +90,142 @@ def open_regular(path: Path) -> int:
 
 
 def read_capped(path: Path, limit: int) -> bytes:
-    """The bytes of regular file ``path``; ``UnsafeFile`` if it holds more than ``limit``."""
+    """The bytes of regular file ``path``; ``TooLarge`` if it holds more than ``limit``.
+
+    The size is asked of the open file first, so a (sparse) file far over the cap is refused
+    before a byte is read; the read itself stops at ``limit`` for a file that grows meanwhile.
+    """
     fd = open_regular(path)
     with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise TooLarge(f"{path}: larger than {limit} bytes", size, limit)
         data = handle.read(limit + 1)
     if len(data) > limit:
-        raise UnsafeFile(f"{path}: larger than {limit} bytes")
+        raise TooLarge(f"{path}: larger than {limit} bytes", len(data), limit)
     return data
+
+
+def file_digest(path: Path, limit: int) -> str:
+    """A content fingerprint (BLAKE2b) of regular file ``path``, read in bounded chunks.
+
+    Size and mtime say nothing of content: ``cp -p``, ``rsync -t`` and tar keep both.
+    """
+    digest = hashlib.blake2b(digest_size=32)
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
+            raise TooLarge(f"{path}: larger than {limit} bytes", None, limit)
+        read = 0
+        while chunk := handle.read(_CHUNK * 8):
+            read += len(chunk)
+            if read > limit:
+                raise TooLarge(f"{path}: larger than {limit} bytes", read, limit)
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# -- creating files --------------------------------------------------------------------------
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+def create_exclusive(path: Path, mode: int = 0o666) -> int:
+    """Create ``path`` (which must not exist, not even as a dangling link); its descriptor.
+
+    ``O_EXCL`` fails on any existing name, links included (POSIX: with ``O_CREAT|O_EXCL`` a
+    symlink is never followed), so nothing is written through a link planted there.
+    """
+    return os.open(path, _CREATE | getattr(os, "O_CLOEXEC", 0), mode)
+
+
+def temp_beside(path: Path, mode: int = 0o666) -> tuple[int, Path]:
+    """A new, exclusively created temporary file beside ``path``: (descriptor, its path).
+
+    The name carries 64 random bits, not the pid: a folder cannot hold a link for every name.
+    """
+    for _ in range(100):
+        candidate = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            return create_exclusive(candidate, mode), candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path}: no free temporary name beside it")
+
+
+def replace_into(temp: Path, target: Path) -> None:
+    """Rename ``temp`` over ``target``, refusing a ``target`` that is a link or not a file.
+
+    A rename never writes through a link (it replaces the name), but a link where xlaprof is to
+    keep a file was planted by someone: it is refused, and ``temp`` removed.
+    """
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            mode = os.lstat(target).st_mode
+            if not stat.S_ISREG(mode):
+                what = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+                raise UnsafeFile(f"{target}: {what}; refused")
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def open_owned(path: Path) -> int:
+    """Open regular file ``path`` without following a link, if this user owns it; its fd.
+
+    For files xlaprof reuses (caches): one that is a link, or that someone else owns, is
+    refused (``UnsafeFile``).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as error:
+        if os.path.islink(path):
+            raise UnsafeFile(f"{path}: a symbolic link; refused") from None
+        raise error
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeFile(f"{path}: not a regular file")
+        if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+            raise UnsafeFile(f"{path}: owned by another user (uid {info.st_uid}); not trusted")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def user_key(folder: Path) -> bytes | None:
+    """This user's private key for signing files xlaprof reuses (``folder/key``, mode 0600).
+
+    Made once (exclusively, then linked into place, so concurrent workers agree on one key);
+    None when the folder cannot hold one, or when the file found there is not this user's own
+    private file: then nothing is trusted, and caches are rebuilt.
+    """
+    path = folder / "key"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not os.path.lexists(path):
+            fd, temp = temp_beside(path, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(secrets.token_bytes(32))
+                with contextlib.suppress(FileExistsError):
+                    os.link(temp, path)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+        fd = open_owned(path)
+        with os.fdopen(fd, "rb") as handle:
+            if os.fstat(handle.fileno()).st_mode & 0o077:
+                return None
+            key = handle.read(64)
+    except (OSError, UnsafeFile):
+        return None
+    return key if len(key) == 32 else None
 
 
 def gunzip_capped(data: bytes, limit: int = DEFAULT_GZIP_LIMIT, name: str = "data") -> bytes:
@@ -70,6 +236,7 @@ def gunzip_capped(data: bytes, limit: int = DEFAULT_GZIP_LIMIT, name: str = "dat
     """
     out = bytearray()
     rest = data
+    data_size = len(data)
     while rest:
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         chunk = rest
@@ -80,7 +247,7 @@ def gunzip_capped(data: bytes, limit: int = DEFAULT_GZIP_LIMIT, name: str = "dat
                 raise UnsafeFile(f"{name}: corrupt gzip data ({error})") from None
             out += piece
             if len(out) > limit:
-                raise UnsafeFile(f"{name}: inflates to more than {limit} bytes")
+                raise TooLarge(f"{name}: inflates to more than {limit} bytes", data_size, limit)
             chunk = inflater.unconsumed_tail
             if inflater.eof:
                 break

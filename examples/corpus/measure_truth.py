@@ -3,9 +3,15 @@
 Runs the script in this process (``runpy``), wrapping ``torch_xla.sync`` only to note the
 metrics after each call and which function called it, then prints one JSON line: every sync's
 cumulative CompileTime / ExecuteTime / TransferFromDeviceTime sample counts and ``aten::``
-counters, and the totals at the end (``torch_xla.debug.metrics``).
+counters, and the totals at the end (``torch_xla.debug.metrics``), with the
+UncachedCompile/CachedCompile counters (the only compile counts eager mode fills: there every op
+is its own graph and CompileTime records nothing). It works on a script in any folder (the
+corpus, examples/realcode). ``--toml NAME`` prints the manifest's ``[NAME.bare]`` table instead:
+compiles are CompileTime's samples, or UncachedCompile where CompileTime recorded none.
 
     PJRT_DEVICE=CPU python examples/corpus/measure_truth.py examples/corpus/healthy_mlp.py
+    PJRT_DEVICE=CPU python examples/corpus/measure_truth.py --toml hf_gpt2_decode \
+        examples/realcode/hf_gpt2_decode.py
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ _METRICS = ("CompileTime", "ExecuteTime", "TransferFromDeviceTime", "TransferToD
 
 
 def main() -> None:
-    script = os.path.abspath(sys.argv[1])
+    arguments = sys.argv[1:]
+    table = None
+    if arguments[:1] == ["--toml"]:
+        table, arguments = arguments[1], arguments[2:]
+    script = os.path.abspath(arguments[0])
     sys.argv = [script]
     sys.path.insert(0, os.path.dirname(script))
     import torch_xla
@@ -54,7 +64,30 @@ def main() -> None:
         runpy.run_path(script, run_name="__main__")
     final = snapshot()
     final["MarkStep"] = met.counter_value("MarkStep")
-    print(json.dumps({"syncs": syncs, "final": final}))
+    for counter in ("UncachedCompile", "CachedCompile"):
+        final[counter] = met.counter_value(counter) or 0
+    if table is None:
+        print(json.dumps({"syncs": syncs, "final": final}))
+    else:
+        print(bare_table(table, syncs, final))
+
+
+def bare_table(name: str, syncs: list[dict[str, Any]], final: dict[str, Any]) -> str:
+    """The manifest's ``[name.bare]`` table for one measured run."""
+    compiles = final["CompileTime"] or final["UncachedCompile"]
+    aten = ", ".join(f'"{op}" = {count}' for op, count in sorted(final["aten"].items()))
+    return "\n".join(
+        [
+            f"[{name}.bare]",
+            f"syncs = {len(syncs)}",
+            f"compiles = {compiles}",
+            f"executions = {final['ExecuteTime']}",
+            f"device_to_host = {final['TransferFromDeviceTime']}",
+            f"uncached_compiles = {final['UncachedCompile']}",
+            f"cached_compiles = {final['CachedCompile']}",
+            f"aten = {{ {aten} }}" if aten else "aten = {}",
+        ]
+    )
 
 
 if __name__ == "__main__":

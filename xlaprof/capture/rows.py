@@ -19,15 +19,30 @@ from typing import Any
 
 # How often rows reach the disk (and run.json is rewritten) while a job runs.
 FLUSH_SECONDS = 1.0
+# The most bytes one per-step file (steps/regions/samples rows, the debug and fallback logs) may
+# hold: a run of a million steps must not fill the disk, nor write logs `xlaprof analyze`
+# refuses (--max-size, 256 MB by default). What is past the cap is dropped and counted in
+# run.json's ``dropped`` (docs/run-directory.md). ``$XLAPROF_MAX_FILE_SIZE`` (bytes) sets it.
+MAX_FILE_BYTES = 128 * 1024**2
+MAX_FILE_ENV = "XLAPROF_MAX_FILE_SIZE"
+
+
+def file_limit() -> int:
+    """The cap on each per-step file of a run (``$XLAPROF_MAX_FILE_SIZE``, else 128 MB)."""
+    value = os.environ.get(MAX_FILE_ENV, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else MAX_FILE_BYTES
 
 
 class RowBuffer:
     """JSON lines for one file of the run directory, written in batches."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limit: int | None = None) -> None:
         self.path = path
         self.handle = path.open("a")
         self.rows: list[dict[str, Any]] = []
+        self.limit = limit
+        self.written = 0
+        self.dropped = 0  # rows not written: the file had reached ``limit``
 
     def add(self, row: dict[str, Any]) -> None:
         """Keep ``row`` for the next flush (it must not change afterwards)."""
@@ -38,8 +53,19 @@ class RowBuffer:
         if not self.rows or self.handle.closed:
             return
         rows, self.rows = self.rows, []
-        self.handle.write("".join(json.dumps(row) + "\n" for row in rows))
-        self.handle.flush()
+        lines = [json.dumps(row) + "\n" for row in rows]  # ASCII: characters are bytes
+        if self.limit is not None:
+            room = self.limit - self.written
+            kept = 0
+            while kept < len(lines) and len(lines[kept]) <= room:
+                room -= len(lines[kept])
+                kept += 1
+            self.dropped += len(lines) - kept
+            lines = lines[:kept]
+            self.written = self.limit - room
+        if lines:
+            self.handle.write("".join(lines))
+            self.handle.flush()
 
     def close(self) -> None:
         try:
@@ -62,11 +88,14 @@ class LogSize:
     up again at every step. ``None``: a log this session did not turn on; its size is 0.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, limit: int | None = None) -> None:
         self.path = path
         self.fd: int | None = None
         if path is not None:
-            self.fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+            self.fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        self.limit = limit
+        self.last = 0  # the size at the last step boundary under the cap
+        self.dropped = 0  # bytes cut off past the cap
 
     @property
     def tracking(self) -> bool:
@@ -75,9 +104,27 @@ class LogSize:
 
     def size(self) -> int:
         # lseek to the end answers the size as an int; fstat would build a 20-field result.
-        return 0 if self.fd is None else os.lseek(self.fd, 0, os.SEEK_END)
+        if self.fd is None:
+            return 0
+        size = os.lseek(self.fd, 0, os.SEEK_END)
+        if self.limit is not None:
+            if size <= self.limit:
+                self.last = size
+            else:
+                size = self._cut(size)
+        return size
+
+    def _cut(self, size: int) -> int:
+        """Past its cap the log is cut back to its size at the last step boundary under the
+        cap (a line end): later steps' text is dropped, counted in ``dropped``. torch_xla
+        appends (``O_APPEND``), so its next lines start at the cut, never past a hole."""
+        assert self.path is not None
+        os.truncate(self.path, self.last)
+        self.dropped += size - self.last
+        return self.last
 
     def close(self) -> None:
         if self.fd is not None:
+            self.size()  # text after the last boundary obeys the cap too
             os.close(self.fd)
             self.fd = None

@@ -18,7 +18,7 @@ Nothing here raises into the training script: an error in a step boundary, the s
 trace window is recorded in ``run.json``'s warnings and profiling stops (or that part does),
 while the job goes on.
 
-This package is what the training process loads: it imports nothing of ``xlaprof.analysis``,
+This package is what the training process loads: it imports nothing of the analysis stages,
 ``xlaprof.report``, pandas or plotly. torch_xla is imported only when a session starts.
 
 Longer than the ~350 lines a module here aims for: the session's jobs already live in their own
@@ -48,7 +48,7 @@ from xlaprof.capture.dynamo import DynamoRecorder
 from xlaprof.capture.graphs import GraphHarvester, SourceFrames
 from xlaprof.capture.metrics import METRICS_SAMPLES, Reading, StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
-from xlaprof.capture.rows import FLUSH_SECONDS, LogSize, RowBuffer
+from xlaprof.capture.rows import FLUSH_SECONDS, MAX_FILE_ENV, LogSize, RowBuffer, file_limit
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
 from xlaprof.capture.synchook import install_sync_hook, uninstall_sync_hook
 from xlaprof.capture.tracewindow import TraceWindow
@@ -208,9 +208,10 @@ class Session:
                 "`xlaprof run`)"
             )
         write_info(self.directory, self.info)
-        self._steps = RowBuffer(self.directory / STEPS)
-        self._regions = RowBuffer(self.directory / REGIONS)
-        self._samples = RowBuffer(self.directory / SAMPLES)
+        limit = file_limit()  # each per-step file is capped: see _note_dropped
+        self._steps = RowBuffer(self.directory / STEPS, limit)
+        self._regions = RowBuffer(self.directory / REGIONS, limit)
+        self._samples = RowBuffer(self.directory / SAMPLES, limit)
         if self.server_port is not None:
             import torch_xla.debug.profiler as xp
 
@@ -299,9 +300,9 @@ class Session:
             level = max(self.debug_level, int(os.environ.get("PT_XLA_DEBUG_LEVEL", "0") or 0))
             os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
             os.environ["PT_XLA_DEBUG_FILE"] = str(self.directory / DEBUG_LOG)
-            self._debug_log = LogSize(self.directory / DEBUG_LOG)
+            self._debug_log = LogSize(self.directory / DEBUG_LOG, file_limit())
         os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
-        self._fallback_log = LogSize(self.directory / FALLBACK_LOG)
+        self._fallback_log = LogSize(self.directory / FALLBACK_LOG, file_limit())
         if self.graphs:
             # Each compiled module's HLO text. Its source file:line metadata needs IR debug
             # while ops are traced (SourceFrames switches it) and XLA_HLO_DEBUG when graphs are
@@ -469,6 +470,28 @@ class Session:
         for rows in (self._steps, self._regions, self._samples):
             if rows is not None:
                 rows.flush()
+        self._note_dropped()
+
+    def _note_dropped(self) -> None:
+        """Record in run.json what the per-step files' caps dropped: rows, or log bytes."""
+        files = {
+            STEPS: self._steps,
+            REGIONS: self._regions,
+            SAMPLES: self._samples,
+            DEBUG_LOG: self._debug_log,
+            FALLBACK_LOG: self._fallback_log,
+        }
+        for name, source in files.items():
+            dropped = getattr(source, "dropped", 0)
+            if not dropped:
+                continue
+            if name not in self.info.dropped:
+                unit = "bytes" if name in (DEBUG_LOG, FALLBACK_LOG) else "rows"
+                self.info.warnings.append(
+                    f"{name} reached its cap of {file_limit()} bytes by step {self.step_index}: "
+                    f"later {unit} are dropped (counted in dropped; ${MAX_FILE_ENV} raises it)"
+                )
+            self.info.dropped[name] = dropped
 
     def _degrade(self, where: str, error: BaseException) -> None:
         """Stop profiling after an internal error, keeping what was recorded; never raise."""
@@ -542,6 +565,7 @@ class Session:
         self.info.exit_code = exit_code
         self.info.detail = detail if detail is not None else self.exception
         self.info.debug_analysis = _size(self.directory / DEBUG_LOG) > 0
+        self._attempt("dropped rows not counted", self._note_dropped)
         self._attempt("run.json not written", write_info, self.directory, self.info)
         self._restore_environment()
 

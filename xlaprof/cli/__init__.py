@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from xlaprof.errors import XlaprofError
+from xlaprof.escape import terminal
 
 # name -> (module, attribute, one-line help shown by `xlaprof --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -29,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "bench": ("xlaprof.cli.bench", "bench", "Try a fix (scan, remat, offload, cache), measured."),
     "diff": ("xlaprof.cli.diff", "diff", "Compare two runs: ratios, findings gone and new."),
     "check": ("xlaprof.cli.check", "check", "Gate a run on budgets, for CI (exit 1 if over)."),
+    "mcp": ("xlaprof.cli.mcp", "mcp", "Serve the analysis to coding agents (MCP, stdio)."),
 }
 
 INTERNAL_ERROR_EXIT = 70
@@ -58,7 +60,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except XlaprofError as error:
-            click.echo(f"xlaprof: error: {error}", err=True)
+            click.echo(f"xlaprof: error: {terminal(error)}", err=True)
             ctx.exit(error.exit_code)
         except KeyboardInterrupt:
             click.echo("xlaprof: interrupted", err=True)
@@ -73,7 +75,7 @@ class LazyGroup(click.Group):
             if os.environ.get("XLAPROF_DEBUG"):
                 raise
             click.echo(
-                f"xlaprof: internal error: {type(error).__name__}: {error} "
+                f"xlaprof: internal error: {type(error).__name__}: {terminal(error)} "
                 "(set XLAPROF_DEBUG=1 for the traceback, and please report it)",
                 err=True,
             )

@@ -49,9 +49,10 @@ from xlaprof.cli.common import emit, size_option, trace_notes
 @click.option(
     "--scheduler",
     metavar="ADDRESS",
-    envvar="XLAPROF_DASK_SCHEDULER",
     help="Trace logdirs of many hosts: read each host on this dask.distributed cluster "
-    "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes.",
+    "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes. Its workers' "
+    "results are unpickled here: name only a cluster you trust. $XLAPROF_DASK_SCHEDULER "
+    "does the same, announced on stderr.",
 )
 @click.option(
     "--workers",
@@ -83,6 +84,10 @@ def analyze(
     from xlaprof.pipeline import analyze_parts
     from xlaprof.report import RenderOptions
 
+    if scheduler:
+        from xlaprof.inputs.pod.cluster import address
+
+        scheduler = address(scheduler)  # a bad address is one line and exit 25, at once
     parts = load_parts(
         list(paths), max_size, warmup_steps, session, scheduler=scheduler, workers=workers
     )

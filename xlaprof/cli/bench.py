@@ -106,14 +106,13 @@ def _cleaned_on_failure(out: Path) -> Iterator[Path]:
 def _show(result, as_json: bool, options: str = "") -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from rich.console import Console
-
+    from xlaprof import escape
     from xlaprof.report.console import comparison_table
 
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
         return
-    console = Console(highlight=False)
+    console = escape.safe_console()
     labels = {"cache": ("first run", "second run")}.get(result.kind, ("before", result.kind))
     title = f"xlaprof bench {result.kind} {result.target}{options}"
     comparison_table(console, result.comparison, title, labels)

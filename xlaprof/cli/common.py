@@ -9,6 +9,7 @@ that runs again), which is rewritten.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,8 +18,10 @@ from typing import TYPE_CHECKING
 import click
 
 from xlaprof.errors import OutputError
+from xlaprof.escape import terminal
 from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES
 from xlaprof.parse.units import parse_size
+from xlaprof.safeio import MAX_SIZE_ENV
 
 if TYPE_CHECKING:
     from xlaprof.model.trace import Trace
@@ -30,9 +33,11 @@ def size_option(_ctx: click.Context, _param: click.Parameter, value: str | None)
     if value is None:
         return DEFAULT_MAX_INPUT_BYTES
     try:
-        return parse_size(value)
+        size = parse_size(value)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
+    os.environ[MAX_SIZE_ENV] = str(size)  # capture readers and their worker processes
+    return size
 
 
 def trace_notes(trace: Trace | None, name: str) -> None:
@@ -41,13 +46,18 @@ def trace_notes(trace: Trace | None, name: str) -> None:
         return
     if len(trace.sessions) > 1:
         listed = ", ".join(s or "." for s in trace.sessions)
-        click.echo(
-            f"xlaprof: {len(trace.sessions)} sessions in {name} ({listed}); analyzing "
-            f"{trace.session or '.'} (--session NAME for another)",
-            err=True,
+        note = (
+            f"{len(trace.sessions)} sessions in {name} ({listed}); analyzing "
+            f"{trace.session or '.'} (--session NAME for another)"
         )
+        say(note)
     for warning in trace.warnings:
-        click.echo(f"xlaprof: warning: {warning}", err=True)
+        say(f"warning: {warning}")
+
+
+def say(text: str) -> None:
+    """One line on stderr, ``xlaprof: ``-prefixed; data in it shown with controls visible."""
+    click.echo(f"xlaprof: {terminal(text)}", err=True)
 
 
 def emit(

@@ -44,13 +44,13 @@ def report(
     It works offline (plotly is embedded): findings with evidence and fixes, the step timeline,
     compilations over steps, top host regions and device ops, and metric deltas per step.
     """
-    from xlaprof.cli.common import emit, trace_notes
+    from xlaprof.cli.common import emit, say, trace_notes
     from xlaprof.model.result import AnalysisResult
     from xlaprof.pipeline import analyze_one
 
     result, _, note = analyze_one(path, process, session=session, source_root=source_root)
     if note:
-        click.echo(f"xlaprof: {note}", err=True)
+        say(note)
     trace_notes(result.trace, path.name)
     emit(AnalysisResult([result]), "html", output, force)
     click.echo(str(output))

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import click
 
-from xlaprof.errors import InputNotFound, InputNotRecognized, PortBusy
+from xlaprof.errors import (
+    InputNotFound,
+    InputNotRecognized,
+    InputTooLarge,
+    InputUnreadable,
+    PortBusy,
+    UnsafeInput,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +99,7 @@ def view(path: Path, port: int, host: str) -> None:
     .xplane.pb, or any folder of xplanes (linked into a temporary logdir for the UI).
     """
     logdir = logdir_for(path)
+    _refuse_escaping_names(logdir, path)
     if not _port_free(host, port):
         raise PortBusy(f"port {port} is in use on {host}; pass --port with a free one")
     runs = sorted({p.parent.parent.parent for p in logdir.rglob("plugins/profile/*/*.xplane.pb")})
@@ -105,6 +113,32 @@ def view(path: Path, port: int, host: str) -> None:
             import shutil
 
             shutil.rmtree(logdir, ignore_errors=True)
+
+
+def _refuse_escaping_names(logdir: Path, path: Path) -> None:
+    """Refuse captures whose HLO module names XProf would turn into paths outside the logdir
+    (``xlaprof/parse/xplane/hlo_protos.py``): the UI's first load would write files there."""
+    from xlaprof.parse.xplane.hlo_protos import escaping_names
+    from xlaprof.safeio import TooLarge, UnsafeFile
+
+    files = sorted(logdir.rglob("plugins/profile/*/*.xplane.pb"))
+    try:
+        found = escaping_names(files)
+    except TooLarge as error:
+        raise InputTooLarge(f"{error}; pass --max-size to view it anyway") from None
+    except (OSError, UnsafeFile) as error:
+        raise InputUnreadable(f"{error}") from None
+    if found:
+        if logdir != path.resolve():
+            import shutil
+
+            shutil.rmtree(logdir, ignore_errors=True)
+        capture, names = next(iter(found.items()))
+        raise UnsafeInput(
+            f"{capture}: HLO module name {names[0]!r} is not a file name; XProf would write "
+            f"outside the logdir when the UI loads it, so it is not served "
+            f"({sum(map(len, found.values()))} such name(s) in {len(found)} capture(s))"
+        )
 
 
 def _url_host(host: str) -> str:

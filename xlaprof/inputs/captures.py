@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlaprof.errors import BadCapture, InputNotFound, InputNotRecognized
+from xlaprof.errors import BadCapture, InputNotFound, InputNotRecognized, XlaprofError
 from xlaprof.model.trace import DEVICE_COLUMNS
 from xlaprof.parse.chrome_trace import chrome_trace_frame
 from xlaprof.parse.events import host_from_filename
@@ -100,11 +100,15 @@ def load_capture_file(path: Path, args: bool = True) -> pd.DataFrame:
     return frame
 
 
-def load_safely(path: Path) -> pd.DataFrame | BadCapture:
+def load_safely(path: Path) -> pd.DataFrame | XlaprofError:
+    """``load_capture_file``, with what is wrong with the file returned, not raised: one host's
+    problem is a warning when other hosts load."""
     try:
         return load_capture_file(path)
-    except BadCapture as error:
+    except XlaprofError as error:
         return error
+    except (RecursionError, MemoryError) as error:
+        return BadCapture(f"{path}: {type(error).__name__} while reading it (skipped)")
 
 
 def hosts_named_apart(hosts: list[tuple[str, str | None]]) -> list[str]:

@@ -64,8 +64,8 @@ def load_trace(
         workers = workers or min(len(files), os.cpu_count() or 1)
         with ProcessPoolExecutor(max_workers=workers) as pool:
             loaded = list(pool.map(load_safely, files))
-    broken = [item for item in loaded if isinstance(item, BadCapture)]
-    frames = [item for item in loaded if not isinstance(item, BadCapture)]
+    broken = [item for item in loaded if isinstance(item, XlaprofError)]
+    frames = [item for item in loaded if not isinstance(item, XlaprofError)]
     if not frames:
         if len(broken) == 1:
             raise broken[0]
@@ -102,7 +102,7 @@ def load_trace(
     summary.warnings = list(warnings)
     return Trace(
         events=events,
-        files=[f for f, i in zip(files, loaded, strict=True) if not isinstance(i, BadCapture)],
+        files=[f for f, i in zip(files, loaded, strict=True) if not isinstance(i, XlaprofError)],
         step_bounds=bounds,
         devices=devices,
         session=chosen,

@@ -74,6 +74,8 @@ class HostSummary:
     worker_peak_rss_mb: float = 0.0
     # the host name in the cache (before hosts were named apart)
     stored_host: str = ""
+    # why the host's cache was not reused (a planted, stale or damaged cache), said once
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -30,12 +30,23 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlaprof.errors import BadCapture
+from xlaprof.errors import BadCapture, InputTooLarge
 from xlaprof.parse.events import Columns, events_frame, host_from_filename
-from xlaprof.safeio import UnsafeFile, gunzip_capped, read_capped
+from xlaprof.safeio import (
+    TooLarge,
+    UnsafeFile,
+    gunzip_capped,
+    input_limit,
+    limit_given,
+    read_capped,
+)
 
-# A Chrome trace is parsed whole (JSON): larger ones are refused rather than exhausting memory.
+# A Chrome trace is parsed whole (JSON): larger ones are refused rather than exhausting memory
+# (--max-size raises the cap).
 MAX_TRACE_BYTES = 1024**3
+# Inflated gzip over compressed: real traces are 5-20x; beyond this a small file would need
+# gigabytes of memory (a bomb of events), refused unless --max-size is given.
+MAX_GZIP_RATIO = 32
 # Microsecond timestamps whose nanoseconds fit int64 (epoch microseconds are ~1.7e15 today).
 _MAX_TS_US = 9.2e15
 # Picoseconds that fit int64 (about 106 days after the trace's first event).
@@ -51,14 +62,23 @@ def read_chrome_document(path: Path) -> tuple[list[dict[str, Any]], dict[str, An
     """The trace events of a Chrome trace file and its other top-level keys (Kineto's
     ``deviceProperties``, ...); a file that is not one raises ``BadCapture``."""
     path = Path(path)
+    limit = input_limit(MAX_TRACE_BYTES)
     try:
-        raw = read_capped(path, MAX_TRACE_BYTES)
+        raw = read_capped(path, limit)
         if path.name.endswith(".gz"):
-            raw = gunzip_capped(raw, MAX_TRACE_BYTES, name=str(path))
+            # JSON is parsed whole (~8x its size in memory): a file that inflates far beyond
+            # what real traces do (about 5-20x) is refused unless --max-size says otherwise.
+            inflated = limit if limit_given() else max(MAX_GZIP_RATIO * len(raw), 64 * 1024**2)
+            raw = gunzip_capped(raw, min(limit, inflated), name=str(path))
+    except TooLarge as error:
+        raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
     except UnsafeFile as error:
         raise BadCapture(str(error)) from None
     try:
         document = json.loads(raw.decode("utf-8"))
+    except (RecursionError, MemoryError) as error:
+        what = "nested too deeply" if isinstance(error, RecursionError) else "too large to parse"
+        raise BadCapture(f"{path}: JSON {what}, not a Chrome trace") from None
     except UnicodeDecodeError:
         raise BadCapture(f"{path}: binary data, not a Chrome trace (JSON)") from None
     except json.JSONDecodeError as error:

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, TextIO
 
+from xlaprof import escape
 from xlaprof.budgets import CheckResult, Outcome, Status
 from xlaprof.report.base import RenderOptions
 
@@ -126,17 +127,19 @@ def junit_xml(result: CheckResult) -> str:
                 ET.SubElement(case, "system-out").text = outcome.line().strip()
     for key, value in totals.items():
         suites.set(key, str(value))
+    for element in suites.iter():  # names, paths and messages from the run: always legal XML
+        element.attrib = {k: escape.xml_text(v, newlines=False) for k, v in element.attrib.items()}
+        element.text = None if element.text is None else escape.xml_text(element.text)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def _escape_data(text: str) -> str:
-    # The escapes GitHub's runner undoes (actions/toolkit, command.ts).
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape.github_data(text)  # controls visible, then the runner's own escapes
 
 
 def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    return escape.github_property(text)
 
 
 def _workspace_path(file: str, workspace: str | None) -> str:
@@ -176,7 +179,7 @@ def github_annotations(result: CheckResult, workspace: str | None = None) -> lis
 
 
 def write_text(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
-    out.write(str(result) + "\n")
+    out.write(escape.terminal(result, newlines=True) + "\n")  # names from the run: controls visible
 
 
 def write_json(result: CheckResult, out: TextIO, options: RenderOptions) -> None:

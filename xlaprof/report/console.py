@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from xlaprof import escape
 from xlaprof.findings import Severity
 from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
 from xlaprof.parse.units import NOT_MEASURED, format_bytes, format_seconds, missing
@@ -60,23 +61,23 @@ def _fmt(value: Any) -> str:
 
 def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
     """Each part's summary, step timeline and findings, for a person at a terminal."""
-    console = Console(file=out, width=options.width, highlight=False)
+    console = escape.safe_console(file=out, width=options.width)
     for part in result.parts:
         if len(result.parts) > 1:
-            console.rule(part.part.name)
+            console.rule(Text(part.part.name))
         _render_part(console, part, options.verbose)
 
 
 def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOptions) -> None:
     """``xlaprof diff``: the figures side by side, then the findings that went and came."""
-    console = Console(file=out, width=options.width, highlight=False)
+    console = escape.safe_console(file=out, width=options.width)
     comparison_table(
         console, comparison.table, f"xlaprof diff {comparison.before} {comparison.after}"
     )
     for title in comparison.gone:
-        console.print(f"[green]gone:[/green] {title}")
+        console.print(Text.assemble(("gone: ", "green"), title))
     for title in comparison.came:
-        console.print(f"[red]new:[/red] {title}")
+        console.print(Text.assemble(("new: ", "red"), title))
     if not comparison.gone and not comparison.came:
         console.print("findings: the same in both runs")
 
@@ -149,11 +150,12 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         render_console(console, result.trace)
     if not findings and trace_only:
         console.print(
-            "[dim]No findings: a capture alone feeds the device tables above, not the "
-            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).[/dim]"
+            "No findings: a capture alone feeds the device tables above, not the "
+            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).",
+            style="dim",
         )
     elif not findings:
-        console.print("[green]No findings: nothing here looks wrong.[/green]")
+        console.print("No findings: nothing here looks wrong.", style="green")
     for index, finding in enumerate(findings, start=1):
         style = _STYLE[finding.severity]
         console.print(
@@ -190,8 +192,9 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
                 )
         else:
             console.print(
-                f"[dim]{len(warnings)} line(s) looked like report text but could not be read; "
-                "--verbose lists them.[/dim]"
+                f"{len(warnings)} line(s) looked like report text but could not be read; "
+                "--verbose lists them.",
+                style="dim",
             )
 
 
@@ -218,6 +221,8 @@ def _timeline(console: Console, timeline: Any, warmup: int) -> None:
     A table when the terminal is wide enough for every cell in full; otherwise one wrapped
     line per row. Nothing is cut to an ellipsis: a number or a label is shown whole or not.
     """
+    from xlaprof.tables.timeline import steady_median
+
     rows: list[tuple[str, list[str], str]] = []
 
     def add(label: str, row: Any, source: str) -> None:
@@ -225,10 +230,10 @@ def _timeline(console: Console, timeline: Any, warmup: int) -> None:
 
     for _, row in timeline[timeline["step"] < warmup].iterrows():
         add(str(row["step"]), row, str(row["source"]))
+    median, steady_steps = steady_median(timeline, warmup)
+    if steady_steps:
+        add(f"median {warmup}+", median, f"{steady_steps} steps")
     steady = timeline[timeline["step"] >= warmup]
-    if len(steady):
-        numeric = steady[[key for key, _ in _TIMELINE_COLUMNS]].median()
-        add(f"median {warmup}+", numeric, f"{len(steady)} steps")
     traced = steady[steady["source"] == "trace"]
     for _, row in traced.head(_MAX_TRACED_ROWS).iterrows():
         add(str(row["step"]), row, "trace")

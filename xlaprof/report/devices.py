@@ -153,7 +153,8 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
     if ops.empty:
         return []
     by_op = top_ops(ops, limit=limit)
-    bounds = ops.groupby("name", observed=True)["bound"].agg(
+    shown = ops[ops["name"].isin(by_op["name"])]  # a Python call per op: the shown ones only
+    bounds = shown.groupby("name", observed=True)["bound"].agg(
         lambda values: next((v for v in values if v), None)
     )
     by_op["host"], by_op["device"] = "", ""
@@ -262,7 +263,7 @@ def render_console(console: Console, trace: Trace) -> None:
     """The device section of ``xlaprof analyze``'s terminal output."""
     devices = device_rows(trace)
     if not devices:
-        console.print("[dim]No device events in this trace.[/dim]")
+        console.print("No device events in this trace.", style="dim")
         console.print()
         return
     hosts = trace.hosts
@@ -274,14 +275,14 @@ def render_console(console: Console, trace: Trace) -> None:
         _table(console, "Device steps", steps)
     note = step_note(trace)
     if note:
-        console.print(f"[dim]{note}[/dim]")
+        console.print(note, style="dim")
         console.print()
     ops = op_rows(trace)
     if ops:
         _table(console, "Top device ops (all devices)", ops)
     note = autotune_note(trace)
     if note:
-        console.print(f"[dim]{note}[/dim]")
+        console.print(note, style="dim")
         console.print()
     tracing = tracing_rows(trace)
     if tracing:
@@ -316,7 +317,7 @@ def _table(console: Console, title: str, rows: list[dict[str, str]]) -> None:
 
 def render_html(trace: Trace) -> str:
     """The device section of the HTML report (tables; the figures come with the others)."""
-    import html
+    from xlaprof.escape import html_text
 
     sections = []
     hosts = trace.hosts
@@ -324,9 +325,9 @@ def render_html(trace: Trace) -> str:
     note = f"{where}" + (f", session {trace.session}" if trace.session else "")
     if len(trace.sessions) > 1:
         note += f" (of {len(trace.sessions)} sessions: {', '.join(trace.sessions)})"
-    sections.append(f'<p class="meta">{html.escape(note)}</p>')
+    sections.append(f'<p class="meta">{html_text(note)}</p>')
     for warning in trace.warnings:
-        sections.append(f'<p class="warn">{html.escape(warning)}</p>')
+        sections.append(f'<p class="warn">{html_text(warning)}</p>')
     for title, rows in (
         ("Each device over the capture", device_rows(trace)),
         ("Device steps", step_rows(trace)),
@@ -334,23 +335,23 @@ def render_html(trace: Trace) -> str:
         (tracing_title(trace), tracing_rows(trace)),
     ):
         if rows:
-            sections.append(f"<h3>{html.escape(title)}</h3>{_html_table(rows)}")
+            sections.append(f"<h3>{html_text(title)}</h3>{_html_table(rows)}")
     hidden = trace.summary().rows("tracing") - len(tracing_rows(trace))
     more = f"({hidden:,} more steps in the JSON document.)" if hidden > 0 else None
     for line in (step_note(trace), autotune_note(trace), more, tracing_verdict(trace)):
         if line:
-            sections.append(f"<p>{html.escape(line)}</p>")
+            sections.append(f"<p>{html_text(line)}</p>")
     if len(sections) == 1 + len(trace.warnings):
         sections.append("<p>No device events in this trace.</p>")
     return "".join(sections)
 
 
 def _html_table(rows: list[dict[str, str]]) -> str:
-    import html
+    from xlaprof.escape import html_text
 
-    head = "".join(f"<th>{html.escape(key)}</th>" for key in rows[0])
+    head = "".join(f"<th>{html_text(key)}</th>" for key in rows[0])
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(value)}</td>" for value in row.values()) + "</tr>"
+        "<tr>" + "".join(f"<td>{html_text(value)}</td>" for value in row.values()) + "</tr>"
         for row in rows
     )
     return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'

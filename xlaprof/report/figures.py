@@ -97,8 +97,8 @@ def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
         line={"color": "#4C78A8"},
     )
     if compiles is not None and not compiles.empty:
-        labels = [
-            f"{cause or '?'}<br>{location or ''}<br>graph {graph_hash or ''}"
+        labels = [  # data apart from the layout's <br>: the report makes data labels inert
+            [cause or "?", location or "", graph_hash or ""]
             for cause, location, graph_hash in zip(
                 compiles["cause"], compiles["location"], compiles["graph_hash"], strict=True
             )
@@ -109,8 +109,9 @@ def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
             mode="markers",
             name="compile events",
             marker={"symbol": "x", "size": 10, "color": "black"},
-            text=labels,
-            hovertemplate="step %{x}<br>%{text}<extra></extra>",
+            customdata=labels,
+            hovertemplate="step %{x}<br>%{customdata[0]}<br>%{customdata[1]}<br>"
+            "graph %{customdata[2]}<extra></extra>",
         )
     figure.update_layout(
         title=title,

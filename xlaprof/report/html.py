@@ -7,10 +7,10 @@ string that comes from a trace, a log or the user's code is escaped. The report 
 
 from __future__ import annotations
 
-import html
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
+from xlaprof.escape import html_text, plotly_figure
 from xlaprof.parse.units import NOT_MEASURED
 from xlaprof.report.base import RenderOptions
 
@@ -50,23 +50,23 @@ def _value(value: Any) -> str:
 
 def _finding(row: Any) -> str:
     evidence = "".join(
-        f"<tr><td>{html.escape(str(k))}</td><td><code>{html.escape(_value(v))}</code></td></tr>"
+        f"<tr><td>{html_text(str(k))}</td><td><code>{html_text(_value(v))}</code></td></tr>"
         for k, v in row["evidence"].items()
     )
     # A DataFrame holds a missing location as NaN (a float), not None.
     location = row["location"] if isinstance(row["location"], str) else ""
-    where = f'<div class="where">at {html.escape(location)}</div>' if location else ""
+    where = f'<div class="where">at {html_text(location)}</div>' if location else ""
     return (
-        f'<div class="finding {html.escape(row["severity"])}">'
-        f'<span class="sev">{html.escape(row["severity"])}</span> '
-        f'<span class="kind">{html.escape(row["kind"])}</span> {html.escape(row["title"])}'
-        f'{where}<pre class="fix">{html.escape(row["suggestion"])}</pre>'
+        f'<div class="finding {html_text(row["severity"])}">'
+        f'<span class="sev">{html_text(row["severity"])}</span> '
+        f'<span class="kind">{html_text(row["kind"])}</span> {html_text(row["title"])}'
+        f'{where}<pre class="fix">{html_text(row["suggestion"])}</pre>'
         f'<details><summary>evidence</summary><table class="kv">{evidence}</table></details></div>'
     )
 
 
 def _figure(figure: go.Figure, element_id: str, with_library: bool) -> str:
-    return figure.to_html(
+    return plotly_figure(figure).to_html(
         full_html=False,
         include_plotlyjs=with_library,
         div_id=element_id,
@@ -117,9 +117,11 @@ def page(result: PartResult) -> str:
         ("device→host transfers", data.device_to_host_transfers()),
         ("device", _device_line(run, result)),
         ("torch_xla", (run.torch_xla_version if run is not None else None) or NOT_MEASURED),
+        *(("note", note) for note in (run.warnings if run is not None else [])),
+        *(("note", w.reason) for s in part.sources for w in s.warnings if w.line == 0),
     ]
     summary = "".join(
-        f"<tr><td>{html.escape(k)}</td><td>{html.escape(_value(v))}</td></tr>" for k, v in meta
+        f"<tr><td>{html_text(k)}</td><td>{html_text(_value(v))}</td></tr>" for k, v in meta
     )
     findings = result.findings_frame()
     if findings.empty and part.trace_only:
@@ -143,8 +145,8 @@ def page(result: PartResult) -> str:
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f'<h1>{html.escape(title)}</h1><div class="meta"><table class="kv">{summary}</table></div>'
+        f"<title>{html_text(title)}</title><style>{_STYLE}</style></head><body>"
+        f'<h1>{html_text(title)}</h1><div class="meta"><table class="kv">{summary}</table></div>'
         f"<h2>Findings ({len(findings)})</h2>{body_findings}"
         f"{body_devices}"
         f"<h2>Figures</h2>{body_figures}"

@@ -113,6 +113,12 @@ def _records(frame: Any) -> list[dict[str, Any]] | None:
     return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
 
 
+def frame_records(frame: Any) -> list[dict[str, Any]] | None:
+    """A table's rows exactly as the document writes them (strict JSON: not measured is null):
+    for readers that page through a whole table the document cuts (``xlaprof mcp``)."""
+    return strict_json(_records(frame))
+
+
 # The longest ops per document: a pod capture has thousands of distinct ops per device.
 MAX_DEVICE_OPS = 100
 # Per-step rows per document (device steps, tracing): one per host, device and step, so a pod
@@ -238,13 +244,17 @@ DIFF_SCHEMA = "xlaprof.diff/1"
 def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOptions) -> None:
     """``xlaprof diff --json`` (``xlaprof.diff/1``): each figure, and the findings that went
     and came."""
-    table = comparison.table
+    out.write(dumps(comparison_document(comparison)) + "\n")
+
+
+def comparison_document(comparison: RunComparison) -> dict[str, Any]:
+    """The ``xlaprof.diff/1`` document as a dict."""
     document = {
         "schema": DIFF_SCHEMA,
         "before": comparison.before,
         "after": comparison.after,
-        "comparison": _records(table),
+        "comparison": _records(comparison.table),
         "findings_disappeared": comparison.gone,
         "findings_appeared": comparison.came,
     }
-    out.write(dumps(strict_json(document)) + "\n")
+    return strict_json(document)

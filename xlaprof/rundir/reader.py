@@ -276,13 +276,17 @@ class Run:
 
     def dynamo_records(self) -> list[dict[str, Any]]:
         """torch.compile's recompiles, graph breaks and compiles (``dynamo.jsonl``), in order."""
-        return read_jsonl(self.path / DYNAMO)
+        return read_jsonl(self.path / DYNAMO, self.warn)
 
     def modules(self) -> dict[str, Any] | None:
         """The module stacks and repeated module calls of one step (``modules.json``)."""
-        try:
-            data = json.loads((self.path / MODULES).read_text())
-        except (OSError, ValueError):
+        path = self.path / MODULES
+        if not path.exists() and not path.is_symlink():
+            return None
+        try:  # capped, regular files only (a FIFO or /dev/zero is refused), nesting bounded
+            data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES))
+        except (OSError, UnsafeFile, ValueError, RecursionError) as error:
+            self.warn(f"{MODULES}: not read ({_reason(error)})")
             return None
         return data if isinstance(data, dict) else None
 

@@ -83,6 +83,8 @@ class RunInfo:
     warnings: list[str] = field(default_factory=list)
     device_memory: dict[str, int] | None = None  # xm.get_memory_info at the end, if any
     script: str | None = None  # the profiled .py file, if the command ran one
+    # per-step file -> rows (jsonl) or bytes (logs) dropped past the file's cap
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.script is None:

@@ -290,3 +290,11 @@ def step_timeline(
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     frame["source"] = frame["source"].astype("category")
     return frame
+
+
+def steady_median(timeline: pd.DataFrame, warmup_steps: int) -> tuple[pd.Series, int]:
+    """The median of each seconds column over the steps after warm-up (``step >=
+    warmup_steps``), and how many steps those are: the steady state of a run, as the console's
+    "median N+" row and ``xlaprof mcp``'s step summary show it (NaN: not measured)."""
+    steady = timeline[timeline["step"] >= warmup_steps]
+    return steady[COLUMNS[1:-1]].median(), len(steady)

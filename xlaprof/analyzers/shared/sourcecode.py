@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlaprof.inputs.sourcefiles import current_roots, read_source
+from xlaprof.inputs.sourcefiles import current_roots, on_new_roots, read_source
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,9 @@ def _parsed(file: str, roots: tuple[Path, ...]) -> ast.Module | None:
         return None
 
 
+on_new_roots(_parsed.cache_clear)
+
+
 def source_line(file: str, line: int) -> str | None:
     """The text of one source line, stripped, if the file may be read (see sourcefiles.py)."""
     return _source_line(file, line, current_roots())
@@ -64,6 +67,9 @@ def _source_line(file: str, line: int, roots: tuple[Path, ...]) -> str | None:
         return None
     lines = text.split("\n")
     return lines[line - 1].strip() if 0 < line <= len(lines) else None
+
+
+on_new_roots(_source_line.cache_clear)
 
 
 def enclosing_class(file: str, line: int) -> str | None:

@@ -119,6 +119,7 @@ def load_pod(
     warnings = [
         f"host {e.host} left out: {e.message} (the other hosts are analyzed)" for e in load.errors
     ]
+    warnings += [note for s in load.summaries for note in s.notes]
     model.warnings = list(warnings)
     return Trace(
         events=source.frame(),

@@ -1,16 +1,28 @@
 """The per-host Parquet cache: a host's events, its per-step tables and its summary, written
 once, reused.
 
-Each host's events are written beside the capture (or under ``$XLAPROF_CACHE_DIR``), stamped
-with the capture's size and mtime, with the summary (small tables and the per-step aggregates)
-in the file's metadata: a second load reads only the metadata, and the lazy
-``Trace.events``/``Trace.select`` read the events from here. The per-step tables
-(``xlaprof.model.ondisk.TABLES``) are files of their own beside it,
-``<capture>.xlaprof.<table>.parquet``, each with the same stamp, read only when asked for.
+Each host's events are written beside the capture (or under ``$XLAPROF_CACHE_DIR``), with the
+summary (small tables and the per-step aggregates) in the file's metadata: a second load reads
+only the metadata, and the lazy ``Trace.events``/``Trace.select`` read the events from here.
+The per-step tables (``xlaprof.model.ondisk.TABLES``) are files of their own beside it,
+``<capture>.xlaprof.<table>.parquet``, each signed as the cache is, read only when asked for.
+
+A capture folder may have come from anyone, and so may a cache in it. A cache is reused only
+when it and each of its tables is a regular file (not a link) owned by this user and its stamp
+verifies: an HMAC, under this user's private key (``safeio.user_key``), of the capture's
+*content* fingerprint (size and mtime survive ``cp -p``, ``rsync -t`` and tar), the step
+numbering, the file's own column schema and row count, and the summary (the table's name for a
+table). Anything else (a planted cache, a stale one, junk columns, a read error) is a miss: the
+cache is rebuilt and the reason said once (``notes``, shown as a trace warning). The cache, its
+tables and their temporary files are created exclusively without following links; a link where
+one goes is refused, and the cache goes to the private cache folder instead.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import hmac
 import json
 import os
 from pathlib import Path
@@ -20,6 +32,16 @@ from xlaprof.model.device import DeviceSummary
 from xlaprof.model.ondisk import HOST_STEPS, TABLES
 from xlaprof.model.pod import HostSummary
 from xlaprof.model.stats import StepAggregates
+from xlaprof.safeio import (
+    DEFAULT_XPLANE_LIMIT,
+    UnsafeFile,
+    file_digest,
+    input_limit,
+    open_owned,
+    replace_into,
+    temp_beside,
+    user_key,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,6 +53,9 @@ CACHE_SUFFIX = ".xlaprof.parquet"
 CACHE_VERSION = "4"
 # Rows per row group of a per-step table: a read of a range of steps skips the others.
 TABLE_ROW_GROUP = 16384
+# Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
+# for every column is a third of the write's time.
+_STATISTICS = ["step", "start_ns", "end_ns"]
 CACHE_DIR_ENV = "XLAPROF_CACHE_DIR"
 
 
@@ -41,13 +66,12 @@ def cache_path_for(path: Path) -> Path:
     capture's absolute path.
     """
     beside = path.with_name(path.name + CACHE_SUFFIX)
-    if os.access(path.parent, os.W_OK) and not os.environ.get(CACHE_DIR_ENV):
+    writable = os.access(path.parent, os.W_OK) and not os.environ.get(CACHE_DIR_ENV)
+    planted = [beside, *(table_path(beside, name) for name in TABLES)]
+    if writable and not any(map(os.path.islink, planted)):  # a link there: never used
         return beside
-    import hashlib
-
-    root = Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "xlaprof")
     digest = hashlib.sha1(str(path.absolute()).encode()).hexdigest()[:16]
-    return root / f"{digest}-{path.name}{CACHE_SUFFIX}"
+    return _private_root() / f"{digest}-{path.name}{CACHE_SUFFIX}"
 
 
 def table_path(cache: Path, name: str) -> Path:
@@ -55,9 +79,52 @@ def table_path(cache: Path, name: str) -> Path:
     return cache.with_name(cache.name.removesuffix(".parquet") + f".{name}.parquet")
 
 
-def _stamp(path: Path, first_step: int, session: str) -> str:
-    stat = path.stat()  # follows a link: the capture itself
-    return f"{CACHE_VERSION}:{stat.st_size}:{stat.st_mtime_ns}:{first_step}:{session}"
+def _private_root() -> Path:
+    return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "xlaprof")
+
+
+@functools.lru_cache(maxsize=256)
+def _content(path: str, size: int, mtime_ns: int, inode: int) -> str:
+    """The capture's content fingerprint (read once per process per version of the file)."""
+    return file_digest(Path(path), input_limit(DEFAULT_XPLANE_LIMIT))
+
+
+def _stamp(path: Path, first_step: int, session: str, table: str = "") -> str:
+    """The signed stamp of a cache of capture ``path``; ``table`` describes the cache's own
+    columns, rows and summary. Raises ``UnsafeFile`` when this user has no private key."""
+    key = user_key(_private_root())
+    if key is None:
+        raise UnsafeFile(f"no private key in {_private_root()} to sign caches with")
+    info = path.stat()  # follows a link: the capture itself
+    content = _content(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
+    text = f"{CACHE_VERSION}:{content}:{first_step}:{session}:{table}"
+    return f"{CACHE_VERSION}:" + hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def _family(kind: object) -> str:
+    """A column type as the Parquet round trip keeps it (text, int, float, ...)."""
+    import pyarrow as pa
+
+    assert isinstance(kind, pa.DataType)
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
+        return "text"
+    if pa.types.is_integer(kind):
+        return "int"
+    if pa.types.is_floating(kind):
+        return "float"
+    return str(kind)
+
+
+def _described(schema: object, rows: int, summary: bytes) -> str:
+    """What the stamp covers of the cache itself: columns and types, rows, the summary."""
+    import pyarrow as pa
+
+    assert isinstance(schema, pa.Schema)
+    columns = ",".join(f"{field.name}:{_family(field.type)}" for field in schema)
+    digest = hashlib.sha256(summary).hexdigest()
+    return hashlib.sha256(f"{columns}|{rows}|{digest}".encode()).hexdigest()
 
 
 _DEVICE_TABLES = ("devices", "ops", "utilization")  # the per-step ones are files of their own
@@ -98,21 +165,31 @@ def _summary_record(summary: HostSummary) -> dict[str, Any]:
     }
 
 
-# Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
-# for every column is a third of the write's time.
-_STATISTICS = ["step", "start_ns", "end_ns"]
-
-
-def _write(table: Any, target: Path, stamp: str, **options: Any) -> None:
-    """Write an Arrow table to ``target`` through a temporary file, stamped."""
+def _write_signed(
+    table: Any,
+    target: Path,
+    source: Path,
+    first_step: int,
+    session: str,
+    summary: bytes,
+    **options: Any,
+) -> None:
+    """Write an Arrow table to ``target`` (exclusively, through a temporary file, never
+    through a link), stamped over its columns, rows and ``summary`` (unsigned where this user
+    has no key: readable for this load, never reused)."""
     import pyarrow.parquet as pq
 
     metadata = dict(table.schema.metadata or {})
-    metadata[b"xlaprof.stamp"] = stamp.encode()
+    try:
+        described = _described(table.schema, table.num_rows, summary)
+        metadata[b"xlaprof.stamp"] = _stamp(source, first_step, session, described).encode()
+    except (OSError, UnsafeFile):
+        metadata[b"xlaprof.stamp"] = b""
     table = table.replace_schema_metadata(metadata)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    pq.write_table(table, partial, compression="zstd", **options)
-    os.replace(partial, target)
+    fd, partial = temp_beside(target)
+    with os.fdopen(fd, "wb") as handle:
+        pq.write_table(table, handle, compression="zstd", **options)
+    replace_into(partial, target)
 
 
 def write_cache(
@@ -130,7 +207,6 @@ def write_cache(
     import pandas as pd
     import pyarrow as pa
 
-    stamp = _stamp(source, first_step, session)
     columns = [c for c in events.columns if c != "args"]
     frame = events[columns]
     frame.attrs = {}
@@ -143,47 +219,75 @@ def write_cache(
             if name == HOST_STEPS:  # by step, so that a range of steps is a few row groups
                 rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
             arrow = pa.Table.from_pandas(rows, preserve_index=False)
-            _write(arrow, path, stamp, row_group_size=TABLE_ROW_GROUP)
+            _write_signed(
+                arrow,
+                path,
+                source,
+                first_step,
+                session,
+                name.encode(),
+                row_group_size=TABLE_ROW_GROUP,
+            )
             paths[name] = str(path)
         summary.tables = paths
         table = pa.Table.from_pandas(frame, preserve_index=False)
+        record = json.dumps(_summary_record(summary)).encode()
         metadata = dict(table.schema.metadata or {})
-        metadata[b"xlaprof.summary"] = json.dumps(_summary_record(summary)).encode()
+        metadata[b"xlaprof.summary"] = record
         # dictionaries for the text columns only (a column of distinct times gains nothing)
         texts = [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
-        options = {"use_dictionary": texts, "write_statistics": _STATISTICS}
-        _write(table.replace_schema_metadata(metadata), target, stamp, **options)
-    except OSError:
+        _write_signed(
+            table.replace_schema_metadata(metadata),
+            target,
+            source,
+            first_step,
+            session,
+            record,
+            use_dictionary=texts,
+            write_statistics=_STATISTICS,
+        )
+    except (OSError, UnsafeFile):
         summary.tables = {}
         return None
     return str(target)
 
 
 def cached_summary(
-    target: Path | None, source: Path, first_step: int, session: str
+    target: Path | None,
+    source: Path,
+    first_step: int,
+    session: str,
+    notes: list[str] | None = None,
 ) -> HostSummary | None:
-    import pandas as pd
-    import pyarrow.parquet as pq
-
-    if target is None or not target.exists():
+    """The summary kept in ``target`` if it may be reused (see the module docstring); None
+    otherwise, with the reason in ``notes`` unless there simply is no cache yet."""
+    if target is None or not os.path.lexists(target):
         return None
     try:
-        stamp = _stamp(source, first_step, session)
-        metadata = pq.read_schema(target).metadata or {}
-        if metadata.get(b"xlaprof.stamp", b"").decode() != stamp:
-            return None
-        tables = {name: table_path(target, name) for name in TABLES}
-        for path in tables.values():  # each per-step table written with this cache
-            if (pq.read_schema(path).metadata or {}).get(b"xlaprof.stamp", b"").decode() != stamp:
-                return None
-        record = json.loads(metadata[b"xlaprof.summary"])
-        device = {name: _table_from(record["device"][name]) for name in _DEVICE_TABLES}
-        # the per-step rows stay in their files: the parent reads them when asked
-        empty = pd.DataFrame()
-        model = DeviceSummary(**device, steps=empty, tracing=empty, events=record["device_events"])
-        aggregates = StepAggregates.from_json(record["aggregates"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return _read_cached(target, source, first_step, session)
+    except Exception as error:  # any failure is a miss: the cache is rebuilt
+        if notes is not None:
+            reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+            notes.append(f"{target}: cache not reused ({reason}); rebuilt")
         return None
+
+
+class _Mismatch(ValueError):
+    pass
+
+
+def _read_cached(target: Path, source: Path, first_step: int, session: str) -> HostSummary:
+    import pandas as pd
+
+    _, record_bytes = _verified(target, source, first_step, session, None)
+    tables = {name: table_path(target, name) for name in TABLES}
+    for name, path in tables.items():  # each per-step table written with this cache
+        _verified(path, source, first_step, session, name.encode())
+    record = json.loads(record_bytes)
+    device = {name: _table_from(record["device"][name]) for name in _DEVICE_TABLES}
+    # the per-step rows stay in their files: the parent reads them when asked
+    empty = pd.DataFrame()
+    model = DeviceSummary(**device, steps=empty, tracing=empty, events=record["device_events"])
     return HostSummary(
         host=record["host"],
         path=str(source),
@@ -191,7 +295,28 @@ def cached_summary(
         profile_start_ns=record["profile_start_ns"],
         ops=model.ops,
         device=model,
-        aggregates=aggregates,
+        aggregates=StepAggregates.from_json(record["aggregates"]),
         tables={name: str(path) for name, path in tables.items()},
         cache=str(target),
     )
+
+
+def _verified(
+    path: Path, source: Path, first_step: int, session: str, summary: bytes | None
+) -> tuple[dict[bytes, bytes], bytes]:
+    """The metadata of cache file ``path`` and the summary its stamp covers (the events
+    cache's ``xlaprof.summary`` when ``summary`` is None), if the stamp verifies."""
+    import pyarrow.parquet as pq
+
+    with os.fdopen(open_owned(path), "rb") as handle:
+        parquet = pq.ParquetFile(handle)
+        metadata = parquet.schema_arrow.metadata or {}
+        covered = metadata[b"xlaprof.summary"] if summary is None else summary
+        described = _described(parquet.schema_arrow, parquet.metadata.num_rows, covered)
+    stamp = metadata.get(b"xlaprof.stamp", b"").decode()
+    if not hmac.compare_digest(stamp, _stamp(source, first_step, session, described)):
+        raise _Mismatch(
+            f"{path.name} does not match this capture: another or a changed capture, other "
+            "columns, or not written by xlaprof for this user"
+        )
+    return metadata, covered

@@ -14,11 +14,10 @@ from typing import Any
 
 from xlaprof.errors import XlaprofError
 from xlaprof.inputs.captures import hosts_named_apart
+from xlaprof.inputs.pod.cluster import SCHEDULER_ENV  # noqa: F401  (re-exported)
 from xlaprof.inputs.pod.summary import summarize_host
 from xlaprof.model.pod import HostError, HostSummary, PodLoad
 from xlaprof.parse.events import host_from_filename
-
-SCHEDULER_ENV = "XLAPROF_DASK_SCHEDULER"
 
 
 def default_workers() -> int:
@@ -41,7 +40,9 @@ def summarize_hosts(
     and have xlaprof installed. ``progress`` shows a bar of hosts done (default: when stderr is
     a terminal).
     """
-    scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    from xlaprof.inputs.pod import cluster as dask_client
+
+    scheduler = dask_client.chosen(scheduler)  # checked; the environment's is announced
     if progress is None:
         progress = sys.stderr.isatty()
     outcomes: list[HostSummary | HostError] = []
@@ -122,34 +123,15 @@ def _run_dask(
     outcomes: list[HostSummary | HostError],
     advance: Callable[[], None],
 ) -> int:
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise XlaprofError(
-            "--scheduler needs dask.distributed: pip install 'xlaprof[pod]'"
-        ) from None
-    try:
-        client = Client(scheduler, timeout="20s")
-    except (OSError, TimeoutError) as error:
-        raise XlaprofError(f"{scheduler}: no dask scheduler answers ({error})") from None
-    with client:
-        workers = len(client.scheduler_info().get("workers", {}))
-        futures = client.map(
-            summarize_host,
-            [str(p) for p in files],
-            first_step=first_step,
-            cache=cache,
-            session=session,
-            pure=False,
-        )
-        paths = {future.key: Path(path) for future, path in zip(futures, files, strict=True)}
-        for future in as_completed(futures):
-            try:
-                outcomes.append(future.result())
-            except Exception as error:
-                outcomes.append(_failure(paths[future.key], error))
-            advance()
-    return workers
+    from xlaprof.inputs.pod import cluster as dask_client
+
+    def done(index: int, result: Any, error: BaseException | None) -> None:
+        outcomes.append(result if error is None else _failure(Path(files[index]), error))
+        advance()
+
+    keywords = {"first_step": first_step, "cache": cache, "session": session}
+    # every client call under one timeout; see dask_client for what is trusted
+    return dask_client.run(scheduler, summarize_host, [str(p) for p in files], keywords, done)
 
 
 class _Progress:

@@ -57,7 +57,8 @@ def summarize_host(
     started = time.perf_counter()
     path = Path(path)
     cache_path = cache_path_for(path) if cache else None
-    hit = cached_summary(cache_path, path, first_step, session) if cache_path else None
+    notes: list[str] = []  # why a cache was not reused (shown once, as a trace warning)
+    hit = cached_summary(cache_path, path, first_step, session, notes) if cache_path else None
     if hit is not None:
         summary = hit
         summary.cache_hit = True
@@ -71,6 +72,7 @@ def summarize_host(
         if summary.cache is None:
             summary.frames = tables
         del events, tables
+    summary.notes = notes
     summary.seconds = time.perf_counter() - started
     summary.worker = f"{socket.gethostname()}:{os.getpid()}"
     summary.worker_peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

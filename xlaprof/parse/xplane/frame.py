@@ -41,6 +41,7 @@ from xlaprof.parse.xplane.schema import (
     parse_space,
     plane_info,
     profile_start_ns,
+    read_capture,
     stat_value,
     undecodable,
 )
@@ -68,7 +69,8 @@ def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.D
     cache): what the analysis reads from ``args`` on an XSpace (``group_id``) is a column.
     """
     path = Path(path)
-    space = parse_space(path, path.read_bytes(), message_class("XSpace", events_as_bytes=True))
+    raw = read_capture(path)
+    space = parse_space(path, raw, message_class("XSpace", events_as_bytes=True))
     if not space.planes:
         size = path.stat().st_size
         what = "empty file" if size == 0 else f"{size} bytes with no profiler planes"
@@ -83,7 +85,7 @@ def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.D
     try:
         events = decode_events(data, starts, ends, canonical_event)
     except WireError:
-        raise undecodable(path, path.read_bytes()) from None
+        raise undecodable(path, raw) from None
     del data, starts, ends
     frame = layout.frame(events, host, args)
     frame.attrs["profile_start_ns"] = start_ns

@@ -181,7 +181,21 @@ def read_xspace(path: Path) -> Any:
     An empty file decodes as an empty XSpace (a capture with no events): callers decide.
     """
     path = Path(path)
-    return parse_space(path, path.read_bytes(), xspace_class())
+    return parse_space(path, read_capture(path), xspace_class())
+
+
+def read_capture(path: Path) -> bytes:
+    """The bytes of a ``.xplane.pb``: a regular file (no FIFO or device) under the size cap
+    (``--max-size``, else protobuf's own 2 GiB), checked before a byte is read."""
+    from xlaprof.errors import InputTooLarge, InputUnreadable
+    from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, TooLarge, UnsafeFile, input_limit, read_capped
+
+    try:
+        return read_capped(path, input_limit(DEFAULT_XPLANE_LIMIT))
+    except TooLarge as error:
+        raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
+    except UnsafeFile as error:
+        raise InputUnreadable(str(error)) from None
 
 
 def parse_space(path: Path, data: bytes, space_class: Any) -> Any:

@@ -47,7 +47,6 @@ def device_ops(
     has no such stat). ``bound`` is ``compute`` or ``memory`` (the op's side of the roofline)
     only where the device's peak FLOP/s and bytes/s are known (TPU plane stats).
     """
-    import numpy as np
     import pandas as pd
 
     frame = device_events(with_session(events)) if frame is None else frame
@@ -65,12 +64,15 @@ def device_ops(
         occurrences=("time_ns", "size"),
         total_ns=("time_ns", "sum"),
         self_ns=("self_ns", "sum"),
-        flops=("flops", lambda s: s.sum() if s.notna().any() else np.nan),
-        bytes_accessed=("bytes_accessed", lambda s: s.sum() if s.notna().any() else np.nan),
+        flops=("flops", "sum"),
+        bytes_accessed=("bytes_accessed", "sum"),
+        flops_seen=("flops", "count"),
+        bytes_seen=("bytes_accessed", "count"),
         hlo_category=("hlo_category", "first"),
         program_id=("program_id", "first"),
         hlo_module=("hlo_module", "first"),
     ).reset_index()
+    table = _unmeasured_as_nan(table)
     table = table.rename(columns={"op": "name"})
     table["total_s"] = table["total_ns"] / 1e9
     table["self_s"] = table["self_ns"] / 1e9
@@ -111,7 +113,6 @@ def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
 
 def top_ops(ops: pd.DataFrame, limit: int = 10, by: Sequence[str] = ("name",)) -> pd.DataFrame:
     """Ops summed over devices (and hosts), most total time first: the "top device ops"."""
-    import numpy as np
 
     if ops.empty:
         return ops.head(0)
@@ -122,7 +123,19 @@ def top_ops(ops: pd.DataFrame, limit: int = 10, by: Sequence[str] = ("name",)) -
         occurrences=("occurrences", "sum"),
         total_s=("total_s", "sum"),
         self_s=("self_s", "sum"),
-        flops=("flops", lambda s: s.sum() if s.notna().any() else np.nan),
-        bytes_accessed=("bytes_accessed", lambda s: s.sum() if s.notna().any() else np.nan),
+        flops=("flops", "sum"),
+        bytes_accessed=("bytes_accessed", "sum"),
+        flops_seen=("flops", "count"),
+        bytes_seen=("bytes_accessed", "count"),
     ).reset_index()
+    table = _unmeasured_as_nan(table)
     return table.sort_values("total_s", ascending=False, ignore_index=True).head(limit)
+
+
+def _unmeasured_as_nan(table: pd.DataFrame) -> pd.DataFrame:
+    """FLOPs and bytes summed over no measured value are NaN (not measured), not 0. Counted
+    per group rather than a Python function per group: that took minutes on a million
+    distinct op names."""
+    table["flops"] = table["flops"].where(table.pop("flops_seen") > 0)
+    table["bytes_accessed"] = table["bytes_accessed"].where(table.pop("bytes_seen") > 0)
+    return table
