@@ -37,6 +37,15 @@ def test_sample_run_trace_steps_come_from_the_window() -> None:
     assert len(compile_event) == 1 and int(compile_event["step"].iloc[0]) == 4  # batch 72
 
 
+def test_a_trace_window_file_loaded_alone_keeps_the_runs_step_numbers() -> None:
+    # GIVEN the trace window's capture file of a run, named alone (or its logdir in the run)
+    (capture,) = RUN.glob("*/plugins/profile/*/*.xplane.pb")
+    for path in (capture, capture.parent.parent.parent):
+        # WHEN it is loaded THEN its steps are the run's (--trace-steps 4:6), not 0 and 1
+        markers = load_trace(path).events.query("name == 'StepMarker'")
+        assert list(markers["step"]) == [4, 5], path
+
+
 def test_chrome_trace_agrees_with_xplane() -> None:
     (json_file,) = RUN.glob("*/plugins/profile/*/*.trace.json.gz")
     chrome = chrome_trace_frame(json_file)

@@ -376,6 +376,8 @@ class Session:
         sync that ends the step was entered (None without one).
         """
         assert self.metrics is not None
+        self._close_step()  # the step ends here, as its row's wall time does (before the window
+        # stops below: a step the window traced is in it whole)
         step = self.user_label if self.user_label is not None else self.step_index
         debug_offset = self._debug_log.size()
         fallback_offset = self._fallback_log.size()
@@ -419,13 +421,13 @@ class Session:
                 self._flush_rows()  # rows first: run.json never counts a row not on disk
                 write_info(self.directory, self.info, durable=False)
         self.user_label = None
-        self._close_step()  # before the window stops: a step it traced is in it whole
         if self.trace_steps is not None and self.window is not None:
             if self.step_index == self.trace_steps[0] and not self.window.tracing:
                 self.window.start()
             elif self.step_index == self.trace_steps[1] and self.window.tracing:
                 self.window.stop()
-        self._open_step()  # after the window starts: a step it traces is in it whole
+        self._open_step()  # after the window starts: a step it traces is in it whole; where
+        # the next row's wall time begins
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
         self.step_cpu_start = time.thread_time()
