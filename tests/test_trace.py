@@ -142,3 +142,16 @@ def test_traced_steps_span_boundary_to_boundary() -> None:
         assert timeline.loc[step, "source"] == "trace"
         assert 0.7 * typical < timeline.loc[step, "wall_s"] < 1.3 * typical
         assert timeline.loc[step, "python_tracing_s"] > timeline.loc[step, "graph_build_s"]
+
+
+def test_the_header_counts_the_devices_of_the_table_below_it() -> None:
+    from xlaprof.report import devices
+
+    # GIVEN a CPU capture: no device plane, its XLA ops ran on the host's CPU
+    (capture,) = RUN.glob("*/plugins/profile/*/*.xplane.pb")
+    trace = load_trace(capture)
+    assert trace.devices is None or trace.devices.empty
+    # WHEN its header is written THEN it counts the one device its device table shows
+    rows = devices.device_rows(trace)
+    assert [row["device"] for row in rows] == ["CPU"]
+    assert "1 device(s)" in devices.capture_line(trace)

@@ -46,7 +46,11 @@ def capture_line(trace: Trace) -> str:
     """``path  (capture: 26,723 events, 1 host, 4 devices, session ...)``."""
     files = trace.files
     where = str(files[0]) if len(files) == 1 else f"{len(files)} capture files"
-    devices = 0 if trace.devices is None else len(trace.devices)
+    # the devices the device table below shows (a CPU capture's is the host's CPU, which has no
+    # device plane of its own)
+    devices = len(trace.summary().utilization) if trace.device_summary is not None else 0
+    if not devices and trace.devices is not None:
+        devices = len(trace.devices)
     parts = [
         f"{trace.event_count:,} events",
         f"{len(trace.hosts)} host(s)",
