@@ -205,11 +205,13 @@ class EventSource:
         """One host's rows of per-step table ``name``, its host column naming it."""
         import pyarrow.parquet as pq
 
-        if summary.frames is not None:
+        if summary.frames is not None:  # no cache could be written: held by the summary
             frame = summary.frames[name]
             if filters is not None:
                 import pyarrow as pa
 
+                if isinstance(filters, list):
+                    filters = pq.filters_to_expression(filters)
                 table = pa.Table.from_pandas(frame, preserve_index=False).filter(filters)
                 frame = table.to_pandas()
             frame = frame[columns] if columns else frame
@@ -243,11 +245,12 @@ class EventSource:
 
     def table_head(self, name: str, rows: int) -> pd.DataFrame:
         """The first ``rows`` rows of table ``name``, hosts in order: only the hosts they are
-        in are read."""
+        in are read (and the first host for the columns, when no host has a row)."""
         import pandas as pd
 
-        frames, count = [], 0
         summaries = self._summaries()
+        frames: list[pd.DataFrame] = []
+        count = 0
         for summary in summaries:
             if count >= rows:
                 break
@@ -256,12 +259,10 @@ class EventSource:
             frame = self._read_table(summary, name, None, None).head(rows - count)
             frames.append(frame)
             count += len(frame)
+        if not frames and summaries:
+            frames = [self._read_table(summaries[0], name, None, None).head(0)]
         if not frames:
-            return (
-                self._read_table(summaries[0], name, None, None).head(0)
-                if summaries
-                else (pd.DataFrame())
-            )
+            return pd.DataFrame()
         return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
     def table_rows(self, name: str) -> int:
