@@ -148,12 +148,15 @@ def test_a_sample_run_gives_the_numbers_of_analyze_json(served: dict[str, Any]) 
     assert [p["next_offset"] for p in pages] == [5, 10, None]
     assert [row for page in pages for row in page["rows"]] == document["timeline"]
     assert got["tables"]["timeline"] == pages[0]["total"] == len(document["timeline"]) == 12
-    # AND the steady state is the console's "median 2+" row: 10 steps after 2 of warm-up
+    # AND the steady state is the console's median row: the steady step (after 2 of warm-up,
+    # compiling nothing) of median wall time, with its own parts and bound
     steady = pages[0]["steady"]
-    assert (steady["steps"], steady["warmup_steps"]) == (10, 2)
-    walls = sorted(r["wall_s"] for r in document["timeline"] if r["step"] >= 2)
-    assert steady["median_s"]["wall_s"] == pytest.approx((walls[4] + walls[5]) / 2)
-    assert pages[0]["verdict"].startswith("From the trace: tracing-bound")
+    rows = [r for r in document["timeline"] if r["steady"]]
+    assert (steady["steps"], steady["warmup_steps"]) == (len(rows), 2) and len(rows) >= 8
+    median = sorted(rows, key=lambda r: r["wall_s"])[(len(rows) - 1) // 2]
+    assert steady["median_step"] == median["step"] and steady["bound"] == median["bound"]
+    assert steady["median_s"]["wall_s"] == pytest.approx(median["wall_s"])
+    assert pages[0]["verdict"].startswith("From the trace: the largest part of")
 
 
 @pytest.mark.skipif(not CAPTURE.is_file(), reason="../shared/traces is not here")

@@ -20,6 +20,8 @@ from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, wi
 from xlaprof.model.result import PartResult, RunComparison
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from xlaprof.budgets import Budgets, CheckResult
     from xlaprof.findings import Finding
     from xlaprof.model.parts import Part
@@ -49,30 +51,45 @@ def analyze_parts(parts: list[Part], source_root: SourceRoot = None) -> list[Par
 
 def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
     from xlaprof.tables.hosts import host_skew
+    from xlaprof.tables.story import step_story, with_bounds, worth_most
     from xlaprof.tables.stragglers import stragglers
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
+    trace = part.trace if part.trace is not None else _trace_window(part)
+    part.data.trace = trace  # the capture's analyzers read its device model
     with source_roots(source_root_of(part, source_root)) as roots:
         result = PartResult(part, run_analyzers(part.data))
         note_withheld(part, roots)
-    trace = part.trace if part.trace is not None else _trace_window(part)
-    pod = trace is not None and trace.source is not None
     if part.data.steps or trace is not None:
-        events = bounds = None
-        busy = None
-        if trace is not None:
-            if pod:  # the first host only, read from its own files
-                from xlaprof.inputs.pod import first_host
+        view = trace  # what the step timeline reads: a pod's first host, from its own files
+        if trace is not None and trace.source is not None:
+            from xlaprof.inputs.pod import first_host_trace
 
-                events, bounds, tracing = first_host(trace)
-            else:
-                events, bounds, tracing = trace.events, trace.step_bounds, trace.tracing_vs_device()
-            busy = device_busy_by_step(tracing, events)
-        result.timeline = step_timeline(part.data.steps, events, bounds, busy)
+            view = first_host_trace(trace)
+        events = None if view is None else view.events
+        busy = windows = None
+        if view is not None and events is not None:
+            busy = device_busy_by_step(view.tracing_vs_device(), events)
+            windows = _device_windows(view)
+        timeline = step_timeline(
+            part.data.steps,
+            events,
+            None if view is None else view.step_bounds,
+            busy,
+            windows,
+        )
+        # the one step model: every per-step verdict and the story come from these bounds
+        bottleneck = None if view is None else view.summary().bottleneck
+        host = None if trace is None or not trace.hosts else trace.hosts[0]
+        result.timeline = with_bounds(timeline, part.data.warmup_steps, bottleneck, host)
+        result.story = step_story(result.timeline, part.data.warmup_steps)
+        if result.story is not None:
+            result.story.worth_most = worth_most(result.story, result.findings)
+        del view
     if trace is not None and len(trace.hosts) > 1:
         from xlaprof.inputs import pod as pods
 
-        if pod:  # a range of steps at a time; the per-host rows stay on disk
+        if trace.source is not None:  # a range of steps at a time; the per-host rows stay on disk
             result.host_skew, result.stragglers = pods.step_tables(trace)
         else:
             result.host_skew = host_skew(trace.step_times())
@@ -80,6 +97,19 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
             result.stragglers = stragglers(result.host_steps)
     result.trace = trace
     return result
+
+
+def _device_windows(trace: Trace) -> pd.DataFrame | None:
+    """Per host step from the devices' own steps (hosts without step markers): the slowest
+    device's window (``Trace.step_times()``) with that device's busy time, or None."""
+    windows = trace.step_times()
+    windows = windows[windows["source"] != "host steps"]
+    if windows.empty:
+        return None
+    per_device = trace.step_times(per_device=True)[["host", "device", "step", "busy_ms"]]
+    per_device = per_device.astype({"host": str, "device": str})
+    windows = windows.astype({"host": str, "device": str})
+    return windows.merge(per_device, on=["host", "device", "step"], how="left")
 
 
 def note_withheld(part: Part, roots: tuple[Path, ...]) -> None:

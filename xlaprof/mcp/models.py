@@ -138,10 +138,17 @@ class AnalyzeOutput(BaseModel):
 
 # -- steps / device_ops -------------------------------------------------------------------------
 class SteadyState(BaseModel):
-    steps: int = Field(description="Steps after warm-up.")
+    steps: int = Field(description="Steady steps: after warm-up, compiling nothing.")
     warmup_steps: int
+    median_step: int | None = Field(
+        default=None, description="The steady step of median wall time (its parts add up)."
+    )
     median_s: dict[str, float | None] = Field(
-        description="Median seconds per column over those steps (null: not measured)."
+        description="That step's seconds per timeline column (null: not measured)."
+    )
+    bound: str | None = Field(
+        default=None,
+        description="That step's largest part: compile, tracing, input, transfer, device, host.",
     )
 
 

@@ -294,7 +294,9 @@ class Tools:
         busy and idle), the trace's verdict on what bounds the steps, and the rows of one
         per-step table, a page at a time. Seconds throughout; null where not measured."""
         from xlaprof.report.json_out import strict_json
-        from xlaprof.tables.timeline import steady_median
+        from xlaprof.tables.timeline import COLUMNS, steady_median
+
+        seconds_columns = COLUMNS[1:-1]
 
         result, _, notes = self.analysis(path, session, warmup_steps).part(process)
         frame = _step_tables(result).get(table)
@@ -303,8 +305,13 @@ class Tools:
             warmup = result.part.data.warmup_steps
             median, count = steady_median(frame, warmup)
             if count:
+                seconds = {c: median[c] for c in seconds_columns if c in median}
                 steady = models.SteadyState(
-                    steps=count, warmup_steps=warmup, median_s=strict_json(median.to_dict())
+                    steps=count,
+                    warmup_steps=warmup,
+                    median_step=int(median["step"]),
+                    median_s=strict_json(seconds),
+                    bound=median.get("bound"),
                 )
         verdict = None
         if result.trace is not None:

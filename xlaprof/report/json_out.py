@@ -155,6 +155,40 @@ def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
         "top_ops": _records(top_ops(summary.ops, limit=20)),
         "tracing": _records(summary.head("tracing", MAX_STEP_ROWS)),
         "tracing_total": summary.rows("tracing"),
+        **bottleneck_json(trace),
+        **lines_json(trace),
+    }
+
+
+# Source lines per document: the ones with the most device time (the total is given).
+MAX_LINE_ROWS = 100
+
+
+def bottleneck_json(trace: Trace) -> dict[str, Any]:
+    """``bottlenecks`` (per device and step, capped), ``bottlenecks_total`` and
+    ``bottleneck_by_device`` (each device over its steady steps)."""
+    from xlaprof.tables.step_stats import by_device, device_bottlenecks
+
+    summary = trace.summary()  # a pod's: its first rows read, the rest counted and summed
+    total = summary.rows("bottleneck")
+    return {
+        "bottlenecks": _records(summary.head("bottleneck", MAX_STEP_ROWS)) if total else [],
+        "bottlenecks_total": total,
+        "bottleneck_by_device": _records(device_bottlenecks(by_device(summary))) if total else [],
+    }
+
+
+def lines_json(trace: Trace) -> dict[str, Any]:
+    """``device_time_by_line`` (per user line over all devices, capped), its total and the
+    share of op time with a line (``device_time_by_line_coverage``; null without HLO)."""
+    from xlaprof.tables.device.lines import line_coverage
+
+    lines = trace.summary().lines
+    table = trace.device_time_by_line()
+    return {
+        "device_time_by_line": _records(table.head(MAX_LINE_ROWS)),
+        "device_time_by_line_total": len(table),
+        "device_time_by_line_coverage": None if lines is None else line_coverage(lines),
     }
 
 
@@ -170,6 +204,8 @@ def result_document(result: PartResult) -> dict[str, Any]:
         if part.trace is not None and trace.source is not None and trace.source.load is not None:
             # hosts read by workers (inputs.pod): where, how long, failures
             extra["trace"]["pod"] = trace.source.load.record()
+    if result.story is not None:
+        extra["story"] = result.story.to_json()
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:

@@ -231,3 +231,101 @@ def _number(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if number != number else number
+
+
+# Per device over its steady steps (``bottleneck.steady_steps``): how many numbered steps, their
+# summed wall time and seconds per cause, the smallest step numbers each cause bounds, and
+# whether any step of the device (edges too) has wall time. Sums, so a pod's workers make it
+# per host and the parent only puts hosts side by side.
+BOUND_STEPS = 9  # step numbers kept per cause: 8 are named, and whether there are more
+
+
+def by_device_columns() -> list[str]:
+    from xlaprof.tables.device.bottleneck import CLASSES
+
+    return [
+        "session",
+        "host",
+        "device",
+        "steps",
+        "wall_s",
+        *[f"{name}_s" for name in CLASSES],
+        *[f"bound_{name}" for name in CLASSES],
+        "any_wall",
+    ]
+
+
+def by_device(summary: DeviceSummary) -> pd.DataFrame:
+    """The per-device steady-step sums of ``summary`` (see above): a pod's from its workers,
+    else made from its bottleneck rows."""
+    import pandas as pd
+
+    if summary.bottleneck_by_device is not None:
+        return summary.bottleneck_by_device
+    from xlaprof.tables.device.bottleneck import CLASSES, steady_steps
+
+    table = summary.bottleneck
+    rows = []
+    if table is not None and not table.empty:
+        for (session, host, device), group in table.groupby(
+            ["session", "host", "device"], observed=True, sort=True
+        ):
+            steps = steady_steps(group)
+            numbered = steps[steps["step"].notna()]
+            rows.append(
+                {
+                    "session": session,
+                    "host": host,
+                    "device": device,
+                    "steps": len(numbered),
+                    "wall_s": float(steps["wall_s"].sum()),
+                    **{f"{name}_s": float(steps[f"{name}_s"].sum()) for name in CLASSES},
+                    **{
+                        f"bound_{name}": sorted(
+                            int(s) for s in numbered[numbered["bottleneck"] == name]["step"]
+                        )[:BOUND_STEPS]
+                        for name in CLASSES
+                    },
+                    "any_wall": bool((group["wall_s"] > 0).any()),
+                }
+            )
+    return pd.DataFrame(rows, columns=by_device_columns())
+
+
+def device_bottlenecks(table: pd.DataFrame) -> pd.DataFrame:
+    """``bottleneck.bottleneck_summary`` of the rows ``table`` (``by_device``) sums: per device
+    its steady steps' seconds per cause as shares of their wall time, and the bottleneck."""
+    import pandas as pd
+
+    from xlaprof.tables.device.bottleneck import CLASSES
+
+    rows = []
+    for row in table.to_dict(orient="records"):
+        wall = float(row["wall_s"])
+        if wall <= 0:
+            continue
+        shares = {name: float(row[f"{name}_s"]) / wall for name in CLASSES}
+        top = max(shares, key=shares.__getitem__)
+        rows.append(
+            {
+                "session": row["session"],
+                "host": row["host"],
+                "device": row["device"],
+                "steps": int(row["steps"]),
+                "wall_s": wall,
+                **{f"{name}_share": share for name, share in shares.items()},
+                "bottleneck": top,
+                "share": shares[top],
+            }
+        )
+    columns = [
+        "session",
+        "host",
+        "device",
+        "steps",
+        "wall_s",
+        *[f"{name}_share" for name in CLASSES],
+        "bottleneck",
+        "share",
+    ]
+    return pd.DataFrame(rows, columns=columns)

@@ -87,7 +87,8 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
                 "compile_s": row.compile_s,
                 "transfer_s": row.to_device_s + row.from_device_s,
                 "device_wait_s": None,
-                "device_busy_s": row.execute_s,
+                # ExecuteTime can hold an execution queued in the step before: never above wall
+                "device_busy_s": row.execute_s if wall is None else min(row.execute_s, wall),
                 "device_idle_s": None if wall is None else max(wall - row.execute_s, 0.0),
                 "source": "metrics",
             }
@@ -100,17 +101,24 @@ def from_trace(
     rows: list[StepRow],
     bounds: pd.DataFrame | None = None,
     device_busy: dict[int, float | None] | None = None,
+    device_windows: pd.DataFrame | None = None,
 ) -> list[dict[str, object]]:
     """Rows for the steps the trace covers (one host: the first).
 
     A step's wall time is boundary to boundary (``bounds``, from ``Trace.step_bounds``): the
     extent of its events would leave out host time with no events in it (idle Python, sleeps).
     ``device_busy`` is the device model's busy time per host step (the busiest device's
-    compute events in the step: ``Trace.tracing_vs_device()``); it is used where the host has
-    device planes without an ``XLA Modules`` line (GPUs).
+    compute events in the step: ``Trace.tracing_vs_device()``): the device busy of every step
+    it has, so the timeline and the device tables agree (and busy never exceeds wall).
 
-    Every step at once: each figure is a union of intervals per step (``_covered_by_step``),
-    so the work grows with the events, not with events x steps.
+    A host without step markers whose devices have their own steps (a ``Steps`` line, module
+    executions) gets one row per device step from ``device_windows`` (``Trace.step_times()``'s
+    rows of that host: the slowest device's window per step, with ``busy_ms``): a step is one
+    device's, never a window stitched over several devices' events.
+
+    Every step at once: a step's events are pairs (event, step), each figure a union of
+    intervals per step (``_covered_by_step``), so the work grows with the events, not with
+    events x steps.
     """
     import numpy as np
 
@@ -128,72 +136,93 @@ def from_trace(
     # A PJRT client that records its calls records its compiles: a step without one compiled
     # nothing (0.0); a capture without PJRT calls (PyTorch eager) did not measure compiles.
     pjrt = not lazy and bool(cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any())
-    events = events[events["step"].notna()]
-    if events.empty:
-        return []
-    step = events["step"].to_numpy(dtype=np.int64)
-    start = events["start_ns"].to_numpy(dtype=np.int64)
-    end = events["end_ns"].to_numpy(dtype=np.int64)
-    numbers = np.unique(step)
-    limits = {}
+    limits: dict[int, tuple[int, int]] = {}
     if bounds is not None and not bounds.empty:
-        mine = bounds[bounds["host"].astype(str) == str(host)]
-        limits = dict(
-            zip(
-                mine["step"].to_numpy(dtype=np.int64).tolist(),
-                zip(
-                    mine["start_ns"].to_numpy(dtype=np.int64).tolist(),
-                    mine["end_ns"].to_numpy(dtype=np.int64).tolist(),
-                    strict=True,
-                ),
-                strict=True,
-            )
-        )
-    first = np.full(len(numbers), np.iinfo(np.int64).max)
-    last = np.full(len(numbers), np.iinfo(np.int64).min)
-    at = np.searchsorted(numbers, step)
-    np.minimum.at(first, at, start)
-    np.maximum.at(last, at, end)
-    on_host = (events["plane_kind"] == "host").to_numpy()
-    main = on_host & cols.equals(events["line"], main_line)
-    names = events["name"]
+        limits = _limits(bounds[bounds["host"].astype(str) == str(host)])
+    by_device = not limits and device_windows is not None and not device_windows.empty
+    start_all = events["start_ns"].to_numpy(dtype=np.int64)
+    if by_device:
+        assert device_windows is not None
+        mine = device_windows[device_windows["host"].astype(str) == str(host)]
+        limits = _limits(mine)
+        device_busy = {
+            int(r.step): None if r.busy_ms != r.busy_ms else float(r.busy_ms) / 1e3
+            for r in mine.itertuples()
+        }
+        # each window's events: every event of the host that starts in it (by time)
+        numbers = np.array(sorted(limits), dtype=np.int64)
+        window_start = np.array([limits[n][0] for n in numbers.tolist()], dtype=np.int64)
+        window_end = np.array([limits[n][1] for n in numbers.tolist()], dtype=np.int64)
+        order = np.argsort(start_all, kind="stable")
+        first = np.searchsorted(start_all[order], window_start, side="left")
+        last = np.searchsorted(start_all[order], window_end, side="left")
+        sizes = np.maximum(last - first, 0)
+        pair_window = np.repeat(np.arange(len(numbers)), sizes)
+        offsets = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        pair_event = order[np.repeat(first, sizes) + offsets]
+    else:
+        labelled = np.flatnonzero(events["step"].notna().to_numpy())
+        if not len(labelled):
+            return []
+        label = events["step"].to_numpy(dtype=np.int64, na_value=0)[labelled]
+        numbers = np.unique(label)
+        pair_window = np.searchsorted(numbers, label)
+        pair_event = labelled
+    start = start_all[pair_event]
+    end = events["end_ns"].to_numpy(dtype=np.int64)[pair_event]
+    step = numbers[pair_window]
+
+    def of_pairs(mask: np.ndarray) -> np.ndarray:
+        """A mask over the host's events, as a mask over the pairs."""
+        return mask[pair_event]
 
     def covered(mask: np.ndarray) -> np.ndarray:
         return _covered_by_step(numbers, step[mask], start[mask], end[mask])
 
+    earliest = np.full(len(numbers), np.iinfo(np.int64).max)
+    latest = np.full(len(numbers), np.iinfo(np.int64).min)
+    np.minimum.at(earliest, pair_window, start)
+    np.maximum.at(latest, pair_window, end)
+    names = events["name"]
+    main = of_pairs(
+        cols.equals(events["plane_kind"], "host") & cols.equals(events["line"], main_line)
+    )
     # Each category's own time is what it adds to the union of those before it (a transfer
     # inside a compile counts once, as compile).
     parts: dict[str, np.ndarray | None] = {}
-    taken = np.zeros(len(events), bool)
+    taken = np.zeros(len(pair_event), bool)
     before = np.zeros(len(numbers), np.int64)
-    for label, patterns in (
+    for label_name, patterns in (
         ("compile_s", _COMPILE),
         ("transfer_s", _TRANSFER),
         ("device_wait_s", _WAIT),
         ("graph_build_s", _GRAPH),
     ):
-        taken |= main & cols.contains(names, "|".join(patterns))
+        taken |= main & of_pairs(cols.contains(names, "|".join(patterns)))
         now = covered(taken)
-        parts[label] = (now - before) / 1e9
+        parts[label_name] = (now - before) / 1e9
         before = now
     if not lazy:
         # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
         # and the host's time is not lazy tracing. A PJRT client's compile calls are.
         parts = dict.fromkeys(parts)
         if pjrt:
-            parts["compile_s"] = covered(main & cols.contains(names, "|".join(_PJRT_COMPILE))) / 1e9
-    device = events["plane_kind"].to_numpy() == "device"
-    device_events = np.bincount(at[device], minlength=len(numbers))
-    modules = covered(device & (events["line"] == MODULES_LINE).to_numpy())
-    cpu_execute = covered(cols.equals(names, _CPU_EXECUTE))
+            compiles = main & of_pairs(cols.contains(names, "|".join(_PJRT_COMPILE)))
+            parts["compile_s"] = covered(compiles) / 1e9
+    device = of_pairs(cols.equals(events["plane_kind"], "device"))
+    device_events = np.bincount(pair_window[device], minlength=len(numbers))
+    modules = covered(device & of_pairs(cols.equals(events["line"], MODULES_LINE)))
+    cpu_execute = covered(of_pairs(cols.equals(names, _CPU_EXECUTE)))
     tracing = {row.step: row.tracing_s for row in rows}
     execute = {row.step: row.execute_s for row in rows}
     out = []
     for index, number in enumerate(numbers.tolist()):
-        begin, finish = limits.get(number, (int(first[index]), int(last[index])))
+        begin, finish = limits.get(number, (int(earliest[index]), int(latest[index])))
         wall = finish - begin
         busy: float | None
-        if has_modules and device_events[index]:
+        if device_busy and number in device_busy:
+            busy = device_busy[number]
+        elif has_modules and device_events[index]:
             busy = int(modules[index]) / 1e9
         elif has_devices:
             busy = (device_busy or {}).get(number)
@@ -208,8 +237,8 @@ def from_trace(
                 "python_tracing_s": max(wall - int(before[index]), 0) / 1e9 if lazy else None,
                 "tracing_s": tracing.get(number),
                 **{
-                    label: None if values is None else float(values[index])
-                    for label, values in parts.items()
+                    name: None if values is None else float(values[index])
+                    for name, values in parts.items()
                 },
                 "device_busy_s": busy,
                 "device_idle_s": None if busy is None else max(wall / 1e9 - busy, 0.0),
@@ -217,6 +246,16 @@ def from_trace(
             }
         )
     return out
+
+
+def _limits(rows: pd.DataFrame) -> dict[int, tuple[int, int]]:
+    """Step -> (start_ns, end_ns) of ``rows`` (step bounds, or device windows)."""
+    import numpy as np
+
+    steps = rows["step"].to_numpy(dtype=np.int64).tolist()
+    starts = rows["start_ns"].to_numpy(dtype=np.int64).tolist()
+    ends = rows["end_ns"].to_numpy(dtype=np.int64).tolist()
+    return dict(zip(steps, zip(starts, ends, strict=True), strict=True))
 
 
 def _covered_by_step(
@@ -273,17 +312,18 @@ def step_timeline(
     trace_events: pd.DataFrame | None = None,
     step_bounds: pd.DataFrame | None = None,
     device_busy: dict[int, float | None] | None = None,
+    device_windows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per step: trace-derived where the trace covers the step, metrics otherwise.
 
-    ``device_busy``: the device model's busy time per step of the trace's first host (see
-    ``from_trace``), for captures whose devices have no ``XLA Modules`` line.
+    ``device_busy``: the device model's busy time per step of the trace's first host;
+    ``device_windows``: its device steps where it has no step markers (see ``from_trace``).
     """
     import pandas as pd
 
     by_step = {r["step"]: r for r in from_metrics(rows)}
     if trace_events is not None:
-        for row in from_trace(trace_events, rows, step_bounds, device_busy):
+        for row in from_trace(trace_events, rows, step_bounds, device_busy, device_windows):
             by_step[row["step"]] = row
     frame = pd.DataFrame([by_step[k] for k in sorted(by_step)], columns=COLUMNS)
     for column in COLUMNS[1:-1]:  # not measured -> NaN (None in JSON, "—" on screen)
@@ -293,8 +333,15 @@ def step_timeline(
 
 
 def steady_median(timeline: pd.DataFrame, warmup_steps: int) -> tuple[pd.Series, int]:
-    """The median of each seconds column over the steps after warm-up (``step >=
-    warmup_steps``), and how many steps those are: the steady state of a run, as the console's
-    "median N+" row and ``xlaprof mcp``'s step summary show it (NaN: not measured)."""
+    """The steady step of median wall time (its row: its parts add up to its wall time, where
+    medians taken column by column would not) and how many steady steps there are: after
+    warm-up (``step >= warmup_steps``) and, where the step model marked them (``steady``),
+    compiling nothing. The console's median row, the story and ``xlaprof mcp`` show this step."""
     steady = timeline[timeline["step"] >= warmup_steps]
-    return steady[COLUMNS[1:-1]].median(), len(steady)
+    if "steady" in steady:
+        steady = steady[steady["steady"].astype(bool)]
+    steady = steady[steady["wall_s"].notna()]
+    if steady.empty:
+        return timeline.iloc[:0][COLUMNS[1:-1]].median(), 0
+    ordered = steady.sort_values("wall_s", kind="stable")
+    return ordered.iloc[(len(ordered) - 1) // 2], len(steady)

@@ -26,7 +26,7 @@ The package: ``summary`` (the per-host worker), ``cache`` (the Parquet cache) an
 (local pool, dask, progress); the data they share (``HostSummary``, ``PodLoad``, ``EventSource``)
 is in ``xlaprof.model.pod``. This module holds ``load_pod``, ``wants_lazy``, ``host_steps`` and
 what the analysis reads of a pod's per-step tables without holding them (``overview``,
-``step_tables``, ``first_host``).
+``step_tables``, ``first_host_trace``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from xlaprof.errors import BadCapture, InputUnreadable
 from xlaprof.inputs.pod.cache import CACHE_DIR_ENV
 from xlaprof.inputs.pod.runner import SCHEDULER_ENV, summarize_hosts
 from xlaprof.inputs.pod.summary import host_step_rows
-from xlaprof.model.ondisk import DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
+from xlaprof.model.device import DeviceSummary
+from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
 from xlaprof.model.pod import HOST_STEP_COLUMNS, EventSource, concat_frames
 from xlaprof.model.stats import AUTOTUNE_STEPS, StepOverview
 from xlaprof.model.trace import DEVICE_COLUMNS, Trace
@@ -48,6 +49,7 @@ from xlaprof.tables import device as device_model
 from xlaprof.tables.hosts import host_skew, step_walls
 from xlaprof.tables.step_stats import (
     STEP_STATS_COLUMNS,
+    by_device_columns,
     merge_device_stats,
     merge_tracing_stats,
 )
@@ -114,6 +116,11 @@ def load_pod(
     # the per-step rows stay on disk: read when asked for, every row (``model.ondisk``)
     model.steps = None  # type: ignore[assignment]
     model.tracing = None  # type: ignore[assignment]
+    model.bottleneck = None
+    per_host = [s.device.bottleneck_by_device for s in summaries if s.device is not None]
+    model.bottleneck_by_device = concat_frames(
+        [frame for frame in per_host if frame is not None], by_device_columns()
+    )
     model.tables = source
     model.overview = overview(source)
     warnings = [
@@ -254,14 +261,35 @@ def step_tables(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     return skew, behind
 
 
-def first_host(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """A pod's first host, as the step timeline reads it: its events, step bounds and host vs
-    device rows (each read from that host's files alone)."""
-    hosts = trace.hosts[:1]
+def first_host_trace(trace: Trace) -> Trace:
+    """A pod's first host as an in-memory ``Trace`` (its events, step bounds and device model
+    with its per-step rows, each read from that host's files alone): what the step timeline
+    and the story read, as they read one host of any trace."""
     source = trace.source
     assert source is not None
-    return (
-        trace.select(hosts=hosts),
-        source.table(STEP_BOUNDS, hosts=hosts),
-        source.table(TRACING, hosts=hosts),
+    hosts = trace.hosts[:1]
+    summary = trace.summary()
+
+    def mine(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        if frame is None or "host" not in frame:
+            return frame
+        return frame[frame["host"].astype(str).isin(hosts)]
+
+    model = DeviceSummary(
+        devices=mine(summary.devices),  # type: ignore[arg-type]
+        steps=source.table(DEVICE_STEPS, hosts=hosts),
+        ops=mine(summary.ops),  # type: ignore[arg-type]
+        utilization=mine(summary.utilization),  # type: ignore[arg-type]
+        tracing=source.table(TRACING, hosts=hosts),
+        events=sum(s.events for s in source.load.in_order()[:1]) if source.load else 0,
+        bottleneck=source.table(BOTTLENECK, hosts=hosts),
+    )
+    return Trace(
+        events=trace.select(hosts=hosts),
+        files=trace.files[:1],
+        step_bounds=source.table(STEP_BOUNDS, hosts=hosts),
+        devices=mine(trace.devices),
+        session=trace.session,
+        sessions=trace.sessions,
+        device_summary=model,
     )

@@ -48,9 +48,10 @@ if TYPE_CHECKING:
 
 CACHE_SUFFIX = ".xlaprof.parquet"
 # 2: events carry group_id; 3: the device tables have the autotune category and the host-vs-
-# device columns (device_idle_s, lazy_tensor, bound); 4: per-step tables in files of their own,
-# aggregates in the metadata
-CACHE_VERSION = "4"
+# device columns (device_idle_s, lazy_tensor, bound); 4: the bottleneck table, the host_transfer
+# category, and each step's bound from the one step model (tables/story.py); 5: per-step tables
+# in files of their own, aggregates in the metadata
+CACHE_VERSION = "5"
 # Rows per row group of a per-step table: a read of a range of steps skips the others.
 TABLE_ROW_GROUP = 16384
 # Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
@@ -127,7 +128,8 @@ def _described(schema: object, rows: int, summary: bytes) -> str:
     return hashlib.sha256(f"{columns}|{rows}|{digest}".encode()).hexdigest()
 
 
-_DEVICE_TABLES = ("devices", "ops", "utilization")  # the per-step ones are files of their own
+# the small tables (the per-step ones are files of their own)
+_DEVICE_TABLES = ("devices", "ops", "utilization", "bottleneck_by_device")
 
 
 def _table_bytes(frame: pd.DataFrame) -> str:
@@ -291,7 +293,9 @@ def _read_cached(target: Path, source: Path, first_step: int, session: str) -> H
     device = {name: _table_from(record["device"][name]) for name in _DEVICE_TABLES}
     # the per-step rows stay in their files: the parent reads them when asked
     empty = pd.DataFrame()
-    model = DeviceSummary(**device, steps=empty, tracing=empty, events=record["device_events"])
+    model = DeviceSummary(
+        **device, steps=empty, tracing=empty, bottleneck=empty, events=record["device_events"]
+    )
     return HostSummary(
         host=record["host"],
         path=str(source),

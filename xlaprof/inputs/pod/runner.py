@@ -70,9 +70,9 @@ def _named_apart(summaries: list[HostSummary]) -> list[HostSummary]:
             model = summary.device
             if model is None:
                 continue
-            for table in ("devices", "ops", "utilization"):
+            for table in ("devices", "ops", "utilization", "bottleneck_by_device"):
                 frame = getattr(model, table)
-                if "host" in frame.columns:
+                if frame is not None and "host" in frame.columns:
                     setattr(model, table, frame.assign(host=name))
             summary.ops = model.ops
     return summaries

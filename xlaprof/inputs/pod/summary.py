@@ -18,7 +18,7 @@ from xlaprof.errors import InputNotRecognized, InputUnreadable, XlaprofError
 from xlaprof.inputs.captures import device_table, load_capture_file
 from xlaprof.inputs.pod.cache import cache_path_for, cached_summary, write_cache
 from xlaprof.model.device import DeviceSummary
-from xlaprof.model.ondisk import DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
+from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
 from xlaprof.model.pod import (
     CATEGORY_COLUMNS,
     HOST_STEP_COLUMNS,
@@ -28,7 +28,7 @@ from xlaprof.model.pod import (
 from xlaprof.tables import device as device_model
 from xlaprof.tables.intervals import Coverage
 from xlaprof.tables.step_numbers import assign_steps
-from xlaprof.tables.step_stats import host_aggregates
+from xlaprof.tables.step_stats import by_device, host_aggregates
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -122,11 +122,13 @@ def summarize_events(
     host = str(events["host"].iloc[0]) if len(events) else ""
     model = device_model.summarize_host(events, events.attrs.get("devices"), bounds)
     steps = host_step_rows(events, bounds, model.steps)
+    bottleneck = model.bottleneck if model.bottleneck is not None else pd.DataFrame()
     tables = {
         STEP_BOUNDS: bounds.assign(host=bounds["host"].astype(str)),
         DEVICE_STEPS: model.steps,
         TRACING: model.tracing,
         HOST_STEPS: steps,
+        BOTTLENECK: bottleneck,
     }
     aggregates = host_aggregates(
         steps, model.steps, model.tracing, {name: len(frame) for name, frame in tables.items()}
@@ -140,6 +142,10 @@ def summarize_events(
         tracing=empty,
         events=model.events,
         warnings=model.warnings,
+        bottleneck=empty,
+        lines=model.lines,
+        line_totals=model.line_totals,
+        bottleneck_by_device=by_device(model),
     )
     summary = HostSummary(
         host=host,
