@@ -295,12 +295,40 @@ def test_the_reports_say_the_same_of_a_pod_as_of_its_hosts_in_memory(tmp_path: P
         devices.tracing_title,
         devices.autotune_note,
         devices.capture_line,
+        devices.bottleneck_rows,
+        devices.bottleneck_device_rows,
+        lambda trace: devices.bottleneck_note(trace, 3),
     ):
         got, want = section(lazy), section(eager)
         if section is devices.capture_line:  # the pod is read from its files, not one file
             got, want = got.split("(", 1)[1], want.split("(", 1)[1]
         assert got == want, section.__name__
     assert devices.step_rows(lazy)[0]["steps"] == str(4 * 2 * COPIES)
+    assert devices.bottleneck_device_rows(lazy)  # four hosts' devices, from their workers
+
+
+def test_the_analyzers_find_the_same_in_a_pod_as_in_its_hosts_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.pipeline import analyze_parts
+
+    # GIVEN three hosts analyzed as a pod (per-step rows on disk) and in memory
+    _logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
+
+    def analyzed(lazy_bytes: str) -> tuple[list, object]:
+        monkeypatch.setenv("XLAPROF_LAZY_BYTES", lazy_bytes)
+        (result,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
+        findings = [(f.kind.value, f.title, f.evidence) for f in result.findings]
+        return findings, result
+
+    pod_findings, pod_result = analyzed("0")
+    memory_findings, memory_result = analyzed(str(10**12))
+    assert pod_result.trace.source is not None and memory_result.trace.source is None
+    # THEN the findings (the capture's bottleneck analyzers among them) and the step story
+    # are the same
+    assert pod_findings == memory_findings
+    assert pod_result.timeline.equals(memory_result.timeline)
 
 
 def test_a_pods_stragglers_and_skew_taken_a_few_steps_at_a_time_are_every_rows(
