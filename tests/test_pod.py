@@ -250,11 +250,11 @@ def test_the_json_document_keeps_the_first_step_rows_and_counts_them_all(
     assert len(document["tracing"]) == 10
 
 
-def _same(left, right) -> bool:  # type: ignore[no-untyped-def]
+def _same(left, right, key=None) -> bool:  # type: ignore[no-untyped-def]
     """Two frames hold the same rows (any order of rows, NaN equal to NaN)."""
-    key = [c for c in ("host", "device", "step") if c in left.columns]
-    left = left.sort_values(key).reset_index(drop=True).astype(object)
-    right = right.sort_values(key).reset_index(drop=True).astype(object)
+    key = key or [c for c in ("host", "device", "step") if c in left.columns]
+    left = left.sort_values(key, kind="stable").reset_index(drop=True).astype(object)
+    right = right.sort_values(key, kind="stable").reset_index(drop=True).astype(object)
     return left.where(left.notna(), None).equals(right.where(right.notna(), None))
 
 
@@ -355,3 +355,25 @@ def test_a_pods_stragglers_and_skew_taken_a_few_steps_at_a_time_are_every_rows(
     assert result.host_steps is None  # not held
     assert _same(result.host_steps_frame(), every)
     assert _same(result.stragglers, late)
+
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/traces is not here")
+def test_a_pod_of_real_gpu_captures_has_the_framework_ops_of_the_capture_in_memory(
+    tmp_path: Path,
+) -> None:
+    # GIVEN two hosts, each the real MI300X JAX capture (its ops carry JAX's name stack)
+    capture = SHARED / "tracelens_mi300_jax_conv_minimal_08.xplane.pb"
+    session = tmp_path / "plugins" / "profile" / "session"
+    session.mkdir(parents=True)
+    for host in ("host-a", "host-b"):
+        (session / f"{host}.xplane.pb").write_bytes(capture.read_bytes())
+    # WHEN it is loaded as a pod (workers decode without args) and in memory
+    lazy = load_trace(tmp_path, lazy=True, workers=2)
+    eager = load_trace(tmp_path, lazy=False)
+    # THEN the device ops, framework ops included, are the same
+    got, want = lazy.device_ops(), eager.device_ops()
+    assert got["framework_op"].notna().any()
+    assert _same(got, want, key=["host", "device", "name", "category"])

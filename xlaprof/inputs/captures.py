@@ -91,9 +91,10 @@ def pick_session(
 
 def load_capture_file(path: Path, args: bool = True) -> pd.DataFrame:
     """One capture file's events; ``args=False`` skips the per-event stat dicts of an xplane
-    (a pod worker's cache has no ``args`` column, and building them is a third of the parse)."""
+    (a pod worker's cache has no ``args`` column, and building them is a third of the parse),
+    keeping what the device model reads of them as a column (``framework_op``)."""
     if path.name.endswith(XPLANE_SUFFIX):
-        frame = xspace_frame(path, args=args)
+        frame = xspace_frame(path, args=args, framework_op=not args)
     else:
         frame = chrome_trace_frame(path)
     frame.attrs["source"] = str(path)
