@@ -163,6 +163,7 @@ class Session:
         self.step_index = 0
         self._info_written = 0.0  # monotonic time run.json was last rewritten mid-run
         self.user_steps = False
+        self._step_trace: Any = None  # the TraceMe over the step in progress (see _open_step)
         self.user_label: int | None = None
         self.step_start = 0.0
         self.step_start_wall = 0.0
@@ -272,7 +273,21 @@ class Session:
         self.step_cpu_start = time.thread_time()
         if self.trace_steps and self.trace_steps[0] == 0:
             self.window.start()
+        self._open_step()
         return self
+
+    def _open_step(self) -> None:
+        """Put a TraceMe over the step now starting, numbered as ``steps.jsonl`` numbers it
+        (not after ``xlaprof.step`` marks: those are the steps then). A capture records it only
+        if it runs from the step's start to its end, so a capture's partial first and last
+        steps carry no number, and every whole step carries the job's."""
+        if not self.user_steps:
+            self._step_trace = annotate.open_step_trace(self.step_index)
+
+    def _close_step(self) -> None:
+        trace, self._step_trace = self._step_trace, None
+        if trace is not None:
+            annotate.close_step_trace(trace)
 
     def _start_recorders(self) -> None:
         """Dynamo's recompile reasons for the whole run; module calls for the first step."""
@@ -487,6 +502,7 @@ class Session:
         """Called by ``xlaprof.step``: from now on steps end at step exits, not at syncs."""
         if not self.user_steps:
             self.user_steps = True
+            self._close_step()  # the user's marks number the steps in the trace from now on
         self.user_label = number
         if self.outer is not None and self.outer.recording:
             self.outer.begin_user_step(number)
@@ -544,6 +560,8 @@ class Session:
         sync that ends the step was entered (None without one).
         """
         assert self.metrics is not None
+        self._close_step()  # the step ends here, as its row's wall time does (before the window
+        # stops below: a step the window traced is in it whole)
         step = self.user_label if self.user_label is not None else self.step_index
         capture_wall, capture_cpu, capture_sync = self._capture
         if capture_wall:
@@ -605,6 +623,8 @@ class Session:
                 self.window.start()
             elif self.step_index == self.trace_steps[1] and self.window.tracing:
                 self.window.stop()
+        self._open_step()  # after the window starts: a step it traces is in it whole; where
+        # the next row's wall time begins
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
         self.step_cpu_start = time.thread_time()
@@ -723,6 +743,7 @@ class Session:
             self._attempt("IR debug not restored", self.frames.close)
         if self.window is not None and self.window.tracing:
             self._attempt("trace not stopped", self.window.stop, wait=status in ("ok", "max_steps"))
+        self._close_step()  # after the window stopped: the unfinished step is not a step
         self._attempt(
             "sync hook not removed",
             uninstall_sync_hook,
@@ -831,6 +852,7 @@ class Session:
             if rows is not None:
                 rows.discard()  # the parent's rows: the parent writes them
         self._pending = []
+        self._step_trace = None  # the parent's step, not the child's to end
         self.recording = False
         self.finished = True
         annotate.set_session(None)

@@ -125,6 +125,7 @@ def _load_files(files: list[Path], workers: int | None) -> list[pd.DataFrame | X
 def _session_events(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
     """The hosts' events of one session as one frame: text columns categorical, and a
     ``session`` column first."""
+    import numpy as np
     import pandas as pd  # after the files: a bad capture is reported without loading pandas
 
     events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -135,16 +136,30 @@ def _session_events(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
     for column in ("hlo_op", "hlo_module", "hlo_category", "program_id"):
         if events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    events.insert(0, "session", pd.Series(pd.Categorical([session] * len(events)), events.index))
+    codes = np.zeros(len(events), np.int8)
+    events.insert(
+        0, "session", pd.Series(pd.Categorical.from_codes(codes, [session]), events.index)
+    )
     return events
 
 
 def _first_step_from_run(root: Path) -> int | None:
-    from xlaprof.rundir.reader import find_runs, load_run
+    """The first step of the trace window of the run directory ``root`` is, holds or lies in
+    (a capture file or logdir inside a run: ``run/plugins/profile/<time>/host.xplane.pb``).
 
-    if root.is_dir() and find_runs(root):
-        runs = find_runs(root)
-        if len(runs) == 1:
-            window = load_run(runs[0]).info.trace_steps
-            return window[0] if window else None
-    return None
+    Runs recorded since each step carries its number in the trace (``xlaprof_step``) need
+    this only for StepMarker numbering of older runs.
+    """
+    from xlaprof.rundir.reader import find_runs, load_run
+    from xlaprof.rundir.schema import RUN_JSON
+
+    runs = find_runs(root) if root.is_dir() else []
+    if not runs:  # inside a run directory: its trace window's files
+        runs = [p for p in list(root.absolute().parents)[:4] if (p / RUN_JSON).is_file()][:1]
+    if len(runs) != 1:
+        return None
+    try:
+        window = load_run(runs[0]).info.trace_steps
+    except XlaprofError:  # a damaged run: its capture still loads, numbered from 0
+        return None
+    return window[0] if window else None
