@@ -199,9 +199,10 @@ class ScannedLayers:
     forward runs ``scan_layers`` over all the original layers once.
     """
 
-    def __init__(self, layers: Any, pure: bool = False) -> None:
+    def __init__(self, layers: Any, pure: bool = False, name: str = "the stack") -> None:
         self.layers = layers
         self.pure = pure
+        self.name = name
         self.dropped: int | None = None  # per-layer extras dropped from each layer's tuple
 
     def __iter__(self):  # type: ignore[no-untyped-def]
@@ -215,8 +216,8 @@ class ScannedLayers:
         if isinstance(index, slice) and range(len(self.layers))[index] == range(len(self.layers)):
             return self
         raise FixFailed(
-            f"the model takes layers[{index!r}] of the stack, not the whole stack in order: "
-            "scan_layers runs every layer"
+            f"{self.name}: the model takes [{index!r}] of the stack, not the whole stack in "
+            "order: scan_layers runs every layer"
         )
 
     def parameters(self, recurse: bool = True):  # type: ignore[no-untyped-def]
@@ -226,7 +227,10 @@ class ScannedLayers:
         import torch
         from torch_xla.experimental.scan_layers import scan_layers
 
-        plan = carry_plan(args, kwargs)
+        try:
+            plan = carry_plan(args, kwargs)
+        except FixFailed as error:
+            raise FixFailed(f"{self.name}: {error}") from None
         outputs = _Outputs()
         units = torch.nn.ModuleList(_wrapper(layer, plan, outputs) for layer in self.layers)
         carry = plan.carry
@@ -255,8 +259,11 @@ def check_scannable(model: Any, layers: str) -> Any:
 
     def hook(_module: Any, args: Any, kwargs: Any, result: Any) -> None:
         handle.remove()
-        carry_plan(tuple(args), dict(kwargs))
-        _state_of(result, args[0])
+        try:
+            carry_plan(tuple(args), dict(kwargs))
+            _state_of(result, args[0])
+        except FixFailed as error:
+            raise FixFailed(f"{layers}: {error}") from None
 
     handle = stack[0].register_forward_hook(hook, with_kwargs=True)
     return handle
@@ -277,7 +284,7 @@ def apply_scan(model: Any, layers: str, pure: bool = False) -> ScannedLayers:
             f"{layers} is a {type(stack).__name__}, not an nn.ModuleList or nn.Sequential"
         )
     # Keep the stack registered (parameters, .to(), state_dict); only its use changes.
-    scanned = ScannedLayers(stack, pure)
+    scanned = ScannedLayers(stack, pure, layers)
     owner._modules.pop(name)
     owner.add_module("_xlaprof_layers_" + name, stack)
     object.__setattr__(owner, name, scanned)
