@@ -398,3 +398,55 @@ def bench_factory(script: str | None) -> str | None:
         if required == 0 and _returns_pair(node):
             return node.name
     return None
+
+
+@dataclass(frozen=True)
+class LoopCall:
+    """The statement of a ``for layer in self.layers:`` loop that calls the loop variable.
+
+    ``hidden, _probs = layer(hidden, mask)`` gives targets ``("hidden", "_probs")``, args
+    ``("hidden", "mask")``; each argument is its source text.
+    """
+
+    line: int
+    targets: tuple[str, ...]
+    args: tuple[str, ...]
+    keywords: tuple[tuple[str, str], ...]
+
+
+def loop_call(file: str, loop_line: int) -> LoopCall | None:
+    """The call of the loop variable in the body of the ``for`` loop at ``loop_line``."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    loop = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == loop_line), None
+    )
+    if loop is None or not isinstance(loop.target, ast.Name):
+        return None
+    variable = loop.target.id
+    for statement in loop.body:
+        value = statement.value if isinstance(statement, ast.Assign | ast.Expr) else None
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == variable
+        ):
+            continue
+        targets: tuple[str, ...] = ()
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            parts = target.elts if isinstance(target, ast.Tuple) else [target]
+            if all(isinstance(p, ast.Name) for p in parts):
+                targets = tuple(p.id for p in parts)  # type: ignore[attr-defined]
+        if any(isinstance(a, ast.Starred) for a in value.args) or any(
+            k.arg is None for k in value.keywords
+        ):
+            return None  # *args / **kwargs: the call's shape is not in the text
+        return LoopCall(
+            line=statement.lineno,
+            targets=targets,
+            args=tuple(ast.unparse(a) for a in value.args),
+            keywords=tuple((str(k.arg), ast.unparse(k.value)) for k in value.keywords),
+        )
+    return None
