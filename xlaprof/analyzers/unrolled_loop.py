@@ -471,7 +471,7 @@ def _module_finding(
         )
     if match.in_library:
         how = _library_text(match, name, unit, evidence)
-        title_where = f" (looped inside {_package(match.applied_by)})"
+        title_where = f" inside {_package(match.applied_by)}"
     else:
         how = _user_text(match, name, unit, single and owned)
         title_where = ""
@@ -479,7 +479,7 @@ def _module_finding(
         kind=Kind.UNROLLED_LOOP,
         severity=Severity.WARNING,
         title=(
-            f"Unrolled loop: {name} ({stack_text}){title_where} traced as {primary.repeats} "
+            f"Unrolled loop{title_where}: {name} ({stack_text}) traced as {primary.repeats} "
             f"identical copies of a {primary.block_ops}-op block ({share:.0%} of the graph)"
         ),
         evidence=evidence,
@@ -573,10 +573,13 @@ def _library_text(match: ModuleMatch, name: str, unit: str, evidence: dict[str, 
     function = applied.get("function") or "its forward"
     loop_at = f"{_short_file(file)}:{loop_line}" if file and loop_line else "its own code"
     evidence["stack_in_library"] = f"{package}: {function} ({loop_at})"
+    if file and loop_line:
+        evidence["loop"] = f"{file}:{loop_line}"
+    whose = f"{package}'" if package.endswith("s") else f"{package}'s"
     is_call = match.container == "Sequential"
     where = "calls the stack" if is_call else "loops over the layers"
     said = (
-        f"The loop over these {match.units} {unit} is {package}'s, not yours: {function} "
+        f"The loop over these {match.units} {unit} is {whose}, not yours: {function} "
         f"{where} at {loop_at}, and your line {match.location} only calls the model, so there "
         "is no loop of yours to replace. "
     )
@@ -598,7 +601,7 @@ def _library_text(match: ModuleMatch, name: str, unit: str, evidence: dict[str, 
             "optimizer\n"
             f"Its state-dict keys gain `.layers` ({name.removeprefix('model.')}.0. becomes "
             f"{name.removeprefix('model.')}.layers.0.): load checkpoints before the swap. "
-            f"Code of {package}'s that iterates or indexes the stack (feature extraction, "
+            f"Code of {whose} that iterates or indexes the stack (feature extraction, "
             "gradient checkpointing) needs the original.\n"
         )
     words = call_in_words(signature) if signature else "the layers' call was not recorded"

@@ -57,7 +57,8 @@ def describe_kind(kind: str) -> str:
     if kind == "tensor":
         return "a tensor"
     if kind.startswith("tensor:"):
-        return f"a {kind.removeprefix('tensor:').removeprefix('torch.')} tensor"
+        dtype = kind.removeprefix("tensor:").removeprefix("torch.")
+        return f"{'an' if dtype[:1] in 'aeiou' else 'a'} {dtype} tensor"
     if kind.startswith("tuple(") and kind.endswith(")"):
         items = [k for k in kind[6:-1].split(",") if k]
         if items and all(k == "tensor" for k in items):
