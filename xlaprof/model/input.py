@@ -11,6 +11,7 @@ from xlaprof.parse.metrics_report import MetricsReport
 from xlaprof.rundir.schema import GraphInfo, RegionRow, StepRow
 
 if TYPE_CHECKING:
+    from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
 
 # Metric names differ across torch_xla generations (XRT said "Server").
@@ -39,6 +40,9 @@ class AnalysisInput:
     dynamo: list[DynamoRecord] = field(default_factory=list)  # torch.compile's own records
     # module stacks and repeated module calls of one step (capture/modules.py), if recorded
     modules: dict[str, Any] | None = None
+    # The profiler capture of this part (a capture, or a run's trace window) with its device
+    # model: per-step bottlenecks, device time per line, host tracing against device busy.
+    trace: Trace | None = None
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.
