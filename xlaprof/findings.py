@@ -93,5 +93,5 @@ def bench_command(
     target = f"{script}:FUNCTION" if script else "FILE.py:FUNCTION"
     return (
         f"write a function {where} that builds the model and returns (model, example_batch), "
-        f"then run `xlaprof bench {fix} {target}{options}`"
+        f"then run: xlaprof bench {fix} {target}{options}"
     )
