@@ -4,9 +4,12 @@
 model's own code then runs unchanged: a ``for layer in self.layers`` loop iterates once over a
 callable, and a ``Sequential`` called as ``self.blocks(x)`` is that callable. The callable runs
 ``scan_layers`` over the original layers, each wrapped to take the call the model made: the
-first positional argument is the state passed from layer to layer; every other tensor argument
-(a mask, position embeddings, positional or keyword) travels unchanged in scan's carry, and
-plain values (``None``, ``False``, numbers) are fixed. A layer returning a tuple passes its
+first positional argument is the state passed from layer to layer; every other floating tensor
+(a mask, position embeddings, positional or keyword) travels unchanged in scan's carry; other
+tensors (integer position ids) become a per-layer buffer of the wrapper, since scan
+differentiates its carry; plain values (``None``, ``False``, numbers) are fixed. The wrappers
+are kept while the calls keep their shape, so ``is_layer_pure`` traces the layer once. A layer
+returning a tuple passes its
 first element on; the other elements (per-layer extras such as attention probabilities) are
 dropped, and the stand-in returns ``None`` in their place. A call that cannot be carried (a
 Python object such as a key-value cache handed to every layer) is refused with one line saying
