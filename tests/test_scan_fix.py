@@ -255,3 +255,18 @@ def test_bench_scan_measures_layers_called_with_a_mask_and_returning_a_tuple(
     # and progress was on stderr, side by side
     assert "xlaprof bench scan: before" in result.stderr
     assert "xlaprof bench scan: scan" in result.stderr and "step 2 of 2 done" in result.stderr
+
+
+def test_one_finding_per_stack_however_many_graphs_unroll_it(tmp_path: Path) -> None:
+    # GIVEN a stack unrolled in two graphs (training and evaluation: blocks of other sizes)
+    source = tmp_path / "decoder.py"
+    source.write_text(DECODER)
+    namespace: dict[str, Any] = {"__name__": "decoder_under_test"}
+    exec(compile(DECODER, str(source), "exec"), namespace)
+    model = namespace["Decoder"](WIDTH, DEPTH)
+    modules = _recorded(model, torch.randn(2, 5, WIDTH), torch.zeros(5, 5))
+    graphs = [graph(hlo(DEPTH, 10, str(source), 3)), graph(hlo(DEPTH, 9, str(source), 3), 1)]
+    # WHEN they are analyzed THEN the stack is reported once (issue 29: once per graph)
+    with source_roots(tmp_path):
+        findings = unrolled_loop.analyze(AnalysisInput(graphs=graphs, modules=modules))
+    assert len(findings) == 1 and findings[0].location.line == LOOP_LINE
