@@ -116,3 +116,14 @@ def test_memory_pressure_thresholds() -> None:
     full = AnalysisInput(device_memory={"bytes_used": 95, "bytes_limit": 100})
     (finding,) = memory_pressure.analyze(full)
     assert finding.severity == Severity.ERROR
+
+
+def test_a_pasted_report_gets_no_bench_command_naming_a_file(data_dir: Path) -> None:
+    # GIVEN a pasted metrics report (no script: issue 29 got `bench cache train.py:FACTORY`)
+    result = cli("analyze", str(data_dir / "tpu_slow_compile.txt"), "--json")
+    assert result.returncode == 0, result.stderr
+    (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["kind"] == "slow_compile"]
+    # THEN the finding says how to make a bench target, and names no file
+    text = finding["evidence"]["bench_command"]
+    assert "train.py" not in text and "FACTORY" not in text
+    assert text.startswith("write a function in a file of yours")
