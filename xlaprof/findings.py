@@ -28,6 +28,7 @@ class Kind(StrEnum):
     ASYNC_WAIT = "async_wait"
     HOST_BOUND = "host_bound"
     COMPILE_IN_STEP = "compile_in_step"
+    EAGER_MODE = "eager_mode"
 
 
 class Severity(StrEnum):

@@ -72,10 +72,14 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
     for row in rows:
         wall = row.wall_s
         cpu, sync = row.host_cpu_s, row.sync_cpu_s
-        if cpu is None or row.compiles:
+        # A step that compiled mixes tracing with compiling; an eager step whose per-op
+        # compiles were not recorded may have compiled.
+        unknown_eager = row.eager and row.eager_compiles is None
+        if cpu is None or row.compiles or row.eager_compiles or unknown_eager:
             cpu = sync = None
         elif sync is not None:
             cpu -= sync
+        compile_s, busy = _with_eager(row)
         out.append(
             {
                 "step": row.step,
@@ -83,16 +87,30 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
                 "python_tracing_s": cpu,
                 "tracing_s": row.tracing_s,
                 "graph_build_s": sync,
-                "compile_s": row.compile_s,
+                "compile_s": compile_s,
                 "transfer_s": row.to_device_s + row.from_device_s,
                 "device_wait_s": None,
                 # ExecuteTime can hold an execution queued in the step before: never above wall
-                "device_busy_s": row.execute_s if wall is None else min(row.execute_s, wall),
-                "device_idle_s": None if wall is None else max(wall - row.execute_s, 0.0),
+                "device_busy_s": busy if wall is None or busy is None else min(busy, wall),
+                "device_idle_s": None if wall is None or busy is None else max(wall - busy, 0.0),
                 "source": "metrics",
             }
         )
     return out
+
+
+def _with_eager(row: StepRow) -> tuple[float | None, float | None]:
+    """A step's compile and device-busy seconds, eager mode's per-op graphs included.
+
+    In eager mode torch_xla records per-op compiles and executions in their own metrics; a step
+    known to be eager whose row does not hold them (an older xlaprof) has neither measured.
+    """
+    if row.eager and row.eager_compile_s is None:
+        return None, None
+    return (
+        row.compile_s + (row.eager_compile_s or 0.0),
+        row.execute_s + (row.eager_execute_s or 0.0),
+    )
 
 
 def from_trace(
