@@ -8,6 +8,7 @@ and formatted. A value that was not measured shows as "—".
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.units import (
@@ -74,25 +75,25 @@ def device_rows(trace: Trace) -> list[dict[str, str]]:
             types[(str(r.host), str(r.device))] = named
     several_hosts = utilization["host"].nunique() > 1
     rows = []
-    for row in utilization.itertuples(index=False):
-        kind = types.get((str(row.host), str(row.device)))
-        cells = {"host": str(row.host)} if several_hosts else {}
+    for row in utilization.to_dict(orient="records"):
+        kind = types.get((str(row["host"]), str(row["device"])))
+        cells = {"host": str(row["host"])} if several_hosts else {}
         cells.update(
             {
-                "device": str(row.device),
-                "type": str(kind) if not missing(kind) else str(row.kind),
-                "span": format_seconds(row.span_s),
-                "busy": format_seconds(row.busy_s),
-                "idle": format_seconds(row.idle_s),
-                "duty": format_percent(row.duty),
-                CATEGORY_HEADER: category_split(row._asdict()),
+                "device": str(row["device"]),
+                "type": str(kind) if not missing(kind) else str(row["kind"]),
+                "span": format_seconds(row["span_s"]),
+                "busy": format_seconds(row["busy_s"]),
+                "idle": format_seconds(row["idle_s"]),
+                "duty": format_percent(row["duty"]),
+                CATEGORY_HEADER: category_split(row),
             }
         )
         rows.append(cells)
     return rows
 
 
-def category_split(values: dict[str, Any]) -> str:
+def category_split(values: Mapping[Hashable, Any]) -> str:
     """``fusion 62%, offload 35%``: each category's share of the ops' time, largest first.
 
     The per-category seconds are the ops' self times: on a TPU they add up to busy time, on a
@@ -159,29 +160,31 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
         return []
     by_op = top_ops(ops, limit=limit)
     shown = ops[ops["name"].isin(by_op["name"])]  # a Python call per op: the shown ones only
+    # Each op's first bound ("" where none of its rows has one: shown as not measured).
     bounds = shown.groupby("name", observed=True)["bound"].agg(
-        lambda values: next((v for v in values if v), None)
+        lambda values: next((v for v in values if v), "")
     )
     by_op["host"], by_op["device"] = "", ""
     add_rates(by_op, None)  # rates of the sums; the roofline side is each device's own
     rows = []
-    for row in by_op.itertuples(index=False):
+    for row in by_op.to_dict(orient="records"):
+        category = str(row["category"])
         rows.append(
             {
-                "op": op_label(row._asdict()),
-                "category": CATEGORY_NAMES.get(str(row.category), str(row.category)),
-                "count": f"{row.occurrences:,}",
-                "total": format_seconds(row.total_s),
-                "self": format_seconds(row.self_s),
-                "FLOP/s": format_rate(row.flops_per_s, "FLOP"),
-                "bytes/s": format_rate(row.bytes_per_s, "B"),
-                "bound": bounds.get(row.name) or NOT_MEASURED,
+                "op": op_label(row),
+                "category": CATEGORY_NAMES.get(category, category),
+                "count": f"{row['occurrences']:,}",
+                "total": format_seconds(row["total_s"]),
+                "self": format_seconds(row["self_s"]),
+                "FLOP/s": format_rate(row["flops_per_s"], "FLOP"),
+                "bytes/s": format_rate(row["bytes_per_s"], "B"),
+                "bound": bounds.get(row["name"]) or NOT_MEASURED,
             }
         )
     return rows
 
 
-def op_label(row: dict[str, Any], width: int = 48) -> str:
+def op_label(row: Mapping[Hashable, Any], width: int = 48) -> str:
     """An op as a person reads it: a kernel's function name (``short_name``: no template
     arguments or parameters; the full name is in --json), and the op it ran inside
     (``in call.4``) so a wrapper's fusions read as nested."""
@@ -209,7 +212,7 @@ BOTTLENECK_NAMES = {
 }
 
 
-def _top_classes(values: dict[str, Any], wall: float, count: int = 3) -> str:
+def _top_classes(values: Mapping[Hashable, Any], wall: float, count: int = 3) -> str:
     """``input (host) 85%, compute 11%``: the largest classes' shares of ``wall``."""
     from xlaprof.tables.device.bottleneck import CLASSES
 
@@ -263,7 +266,7 @@ def bottleneck_device_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]
     rows = []
     for row in summary.head(limit).to_dict(orient="records"):
         cells = {"host": str(row["host"])} if several_hosts else {}
-        values = {f"{name}_s": row[f"{name}_share"] for name in CLASSES}
+        values: dict[Hashable, Any] = {f"{name}_s": row[f"{name}_share"] for name in CLASSES}
         cells.update(
             {
                 "device": str(row["device"]),
@@ -422,45 +425,51 @@ def render_console(console: Console, trace: Trace) -> None:
     steps = step_rows(trace)
     if steps:
         _table(console, "Device steps", steps)
-    note = step_note(trace)
-    if note:
-        console.print(note, style="dim")
-        console.print()
+    _note(console, step_note(trace))
     ops = op_rows(trace)
     if ops:
         _table(console, "Top device ops (all devices)", ops)
-    note = autotune_note(trace)
-    if note:
-        console.print(note, style="dim")
-        console.print()
+    _note(console, autotune_note(trace))
+    _render_bottlenecks(console, trace)
+    lines = line_rows(trace)
+    if lines:
+        _table(console, "Device time by source line", lines)
+    _note(console, line_note(trace))
+    _render_tracing(console, trace)
+
+
+def _render_bottlenecks(console: Console, trace: Trace) -> None:
+    """The bottleneck tables: by device, then per step (when any step has a number)."""
     by_device = bottleneck_device_rows(trace)
     if by_device:
         _table(console, "Bottleneck by device (steady steps)", by_device)
     per_step = bottleneck_rows(trace)
     if per_step and any(row["step"] != NOT_MEASURED for row in per_step):
         _table(console, "Bottleneck per step", per_step)
-        note = bottleneck_note(trace, len(per_step))
-        if note:
-            console.print(note, style="dim")
-            console.print()
-    lines = line_rows(trace)
-    if lines:
-        _table(console, "Device time by source line", lines)
-    note = line_note(trace)
+        _note(console, bottleneck_note(trace, len(per_step)))
+
+
+def _render_tracing(console: Console, trace: Trace) -> None:
+    """The host-vs-device table, what it leaves out, and its verdict."""
+    tracing = tracing_rows(trace)
+    if not tracing:
+        return
+    _table(console, tracing_title(trace), tracing)
+    hidden = trace.summary().rows("tracing") - len(tracing)
+    if hidden > 0:  # the table is cut: say so rather than let 8 rows pass for all of them
+        console.print(f"({hidden:,} more steps in --json)")
+        console.print()
+    verdict = tracing_verdict(trace)
+    if verdict:
+        console.print(verdict)
+        console.print()
+
+
+def _note(console: Console, note: str | None) -> None:
+    """A dim note under a table, and a blank line; nothing when there is no note."""
     if note:
         console.print(note, style="dim")
         console.print()
-    tracing = tracing_rows(trace)
-    if tracing:
-        _table(console, tracing_title(trace), tracing)
-        hidden = trace.summary().rows("tracing") - len(tracing)
-        if hidden > 0:  # the table is cut: say so rather than let 8 rows pass for all of them
-            console.print(f"({hidden:,} more steps in --json)")
-            console.print()
-        verdict = tracing_verdict(trace)
-        if verdict:
-            console.print(verdict)
-            console.print()
 
 
 def _table(console: Console, title: str, rows: list[dict[str, str]]) -> None:
