@@ -80,13 +80,14 @@ def _top_waits(data: AnalysisInput, host: str, device: str) -> dict[str, dict[st
         r"-done(?:\.\d+)?$", regex=True
     )
     mine = ops[(ops["host"].astype(str) == host) & (ops["device"].astype(str) == device) & waiting]
-    found = {}
-    for row in mine.sort_values("self_s", ascending=False).head(3).itertuples(index=False):
-        found[str(row.name)] = {
-            "seconds": round(float(row.self_s), 6),
-            "bytes_per_s": None if row.bytes_per_s != row.bytes_per_s else float(row.bytes_per_s),
-            "pair_span_seconds": None
-            if row.async_s is None or row.async_s != row.async_s
-            else round(float(row.async_s), 6),
+    top = mine.sort_values("self_s", ascending=False).head(3)
+    found: dict[str, dict[str, object]] = {}
+    for name, self_s, rate, span in top[["name", "self_s", "bytes_per_s", "async_s"]].itertuples(
+        index=False, name=None
+    ):
+        found[str(name)] = {
+            "seconds": round(float(self_s), 6),
+            "bytes_per_s": None if rate != rate else float(rate),
+            "pair_span_seconds": None if span is None or span != span else round(float(span), 6),
         }
     return found

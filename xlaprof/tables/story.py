@@ -19,7 +19,7 @@ call, with their own thresholds; the story names the finding that matches, if th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from xlaprof.findings import Finding, Kind
@@ -69,14 +69,18 @@ def with_bounds(
     frame = timeline.copy()
     traced = busiest_bounds(bottleneck, host)
     from_trace = {
-        int(r.step): (str(r.bound), float(r.bound_share)) for r in traced.itertuples(index=False)
+        int(step): (str(bound), float(share))
+        for step, bound, share in zip(
+            traced["step"], traced["bound"], traced["bound_share"], strict=True
+        )
     }
     bounds: list[str | None] = []
     shares: list[float | None] = []
-    for row in frame.itertuples(index=False):
-        bound, share = from_trace.get(int(row.step), (None, None))
-        if bound is None or row.source != "trace":
-            bound, share = row_bound(row._asdict())
+    for row in frame.to_dict(orient="records"):
+        known = from_trace.get(int(row["step"]))
+        bound, share = (None, None) if known is None else known
+        if bound is None or row["source"] != "trace":
+            bound, share = row_bound(row)
         bounds.append(bound)
         shares.append(share)
     frame["bound"] = bounds
@@ -86,7 +90,7 @@ def with_bounds(
     return frame
 
 
-def row_bound(row: dict[str, object]) -> tuple[str | None, float | None]:
+def row_bound(row: Mapping[Hashable, object]) -> tuple[str | None, float | None]:
     """The largest measured part of one timeline row and its share of the step's wall time."""
     parts = step_parts(row)
     wall = _number(row.get("wall_s"))
@@ -97,7 +101,7 @@ def row_bound(row: dict[str, object]) -> tuple[str | None, float | None]:
     return bound, min(measured[bound] / wall, 1.0)
 
 
-def step_parts(row: dict[str, object]) -> dict[str, float | None]:
+def step_parts(row: Mapping[Hashable, object]) -> dict[str, float | None]:
     """One timeline row's wall time by part (seconds; None where not measured): compiling,
     host Python and tracing, transfers, and the host blocked waiting (on the device) or, in a
     trace, ``WaitDeviceOps``."""
@@ -169,6 +173,7 @@ def _number(value: object) -> float | None:
     if value is None:
         return None
     try:
+        # float() of a table cell typed object: whatever is not a number is caught below.
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None

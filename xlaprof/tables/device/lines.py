@@ -78,10 +78,12 @@ def event_lines(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFra
     full: dict[tuple[str, str, str, str], tuple[str, int, str]] = {}
     by_program: dict[tuple[str, str, str], tuple[str, int, str]] = {}
     by_module: dict[tuple[str, str, str], tuple[str, int, str]] = {}
-    for row in known.itertuples(index=False):
-        where = (row.user_file, row.user_line, row.user_function)
-        host, module, program = str(row.host), str(row.module), row.program_id
-        instruction = str(row.instruction)
+    columns = ["user_file", "user_line", "user_function", "host", "module", "program_id"]
+    for file, line, function, host, module, program, instruction in known[
+        [*columns, "instruction"]
+    ].itertuples(index=False, name=None):
+        where = (file, line, function)
+        host, module, instruction = str(host), str(module), str(instruction)
         if program is not None and program == program:
             full.setdefault((host, module, str(program), instruction), where)
             by_program.setdefault((host, str(program), instruction), where)
@@ -97,23 +99,21 @@ def event_lines(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFra
     )[ops]
     # one lookup per distinct (host, module, program, op), not per event
     distinct = keyed.drop_duplicates()
-    found = []
-    for host, module, program, op in distinct.itertuples(index=False):
-        module = None if module is None or module != module else str(module)
-        program = None if program is None or program != program else str(program)
+    found: list[tuple[str, int, str] | tuple[None, None, None]] = []
+    for host, hlo_module, program_id, op in distinct.itertuples(index=False, name=None):
+        in_module = None if hlo_module is None or hlo_module != hlo_module else str(hlo_module)
+        in_program = None if program_id is None or program_id != program_id else str(program_id)
         hit = None
-        if module is not None and program is not None:
-            hit = full.get((host, module, program, str(op)))
-        if hit is None and program is not None:
-            hit = by_program.get((host, program, str(op)))
-        if hit is None and module is not None:
-            hit = by_module.get((host, module, str(op)))
+        if in_module is not None and in_program is not None:
+            hit = full.get((host, in_module, in_program, str(op)))
+        if hit is None and in_program is not None:
+            hit = by_program.get((host, in_program, str(op)))
+        if hit is None and in_module is not None:
+            hit = by_module.get((host, in_module, str(op)))
         found.append((None, None, None) if hit is None else hit)
-    distinct = distinct.assign(
-        file=[f[0] for f in found],
-        line=pd.array([f[1] for f in found], dtype="Int64"),
-        function=[f[2] for f in found],
-    )
+    distinct["file"] = [f[0] for f in found]
+    distinct["line"] = pd.array([f[1] for f in found], dtype="Int64")
+    distinct["function"] = [f[2] for f in found]
     joined = keyed.merge(distinct, on=["host", "module", "program", "op"], how="left")
     result = empty.copy()
     index = frame.index[ops]
@@ -158,7 +158,7 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
     result = result.merge(top[[*keys, "op"]].rename(columns={"op": "top_op"}), on=keys)
     for column in ("file", "function", "module"):
         result[column] = result[column].replace("", None)
-    result["line"] = result["line"].astype("Int64").where(result["file"].notna(), pd.NA)
+    result["line"] = result["line"].astype("Int64").where(result["file"].notna())
     return result.sort_values("device_s", ascending=False, ignore_index=True)[LINE_COLUMNS]
 
 
@@ -192,7 +192,7 @@ def by_line(table: pd.DataFrame, categories: set[str] | None = None) -> pd.DataF
     result["share"] = result["device_s"] / total if total > 0 else float("nan")
     for column in ("file", "function"):
         result[column] = result[column].replace("", None)
-    result["line"] = result["line"].astype("Int64").where(result["file"].notna(), pd.NA)
+    result["line"] = result["line"].astype("Int64").where(result["file"].notna())
     return result.sort_values("device_s", ascending=False, ignore_index=True)[BY_LINE_COLUMNS]
 
 
