@@ -26,7 +26,8 @@ GPUs have no ``XLA Modules`` line.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
 
 from xlaprof.parse.events import MODULES_LINE
 from xlaprof.rundir.schema import StepRow
@@ -68,8 +69,24 @@ def _covered_ns(frame: pd.DataFrame) -> int:
     return Coverage.of(frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()).total
 
 
-def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
-    out = []
+class TimelineRow(TypedDict):
+    """One step of the timeline (``COLUMNS``): seconds, None where not measured."""
+
+    step: int
+    wall_s: float | None
+    python_tracing_s: float | None
+    tracing_s: float | None
+    graph_build_s: float | None
+    compile_s: float | None
+    transfer_s: float | None
+    device_wait_s: float | None
+    device_busy_s: float | None
+    device_idle_s: float | None
+    source: str
+
+
+def from_metrics(rows: list[StepRow]) -> list[TimelineRow]:
+    out: list[TimelineRow] = []
     for row in rows:
         wall = row.wall_s
         cpu, sync = row.host_cpu_s, row.sync_cpu_s
@@ -120,7 +137,7 @@ def from_trace(
     bounds: pd.DataFrame | None = None,
     device_busy: dict[int, float | None] | None = None,
     device_windows: pd.DataFrame | None = None,
-) -> list[dict[str, object]]:
+) -> list[TimelineRow]:
     """Rows for the steps the trace covers (one host: the first).
 
     A step's wall time is boundary to boundary (``bounds``, from ``Trace.step_bounds``): the
@@ -138,131 +155,203 @@ def from_trace(
     intervals per step (``_covered_by_step``), so the work grows with the events, not with
     events x steps.
     """
-    import numpy as np
-
     from xlaprof.tables.device import has_lazy_tensor_runtime
 
     if events.empty:
         return []
     host = events["host"].cat.categories[0]
     events = events[cols.equals(events["host"], host)]
-    has_devices = bool((events["plane_kind"] == "device").any())
-    has_modules = bool((events["line"] == MODULES_LINE).any())
     host_events = events[events["plane_kind"] == "host"]
     lazy = has_lazy_tensor_runtime(host_events)
-    main_line = "python" if lazy else _marker_line(events)
-    # A PJRT client that records its calls records its compiles: a step without one compiled
-    # nothing (0.0); a capture without PJRT calls (PyTorch eager) did not measure compiles.
-    pjrt = not lazy and bool(cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any())
     limits: dict[int, tuple[int, int]] = {}
     if bounds is not None and not bounds.empty:
         limits = _limits(bounds[bounds["host"].astype(str) == str(host)])
-    by_device = not limits and device_windows is not None and not device_windows.empty
-    start_all = events["start_ns"].to_numpy(dtype=np.int64)
-    if by_device:
-        assert device_windows is not None
+    pairs: _Pairs | None
+    if not limits and device_windows is not None and not device_windows.empty:
         mine = device_windows[device_windows["host"].astype(str) == str(host)]
         limits = _limits(mine)
         device_busy = {
-            int(r.step): None if r.busy_ms != r.busy_ms else float(r.busy_ms) / 1e3
-            for r in mine.itertuples()
+            int(step): None if busy_ms != busy_ms else float(busy_ms) / 1e3
+            for step, busy_ms in zip(mine["step"], mine["busy_ms"], strict=True)
         }
-        # each window's events: every event of the host that starts in it (by time)
-        numbers = np.array(sorted(limits), dtype=np.int64)
-        window_start = np.array([limits[n][0] for n in numbers.tolist()], dtype=np.int64)
-        window_end = np.array([limits[n][1] for n in numbers.tolist()], dtype=np.int64)
-        order = np.argsort(start_all, kind="stable")
-        first = np.searchsorted(start_all[order], window_start, side="left")
-        last = np.searchsorted(start_all[order], window_end, side="left")
-        sizes = np.maximum(last - first, 0)
-        pair_window = np.repeat(np.arange(len(numbers)), sizes)
-        offsets = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        pair_event = order[np.repeat(first, sizes) + offsets]
+        pairs = _window_pairs(events, limits)
     else:
-        labelled = np.flatnonzero(events["step"].notna().to_numpy())
-        if not len(labelled):
+        pairs = _labelled_pairs(events)
+        if pairs is None:
             return []
-        label = events["step"].to_numpy(dtype=np.int64, na_value=0)[labelled]
-        numbers = np.unique(label)
-        pair_window = np.searchsorted(numbers, label)
-        pair_event = labelled
-    start = start_all[pair_event]
-    end = events["end_ns"].to_numpy(dtype=np.int64)[pair_event]
-    step = numbers[pair_window]
-
-    def of_pairs(mask: np.ndarray) -> np.ndarray:
-        """A mask over the host's events, as a mask over the pairs."""
-        return mask[pair_event]
-
-    def covered(mask: np.ndarray) -> np.ndarray:
-        return _covered_by_step(numbers, step[mask], start[mask], end[mask])
-
-    earliest = np.full(len(numbers), np.iinfo(np.int64).max)
-    latest = np.full(len(numbers), np.iinfo(np.int64).min)
-    np.minimum.at(earliest, pair_window, start)
-    np.maximum.at(latest, pair_window, end)
-    names = events["name"]
-    main = of_pairs(
-        cols.equals(events["plane_kind"], "host") & cols.equals(events["line"], main_line)
-    )
-    # Each category's own time is what it adds to the union of those before it (a transfer
-    # inside a compile counts once, as compile).
-    parts: dict[str, np.ndarray | None] = {}
-    taken = np.zeros(len(pair_event), bool)
-    before = np.zeros(len(numbers), np.int64)
-    for label_name, patterns in (
-        ("compile_s", _COMPILE),
-        ("transfer_s", _TRANSFER),
-        ("device_wait_s", _WAIT),
-        ("graph_build_s", _GRAPH),
-    ):
-        taken |= main & of_pairs(cols.contains(names, "|".join(patterns)))
-        now = covered(taken)
-        parts[label_name] = (now - before) / 1e9
-        before = now
-    if not lazy:
-        # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
-        # and the host's time is not lazy tracing. A PJRT client's compile calls are.
-        parts = dict.fromkeys(parts)
-        if pjrt:
-            compiles = main & of_pairs(cols.contains(names, "|".join(_PJRT_COMPILE)))
-            parts["compile_s"] = covered(compiles) / 1e9
-    device = of_pairs(cols.equals(events["plane_kind"], "device"))
-    device_events = np.bincount(pair_window[device], minlength=len(numbers))
-    modules = covered(device & of_pairs(cols.equals(events["line"], MODULES_LINE)))
-    cpu_execute = covered(of_pairs(cols.equals(names, _CPU_EXECUTE)))
+    parts, before = _host_parts(events, host_events, pairs, lazy)
+    busy_by_step = _device_busy(events, pairs, rows, device_busy)
     tracing = {row.step: row.tracing_s for row in rows}
-    execute = {row.step: row.execute_s for row in rows}
-    out = []
-    for index, number in enumerate(numbers.tolist()):
+    earliest, latest = pairs.extent()
+    out: list[TimelineRow] = []
+    for index, (number, busy) in enumerate(zip(pairs.numbers.tolist(), busy_by_step, strict=True)):
         begin, finish = limits.get(number, (int(earliest[index]), int(latest[index])))
         wall = finish - begin
-        busy: float | None
-        if device_busy and number in device_busy:
-            busy = device_busy[number]
-        elif has_modules and device_events[index]:
-            busy = int(modules[index]) / 1e9
-        elif has_devices:
-            busy = (device_busy or {}).get(number)
-        elif number in execute:
-            busy = execute[number]
-        else:
-            busy = int(cpu_execute[index]) / 1e9
+        part = {
+            name: None if values is None else float(values[index]) for name, values in parts.items()
+        }
         out.append(
             {
                 "step": number,
                 "wall_s": wall / 1e9,
                 "python_tracing_s": max(wall - int(before[index]), 0) / 1e9 if lazy else None,
                 "tracing_s": tracing.get(number),
-                **{
-                    name: None if values is None else float(values[index])
-                    for name, values in parts.items()
-                },
+                "compile_s": part["compile_s"],
+                "transfer_s": part["transfer_s"],
+                "device_wait_s": part["device_wait_s"],
+                "graph_build_s": part["graph_build_s"],
                 "device_busy_s": busy,
                 "device_idle_s": None if busy is None else max(wall / 1e9 - busy, 0.0),
                 "source": "trace",
             }
         )
+    return out
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """The (event, step) pairs of one host: an event is paired with each step it is in.
+
+    ``numbers`` are the steps (sorted); per pair, ``window`` is its step's index in
+    ``numbers``, ``event`` its event's row in the host's events, ``step`` the step's number and
+    ``start``/``end`` the event's interval (ns).
+    """
+
+    numbers: np.ndarray
+    window: np.ndarray
+    event: np.ndarray
+    step: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    @classmethod
+    def of(
+        cls, events: pd.DataFrame, numbers: np.ndarray, window: np.ndarray, event: np.ndarray
+    ) -> _Pairs:
+        import numpy as np
+
+        start = events["start_ns"].to_numpy(dtype=np.int64)[event]
+        end = events["end_ns"].to_numpy(dtype=np.int64)[event]
+        return cls(numbers, window, event, numbers[window], start, end)
+
+    def mask(self, events_mask: np.ndarray) -> np.ndarray:
+        """A mask over the host's events, as a mask over the pairs."""
+        pairs: np.ndarray = events_mask[self.event]
+        return pairs
+
+    def covered(self, mask: np.ndarray) -> np.ndarray:
+        """Per step, the length of the union of the masked pairs' intervals (ns)."""
+        return _covered_by_step(self.numbers, self.step[mask], self.start[mask], self.end[mask])
+
+    def extent(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per step, its pairs' earliest start and latest end (ns)."""
+        import numpy as np
+
+        earliest = np.full(len(self.numbers), np.iinfo(np.int64).max)
+        latest = np.full(len(self.numbers), np.iinfo(np.int64).min)
+        np.minimum.at(earliest, self.window, self.start)
+        np.maximum.at(latest, self.window, self.end)
+        return earliest, latest
+
+
+def _window_pairs(events: pd.DataFrame, limits: dict[int, tuple[int, int]]) -> _Pairs:
+    """Each window's events: every event of the host that starts in it (by time)."""
+    import numpy as np
+
+    start_all = events["start_ns"].to_numpy(dtype=np.int64)
+    numbers = np.array(sorted(limits), dtype=np.int64)
+    window_start = np.array([limits[n][0] for n in numbers.tolist()], dtype=np.int64)
+    window_end = np.array([limits[n][1] for n in numbers.tolist()], dtype=np.int64)
+    order = np.argsort(start_all, kind="stable")
+    first = np.searchsorted(start_all[order], window_start, side="left")
+    last = np.searchsorted(start_all[order], window_end, side="left")
+    sizes = np.maximum(last - first, 0)
+    window = np.repeat(np.arange(len(numbers)), sizes)
+    offsets = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    return _Pairs.of(events, numbers, window, order[np.repeat(first, sizes) + offsets])
+
+
+def _labelled_pairs(events: pd.DataFrame) -> _Pairs | None:
+    """Each event with a step label in that step; None when no event has one."""
+    import numpy as np
+
+    labelled = np.flatnonzero(events["step"].notna().to_numpy())
+    if not len(labelled):
+        return None
+    label = events["step"].to_numpy(dtype=np.int64, na_value=0)[labelled]
+    numbers = np.unique(label)
+    return _Pairs.of(events, numbers, np.searchsorted(numbers, label), labelled)
+
+
+def _host_parts(
+    events: pd.DataFrame, host_events: pd.DataFrame, pairs: _Pairs, lazy: bool
+) -> tuple[dict[str, np.ndarray | None], np.ndarray]:
+    """Per step, the host's compile, transfer, wait and graph-build seconds on its main line
+    (None where not measured), and the union of all four (ns)."""
+    import numpy as np
+
+    names = events["name"]
+    main_line = "python" if lazy else _marker_line(events)
+    main = pairs.mask(
+        cols.equals(events["plane_kind"], "host") & cols.equals(events["line"], main_line)
+    )
+    # Each category's own time is what it adds to the union of those before it (a transfer
+    # inside a compile counts once, as compile).
+    parts: dict[str, np.ndarray | None] = {}
+    taken = np.zeros(len(pairs.event), bool)
+    before = np.zeros(len(pairs.numbers), np.int64)
+    for label_name, patterns in (
+        ("compile_s", _COMPILE),
+        ("transfer_s", _TRANSFER),
+        ("device_wait_s", _WAIT),
+        ("graph_build_s", _GRAPH),
+    ):
+        taken |= main & pairs.mask(cols.contains(names, "|".join(patterns)))
+        now = pairs.covered(taken)
+        parts[label_name] = (now - before) / 1e9
+        before = now
+    if not lazy:
+        # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
+        # and the host's time is not lazy tracing. A PJRT client that records its calls
+        # records its compiles: a step without one compiled nothing (0.0); a capture without
+        # PJRT calls (PyTorch eager) did not measure compiles.
+        parts = dict.fromkeys(parts)
+        if cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any():
+            compiles = main & pairs.mask(cols.contains(names, "|".join(_PJRT_COMPILE)))
+            parts["compile_s"] = pairs.covered(compiles) / 1e9
+    return parts, before
+
+
+def _device_busy(
+    events: pd.DataFrame,
+    pairs: _Pairs,
+    rows: list[StepRow],
+    device_busy: dict[int, float | None] | None,
+) -> list[float | None]:
+    """Per step, the device's busy seconds: the device model's where it has the step, else
+    the ``XLA Modules`` line's union, else (a device plane) not measured, else the step's
+    ExecuteTime metric, else the host's CPU executions (``ThunkExecutor::Execute``)."""
+    import numpy as np
+
+    has_devices = bool((events["plane_kind"] == "device").any())
+    has_modules = bool((events["line"] == MODULES_LINE).any())
+    device = pairs.mask(cols.equals(events["plane_kind"], "device"))
+    device_events = np.bincount(pairs.window[device], minlength=len(pairs.numbers))
+    modules = pairs.covered(device & pairs.mask(cols.equals(events["line"], MODULES_LINE)))
+    cpu_execute = pairs.covered(pairs.mask(cols.equals(events["name"], _CPU_EXECUTE)))
+    execute = {row.step: row.execute_s for row in rows}
+    out: list[float | None] = []
+    for index, number in enumerate(pairs.numbers.tolist()):
+        if device_busy and number in device_busy:
+            out.append(device_busy[number])
+        elif has_modules and device_events[index]:
+            out.append(int(modules[index]) / 1e9)
+        elif has_devices:
+            out.append((device_busy or {}).get(number))
+        elif number in execute:
+            out.append(execute[number])
+        else:
+            out.append(int(cpu_execute[index]) / 1e9)
     return out
 
 
@@ -339,7 +428,7 @@ def step_timeline(
     """
     import pandas as pd
 
-    by_step = {r["step"]: r for r in from_metrics(rows)}
+    by_step: dict[int, TimelineRow] = {r["step"]: r for r in from_metrics(rows)}
     if trace_events is not None:
         for row in from_trace(trace_events, rows, step_bounds, device_busy, device_windows):
             by_step[row["step"]] = row
