@@ -14,12 +14,14 @@ if TYPE_CHECKING:
     from xlaprof.model.stats import StepOverview
 
 # A pod's per-step rows, read from its hosts' files when asked for (``model.ondisk``).
-_STEPS = OnDisk(DEVICE_STEPS, via="tables")
-_TRACING = OnDisk(TRACING, via="tables")
-_BOTTLENECK = OnDisk(BOTTLENECK, via="tables", required=False)
+_STEPS: OnDisk[pd.DataFrame] = OnDisk(DEVICE_STEPS, via="tables")
+_TRACING: OnDisk[pd.DataFrame] = OnDisk(TRACING, via="tables")
+_BOTTLENECK: OnDisk[pd.DataFrame | None] = OnDisk(BOTTLENECK, via="tables", required=False)
 
 
-@dataclass
+# Keyword-only: ``steps`` and ``tracing`` have no default (``OnDisk`` raises for a required
+# field's default) though the type checker sees their descriptors as defaults.
+@dataclass(kw_only=True)
 class DeviceSummary:
     """The device model of a capture: small, additive tables a parent can merge.
 
@@ -41,13 +43,13 @@ class DeviceSummary:
     """
 
     devices: pd.DataFrame
-    steps: pd.DataFrame = _STEPS  # type: ignore[assignment]
+    steps: OnDisk[pd.DataFrame] = _STEPS
     ops: pd.DataFrame
     utilization: pd.DataFrame
-    tracing: pd.DataFrame = _TRACING  # type: ignore[assignment]
+    tracing: OnDisk[pd.DataFrame] = _TRACING
     events: int = 0
     warnings: list[str] = field(default_factory=list)
-    bottleneck: pd.DataFrame | None = _BOTTLENECK
+    bottleneck: OnDisk[pd.DataFrame | None] = _BOTTLENECK
     lines: pd.DataFrame | None = None
     line_totals: pd.DataFrame | None = None
     # per device over its steady steps: seconds per cause and the steps each bounds

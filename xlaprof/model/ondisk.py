@@ -10,7 +10,7 @@ analysis asks only for the first rows, a count or one host (``StepTables``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,6 +22,9 @@ TRACING = "tracing"  # DeviceSummary.tracing
 HOST_STEPS = "host_steps"  # HOST_STEP_COLUMNS: the straggler rows
 BOTTLENECK = "bottleneck"  # DeviceSummary.bottleneck: per device and step, seconds per cause
 TABLES = (STEP_BOUNDS, DEVICE_STEPS, TRACING, HOST_STEPS, BOTTLENECK)
+
+# What reading an ``OnDisk`` attribute gives: a frame, or (a table that may be absent) None.
+_Frame = TypeVar("_Frame", bound="pd.DataFrame | None")
 
 
 class StepTables(Protocol):
@@ -46,13 +49,15 @@ class StepTables(Protocol):
         ...
 
 
-class OnDisk:
+class OnDisk(Generic[_Frame]):
     """A table attribute that, when not held in memory, is read from the object's ``via``.
 
     Used as a dataclass field's default: the field stays a constructor argument and an
     attribute. Set to a DataFrame it is that frame; set to None on an object whose attribute
     ``via`` (a ``StepTables``) is set, reading it reads every host's rows of table ``name``.
-    ``required`` fields have no default; others default to None.
+    ``required`` fields have no default; others default to None. The type parameter is what
+    reading the attribute gives: ``pd.DataFrame`` for a required table (its rows, in memory or
+    read), ``pd.DataFrame | None`` for one that may be absent.
     """
 
     def __init__(self, name: str, via: str, required: bool = True) -> None:
@@ -64,18 +69,24 @@ class OnDisk:
     def __set_name__(self, owner: type, attribute: str) -> None:
         self.slot = f"_{attribute}"
 
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> None: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _Frame: ...
+
+    def __get__(self, instance: object, owner: type | None = None) -> _Frame | None:
         if instance is None:  # the dataclass asks for the field's default
             if self.required:
                 raise AttributeError(self.slot)
             return None
-        held = instance.__dict__.get(self.slot)
-        tables = instance.__dict__.get(self.via)
+        held: _Frame | None = instance.__dict__.get(self.slot)
+        tables = instance.__dict__.get(self.via)  # a StepTables, or None
         if held is None and tables is not None:
-            return tables.table(self.name)
+            held = tables.table(self.name)
         return held
 
-    def __set__(self, instance: Any, value: Any) -> None:
+    def __set__(self, instance: object, value: pd.DataFrame | None) -> None:
         instance.__dict__[self.slot] = value
 
 

@@ -44,7 +44,7 @@ DEVICE_STEP_TIME_COLUMNS = [
     "source",
 ]
 # A pod's host step bounds, read from its hosts' files when asked for (``model.ondisk``).
-_STEP_BOUNDS = OnDisk(STEP_BOUNDS, via="source", required=False)
+_STEP_BOUNDS: OnDisk[pd.DataFrame | None] = OnDisk(STEP_BOUNDS, via="source", required=False)
 _ON_DISK = {"tracing": TRACING, "bottleneck": BOTTLENECK}
 
 
@@ -77,7 +77,7 @@ class Trace:
     partial_edges: bool = False
     # session, host, step, start_ns, end_ns of each host step (boundaries, not event extents);
     # a pod's are read from its hosts' files when asked for (``model.ondisk``)
-    step_bounds: pd.DataFrame | None = _STEP_BOUNDS
+    step_bounds: OnDisk[pd.DataFrame | None] = _STEP_BOUNDS
     # One row per device plane with events (DEVICE_COLUMNS): kind, type, peaks from plane stats.
     devices: pd.DataFrame | None = None
     # The session loaded, and every session found at the path (sorted, the latest last).
@@ -178,7 +178,7 @@ class Trace:
         summary = self.summary()
         if hosts is not None and summary.tables is not None and held(summary, name) is None:
             return summary.tables.table(_ON_DISK[name], hosts=list(hosts))
-        table = getattr(summary, name)
+        table: pd.DataFrame | None = getattr(summary, name)  # tracing or bottleneck
         if table is None:
             return pd.DataFrame()
         if hosts is not None:
