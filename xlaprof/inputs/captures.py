@@ -144,7 +144,9 @@ def name_hosts_apart(frames: list[pd.DataFrame]) -> None:
     hosts = [(str(frame["host"].iloc[0]), frame.attrs.get("source")) for frame in loaded]
     for frame, (host, _), name in zip(loaded, hosts, hosts_named_apart(hosts), strict=True):
         if name != host:
-            frame["host"] = pd.Categorical.from_codes(np.zeros(len(frame), np.int8), [name])
+            frame["host"] = pd.Categorical.from_codes(
+                np.zeros(len(frame), np.int8), pd.Index([name])
+            )
 
 
 def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:

@@ -138,7 +138,7 @@ def _session_events(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
             events[column] = events[column].astype("category")
     codes = np.zeros(len(events), np.int8)
     events.insert(
-        0, "session", pd.Series(pd.Categorical.from_codes(codes, [session]), events.index)
+        0, "session", pd.Series(pd.Categorical.from_codes(codes, pd.Index([session])), events.index)
     )
     return events
 

@@ -295,7 +295,9 @@ class EventSource:
         import pandas as pd
 
         if host and self.stored.get(host, host) != host and "host" in frame:
-            frame["host"] = pd.Categorical.from_codes(np.zeros(len(frame), np.int8), [host])
+            frame["host"] = pd.Categorical.from_codes(
+                np.zeros(len(frame), np.int8), pd.Index([host])
+            )
         for column in CATEGORY_COLUMNS:
             if column in frame and frame[column].dtype != "category":
                 frame[column] = frame[column].astype("category")

@@ -117,7 +117,7 @@ class Digest:
         key, _ = self.locate(min(int(quantile * self.count), self.count - 1))
         if key == ZERO_BIN:
             return self.low
-        value = 2.0 ** ((key + 0.5) / BINS_PER_OCTAVE)
+        value = math.pow(2.0, (key + 0.5) / BINS_PER_OCTAVE)
         return min(max(value, self.low or value), self.high or value)
 
     def value_at(self, rank: int, read: Callable[[float, float], np.ndarray]) -> float:

@@ -103,7 +103,7 @@ def read_host_events(
     for column in CATEGORY_COLUMNS:
         if column in events and events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    sessions = pd.Categorical.from_codes(np.zeros(len(events), np.int8), [session])
+    sessions = pd.Categorical.from_codes(np.zeros(len(events), np.int8), pd.Index([session]))
     events.insert(0, "session", sessions)
     host = str(events["host"].iloc[0])
     events["step"], bounds = assign_steps(events, first_step, {host: start})
