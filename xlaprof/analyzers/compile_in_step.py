@@ -79,4 +79,7 @@ def _compiling_steps(data: AnalysisInput, host: str, device: str) -> dict[int, f
     mine = table[(table["host"].astype(str) == host) & (table["device"].astype(str) == device)]
     steps = steady_steps(mine)
     steps = steps[steps["compilation_s"] > 0]
-    return {int(r.step): round(float(r.compilation_s), 6) for r in steps.itertuples(index=False)}
+    return {
+        int(step): round(float(seconds), 6)
+        for step, seconds in zip(steps["step"], steps["compilation_s"], strict=True)
+    }

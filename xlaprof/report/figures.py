@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import pandas as pd
     import plotly.graph_objects as go
 
@@ -98,13 +100,11 @@ def _scale_to_steady(figure: go.Figure, timeline: pd.DataFrame) -> None:
         return
     limit = 1.5 * top
     figure.update_yaxes(range=[0, limit * 1.15])
-    for row, wall in zip(timeline.itertuples(index=False), walls, strict=True):
+    bounds: Iterable[object] = timeline["bound"] if "bound" in timeline else [None] * len(walls)
+    for step, bound, wall in zip(timeline["step"], bounds, walls, strict=True):
         if wall == wall and wall > limit:
-            bound = getattr(row, "bound", None)
             label = f"{wall:,.0f} ms" + (f" ({bound})" if isinstance(bound, str) else "")
-            figure.add_annotation(
-                x=int(row.step), y=limit * 1.08, text=f"↑ {label}", showarrow=False
-            )
+            figure.add_annotation(x=int(step), y=limit * 1.08, text=f"↑ {label}", showarrow=False)
 
 
 def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
@@ -162,7 +162,7 @@ def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
     if regions is None or regions.empty:
         return _empty(title, "no regions recorded (annotate code with xlaprof.region)")
     totals = regions.groupby("name")["seconds"].sum().sort_values(ascending=True).tail(limit)
-    figure = go.Figure(go.Bar(x=totals.values * 1e3, y=totals.index, orientation="h"))
+    figure = go.Figure(go.Bar(x=totals.to_numpy() * 1e3, y=totals.index, orientation="h"))
     figure.update_layout(title=title, xaxis_title="host ms (all steps)", yaxis_title="region")
     return figure
 

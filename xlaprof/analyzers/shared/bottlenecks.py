@@ -150,8 +150,8 @@ def top_lines(data: AnalysisInput, klass: str | None) -> dict[str, float]:
     total = float(table["device_s"].sum())
     named = table[table["file"].notna()].head(TOP)
     return {
-        f"{row.file}:{row.line}": round(float(row.device_s) / total, 3)
-        for row in named.itertuples(index=False)
+        f"{file}:{line}": round(float(seconds) / total, 3)
+        for file, line, seconds in zip(named["file"], named["line"], named["device_s"], strict=True)
         if total > 0
     }
 

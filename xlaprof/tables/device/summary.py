@@ -69,8 +69,10 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
         return tracing
     table = busiest_bounds(bottleneck)
     known = {
-        (str(r.session), str(r.host), int(r.step)): str(r.bound)
-        for r in table.itertuples(index=False)
+        (str(session), str(host), int(step)): str(bound)
+        for session, host, step, bound in table[["session", "host", "step", "bound"]].itertuples(
+            index=False, name=None
+        )
     }
     tracing = tracing.copy()
     sessions, hosts = tracing["session"].astype(str), tracing["host"].astype(str)
