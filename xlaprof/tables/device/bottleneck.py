@@ -33,6 +33,7 @@ device's host spans are its own host's; nothing is stitched across hosts or devi
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xlaprof.parse.events import COMPILE_EVENTS
@@ -141,17 +142,17 @@ def step_bottlenecks(
             seconds[name] += (now - before) / 1e9
             before = now
         out["busy_s"] = before / 1e9
-        spans = host_spans.get((str(session), str(host)), {})
+        on_host = host_spans.get((str(session), str(host)), _HostSpans())
         for name in ("compilation", "input"):
-            if name not in spans:
+            if name not in on_host.spans:
                 continue
-            claimed_s.append(spans[name][0])
-            claimed_e.append(spans[name][1])
+            claimed_s.append(on_host.spans[name][0])
+            claimed_e.append(on_host.spans[name][1])
             now = _covered(claimed_s, claimed_e, a, b)
             seconds[name] += (now - before) / 1e9
             before = now
         rest = np.maximum((b - a) - before, 0) / 1e9
-        seconds["tracing" if spans.get("lazy") else "host"] += rest
+        seconds["tracing" if on_host.lazy else "host"] += rest
         for name in CLASSES:
             out[f"{name}_s"] = seconds[name]
         table = np.column_stack([seconds[name] for name in CLASSES])
@@ -208,23 +209,32 @@ def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
     return klass
 
 
-def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], dict[str, object]]:
-    """Per (session, host): its compile spans and data-input spans (starts, ends), and whether
-    it ran torch_xla's lazy-tensor runtime."""
+@dataclass
+class _HostSpans:
+    """One host's spans by class (``compilation``, ``input``: starts and ends, ns; a class
+    without spans is absent) and whether it ran torch_xla's lazy-tensor runtime."""
+
+    lazy: bool = False
+    spans: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], _HostSpans]:
+    """Per (session, host): its compile spans and data-input spans, and whether it ran
+    torch_xla's lazy-tensor runtime."""
 
     host = events[cols.equals(events["plane_kind"], "host")]
     if host.empty:
         return {}
     compile_rows = cols.member(host["name"], COMPILE_EVENTS)
     input_rows = cols.matches(host["name"], INPUT_EVENT)
-    found: dict[tuple[str, str], dict[str, object]] = {}
+    found: dict[tuple[str, str], _HostSpans] = {}
     for (session, name), group in host.groupby(["session", "host"], observed=True):
         index = host.index.get_indexer(group.index)
-        spans: dict[str, object] = {"lazy": has_lazy_tensor_runtime(group)}
+        spans = _HostSpans(lazy=has_lazy_tensor_runtime(group))
         for label, rows in (("compilation", compile_rows), ("input", input_rows)):
             chosen = group[rows[index]]
             if len(chosen):
-                spans[label] = (chosen["start_ns"].to_numpy(), chosen["end_ns"].to_numpy())
+                spans.spans[label] = (chosen["start_ns"].to_numpy(), chosen["end_ns"].to_numpy())
         found[(str(session), str(name))] = spans
     return found
 

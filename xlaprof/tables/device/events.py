@@ -85,9 +85,11 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     labels = {key: categorize(key[0], str(key[1]), key[2]) for key in set(keys)}
     frame["category"] = [labels[key] for key in keys]
     frame.loc[_while_compiling(events, frame), "category"] = "autotune"
-    frame["time_ns"], frame["self_ns"], parents = _op_times(frame)
+    time_ns, self_ns, parents = _op_times(frame)
+    frame["time_ns"], frame["self_ns"] = time_ns, self_ns
     ops = frame["op"].to_numpy()
-    frame["parent_op"] = np.where(parents >= 0, ops[np.maximum(parents, 0)], None)
+    not_nested = np.array(None)  # an object array: None where an op is in no other op
+    frame["parent_op"] = np.where(parents >= 0, ops[np.maximum(parents, 0)], not_nested)
     shorts = {name: short_name(str(name)) for name in set(ops)}
     frame["short_name"] = [shorts[name] for name in ops]
     if "framework_op" in frame:  # made by the parse where the frame has no args (a pod's)
@@ -122,8 +124,8 @@ def _to_device_clock(frame: pd.DataFrame) -> None:
         return
     starts = frame["start_ns"].to_numpy().copy()
     ends = frame["end_ns"].to_numpy().copy()
-    keys = frame["session"].astype(str) + "\0" + frame["host"].astype(str) + "\0"
-    keys = (keys + frame["device"].astype(str)).to_numpy()
+    where = frame["session"].astype(str) + "\0" + frame["host"].astype(str) + "\0"
+    keys = (where + frame["device"].astype(str)).to_numpy()
     for key in np.unique(keys[timed]):
         mine = keys == key
         ops = mine & timed
@@ -212,8 +214,8 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not np.isnan(offsets[index]).any():
             begin = offsets[index].astype(np.int64)
             end = begin + (times[index] * 1000.0).astype(np.int64)
-            mine, up = nesting(begin, end)
-            own[index] = mine / 1000.0
+            own_ps, up = nesting(begin, end)
+            own[index] = own_ps / 1000.0
         else:
             begin = starts[index] - starts[index].min()
             end = begin + times[index].astype(np.int64)
