@@ -115,8 +115,8 @@ def load_pod(
         {s.host: s.stored_host for s in load.summaries},
     )
     # the per-step rows stay on disk: read when asked for, every row (``model.ondisk``)
-    model.steps = None  # type: ignore[assignment]
-    model.tracing = None  # type: ignore[assignment]
+    model.steps = None
+    model.tracing = None
     model.bottleneck = None
     per_host = [s.device.bottleneck_by_device for s in summaries if s.device is not None]
     model.bottleneck_by_device = concat_frames(
@@ -150,7 +150,7 @@ def host_steps(trace: Trace) -> pd.DataFrame:
     """
     if trace.source is not None and trace.source.load is not None:
         return trace.source.host_steps()
-    frames = []
+    frames: list[pd.DataFrame] = []
     events, all_bounds = trace.events, trace.step_bounds
     if all_bounds is None:  # a Trace made without a loader: no steps were found
         return concat_frames(frames, HOST_STEP_COLUMNS)
@@ -271,16 +271,16 @@ def first_host_trace(trace: Trace) -> Trace:
     hosts = trace.hosts[:1]
     summary = trace.summary()
 
-    def mine(frame: pd.DataFrame | None) -> pd.DataFrame | None:
-        if frame is None or "host" not in frame:
+    def mine(frame: pd.DataFrame) -> pd.DataFrame:
+        if "host" not in frame:
             return frame
         return frame[frame["host"].astype(str).isin(hosts)]
 
     model = DeviceSummary(
-        devices=mine(summary.devices),  # type: ignore[arg-type]
+        devices=mine(summary.devices),
         steps=source.table(DEVICE_STEPS, hosts=hosts),
-        ops=mine(summary.ops),  # type: ignore[arg-type]
-        utilization=mine(summary.utilization),  # type: ignore[arg-type]
+        ops=mine(summary.ops),
+        utilization=mine(summary.utilization),
         tracing=source.table(TRACING, hosts=hosts),
         events=sum(s.events for s in source.load.in_order()[:1]) if source.load else 0,
         bottleneck=source.table(BOTTLENECK, hosts=hosts),
@@ -289,7 +289,7 @@ def first_host_trace(trace: Trace) -> Trace:
         events=trace.select(hosts=hosts),
         files=trace.files[:1],
         step_bounds=source.table(STEP_BOUNDS, hosts=hosts),
-        devices=mine(trace.devices),
+        devices=None if trace.devices is None else mine(trace.devices),
         session=trace.session,
         sessions=trace.sessions,
         device_summary=model,

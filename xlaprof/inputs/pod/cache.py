@@ -151,7 +151,8 @@ def _table_from(text: str) -> pd.DataFrame:
 
     import pyarrow.parquet as pq
 
-    return pq.read_table(io.BytesIO(base64.b64decode(text))).to_pandas()
+    frame: pd.DataFrame = pq.read_table(io.BytesIO(base64.b64decode(text))).to_pandas()
+    return frame
 
 
 def _summary_record(summary: HostSummary) -> dict[str, Any]:
@@ -290,11 +291,18 @@ def _read_cached(target: Path, source: Path, first_step: int, session: str) -> H
     for name, path in tables.items():  # each per-step table written with this cache
         _verified(path, source, first_step, session, name.encode())
     record = json.loads(record_bytes)
-    device = {name: _table_from(record["device"][name]) for name in _DEVICE_TABLES}
+    device = record["device"]  # the tables of _DEVICE_TABLES
     # the per-step rows stay in their files: the parent reads them when asked
     empty = pd.DataFrame()
     model = DeviceSummary(
-        **device, steps=empty, tracing=empty, bottleneck=empty, events=record["device_events"]
+        devices=_table_from(device["devices"]),
+        ops=_table_from(device["ops"]),
+        utilization=_table_from(device["utilization"]),
+        bottleneck_by_device=_table_from(device["bottleneck_by_device"]),
+        steps=empty,
+        tracing=empty,
+        bottleneck=empty,
+        events=record["device_events"],
     )
     return HostSummary(
         host=record["host"],

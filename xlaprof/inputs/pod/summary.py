@@ -104,7 +104,7 @@ def read_host_events(
         if column in events and events[column].dtype != "category":
             events[column] = events[column].astype("category")
     sessions = pd.Categorical.from_codes(np.zeros(len(events), np.int8), pd.Index([session]))
-    events.insert(0, "session", sessions)
+    events.insert(0, "session", pd.Series(sessions, events.index))
     host = str(events["host"].iloc[0])
     events["step"], bounds = assign_steps(events, first_step, {host: start})
     bounds.insert(0, "session", session)
