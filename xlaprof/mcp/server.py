@@ -104,7 +104,9 @@ def _registered(method: Callable[..., BaseModel], tools: Tools, runs_code: bool)
         return CallToolResult(content=[_text(data)], structured_content=data)
 
     functools.update_wrapper(tool, method)
-    del tool.__wrapped__  # the SDK reads the signature below, not the method's
+    # A function's __wrapped__ and __signature__ are not in its type (a def is a callable).
+    # The SDK reads the signature set here, not the method's.
+    del tool.__wrapped__  # type: ignore[attr-defined]
     tool.__signature__ = signature.replace(  # type: ignore[attr-defined]
         return_annotation=Annotated[CallToolResult, model]
     )

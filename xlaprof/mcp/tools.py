@@ -352,7 +352,7 @@ class Tools:
         """Where device time went in a capture (or a run's trace window): each device's busy
         and idle time and op categories, and its ops by time, a page at a time. The first 100
         ops are those of `xlaprof analyze --json`'s trace.device_ops; paging goes past them."""
-        from xlaprof.report.json_out import frame_records
+        from xlaprof.report.json_out import devices_table, frame_records
 
         result, _, notes = self.analysis(path, session).part(process)
         trace = result.trace
@@ -364,15 +364,7 @@ class Tools:
             )
         else:
             summary = trace.summary()
-            devices = _filtered(
-                summary.utilization.merge(
-                    trace.devices.drop(columns=["plane"], errors="ignore"),
-                    on=["session", "host", "device", "kind"],
-                    how="left",
-                ),
-                host,
-                device,
-            )
+            devices = _filtered(devices_table(trace), host, device)
             frame = summary.ops
             if view == "top_ops":
                 from xlaprof.tables.device import top_ops

@@ -49,7 +49,12 @@ def renderer_for(result: Result, name: str | None = None, path: Path | None = No
         chosen = mine
     if not chosen:
         forms = ", ".join(f"{r.name} ({' '.join(r.extensions) or 'no file'})" for r in mine)
-        what = f"format {name!r}" if name is not None else f"{path}: extension {path.suffix!r}"
+        if name is not None:
+            what = f"format {name!r}"
+        elif path is not None:
+            what = f"{path}: extension {path.suffix!r}"
+        else:
+            what = type(result).__name__
         raise OutputError(f"{what}: not an output of this command (it writes {forms})")
     return chosen[0]
 

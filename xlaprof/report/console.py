@@ -123,7 +123,7 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
         for warning in run.warnings:
             console.print(Text(f"note: {warning}", style="yellow"))
         return []
-    if part.trace_only:  # a capture: say what it holds instead of "0 metrics report(s)"
+    if part.trace_only and part.trace is not None:  # a capture: what it holds, not "0 reports"
         from xlaprof.report.devices import capture_line
 
         console.print(Text.assemble(("xlaprof analyze ", "bold"), capture_line(part.trace)))

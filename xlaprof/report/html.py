@@ -67,12 +67,13 @@ def _finding(row: Any) -> str:
 
 
 def _figure(figure: go.Figure, element_id: str, with_library: bool) -> str:
-    return plotly_figure(figure).to_html(
+    html: str = plotly_figure(figure).to_html(
         full_html=False,
         include_plotlyjs=with_library,
         div_id=element_id,
         config={"displaylogo": False, "responsive": True},
     )
+    return html
 
 
 def _device_line(run: RunSummary | None, result: PartResult) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Hashable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -20,6 +21,8 @@ from xlaprof.parse.metrics_report import MetricsReport
 from xlaprof.report.base import RenderOptions
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from xlaprof.model.trace import Trace
 
 SCHEMA = "xlaprof.analysis/1"
@@ -36,6 +39,11 @@ def strict_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [strict_json(v) for v in value]
     return value
+
+
+def strict_document(document: dict[Any, Any]) -> dict[str, Any]:
+    """``strict_json`` of a dict (a document, a table's row), typed as one: keys as strings."""
+    return {str(k): strict_json(v) for k, v in document.items()}
 
 
 def report_json(report: MetricsReport) -> dict[str, Any]:
@@ -104,19 +112,20 @@ def analysis_document(
     }
     if extra:
         document.update(extra)
-    return strict_json(document)
+    return strict_document(document)
 
 
-def _records(frame: Any) -> list[dict[str, Any]] | None:
+def _records(frame: pd.DataFrame | None) -> list[dict[Hashable, Any]] | None:
     if frame is None:
         return None
     return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
 
 
-def frame_records(frame: Any) -> list[dict[str, Any]] | None:
+def frame_records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
     """A table's rows exactly as the document writes them (strict JSON: not measured is null):
     for readers that page through a whole table the document cuts (``xlaprof mcp``)."""
-    return strict_json(_records(frame))
+    records = _records(frame)
+    return None if records is None else [strict_document(row) for row in records]
 
 
 # The longest ops per document: a pod capture has thousands of distinct ops per device.
@@ -134,11 +143,7 @@ def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
     from xlaprof.tables.device import top_ops
 
     summary = trace.summary()
-    devices = summary.utilization.merge(
-        trace.devices.drop(columns=["plane"], errors="ignore"),
-        on=["session", "host", "device", "kind"],
-        how="left",
-    )
+    devices = devices_table(trace)
     ops = summary.ops.head(MAX_DEVICE_OPS)
     return {
         "path": path,
@@ -158,6 +163,19 @@ def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
         **bottleneck_json(trace),
         **lines_json(trace),
     }
+
+
+def devices_table(trace: Trace) -> pd.DataFrame:
+    """Per device: its utilization over the capture and what its plane says of it (type,
+    vendor, peaks); the utilization alone for a trace made without a device table."""
+    utilization = trace.summary().utilization
+    if trace.devices is None:
+        return utilization
+    return utilization.merge(
+        trace.devices.drop(columns=["plane"], errors="ignore"),
+        on=["session", "host", "device", "kind"],
+        how="left",
+    )
 
 
 # Source lines per document: the ones with the most device time (the total is given).
@@ -293,4 +311,4 @@ def comparison_document(comparison: RunComparison) -> dict[str, Any]:
         "findings_disappeared": comparison.gone,
         "findings_appeared": comparison.came,
     }
-    return strict_json(document)
+    return strict_document(document)
