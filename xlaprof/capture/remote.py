@@ -22,6 +22,7 @@ user's terminal and used to explain a failure in one line.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import socket
@@ -131,7 +132,9 @@ def _quiet_client() -> Iterator[Path]:
                 os.close(fd)
 
 
-def _client_trace(services: list[Service], out: Path, duration_ms: int, options: dict) -> None:
+def _client_trace(
+    services: list[Service], out: Path, duration_ms: int, options: dict[str, int]
+) -> None:
     from xprof.convert import _pywrap_profiler_plugin as client
 
     address = ",".join(str(s) for s in services)
@@ -165,18 +168,7 @@ def capture(
     when the client failed.
     """
     _check_client()
-    missing: list[tuple[Service, str]] = []
-    reachable: list[Service] = []
-    for service in services:
-        reason = unreachable(service)
-        if reason is None:
-            reachable.append(service)
-        else:
-            missing.append((service, reason))
-    if not reachable:
-        first, reason = missing[0]
-        more = f" (nor at {len(missing) - 1} other address(es))" if len(missing) > 1 else ""
-        raise NothingListening(f"{first}: {reason}{more}. {_START_ONE}")
+    reachable, missing = _listening(services)
     out.mkdir(parents=True, exist_ok=True)
     options = {
         "host_tracer_level": host_tracer_level,
@@ -185,31 +177,11 @@ def capture(
     }
     last_problem = ""
     failed = False
-    best: tuple[list[Path], list[Path], list[Service], str] | None = None  # sessions, files, ...
+    best: _Attempt | None = None
     for attempt in range(retries + 1):
-        before = set(out.glob("plugins/profile/*"))
-        failure: list[BaseException] = []
-
-        def work(failure: list[BaseException] = failure) -> None:
-            try:
-                _client_trace(reachable, out, int(duration_s * 1000), options)
-            except BaseException as error:
-                failure.append(error)
-
-        with _quiet_client() as client_log:
-            worker = threading.Thread(target=work, name="xlaprof-capture", daemon=True)
-            started = time.monotonic()
-            worker.start()
-            while worker.is_alive():
-                worker.join(0.1)
-                if progress is not None:
-                    elapsed = time.monotonic() - started
-                    progress(
-                        f"capturing {len(reachable)} host(s), attempt {attempt + 1}",
-                        min(elapsed / duration_s, 1.0),
-                    )
-            log_text = client_log.read_text(errors="replace")
-        sessions = sorted(set(out.glob("plugins/profile/*")) - before)
+        message = f"capturing {len(reachable)} host(s), attempt {attempt + 1}"
+        report = None if progress is None else functools.partial(progress, message)
+        sessions, failure, log_text = _capture_once(reachable, out, duration_s, options, report)
         files = sorted(p for s in sessions for p in s.glob("*.xplane.pb"))
         good = [s for s in reachable if _has_events(files, s)]
         if not failure and len(good) == len(reachable):
@@ -226,12 +198,7 @@ def capture(
         else:  # an empty or partial session no better than one kept is no use to anyone
             _remove(sessions)
     if best is not None:
-        sessions, files, good, problem = best
-        kept = [p for p in files if trace_file_of(p) in {s.file_stem for s in good}]
-        for path in set(files) - set(kept):
-            path.unlink()  # a host's empty trace: it is named as missing instead
-        reason = _short(problem)
-        return Capture(kept, missing + [(s, reason) for s in reachable if s not in good])
+        return _partial(best, reachable, missing)
     where = ",".join(map(str, reachable))
     if failed:
         # The client itself failed (not an empty trace): code 13, with its own words.
@@ -241,6 +208,71 @@ def capture(
         "Capture while the job runs steps: after warm-up compiles, with a --duration that "
         "covers a few steps, and with --retries for busy hosts"
     )
+
+
+# One attempt that captured some hosts: its session folders, trace files, the hosts with
+# events, and what went wrong with the rest.
+_Attempt = tuple[list[Path], list[Path], list[Service], str]
+
+
+def _listening(services: list[Service]) -> tuple[list[Service], list[tuple[Service, str]]]:
+    """The services something listens at, and the others with why (``NothingListening`` when
+    nothing listens at any)."""
+    missing: list[tuple[Service, str]] = []
+    reachable: list[Service] = []
+    for service in services:
+        reason = unreachable(service)
+        if reason is None:
+            reachable.append(service)
+        else:
+            missing.append((service, reason))
+    if not reachable:
+        first, reason = missing[0]
+        more = f" (nor at {len(missing) - 1} other address(es))" if len(missing) > 1 else ""
+        raise NothingListening(f"{first}: {reason}{more}. {_START_ONE}")
+    return reachable, missing
+
+
+def _capture_once(
+    services: list[Service],
+    out: Path,
+    duration_s: float,
+    options: dict[str, int],
+    progress: Callable[[float], None] | None,
+) -> tuple[list[Path], list[BaseException], str]:
+    """One attempt: the session folders it made under ``out``, the client's error (if it
+    raised one) and what the client logged. ``progress(fraction)`` is called while it runs."""
+    before = set(out.glob("plugins/profile/*"))
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            _client_trace(services, out, int(duration_s * 1000), options)
+        except BaseException as error:
+            failure.append(error)
+
+    with _quiet_client() as client_log:
+        worker = threading.Thread(target=work, name="xlaprof-capture", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+            if progress is not None:
+                progress(min((time.monotonic() - started) / duration_s, 1.0))
+        log_text = client_log.read_text(errors="replace")
+    return sorted(set(out.glob("plugins/profile/*")) - before), failure, log_text
+
+
+def _partial(
+    best: _Attempt, reachable: list[Service], missing: list[tuple[Service, str]]
+) -> Capture:
+    """The attempt that captured the most hosts, its hosts without events named as missing."""
+    _sessions, files, good, problem = best
+    kept = [p for p in files if trace_file_of(p) in {s.file_stem for s in good}]
+    for path in set(files) - set(kept):
+        path.unlink()  # a host's empty trace: it is named as missing instead
+    reason = _short(problem)
+    return Capture(kept, missing + [(s, reason) for s in reachable if s not in good])
 
 
 def _remove(sessions: list[Path]) -> None:
