@@ -63,11 +63,11 @@ def _loop_header(file: str, line: int) -> int | None:
         tree = ast.parse("".join(linecache.getlines(file)))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    found = None
+    found: ast.For | ast.While | None = None
     for node in ast.walk(tree):
-        inside = isinstance(node, ast.For | ast.While) and (
-            node.lineno < line <= (node.end_lineno or node.lineno)
-        )
+        if not isinstance(node, ast.For | ast.While):
+            continue
+        inside = node.lineno < line <= (node.end_lineno or node.lineno)
         if inside and (found is None or node.lineno >= found.lineno):
             found = node
     return None if found is None else found.lineno

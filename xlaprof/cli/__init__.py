@@ -48,7 +48,7 @@ class LazyGroup(click.Group):
         if entry is None:
             return None
         module = importlib.import_module(entry[0])
-        command = getattr(module, entry[1])
+        command: click.Command = getattr(module, entry[1])
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

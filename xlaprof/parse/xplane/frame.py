@@ -346,20 +346,23 @@ class Layout:
         stat_name: np.ndarray,
         rank: np.ndarray,
         rows: int,
-    ) -> pd.Categorical:
+    ) -> pd.Categorical[str]:
         """Per frame row, its event's own ``name`` stat, else its ``tf_op`` (of two stats of
         one name, the last, as in ``args``), where that is text and not ``XlaModule:``-like:
         the framework op ``tables.device.events`` reads from ``args``."""
         strings = Strings()
 
         def code(value: object) -> int:
-            usable = isinstance(value, str) and value and not value.endswith(":")
-            return strings.code(value) if usable else -1  # type: ignore[arg-type]
+            if isinstance(value, str) and value and not value.endswith(":"):
+                return strings.code(value)
+            return -1
 
         codes = np.full(rows, -1, np.int64)
         for key in ("tf_op", "name"):  # the name stack, where there is one, wins
             stat = self.stat_names.codes.get(key)
-            found = np.flatnonzero(stat_name == stat) if stat is not None else []
+            if stat is None:
+                continue
+            found = np.flatnonzero(stat_name == stat)
             if not len(found):
                 continue
             owner = owners[found]
