@@ -6,15 +6,31 @@ import contextlib
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import click
 
 from xlaprof.errors import OffloadNotMeasured
 
+if TYPE_CHECKING:
+    from xlaprof.fixes.bench import BenchResult
 
-def _options(function=None, *, repeats: bool = True):  # type: ignore[no-untyped-def]
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+@overload
+def _options(function: _Command, *, repeats: bool = True) -> _Command: ...
+
+
+@overload
+def _options(function: None = None, *, repeats: bool = True) -> Callable[[_Command], _Command]: ...
+
+
+def _options(
+    function: _Command | None = None, *, repeats: bool = True
+) -> _Command | Callable[[_Command], _Command]:
     """The options every bench subcommand takes (``--repeats`` only where it is used)."""
     if function is None:
         return lambda f: _options(f, repeats=repeats)
@@ -103,7 +119,7 @@ def _cleaned_on_failure(out: Path) -> Iterator[Path]:
         raise
 
 
-def _show(result, as_json: bool, options: str = "") -> None:  # type: ignore[no-untyped-def]
+def _show(result: BenchResult, as_json: bool, options: str = "") -> None:
     import json
 
     from xlaprof import escape
@@ -128,7 +144,7 @@ def _show(result, as_json: bool, options: str = "") -> None:  # type: ignore[no-
     console.print(f"runs: {result.before.run_dir}  {result.after.run_dir}")
 
 
-def _progress(kind: str):  # type: ignore[no-untyped-def]
+def _progress(kind: str) -> Callable[[str], None]:
     """Progress on stderr (which side runs, steps done): a bench takes minutes, never silent."""
 
     def say(line: str) -> None:
@@ -202,7 +218,17 @@ def _fix(
     is_flag=True,
     help="Pass is_layer_pure=True (trace the layer once; only for pure layers).",
 )
-def scan(target, steps, warmup, backward, repeats, out, as_json, layers, layer_pure) -> None:  # type: ignore[no-untyped-def]
+def scan(
+    target: str,
+    steps: int,
+    warmup: int,
+    backward: bool,
+    repeats: int,
+    out: Path | None,
+    as_json: bool,
+    layers: str | None,
+    layer_pure: bool,
+) -> None:
     """Run TARGET as written and with its layer stack through scan_layers.
 
     Reports compile time, compilations, graph size, step time, tracing time and a numerical
@@ -218,14 +244,25 @@ def scan(target, steps, warmup, backward, repeats, out, as_json, layers, layer_p
 @click.option(
     "--layers", metavar="ATTR", help="The nn.ModuleList to rematerialize (default: found)."
 )
-def remat(target, steps, warmup, backward, repeats, out, as_json, layers) -> None:  # type: ignore[no-untyped-def]
+def remat(
+    target: str,
+    steps: int,
+    warmup: int,
+    backward: bool,
+    repeats: int,
+    out: Path | None,
+    as_json: bool,
+    layers: str | None,
+) -> None:
     """Run TARGET as written and with each layer rematerialized (torch_xla checkpoint)."""
     _fix("remat", target, steps, warmup, backward, out, as_json, layers, False, repeats)
 
 
 @bench.command()
 @_options(repeats=False)
-def offload(target, steps, warmup, backward, out, as_json) -> None:  # type: ignore[no-untyped-def]
+def offload(
+    target: str, steps: int, warmup: int, backward: bool, out: Path | None, as_json: bool
+) -> None:
     """Host offload of activations: first probe whether the backend has host memory."""
     import json
 
@@ -262,7 +299,9 @@ def offload(target, steps, warmup, backward, out, as_json) -> None:  # type: ign
 
 @bench.command()
 @_options(repeats=False)
-def cache(target, steps, warmup, backward, out, as_json) -> None:  # type: ignore[no-untyped-def]
+def cache(
+    target: str, steps: int, warmup: int, backward: bool, out: Path | None, as_json: bool
+) -> None:
     """Run TARGET twice with a persistent compilation cache; compare the second to the first."""
     from xlaprof.fixes.bench import bench_cache
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:
+    from xlaprof.capture.remote import Service
 
-def _services(_ctx: click.Context, _param: click.Parameter, value: str):  # type: ignore[no-untyped-def]
+
+def _services(_ctx: click.Context, _param: click.Parameter, value: str) -> list[Service]:
     from xlaprof.capture.remote import parse_services
 
     try:
@@ -66,13 +70,13 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
     help="Device (TPU/GPU) events: 1 on, 0 off.",
 )
 def capture(
-    services,
+    services: list[Service],
     duration: float,
     out: Path,
     retries: int,
     host_tracer_level: int,
     device_tracer_level: int,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Capture a trace from a running job's profiler server(s).
 
     The job must serve traces: xp.start_server(PORT), xlaprof.profile(server_port=PORT) or
