@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ Progress = Callable[[str], None]
 @dataclass
 class Side:
     name: str
-    run_dir: Path | None
+    run_dir: Path
     summary: dict[str, Any] = field(default_factory=dict)
     check_path: Path | None = None
     notes: list[str] = field(default_factory=list)  # what the worker said about its variant
@@ -64,20 +64,29 @@ class BenchResult:
         }
 
 
+@dataclass(frozen=True)
+class VariantOptions:
+    """How one variant runs: the worker's flags (``xlaprof.fixes.worker``)."""
+
+    layers: str | None = None  # the layer stack to rewrite (else one is found)
+    steps: int = 5
+    warmup: int = 2
+    backward: bool = True
+    cache_dir: Path | None = None  # a persistent compilation cache
+    check: bool = True  # save the first step's outputs and gradients for the numerics check
+    layer_pure: bool = False  # scan_layers' is_layer_pure
+    stack: str | None = None  # the stack the before run's analysis named (``Owner.attr``)
+    # (the before side of ``bench scan``) refuse, at the stack's first call, a call scan could
+    # not take, before anything compiles
+    probe_scan: bool = False
+
+
 def run_variant(
     target: str,
     variant: str,
     out: Path,
+    options: VariantOptions | None = None,
     *,
-    layers: str | None = None,
-    steps: int = 5,
-    warmup: int = 2,
-    backward: bool = True,
-    cache_dir: Path | None = None,
-    check: bool = True,
-    layer_pure: bool = False,
-    stack: str | None = None,
-    probe_scan: bool = False,
     progress: Progress | None = None,
     label: str | None = None,
 ) -> Side:
@@ -85,11 +94,34 @@ def run_variant(
 
     ``progress`` gets one line per thing the worker reports (model built, each step done),
     prefixed with ``label``, so a minute of compiling is never a minute of silence.
-    ``probe_scan`` (before side of ``bench scan``) makes the worker refuse, at the stack's first
-    call, a call scan could not take, before anything compiles.
     """
+    options = options or VariantOptions()
     out.mkdir(parents=True, exist_ok=True)
-    check_path = out / "check.pt" if check else None
+    check_path = out / "check.pt" if options.check else None
+    command = _worker_command(target, variant, out, options, check_path)
+    env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", "CPU")}
+    returncode, stdout, stderr = _run_worker(command, env, progress, label or variant)
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    message = json.loads(lines[-1]) if lines else {}
+    if returncode != 0 or "run" not in message:
+        reason = message.get("error") or (stderr.strip().splitlines() or ["no output"])[-1]
+        if reason.startswith("TargetError: "):  # the worker could not load TARGET: code 17
+            raise TargetError(reason.removeprefix("TargetError: "))
+        if reason.startswith("FixFailed: "):  # the fix refused the model, with its reason
+            fix = "scan" if options.probe_scan else variant
+            raise FixFailed(
+                f"{fix} does not apply to {target}: {reason.removeprefix('FixFailed: ')}"
+            )
+        raise FixFailed(f"{variant} run of {target} failed: {reason}")
+    side = _side(variant, Path(message["run"]), check_path)
+    side.notes = [str(n) for n in message.get("notes") or []]
+    return side
+
+
+def _worker_command(
+    target: str, variant: str, out: Path, options: VariantOptions, check_path: Path | None
+) -> list[str]:
+    """The worker's command line for one variant."""
     command = [
         sys.executable,
         "-m",
@@ -101,41 +133,25 @@ def run_variant(
         "--out",
         str(out),
         "--steps",
-        str(steps),
+        str(options.steps),
         "--warmup",
-        str(warmup),
+        str(options.warmup),
         "--backward",
-        "1" if backward else "0",
+        "1" if options.backward else "0",
     ]
-    if layers:
-        command += ["--layers", layers]
-    if layer_pure:
+    if options.layers:
+        command += ["--layers", options.layers]
+    if options.layer_pure:
         command += ["--layer-pure", "1"]
-    if stack:
-        command += ["--stack", stack]
+    if options.stack:
+        command += ["--stack", options.stack]
     if check_path is not None:
         command += ["--check", str(check_path)]
-    if cache_dir is not None:
-        command += ["--cache-dir", str(cache_dir)]
-    if probe_scan:
+    if options.cache_dir is not None:
+        command += ["--cache-dir", str(options.cache_dir)]
+    if options.probe_scan:
         command += ["--probe-scan", "1"]
-    env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", "CPU")}
-    returncode, stdout, stderr = _run_worker(command, env, progress, label or variant)
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    message = json.loads(lines[-1]) if lines else {}
-    if returncode != 0 or "run" not in message:
-        reason = message.get("error") or (stderr.strip().splitlines() or ["no output"])[-1]
-        if reason.startswith("TargetError: "):  # the worker could not load TARGET: code 17
-            raise TargetError(reason.removeprefix("TargetError: "))
-        if reason.startswith("FixFailed: "):  # the fix refused the model, with its reason
-            fix = "scan" if probe_scan else variant
-            raise FixFailed(
-                f"{fix} does not apply to {target}: {reason.removeprefix('FixFailed: ')}"
-            )
-        raise FixFailed(f"{variant} run of {target} failed: {reason}")
-    side = _side(variant, Path(message["run"]), check_path)
-    side.notes = [str(n) for n in message.get("notes") or []]
-    return side
+    return command
 
 
 def _run_worker(
@@ -238,8 +254,9 @@ def _median_summary(sides: list[Side]) -> dict[str, Any]:
     merged = dict(sides[0].summary)
     for key in list(merged):
         values = [s.summary.get(key) for s in sides]
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            merged[key] = statistics.median(values)
+        numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if len(numbers) == len(values):
+            merged[key] = statistics.median(numbers)
     return merged
 
 
@@ -259,6 +276,7 @@ def bench_fix(
     from xlaprof.tables.compare import compare
 
     pure = options.pop("layer_pure", False)
+    base = VariantOptions(**options)
     befores: list[Side] = []
     afters: list[Side] = []
     stack = None
@@ -271,13 +289,12 @@ def bench_fix(
                 target,
                 "before",
                 out / f"before{suffix}",
-                probe_scan=kind == "scan" and index == 0,
+                replace(base, probe_scan=kind == "scan" and index == 0),
                 progress=progress,
                 label=f"before{of}",
-                **options,
             )
         )
-        if index == 0 and options.get("layers") is None and kind in ("scan", "remat"):
+        if index == 0 and base.layers is None and kind in ("scan", "remat"):
             stack = _stack_from_analysis(befores[0].run_dir)
             if stack:
                 notes.append(f"layers: {stack}, from the unrolled-loop analysis of the before run")
@@ -286,11 +303,9 @@ def bench_fix(
                 target,
                 kind,
                 out / f"after{suffix}",
-                layer_pure=pure,
-                stack=stack,
+                replace(base, layer_pure=pure, stack=stack),
                 progress=progress,
                 label=f"{kind}{of}",
-                **options,
             )
         )
     before, after = befores[0], afters[0]
@@ -328,11 +343,9 @@ def bench_cache(
             target,
             "cache",
             out / name,
-            cache_dir=cache,
-            check=False,
+            VariantOptions(**options, cache_dir=cache, check=False),
             progress=progress,
             label=f"{name} run",
-            **options,
         )
         for name in ("first", "second")
     )
@@ -353,7 +366,6 @@ def _cache_verdict(second: Side) -> tuple[str, bool]:
     """
     from xlaprof.rundir.reader import load_run
 
-    assert second.run_dir is not None
     reports = load_run(second.run_dir).metrics_reports()
     counters = reports[-1].counters if reports else {}
     failures = counters.get("PersistentCacheDeserializeFailure") or 0

@@ -12,6 +12,13 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+    from xlaprof.fixes.variants import ScannedLayers
 
 _RENAMED = "_xlaprof_layers_"
 
@@ -66,12 +73,6 @@ def _run(args: argparse.Namespace) -> tuple[str, list[str]]:
 
     from xlaprof.capture.session import Session
     from xlaprof.fixes.target import build
-    from xlaprof.fixes.variants import (
-        apply_remat,
-        apply_scan,
-        check_scannable,
-        homogeneous_stacks,
-    )
 
     if args.variant == "cache":
         import torch_xla.runtime as xr
@@ -84,25 +85,7 @@ def _run(args: argparse.Namespace) -> tuple[str, list[str]]:
     device = torch_xla.device()
     model = setup.model.to(device)
     batch = setup.batch.to(device)
-    layers = args.layers
-    if layers is None and args.stack:
-        layers = _stack_path(model, args.stack)
-    if args.variant in ("scan", "remat") and layers is None:
-        stacks = homogeneous_stacks(model)
-        if not stacks:
-            raise ValueError(
-                "no nn.ModuleList or nn.Sequential of identical layers found; pass --layers ATTR"
-            )
-        layers = stacks[0]
-    if args.variant == "before" and args.probe_scan:
-        probed = layers or next(iter(homogeneous_stacks(model)), None)
-        if probed is not None:
-            check_scannable(model, probed)
-    scanned = None
-    if args.variant == "scan":
-        scanned = apply_scan(model, layers, pure=bool(args.layer_pure))
-    elif args.variant == "remat":
-        apply_remat(model, layers)
+    layers, scanned = _apply_variant(args, model)
     total = args.warmup + args.steps
     _progress(f"model built; {total} steps to run ({args.warmup} warm-up)")
     try:
@@ -130,7 +113,44 @@ def _run(args: argparse.Namespace) -> tuple[str, list[str]]:
     return str(session.directory), notes
 
 
-def _stack_path(model, stack: str) -> str | None:  # type: ignore[no-untyped-def]
+def _apply_variant(
+    args: argparse.Namespace, model: torch.nn.Module
+) -> tuple[str | None, ScannedLayers | None]:
+    """The layer stack the variant works on (``--layers``, the stack ``--stack`` names, else
+    the first homogeneous one for scan and remat), and the variant applied to ``model``: the
+    scan's stand-in for the stack, if it scanned. The before side with ``--probe-scan``
+    refuses at once a stack scan could not take."""
+    from xlaprof.fixes.variants import (
+        apply_remat,
+        apply_scan,
+        check_scannable,
+        homogeneous_stacks,
+    )
+
+    layers: str | None = args.layers
+    if layers is None and args.stack:
+        layers = _stack_path(model, args.stack)
+    if args.variant in ("scan", "remat"):
+        if layers is None:
+            stacks = homogeneous_stacks(model)
+            if not stacks:
+                raise ValueError(
+                    "no nn.ModuleList or nn.Sequential of identical layers found; "
+                    "pass --layers ATTR"
+                )
+            layers = stacks[0]
+        if args.variant == "scan":
+            return layers, apply_scan(model, layers, pure=bool(args.layer_pure))
+        apply_remat(model, layers)
+        return layers, None
+    if args.variant == "before" and args.probe_scan:
+        probed = layers or next(iter(homogeneous_stacks(model)), None)
+        if probed is not None:
+            check_scannable(model, probed)
+    return layers, None
+
+
+def _stack_path(model: torch.nn.Module, stack: str) -> str | None:
     """``Stack.blocks`` -> the dotted path of that ModuleList/Sequential inside ``model``."""
     import torch
 
@@ -143,7 +163,7 @@ def _stack_path(model, stack: str) -> str | None:  # type: ignore[no-untyped-def
     return None
 
 
-def _save_check(path: str, model, output, loss) -> None:  # type: ignore[no-untyped-def]
+def _save_check(path: str, model: torch.nn.Module, output: object, loss: torch.Tensor) -> None:
     import torch
 
     grads = {
@@ -156,7 +176,7 @@ def _save_check(path: str, model, output, loss) -> None:  # type: ignore[no-unty
     torch.save({"output": saved, "loss": loss.detach().cpu(), "grads": grads}, path)
 
 
-def _first_tensor(output):  # type: ignore[no-untyped-def]
+def _first_tensor(output: object) -> torch.Tensor | None:
     """The model's output tensor: itself, or the first tensor of a tuple or a mapping (the
     ``logits`` of a transformers ``ModelOutput``)."""
     import torch
@@ -164,7 +184,7 @@ def _first_tensor(output):  # type: ignore[no-untyped-def]
     if isinstance(output, torch.Tensor):
         return output
     values = output.values() if hasattr(output, "values") else output
-    if isinstance(values, str) or not hasattr(values, "__iter__"):
+    if isinstance(values, str) or not isinstance(values, Iterable):
         return None
     for value in values:
         found = _first_tensor(value)
