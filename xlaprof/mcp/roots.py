@@ -221,11 +221,9 @@ def _list_folder(folder: Path, depth: int, found: Inventory, budget: list[int]) 
     if budget[0] < 0:
         found.truncated = True
         return
-    if (folder / RUN_JSON).is_file() and not (folder / RUN_JSON).is_symlink():
-        found.entries.append(_run_entry(folder, [folder]))
-        return
-    if (folder / "plugins" / "profile").is_dir():
-        found.entries.append(_logdir_entry(folder))
+    whole = _folder_entry(folder)
+    if whole is not None:
+        found.entries.append(whole)
         return
     try:
         with os.scandir(folder) as listing:
@@ -239,6 +237,27 @@ def _list_folder(folder: Path, depth: int, found: Inventory, budget: list[int]) 
     ]
     if runs:
         found.entries.append(_run_entry(folder, runs))
+    _list_children(children, runs, depth, found, budget)
+
+
+def _folder_entry(folder: Path) -> Entry | None:
+    """A folder listed as one entry: a run directory, or a logdir of captures."""
+    if (folder / RUN_JSON).is_file() and not (folder / RUN_JSON).is_symlink():
+        return _run_entry(folder, [folder])
+    if (folder / "plugins" / "profile").is_dir():
+        return _logdir_entry(folder)
+    return None
+
+
+def _list_children(
+    children: list[os.DirEntry[str]],
+    runs: list[Path],
+    depth: int,
+    found: Inventory,
+    budget: list[int],
+) -> None:
+    """A folder's children: its folders listed in turn (not its runs, hidden or skipped ones,
+    nor past ``MAX_LISTED_DEPTH``), its files as entries, each taken from ``budget``."""
     for child in children:
         if child.name.startswith(".") or child.is_symlink():
             continue

@@ -57,8 +57,9 @@ OUTPUT_TAIL_CHARS = 4000
 # The docs pages of the analyzers, where the package runs from a checkout.
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "analyzers"
 
-STEP_TABLES = ("timeline", "device_steps", "tracing", "stragglers", "host_steps", "host_skew")
-OP_VIEWS = ("ops", "top_ops")
+# The per-step tables and the op views the tools page through (their schemas list them).
+StepTable = Literal["timeline", "device_steps", "tracing", "stragglers", "host_steps", "host_skew"]
+OpView = Literal["ops", "top_ops"]
 
 # Argument types, documented once: their descriptions are the tools' input schemas.
 PathArg = Annotated[
@@ -265,11 +266,12 @@ class Tools:
             sources=[_source(s) for s in document["sources"]],
         )
 
-    def steps(
+    # The parameters are the tool's arguments: the SDK reads them as its input schema.
+    def steps(  # noqa: PLR0913
         self,
         path: PathArg,
         table: Annotated[
-            Literal[STEP_TABLES],  # type: ignore[valid-type]
+            StepTable,
             Field(
                 description="timeline: where each step's wall time went (wall_s, "
                 "python_tracing_s, tracing_s, graph_build_s, compile_s, transfer_s, "
@@ -335,7 +337,7 @@ class Tools:
         self,
         path: PathArg,
         view: Annotated[
-            Literal[OP_VIEWS],  # type: ignore[valid-type]
+            OpView,
             Field(
                 description="ops: per device and op, longest first (name, category, "
                 "occurrences, total_s, self_s, flops, bytes_accessed, rates, bound); "
@@ -396,7 +398,9 @@ class Tools:
         comparison, notes = compare_runs(a, b, self.source_root)
         return models.CompareOutput(**comparison_document(comparison), notes=notes)
 
-    def check_budgets(
+    # The parameters are the tool's arguments (``xlaprof check``'s budgets, one each): the SDK
+    # reads them as its input schema.
+    def check_budgets(  # noqa: PLR0913
         self,
         paths: Annotated[list[str], Field(min_length=1, description="Run directories.")],
         max_recompilations: Annotated[
