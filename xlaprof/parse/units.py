@@ -102,12 +102,21 @@ def missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and value != value) or str(value) == "<NA>"
 
 
+def as_float(value: object) -> float:
+    """``float(value)`` for a value typed ``object``: a table's cell of whatever dtype (a
+    Python or numpy number, a numeric string), as the formatters take it once ``missing`` has
+    ruled out the values not measured. Anything else raises as ``float()`` does."""
+    # float() decides at run time what it accepts (__float__, __index__, str, bytes): an object
+    # cannot be narrowed to that union statically.
+    return float(value)  # type: ignore[arg-type]
+
+
 def format_seconds(seconds: object) -> str:
     """A duration in a unit that suits it: ``1.2 h``, ``3.5 min``, ``92.56 s``, ``12.34 ms``,
     ``850.0 µs``; "—" when not measured."""
     if missing(seconds):
         return NOT_MEASURED
-    value = float(seconds)  # type: ignore[arg-type]
+    value = as_float(seconds)
     size = abs(value)
     if size >= 3600:
         return f"{value / 3600:.1f} h"
@@ -124,7 +133,7 @@ def format_bytes(size: object) -> str:
     """A byte count, 1024-based like torch_xla (``512 B``, ``1.50 GB``); "—" when not measured."""
     if missing(size):
         return NOT_MEASURED
-    value = float(size)  # type: ignore[arg-type]
+    value = as_float(size)
     for unit in ("B", "KB", "MB", "GB"):
         if abs(value) < 1024:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
@@ -136,7 +145,7 @@ def format_rate(value: object, unit: str) -> str:
     """A rate with an SI prefix: ``164.6 GFLOP/s``, ``1.2 TB/s``; "—" when not measured."""
     if missing(value):
         return NOT_MEASURED
-    number = float(value)  # type: ignore[arg-type]
+    number = as_float(value)
     if number == 0:
         return "0"
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
@@ -147,7 +156,7 @@ def format_rate(value: object, unit: str) -> str:
 
 def format_percent(value: object) -> str:
     """A share as a percentage (``86.5%``); "—" when not measured."""
-    return NOT_MEASURED if missing(value) else f"{float(value):.1%}"  # type: ignore[arg-type]
+    return NOT_MEASURED if missing(value) else f"{as_float(value):.1%}"
 
 
 def parse_size(text: str) -> int:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from xlaprof.findings import Finding, Kind
 from xlaprof.model.result import StepStory
+from xlaprof.parse.units import as_float
 from xlaprof.tables.device.bottleneck import BOUNDS, busiest_bounds
 from xlaprof.tables.timeline import steady_median
 
@@ -173,8 +174,7 @@ def _number(value: object) -> float | None:
     if value is None:
         return None
     try:
-        # float() of a table cell typed object: whatever is not a number is caught below.
-        number = float(value)  # type: ignore[arg-type]
+        number = as_float(value)
     except (TypeError, ValueError):
         return None
     return None if number != number else number
