@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def assign_steps(
     events: pd.DataFrame, first_step: int, profile_starts: dict[str, int | None] | None = None
-) -> tuple[pd.Series, pd.DataFrame]:
+) -> tuple[pd.arrays.IntegerArray, pd.DataFrame]:
     """A step number for every event (or <NA>), and each host step's bounds.
 
     See the module docstring for how steps are found. The first StepMarker-defined step begins
@@ -77,7 +77,7 @@ def assign_steps(
             _by_intervals(start_ns, end_ns, steps, scope, scope & on_steps_line, step_labels)
     frame = pd.DataFrame(bounds, columns=["host", "step", "start_ns", "end_ns"])
     frame["host"] = frame["host"].astype("category")
-    return pd.arrays.IntegerArray(steps, steps < 0), frame  # type: ignore[return-value]
+    return pd.arrays.IntegerArray(steps, steps < 0), frame
 
 
 def _codes(column: pd.Series) -> np.ndarray:
