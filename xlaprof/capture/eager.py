@@ -36,6 +36,7 @@ class EagerSite:
                 self.site = _caller_site(sys._getframe(1))
             return original(enable, *args, **kwargs)
 
+        # A marker on the wrapper (a def's type has no attributes): never wrap it twice.
         set_use_eager_mode._xlaprof_eager = True  # type: ignore[attr-defined]
         try:
             self.xlac._set_use_eager_mode = set_use_eager_mode

@@ -18,8 +18,12 @@ so, before anything compiles.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 from xlaprof.errors import FixFailed, TargetError
 
@@ -188,7 +192,7 @@ def _state_of(result: Any, state_in: Any) -> Any:
     return state
 
 
-def _wrapper(layer: Any, plan: CarryPlan, outputs: _Outputs):  # type: ignore[no-untyped-def]
+def _wrapper(layer: Any, plan: CarryPlan, outputs: _Outputs) -> torch.nn.Module:
     """One layer taking the carry positionally and returning it with the new state first."""
     import torch
 
@@ -227,7 +231,7 @@ class ScannedLayers:
         # caches a pure layer's trace by its first layer's identity (is_layer_pure).
         self._wrapped: tuple[tuple[Any, ...], Any, _Outputs] | None = None
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[ScannedLayers]:
         yield self
 
     def __len__(self) -> int:
@@ -242,8 +246,9 @@ class ScannedLayers:
             "order: scan_layers runs every layer"
         )
 
-    def parameters(self, recurse: bool = True):  # type: ignore[no-untyped-def]
-        return self.layers.parameters(recurse)
+    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]:
+        parameters: Iterator[torch.nn.Parameter] = self.layers.parameters(recurse)
+        return parameters
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import torch

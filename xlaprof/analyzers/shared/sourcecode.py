@@ -451,8 +451,9 @@ def loop_call(file: str, loop_line: int) -> LoopCall | None:
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target = statement.targets[0]
             parts = target.elts if isinstance(target, ast.Tuple) else [target]
-            if all(isinstance(p, ast.Name) for p in parts):
-                targets = tuple(p.id for p in parts)  # type: ignore[attr-defined]
+            names = [p for p in parts if isinstance(p, ast.Name)]
+            if len(names) == len(parts):
+                targets = tuple(p.id for p in names)
         if any(isinstance(a, ast.Starred) for a in value.args) or any(
             k.arg is None for k in value.keywords
         ):

@@ -52,7 +52,8 @@ class _TorchXlaImportHook(importlib.abc.MetaPathFinder):
             sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
             _on_import()
 
-        # The loader itself is patched (not wrapped), so the module keeps its own loader.
+        # The loader itself is patched (not wrapped), so the module keeps its own loader: an
+        # assignment to a method, which the type checker refuses unless told.
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
