@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,83 +210,110 @@ def _module_rows(module: Any, program_id: str | None, is_library: Any) -> list[I
     rows: dict[int, InstructionSource] = {}
     called: dict[int, list[int]] = {}
     computation_rows: dict[int, list[int]] = {}
-    serial = 0
     for computation in module.computations:
         mine = computation_rows.setdefault(computation.id, [])
         for inst in computation.instructions:
-            meta = inst.metadata
-            source_file = meta.source_file or None
-            source_line = meta.source_line or None
-            user = frames.user(meta.stack_frame_id) if meta.stack_frame_id else None
-            if user is None and source_file and not is_library(source_file):
-                user = (source_file, source_line, None)
-            if source_file is None and meta.stack_frame_id:
-                innermost = frames.frame(meta.stack_frame_id)
-                if innermost is not None:
-                    source_file, source_line = innermost[0], innermost[1]
-            rows[serial] = InstructionSource(
-                module=module.name,
-                program_id=program_id,
-                instruction=inst.name,
-                opcode=inst.opcode,
-                op_type=meta.op_type or None,
-                op_name=meta.op_name or None,
-                source_file=source_file,
-                source_line=source_line,
-                user_file=None if user is None else user[0],
-                user_line=None if user is None else user[1],
-                user_function=None if user is None else user[2],
-            )
+            serial = len(rows)
+            rows[serial] = _instruction_row(inst, module.name, program_id, frames, is_library)
             called[serial] = list(inst.called_computation_ids)
             mine.append(serial)
-            serial += 1
-    # A fusion or wrapper without a user line of its own: the line most of what it calls has.
+    _lines_from_callees(rows, called, computation_rows)
+    _lines_from_callers(rows, called, computation_rows)
+    return list(rows.values())
+
+
+def _lines_from_callees(
+    rows: dict[int, InstructionSource],
+    called: dict[int, list[int]],
+    computation_rows: dict[int, list[int]],
+) -> None:
+    """A fusion or wrapper without a user line of its own takes the line most of what it
+    calls has (in place)."""
     for index, callees in called.items():
         row = rows[index]
         if row.user_file is not None or not callees:
             continue
         votes: Counter[tuple[str, int | None, str | None]] = Counter()
-        pending = list(callees)
-        seen: set[int] = set()
-        while pending:
-            computation = pending.pop()
-            if computation in seen:
-                continue
-            seen.add(computation)
-            for inner in computation_rows.get(computation, []):
-                got = rows[inner]
-                if got.user_file is not None:
-                    votes[(got.user_file, got.user_line, got.user_function)] += 1
-                pending.extend(called.get(inner, []))
+        for inner in _called_rows(callees, called, computation_rows):
+            got = rows[inner]
+            if got.user_file is not None:
+                votes[(got.user_file, got.user_line, got.user_function)] += 1
         if votes:
             (file, line, function), _ = votes.most_common(1)[0]
             rows[index] = InstructionSource(
                 **{**row.__dict__, "user_file": file, "user_line": line, "user_function": function}
             )
-    # An instruction with no line inside a computation its caller has one for (a copy in a
-    # while loop's body, a compiler-made clone): the caller's line.
+
+
+def _lines_from_callers(
+    rows: dict[int, InstructionSource],
+    called: dict[int, list[int]],
+    computation_rows: dict[int, list[int]],
+) -> None:
+    """An instruction with no line inside a computation its caller has one for (a copy in a
+    while loop's body, a compiler-made clone) takes the caller's line (in place)."""
     for index, callees in called.items():
         caller = rows[index]
         if caller.user_file is None:
             continue
-        pending, seen = list(callees), set()
-        while pending:
-            computation = pending.pop()
-            if computation in seen:
-                continue
-            seen.add(computation)
-            for inner in computation_rows.get(computation, []):
-                if rows[inner].user_file is None:
-                    rows[inner] = InstructionSource(
-                        **{
-                            **rows[inner].__dict__,
-                            "user_file": caller.user_file,
-                            "user_line": caller.user_line,
-                            "user_function": caller.user_function,
-                        }
-                    )
-                pending.extend(called.get(inner, []))
-    return list(rows.values())
+        for inner in _called_rows(callees, called, computation_rows):
+            if rows[inner].user_file is None:
+                rows[inner] = InstructionSource(
+                    **{
+                        **rows[inner].__dict__,
+                        "user_file": caller.user_file,
+                        "user_line": caller.user_line,
+                        "user_function": caller.user_function,
+                    }
+                )
+
+
+def _instruction_row(
+    inst: Any, module: str, program_id: str | None, frames: _Frames, is_library: Any
+) -> InstructionSource:
+    """One instruction's row: its own source line (else its innermost frame's) and the user's
+    line (the innermost frame outside installed packages, else its own line if that is the
+    user's)."""
+    meta = inst.metadata
+    source_file = meta.source_file or None
+    source_line = meta.source_line or None
+    user = frames.user(meta.stack_frame_id) if meta.stack_frame_id else None
+    if user is None and source_file and not is_library(source_file):
+        user = (source_file, source_line, None)
+    if source_file is None and meta.stack_frame_id:
+        innermost = frames.frame(meta.stack_frame_id)
+        if innermost is not None:
+            source_file, source_line = innermost[0], innermost[1]
+    return InstructionSource(
+        module=module,
+        program_id=program_id,
+        instruction=inst.name,
+        opcode=inst.opcode,
+        op_type=meta.op_type or None,
+        op_name=meta.op_name or None,
+        source_file=source_file,
+        source_line=source_line,
+        user_file=None if user is None else user[0],
+        user_line=None if user is None else user[1],
+        user_function=None if user is None else user[2],
+    )
+
+
+def _called_rows(
+    callees: list[int], called: dict[int, list[int]], computation_rows: dict[int, list[int]]
+) -> Iterator[int]:
+    """The rows of every instruction in ``callees`` and in what they call in turn, each
+    computation once (depth first, as a stack)."""
+    pending = list(callees)
+    seen: set[int] = set()
+    while pending:
+        computation = pending.pop()
+        if computation in seen:
+            continue
+        seen.add(computation)
+        for inner in computation_rows.get(computation, []):
+            yield inner
+            pending.extend(called.get(inner, []))
 
 
 class _Frames:
