@@ -122,19 +122,24 @@ def short_name(name: str) -> str:
                 continue
             depth -= 1
         elif char == "(" and depth == 0:
-            text = "".join(out).rstrip()
-            # "(anonymous namespace)" is a scope, not the parameter list
-            if name.startswith("(anonymous namespace)", index):
-                out.append("(anonymous namespace)")
-                skip = len("(anonymous namespace)")
-                rest = short_name(name[index + skip :]) if index + skip < len(name) else ""
-                return _drop_return_type("".join(out) + rest) or name
-            return _drop_return_type(text) or name
+            return _up_to_parameters(name, index, "".join(out))
         elif depth == 0:
             out.append(char)
     if depth:
         return name
     return _drop_return_type("".join(out).strip()) or name
+
+
+def _up_to_parameters(name: str, index: int, kept: str) -> str:
+    """``short_name`` of ``name`` whose text outside template arguments is ``kept`` up to the
+    ``(`` at ``index``: the parameter list, unless it opens "(anonymous namespace)", a scope
+    (the rest of the name is read on from there)."""
+    scope = "(anonymous namespace)"
+    if name.startswith(scope, index):
+        skip = len(scope)
+        rest = short_name(name[index + skip :]) if index + skip < len(name) else ""
+        return _drop_return_type(kept + scope + rest) or name
+    return _drop_return_type(kept.rstrip()) or name
 
 
 def _drop_return_type(text: str) -> str:
@@ -177,13 +182,25 @@ def _categorize_name(name: str, kineto_cat: str | None) -> str:
     if function.endswith("::kentry"):  # ck_tile's entry point: the kernel is its template argument
         function = name
     text = function.lower()
+    copy = _copy_category(name, text, kineto_cat)
+    if copy is not None:
+        return copy
+    return _by_words(function, text)
+
+
+def _copy_category(name: str, text: str, kineto_cat: str | None) -> str | None:
+    """A memset or memcpy: a copy, or a host transfer where it crosses host and device; None
+    for any other kernel."""
     if kineto_cat == "gpu_memset":
         return "copy"
     if kineto_cat == "gpu_memcpy" or text.startswith("memcpy"):
         full = name.lower()
-        if any(kind in full for kind in _HOST_DEVICE_COPY):
-            return "host_transfer"
-        return "copy"
+        return "host_transfer" if any(kind in full for kind in _HOST_DEVICE_COPY) else "copy"
+    return None
+
+
+def _by_words(function: str, text: str) -> str:
+    """A kernel's category from its function name (``text``: lower-cased) and its words."""
     if any(k in text for k in _COLLECTIVE_TEXT):
         return "collective"
     parts = words(function)
