@@ -1,0 +1,336 @@
+"""Unrolled loops: a Python loop over N identical layers traced into one graph N times.
+
+Compile time grows with N, faster than linearly in practice; ``scan_layers`` compiles one layer
+and loops over it on the device. Nothing in the counters shows this: it is read from the graphs
+(``graphs/`` of a run directory).
+
+Detection (``repeats``): the entry computation's instructions (parameters and constants left
+out) become a sequence of signatures, and runs of structurally identical blocks are found in
+it. A run counts when it has at least ``MIN_REPEATS`` blocks of at least ``MIN_BLOCK_OPS`` ops
+covering ``MIN_GRAPH_SHARE`` of the graph, in a graph executed at least ``MIN_EXECUTIONS``
+times (when executions are known: a set-up graph run once is not worth a scan). Blocks whose
+ops all come from ``torch/optim`` (an optimizer's per-parameter loop) are not layer stacks and
+are skipped.
+
+Naming: where the run recorded the live module tree, the stack or time loop whose unit count is
+the repeat count names the block (``modules``); else the block's own source lines
+(``XLA_HLO_DEBUG`` metadata) give the layer's class, and the user's source the
+``nn.ModuleList``/``nn.Sequential`` holding it and the loop. The fix texts are ``advice``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from xlaprof.analyzers.shared.scan_rewrite import blockers, call_in_words
+from xlaprof.analyzers.shared.sourcecode import (
+    bench_factory,
+    enclosing_class,
+    find_layer_stack,
+    time_loop_sketch,
+)
+from xlaprof.analyzers.unrolled_loop.advice import (
+    CAVEATS,
+    library_text,
+    model_path,
+    package_of,
+    source_suggestion,
+    time_loop_text,
+    user_text,
+)
+from xlaprof.analyzers.unrolled_loop.modules import ModuleMatch, match_modules
+from xlaprof.analyzers.unrolled_loop.repeats import EDGE_BLOCKS, Repeat, find_repeats
+from xlaprof.findings import Finding, Kind, Location, Severity, bench_command
+from xlaprof.model.input import AnalysisInput
+from xlaprof.parse.frames import is_library_file
+from xlaprof.parse.hlo import HloModule, Instruction
+from xlaprof.rundir.reader import link_graphs
+from xlaprof.rundir.schema import GraphInfo
+
+__all__ = ["analyze", "find_repeats", "unmeasured"]
+
+MIN_BLOCK_OPS = 8
+MIN_GRAPH_SHARE = 0.25
+# A graph run fewer times than this is set-up code, not a training step.
+MIN_EXECUTIONS = 2
+_OPTIMIZER_PATH = "/torch/optim/"
+# The runs of one graph worth a finding: each with its first block, largest first.
+_Runs = list[tuple[Repeat, list[Instruction]]]
+
+
+def _ops(module: HloModule) -> list[Instruction]:
+    return [i for i in module.instructions if i.opcode not in ("parameter", "constant")]
+
+
+def _user_lines(block: list[Instruction]) -> Counter[tuple[str, int]]:
+    lines: Counter[tuple[str, int]] = Counter()
+    for instruction in block:
+        file, line = instruction.source_file, instruction.source_line
+        if file and line and not is_library_file(file):
+            lines[(file, line)] += 1
+    return lines
+
+
+def _optimizer_only(block: list[Instruction]) -> bool:
+    files = {i.source_file for i in block if i.source_file}
+    return bool(files) and all(_OPTIMIZER_PATH in f for f in files)
+
+
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (no compiled graphs), or None."""
+    if any(g.hlo is not None for g in data.graphs):
+        return None
+    return "needs the compiled graphs (a run made with `xlaprof run --graphs`)"
+
+
+def analyze(data: AnalysisInput) -> list[Finding]:
+    link_graphs(data.graphs, data.debug.compilations())
+    executions = Counter(e.graph_hash for e in data.debug.executions() if e.graph_hash)
+    findings = []
+    seen: set[tuple[object, ...]] = set()  # one finding per layer stack
+    for graph in data.graphs:
+        if graph.hlo is None:
+            continue
+        if executions and graph.graph_hash and executions[graph.graph_hash] < MIN_EXECUTIONS:
+            continue  # set-up code run once (initializing weights in a loop) costs one compile
+        finding = _graph_finding(graph, seen, data.script, data.modules)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _graph_finding(
+    graph: GraphInfo,
+    seen: set[tuple[object, ...]],
+    script: str | None = None,
+    modules: dict[str, Any] | None = None,
+) -> Finding | None:
+    assert graph.hlo is not None
+    ops = _ops(graph.hlo)
+    chosen = _repeated_block(ops, modules)
+    if chosen is None:
+        return None
+    primary, block, kept, match = chosen
+    partners = [
+        r for r, _b in kept if r is not primary and primary.repeats - r.repeats <= EDGE_BLOCKS
+    ]
+    covered = primary.ops + sum(r.ops for r in partners)
+    share = covered / len(ops)
+    # One finding per stack (named by the module tree), else per block shape, however many
+    # graphs (training, evaluation) unroll it.
+    key: tuple[object, ...] = (
+        ("stack", match.kind, match.name, match.units)
+        if match is not None
+        else (primary.repeats, primary.block_ops)
+    )
+    if share < MIN_GRAPH_SHARE or key in seen:
+        return None
+    lines = _user_lines(block)
+    seen.add(key)
+    evidence: dict[str, object] = {
+        "graph": graph.module,
+        "compiled_at_step": graph.step,
+        "repeats": primary.repeats,
+        "ops_per_block": primary.block_ops,
+        "graph_ops": len(ops),
+        "repeated_share": round(share, 3),
+        "other_runs": [f"{r.repeats} x {r.block_ops} ops" for r in partners],
+        "block_source_lines": [f"{f}:{n}" for (f, n), _ in lines.most_common(6)]
+        or [
+            f"{f}:{n}"
+            for (f, n), _ in Counter(
+                (i.source_file, i.source_line) for i in block if i.source_file
+            ).most_common(6)
+        ],
+    }
+    if match is not None:
+        return _module_finding(match, primary, share, evidence, script)
+    return _source_finding(ops, lines, primary, share, evidence, script)
+
+
+def _repeated_block(
+    ops: list[Instruction], modules: dict[str, Any] | None
+) -> tuple[Repeat, list[Instruction], _Runs, ModuleMatch | None] | None:
+    """The graph's main run of identical blocks and its first block, every run kept, and what
+    the module tree says the block is; None without a run worth a finding."""
+    if not ops:
+        return None
+    runs = find_repeats([i.signature for i in ops])
+    kept: _Runs = []
+    for run in runs:
+        block = ops[run.start : run.start + run.block_ops]
+        if run.block_ops < MIN_BLOCK_OPS or _optimizer_only(block):
+            continue
+        kept.append((run, block))
+    if not kept:
+        return None
+    # The forward run has every layer; backward runs lose a block or two at their edges (the
+    # first layer needs no input gradient), so the layer count is the largest repeat count.
+    primary, block = max(kept, key=lambda rb: (rb[0].repeats, rb[0].ops))
+    match = match_modules(modules, primary.repeats, {i.source_file for i in block if i.source_file})
+    if match is None:
+        # Without the module tree the block must name itself by the user's own lines.
+        with_lines = [(r, b) for r, b in kept if _user_lines(b)]
+        if not with_lines:
+            return None
+        primary, block = max(with_lines, key=lambda rb: (rb[0].repeats, rb[0].ops))
+    return primary, block, kept, match
+
+
+def _source_finding(
+    ops: list[Instruction],
+    lines: Counter[tuple[str, int]],
+    primary: Repeat,
+    share: float,
+    evidence: dict[str, object],
+    script: str | None,
+) -> Finding:
+    """A finding named from the block's source lines and located at the user's loop over the
+    layer stack, where the user's source holds one."""
+    (block_file, block_line), _ = lines.most_common(1)[0]
+    files = list(dict.fromkeys(f for f, _ in lines))
+    files += sorted(
+        {i.source_file for i in ops if i.source_file and not is_library_file(i.source_file)}
+        - set(files)
+    )
+    # The block's lines may span several of the user's classes (a Block and the RMSNorm it
+    # uses): the layer is the one held in a ModuleList/Sequential, else the first in the file.
+    classes: Counter[str] = Counter()
+    for (file, line), count in lines.items():
+        name = enclosing_class(file, line)
+        if name is not None:
+            classes[name] += count
+    layer_class = enclosing_class(block_file, min(line for f, line in lines if f == block_file))
+    stack = None
+    for name, _count in classes.most_common():
+        stack = find_layer_stack(files, name)
+        if stack is not None:
+            layer_class = name
+            break
+    if layer_class:
+        evidence["layer_class"] = layer_class
+    layers_option = f" --layers {stack.attribute}" if stack is not None else ""
+    evidence["bench_command"] = bench_command(
+        "scan", script, layers_option, factory=bench_factory(script)
+    )
+    location = Location(block_file, block_line)
+    if stack is not None:
+        evidence["layer_stack_owner"] = stack.owner_class
+        evidence["layer_stack_attribute"] = stack.attribute
+        evidence["layer_stack"] = (
+            f"self.{stack.attribute} of {stack.owner_class} "
+            f"(nn.{stack.container} of {stack.layer_class}, {stack.file}:{stack.defined_line})"
+        )
+        if stack.loop_line is not None:
+            location = Location(stack.file, stack.loop_line)
+            evidence["loop"] = f"{stack.file}:{stack.loop_line}"
+    # Blocks at a stack's edges can differ slightly (the first layer needs no input
+    # gradient), so the count is of identical copies found, not the number of layers.
+    where = (
+        f"self.{stack.attribute} ({stack.layer_class})"
+        if stack
+        else (layer_class or "a repeated block")
+    )
+    return Finding(
+        kind=Kind.UNROLLED_LOOP,
+        severity=Severity.WARNING,
+        title=(
+            f"Unrolled loop: {where} traced as {primary.repeats} identical copies of a "
+            f"{primary.block_ops}-op block ({share:.0%} of the graph)"
+        ),
+        evidence=evidence,
+        location=location,
+        suggestion=source_suggestion(stack, primary.repeats),
+    )
+
+
+def _module_finding(
+    match: ModuleMatch,
+    primary: Repeat,
+    share: float,
+    evidence: dict[str, object],
+    script: str | None,
+) -> Finding:
+    """A finding named and located from the live module tree (capture/modules.py)."""
+    evidence["module_source"] = "live module tree (modules.json)"
+    if match.location is not None:
+        evidence["loop"] = str(match.location)
+    if match.kind == "time":
+        return _time_loop_finding(match, primary, share, evidence)
+    unit = ", ".join(match.unit_classes)
+    owned = match.attribute is not None and match.owner_class is not None
+    path = model_path(match.name)
+    name = _stack_name(match, path, owned)
+    single = len(match.unit_classes) == 1
+    stack_text = f"nn.{match.container} of {unit if single else f'({unit})'} x {match.units}"
+    if single:
+        evidence["layer_class"] = unit
+    evidence["layer_stack"] = (
+        f"{name} of {match.owner_class} ({stack_text})" if owned else f"{name} ({stack_text})"
+    )
+    if match.signature is not None:
+        evidence["layer_call"] = call_in_words(match.signature)
+    scannable = (
+        single
+        and (owned or match.in_library)
+        and not (match.signature is not None and blockers(match.signature))
+    )
+    if scannable and path:
+        evidence["layer_stack_owner"] = match.owner_class
+        evidence["layer_stack_attribute"] = match.attribute
+        evidence["bench_command"] = bench_command(
+            "scan", script, f" --layers {path}", factory=bench_factory(script)
+        )
+    if match.in_library:
+        how = library_text(match, name, unit, evidence)
+        title_where = f" inside {package_of(match.applied_by)}"
+    else:
+        how = user_text(match, name, unit, single and owned)
+        title_where = ""
+    return Finding(
+        kind=Kind.UNROLLED_LOOP,
+        severity=Severity.WARNING,
+        title=(
+            f"Unrolled loop{title_where}: {name} ({stack_text}) traced as {primary.repeats} "
+            f"identical copies of a {primary.block_ops}-op block ({share:.0%} of the graph)"
+        ),
+        evidence=evidence,
+        location=match.location,
+        suggestion=how + CAVEATS.format(repeats=primary.repeats),
+    )
+
+
+def _stack_name(match: ModuleMatch, path: str | None, owned: bool) -> str:
+    """How the finding names a stack: from the model where a library applies it, else as its
+    owner holds it (``self.blocks``), else by its path in the tree."""
+    if match.in_library:
+        return f"model.{path}" if path else "the model"
+    if owned:
+        return f"self.{match.attribute}"
+    if match.name in (None, "<root>"):
+        return "the model"
+    return str(match.name)
+
+
+def _time_loop_finding(
+    match: ModuleMatch, primary: Repeat, share: float, evidence: dict[str, object]
+) -> Finding:
+    """One module called again and again in a Python loop: run the loop with ``scan``."""
+    unit = ", ".join(match.unit_classes)
+    evidence["repeated_module"] = f"{match.name} ({unit}), called {match.units} times a step"
+    sketch = time_loop_sketch(match.call.file, match.call.line) if match.call is not None else None
+    if sketch is not None:
+        evidence["scan_sketch"] = sketch
+    return Finding(
+        kind=Kind.UNROLLED_LOOP,
+        severity=Severity.WARNING,
+        title=(
+            f"Unrolled time loop: {match.name} ({unit}) applied {match.units} times in a Python "
+            f"loop, traced as {primary.repeats} identical copies of a {primary.block_ops}-op "
+            f"block ({share:.0%} of the graph)"
+        ),
+        evidence=evidence,
+        location=match.location,
+        suggestion=time_loop_text(match, sketch),
+    )
