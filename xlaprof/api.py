@@ -37,7 +37,8 @@ def analyze(
     return findings_of([Path(p) for p in paths], warmup_steps, source_root)
 
 
-def check(
+# Public API: each budget is a keyword argument, as ``xlaprof check`` has a flag for each.
+def check(  # noqa: PLR0913
     *runs: str | os.PathLike[str],
     max_recompilations: int | None = None,
     max_host_syncs_per_step: float | None = None,
