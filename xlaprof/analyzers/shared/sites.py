@@ -7,6 +7,13 @@ twice. Sources, best first:
   fallback reads its input on the host too, so such a line is taken to be a fallback's when
   ``.item()`` calls (``aten::_local_scalar_dense``) cannot explain its reads and exactly one
   fallback op was called that many times. The attribution is marked as inferred.
+
+PT_XLA_DEBUG prints only the innermost frames of an execution (8 by default): a read deep
+inside a library (transformers' mask helpers) shows no user frame there. The fallback
+tracker's ``_local_scalar_dense`` record of the same read has the whole stack, so such an
+execution is placed at the user line of the tracker record whose innermost frames it shares.
+Fallback records with no frame at all (a pasted ``Op(s) not lowered`` line) are counted per
+op, unplaced.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from dataclasses import dataclass, field
 
 from xlaprof.findings import Location
 from xlaprof.model.input import HOST_SYNC_OP, AnalysisInput
+from xlaprof.parse.debug_log import DebugEvent, FallbackRecord, Frame
 from xlaprof.parse.frames import user_location
 
 _TENSOR_ACCESS_CAUSE = "access tensor value"
@@ -28,23 +36,40 @@ class Sites:
     reads: Counter[Location] = field(default_factory=Counter)
     fallbacks: dict[str, Counter[Location]] = field(default_factory=lambda: defaultdict(Counter))
     inferred: set[str] = field(default_factory=set)  # ops located by count matching
+    # the steps holding a read at each line, where the input knows steps (a run directory)
+    read_steps: dict[Location, set[int]] = field(default_factory=lambda: defaultdict(set))
+    # the longest stack seen for a read at each line, innermost frame first
+    read_stacks: dict[Location, list[Frame]] = field(default_factory=dict)
+    # executions a read forced, in log order, by the line that read
+    forced: dict[Location, list[DebugEvent]] = field(default_factory=lambda: defaultdict(list))
+    # fallback calls no frame places (a pasted "Op(s) not lowered" line), per op
+    unplaced: Counter[str] = field(default_factory=Counter)
 
 
 def attribute(data: AnalysisInput) -> Sites:
     sites = Sites()
+    reads = [r for r in data.debug.fallbacks if r.op == HOST_SYNC_OP]
+    index: dict[int, dict[tuple[tuple[str | None, int | None], ...], Location]] = {}
     access: Counter[Location] = Counter()
     for event in data.debug.executions():
         if event.cause and _TENSOR_ACCESS_CAUSE in event.cause:
-            location = user_location(event.frames)
+            location = user_location(event.frames) or _tracked_location(event.frames, reads, index)
             if location is not None:
                 access[location] += 1
+                sites.forced[location].append(event)
+                _note_read(sites, location, event.step, event.frames)
     scalar: Counter[Location] = Counter()
     for record in data.debug.fallbacks:
         location = user_location(record.frames)
-        if location is None or record.op is None:
+        if record.op is None:
+            continue
+        if location is None:
+            if not record.frames and record.op != HOST_SYNC_OP:
+                sites.unplaced[record.op] += record.count
             continue
         if record.op == HOST_SYNC_OP:
             scalar[location] += record.count
+            _note_read(sites, location, record.step, record.frames)
         else:
             sites.fallbacks[record.op][location] += record.count
     tracked = {loc for counter in sites.fallbacks.values() for loc in counter}
@@ -56,6 +81,35 @@ def attribute(data: AnalysisInput) -> Sites:
         sites.reads[location] = max(sites.reads[location], count)
     _infer_fallback_lines(data, sites, scalar)
     return sites
+
+
+def _note_read(sites: Sites, location: Location, step: int | None, frames: list[Frame]) -> None:
+    if step is not None:
+        sites.read_steps[location].add(step)
+    if len(frames) > len(sites.read_stacks.get(location, ())):
+        sites.read_stacks[location] = frames
+
+
+def _tracked_location(
+    frames: list[Frame],
+    reads: list[FallbackRecord],
+    index: dict[int, dict[tuple[tuple[str | None, int | None], ...], Location]],
+) -> Location | None:
+    """The user line of the first ``.item()`` tracker record whose innermost frames are
+    ``frames`` (a stack PT_XLA_DEBUG cut short), or None. ``index`` caches, per stack length,
+    each record's innermost frames."""
+    head = tuple((f.file, f.line) for f in frames)
+    if not head:
+        return None
+    heads = index.get(len(head))
+    if heads is None:
+        heads = index[len(head)] = {}
+        for record in reads:
+            key = tuple((f.file, f.line) for f in record.frames[: len(head)])
+            location = user_location(record.frames)
+            if location is not None and len(key) == len(head):
+                heads.setdefault(key, location)
+    return heads.get(head)
 
 
 def _infer_fallback_lines(data: AnalysisInput, sites: Sites, scalar: Counter[Location]) -> None:
