@@ -12,8 +12,8 @@ PT_XLA_DEBUG prints only the innermost frames of an execution (8 by default): a 
 inside a library (transformers' mask helpers) shows no user frame there. The fallback
 tracker's ``_local_scalar_dense`` record of the same read has the whole stack, so such an
 execution is placed at the user line of the tracker record whose innermost frames it shares.
-Fallback records with no frame at all (a pasted ``Op(s) not lowered`` line) are counted per
-op, unplaced.
+The ``Op(s) not lowered`` lines of a pasted log have no frame at all: they are counted per op,
+unplaced.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Sites:
     read_stacks: dict[Location, list[Frame]] = field(default_factory=dict)
     # executions a read forced, in log order, by the line that read
     forced: dict[Location, list[DebugEvent]] = field(default_factory=lambda: defaultdict(list))
-    # fallback calls no frame places (a pasted "Op(s) not lowered" line), per op
+    # per op, the "Op(s) not lowered" lines naming it (no frame, no call count: a pasted log)
     unplaced: Counter[str] = field(default_factory=Counter)
 
 
@@ -64,7 +64,7 @@ def attribute(data: AnalysisInput) -> Sites:
         if record.op is None:
             continue
         if location is None:
-            if not record.frames and record.op != HOST_SYNC_OP:
+            if record.listed:
                 sites.unplaced[record.op] += record.count
             continue
         if record.op == HOST_SYNC_OP:
