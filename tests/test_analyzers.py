@@ -82,8 +82,12 @@ def test_old_profiler_log_is_attributed_to_user_frames(data_dir) -> None:
     findings = findings_for(data_dir / "old_profiler.log")
     by_kind = {f.kind: f for f in findings}
     assert by_kind[Kind.RECOMPILATION].evidence == {"compiles": 21, "steps": 11, "log_line": 4}
+    fallbacks = {f.evidence["op"]: f for f in findings if f.kind == Kind.ATEN_FALLBACK}
     # torch's own functional.py frame is skipped for the user's model.py line
-    assert str(by_kind[Kind.ATEN_FALLBACK].location) == "/home/user/model.py:88"
+    assert str(fallbacks["aten::_ctc_loss"].location) == "/home/user/model.py:88"
+    # the backward op is only named in the "Op(s) not lowered" line: reported, unlocated
+    backward = fallbacks["aten::_ctc_loss_backward"]
+    assert backward.location is None and "xlaprof run" in backward.suggestion
     assert str(by_kind[Kind.HOST_SYNC].location) == "/home/user/train_ctc.py:120"
 
 

@@ -48,6 +48,7 @@ SUGGESTION = (
     "the step, and Python `if` on tensor values."
 )
 _LOADER_FILE = "parallel_loader.py"
+_CLOSURE_RUNNER = "_run_step_closures"
 _CLOSURE_FUNCTIONS = ("_run_step_closures", "add_step_closure")
 # torch and torch_xla frames are the read's mechanism (``Tensor.item``, ``mesh_reduce``), not the
 # code that asked for it: the library named is the innermost frame outside them.
@@ -131,6 +132,8 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             continue
         forced = sites.forced.get(location, [])
         stack = sites.read_stacks.get(location, [])
+        if any(frame.function == _CLOSURE_RUNNER for frame in stack):
+            continue  # a step closure: the read torch_xla recommends, after the step's graph ran
         split = _splits_step(data, forced, stack)
         holding = sites.read_steps.get(location)
         # steps holding a read, where steps are known; else the reads themselves
