@@ -325,7 +325,7 @@ def _suggestion(library: Frame | None, known: LibraryRead | None, closures: bool
     if library is None:
         return generic
     package = _package(library)
-    where = f"{package}'s `{library.function}` ({_short(library)})"
+    where = f"`{library.function}` in {package} ({_short(library)})"
     if known is not None:
         return f"The read is not in your code: {where} {known.what}. {known.fix}"
     return (
