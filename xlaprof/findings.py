@@ -23,6 +23,12 @@ class Kind(StrEnum):
     MEMORY_PRESSURE = "memory_pressure"
     SLOW_COMPILE = "slow_compile"
     GRAPH_BREAK = "graph_break"
+    INPUT_BOUND = "input_bound"
+    COLLECTIVE_BOUND = "collective_bound"
+    ASYNC_WAIT = "async_wait"
+    HOST_BOUND = "host_bound"
+    COMPILE_IN_STEP = "compile_in_step"
+    EAGER_MODE = "eager_mode"
 
 
 class Severity(StrEnum):

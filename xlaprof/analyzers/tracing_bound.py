@@ -27,6 +27,13 @@ would charge their tracing to ``loss.backward()``. Without graphs, the sampler's
 used. The fix is written from what the run used: ``torch_xla.compile`` (it syncs around the
 step and traces every call all the same: its own run shows the tracing), a data loader
 (``MpDeviceLoader``), ``torch.compile``, ``scan_layers``; what is in use is not advised again.
+
+From a capture alone (no run steps, ``AnalysisInput.trace`` set): where the host lines show
+torch_xla's lazy-tensor runtime, the same verdict with the same thresholds, read from the
+trace's per-step table (``Trace.tracing_vs_device()``): host time is the step's wall time minus
+the runtime's own work on its main line (lazy tracing and user Python), device time the
+busiest device's busy time in the step, over the steady steps (the first and last of more than
+five left out, as XProf does).
 """
 
 from __future__ import annotations
@@ -112,9 +119,12 @@ class _InUse:
 
 def unmeasured(data: AnalysisInput) -> str | None:
     """Why this analyzer could not judge ``data``: fewer than ``MIN_STEADY_STEPS`` steady steps
-    (after warm-up, without compiling), or None."""
+    (after warm-up, without compiling) in the run and in the capture's lazy-tensor steps, or
+    None."""
     steady = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles == 0]
     if len(steady) >= MIN_STEADY_STEPS:
+        return None
+    if not data.steps and len(_traced_steps(data)) >= MIN_STEADY_STEPS:
         return None
     return (
         f"needs {MIN_STEADY_STEPS} steady steps (after warm-up, without compiling); "
@@ -129,7 +139,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         if s.step >= data.warmup_steps and s.compiles == 0 and s.wall_s is not None
     ]
     if len(steady) < MIN_STEADY_STEPS:
-        return []
+        return [] if data.steps else _from_trace(data)
     device_s = _device_seconds_per_step(data, len(data.steps))
     if not device_s:
         return []
@@ -208,6 +218,77 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             suggestion=_suggestion(top_ops[0] if top_ops else None, graph_ops, in_use)
             + " "
             + _abi_note(data.cxx11_abi),
+        )
+    ]
+
+
+def _traced_steps(data: AnalysisInput) -> list[dict[str, object]]:
+    """The capture's steady host steps with lazy-tensor tracing measured (``tracing`` rows)."""
+    if data.trace is None or data.trace.device_summary is None:
+        return []
+    table = data.trace.tracing_vs_device()
+    if table.empty:
+        return []
+    lazy = table[
+        table["lazy_tensor"].fillna(False).astype(bool)
+        & table["tracing_s"].notna()
+        & table["device_busy_s"].notna()
+    ]
+    rows = []
+    for _, group in lazy.groupby("host", observed=True, sort=True):
+        group = group.sort_values("step")
+        if len(group) > _EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
+            group = group.iloc[1:-1]
+        rows += group.to_dict(orient="records")
+    return rows
+
+
+# XProf leaves out a capture's first and last step when it has more than this many.
+_EDGE_STEPS = 5
+
+
+def _from_trace(data: AnalysisInput) -> list[Finding]:
+    """The tracing-bound verdict from a capture's lazy-tensor steps (module docstring)."""
+    steps = _traced_steps(data)
+    if len(steps) < MIN_STEADY_STEPS:
+        return []
+    host_s = statistics.median(float(s["tracing_s"]) for s in steps)  # type: ignore[arg-type]
+    device_s = statistics.median(float(s["device_busy_s"]) for s in steps)  # type: ignore[arg-type]
+    wall = statistics.median(float(s["host_wall_s"]) for s in steps)  # type: ignore[arg-type]
+    if device_s <= 0 or wall <= 0:
+        return []
+    ratio = host_s / device_s
+    idle = min(max(1.0 - device_s / wall, 0.0), 1.0)
+    if ratio < HOST_TO_DEVICE_MIN_RATIO or idle < DEVICE_IDLE_MIN_SHARE:
+        return []
+    evidence: dict[str, object] = {
+        "steady_steps": len(steps),
+        "host_seconds_per_step": round(host_s, 6),
+        "host_basis": (
+            "median step wall time minus the lazy-tensor runtime's own work on its main line "
+            "(from the capture)"
+        ),
+        "device_seconds_per_step": round(device_s, 6),
+        "device_basis": "median busy time of the busiest device per step (from the capture)",
+        "host_to_device_ratio": round(ratio, 3),
+        "median_step_wall_seconds": round(wall, 6),
+        "device_idle_share": round(idle, 3),
+        "thresholds": (
+            f"host >= {HOST_TO_DEVICE_MIN_RATIO}x device and device idle >= "
+            f"{DEVICE_IDLE_MIN_SHARE:.0%} of the step"
+        ),
+    }
+    severity = Severity.WARNING if idle >= DEVICE_IDLE_WARNING_SHARE else Severity.INFO
+    return [
+        Finding(
+            kind=Kind.TRACING_BOUND,
+            severity=severity,
+            title=(
+                f"Tracing-bound: the host needs {host_s * 1e3:.2f} ms per step, {ratio:.1f}x "
+                f"the device's {device_s * 1e3:.2f} ms; the device idles {idle:.0%} of the step"
+            ),
+            evidence=evidence,
+            suggestion=_suggestion(None, 0, _InUse()) + " " + _abi_note(data.cxx11_abi),
         )
     ]
 

@@ -6,6 +6,7 @@ import os
 import sys
 import weakref
 from time import thread_time
+from types import FrameType
 from typing import Any
 
 # The function torch_xla.compile calls to sync before the compiled function runs (2.x).
@@ -36,19 +37,16 @@ def _ends_step(caller: Any) -> bool:
     return _DYNAMO_DIR not in file
 
 
-_LOADERS: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def _loader_seen(loader: Any) -> bool:
-    """False the first time a loader syncs: that sync, before its first batch, flushes the
-    work queued before the loop (``total = torch.zeros(...)``), which belongs to the loop's
-    first step, like ``torch_xla.compile``'s sync before the function."""
+def _loader_seen(loader: Any, seen: weakref.WeakSet[Any]) -> bool:
+    """False the first time a loader syncs (noted in ``seen``): that sync, before its first
+    batch, flushes the work queued before the loop (``total = torch.zeros(...)``), which belongs
+    to the loop's first step, like ``torch_xla.compile``'s sync before the function."""
     if loader is None:
         return True
     try:
-        if loader in _LOADERS:
+        if loader in seen:
             return True
-        _LOADERS.add(loader)
+        seen.add(loader)
     except TypeError:  # not weak-referenceable: judge its syncs by the graph alone
         return True
     return False
@@ -76,6 +74,8 @@ class StepEnds:
         self.driver: weakref.ref[Any] | None = None  # the loader whose epoch is running
         self.batch_open = False  # the driver handed out a batch that no step has ended yet
         self.trained = False  # a step ended with autograd on
+        # loaders whose first sync this session saw (each nested session judges its own)
+        self.loaders: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def decide(self, frame: Any, grad_enabled: bool) -> bool | None:
         """For the sync called from ``frame``: None when it ends no step, else whether the step
@@ -91,7 +91,7 @@ class StepEnds:
                 return None
             return False
         loader = frame.f_locals.get("self")
-        first = not _loader_seen(loader)
+        first = not _loader_seen(loader, self.loaders)
         if self.trained and not grad_enabled and self._driving() is None:
             return None  # an evaluation loader's batches are no training iterations
         if frame.f_locals.get("item", _UNSET) is None:  # the sync before StopIteration
@@ -135,8 +135,17 @@ def _grad_enabled() -> bool:
         return True
 
 
+# The code of ``install_sync_hook``'s wrapper: a caller frame running it is another session's.
+_WRAPPERS: set[Any] = set()
+
+
+def hooked_session(torch_xla: Any) -> Any:
+    """The session whose hook ``torch_xla.sync`` is now (the innermost), or None."""
+    return getattr(torch_xla.sync, "_xlaprof_session", None)
+
+
 def install_sync_hook(torch_xla: Any, session: Any) -> Any:
-    """Wrap ``torch_xla.sync`` so each call ends a step of ``session``; returns the original.
+    """Wrap ``torch_xla.sync`` so each call ends a step of ``session``; returns what it wrapped.
 
     ``xm.mark_step``, ``MpDeviceLoader`` and ``xp.StepTrace`` all call ``torch_xla.sync``, so
     every step boundary is seen without changing user code. One training iteration is one step:
@@ -144,29 +153,42 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     graph. The thread's CPU clock is read as the
     call enters, so the step's host CPU splits into the user's code (with its tracing) and
     torch_xla's work in the sync.
+
+    A sync that is already another session's wrapper (``xlaprof.profile()`` inside a script
+    run under ``xlaprof run``, or one ``profile()`` inside another) is wrapped in turn, so both
+    sessions see every sync; each judges the sync by the first caller outside the wrappers.
+    A finished session's wrapper passes calls straight through.
+
+    While ``session.live`` is set (graphs taken from the live tensors, see
+    ``capture.graphs.LiveGraphs``) it is called around the sync itself.
     """
     original = torch_xla.sync
     ends = StepEnds()
-    if getattr(original, "_xlaprof_session", None) is not None:
-        original = original._xlaprof_original
 
     def sync(*args: Any, **kwargs: Any) -> Any:
         entered = thread_time()  # the step's CPU up to here is the user's code and its tracing
+        live = session.live if session.recording and os.getpid() == session.pid else None
+        if live is not None:
+            entered = session.before_sync(live, entered)  # its cost is not the step's
         result = original(*args, **kwargs)
-        if session.recording and not session.user_steps and os.getpid() == session.pid:
-            frame = sys._getframe(1)
-            grad = _grad_enabled()
-            graph_required = ends.decide(frame, grad)
-            del frame
-            if graph_required is not None:
-                before = session.step_index
-                session.boundary(graph_required=graph_required, sync_entered_cpu=entered)
-                ends.ended(session.step_index != before, graph_required, grad)
+        if session.recording and os.getpid() == session.pid:
+            if live is not None:
+                session.after_sync(live)
+            if not session.user_steps:
+                frame = _caller(sys._getframe(1))
+                grad = _grad_enabled()
+                graph_required = ends.decide(frame, grad)
+                del frame
+                if graph_required is not None:
+                    before = session.step_index
+                    session.boundary(graph_required=graph_required, sync_entered_cpu=entered)
+                    ends.ended(session.step_index != before, graph_required, grad)
         return result
 
     sync._xlaprof_session = session  # type: ignore[attr-defined]
     sync._xlaprof_original = original  # type: ignore[attr-defined]
     sync.__doc__ = original.__doc__
+    _WRAPPERS.add(sync.__code__)
     torch_xla.sync = sync
     inner = sys.modules.get("torch_xla.torch_xla")
     if inner is not None and getattr(inner, "sync", None) is original:
@@ -174,8 +196,16 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     return original
 
 
+def _caller(frame: FrameType) -> FrameType:
+    """The first frame outside the sync wrappers (the user's, the loader's, torch_xla's)."""
+    while frame.f_back is not None and frame.f_code in _WRAPPERS:
+        frame = frame.f_back
+    return frame
+
+
 def uninstall_sync_hook(torch_xla: Any, session: Any, original: Any) -> None:
-    """Put ``original`` back where ``install_sync_hook`` wrapped it for ``session``."""
+    """Put ``original`` back where ``install_sync_hook`` wrapped it for ``session``: the raw
+    sync, or the enclosing session's wrapper when this one was nested."""
     if torch_xla is None or original is None:
         return
     if getattr(torch_xla.sync, "_xlaprof_session", None) is session:

@@ -27,6 +27,7 @@ from xlaprof.errors import BadCapture, XlaprofError
 from xlaprof.inputs.captures import (
     device_table,
     find_sessions,
+    hlo_sources,
     load_safely,
     name_hosts_apart,
     pick_session,
@@ -86,6 +87,7 @@ def load_trace(
         if len(frame)
     }
     devices = device_table(frames, chosen)
+    sources = hlo_sources(frames, _run_graphs(root))  # before the frames' attrs are dropped
     events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     events.attrs = {}
     for column in ("host", "plane", "plane_kind", "device", "line", "name"):
@@ -97,7 +99,7 @@ def load_trace(
     events.insert(0, "session", pd.Categorical([chosen] * len(events)))
     events["step"], bounds = assign_steps(events, first_step or 0, starts)
     bounds.insert(0, "session", chosen)
-    summary = device_model.summarize_host(events, devices, bounds)
+    summary = device_model.summarize_host(events, devices, bounds, sources)
     summary.warnings = list(warnings)
     return Trace(
         events=events,
@@ -109,6 +111,17 @@ def load_trace(
         warnings=warnings,
         device_summary=summary,
     )
+
+
+def _run_graphs(root: Path) -> list[object]:
+    """A run directory's harvested graphs (for device time per line), else none."""
+    from xlaprof.rundir.reader import find_runs, load_run
+
+    if root.is_dir():
+        runs = find_runs(root)
+        if len(runs) == 1:
+            return list(load_run(runs[0]).graphs())
+    return []
 
 
 def _first_step_from_run(root: Path) -> int | None:

@@ -15,8 +15,12 @@ class DeviceSummary:
 
     ``devices`` (device table), ``steps`` (per device and step), ``ops`` (per device and op,
     with additive columns only re-derived after a merge), ``utilization`` (per device over the
-    capture) and ``tracing`` (per host step: tracing against device busy), all keyed by session
-    and host; ``events`` is the raw event count and ``warnings`` what was wrong with the capture.
+    capture), ``tracing`` (per host step: tracing against device busy), ``bottleneck`` (per
+    device and step: seconds per cause and the one that bounds the step) and ``lines`` (device
+    time per user source line and device; None where the capture carried no HLO sources) with
+    ``line_totals`` (the same summed per line over devices, with shares), all keyed by session
+    and host; ``events`` is the raw event count and ``warnings`` what was wrong with
+    the capture.
     ``xlaprof.tables.device`` computes and merges them and documents their columns.
     """
 
@@ -27,3 +31,6 @@ class DeviceSummary:
     tracing: pd.DataFrame
     events: int = 0
     warnings: list[str] = field(default_factory=list)
+    bottleneck: pd.DataFrame | None = None
+    lines: pd.DataFrame | None = None
+    line_totals: pd.DataFrame | None = None

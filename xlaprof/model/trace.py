@@ -30,6 +30,17 @@ DEVICE_COLUMNS = [
     "peak_bytes_per_s",
 ]
 STEP_TIME_COLUMNS = ["session", "host", "step", "start_ns", "end_ns", "wall_ms", "source", "device"]
+DEVICE_STEP_TIME_COLUMNS = [
+    "session",
+    "host",
+    "device",
+    "step",
+    "start_ns",
+    "end_ns",
+    "wall_ms",
+    "busy_ms",
+    "source",
+]
 
 
 @dataclass
@@ -109,15 +120,54 @@ class Trace:
         """Per host step: lazy-tensor tracing time against device busy time (tracing-bound?)."""
         return self.summary().tracing
 
-    def step_times(self) -> pd.DataFrame:
+    def device_time_by_line(self, per_device: bool = False) -> pd.DataFrame:
+        """Device op time (self time) per user source line, from the HLO the capture embeds.
+
+        Summed over devices: file, line, function, seconds, share of all op time, executions,
+        the op with the most time there, the programs (``modules``) and categories it ran in;
+        the row with no ``file`` is op time no user line was found for. ``per_device``: one
+        row per session, host, device, category and line (``xlaprof.tables.device.lines``).
+        Empty where the capture carries no HLO sources.
+        """
+        import pandas as pd
+
+        summary = self.summary()
+        table = summary.lines if per_device else summary.line_totals
+        return pd.DataFrame() if table is None else table
+
+    def bottlenecks(self) -> pd.DataFrame:
+        """Per device and step: seconds per cause (compute, memory-bound ops, collectives,
+        async waits, infeed/outfeed, input transfers and input, compilation, tracing, host) and
+        the one that bounds the step, with its share (``xlaprof.tables.device.bottleneck``)."""
+        import pandas as pd
+
+        table = self.summary().bottleneck
+        return pd.DataFrame() if table is None else table
+
+    def step_times(self, per_device: bool = False) -> pd.DataFrame:
         """Per host and step: start, end and wall time (ms), and where the step came from.
 
         Hosts with step markers: boundary to boundary (``source`` "host steps"). Hosts without:
         from their devices' own steps (``Steps`` line, else module executions), the slowest
         device of the host giving the step's time (``device`` names it). Devices' steps are
         never stitched together.
+
+        ``per_device``: one row per device and step instead (``DEVICE_STEP_TIME_COLUMNS``):
+        each device's own steps, with its busy time, from whichever source it has (a device
+        with no steps at all has one "whole capture" row, step <NA>).
         """
         import pandas as pd
+
+        if per_device:
+            steps = self.device_steps()
+            if steps.empty:
+                return pd.DataFrame(columns=DEVICE_STEP_TIME_COLUMNS)
+            table = steps.assign(
+                wall_ms=steps["wall_s"] * 1e3,
+                busy_ms=steps["busy_s"] * 1e3,
+                source=steps["step_source"],
+            )[DEVICE_STEP_TIME_COLUMNS]
+            return table.sort_values(["host", "device", "start_ns"], ignore_index=True)
 
         parts = []
         bounds = self.step_bounds

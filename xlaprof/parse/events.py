@@ -131,6 +131,8 @@ DERIVED_LINES = frozenset(
 # and the TPU lines whose events are ops that count as busy.
 STEPS_LINE = "Steps"
 MODULES_LINE = "XLA Modules"
+# One event per asynchronous start/done pair, spanning both (``hlo_op``: the done op).
+ASYNC_OPS_LINE = "Async XLA Ops"
 TPU_OP_LINES = frozenset({"XLA Ops", "SparseCore Ops"})
 # torch_xla's host event at each torch_xla.sync(): it ends a step where no step markers are.
 STEP_MARKER = "StepMarker"

@@ -10,6 +10,7 @@ strings, as before.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,11 @@ def member(column: pd.Series, values: Iterable[object]) -> np.ndarray:
     if not isinstance(column.dtype, pd.CategoricalDtype):
         return column.astype(str).isin(wanted).to_numpy()
     return _per_category(column, lambda text: text in wanted, bool)
+
+
+def matches(column: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern.search`` on each row's text: a boolean array, one per row (missing: False)."""
+    return _per_category(column, lambda text: bool(pattern.search(text)), bool)
 
 
 def numbers(column: pd.Series) -> np.ndarray:

@@ -72,10 +72,14 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
     for row in rows:
         wall = row.wall_s
         cpu, sync = row.host_cpu_s, row.sync_cpu_s
-        if cpu is None or row.compiles:
+        # A step that compiled mixes tracing with compiling; an eager step whose per-op
+        # compiles were not recorded may have compiled.
+        unknown_eager = row.eager and row.eager_compiles is None
+        if cpu is None or row.compiles or row.eager_compiles or unknown_eager:
             cpu = sync = None
         elif sync is not None:
             cpu -= sync
+        compile_s, busy = _with_eager(row)
         out.append(
             {
                 "step": row.step,
@@ -83,15 +87,30 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
                 "python_tracing_s": cpu,
                 "tracing_s": row.tracing_s,
                 "graph_build_s": sync,
-                "compile_s": row.compile_s,
+                "compile_s": compile_s,
                 "transfer_s": row.to_device_s + row.from_device_s,
                 "device_wait_s": None,
-                "device_busy_s": row.execute_s,
-                "device_idle_s": None if wall is None else max(wall - row.execute_s, 0.0),
+                # ExecuteTime can hold an execution queued in the step before: never above wall
+                "device_busy_s": busy if wall is None or busy is None else min(busy, wall),
+                "device_idle_s": None if wall is None or busy is None else max(wall - busy, 0.0),
                 "source": "metrics",
             }
         )
     return out
+
+
+def _with_eager(row: StepRow) -> tuple[float | None, float | None]:
+    """A step's compile and device-busy seconds, eager mode's per-op graphs included.
+
+    In eager mode torch_xla records per-op compiles and executions in their own metrics; a step
+    known to be eager whose row does not hold them (an older xlaprof) has neither measured.
+    """
+    if row.eager and row.eager_compile_s is None:
+        return None, None
+    return (
+        row.compile_s + (row.eager_compile_s or 0.0),
+        row.execute_s + (row.eager_execute_s or 0.0),
+    )
 
 
 def from_trace(
@@ -99,14 +118,20 @@ def from_trace(
     rows: list[StepRow],
     bounds: pd.DataFrame | None = None,
     device_busy: dict[int, float | None] | None = None,
+    device_windows: pd.DataFrame | None = None,
 ) -> list[dict[str, object]]:
     """Rows for the steps the trace covers (one host: the first).
 
     A step's wall time is boundary to boundary (``bounds``, from ``Trace.step_bounds``): the
     extent of its events would leave out host time with no events in it (idle Python, sleeps).
     ``device_busy`` is the device model's busy time per host step (the busiest device's
-    compute events in the step: ``Trace.tracing_vs_device()``); it is used where the host has
-    device planes without an ``XLA Modules`` line (GPUs).
+    compute events in the step: ``Trace.tracing_vs_device()``): the device busy of every step
+    it has, so the timeline and the device tables agree (and busy never exceeds wall).
+
+    A host without step markers whose devices have their own steps (a ``Steps`` line, module
+    executions) gets one row per device step from ``device_windows`` (``Trace.step_times()``'s
+    rows of that host: the slowest device's window per step, with ``busy_ms``): a step is one
+    device's, never a window stitched over several devices' events.
     """
     import pandas as pd
 
@@ -124,18 +149,36 @@ def from_trace(
     # A PJRT client that records its calls records its compiles: a step without one compiled
     # nothing (0.0); a capture without PJRT calls (PyTorch eager) did not measure compiles.
     pjrt = not lazy and bool(cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any())
+    all_events = events
     events = events[events["step"].notna()]
     limits = {}
     if bounds is not None and not bounds.empty:
         mine = bounds[bounds["host"] == host]
         limits = {int(r.step): (int(r.start_ns), int(r.end_ns)) for r in mine.itertuples()}
+    by_device = not limits and device_windows is not None and not device_windows.empty
+    if by_device:
+        assert device_windows is not None
+        mine = device_windows[device_windows["host"].astype(str) == str(host)]
+        limits = {int(r.step): (int(r.start_ns), int(r.end_ns)) for r in mine.itertuples()}
+        device_busy = {
+            int(r.step): None if r.busy_ms != r.busy_ms else float(r.busy_ms) / 1e3
+            for r in mine.itertuples()
+        }
+        starts = all_events["start_ns"].to_numpy()
+        groups = [
+            (step, all_events[(starts >= start) & (starts < end)])
+            for step, (start, end) in sorted(limits.items())
+        ]
     tracing = {row.step: row.tracing_s for row in rows}
     execute = {row.step: row.execute_s for row in rows}
+    if not by_device:
+        groups = list(events.groupby("step", observed=True))
     out = []
-    for step, group in events.groupby("step", observed=True):
-        start, end = limits.get(
-            int(step), (int(group["start_ns"].min()), int(group["end_ns"].max()))
-        )
+    for step, group in groups:
+        if int(step) in limits:
+            start, end = limits[int(step)]
+        else:
+            start, end = int(group["start_ns"].min()), int(group["end_ns"].max())
         wall = end - start
         main = group[(group["plane_kind"] == "host") & (group["line"] == main_line)]
         names = main["name"].astype(str)
@@ -168,7 +211,9 @@ def from_trace(
                 parts["compile_s"] = _covered_ns(spans(_PJRT_COMPILE)) / 1e9
         device = group[group["plane_kind"] == "device"]
         busy: float | None
-        if has_modules and not device.empty:
+        if device_busy and int(step) in device_busy:
+            busy = device_busy[int(step)]
+        elif has_modules and not device.empty:
             busy = _covered_ns(device[device["line"] == MODULES_LINE]) / 1e9
         elif has_devices:
             busy = (device_busy or {}).get(int(step))
@@ -217,20 +262,36 @@ def step_timeline(
     trace_events: pd.DataFrame | None = None,
     step_bounds: pd.DataFrame | None = None,
     device_busy: dict[int, float | None] | None = None,
+    device_windows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per step: trace-derived where the trace covers the step, metrics otherwise.
 
-    ``device_busy``: the device model's busy time per step of the trace's first host (see
-    ``from_trace``), for captures whose devices have no ``XLA Modules`` line.
+    ``device_busy``: the device model's busy time per step of the trace's first host;
+    ``device_windows``: its device steps where it has no step markers (see ``from_trace``).
     """
     import pandas as pd
 
     by_step = {r["step"]: r for r in from_metrics(rows)}
     if trace_events is not None:
-        for row in from_trace(trace_events, rows, step_bounds, device_busy):
+        for row in from_trace(trace_events, rows, step_bounds, device_busy, device_windows):
             by_step[row["step"]] = row
     frame = pd.DataFrame([by_step[k] for k in sorted(by_step)], columns=COLUMNS)
     for column in COLUMNS[1:-1]:  # not measured -> NaN (None in JSON, "—" on screen)
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     frame["source"] = frame["source"].astype("category")
     return frame
+
+
+def steady_median(timeline: pd.DataFrame, warmup_steps: int) -> tuple[pd.Series, int]:
+    """The steady step of median wall time (its row: its parts add up to its wall time, where
+    medians taken column by column would not) and how many steady steps there are: after
+    warm-up (``step >= warmup_steps``) and, where the step model marked them (``steady``),
+    compiling nothing. The console's median row, the story and ``xlaprof mcp`` show this step."""
+    steady = timeline[timeline["step"] >= warmup_steps]
+    if "steady" in steady:
+        steady = steady[steady["steady"].astype(bool)]
+    steady = steady[steady["wall_s"].notna()]
+    if steady.empty:
+        return timeline.iloc[:0][COLUMNS[1:-1]].median(), 0
+    ordered = steady.sort_values("wall_s", kind="stable")
+    return ordered.iloc[(len(ordered) - 1) // 2], len(steady)

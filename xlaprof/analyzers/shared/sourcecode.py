@@ -345,3 +345,22 @@ def loop_call_of(file: str, line: int, function: str) -> int | None:
             if name == function:
                 return node.lineno
     return None
+
+
+def calls_with_true(file: str, function: str) -> list[int]:
+    """Lines of ``file`` calling ``function`` (by its last name) with ``True`` as the first
+    argument, e.g. ``torch_xla.experimental.eager_mode(True)``; [] if the file is unreadable."""
+    tree = _tree(file)
+    if tree is None:
+        return []
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if isinstance(node.func, ast.Name):
+            name = node.func.id
+        first = node.args[0]
+        if name == function and isinstance(first, ast.Constant) and first.value is True:
+            lines.append(node.lineno)
+    return sorted(lines)

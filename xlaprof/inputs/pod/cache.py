@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 
 CACHE_SUFFIX = ".xlaprof.parquet"
 # 2: events carry group_id; 3: the device tables have the autotune category and the host-vs-
-# device columns (device_idle_s, lazy_tensor, bound)
-CACHE_VERSION = "3"
+# device columns (device_idle_s, lazy_tensor, bound); 4: the bottleneck table, the host_transfer
+# category, and each step's bound from the one step model (tables/story.py)
+CACHE_VERSION = "4"
 CACHE_DIR_ENV = "XLAPROF_CACHE_DIR"
 
 
@@ -110,7 +111,7 @@ def _described(schema: object, rows: int, summary: bytes) -> str:
 
 
 _SUMMARY_TABLES = ("step_bounds", "steps")
-_DEVICE_TABLES = ("devices", "steps", "ops", "utilization", "tracing")
+_DEVICE_TABLES = ("devices", "steps", "ops", "utilization", "tracing", "bottleneck")
 
 
 def _table_bytes(frame: pd.DataFrame) -> str:

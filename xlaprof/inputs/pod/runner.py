@@ -69,7 +69,7 @@ def _named_apart(summaries: list[HostSummary]) -> list[HostSummary]:
             summary.step_bounds = summary.step_bounds.assign(host=name)
             summary.steps = summary.steps.assign(host=name)
             model = summary.device
-            for table in ("devices", "steps", "ops", "utilization", "tracing"):
+            for table in ("devices", "steps", "ops", "utilization", "tracing", "bottleneck"):
                 frame = getattr(model, table)
                 if "host" in frame.columns:
                     setattr(model, table, frame.assign(host=name))

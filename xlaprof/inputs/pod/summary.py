@@ -134,7 +134,7 @@ def summarize_events(
         )
     model = device_model.summarize_host(events, events.attrs.get("devices"), bounds)
     for row in model.steps.itertuples(index=False):
-        if row.step is None or row.step != row.step or row.step is pd.NA:
+        if pd.isna(row.step):  # None, NaN or pd.NA (a device with no steps: "whole capture")
             continue
         wall = int(row.end_ns) - int(row.start_ns)
         busy = round(float(row.busy_s) * 1e9)
