@@ -1,0 +1,334 @@
+"""The source of each compiled HLO instruction, from the HLO protos a capture embeds.
+
+Every XSpace capture here (TPU, GPU, JAX on CPU, torch_xla) carries its programs' optimized HLO
+modules: plane ``/host:metadata``, one event metadata per program (named ``jit_f(<program
+id>)`` or by its module), stat ``Hlo Proto`` holding a serialized ``xla.HloProto``. Each
+instruction's ``OpMetadata`` says where it came from: ``op_type``/``op_name`` (the framework op,
+e.g. ``aten__addmm`` or ``jit(f)/jit(main)/dot_general``), ``source_file``/``source_line`` (the
+innermost frame) and ``stack_frame_id``, the whole Python stack in the module's
+``stack_frame_index``.
+
+Only the fields used are declared, in a schema built at run time with ``google.protobuf``'s
+descriptor API as ``xlaprof.parse.xplane.schema`` builds XSpace's (no XLA or JAX needed;
+unknown fields are skipped by the protobuf runtime). Field numbers are those of the public
+``xla/service/hlo.proto`` and ``xla/xla_data.proto``:
+
+- ``HloProto.hlo_module`` 1 -> ``HloModuleProto``: ``name`` 1, ``computations`` 3, ``id`` 5,
+  ``stack_frame_index`` 17.
+- ``HloComputationProto``: ``name`` 1, ``instructions`` 2, ``id`` 5.
+- ``HloInstructionProto``: ``name`` 1, ``opcode`` 2, ``metadata`` 7, ``id`` 35,
+  ``called_computation_ids`` 38.
+- ``OpMetadata``: ``op_type`` 1, ``op_name`` 2, ``source_file`` 3, ``source_line`` 4,
+  ``stack_frame_id`` 15.
+- ``StackFrameIndexProto``: ``file_names`` 1, ``function_names`` 2, ``file_locations`` 3
+  (``file_name_id`` 1, ``function_name_id`` 2, ``line`` 3), ``stack_frames`` 4
+  (``file_location_id`` 1, ``parent_frame_id`` 2); ids count from 1, 0 is "none".
+
+``instruction_sources`` gives one row per instruction: module, program id, instruction, opcode,
+op type and name, the innermost frame, and the innermost frame in the user's code (the stack
+walked outward until a file that ``is_library_file`` does not call a library: not
+site-packages, torch, jax's installed files or the standard library). A fusion or a wrapper
+(``call``, ``while``) whose own metadata names no line takes the line most of the instructions
+it calls carry; an instruction with no line inside a computation that a caller with a line
+calls (a copy in a loop body) takes its caller's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from xlaprof.parse.frames import is_library_file
+
+# The metadata plane and the stat that holds a program's HloProto.
+METADATA_PLANE = "/host:metadata"
+HLO_PROTO_STAT = "Hlo Proto"
+
+SOURCE_COLUMNS = [
+    "module",
+    "program_id",
+    "instruction",
+    "opcode",
+    "op_type",
+    "op_name",
+    "source_file",
+    "source_line",
+    "user_file",
+    "user_line",
+    "user_function",
+]
+
+
+@dataclass(frozen=True)
+class InstructionSource:
+    """Where one HLO instruction came from (a row of ``SOURCE_COLUMNS``)."""
+
+    module: str
+    program_id: str | None
+    instruction: str
+    opcode: str
+    op_type: str | None
+    op_name: str | None
+    source_file: str | None
+    source_line: int | None
+    user_file: str | None
+    user_line: int | None
+    user_function: str | None
+
+
+@functools.cache
+def hlo_proto_class() -> Any:
+    """The ``HloProto`` message class, with only the fields this module reads."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    field = descriptor_pb2.FieldDescriptorProto
+    optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="xlaprof_hlo.proto", package="xlaprof.hlo", syntax="proto3"
+    )
+
+    def message(name: str, fields: list[tuple[Any, ...]]) -> None:
+        described = proto.message_type.add(name=name)
+        for fname, number, ftype, *rest in fields:
+            label = rest[0] if rest else optional
+            added = described.field.add(name=fname, number=number, type=ftype, label=label)
+            if len(rest) > 1:
+                added.type_name = f".xlaprof.hlo.{rest[1]}"
+
+    message(
+        "OpMetadata",
+        [
+            ("op_type", 1, field.TYPE_STRING),
+            ("op_name", 2, field.TYPE_STRING),
+            ("source_file", 3, field.TYPE_STRING),
+            ("source_line", 4, field.TYPE_INT32),
+            ("stack_frame_id", 15, field.TYPE_INT32),
+        ],
+    )
+    message(
+        "HloInstructionProto",
+        [
+            ("name", 1, field.TYPE_STRING),
+            ("opcode", 2, field.TYPE_STRING),
+            ("metadata", 7, field.TYPE_MESSAGE, optional, "OpMetadata"),
+            ("id", 35, field.TYPE_INT64),
+            ("called_computation_ids", 38, field.TYPE_INT64, repeated),
+        ],
+    )
+    message(
+        "HloComputationProto",
+        [
+            ("name", 1, field.TYPE_STRING),
+            ("instructions", 2, field.TYPE_MESSAGE, repeated, "HloInstructionProto"),
+            ("id", 5, field.TYPE_INT64),
+        ],
+    )
+    message(
+        "FileLocation",
+        [
+            ("file_name_id", 1, field.TYPE_INT32),
+            ("function_name_id", 2, field.TYPE_INT32),
+            ("line", 3, field.TYPE_INT32),
+        ],
+    )
+    message(
+        "StackFrame",
+        [("file_location_id", 1, field.TYPE_INT32), ("parent_frame_id", 2, field.TYPE_INT32)],
+    )
+    message(
+        "StackFrameIndexProto",
+        [
+            ("file_names", 1, field.TYPE_STRING, repeated),
+            ("function_names", 2, field.TYPE_STRING, repeated),
+            ("file_locations", 3, field.TYPE_MESSAGE, repeated, "FileLocation"),
+            ("stack_frames", 4, field.TYPE_MESSAGE, repeated, "StackFrame"),
+        ],
+    )
+    message(
+        "HloModuleProto",
+        [
+            ("name", 1, field.TYPE_STRING),
+            ("computations", 3, field.TYPE_MESSAGE, repeated, "HloComputationProto"),
+            ("id", 5, field.TYPE_INT64),
+            ("stack_frame_index", 17, field.TYPE_MESSAGE, optional, "StackFrameIndexProto"),
+        ],
+    )
+    message("HloProto", [("hlo_module", 1, field.TYPE_MESSAGE, optional, "HloModuleProto")])
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("xlaprof.hlo.HloProto"))
+
+
+def embedded_hlo_protos(space: Any) -> list[tuple[str, bytes]]:
+    """``(event metadata name, serialized HloProto)`` for each program ``space`` embeds."""
+    found = []
+    for plane in space.planes:
+        if plane.name != METADATA_PLANE:
+            continue
+        names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        for meta in plane.event_metadata.values():
+            for stat in meta.stats:
+                if names.get(stat.metadata_id) == HLO_PROTO_STAT and stat.bytes_value:
+                    found.append((meta.name, bytes(stat.bytes_value)))
+    return found
+
+
+def program_id_of(name: str) -> str | None:
+    """``jit_f(12190760917235803885)`` -> ``12190760917235803885``; None without one."""
+    if name.endswith(")") and "(" in name:
+        inner = name[name.rindex("(") + 1 : -1]
+        return inner if inner.isdigit() else None
+    return None
+
+
+def instruction_sources(
+    protos: Iterable[tuple[str, bytes]], is_library: Any = is_library_file
+) -> list[InstructionSource]:
+    """One row per instruction of each embedded program (see the module docstring).
+
+    A proto that does not parse is skipped: a capture's other programs still give their lines.
+    """
+    from google.protobuf.message import DecodeError
+
+    cls = hlo_proto_class()
+    rows: list[InstructionSource] = []
+    for name, data in protos:
+        proto = cls()
+        try:
+            proto.ParseFromString(data)
+        except DecodeError:
+            continue
+        rows.extend(_module_rows(proto.hlo_module, program_id_of(name), is_library))
+    return rows
+
+
+def _module_rows(module: Any, program_id: str | None, is_library: Any) -> list[InstructionSource]:
+    frames = _Frames(module.stack_frame_index, is_library)
+    rows: dict[int, InstructionSource] = {}
+    called: dict[int, list[int]] = {}
+    computation_rows: dict[int, list[int]] = {}
+    serial = 0
+    for computation in module.computations:
+        mine = computation_rows.setdefault(computation.id, [])
+        for inst in computation.instructions:
+            meta = inst.metadata
+            source_file = meta.source_file or None
+            source_line = meta.source_line or None
+            user = frames.user(meta.stack_frame_id) if meta.stack_frame_id else None
+            if user is None and source_file and not is_library(source_file):
+                user = (source_file, source_line, None)
+            if source_file is None and meta.stack_frame_id:
+                innermost = frames.frame(meta.stack_frame_id)
+                if innermost is not None:
+                    source_file, source_line = innermost[0], innermost[1]
+            rows[serial] = InstructionSource(
+                module=module.name,
+                program_id=program_id,
+                instruction=inst.name,
+                opcode=inst.opcode,
+                op_type=meta.op_type or None,
+                op_name=meta.op_name or None,
+                source_file=source_file,
+                source_line=source_line,
+                user_file=None if user is None else user[0],
+                user_line=None if user is None else user[1],
+                user_function=None if user is None else user[2],
+            )
+            called[serial] = list(inst.called_computation_ids)
+            mine.append(serial)
+            serial += 1
+    # A fusion or wrapper without a user line of its own: the line most of what it calls has.
+    for index, callees in called.items():
+        row = rows[index]
+        if row.user_file is not None or not callees:
+            continue
+        votes: Counter[tuple[str, int | None, str | None]] = Counter()
+        pending = list(callees)
+        seen: set[int] = set()
+        while pending:
+            computation = pending.pop()
+            if computation in seen:
+                continue
+            seen.add(computation)
+            for inner in computation_rows.get(computation, []):
+                got = rows[inner]
+                if got.user_file is not None:
+                    votes[(got.user_file, got.user_line, got.user_function)] += 1
+                pending.extend(called.get(inner, []))
+        if votes:
+            (file, line, function), _ = votes.most_common(1)[0]
+            rows[index] = InstructionSource(
+                **{**row.__dict__, "user_file": file, "user_line": line, "user_function": function}
+            )
+    # An instruction with no line inside a computation its caller has one for (a copy in a
+    # while loop's body, a compiler-made clone): the caller's line.
+    for index, callees in called.items():
+        caller = rows[index]
+        if caller.user_file is None:
+            continue
+        pending, seen = list(callees), set()
+        while pending:
+            computation = pending.pop()
+            if computation in seen:
+                continue
+            seen.add(computation)
+            for inner in computation_rows.get(computation, []):
+                if rows[inner].user_file is None:
+                    rows[inner] = InstructionSource(
+                        **{
+                            **rows[inner].__dict__,
+                            "user_file": caller.user_file,
+                            "user_line": caller.user_line,
+                            "user_function": caller.user_function,
+                        }
+                    )
+                pending.extend(called.get(inner, []))
+    return list(rows.values())
+
+
+class _Frames:
+    """A module's stack frame index: frame id -> (file, line, function), and the user's frame."""
+
+    def __init__(self, index: Any, is_library: Any) -> None:
+        self.files = list(index.file_names)
+        self.functions = list(index.function_names)
+        self.locations = [
+            (loc.file_name_id, loc.function_name_id, loc.line) for loc in index.file_locations
+        ]
+        self.parents = [
+            (frame.file_location_id, frame.parent_frame_id) for frame in index.stack_frames
+        ]
+        self.is_library = is_library
+        self._user: dict[int, tuple[str, int | None, str | None] | None] = {}
+
+    def frame(self, frame_id: int) -> tuple[str, int | None, str | None] | None:
+        if not 0 < frame_id <= len(self.parents):
+            return None
+        location_id = self.parents[frame_id - 1][0]
+        if not 0 < location_id <= len(self.locations):
+            return None
+        file_id, function_id, line = self.locations[location_id - 1]
+        file = self.files[file_id - 1] if 0 < file_id <= len(self.files) else ""
+        function = (
+            self.functions[function_id - 1] if 0 < function_id <= len(self.functions) else None
+        )
+        return file, line or None, function
+
+    def user(self, frame_id: int) -> tuple[str, int | None, str | None] | None:
+        """The innermost frame of ``frame_id``'s stack in the user's code, or None."""
+        if frame_id in self._user:
+            return self._user[frame_id]
+        found = None
+        current, hops = frame_id, 0
+        while 0 < current <= len(self.parents) and hops < 1000:
+            got = self.frame(current)
+            if got is not None and got[0] and not self.is_library(got[0]):
+                found = got
+                break
+            current = self.parents[current - 1][1]
+            hops += 1
+        self._user[frame_id] = found
+        return found
