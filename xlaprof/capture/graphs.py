@@ -3,7 +3,10 @@
 torch_xla dumps every module XLA compiles into a dump folder (``--xla_dump_to``). After a step
 that compiled, the new pre-optimization HLO files (which carry the user's source file:line in
 their metadata when IR debug is on) are gzipped into ``graphs/`` and everything else XLA wrote
-(LLVM IR, objects) is deleted, so the run directory stays small.
+(LLVM IR, objects) is deleted, so the run directory stays small. Each module's pre-optimization
+HloProto (``--xla_dump_hlo_as_proto``) is kept beside its text: the text names only an op's
+innermost frame, the proto's stack frame index holds the whole Python stack, which is how an op
+made inside a library reaches the user's line that called it.
 
 Source lines in a graph need torch_xla's IR debug, which records a Python stack for every op
 traced: 20-100% more host tracing time on op-heavy steps. Graphs only need it on the steps that
@@ -28,6 +31,7 @@ MAX_GRAPHS = 64
 MAX_GRAPH_BYTES = 64 * 1024**2
 DUMP_DIR = ".xla_dump"
 _BEFORE = ".before_optimizations.txt"
+_BEFORE_PROTO = ".before_optimizations.hlo.pb"
 # IR debug goes off after this many steps in a row without a compilation.
 FLAT_STEPS = 3
 FRAMES_MODES = ("auto", "always")
@@ -44,10 +48,11 @@ class GraphHarvester:
 
     def xla_flags(self, flags: str) -> str:
         """``XLA_FLAGS`` with the dump options added (torch_xla reads them at first compile)."""
-        return f"{flags} --xla_dump_to={self.dump} --xla_dump_hlo_as_text".strip()
+        dump = f"--xla_dump_to={self.dump} --xla_dump_hlo_as_text --xla_dump_hlo_as_proto"
+        return f"{flags} {dump}".strip()
 
     def collect(self, step: int, final: bool = False) -> None:
-        """Keep each new module's pre-optimization HLO (gzipped); drop the rest of the dump."""
+        """Keep each new module's pre-optimization HLO text and proto (gzipped); drop the rest."""
         if not self.dump.is_dir():
             return
         graphs = self.directory / GRAPHS_DIR
@@ -57,7 +62,7 @@ class GraphHarvester:
                 index.write(json.dumps(self._keep(path, step, graphs)) + "\n")
                 path.unlink()
         for path in self.dump.iterdir():  # LLVM IR, objects, reports: not needed, often large
-            if path.is_file() and not path.name.endswith(_BEFORE):
+            if path.is_file() and not path.name.endswith((_BEFORE, _BEFORE_PROTO)):
                 path.unlink()
         if final:
             shutil.rmtree(self.dump, ignore_errors=True)
@@ -84,6 +89,13 @@ class GraphHarvester:
                 shutil.copyfileobj(source, target)
             record["file"] = name
             self.kept += 1
+            proto = path.with_name(path.name.removesuffix(_BEFORE) + _BEFORE_PROTO)
+            if proto.is_file() and proto.stat().st_size <= MAX_GRAPH_BYTES:
+                name = f"{path.name.removesuffix(_BEFORE)}.hlo.pb.gz"
+                with proto.open("rb") as source, gzip.open(graphs / name, "wb") as target:
+                    shutil.copyfileobj(source, target)
+                record["proto"] = name
+        path.with_name(path.name.removesuffix(_BEFORE) + _BEFORE_PROTO).unlink(missing_ok=True)
         return record
 
 

@@ -123,6 +123,11 @@ def run(
     env[runhook.ENV_SAMPLE_HZ] = f"{sample_hz:g}"
     # Read when torch_xla is imported, so it cannot wait for the session (capture/metrics.py).
     env.setdefault("XLA_METRICS_SAMPLES", METRICS_SAMPLES)
+    if debug_level > 0:
+        from xlaprof.capture.session import DEBUG_MAX_FRAMES
+
+        # the user's line under a library's sync or read: see DEBUG_MAX_FRAMES
+        env.setdefault("PT_XLA_DEBUG_MAX_FRAME", str(DEBUG_MAX_FRAMES))
     if graphs:
         # torch_xla reads these when it is imported: they must be set before Python starts.
         env["XLA_IR_DEBUG"] = "1"
