@@ -16,12 +16,24 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from xlaprof.analyzers.shared.graph_diff import DYNAMIC_SHAPE_OPS, Explanation, explain
+from xlaprof.analyzers.shared.graph_diff import (
+    DYNAMIC_SHAPE_OPS,
+    KINDS,
+    Explanation,
+    InputChange,
+    Keys,
+    diff,
+    explain,
+    merge,
+    most_similar,
+)
 from xlaprof.analyzers.shared.sourcecode import (
     argument_origin,
+    enclosing_class,
     enclosing_function,
+    enclosing_loop,
     loop_call_of,
     loop_reassignment,
     source_line,
@@ -32,9 +44,14 @@ from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.dynamo_log import DynamoRecord
 from xlaprof.parse.frames import is_library_file, user_location
 from xlaprof.rundir.reader import link_graphs
+from xlaprof.rundir.schema import GraphInfo
 
-# A fixed-shape training loop compiles one graph at step 0 and another at step 1 (optimizer
-# state appears), then never again.
+# A fixed-shape training loop compiles at step 0 and again at step 1 (optimizer state appears),
+# then never again: a site's first two steps that compiled are its warm-up (any number of graphs
+# in them, e.g. an evaluation serving three fixed sizes), as long as it has not yet run a graph
+# from its cache.
+WARMUP_COMPILE_STEPS = 2
+# Without step numbers (a pasted log): a budget of graphs per site.
 WARMUP_GRAPHS_PER_SITE = 2
 # Metrics-only heuristics: more compiles than warm-up and either this many in all...
 METRICS_MIN_COMPILES_ABSOLUTE = 10
@@ -91,16 +108,34 @@ def analyze(data: AnalysisInput) -> list[Finding]:
 
 
 def _dynamic_sites(data: AnalysisInput) -> dict[Location, str]:
-    """Lines where an op with a data-dependent output shape fell back to the CPU."""
+    """Frames where an op with a data-dependent output shape fell back to the CPU.
+
+    Each fallback record gives two: its innermost frame outside torch (where the op was called,
+    in a library or not: transformers' experts loop calls ``torch.where(mask)``), which is the
+    line a graph input made from the result names, and its user frame.
+    """
     sites = {}
     for record in data.debug.fallbacks:
         op = (record.op or "").removeprefix("aten::")
-        if op in DYNAMIC_SHAPE_OPS:
-            location = user_location(record.frames)
-            if location is not None:
-                sites[location] = op
+        if op not in DYNAMIC_SHAPE_OPS:
+            continue
+        innermost = next(
+            (
+                f
+                for f in record.frames
+                if f.file is not None and f.line is not None and not _TORCH_FILE.search(f.file)
+            ),
+            None,
+        )
+        if innermost is not None and innermost.file is not None and innermost.line is not None:
+            sites[Location(innermost.file, innermost.line)] = op
+        location = user_location(record.frames)
+        if location is not None:
+            sites[location] = op
     return sites
 
+
+_TORCH_FILE = re.compile(r"[/\\]torch(_xla)?[/\\]")
 
 _ADVICE = {
     "input_shapes": (
@@ -110,9 +145,10 @@ _ADVICE = {
         "torch.compile(backend='openxla')."
     ),
     "data_dependent": (
-        "A shape depends on the data (nonzero, boolean masking, unique): each new count is a "
-        "new graph. Keep shapes fixed: multiply by the mask or use torch.where(mask, x, 0) "
-        "instead of selecting rows, and reduce with the mask as a weight."
+        "A shape depends on the data (nonzero, one-argument torch.where, boolean indexing, "
+        "masked_select, unique): each new count is a new graph. Keep shapes fixed: multiply by "
+        "the mask or use torch.where(mask, x, 0) instead of selecting rows, and reduce with the "
+        "mask as a weight."
     ),
     "dynamo_shapes": (
         "torch.compile guards on each input's sizes: every new size compiles again (with the "
@@ -124,19 +160,88 @@ _ADVICE = {
         "A guard of the compiled function failed, so dynamo compiled it again: keep the value "
         "the guard names fixed between calls, or make it a tensor input."
     ),
+    "baked_value": (
+        "torch_xla passes a Python number to the graph as device data, except a value equal to "
+        "0 or 1 in the tensor's dtype (after rounding), which it bakes into the graph as a "
+        "constant: the step where the number reaches 0 or 1 compiles a new graph. Keep the "
+        "number away from 0 and 1 (a floor on a schedule), or pass it as a device tensor."
+    ),
     "constant": (
-        "A Python number passed to an op (a shift, a size, an index, a slice bound) is baked "
-        "into the graph as a constant, so each new value compiles a new graph. Keep it fixed, "
-        "or pass it as a device tensor (torch.tensor(value, device=...)) and use an op that "
-        "takes a tensor (torch.gather / index_select instead of a Python-int roll or slice)."
+        "A Python number passed to an op (a shift, a size, an index) is baked into the graph as "
+        "a constant, so each new value compiles a new graph. Keep it fixed, or pass it as a "
+        "device tensor (torch.tensor(value, device=...)) and use an op that takes a tensor."
+    ),
+    "attribute": (
+        "A Python number used as a slice bound or size is baked into the graph, so each new "
+        "value compiles a new graph. Index with a device tensor instead (index_select, "
+        "torch.gather or narrow with a tensor of positions), slice on the host before "
+        "`.to(device)`, or keep the bounds fixed."
+    ),
+    "sizes": (
+        "A size made from a Python number (torch.arange(n), a slice length, a view) changes "
+        "between steps while the inputs stay the same: keep it fixed (pad to a maximum length) "
+        "or compute it from a fixed-size tensor and a mask."
+    ),
+    "parameters": (
+        "The graph takes a different set of inputs than the graph it replaced: a tensor "
+        "created or dropped on some steps only, or two inputs that happen to be the same "
+        "value. Keep the same tensors flowing into the step every time."
     ),
     "structure": (
-        "The graph's structure changes between steps with the same inputs. Look at the line "
-        "named: a Python `if` on a tensor value, a Python number that changes every step, or "
-        "a code path taken only sometimes. Move the branch into the graph (torch.where) or "
-        "make the value a tensor."
+        "The graph's ops change between steps. Look at the line named: a Python `if` on a "
+        "tensor value, a Python number that changes every step, or a code path taken only "
+        "sometimes. Move the branch into the graph (torch.where) or make the value a tensor."
     ),
 }
+# Fix texts for causes inside a library, where the user's remedy is a setting of the library.
+# transformers' MoE experts (experts_implementation="eager") route tokens with
+# torch.where(mask) and index each expert's tokens: examples/realcode/hf_mixtral_moe.py
+# measured 31 compiles in 3 steps, and hf_mixtral_batched.py 2 in all with "batched_mm".
+_TRANSFORMERS_EXPERTS = (
+    " This is transformers' experts loop ({where}): load the model with "
+    'experts_implementation="batched_mm", which runs every expert on fixed shapes (measured on '
+    'Mixtral: 2 compilations in all instead of new graphs every step), instead of "eager".'
+)
+# torch.optim's Adam/AdamW compute two Python numbers that reach 1.0 in float32: the decoupled
+# weight decay factor (1 - lr * weight_decay), with lr * weight_decay below 2**-25 (about 3e-8),
+# and the bias corrections (1 - beta ** step) late in training. examples/realcode/
+# hf_bert_cosine_lr.py measured the first: a cosine schedule's last step recompiles, and
+# XLA_NO_SPECIAL_SCALARS=1 does not stop it (the value 1.0 then shares a cached device scalar
+# with another input instead).
+_WEIGHT_DECAY = (
+    " Here it is the optimizer's decoupled weight decay `1 - lr * weight_decay` ({where}): at "
+    "a tiny learning rate (lr * weight_decay below about 3e-8, which a schedule decaying to 0 "
+    "reaches at its end) it is 1.0 in float32. Keep lr * weight_decay at or above 6e-8 until "
+    "the last step (a floor on the schedule: a minimum learning rate of 6e-8 / weight_decay), "
+    "or end the schedule before it reaches ~0. XLA_NO_SPECIAL_SCALARS=1 does not prevent this "
+    "recompilation (measured)."
+)
+_BIAS_CORRECTION = (
+    " Here it is the optimizer's bias correction `1 - beta ** step` ({where}), which is 1.0 in "
+    "float32 once beta ** step is below about 3e-8: one recompile late in training, a "
+    "one-time cost."
+)
+_OPTIMIZER = (
+    " It is in torch.optim ({where}): the numbers there that reach 1.0 in float32 are AdamW's "
+    "decoupled weight decay `1 - lr * weight_decay` at a tiny learning rate (keep lr * "
+    "weight_decay at or above 6e-8 until the last step: a floor on the schedule, or end it "
+    "before ~0; XLA_NO_SPECIAL_SCALARS=1 does not prevent it, measured) and the bias "
+    "corrections `1 - beta ** step` late in training (one recompile, a one-time cost)."
+)
+_GROWN = (
+    "An input is rebuilt by a reassignment in the loop (line {line}) and grows every step, so "
+    "every step traces graphs of a new shape and compiles them. Allocate it once at its final "
+    "size and write each step's values into it at a position index (a fixed shape, with a mask "
+    "over the part filled so far), or keep a static KV cache (transformers' StaticCache)."
+)
+_SHORT_BATCH = (
+    "The loop yields batches whose first dimension changes ({sizes}): the data set's size is "
+    "not a multiple of the batch size, so the last batch is short and compiles a graph of its "
+    "own (once per shape; again wherever it is traced anew). Pass drop_last=True to the "
+    "DataLoader, or pad the last batch to the full size (and mask the padded rows out of the "
+    "loss)."
+)
+_CUT_SITE = "the line that ran the sync: the graphs named no line of yours nearer the cause"
 
 
 @dataclass
@@ -144,22 +249,64 @@ class _Site:
     """The compilations one cut site (the user's line that ran the sync) made."""
 
     location: Location | None
-    events: list[DebugEvent]
-    late: list[DebugEvent]
+    events: list[DebugEvent]  # every compilation at the site
+    late: list[DebugEvent]  # recompilations: after warm-up, and not a graph first needed late
     explanation: Explanation | None
+    first_needed: list[DebugEvent] = field(default_factory=list)  # new graphs compiled late
+
+    @property
+    def late_steps(self) -> frozenset[int]:
+        return frozenset(e.step for e in self.late if e.step is not None)
+
+    @property
+    def rank(self) -> int:
+        """How actionable the site's explanation is (lower first, as graph_diff.KINDS)."""
+        kind = self.explanation.kind if self.explanation is not None else None
+        return KINDS.index(kind) if kind in KINDS else len(KINDS)
 
 
 def _split_warmup(events: list[DebugEvent]) -> tuple[list[DebugEvent], list[DebugEvent]]:
-    """A site's compilations -> (warm-up, later), judged on the site's own history.
+    """A site's compilations -> (warm-up, later), judged per graph on the site's own history.
 
-    ``events`` are the site's compilation and execution events in log order. Warm-up is the
-    site's first ``WARMUP_GRAPHS_PER_SITE`` compilations, as long as every execution before them
-    ran a freshly compiled graph: optimizer state appears on a site's first calls, whatever the
-    step number (a gradient-accumulation step first runs at step 3). A compilation after the
-    site has once reused a cached graph, or beyond that count, is a recompilation. A site's
-    first graph with no inputs computes constants: set-up work flushed by the loop's first sync
-    (``total = torch.zeros(...)``), not counted.
+    ``events`` are the site's compilation and execution events in log order. With step numbers
+    (run directories), warm-up is every compilation in the site's first
+    ``WARMUP_COMPILE_STEPS`` steps that compiled, before the site has run a graph from its cache:
+    optimizer state appears on a site's second step, and an evaluation that serves three fixed
+    sizes compiles all three at its first call. A compilation after the site has reused a cached
+    graph (a short last batch), or in a later compiling step (a new shape every step), is late.
+    Without step numbers (a pasted log), the site's first ``WARMUP_GRAPHS_PER_SITE``
+    compilations are warm-up, as long as no cached graph ran before them.
     """
+    compiled = [e for e in events if e.kind == "compilation"]
+    if not compiled or any(e.step is None for e in compiled):
+        return _split_warmup_by_count(events)
+    warmup: list[DebugEvent] = []
+    late: list[DebugEvent] = []
+    compile_steps: list[int] = []
+    cached_run_seen = False
+    fresh: set[str | None] = set()  # compiled and not yet run
+    for event in events:
+        if event.kind == "compilation":
+            assert event.step is not None
+            if event.step not in compile_steps:
+                compile_steps.append(event.step)
+            in_window = compile_steps.index(event.step) < WARMUP_COMPILE_STEPS
+            (warmup if in_window and not cached_run_seen else late).append(event)
+            fresh.add(event.graph_hash)
+        elif event.graph_hash is not None:
+            if event.graph_hash in fresh:
+                fresh.discard(event.graph_hash)
+            else:
+                cached_run_seen = True
+    return warmup, late
+
+
+def _split_warmup_by_count(
+    events: list[DebugEvent],
+) -> tuple[list[DebugEvent], list[DebugEvent]]:
+    """Warm-up without step numbers: a budget of graphs (see ``_split_warmup``). A site's first
+    graph with no inputs computes constants (set-up work flushed by the loop's first sync) and
+    is not counted."""
     warmup: list[DebugEvent] = []
     late: list[DebugEvent] = []
     cached_run_seen = False
@@ -167,7 +314,7 @@ def _split_warmup(events: list[DebugEvent]) -> tuple[list[DebugEvent], list[Debu
     budget = WARMUP_GRAPHS_PER_SITE
     first = next((e for e in events if e.kind == "compilation"), None)
     if first is not None and first.graph_inputs == 0:
-        budget += 1  # a graph of no inputs computes constants: set-up, not a training step
+        budget += 1
     for event in events:
         if event.kind == "compilation":
             if not cached_run_seen and len(warmup) < budget:
@@ -200,53 +347,137 @@ def _cause_key(site: _Site) -> tuple[object, ...]:
         )
     if explanation.kind == "data_dependent":
         change = next(c for c in explanation.inputs if c.data_dependent)
-        return ("data", change.data_dependent, change.source)
-    if explanation.kind in ("structure", "constant") and explanation.first_difference:
+        return ("data", change.data_dependent, change.op_source or change.source)
+    if explanation.first_difference:
         difference = explanation.first_difference
-        return ("structure", difference.get("location") or difference.get("op"))
+        return ("op", difference.get("location") or difference.get("op_source"))
     return ("site", site.location)
 
 
-def _origin(site: _Site) -> tuple[Location | None, str | None]:
-    """The user's line that made the changing input, and how it was found."""
+def _grouped(sites: list[_Site]) -> list[list[_Site]]:
+    """Sites that share a cause: the same cause key, or new graphs in exactly the same steps
+    (GPT-2 decoding: the mask helper's read and the step's sync both compile at every step, for
+    the one input that grows)."""
+    parent = list(range(len(sites)))
+
+    def root(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    first_of: dict[tuple[object, ...], int] = {}
+    for index, site in enumerate(sites):
+        keys = [_cause_key(site)]
+        if site.late_steps:
+            keys.append(("steps", site.late_steps))
+        for key in keys:
+            if key in first_of:
+                parent[root(index)] = root(first_of[key])
+            else:
+                first_of[key] = index
+    groups: dict[int, list[_Site]] = defaultdict(list)
+    for index, site in enumerate(sites):
+        groups[root(index)].append(site)
+    return list(groups.values())
+
+
+def _origin(site: _Site) -> tuple[Location | None, str | None, int | None]:
+    """The user's line that causes the site's recompiles, how it was found, and the loop line
+    that regrows the input (when that is the cause)."""
     explanation = site.explanation
     cut = site.location
-    if explanation is not None and explanation.kind in ("structure", "constant"):
-        where = (explanation.first_difference or {}).get("location")
+    if explanation is not None and explanation.kind in ("input_shapes", "data_dependent"):
+        change = next((c for c in explanation.inputs if c.data_dependent), explanation.inputs[0])
+        found = _input_origin(change, cut)
+        if found is not None:
+            return found
+    elif explanation is not None and explanation.first_difference is not None:
+        where = explanation.first_difference.get("location")
         location = _parse_location(where) if isinstance(where, str) else None
         if location is not None and not is_library_file(location.file):
-            return location, (
-                "the op that takes the changing constant"
-                if explanation.kind == "constant"
-                else "the first op that differs between the graphs"
-            )
-        return cut, None
-    if explanation is not None and explanation.inputs:
-        change = next((c for c in explanation.inputs if c.data_dependent), explanation.inputs[0])
-        source = change.source
-        if source is not None and not is_library_file(source.file) and cut is not None:
-            line = loop_reassignment(source.file, source.line, cut.line)
+            return location, _FOUND_BY.get(explanation.kind, "the op that differs"), None
+    return cut, (_CUT_SITE if cut is not None else None), None
+
+
+_FOUND_BY = {
+    "baked_value": "the op that took the value baked in as a constant (its stack in the graph)",
+    "constant": "the op that takes the changing constant",
+    "attribute": "the op whose bounds or sizes changed",
+    "sizes": "the op whose size changed",
+    "parameters": "where the input that came or went is used",
+    "structure": "the first op that differs between the graphs",
+}
+
+
+def _input_origin(
+    change: InputChange, cut: Location | None
+) -> tuple[Location, str, int | None] | None:
+    """Where a changing input comes from, in the user's code.
+
+    The input's stack (HloProto) holds the user's frames that led to its first use. The frame
+    in the loop that runs the sync is the step's own line: there the input was passed (to the
+    model, to a helper) or made. A data-dependent shape is made by that call; an input passed
+    there was bound earlier (``for data, target in loader``, or a name rebound in the loop to
+    grow: ``tokens = torch.cat([tokens, nxt])``).
+    """
+    frames = change.user_frames or ((change.source,) if change.source is not None else ())
+    if not frames:
+        return None
+    step_frame = _frame_in_loop(frames, cut) or frames[0]
+    if change.data_dependent:
+        return step_frame, f"your call that runs aten::{change.data_dependent}", None
+    made_here = change.op_source == step_frame  # the op that first used it is on this line
+    if made_here:
+        if cut is not None:
+            line = loop_reassignment(step_frame.file, step_frame.line, cut.line)
             if line is not None:
                 return (
-                    Location(source.file, line),
-                    f"reassigned inside the loop (created first at line {source.line})",
+                    Location(step_frame.file, line),
+                    f"reassigned inside the loop (created first at line {step_frame.line})",
+                    line,
                 )
-        if source is not None and not is_library_file(source.file):
-            if cut is not None and source.file != cut.file:
+            if step_frame.file != cut.file:
                 # made in a helper (make_batch): the step's call of it is the line to change
-                function = enclosing_function(source.file, source.line)
+                function = enclosing_function(step_frame.file, step_frame.line)
                 line = loop_call_of(cut.file, cut.line, function) if function else None
                 if line is not None:
                     return (
                         Location(cut.file, line),
-                        f"the call in the step that makes the input (created at {source})",
+                        f"the call in the step that makes the input (created at {step_frame})",
+                        None,
                     )
-            return source, "where the input was created"
-        if cut is not None:
-            line = argument_origin(cut.file, cut.line, 0)
-            if line is not None:
-                return Location(cut.file, line), "the assignment of the argument passed here"
-    return cut, None
+        return step_frame, "where the input was created", None
+    bound = argument_origin(step_frame.file, step_frame.line, 0)
+    if bound is not None:
+        if cut is not None and cut.file == step_frame.file:
+            grown = loop_reassignment(step_frame.file, bound, cut.line)
+            if grown is not None:
+                return (
+                    Location(step_frame.file, grown),
+                    f"reassigned inside the loop (created first at line {bound}; passed at "
+                    f"line {step_frame.line})",
+                    grown,
+                )
+        return (
+            Location(step_frame.file, bound),
+            f"where the input passed at line {step_frame.line} is bound",
+            None,
+        )
+    return step_frame, "your call that passes the input", None
+
+
+def _frame_in_loop(frames: tuple[Location, ...], cut: Location | None) -> Location | None:
+    """The user frame inside the loop that holds the sync ``cut`` (or that ``cut`` heads)."""
+    if cut is None:
+        return None
+    loops = {enclosing_loop(cut.file, cut.line), cut.line} - {None}
+    for frame in frames:
+        if frame.file == cut.file and (
+            frame.line == cut.line or enclosing_loop(frame.file, frame.line) in loops
+        ):
+            return frame
+    return None
 
 
 def _parse_location(text: str) -> Location | None:
@@ -268,26 +499,74 @@ def _from_events(
             timelines[location].append(event)
     graph_of = link_graphs(data.graphs, compilations)
     dynamic = _dynamic_sites(data)
-    groups: dict[tuple[object, ...], list[_Site]] = defaultdict(list)
+    sites = []
     for location, events in timelines.items():
         _warmup, late = _split_warmup(events)
         if not late:
             continue
         compiled = [e for e in events if e.kind == "compilation"]
-        graphs = [graph_of[id(e)] for e in compiled if id(e) in graph_of]
-        site = _Site(location, compiled, late, explain(graphs, dynamic) if graphs else None)
-        groups[_cause_key(site)].append(site)
-    return [_group_finding(data, sites) for sites in groups.values()]
+        site = _judge_late(location, compiled, late, graph_of, dynamic)
+        if site is not None:
+            sites.append(site)
+    return [_group_finding(data, group) for group in _grouped(sites)]
+
+
+def _judge_late(
+    location: Location | None,
+    compiled: list[DebugEvent],
+    late: list[DebugEvent],
+    graph_of: dict[int, GraphInfo],
+    dynamic: dict[Location, str],
+) -> _Site | None:
+    """Compare each late compile with the most similar graph the site compiled before it.
+
+    A variant of an earlier graph (something baked in, a shape changed) is a recompilation; a
+    graph that aligns with none of them is new work first needed late (a logging or evaluation
+    graph), a one-time cost. Without graphs every late compile counts.
+    """
+    site_graphs = [graph_of[id(e)] for e in compiled if id(e) in graph_of]
+    keys = Keys()
+    recompiles: list[DebugEvent] = []
+    first_needed: list[DebugEvent] = []
+    diffs = []
+    for event in late:
+        graph = graph_of.get(id(event))
+        graph_diff = None
+        if graph is not None and graph.hlo is not None:
+            before = most_similar(graph, [g for g in site_graphs if g.order < graph.order], keys)
+            if before is not None:
+                graph_diff = diff(before, graph, dynamic, keys)
+        if graph_diff is not None and not graph_diff.variant:
+            first_needed.append(event)
+            continue
+        recompiles.append(event)
+        if graph_diff is not None:
+            diffs.append(graph_diff)
+    if not recompiles:
+        return None
+    context = []  # the warm-up graphs' own changes: the first values of what later changes
+    if diffs:
+        for event in compiled:
+            graph = graph_of.get(id(event))
+            if event in late or graph is None or graph.hlo is None:
+                continue
+            before = most_similar(graph, [g for g in site_graphs if g.order < graph.order], keys)
+            if before is not None:
+                context.append(diff(before, graph, dynamic, keys))
+    explanation = merge(diffs, context) if diffs else None
+    if explanation is None and len([g for g in site_graphs if g.hlo is not None]) >= 2:
+        explanation = explain(site_graphs, dynamic)
+    return _Site(location, compiled, recompiles, explanation, first_needed)
 
 
 def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     """One finding for the sites that recompile for one cause, at the line that causes it."""
-    primary = max(sites, key=lambda s: len(s.late))
+    primary = min(sites, key=lambda s: (s.rank, -len(s.late)))
     events = [e for s in sites for e in s.events]
     late = [e for s in sites for e in s.late]
     explanation = primary.explanation
     hashes = list(dict.fromkeys(e.graph_hash for e in events if e.graph_hash))
-    location, how = _origin(primary)
+    location, how, grown = _origin(primary)
     evidence: dict[str, object] = {
         "compiles_at_site": len(events),
         "distinct_graphs": len(hashes),
@@ -296,6 +575,9 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         "causes": sorted({e.cause for e in events if e.cause}),
         "cut_sites": [str(s.location) for s in sites if s.location is not None],
     }
+    first_needed = [e for s in sites for e in s.first_needed]
+    if first_needed:
+        evidence["new_graphs_first_needed_late"] = len(first_needed)
     if how is not None:
         evidence["location_is"] = how
     if explanation is not None:
@@ -306,15 +588,29 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
                 {
                     "parameter": c.parameter,
                     "source": None if c.source is None else str(c.source),
+                    "op_source": None if c.op_source is None else str(c.op_source),
                     "source_text": c.source_text,
                     "shapes": [list(s) for s in c.shapes],
                     "varying_dims": {str(k): v for k, v in c.varying_dims.items()},
                     "data_dependent_op": c.data_dependent,
                 }
-                for c in explanation.inputs
+                for c in explanation.inputs[:_MAX_LISTED]
             ]
+        if explanation.changes:
+            evidence["graph_differences"] = [c.detail() for c in explanation.changes[:_MAX_LISTED]]
         if explanation.first_difference is not None:
             evidence["first_difference"] = explanation.first_difference
+        if explanation.diffs:
+            evidence["compared"] = [
+                {
+                    "late_graph": d.after.order,
+                    "step": d.after.step,
+                    "with_graph": d.before.order,
+                    "ops_aligned": round(d.similarity, 3),
+                    "change": d.kind,
+                }
+                for d in explanation.diffs[:_MAX_LISTED]
+            ]
     severity = Severity.WARNING
     steps = [e.step for e in events if e.step is not None]
     if steps:
@@ -326,11 +622,13 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         )
         if later_steps and len(late_steps) >= ERROR_RECOMPILE_STEP_SHARE * later_steps:
             severity = Severity.ERROR
-    if location is not None and location.line:
-        text = source_line(location.file, location.line)
-        if text:
-            evidence["source_text"] = text
+    text = source_line(location.file, location.line) if location is not None else None
+    if text:
+        evidence["source_text"] = text
+    batches = _batch_sizes(explanation, text)
     headline = _headline(explanation)
+    if batches is not None:
+        headline = f"the loop's batches change size ({batches}): a short last batch"
     return Finding(
         kind=Kind.RECOMPILATION,
         severity=severity,
@@ -340,8 +638,68 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         ),
         evidence=evidence,
         location=location,
-        suggestion=_ADVICE.get(explanation.kind, SUGGESTION) if explanation else SUGGESTION,
+        suggestion=_suggestion(explanation, grown, batches),
     )
+
+
+def _batch_sizes(explanation: Explanation | None, loop_text: str | None) -> str | None:
+    """``16 → 4`` when a ``for`` loop over batches yields the input whose dim 0 goes from one
+    size to a smaller one (and back, epoch after epoch): a short last batch."""
+    if explanation is None or explanation.kind != "input_shapes" or not loop_text:
+        return None
+    if not loop_text.startswith(("for ", "async for ")):
+        return None
+    sizes = next((c.varying_dims[0] for c in explanation.inputs if 0 in c.varying_dims), None)
+    # one full size, then a smaller one (repeated each epoch): a short last batch, not buckets
+    if sizes is None or len(set(sizes)) != 2 or sizes[1] >= sizes[0]:
+        return None
+    return f"{sizes[0]} → {sizes[1]}"
+
+
+def _suggestion(
+    explanation: Explanation | None, grown: int | None, batches: str | None = None
+) -> str:
+    """The fix text for the cause the graphs show, with the library's own remedy where known."""
+    if explanation is None:
+        return SUGGESTION
+    text = _ADVICE.get(explanation.kind, SUGGESTION)
+    if batches is not None:
+        return _SHORT_BATCH.format(sizes=batches)
+    if explanation.kind == "data_dependent":
+        change = next(c for c in explanation.inputs if c.data_dependent)
+        where = change.op_source
+        if where is not None and _in_transformers_experts(where):
+            text += _TRANSFORMERS_EXPERTS.format(where=_short(where))
+    elif explanation.kind == "input_shapes" and grown is not None:
+        text = _GROWN.format(line=grown)
+    elif explanation.kind == "baked_value" and explanation.first_difference:
+        where = _parse_location(str(explanation.first_difference.get("op_source") or ""))
+        if where is not None and re.search(r"[/\\]torch[/\\]optim[/\\]", where.file):
+            source = source_line(where.file, where.line) or ""
+            if "weight_decay" in source:
+                text += _WEIGHT_DECAY.format(where=_short(where))
+            elif "beta" in source:
+                text += _BIAS_CORRECTION.format(where=_short(where))
+            else:  # the library's source is not readable here
+                text += _OPTIMIZER.format(where=_short(where))
+    return text
+
+
+def _in_transformers_experts(where: Location) -> bool:
+    """A line in transformers' mixture-of-experts code (an experts loop)."""
+    if not re.search(r"[/\\]transformers[/\\]", where.file):
+        return False
+    if re.search(r"(moe|mixtral|experts)", where.file, re.IGNORECASE):
+        return True
+    text = source_line(where.file, where.line) or ""
+    owner = enclosing_class(where.file, where.line) or ""
+    return "expert" in text.lower() or "expert" in owner.lower()
+
+
+def _short(where: Location) -> str:
+    """``.../site-packages/transformers/models/x.py:85`` -> ``transformers/models/x.py:85``."""
+    match = re.search(r"[/\\](?:site|dist)-packages[/\\](.+)$", where.file)
+    return f"{match.group(1) if match else where.file}:{where.line}"
 
 
 def _from_dynamo(data: AnalysisInput) -> tuple[list[Finding], set[Location]]:
@@ -469,8 +827,14 @@ def _from_metrics(data: AnalysisInput) -> list[Finding]:
     if growing:
         evidence["compiles_per_snapshot"] = series[: _MAX_LISTED * 4]
         title = f"Compile count kept growing across snapshots: {series[0]} → {series[-1]}"
-    else:
+    elif steps is not None:
         title = f"{compiles} compilations in {steps} steps: more than warm-up explains"
+    else:
+        # a pasted report without a MarkStep counter: how many steps ran is not measured
+        title = (
+            f"{compiles} compilations: more than warm-up explains (the number of steps is not "
+            "in the report)"
+        )
     total = data.metric_total(*COMPILE_METRICS)
     if total is not None:
         evidence["compile_seconds"] = round(total, 6)
@@ -489,18 +853,45 @@ def _from_metrics(data: AnalysisInput) -> list[Finding]:
 def _headline(explanation: Explanation | None) -> str | None:
     if explanation is None:
         return None
-    if explanation.kind == "data_dependent":
+    kind = explanation.kind
+    if kind == "data_dependent":
         change = next(c for c in explanation.inputs if c.data_dependent)
-        return f"data-dependent shape (aten::{change.data_dependent} at {change.source})"
-    if explanation.kind == "input_shapes":
+        where = change.op_source or change.source
+        return f"data-dependent shape (aten::{change.data_dependent} at {where})"
+    if kind == "input_shapes":
         change = explanation.inputs[0]
-        dims = ", ".join(f"dim {d}" for d in change.varying_dims)
-        return f"input {change.parameter} varies in {dims}"
-    if explanation.kind == "structure":
-        return "same inputs, different graph structure"
-    if explanation.kind == "constant":
-        change = (explanation.first_difference or {}).get("constant")
-        return f"a constant baked into the graph changes ({change})"
-    if explanation.kind == "nothing_visible":
+        dims = ", ".join(
+            f"dim {d} takes {' → '.join(map(str, v[:_MAX_VALUES_SHOWN]))}"
+            + (" → …" if len(v) > _MAX_VALUES_SHOWN else "")
+            for d, v in change.varying_dims.items()
+        )
+        return f"input {change.parameter} ({change.dtype}) {dims}"
+    difference = explanation.first_difference or {}
+    before, after = difference.get("before"), difference.get("after")
+    where = difference.get("location") or difference.get("op_source")
+    at = f" at {where}" if where else ""
+    if kind == "baked_value":
+        return f"a value passed as device data was baked in as the constant {after}{at}"
+    if kind == "constant":
+        return f"a constant baked into the graph changes ({before} → {_clip(after)}){at}"
+    if kind == "attribute":
+        what = "slice bounds" if "slice=" in str(before) else "op attributes"
+        return f"{what} baked into the graph change ({before} → {_clip(after)}){at}"
+    if kind == "sizes":
+        return f"sizes change with the same inputs ({before} → {_clip(after)}){at}"
+    if kind == "parameters":
+        return f"the graph's inputs differ{at}"
+    if kind == "structure":
+        return f"the graph's ops differ{at}"
+    if kind == "nothing_visible":
         return "no visible change in the graphs"
     return None
+
+
+_MAX_VALUES_SHOWN = 6
+
+
+def _clip(value: object, limit: int = 3) -> str:
+    """The first few of an ``a → b → c → …`` chain of values."""
+    parts = str(value).split(" → ")
+    return " → ".join(parts[:limit]) + (" → …" if len(parts) > limit else "")
