@@ -57,8 +57,11 @@ WARMUP_GRAPHS_PER_SITE = 2
 METRICS_MIN_COMPILES_ABSOLUTE = 10
 # ... or at least this many compiles per step.
 METRICS_MIN_COMPILES_PER_STEP = 0.2
-# Recompiling on at least this share of post-warm-up steps is an error, not a warning.
+# Recompiling on at least this share of post-warm-up steps is an error, not a warning ...
 ERROR_RECOMPILE_STEP_SHARE = 0.5
+# ... when it happens on at least this many steps (one late compile at a run's last step is a
+# one-time cost, whatever share of the steps after it that is).
+ERROR_MIN_RECOMPILE_STEPS = 2
 _MAX_LISTED = 8
 # torch_xla's cause for the graphs the openxla backend compiles ("dynamo is compiling a FX
 # graph to HLO") and runs
@@ -241,6 +244,9 @@ _SHORT_BATCH = (
     "DataLoader, or pad the last batch to the full size (and mask the padded rows out of the "
     "loss)."
 )
+_CUT_SITE_NO_GRAPHS = (
+    "the line that ran the sync: no graphs were kept to tell the cause (`xlaprof run` keeps them)"
+)
 _CUT_SITE = "the line that ran the sync: the graphs named no line of yours nearer the cause"
 
 
@@ -397,7 +403,9 @@ def _origin(site: _Site) -> tuple[Location | None, str | None, int | None]:
         location = _parse_location(where) if isinstance(where, str) else None
         if location is not None and not is_library_file(location.file):
             return location, _FOUND_BY.get(explanation.kind, "the op that differs"), None
-    return cut, (_CUT_SITE if cut is not None else None), None
+    if cut is None:
+        return None, None, None
+    return cut, (_CUT_SITE if explanation is not None else _CUT_SITE_NO_GRAPHS), None
 
 
 _FOUND_BY = {
@@ -620,7 +628,11 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         later_steps = len(
             [s for s in data.steps if first_late is not None and s.step >= first_late]
         )
-        if later_steps and len(late_steps) >= ERROR_RECOMPILE_STEP_SHARE * later_steps:
+        if (
+            later_steps
+            and len(late_steps) >= ERROR_MIN_RECOMPILE_STEPS
+            and len(late_steps) >= ERROR_RECOMPILE_STEP_SHARE * later_steps
+        ):
             severity = Severity.ERROR
     text = source_line(location.file, location.line) if location is not None else None
     if text:

@@ -511,7 +511,9 @@ def merge(diffs: list[GraphDiff], context: list[GraphDiff] | None = None) -> Exp
 
 
 def _input_key(change: InputChange) -> tuple[object, ...]:
-    return (change.source, change.op_source, change.dtype, len(change.shapes[0]))
+    """One input across a site's graphs: where it comes from, its type and its number (two
+    inputs made on one line, ``x, y = make_batch(n)``, stay apart)."""
+    return (change.parameter, change.source, change.op_source, change.dtype, len(change.shapes[0]))
 
 
 def _input_keys(diffs: list[GraphDiff]) -> set[tuple[object, ...]]:
