@@ -276,10 +276,12 @@ def _split_warmup(events: list[DebugEvent]) -> tuple[list[DebugEvent], list[Debu
 
     ``events`` are the site's compilation and execution events in log order. With step numbers
     (run directories), warm-up is every compilation in the site's first
-    ``WARMUP_COMPILE_STEPS`` steps that compiled, before the site has run a graph from its cache:
-    optimizer state appears on a site's second step, and an evaluation that serves three fixed
-    sizes compiles all three at its first call. A compilation after the site has reused a cached
-    graph (a short last batch), or in a later compiling step (a new shape every step), is late.
+    ``WARMUP_COMPILE_STEPS`` steps that compiled, unless the site ran a graph from its cache in
+    an earlier step: optimizer state appears on a site's second step, an evaluation that serves
+    three fixed sizes compiles all three at its first call, and a library's per-layer or
+    per-expert reads compile (and reuse) their graphs within the first step. A compilation in a
+    step after the site reused a cached graph (a short last batch), or in a later compiling step
+    (a new shape every step), is late.
     Without step numbers (a pasted log), the site's first ``WARMUP_GRAPHS_PER_SITE``
     compilations are warm-up, as long as no cached graph ran before them.
     """
@@ -289,7 +291,7 @@ def _split_warmup(events: list[DebugEvent]) -> tuple[list[DebugEvent], list[Debu
     warmup: list[DebugEvent] = []
     late: list[DebugEvent] = []
     compile_steps: list[int] = []
-    cached_run_seen = False
+    first_cached_step: int | None = None  # the first step in which the site reused a graph
     fresh: set[str | None] = set()  # compiled and not yet run
     for event in events:
         if event.kind == "compilation":
@@ -297,13 +299,14 @@ def _split_warmup(events: list[DebugEvent]) -> tuple[list[DebugEvent], list[Debu
             if event.step not in compile_steps:
                 compile_steps.append(event.step)
             in_window = compile_steps.index(event.step) < WARMUP_COMPILE_STEPS
-            (warmup if in_window and not cached_run_seen else late).append(event)
+            reused_before = first_cached_step is not None and first_cached_step < event.step
+            (warmup if in_window and not reused_before else late).append(event)
             fresh.add(event.graph_hash)
         elif event.graph_hash is not None:
             if event.graph_hash in fresh:
                 fresh.discard(event.graph_hash)
-            else:
-                cached_run_seen = True
+            elif first_cached_step is None and event.step is not None:
+                first_cached_step = event.step
     return warmup, late
 
 
