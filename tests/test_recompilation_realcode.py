@@ -109,3 +109,34 @@ def test_data_dependent_routing_inside_transformers_is_found_at_the_model_call()
     assert finding.evidence["change_kind"] == "data_dependent"
     assert "batch size" not in finding.title + str(finding.evidence["what_changed"])
     assert 'experts_implementation="batched_mm"' in finding.suggestion
+
+
+def test_a_read_deep_inside_a_library_keeps_the_users_line() -> None:
+    # GIVEN GPT-2's mask helper reading a device value 17 or more frames below the user's call
+    # (torch_xla prints 8 frames by default: the read then had no user frame, and GPT-2 got a
+    # second recompilation finding with no location)
+    from xlaprof.parse.frames import user_location
+    from xlaprof.rundir.reader import load_run
+
+    (run,) = [load_run(p.parent) for p in (RUNS / "hf_gpt2_decode").glob("*/run.json")]
+    # WHEN the run's debug events are read
+    reads = [
+        e
+        for e in run.debug_log().compilations()
+        if any(f.file and f.file.endswith("masking_utils.py") for f in e.frames)
+    ]
+    # THEN xlaprof run asked for deeper stacks, and each such compile names the model call
+    assert run.info.env["PT_XLA_DEBUG_MAX_FRAME"] == "64"
+    assert reads and all(len(e.frames) > 8 for e in reads)
+    line = next(
+        n
+        for n, text in enumerate((REALCODE / "hf_gpt2_decode.py").read_text().splitlines(), 1)
+        if "logits = model(tokens" in text
+    )
+    assert {where_of(user_location(e.frames)) for e in reads} == {("hf_gpt2_decode.py", line)}
+
+
+def where_of(location: object) -> tuple[str, int] | None:
+    if location is None:
+        return None
+    return Path(location.file).name, location.line  # type: ignore[attr-defined]
