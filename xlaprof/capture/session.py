@@ -74,9 +74,11 @@ _ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
 DEFAULT_DEBUG_LEVEL = 2
 # Python frames torch_xla prints per compilation or execution (PT_XLA_DEBUG_MAX_FRAME; its own
 # default is 8). A sync or host read made inside a library (transformers' mask helpers, Trainer's
-# logging, accelerate) sits 20-40 frames below the user's line: with 8, the event has no user
-# frame and its finding no location. 64 holds the deepest stacks the real-code corpus measured
-# (examples/realcode); its cost per event is measured by benchmarks/debug_frames.py.
+# logging, accelerate) sits 17-29 frames below the user's line in examples/realcode: with 8, the
+# event has no user frame and its finding no location. 64 leaves room for deeper stacks (a
+# model in a wrapper in a trainer) at a bounded cost per event. The cost is per event and only where stacks are deeper
+# than 8: ~4 us more per execution 40 frames deep, nothing on a shallow loop
+# (benchmarks/debug_frames.py).
 DEBUG_MAX_FRAMES = 64
 # Environment a session sets for torch_xla; restored when the session finishes.
 _SESSION_ENV = (
