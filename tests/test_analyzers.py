@@ -9,7 +9,8 @@ from xlaprof.analyzers import run_analyzers
 from xlaprof.findings import Kind, Severity
 from xlaprof.inputs.paths import load_text_inputs
 from xlaprof.model.input import AnalysisInput, StepRow
-from xlaprof.parse.debug_log import DebugEvent, DebugLog, Frame
+from xlaprof.parse.debug_log import DebugEvent, DebugLog
+from xlaprof.parse.frames import Frame
 
 
 def findings_for(*paths):

@@ -3,7 +3,8 @@
 Stages, first to last (a module may import its own stage and earlier ones, never a later one):
 
     base (errors, findings, safeio, escape) < parse < rundir < capture < model < tables < inputs
-    < analyzers < budgets < pipeline < report < fixes < cli < the facade (``xlaprof``, ``api``)
+    < analyzers < budgets < pipeline < report < fixes < mcp < cli < the facade (``xlaprof``,
+    ``api``)
 
 So nothing inside the package imports the facade: the CLI, the renderers and the fix benchmarks
 all reach the analysis through ``xlaprof.pipeline``, as the Python API does.
@@ -34,6 +35,9 @@ STAGES = (
     ("pipeline", ("xlaprof.pipeline",)),
     ("report", ("xlaprof.report",)),
     ("fixes", ("xlaprof.fixes",)),
+    # The MCP server presents the pipeline's results through the report's documents, as the
+    # CLI does; the CLI's `xlaprof mcp` starts it, so it comes just before the CLI.
+    ("mcp", ("xlaprof.mcp",)),
     ("cli", ("xlaprof.cli", "xlaprof.__main__")),
     ("facade", ("xlaprof", "xlaprof.api")),
 )

@@ -165,6 +165,14 @@ class Analysis:
         """Per host step: lazy-tensor tracing time against device busy (tracing-bound?)."""
         return self.result.tracing_vs_device()
 
+    def bottlenecks(self) -> pd.DataFrame:
+        """Per device and step: seconds per cause and the one that bounds the step (traces)."""
+        return self.result.bottlenecks()
+
+    def device_time_by_line(self, per_device: bool = False) -> pd.DataFrame:
+        """Device op time per user source line, from the capture's HLO (traces only)."""
+        return self.result.device_time_by_line(per_device)
+
     def summary(self) -> dict[str, object]:
         from xlaprof.tables.compare import run_summary
 

@@ -87,6 +87,12 @@ class CaptureEmpty(CaptureError):
     exit_code = 15
 
 
+class CapturePartial(CaptureError):
+    """Some hosts of a capture were captured, others not: the good hosts' traces are kept."""
+
+    exit_code = 27
+
+
 class PortBusy(XlaprofError):
     """The port for the UI is taken."""
 
@@ -136,11 +142,23 @@ class UnsafeInput(XlaprofError):
     exit_code = 24
 
 
+class OutsideRoots(UnsafeInput):
+    """``xlaprof mcp``: a path outside the folders the server was allowed to read (``--root``),
+    or a folder holding a link that leads out of them."""
+
+
 class SchedulerError(XlaprofError):
     """``--scheduler``: not a dask scheduler address, none answers in time, or it has no
     workers."""
 
     exit_code = 25
+
+
+class ExtraMissing(XlaprofError):
+    """A command needs an optional extra that is not installed (``xlaprof mcp``: the MCP SDK,
+    ``pip install 'xlaprof[mcp]'``)."""
+
+    exit_code = 26
 
 
 class CommandNotFound(XlaprofError):

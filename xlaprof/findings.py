@@ -23,6 +23,12 @@ class Kind(StrEnum):
     MEMORY_PRESSURE = "memory_pressure"
     SLOW_COMPILE = "slow_compile"
     GRAPH_BREAK = "graph_break"
+    INPUT_BOUND = "input_bound"
+    COLLECTIVE_BOUND = "collective_bound"
+    ASYNC_WAIT = "async_wait"
+    HOST_BOUND = "host_bound"
+    COMPILE_IN_STEP = "compile_in_step"
+    EAGER_MODE = "eager_mode"
 
 
 class Severity(StrEnum):
@@ -44,6 +50,12 @@ class Location:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+    @classmethod
+    def parse(cls, text: str) -> Location | None:
+        """``"file:line"`` as a location; None when it has no file or no line number."""
+        file, _, line = text.rpartition(":")
+        return cls(file, int(line)) if file and line.isdigit() else None
 
 
 @dataclass

@@ -10,59 +10,106 @@ one analysis stands behind every output.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlaprof.analyzers import run_analyzers
 from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
 from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, withheld_note
-from xlaprof.model.result import PartResult
+from xlaprof.model.result import PartResult, RunComparison
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from xlaprof.budgets import Budgets, CheckResult
     from xlaprof.findings import Finding
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
 
+# Where findings may quote source lines from: a folder, or a function choosing one per part
+# (``xlaprof mcp``: inside its allowed roots only); None: a run's recorded working directory.
+SourceRoot = str | os.PathLike[str] | Callable[["Part"], str | os.PathLike[str] | None] | None
 
-def analyze_parts(
-    parts: list[Part], source_root: str | os.PathLike[str] | None = None
-) -> list[PartResult]:
+
+def source_root_of(part: Part, source_root: SourceRoot) -> str | os.PathLike[str] | None:
+    """The folder whose source files findings on ``part`` may quote (see ``SourceRoot``)."""
+    if callable(source_root):
+        return source_root(part)
+    if source_root is not None:
+        return source_root
+    if part.run is not None:
+        return recorded_root(part.run.info.cwd)  # a real project folder only
+    return None
+
+
+def analyze_parts(parts: list[Part], source_root: SourceRoot = None) -> list[PartResult]:
     """Analyze each part. Source lines are read only under ``source_root`` (default: a run's
     recorded working directory, if it exists here; see ``xlaprof.inputs.sourcefiles``)."""
     return [_analyze_part(part, source_root) for part in parts]
 
 
-def _analyze_part(part: Part, source_root: str | os.PathLike[str] | None) -> PartResult:
+def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
     from xlaprof.tables.hosts import host_skew
+    from xlaprof.tables.story import step_story, with_bounds, worth_most
     from xlaprof.tables.stragglers import stragglers
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
-    root = source_root
-    if root is None and part.run is not None:
-        root = recorded_root(part.run.info.cwd)  # a real project folder only
-    with source_roots(root) as roots:
+    trace = part.trace if part.trace is not None else _trace_window(part)
+    part.data.trace = trace  # the capture's analyzers read its device model
+    with source_roots(source_root_of(part, source_root)) as roots:
         result = PartResult(part, run_analyzers(part.data))
         note_withheld(part, roots)
-    trace = part.trace if part.trace is not None else _trace_window(part)
     if part.data.steps or trace is not None:
-        events = None if trace is None else trace.events
-        if trace is not None and trace.source is not None:  # a pod: the first host only
-            events = trace.select(hosts=trace.hosts[:1])
-        busy = None
-        if trace is not None and events is not None:
-            busy = device_busy_by_step(trace.tracing_vs_device(), events)
-        result.timeline = step_timeline(
-            part.data.steps, events, None if trace is None else trace.step_bounds, busy
-        )
-    if trace is not None and len(trace.hosts) > 1:
-        from xlaprof.inputs.pod import host_steps
+        view = trace  # what the step timeline reads: a pod's first host, from its own files
+        if trace is not None and trace.source is not None:
+            from xlaprof.inputs.pod import first_host_trace
 
-        result.host_skew = host_skew(trace.step_times())
-        result.host_steps = host_steps(trace)
-        result.stragglers = stragglers(result.host_steps)
+            view = first_host_trace(trace)
+        events = None if view is None else view.events
+        busy = windows = None
+        if view is not None and events is not None:
+            busy = device_busy_by_step(view.tracing_vs_device(), events)
+            windows = _device_windows(view)
+        timeline = step_timeline(
+            part.data.steps,
+            events,
+            None if view is None else view.step_bounds,
+            busy,
+            windows,
+        )
+        # the one step model: every per-step verdict and the story come from these bounds
+        bottleneck = None if view is None else view.summary().bottleneck
+        host = None if trace is None or not trace.hosts else trace.hosts[0]
+        result.timeline = with_bounds(timeline, part.data.warmup_steps, bottleneck, host)
+        result.story = step_story(result.timeline, part.data.warmup_steps)
+        if result.story is not None:
+            result.story.worth_most = worth_most(result.story, result.findings)
+        del view
+    if trace is not None and len(trace.hosts) > 1:
+        from xlaprof.inputs import pod as pods
+
+        if trace.source is not None:  # a range of steps at a time; the per-host rows stay on disk
+            result.host_skew, result.stragglers = pods.step_tables(trace)
+        else:
+            result.host_skew = host_skew(trace.step_times())
+            result.host_steps = pods.host_steps(trace)
+            result.stragglers = stragglers(result.host_steps)
     result.trace = trace
     return result
+
+
+def _device_windows(trace: Trace) -> pd.DataFrame | None:
+    """Per host step from the devices' own steps (hosts without step markers): the slowest
+    device's window (``Trace.step_times()``) with that device's busy time, or None."""
+    windows = trace.step_times()
+    windows = windows[windows["source"] != "host steps"]
+    if windows.empty:
+        return None
+    per_device = trace.step_times(per_device=True)[["host", "device", "step", "busy_ms"]]
+    per_device = per_device.astype({"host": str, "device": str})
+    windows = windows.astype({"host": str, "device": str})
+    return windows.merge(per_device, on=["host", "device", "step"], how="left")
 
 
 def note_withheld(part: Part, roots: tuple[Path, ...]) -> None:
@@ -89,7 +136,7 @@ def _trace_window(part: Part) -> Trace | None:
 
 
 def findings_of(
-    paths: list[Path], warmup_steps: int = 2, source_root: str | os.PathLike[str] | None = None
+    paths: list[Path], warmup_steps: int = 2, source_root: SourceRoot = None
 ) -> list[Finding]:
     """The findings of every part of ``paths``, most severe first within each part."""
     parts = load_parts(paths, DEFAULT_MAX_INPUT_BYTES, warmup_steps)
@@ -101,7 +148,7 @@ def analyze_one(
     process: str | None = None,
     warmup_steps: int = 2,
     session: str | None = None,
-    source_root: str | os.PathLike[str] | None = None,
+    source_root: SourceRoot = None,
 ) -> tuple[PartResult, list[str], str | None]:
     """One process of ``path`` analyzed (the first, or ``process``): its result, the names of
     every process found, and a note saying which one was chosen when there were several."""
@@ -123,7 +170,24 @@ def analyze_one(
     return analyze_parts(parts[:1], source_root)[0], names, note
 
 
-def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
+def compare_runs(
+    before: Path, after: Path, source_root: SourceRoot = None
+) -> tuple[RunComparison, list[str]]:
+    """``xlaprof diff``: the first process of each run analyzed, their figures side by side and
+    the findings that went and came; with the notes saying which process was shown."""
+    from xlaprof.tables.compare import compare, match_findings, run_summary
+
+    a, _, note_a = analyze_one(before, source_root=source_root)
+    b, _, note_b = analyze_one(after, source_root=source_root)
+    table = compare(run_summary(a.part.data), run_summary(b.part.data))
+    gone, came = match_findings(a.findings, b.findings)
+    notes = [note for note in (note_a, note_b) if note]
+    return RunComparison(str(before), str(after), table, gone, came), notes
+
+
+def check_budgets(
+    paths: list[Path], budgets: Budgets, source_root: SourceRoot = None
+) -> CheckResult:
     """Load ``paths`` (and the budgets' baseline), find what is wrong, check ``budgets``."""
     from xlaprof.budgets import evaluate
     from xlaprof.errors import BudgetError
@@ -137,7 +201,7 @@ def check_budgets(paths: list[Path], budgets: Budgets) -> CheckResult:
         parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
         checked = []
         for part in parts:
-            with source_roots(recorded_root(part.run.info.cwd) if part.run else None) as roots:
+            with source_roots(source_root_of(part, source_root)) as roots:
                 checked.append(PartResult(part, run_analyzers(part.data)))
                 note_withheld(part, roots)
         return checked

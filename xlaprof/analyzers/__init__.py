@@ -18,9 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xlaprof.analyzers import (
+    async_wait,
     aten_fallback,
+    collective_bound,
+    compile_in_step,
+    eager_mode,
     graph_break,
+    host_bound,
     host_sync,
+    input_bound,
     memory_pressure,
     recompilation,
     slow_compile,
@@ -49,6 +55,13 @@ ANALYZERS: tuple[Analyzer, ...] = (
     Analyzer(Kind.TRACING_BOUND, tracing_bound.analyze, tracing_bound.unmeasured),
     Analyzer(Kind.UNROLLED_LOOP, unrolled_loop.analyze, unrolled_loop.unmeasured),
     Analyzer(Kind.MEMORY_PRESSURE, memory_pressure.analyze, memory_pressure.unmeasured),
+    # From a profiler capture's per-step bottlenecks (tables/device/bottleneck.py).
+    Analyzer(Kind.INPUT_BOUND, input_bound.analyze, input_bound.unmeasured),
+    Analyzer(Kind.COLLECTIVE_BOUND, collective_bound.analyze, collective_bound.unmeasured),
+    Analyzer(Kind.ASYNC_WAIT, async_wait.analyze, async_wait.unmeasured),
+    Analyzer(Kind.HOST_BOUND, host_bound.analyze, host_bound.unmeasured),
+    Analyzer(Kind.COMPILE_IN_STEP, compile_in_step.analyze, compile_in_step.unmeasured),
+    Analyzer(Kind.EAGER_MODE, eager_mode.analyze, eager_mode.unmeasured),
 )
 
 

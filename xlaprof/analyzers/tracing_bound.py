@@ -18,12 +18,20 @@ dominate host work); user regions; per-step counts of lowered ops; and device ti
 execution from the ``ExecuteTime`` metric. On asynchronous runtimes
 ExecuteTime can include time queued behind earlier executions, so it can overstate device time:
 the verdict then errs toward *not* calling a step tracing-bound.
+
+From a capture alone (no run steps, ``AnalysisInput.trace`` set): where the host lines show
+torch_xla's lazy-tensor runtime, the same verdict with the same thresholds, read from the
+trace's per-step table (``Trace.tracing_vs_device()``): host time is the step's wall time minus
+the runtime's own work on its main line (lazy tracing and user Python), device time the
+busiest device's busy time in the step, over the steady steps (the first and last of more than
+five left out, as XProf does).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
+from typing import Any
 
 from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Finding, Kind, Location, Severity
@@ -55,9 +63,12 @@ FIXES = (
 
 def unmeasured(data: AnalysisInput) -> str | None:
     """Why this analyzer could not judge ``data``: fewer than ``MIN_STEADY_STEPS`` steady steps
-    (after warm-up, without compiling), or None."""
+    (after warm-up, without compiling) in the run and in the capture's lazy-tensor steps, or
+    None."""
     steady = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles == 0]
     if len(steady) >= MIN_STEADY_STEPS:
+        return None
+    if not data.steps and len(_traced_steps(data)["tracing_s"]) >= MIN_STEADY_STEPS:
         return None
     return (
         f"needs {MIN_STEADY_STEPS} steady steps (after warm-up, without compiling); "
@@ -72,7 +83,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         if s.step >= data.warmup_steps and s.compiles == 0 and s.wall_s is not None
     ]
     if len(steady) < MIN_STEADY_STEPS:
-        return []
+        return [] if data.steps else _from_trace(data)
     device_s = _device_seconds_per_step(data, len(data.steps))
     if not device_s:
         return []
@@ -140,6 +151,88 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             ),
             evidence=evidence,
             location=location,
+            suggestion=FIXES + " " + _abi_note(data.cxx11_abi),
+        )
+    ]
+
+
+def _traced_steps(data: AnalysisInput) -> dict[str, Any]:
+    """The capture's steady host steps with lazy-tensor tracing measured (``tracing`` rows):
+    their ``tracing_s``, ``device_busy_s`` and ``host_wall_s``, as arrays. Read host by host
+    (a pod's from each host's file), keeping only those three numbers a step."""
+    import numpy as np
+
+    columns = ("tracing_s", "device_busy_s", "host_wall_s")
+    found: dict[str, list[Any]] = {name: [] for name in columns}
+    if data.trace is None or data.trace.device_summary is None:
+        return {name: np.zeros(0) for name in columns}
+    for host in data.trace.hosts:
+        table = data.trace.tracing_vs_device(hosts=[host])
+        if table.empty:
+            continue
+        lazy = table[
+            table["lazy_tensor"].fillna(False).astype(bool)
+            & table["tracing_s"].notna()
+            & table["device_busy_s"].notna()
+        ]
+        for _, group in lazy.groupby("host", observed=True, sort=True):
+            group = group.sort_values("step")
+            if len(group) > _EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
+                group = group.iloc[1:-1]
+            for name in columns:
+                found[name].append(group[name].to_numpy(dtype=np.float64))
+    return {name: np.concatenate(parts) if parts else np.zeros(0) for name, parts in found.items()}
+
+
+# XProf leaves out a capture's first and last step when it has more than this many.
+_EDGE_STEPS = 5
+
+
+def _from_trace(data: AnalysisInput) -> list[Finding]:
+    """The tracing-bound verdict from a capture's lazy-tensor steps (module docstring)."""
+    import numpy as np
+
+    steps = _traced_steps(data)
+    count = len(steps["tracing_s"])
+    if count < MIN_STEADY_STEPS:
+        return []
+    # medians as statistics.median takes them (the mean of the two middle values), in numpy
+    host_s = float(np.median(steps["tracing_s"]))
+    device_s = float(np.median(steps["device_busy_s"]))
+    wall = float(np.median(steps["host_wall_s"]))
+    if device_s <= 0 or wall <= 0:
+        return []
+    ratio = host_s / device_s
+    idle = min(max(1.0 - device_s / wall, 0.0), 1.0)
+    if ratio < HOST_TO_DEVICE_MIN_RATIO or idle < DEVICE_IDLE_MIN_SHARE:
+        return []
+    evidence: dict[str, object] = {
+        "steady_steps": count,
+        "host_seconds_per_step": round(host_s, 6),
+        "host_basis": (
+            "median step wall time minus the lazy-tensor runtime's own work on its main line "
+            "(from the capture)"
+        ),
+        "device_seconds_per_step": round(device_s, 6),
+        "device_basis": "median busy time of the busiest device per step (from the capture)",
+        "host_to_device_ratio": round(ratio, 3),
+        "median_step_wall_seconds": round(wall, 6),
+        "device_idle_share": round(idle, 3),
+        "thresholds": (
+            f"host >= {HOST_TO_DEVICE_MIN_RATIO}x device and device idle >= "
+            f"{DEVICE_IDLE_MIN_SHARE:.0%} of the step"
+        ),
+    }
+    severity = Severity.WARNING if idle >= DEVICE_IDLE_WARNING_SHARE else Severity.INFO
+    return [
+        Finding(
+            kind=Kind.TRACING_BOUND,
+            severity=severity,
+            title=(
+                f"Tracing-bound: the host needs {host_s * 1e3:.2f} ms per step, {ratio:.1f}x "
+                f"the device's {device_s * 1e3:.2f} ms; the device idles {idle:.0%} of the step"
+            ),
+            evidence=evidence,
             suggestion=FIXES + " " + _abi_note(data.cxx11_abi),
         )
     ]

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "bench": ("xlaprof.cli.bench", "bench", "Try a fix (scan, remat, offload, cache), measured."),
     "diff": ("xlaprof.cli.diff", "diff", "Compare two runs: ratios, findings gone and new."),
     "check": ("xlaprof.cli.check", "check", "Gate a run on budgets, for CI (exit 1 if over)."),
+    "mcp": ("xlaprof.cli.mcp", "mcp", "Serve the analysis to coding agents (MCP, stdio)."),
 }
 
 INTERNAL_ERROR_EXIT = 70

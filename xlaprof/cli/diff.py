@@ -14,14 +14,9 @@ import click
 def diff(before: Path, after: Path, as_json: bool) -> None:
     """Compare two run directories: figures as ratios, findings that appeared or disappeared."""
     from xlaprof.cli.common import emit, say
-    from xlaprof.model.result import RunComparison
-    from xlaprof.pipeline import analyze_one
-    from xlaprof.tables.compare import compare, match_findings, run_summary
+    from xlaprof.pipeline import compare_runs
 
-    (a, _, note_a), (b, _, note_b) = analyze_one(before), analyze_one(after)
-    for note in (note_a, note_b):
-        if note:
-            say(note)
-    table = compare(run_summary(a.part.data), run_summary(b.part.data))
-    gone, came = match_findings(a.findings, b.findings)
-    emit(RunComparison(str(before), str(after), table, gone, came), "json" if as_json else None)
+    comparison, notes = compare_runs(before, after)
+    for note in notes:
+        say(note)
+    emit(comparison, "json" if as_json else None)

@@ -123,11 +123,7 @@ def run(
     env[runhook.ENV_SAMPLE_HZ] = f"{sample_hz:g}"
     # Read when torch_xla is imported, so it cannot wait for the session (capture/metrics.py).
     env.setdefault("XLA_METRICS_SAMPLES", METRICS_SAMPLES)
-    if debug_level > 0:
-        from xlaprof.capture.session import DEBUG_MAX_FRAMES
-
-        # the user's line under a library's sync or read: see DEBUG_MAX_FRAMES
-        env.setdefault("PT_XLA_DEBUG_MAX_FRAME", str(DEBUG_MAX_FRAMES))
+    _debug_frames(env, debug_level)
     if graphs:
         # torch_xla reads these when it is imported: they must be set before Python starts.
         env["XLA_IR_DEBUG"] = "1"
@@ -147,6 +143,7 @@ def run(
 
     runs = []
     statuses = []
+    nested = 0  # xlaprof.profile() runs inside this launch's sessions (same process)
     for directory in find_runs(out):
         try:
             info: RunInfo = read_info(directory)
@@ -155,6 +152,7 @@ def run(
         if info.env.get(ENV_LAUNCH) != launch:
             continue  # an earlier run, or another launch's into the same folder
         runs.append(directory)
+        nested += info.outer_run is not None
         if info.pid == child.pid:
             _record_exit(info, returncode)
         elif info.status == "running":
@@ -170,8 +168,9 @@ def run(
     code = exit_code(returncode, statuses, forwarder.interrupted)
     if not quiet:
         if runs:
+            inner = f" and {nested} nested profile() run(s)" if nested else ""
             click.echo(
-                f"xlaprof: {len(runs)} process run(s) written to {out}; "
+                f"xlaprof: {len(runs) - nested} process run(s){inner} written to {out}; "
                 f"analyze with: xlaprof analyze {out}",
                 err=True,
             )
@@ -291,3 +290,12 @@ def _record_exit(info, returncode: int) -> None:  # type: ignore[no-untyped-def]
     elif info.status == "ok" and returncode != 0:
         info.status = "exit"
         info.detail = f"exit code {returncode}"
+
+
+def _debug_frames(env: dict[str, str], debug_level: int) -> None:
+    """Ask torch_xla for deep enough stacks to name the user's line under a library's sync or
+    read (``capture.session.DEBUG_MAX_FRAMES``); a user's own setting is kept."""
+    if debug_level > 0:
+        from xlaprof.capture.session import DEBUG_MAX_FRAMES
+
+        env.setdefault("PT_XLA_DEBUG_MAX_FRAME", str(DEBUG_MAX_FRAMES))

@@ -9,6 +9,7 @@ process, because on backends without a host memory space it aborts the process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -57,23 +58,40 @@ class BenchResult:
         }
 
 
-def run_variant(
-    target: str,
-    variant: str,
-    out: Path,
-    *,
-    layers: str | None = None,
-    steps: int = 5,
-    warmup: int = 2,
-    backward: bool = True,
-    cache_dir: Path | None = None,
-    check: bool = True,
-    layer_pure: bool = False,
-    stack: str | None = None,
-) -> Side:
+@dataclass(frozen=True)
+class VariantOptions:
+    """How a variant runs: the worker's flags (``xlaprof.fixes.worker``)."""
+
+    layers: str | None = None  # the layer stack to rewrite (else one is found)
+    steps: int = 5
+    warmup: int = 2
+    backward: bool = True
+    cache_dir: Path | None = None  # a persistent compilation cache
+    check: bool = True  # save the first step's outputs and gradients for the numerics check
+    layer_pure: bool = False  # scan_layers' is_layer_pure
+    stack: str | None = None  # the stack the before run's analysis named (``Owner.attr``)
+
+
+def run_variant(target: str, variant: str, out: Path, options: VariantOptions) -> Side:
     """Run one variant in a fresh Python process and load its run."""
     out.mkdir(parents=True, exist_ok=True)
-    check_path = out / "check.pt" if check else None
+    check_path = out / "check.pt" if options.check else None
+    command = _worker_command(target, variant, out, options, check_path)
+    env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", "CPU")}
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    message = json.loads(lines[-1]) if lines else {}
+    if result.returncode != 0 or "run" not in message:
+        reason = message.get("error") or (result.stderr.strip().splitlines() or ["no output"])[-1]
+        if reason.startswith("TargetError: "):  # the worker could not load TARGET: code 17
+            raise TargetError(reason.removeprefix("TargetError: "))
+        raise FixFailed(f"{variant} run of {target} failed: {reason}")
+    return _side(variant, Path(message["run"]), check_path)
+
+
+def _worker_command(
+    target: str, variant: str, out: Path, options: VariantOptions, check_path: Path | None
+) -> list[str]:
     command = [
         sys.executable,
         "-m",
@@ -85,32 +103,23 @@ def run_variant(
         "--out",
         str(out),
         "--steps",
-        str(steps),
+        str(options.steps),
         "--warmup",
-        str(warmup),
+        str(options.warmup),
         "--backward",
-        "1" if backward else "0",
+        "1" if options.backward else "0",
     ]
-    if layers:
-        command += ["--layers", layers]
-    if layer_pure:
+    if options.layers:
+        command += ["--layers", options.layers]
+    if options.layer_pure:
         command += ["--layer-pure", "1"]
-    if stack:
-        command += ["--stack", stack]
+    if options.stack:
+        command += ["--stack", options.stack]
     if check_path is not None:
         command += ["--check", str(check_path)]
-    if cache_dir is not None:
-        command += ["--cache-dir", str(cache_dir)]
-    env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", "CPU")}
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    message = json.loads(lines[-1]) if lines else {}
-    if result.returncode != 0 or "run" not in message:
-        reason = message.get("error") or (result.stderr.strip().splitlines() or ["no output"])[-1]
-        if reason.startswith("TargetError: "):  # the worker could not load TARGET: code 17
-            raise TargetError(reason.removeprefix("TargetError: "))
-        raise FixFailed(f"{variant} run of {target} failed: {reason}")
-    return _side(variant, Path(message["run"]), check_path)
+    if options.cache_dir is not None:
+        command += ["--cache-dir", str(options.cache_dir)]
+    return command
 
 
 def _side(name: str, run_dir: Path, check_path: Path | None) -> Side:
@@ -164,10 +173,12 @@ def compare_numerics(before: Path, after: Path) -> dict[str, Any]:
     }
 
 
-def _stack_from_analysis(run_dir: Path) -> str | None:
+def _stack_from_analysis(run_dir: Path | None) -> str | None:
     """The layer stack the unrolled-loop analysis of a run names, as ``Owner.attr``."""
     from xlaprof.pipeline import findings_of
 
+    if run_dir is None:
+        return None
     for finding in findings_of([run_dir]):
         owner = finding.evidence.get("layer_stack_owner")
         attribute = finding.evidence.get("layer_stack_attribute")
@@ -183,8 +194,9 @@ def _median_summary(sides: list[Side]) -> dict[str, Any]:
     merged = dict(sides[0].summary)
     for key in list(merged):
         values = [s.summary.get(key) for s in sides]
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            merged[key] = statistics.median(values)
+        numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if len(numbers) == len(values):
+            merged[key] = statistics.median(numbers)
     return merged
 
 
@@ -197,22 +209,20 @@ def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: An
     from xlaprof.tables.compare import compare
 
     pure = options.pop("layer_pure", False)
+    plain = VariantOptions(**options)
     befores: list[Side] = []
     afters: list[Side] = []
     stack = None
     notes = []
     for index in range(repeats):
         suffix = "" if repeats == 1 else f"-{index}"
-        befores.append(run_variant(target, "before", out / f"before{suffix}", **options))
-        if index == 0 and options.get("layers") is None and kind in ("scan", "remat"):
+        befores.append(run_variant(target, "before", out / f"before{suffix}", plain))
+        if index == 0 and plain.layers is None and kind in ("scan", "remat"):
             stack = _stack_from_analysis(befores[0].run_dir)
             if stack:
                 notes.append(f"layers: {stack}, from the unrolled-loop analysis of the before run")
-        afters.append(
-            run_variant(
-                target, kind, out / f"after{suffix}", layer_pure=pure, stack=stack, **options
-            )
-        )
+        rewritten = dataclasses.replace(plain, layer_pure=pure, stack=stack)
+        afters.append(run_variant(target, kind, out / f"after{suffix}", rewritten))
     before, after = befores[0], afters[0]
     before.summary, after.summary = _median_summary(befores), _median_summary(afters)
     assert before.check_path is not None and after.check_path is not None
@@ -235,9 +245,9 @@ def bench_cache(target: str, out: Path, **options: Any) -> BenchResult:
     """Two runs against one persistent compilation cache: the second should skip compiling."""
     from xlaprof.tables.compare import compare
 
-    cache = out / "cache"
-    first = run_variant(target, "cache", out / "first", cache_dir=cache, check=False, **options)
-    second = run_variant(target, "cache", out / "second", cache_dir=cache, check=False, **options)
+    cached = VariantOptions(cache_dir=out / "cache", check=False, **options)
+    first = run_variant(target, "cache", out / "first", cached)
+    second = run_variant(target, "cache", out / "second", cached)
     result = BenchResult("cache", target, first, second, compare(first.summary, second.summary))
     result.notes.append(_cache_verdict(second))
     return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from xlaprof.errors import TargetError
@@ -41,7 +42,7 @@ class ScannedLayers:
         self.layers = layers
         self.pure = pure
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Callable[[Any], Any]]:
         from torch_xla.experimental.scan_layers import scan_layers
 
         yield lambda x: scan_layers(self.layers, x, is_layer_pure=self.pure)
@@ -49,7 +50,7 @@ class ScannedLayers:
     def __len__(self) -> int:
         return 1
 
-    def parameters(self, recurse: bool = True):  # type: ignore[no-untyped-def]
+    def parameters(self, recurse: bool = True) -> Any:
         return self.layers.parameters(recurse)
 
 

@@ -91,9 +91,10 @@ def pick_session(
 
 def load_capture_file(path: Path, args: bool = True) -> pd.DataFrame:
     """One capture file's events; ``args=False`` skips the per-event stat dicts of an xplane
-    (a pod worker's cache has no ``args`` column, and building them is a third of the parse)."""
+    (a pod worker's cache has no ``args`` column, and building them is a third of the parse),
+    keeping what the device model reads of them as a column (``framework_op``)."""
     if path.name.endswith(XPLANE_SUFFIX):
-        frame = xspace_frame(path, args=args)
+        frame = xspace_frame(path, args=args, framework_op=not args)
     else:
         frame = chrome_trace_frame(path)
     frame.attrs["source"] = str(path)
@@ -136,13 +137,14 @@ def hosts_named_apart(hosts: list[tuple[str, str | None]]) -> list[str]:
 
 def name_hosts_apart(frames: list[pd.DataFrame]) -> None:
     """Rename the ``host`` column of frames whose host another frame has too (in place)."""
+    import numpy as np
     import pandas as pd
 
     loaded = [frame for frame in frames if len(frame)]
     hosts = [(str(frame["host"].iloc[0]), frame.attrs.get("source")) for frame in loaded]
     for frame, (host, _), name in zip(loaded, hosts, hosts_named_apart(hosts), strict=True):
         if name != host:
-            frame["host"] = pd.Categorical([name] * len(frame))
+            frame["host"] = pd.Categorical.from_codes(np.zeros(len(frame), np.int8), [name])
 
 
 def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
@@ -158,3 +160,68 @@ def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
         rows += [{"session": session, "host": host, **info} for info in infos]
     table = pd.DataFrame(rows, columns=DEVICE_COLUMNS)
     return table
+
+
+def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> pd.DataFrame:
+    """Where each compiled instruction came from, per host (``parse.hlo_proto.SOURCE_COLUMNS``
+    and ``host``): the HLO protos each xplane embeds and, for a run directory, its harvested
+    graphs (``graphs``: ``rundir.schema.GraphInfo``; their text carries the innermost frame
+    only, so they fill in instructions the protos do not name). A file whose metadata plane
+    cannot be read adds nothing: device time per line is then shown as not attributed.
+    """
+    import logging
+
+    import pandas as pd
+
+    from xlaprof.parse.frames import is_library_file
+    from xlaprof.parse.hlo_proto import SOURCE_COLUMNS, embedded_hlo_protos, instruction_sources
+    from xlaprof.parse.xplane.schema import message_class, parse_space
+
+    rows: list[dict[str, Any]] = []
+    hosts = []
+    for frame in frames:
+        source = frame.attrs.get("source") or ""
+        if not len(frame):
+            continue
+        host = str(frame["host"].iloc[0])
+        hosts.append(host)
+        if not source.endswith(XPLANE_SUFFIX):
+            continue
+        path = Path(source)
+        try:
+            space = parse_space(path, path.read_bytes(), message_class("XSpace", True))
+            found = instruction_sources(embedded_hlo_protos(space))
+        except (OSError, BadCapture) as error:
+            logging.getLogger(__name__).debug("no HLO sources from %s: %s", path, error)
+            continue
+        rows += [{"host": host, **row.__dict__} for row in found]
+    named = {(r["host"], r["module"], r["instruction"]) for r in rows}
+    for graph in graphs or []:
+        if graph.hlo is None:
+            continue
+        for inst in graph.hlo.instructions:
+            user = (
+                inst.source_file
+                if inst.source_file and not is_library_file(inst.source_file)
+                else None
+            )
+            for host in hosts:
+                if (host, graph.module, inst.name) in named:
+                    continue
+                rows.append(
+                    {
+                        "host": host,
+                        "module": graph.module,
+                        "program_id": None,
+                        "instruction": inst.name,
+                        "opcode": inst.opcode,
+                        "op_type": inst.op_type,
+                        "op_name": inst.op_name,
+                        "source_file": inst.source_file,
+                        "source_line": inst.source_line,
+                        "user_file": user,
+                        "user_line": inst.source_line if user else None,
+                        "user_function": None,
+                    }
+                )
+    return pd.DataFrame(rows, columns=["host", *SOURCE_COLUMNS])

@@ -8,7 +8,7 @@ HTML report and the console show the same tables without computing anything agai
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,6 +23,40 @@ FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evide
 
 
 @dataclass
+class StepStory:
+    """Where a run's steady step goes, as the console and HTML report open with it
+    (``xlaprof.tables.story``). Seconds; None where not measured.
+
+    ``median_step`` is the steady step (after warm-up, compiling nothing) of median wall time
+    and ``parts`` its wall time by part (compile, tracing, transfer, device), which add up to
+    it; ``bound`` is its largest part and ``bound_share`` that part's share; ``bound_steps``
+    counts the steady steps by bound. ``worth_most`` is the finding that answers the bound
+    (set by the pipeline, which has the findings).
+    """
+
+    steps: int
+    warmup_steps: int
+    steady_steps: int
+    warmup_compile_s: float | None = None
+    later_compile_steps: list[int] = field(default_factory=list)
+    later_compile_s: float | None = None
+    median_step: int | None = None
+    median_wall_s: float | None = None
+    parts: dict[str, float | None] = field(default_factory=dict)
+    device_busy_s: float | None = None
+    bound: str | None = None
+    bound_share: float | None = None
+    bound_steps: dict[str, int] = field(default_factory=dict)
+    worth_most: Finding | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The ``story`` object of the ``--json`` document (docs/json-format.md)."""
+        document = {k: v for k, v in self.__dict__.items() if k != "worth_most"}
+        document["worth_most"] = None if self.worth_most is None else self.worth_most.to_json()
+        return document
+
+
+@dataclass
 class PartResult:
     """One part analyzed (``xlaprof.pipeline.analyze_parts``)."""
 
@@ -32,9 +66,12 @@ class PartResult:
     host_skew: pd.DataFrame | None = None
     # The profiler trace (a capture, or a run directory's trace window): device tables.
     trace: Trace | None = None
-    # several hosts: one row per (host, device, step), and the stragglers among them
+    # several hosts: one row per (host, device, step) (a pod's stay on disk: None here, read
+    # by ``host_steps_frame``), and the stragglers among them
     host_steps: pd.DataFrame | None = None
     stragglers: pd.DataFrame | None = None
+    # The step model's summary: where a steady step goes (tables/story.py).
+    story: StepStory | None = None
 
     @property
     def run(self) -> Run | None:
@@ -77,6 +114,10 @@ class PartResult:
         return _or_empty(self.host_skew)
 
     def host_steps_frame(self) -> pd.DataFrame:
+        """Several hosts: one row per (host, device, step); a pod's are read from disk."""
+        trace = self.trace
+        if self.host_steps is None and trace is not None and trace.source is not None:
+            return trace.source.host_steps()
         return _or_empty(self.host_steps)
 
     def stragglers_frame(self) -> pd.DataFrame:
@@ -93,6 +134,14 @@ class PartResult:
 
     def tracing_vs_device(self) -> pd.DataFrame:
         return self.trace.tracing_vs_device() if self.trace is not None else _empty()
+
+    def bottlenecks(self) -> pd.DataFrame:
+        return self.trace.bottlenecks() if self.trace is not None else _empty()
+
+    def device_time_by_line(self, per_device: bool = False) -> pd.DataFrame:
+        if self.trace is None:
+            return _empty()
+        return self.trace.device_time_by_line(per_device)
 
 
 def _empty() -> pd.DataFrame:

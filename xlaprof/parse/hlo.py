@@ -119,7 +119,9 @@ def _closing(text: str, start: int = 0) -> int:
 
 def _split_top(text: str) -> list[str]:
     """``a={x, y}, b=2`` -> ``["a={x, y}", "b=2"]``: commas outside brackets and quotes."""
-    parts, depth, quoted, current = [], 0, False, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quoted = 0, False
     for index, char in enumerate(text):
         if char == '"' and (index == 0 or text[index - 1] != "\\"):
             quoted = not quoted

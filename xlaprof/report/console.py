@@ -9,10 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from xlaprof import escape
-from xlaprof.findings import Severity
-from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
+from xlaprof.findings import Finding, Severity
+from xlaprof.model.parts import SourceInfo
+from xlaprof.model.result import AnalysisResult, PartResult, RunComparison, StepStory
 from xlaprof.parse.units import NOT_MEASURED, format_bytes, format_seconds, missing
 from xlaprof.report.base import RenderOptions
+from xlaprof.tables.story import BOUND_WORDS, PART_WORDS
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 # Evidence worth a line of its own; the rest is one compact line (all of it is in --json).
@@ -83,8 +85,29 @@ def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOpti
 
 
 def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
-    part, findings = result.part, result.findings
-    data, sources = part.data, part.sources
+    """One part: where it came from, the story of its steps, the tables, then the findings."""
+    sources = _header(console, result)
+    _story(console, result.story)
+    _counts(console, result)
+    if result.timeline is not None and len(result.timeline):
+        _timeline(console, result.timeline, result.part.data.warmup_steps)
+    if result.stragglers is not None and len(result.stragglers):
+        console.print(stragglers_line(result.stragglers), highlight=False)
+        console.print()
+    elif result.host_skew is not None and len(result.host_skew):
+        _skew(console, result.host_skew)
+    if result.trace is not None:
+        from xlaprof.report.devices import render_console
+
+        render_console(console, result.trace)
+    _findings(console, result)
+    _notes(console, sources, verbose)
+
+
+def _header(console: Console, result: PartResult) -> list[SourceInfo]:
+    """The part's first line(s): the run, the capture or the files read; the sources whose
+    notes and unreadable lines are still to be said."""
+    part = result.part
     run = part.run_summary
     if run is not None:
         console.print(
@@ -99,14 +122,13 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         )
         for warning in run.warnings:
             console.print(Text(f"note: {warning}", style="yellow"))
-        sources = []
-    trace_only = part.trace_only
-    if trace_only:  # a capture: say what it holds instead of "0 metrics report(s)"
+        return []
+    if part.trace_only:  # a capture: say what it holds instead of "0 metrics report(s)"
         from xlaprof.report.devices import capture_line
 
         console.print(Text.assemble(("xlaprof analyze ", "bold"), capture_line(part.trace)))
-        sources = []
-    for source in sources:
+        return []
+    for source in part.sources:
         console.print(
             Text.assemble(
                 ("xlaprof analyze ", "bold"),
@@ -115,6 +137,74 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
                 f"{source.debug_events} debug event(s))",
             )
         )
+    return part.sources
+
+
+def story_lines(story: StepStory | None) -> list[str]:
+    """The story a report opens with, as plain lines (the console and HTML both show them):
+    how many steps warmed up and what that cost, where the median steady step's time went,
+    what bounds the steady steps, and the one change worth most."""
+    if story is None or not story.steps:
+        return []
+    lines = []
+    warm = f"{story.warmup_steps} warm-up step(s)"
+    if story.warmup_compile_s:
+        warm += f" ({format_seconds(story.warmup_compile_s)} compiling)"
+    if story.median_step is None:
+        lines.append(
+            f"{story.steps} step(s): {warm}, no steady step (after warm-up, compiling "
+            "nothing) to say where a step's time goes."
+        )
+    else:
+        lines.append(
+            f"{story.steps} steps: {warm}, {story.steady_steps} steady. The median steady step "
+            f"(step {story.median_step}) took {format_seconds(story.median_wall_s)}:"
+        )
+        wall = story.median_wall_s or 0.0
+        parts = sorted(
+            ((name, seconds) for name, seconds in story.parts.items() if seconds),
+            key=lambda item: -item[1],
+        )
+        shown = [
+            f"{PART_WORDS.get(name, name)} {format_seconds(seconds)}"
+            + (f" ({seconds / wall:.0%})" if wall else "")
+            for name, seconds in parts
+        ]
+        if shown:
+            lines.append("  " + ", ".join(shown))
+        if story.bound is not None:
+            count = story.bound_steps.get(story.bound, 0)
+            lines.append(
+                f"  Largest part: {BOUND_WORDS.get(story.bound, story.bound)}"
+                f" (in {count} of {story.steady_steps} steady steps)"
+            )
+    if story.later_compile_steps:
+        steps = ", ".join(str(s) for s in story.later_compile_steps[:8])
+        more = ", …" if len(story.later_compile_steps) > 8 else ""
+        lines.append(
+            f"Compiled again after warm-up in step(s) {steps}{more}"
+            + (f" ({format_seconds(story.later_compile_s)})" if story.later_compile_s else "")
+        )
+    finding = story.worth_most
+    if finding is not None:
+        where = f" at {finding.location}" if finding.location is not None else ""
+        lines.append(f"Worth most: [{finding.kind.value}] {finding.title}{where}")
+    return lines
+
+
+def _story(console: Console, story: StepStory | None) -> None:
+    lines = story_lines(story)
+    if not lines:
+        return
+    for index, line in enumerate(lines):
+        style = "bold" if index == 0 or line.startswith("Worth most") else None
+        console.print(Text(line, style=style or ""))
+    console.print()
+
+
+def _counts(console: Console, result: PartResult) -> None:
+    """Steps, compilations, executions, reads and fallbacks of the whole part."""
+    data = result.part.data
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
@@ -137,65 +227,67 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         summary.add_row(label, _fmt(value))
     console.print(summary)
     console.print()
-    if result.timeline is not None and len(result.timeline):
-        _timeline(console, result.timeline, data.warmup_steps)
-    if result.stragglers is not None and len(result.stragglers):
-        console.print(stragglers_line(result.stragglers), highlight=False)
-        console.print()
-    elif result.host_skew is not None and len(result.host_skew):
-        _skew(console, result.host_skew)
-    if result.trace is not None:
-        from xlaprof.report.devices import render_console
 
-        render_console(console, result.trace)
-    if not findings and trace_only:
+
+def _findings(console: Console, result: PartResult) -> None:
+    findings = result.findings
+    if not findings and result.part.trace_only:
         console.print(
-            "No findings: a capture alone feeds the device tables above, not the "
-            "analyzers (they read a run directory, metrics reports or PT_XLA_DEBUG logs).",
-            style="dim",
+            "No findings: no bottleneck in this capture reaches a finding's threshold "
+            "(the bottleneck tables above show where each step's time went).",
+            style="green",
         )
     elif not findings:
         console.print("No findings: nothing here looks wrong.", style="green")
     for index, finding in enumerate(findings, start=1):
-        style = _STYLE[finding.severity]
-        console.print(
-            Text.assemble(
-                (f"{index}. {finding.severity.value.upper()} ", style),
-                (f"[{finding.kind.value}] ", "bold"),
-                finding.title,
-            )
+        _finding(console, index, finding)
+
+
+def _finding(console: Console, index: int, finding: Finding) -> None:
+    style = _STYLE[finding.severity]
+    console.print(
+        Text.assemble(
+            (f"{index}. {finding.severity.value.upper()} ", style),
+            (f"[{finding.kind.value}] ", "bold"),
+            finding.title,
         )
-        if finding.location is not None:
-            console.print(Text(f"   at {finding.location}", style="bold"))
-        for key, label in _HEADLINE_EVIDENCE:
-            if finding.evidence.get(key):
-                console.print(Text(f"   {label}: {_fmt(finding.evidence[key])}"))
-        items = [
-            f"{k}={_fmt(v)}"
-            for k, v in finding.evidence.items()
-            if k not in _HEADLINE_KEYS and k not in _VERBOSE_ONLY
-        ]
-        console.print(Text(f"   evidence: {evidence_line(items)}", style="dim"))
-        console.print(Text(f"   fix: {finding.suggestion}"))
-        console.print()
-    # Line 0 marks a note about the whole input (reports thinned out, warnings capped).
+    )
+    if finding.location is not None:
+        console.print(Text(f"   at {finding.location}", style="bold"))
+    for key, label in _HEADLINE_EVIDENCE:
+        if finding.evidence.get(key):
+            console.print(Text(f"   {label}: {_fmt(finding.evidence[key])}"))
+    items = [
+        f"{k}={_fmt(v)}"
+        for k, v in finding.evidence.items()
+        if k not in _HEADLINE_KEYS and k not in _VERBOSE_ONLY
+    ]
+    console.print(Text(f"   evidence: {evidence_line(items)}", style="dim"))
+    console.print(Text(f"   fix: {finding.suggestion}"))
+    console.print()
+
+
+def _notes(console: Console, sources: list[SourceInfo], verbose: bool) -> None:
+    """Notes about whole inputs (line 0), then the lines that looked like report text but could
+    not be read: each with ``verbose``, else a count."""
     for source in sources:
         for note in (w for w in source.warnings if w.line == 0):
             console.print(Text(f"note: {source.path}: {note.reason}", style="yellow"))
     warnings = [(s.path, w) for s in sources for w in s.warnings if w.line != 0]
-    if warnings:
-        if verbose:
-            for path, warning in warnings:
-                console.print(
-                    Text(f"warning: {path}:{warning.line}: {warning.reason}: {warning.text}"),
-                    style="dim",
-                )
-        else:
+    if not warnings:
+        return
+    if verbose:
+        for path, warning in warnings:
             console.print(
-                f"{len(warnings)} line(s) looked like report text but could not be read; "
-                "--verbose lists them.",
+                Text(f"warning: {path}:{warning.line}: {warning.reason}: {warning.text}"),
                 style="dim",
             )
+    else:
+        console.print(
+            f"{len(warnings)} line(s) looked like report text but could not be read; "
+            "--verbose lists them.",
+            style="dim",
+        )
 
 
 _MAX_TRACED_ROWS = 6
@@ -221,6 +313,8 @@ def _timeline(console: Console, timeline: Any, warmup: int) -> None:
     A table when the terminal is wide enough for every cell in full; otherwise one wrapped
     line per row. Nothing is cut to an ellipsis: a number or a label is shown whole or not.
     """
+    from xlaprof.tables.timeline import steady_median
+
     rows: list[tuple[str, list[str], str]] = []
 
     def add(label: str, row: Any, source: str) -> None:
@@ -228,10 +322,10 @@ def _timeline(console: Console, timeline: Any, warmup: int) -> None:
 
     for _, row in timeline[timeline["step"] < warmup].iterrows():
         add(str(row["step"]), row, str(row["source"]))
+    median, steady_steps = steady_median(timeline, warmup)
+    if steady_steps:
+        add(f"{int(median['step'])} (median)", median, f"of {steady_steps} steady")
     steady = timeline[timeline["step"] >= warmup]
-    if len(steady):
-        numeric = steady[[key for key, _ in _TIMELINE_COLUMNS]].median()
-        add(f"median {warmup}+", numeric, f"{len(steady)} steps")
     traced = steady[steady["source"] == "trace"]
     for _, row in traced.head(_MAX_TRACED_ROWS).iterrows():
         add(str(row["step"]), row, "trace")

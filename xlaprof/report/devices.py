@@ -1,7 +1,9 @@
 """The device sections of the console and HTML reports: devices, steps, top ops, tracing.
 
-Presentation only: every number comes from ``Trace.summary()`` (``xlaprof.tables.device``);
-here it is chosen, ordered and formatted. A value that was not measured shows as "—".
+Presentation only: every number comes from ``Trace.summary()`` (``xlaprof.tables.device``)
+and, for what is said of every step at once, its overview (``xlaprof.tables.step_stats``: a
+pod's is merged from its workers, its per-step rows stay on disk); here it is chosen, ordered
+and formatted. A value that was not measured shows as "—".
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from xlaprof.parse.units import (
     format_seconds,
     missing,
 )
+from xlaprof.tables.step_stats import by_device, device_bottlenecks, overview_of
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,9 +46,14 @@ def capture_line(trace: Trace) -> str:
     """``path  (capture: 26,723 events, 1 host, 4 devices, session ...)``."""
     files = trace.files
     where = str(files[0]) if len(files) == 1 else f"{len(files)} capture files"
-    devices = 0 if trace.devices is None else len(trace.devices)
+    # The devices the device table shows: on a CPU capture (no device plane) the host's CPU.
+    utilization = trace.summary().utilization if trace.device_summary is not None else None
+    if utilization is not None and not utilization.empty:
+        devices = len(utilization[["host", "device"]].astype(str).drop_duplicates())
+    else:
+        devices = 0 if trace.devices is None else len(trace.devices)
     parts = [
-        f"{len(trace.events):,} events",
+        f"{trace.event_count:,} events",
         f"{len(trace.hosts)} host(s)",
         f"{devices} device(s)",
     ]
@@ -125,21 +133,17 @@ def step_note(trace: Trace) -> str | None:
 
 def step_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     """The device steps to show: per device, median of its numbered steps and the slowest."""
-    steps = trace.summary().steps
     rows = []
-    numbered = steps[steps["step"].notna()]
-    for device, group in numbered.groupby("device", sort=True):
-        median = group[["wall_s", "busy_s", "idle_s"]].median()
-        slowest = group.loc[group["wall_s"].idxmax()]
+    for row in overview_of(trace.summary()).devices.itertuples(index=False):
         rows.append(
             {
-                "device": str(device),
-                "steps": str(len(group)),
-                "from": str(group["step_source"].iloc[0]),
-                "median wall": format_seconds(median["wall_s"]),
-                "median busy": format_seconds(median["busy_s"]),
-                "median idle": format_seconds(median["idle_s"]),
-                "slowest": f"{format_seconds(slowest['wall_s'])} (#{slowest['step']})",
+                "device": str(row.device),
+                "steps": str(row.steps),
+                "from": str(row.step_source),
+                "median wall": format_seconds(row.median_wall_s),
+                "median busy": format_seconds(row.median_busy_s),
+                "median idle": format_seconds(row.median_idle_s),
+                "slowest": f"{format_seconds(row.slowest_s)} (#{row.slowest_step})",
             }
         )
     return rows[:limit]
@@ -164,7 +168,7 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
     for row in by_op.itertuples(index=False):
         rows.append(
             {
-                "op": str(row.name)[:48],
+                "op": op_label(row._asdict()),
                 "category": CATEGORY_NAMES.get(str(row.category), str(row.category)),
                 "count": f"{row.occurrences:,}",
                 "total": format_seconds(row.total_s),
@@ -177,17 +181,167 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
     return rows
 
 
+def op_label(row: dict[str, Any], width: int = 48) -> str:
+    """An op as a person reads it: a kernel's function name (``short_name``: no template
+    arguments or parameters; the full name is in --json), and the op it ran inside
+    (``in call.4``) so a wrapper's fusions read as nested."""
+    name = str(row.get("name"))
+    short = row.get("short_name")
+    shown = str(short) if isinstance(short, str) and short else name
+    parent = row.get("parent")
+    if isinstance(parent, str) and parent:
+        inside = f" (in {parent})"
+        return shown[: max(width - len(inside), 12)] + inside
+    return shown[:width]
+
+
+BOTTLENECK_NAMES = {
+    "collective": "collectives",
+    "infeed_outfeed": "infeed/outfeed",
+    "async_wait": "async copy waits",
+    "input_transfer": "input transfers",
+    "compilation": "compilation",
+    "memory_bound": "memory-bound ops",
+    "compute": "compute",
+    "input": "input (host)",
+    "tracing": "tracing (host)",
+    "host": "host (other)",
+}
+
+
+def _top_classes(values: dict[str, Any], wall: float, count: int = 3) -> str:
+    """``input (host) 85%, compute 11%``: the largest classes' shares of ``wall``."""
+    from xlaprof.tables.device.bottleneck import CLASSES
+
+    if not wall or missing(wall):
+        return NOT_MEASURED
+    shares = sorted(
+        ((float(values.get(f"{name}_s") or 0.0) / wall, name) for name in CLASSES),
+        reverse=True,
+    )
+    return ", ".join(
+        f"{BOTTLENECK_NAMES[name]} {share:.0%}" for share, name in shares[:count] if share >= 0.01
+    )
+
+
+def bottleneck_rows(trace: Trace, limit: int = 10) -> list[dict[str, str]]:
+    """Per step of the first devices: wall, busy, the bottleneck and where the rest went."""
+    summary = trace.summary()
+    table = summary.head("bottleneck", limit)  # a pod's first rows only are read
+    if table.empty:
+        return []
+    several_hosts = by_device(summary)["host"].nunique() > 1
+    rows = []
+    for row in table.to_dict(orient="records"):
+        cells = {"host": str(row["host"])} if several_hosts else {}
+        step = row["step"]
+        cells.update(
+            {
+                "device": str(row["device"]),
+                "step": NOT_MEASURED if missing(step) else str(step),
+                "wall": format_seconds(row["wall_s"]),
+                "busy": format_seconds(row["busy_s"]),
+                "bottleneck": NOT_MEASURED
+                if missing(row["bottleneck"])
+                else f"{BOTTLENECK_NAMES.get(str(row['bottleneck']), row['bottleneck'])} "
+                f"{format_percent(row['share'])}",
+                "split": _top_classes(row, float(row["wall_s"] or 0.0)),
+            }
+        )
+        rows.append(cells)
+    return rows
+
+
+def bottleneck_device_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+    """Per device over its steady steps: the bottleneck and the largest classes."""
+    from xlaprof.tables.device.bottleneck import CLASSES
+
+    if not trace.summary().rows("bottleneck"):
+        return []
+    summary = device_bottlenecks(by_device(trace.summary()))
+    several_hosts = summary["host"].nunique() > 1
+    rows = []
+    for row in summary.head(limit).to_dict(orient="records"):
+        cells = {"host": str(row["host"])} if several_hosts else {}
+        values = {f"{name}_s": row[f"{name}_share"] for name in CLASSES}
+        cells.update(
+            {
+                "device": str(row["device"]),
+                "steps": str(row["steps"]) if row["steps"] else "whole capture",
+                "bottleneck": f"{BOTTLENECK_NAMES.get(row['bottleneck'], row['bottleneck'])} "
+                f"{format_percent(row['share'])}",
+                "split": _top_classes(values, 1.0),
+            }
+        )
+        rows.append(cells)
+    return rows
+
+
+def bottleneck_note(trace: Trace, shown: int) -> str | None:
+    hidden = trace.summary().rows("bottleneck") - shown
+    if hidden > 0:
+        return (
+            f"({hidden:,} more device steps in --json and Trace.bottlenecks(); the device table "
+            "above judges each device over its steady steps: the first and last of more than "
+            "five left out, as XProf does.)"
+        )
+    return None
+
+
+def line_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+    """Device time per user source line (innermost user frame), most first."""
+    table = trace.device_time_by_line()
+    if table.empty:
+        return []
+    rows = []
+    for row in table.head(limit).to_dict(orient="records"):
+        file = row["file"]
+        where = "(no user line)" if missing(file) else f"{_short_path(str(file))}:{row['line']}"
+        rows.append(
+            {
+                "line": where,
+                "function": NOT_MEASURED if missing(row["function"]) else str(row["function"]),
+                "device time": format_seconds(row["device_s"]),
+                "share": format_percent(row["share"]),
+                "top op": str(row["top_op"])[:40],
+            }
+        )
+    return rows
+
+
+def line_note(trace: Trace) -> str | None:
+    """How much of the device's op time reached a user line, and what a region can show."""
+    from xlaprof.tables.device.lines import line_coverage
+
+    lines = trace.summary().lines
+    if lines is None:
+        return None
+    coverage = line_coverage(lines)
+    if coverage is None:
+        return None
+    return (
+        f"{coverage:.1%} of device op time (self time) has a user source line, from the HLO "
+        "the capture embeds (the innermost frame outside installed packages). Device time per "
+        "xlaprof.region is not separable within a compiled graph: a region marks host time, "
+        "and its ops run inside the step's graph (a region compiled as its own graph shows "
+        "as its module in --json)."
+    )
+
+
+def _short_path(path: str, parts: int = 1) -> str:
+    pieces = path.replace("\\", "/").split("/")
+    return "/".join(pieces[-parts:]) if len(pieces) > parts else path
+
+
 def autotune_note(trace: Trace) -> str | None:
     """Say what the top ops leave out: GPU work the compiler ran while compiling."""
     summary = trace.summary()
     ops = summary.ops[summary.ops["category"] == "autotune"]
     if ops.empty:
         return None
-    steps = summary.steps
-    steps = steps[(steps["autotune_s"] > 0) & steps["step"].notna()]["step"]
+    numbers = overview_of(summary).autotune_steps  # the smallest, sorted
     where = ""
-    if len(steps):
-        numbers = sorted({int(step) for step in steps})
+    if numbers:
         shown = ", ".join(str(n) for n in numbers[:8]) + (", ..." if len(numbers) > 8 else "")
         where = f" in step{'s' if len(numbers) > 1 else ''} {shown}"
     return (
@@ -198,27 +352,19 @@ def autotune_note(trace: Trace) -> str | None:
     )
 
 
-def _lazy(tracing: Any) -> bool:
-    """Whether the host-vs-device table is about lazy tracing (a torch_xla capture)."""
-    return bool(tracing["lazy_tensor"].fillna(False).astype(bool).any())
-
-
 def tracing_title(trace: Trace) -> str:
     """The host-vs-device table's title: it names what the host figure is."""
-    if _lazy(trace.summary().tracing):
+    if overview_of(trace.summary()).tracing.lazy:
         return "Host tracing vs device busy, per step"
     return "Host vs device, per step"
 
 
-_VERDICTS = {"tracing": "tracing-bound", "host": "host-bound", "device": "device-bound"}
-
-
 def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     """Per host step: host wall, the host figure (tracing or device idle), busy, verdict."""
-    tracing = trace.summary().tracing
-    lazy = _lazy(tracing)
+    summary = trace.summary()
+    lazy = overview_of(summary).tracing.lazy
     rows = []
-    for row in tracing.head(limit).itertuples(index=False):
+    for row in summary.head("tracing", limit).itertuples(index=False):
         bound = None if missing(row.bound) else str(row.bound)
         cells = {
             "host": str(row.host),
@@ -231,38 +377,34 @@ def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
         else:
             cells["device busy"] = format_seconds(row.device_busy_s)
             cells["device idle"] = format_seconds(row.device_idle_s)
-        cells["verdict"] = NOT_MEASURED if bound is None else _VERDICTS.get(bound, bound)
+        cells["largest part"] = NOT_MEASURED if bound is None else str(bound)
         rows.append(cells)
     return rows
 
 
 def tracing_verdict(trace: Trace) -> str | None:
-    """One line answering "what bounds these steps?" from the trace, or None.
-
-    On a torch_xla capture: is the step tracing-bound. Elsewhere (JAX, PyTorch eager) there is
-    no lazy tracing: the host time is what the device idles through, waiting on the host.
-    """
-    tracing = trace.summary().tracing
-    known = tracing[tracing["bound"].notna()]
-    if known.empty:
+    """One line saying what the traced steps' time went to most, from the one step model
+    (``tables/story.py``: the same bounds the step timeline and the bottleneck table show), or
+    None. It describes the steps; whether that is worth a fix is the findings' call. (A pod's
+    counts and medians come from its workers' aggregates: ``tables.step_stats``.)"""
+    overview = overview_of(trace.summary())
+    tracing = overview.tracing
+    known = tracing.known
+    if not known:
         return None
-    median_busy = known["device_busy_s"].median()
-    if _lazy(known):
-        bound = int((known["bound"] == "tracing").sum())
-        what = "tracing-bound" if bound * 2 > len(known) else "not tracing-bound"
+    top = max(tracing.bounds, key=tracing.bounds.__getitem__)  # the first of equals
+    median_busy = format_seconds(overview.median_busy_s)
+    said = f"From the trace: the largest part of {tracing.bounds[top]} of {known} steps is {top}"
+    if tracing.lazy_known:
         return (
-            f"From the trace: {what} ({bound} of {len(known)} steps): the host traces for "
-            f"{format_seconds(known['tracing_s'].median())} per step (median) while the device is "
-            f"busy {format_seconds(median_busy)}."
+            f"{said}; the host traces for {format_seconds(overview.median_tracing_s)} per "
+            f"step (median) while the device is busy {median_busy}."
         )
-    bound = int((known["bound"] == "host").sum())
-    what = "host-bound" if bound * 2 > len(known) else "not host-bound"
     return (
-        f"From the trace: {what} ({bound} of {len(known)} steps): the device idles "
-        f"{format_seconds(known['device_idle_s'].median())} of each step (median), waiting on the "
-        f"host, and is busy {format_seconds(median_busy)}. No torch_xla (lazy-tensor) events in "
-        "this capture: the host time is not tracing but whatever the host does between the "
-        "device's work (Python, input batches, data loading, kernel launches)."
+        f"{said}; the device idles {format_seconds(overview.median_idle_s)} of each "
+        f"step (median) and is busy {median_busy}. No torch_xla (lazy-tensor) events in this "
+        "capture: the host time is not tracing but whatever the host does between the device's "
+        "work (Python, input batches, data loading, kernel launches)."
     )
 
 
@@ -291,10 +433,27 @@ def render_console(console: Console, trace: Trace) -> None:
     if note:
         console.print(note, style="dim")
         console.print()
+    by_device = bottleneck_device_rows(trace)
+    if by_device:
+        _table(console, "Bottleneck by device (steady steps)", by_device)
+    per_step = bottleneck_rows(trace)
+    if per_step and any(row["step"] != NOT_MEASURED for row in per_step):
+        _table(console, "Bottleneck per step", per_step)
+        note = bottleneck_note(trace, len(per_step))
+        if note:
+            console.print(note, style="dim")
+            console.print()
+    lines = line_rows(trace)
+    if lines:
+        _table(console, "Device time by source line", lines)
+    note = line_note(trace)
+    if note:
+        console.print(note, style="dim")
+        console.print()
     tracing = tracing_rows(trace)
     if tracing:
         _table(console, tracing_title(trace), tracing)
-        hidden = len(trace.summary().tracing) - len(tracing)
+        hidden = trace.summary().rows("tracing") - len(tracing)
         if hidden > 0:  # the table is cut: say so rather than let 8 rows pass for all of them
             console.print(f"({hidden:,} more steps in --json)")
             console.print()
@@ -339,13 +498,24 @@ def render_html(trace: Trace) -> str:
         ("Each device over the capture", device_rows(trace)),
         ("Device steps", step_rows(trace)),
         ("Top device ops (all devices)", op_rows(trace)),
+        ("Bottleneck by device (steady steps)", bottleneck_device_rows(trace)),
+        ("Bottleneck per step", bottleneck_rows(trace)),
+        ("Device time by source line", line_rows(trace)),
         (tracing_title(trace), tracing_rows(trace)),
     ):
         if rows:
             sections.append(f"<h3>{html_text(title)}</h3>{_html_table(rows)}")
-    hidden = len(trace.summary().tracing) - len(tracing_rows(trace))
+    hidden = trace.summary().rows("tracing") - len(tracing_rows(trace))
     more = f"({hidden:,} more steps in the JSON document.)" if hidden > 0 else None
-    for line in (step_note(trace), autotune_note(trace), more, tracing_verdict(trace)):
+    notes = (
+        step_note(trace),
+        autotune_note(trace),
+        bottleneck_note(trace, len(bottleneck_rows(trace))),
+        line_note(trace),
+        more,
+        tracing_verdict(trace),
+    )
+    for line in notes:
         if line:
             sections.append(f"<p>{html_text(line)}</p>")
     if len(sections) == 1 + len(trace.warnings):

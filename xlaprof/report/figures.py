@@ -74,7 +74,37 @@ def step_timeline(timeline: pd.DataFrame) -> go.Figure:
         yaxis_title="ms",
         legend_title="host",
     )
+    _scale_to_steady(figure, timeline)
     return figure
+
+
+# Steps longer than this many times the longest steady step are drawn off the chart's scale
+# (their bars cut, their wall time written above them), so the steady steps stay readable.
+OFF_SCALE_FACTOR = 3.0
+
+
+def _scale_to_steady(figure: go.Figure, timeline: pd.DataFrame) -> None:
+    """Fit the y axis to the steady steps (``steady``, from the step model) when warm-up or
+    compile steps would flatten them, and label each step drawn off the scale with its wall
+    time and its largest part."""
+    if "steady" not in timeline:
+        return
+    steady = timeline[timeline["steady"].astype(bool)]["wall_s"].dropna()
+    if steady.empty:
+        return
+    top = float(steady.max()) * 1e3
+    walls = timeline["wall_s"] * 1e3
+    if not top or walls.max() <= OFF_SCALE_FACTOR * top:
+        return
+    limit = 1.5 * top
+    figure.update_yaxes(range=[0, limit * 1.15])
+    for row, wall in zip(timeline.itertuples(index=False), walls, strict=True):
+        if wall == wall and wall > limit:
+            bound = getattr(row, "bound", None)
+            label = f"{wall:,.0f} ms" + (f" ({bound})" if isinstance(bound, str) else "")
+            figure.add_annotation(
+                x=int(row.step), y=limit * 1.08, text=f"↑ {label}", showarrow=False
+            )
 
 
 def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:

@@ -33,6 +33,7 @@ table.kv td { padding: 0.15rem 0.8rem 0.15rem 0; vertical-align: top; }
 pre.fix { white-space: pre-wrap; background: #f0f7f0; padding: 0.5rem; }
 details { margin-top: 0.4rem; } .figure { margin: 1.5rem 0; }
 .none { color: #2a7; font-weight: bold; }
+.story { background: #f4f7fb; border-left: 6px solid #1f77b4; padding: 0.4rem 1rem; }
 table.data { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 table.data th, table.data td { padding: 0.2rem 0.6rem; border-bottom: 1px solid #ddd;
   text-align: right; } table.data th:first-child, table.data td:first-child { text-align: left;
@@ -92,6 +93,17 @@ def _status(run: RunSummary | None) -> str:
     return f"{run.status} (exit code {exit_code})"
 
 
+def _story(result: PartResult) -> str:
+    """The story the page opens with: the console's lines (``console.story_lines``)."""
+    from xlaprof.report.console import story_lines
+
+    lines = story_lines(result.story)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html_text(line.strip())}</li>" for line in lines)
+    return f'<div class="story"><h2>Where a step goes</h2><ul>{items}</ul></div>'
+
+
 def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
     """The report page of the first part (``xlaprof report`` picks it with --process)."""
     out.write(page(result.parts[0]))
@@ -126,8 +138,8 @@ def page(result: PartResult) -> str:
     findings = result.findings_frame()
     if findings.empty and part.trace_only:
         body_findings = (
-            "<p>No findings: a capture alone feeds the device tables below, not the analyzers "
-            "(they read a run directory, metrics reports or PT_XLA_DEBUG logs).</p>"
+            '<p class="none">No findings: no bottleneck in this capture reaches a finding\'s '
+            "threshold (the bottleneck tables below show where each step's time went).</p>"
         )
     elif findings.empty:
         body_findings = '<p class="none">No findings: nothing here looks wrong.</p>'
@@ -146,7 +158,8 @@ def page(result: PartResult) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{html_text(title)}</title><style>{_STYLE}</style></head><body>"
-        f'<h1>{html_text(title)}</h1><div class="meta"><table class="kv">{summary}</table></div>'
+        f"<h1>{html_text(title)}</h1>{_story(result)}"
+        f'<div class="meta"><table class="kv">{summary}</table></div>'
         f"<h2>Findings ({len(findings)})</h2>{body_findings}"
         f"{body_devices}"
         f"<h2>Figures</h2>{body_figures}"

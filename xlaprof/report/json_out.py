@@ -113,12 +113,19 @@ def _records(frame: Any) -> list[dict[str, Any]] | None:
     return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
 
 
+def frame_records(frame: Any) -> list[dict[str, Any]] | None:
+    """A table's rows exactly as the document writes them (strict JSON: not measured is null):
+    for readers that page through a whole table the document cuts (``xlaprof mcp``)."""
+    return strict_json(_records(frame))
+
+
 # The longest ops per document: a pod capture has thousands of distinct ops per device.
 MAX_DEVICE_OPS = 100
 # Per-step rows per document (device steps, tracing): one per host, device and step, so a pod
 # of 128 hosts x 730 steps has 93,000 of them. The first rows (hosts in order) are kept and the
 # total is given; the stragglers table is the pod's per-step view, and
-# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row.
+# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row. Stragglers and
+# host skew (one row per step, whatever the hosts) are cut at the same count.
 MAX_STEP_ROWS = 5000
 
 
@@ -141,13 +148,47 @@ def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
         "files": [str(f) for f in trace.files],
         "warnings": trace.warnings,
         "devices": _records(devices),
-        "device_steps": _records(summary.steps.head(MAX_STEP_ROWS)),
-        "device_steps_total": len(summary.steps),
+        "device_steps": _records(summary.head("steps", MAX_STEP_ROWS)),
+        "device_steps_total": summary.rows("steps"),
         "device_ops": _records(ops),
         "device_ops_total": len(summary.ops),
         "top_ops": _records(top_ops(summary.ops, limit=20)),
-        "tracing": _records(summary.tracing.head(MAX_STEP_ROWS)),
-        "tracing_total": len(summary.tracing),
+        "tracing": _records(summary.head("tracing", MAX_STEP_ROWS)),
+        "tracing_total": summary.rows("tracing"),
+        **bottleneck_json(trace),
+        **lines_json(trace),
+    }
+
+
+# Source lines per document: the ones with the most device time (the total is given).
+MAX_LINE_ROWS = 100
+
+
+def bottleneck_json(trace: Trace) -> dict[str, Any]:
+    """``bottlenecks`` (per device and step, capped), ``bottlenecks_total`` and
+    ``bottleneck_by_device`` (each device over its steady steps)."""
+    from xlaprof.tables.step_stats import by_device, device_bottlenecks
+
+    summary = trace.summary()  # a pod's: its first rows read, the rest counted and summed
+    total = summary.rows("bottleneck")
+    return {
+        "bottlenecks": _records(summary.head("bottleneck", MAX_STEP_ROWS)) if total else [],
+        "bottlenecks_total": total,
+        "bottleneck_by_device": _records(device_bottlenecks(by_device(summary))) if total else [],
+    }
+
+
+def lines_json(trace: Trace) -> dict[str, Any]:
+    """``device_time_by_line`` (per user line over all devices, capped), its total and the
+    share of op time with a line (``device_time_by_line_coverage``; null without HLO)."""
+    from xlaprof.tables.device.lines import line_coverage
+
+    lines = trace.summary().lines
+    table = trace.device_time_by_line()
+    return {
+        "device_time_by_line": _records(table.head(MAX_LINE_ROWS)),
+        "device_time_by_line_total": len(table),
+        "device_time_by_line_coverage": None if lines is None else line_coverage(lines),
     }
 
 
@@ -163,14 +204,19 @@ def result_document(result: PartResult) -> dict[str, Any]:
         if part.trace is not None and trace.source is not None and trace.source.load is not None:
             # hosts read by workers (inputs.pod): where, how long, failures
             extra["trace"]["pod"] = trace.source.load.record()
+    if result.story is not None:
+        extra["story"] = result.story.to_json()
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:
-        extra["host_skew"] = _records(result.host_skew)
+        extra["host_skew"] = _records(result.host_skew.head(MAX_STEP_ROWS))
+        extra["host_skew_total"] = len(result.host_skew)
     if result.stragglers is not None:
         # per step and device; the per-host rows (hosts x steps, the heat map's data) stay out
-        # of the document so its size does not grow with the pod: Analysis.host_steps() has them
-        extra["stragglers"] = _records(result.stragglers)
+        # of the document so its size does not grow with the pod: Analysis.host_steps() has them.
+        # The first MAX_STEP_ROWS (steps in order) are kept: Analysis.stragglers() has every row.
+        extra["stragglers"] = _records(result.stragglers.head(MAX_STEP_ROWS))
+        extra["stragglers_total"] = len(result.stragglers)
     return analysis_document(part.data, result.findings, part.sources, extra)
 
 
@@ -234,13 +280,17 @@ DIFF_SCHEMA = "xlaprof.diff/1"
 def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOptions) -> None:
     """``xlaprof diff --json`` (``xlaprof.diff/1``): each figure, and the findings that went
     and came."""
-    table = comparison.table
+    out.write(dumps(comparison_document(comparison)) + "\n")
+
+
+def comparison_document(comparison: RunComparison) -> dict[str, Any]:
+    """The ``xlaprof.diff/1`` document as a dict."""
     document = {
         "schema": DIFF_SCHEMA,
         "before": comparison.before,
         "after": comparison.after,
-        "comparison": _records(table),
+        "comparison": _records(comparison.table),
         "findings_disappeared": comparison.gone,
         "findings_appeared": comparison.came,
     }
-    out.write(dumps(strict_json(document)) + "\n")
+    return strict_json(document)

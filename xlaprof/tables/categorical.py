@@ -10,6 +10,7 @@ strings, as before.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,11 @@ def member(column: pd.Series, values: Iterable[object]) -> np.ndarray:
     return _per_category(column, lambda text: text in wanted, bool)
 
 
+def matches(column: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern.search`` on each row's text: a boolean array, one per row (missing: False)."""
+    return _per_category(column, lambda text: bool(pattern.search(text)), bool)
+
+
 def numbers(column: pd.Series) -> np.ndarray:
     """Each row's text as a number (float; NaN where it is not one), parsed once per
     category: what ``pd.to_numeric(column.astype(str), errors="coerce")`` gives."""
@@ -68,3 +74,11 @@ def numbers(column: pd.Series) -> np.ndarray:
         return float(value)
 
     return _per_category(column, parse, float)
+
+
+def contains(column: pd.Series, pattern: str) -> np.ndarray:
+    """``column.astype(str).str.contains(pattern)`` (a regular expression): a boolean array."""
+    import re
+
+    compiled = re.compile(pattern)
+    return _per_category(column, lambda text: compiled.search(text) is not None, bool)

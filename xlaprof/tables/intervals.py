@@ -49,7 +49,8 @@ class Coverage:
         return np.where(i >= 0, self.before[safe] + partial, 0)
 
     def within(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self.upto(b) - self.upto(a)
+        covered: np.ndarray = self.upto(b) - self.upto(a)
+        return covered
 
     @property
     def total(self) -> int:
@@ -58,10 +59,17 @@ class Coverage:
 
 def self_times_ns(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Duration minus the time of events nested inside (one line's events, any order)."""
+    return nesting(starts, ends)[0]
+
+
+def nesting(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's self time (duration minus the events nested directly inside it) and its
+    parent: the index of the innermost event it lies within, or -1 (one line's events)."""
     import numpy as np
 
     order = np.lexsort((-ends, starts))
-    own = (ends - starts).astype(np.float64)
+    own: np.ndarray = (ends - starts).astype(np.float64)
+    parent = np.full(len(starts), -1, dtype=np.int64)
     stack: list[int] = []
     s_list, e_list = starts.tolist(), ends.tolist()
     for index in order.tolist():
@@ -70,5 +78,6 @@ def self_times_ns(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
             stack.pop()
         if stack and end <= e_list[stack[-1]]:
             own[stack[-1]] -= end - start
+            parent[index] = stack[-1]
         stack.append(index)
-    return own
+    return own, parent

@@ -31,6 +31,7 @@ import difflib
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Location
@@ -48,6 +49,7 @@ VARIANT_MIN_SIMILARITY = 0.9
 # quadratic in the worst case).
 MAX_CANDIDATES = 8
 _MAX_VALUES = 12
+_T = TypeVar("_T")
 _MAX_CHANGES = 12
 
 # Priority of a difference when one must be named first: the most actionable cause first.
@@ -157,8 +159,9 @@ class Explanation:
     diffs: list[GraphDiff] = field(default_factory=list)
 
 
-def _dedupe(values: list) -> list:  # type: ignore[type-arg]
-    out = []
+def _dedupe(values: list[_T]) -> list[_T]:
+    """``values`` without repeats in a row."""
+    out: list[_T] = []
     for value in values:
         if not out or out[-1] != value:
             out.append(value)
@@ -219,7 +222,9 @@ def _opcodes(
     matched = sum(block.size for block in blocks)
     if 2.0 * matched / (len(a) + len(b)) < VARIANT_MIN_SIMILARITY:
         coarse = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-        return coarse.ratio(), coarse.get_opcodes()
+        return coarse.ratio(), [
+            (str(tag), i1, i2, j1, j2) for tag, i1, i2, j1, j2 in coarse.get_opcodes()
+        ]
     # the strict alignment, then ops between its blocks paired where the coarse keys agree
     opcodes: list[tuple[str, int, int, int, int]] = []
     i = j = 0
@@ -577,38 +582,43 @@ def describe(change: Change, same_kind: list[Change]) -> str:
     if change.op_source is not None and change.op_source != change.location:
         where += f" (the op: {change.op_source})"
     others = len(same_kind) - 1
-    more = f"; {others} more of this kind" if others > 0 else ""
-    if change.kind == "baked_value":
-        uses = f" ({change.count} uses)" if change.count > 1 else ""
-        return (
-            f"a value passed to the graph as device data ({change.before}, {change.op}){where} "
-            f"was baked into it as the constant {change.after}{uses}: torch_xla bakes a Python "
-            f"number equal to 0 or 1 in the tensor's dtype into the graph{more}"
-        )
-    if change.kind == "constant":
-        return (
-            f"a constant baked into the graph changes ({change.before} → {change.after}){where}: "
-            f"a Python number passed to {change.op}{more}"
-        )
-    if change.kind == "attribute":
-        what = "slice bounds" if "slice=" in (change.before or "") else "op attributes"
-        return (
-            f"{what} baked into the graph change: {change.before} → {change.after} in "
-            f"{change.op}{where}: a Python number used as a bound or size{more}"
-        )
-    if change.kind == "sizes":
-        return (
-            f"shapes change with no input changing: {change.op} {change.before} → "
-            f"{change.after}{where}: a size made from a Python number (an arange, a slice "
-            f"length){more}"
-        )
-    if change.kind == "parameters":
-        if change.after is None:
-            return f"a graph input is gone: {change.before} ({change.op}){where}{more}"
-        return f"a graph input is new: {change.after} ({change.op}){where}{more}"
-    gone = change.before is not None
-    return (
-        f"the graph's ops differ: {change.op} ({change.before if gone else change.after}) "
-        f"{'is gone' if gone else 'is new'}{where} — a Python branch on data, a changing "
-        f"Python constant or another code path{more}"
+    kind = change.kind
+    if kind == "parameters":
+        kind = "parameter_gone" if change.after is None else "parameter_new"
+    if kind == "structure":
+        kind = "op_gone" if change.before is not None else "op_new"
+    return _SENTENCES[kind].format(
+        before=change.before,
+        after=change.after,
+        op=change.op,
+        where=where,
+        uses=f" ({change.count} uses)" if change.count > 1 else "",
+        what="slice bounds" if "slice=" in (change.before or "") else "op attributes",
+        more=f"; {others} more of this kind" if others > 0 else "",
     )
+
+
+_BRANCH = " — a Python branch on data, a changing Python constant or another code path"
+_SENTENCES = {
+    "baked_value": (
+        "a value passed to the graph as device data ({before}, {op}){where} was baked into it "
+        "as the constant {after}{uses}: torch_xla bakes a Python number equal to 0 or 1 in the "
+        "tensor's dtype into the graph{more}"
+    ),
+    "constant": (
+        "a constant baked into the graph changes ({before} → {after}){where}: a Python number "
+        "passed to {op}{more}"
+    ),
+    "attribute": (
+        "{what} baked into the graph change: {before} → {after} in {op}{where}: a Python "
+        "number used as a bound or size{more}"
+    ),
+    "sizes": (
+        "shapes change with no input changing: {op} {before} → {after}{where}: a size made from "
+        "a Python number (an arange, a slice length){more}"
+    ),
+    "parameter_gone": "a graph input is gone: {before} ({op}){where}{more}",
+    "parameter_new": "a graph input is new: {after} ({op}){where}{more}",
+    "op_gone": "the graph's ops differ: {op} ({before}) is gone{where}" + _BRANCH + "{more}",
+    "op_new": "the graph's ops differ: {op} ({after}) is new{where}" + _BRANCH + "{more}",
+}

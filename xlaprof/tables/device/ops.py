@@ -1,12 +1,28 @@
 """Per device and op: occurrences, total and self time, FLOPs, bytes, achieved rates and the
 roofline side (``bound``); and the top ops across devices.
+
+Ops rank by **self time**, as XProf's ``hlo_stats`` does: a wrapper (``call.4``, ``while.24``,
+a ``conditional``, a fusion that calls computations) lasts as long as the ops inside it, so by
+total time it would rank just above them and count their time twice. ``parent`` names the op
+an op ran inside (its most frequent enclosing op on the same line), so a table can show the
+nesting.
+
+**Async pairs.** An asynchronous op is a ``*-start`` that issues the work and a ``*-done`` that
+waits for it. The start takes nanoseconds whatever it moves, so it has no rate (bytes over its
+6 ns would be petabytes a second): its ``flops_per_s``/``bytes_per_s`` are None. The done's
+rate is bytes over its own time, what the chip waited (XProf's ``hlo_stats`` measured
+bandwidth, 25.72 GiB/s for the v6e's ``copy-done.4``); ``async_s`` is the pairs' whole span
+from the TPU's ``Async XLA Ops`` line (start issued to done finished), over which the transfer
+ran: bytes / ``async_s`` is its rate over the whole transfer (a lower bound).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from xlaprof.parse.events import ASYNC_OPS_LINE
 from xlaprof.tables.device.events import device_events
 from xlaprof.tables.device.steps import with_session
 
@@ -33,7 +49,14 @@ OP_COLUMNS = [
     "bytes_per_s",
     "intensity",
     "bound",
+    "short_name",
+    "framework_op",
+    "parent",
+    "async_s",
 ]
+
+# ``copy-start.4``, ``all-reduce-start``, ``collective-permute-start.1``: the start of a pair.
+_ASYNC_START = re.compile(r"-start(?:\.\d+)?$")
 
 
 def device_ops(
@@ -53,6 +76,8 @@ def device_ops(
     ops = frame[frame["op_line"]].copy()
     if ops.empty:
         return pd.DataFrame(columns=OP_COLUMNS)
+    for column in ("short_name", "framework_op", "parent_op"):
+        ops[column] = ops[column].astype(object)
     ops["program_id"] = ops["program_id"].astype(object)
     ops["hlo_category"] = ops["hlo_category"].astype(object)
     ops["hlo_module"] = ops["hlo_module"].astype(object)
@@ -71,14 +96,40 @@ def device_ops(
         hlo_category=("hlo_category", "first"),
         program_id=("program_id", "first"),
         hlo_module=("hlo_module", "first"),
+        short_name=("short_name", "first"),
+        framework_op=("framework_op", "first"),  # the first non-null, vectorized
+        parent=("parent_op", "first"),
     ).reset_index()
     table = _unmeasured_as_nan(table)
     table = table.rename(columns={"op": "name"})
     table["total_s"] = table["total_ns"] / 1e9
     table["self_s"] = table["self_ns"] / 1e9
+    table["async_s"] = _async_spans(frame, table)
     add_rates(table, devices)
-    table = table.sort_values(["total_s"], ascending=False, ignore_index=True)
+    table = table.sort_values(["self_s", "total_s"], ascending=False, ignore_index=True)
     return table[OP_COLUMNS]
+
+
+def _async_spans(frame: pd.DataFrame, table: pd.DataFrame) -> list[float | None]:
+    """Per op row, the total span of its async pairs on the ``Async XLA Ops`` line (the line's
+    events name the done op in ``hlo_op``), NaN for an op with no such pair."""
+    import numpy as np
+    import pandas as pd
+
+    pairs = frame[(frame["line"].astype(object) == ASYNC_OPS_LINE).to_numpy()]
+    if pairs.empty:
+        return [None] * len(table)
+    keys = ["session", "host", "device"]
+    spans = pd.DataFrame(
+        {
+            **{k: pairs[k].astype(str).to_numpy() for k in keys},
+            "name": pairs["hlo_op"].astype(str).to_numpy(),
+            "async_s": (pairs["end_ns"] - pairs["start_ns"]).to_numpy(dtype=np.float64) / 1e9,
+        }
+    )
+    spans = spans.groupby([*keys, "name"], sort=False)["async_s"].sum().reset_index()
+    wanted = pd.DataFrame({k: table[k].astype(str).to_numpy() for k in [*keys, "name"]})
+    return wanted.merge(spans, on=[*keys, "name"], how="left")["async_s"].tolist()
 
 
 def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
@@ -88,6 +139,9 @@ def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
     seconds = table["total_s"].to_numpy(dtype=np.float64)
     flops = table["flops"].to_numpy(dtype=np.float64)
     moved = table["bytes_accessed"].to_numpy(dtype=np.float64)
+    # The start of an async pair only issues the work: no rate (module docstring).
+    starts = table["name"].astype(str).str.contains(_ASYNC_START).to_numpy(dtype=bool)
+    seconds = np.where(starts, np.nan, seconds)
     with np.errstate(divide="ignore", invalid="ignore"):
         table["flops_per_s"] = np.where(seconds > 0, flops / seconds, np.nan)
         table["bytes_per_s"] = np.where(seconds > 0, moved / seconds, np.nan)
@@ -99,7 +153,7 @@ def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
             peak_bytes = getattr(row, "peak_bytes_per_s", None)
             if peak_flops and peak_bytes and peak_flops == peak_flops and peak_bytes > 0:
                 ridge[f"{row.host}\0{row.device}"] = float(peak_flops) / float(peak_bytes)
-    bounds = []
+    bounds: list[str | None] = []
     for host, device, intensity in zip(
         table["host"].astype(str), table["device"].astype(str), table["intensity"], strict=True
     ):
@@ -112,7 +166,8 @@ def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
 
 
 def top_ops(ops: pd.DataFrame, limit: int = 10, by: Sequence[str] = ("name",)) -> pd.DataFrame:
-    """Ops summed over devices (and hosts), most total time first: the "top device ops"."""
+    """Ops summed over devices (and hosts), most self time first: the "top device ops"
+    (wrappers such as ``call.4`` rank by their own time, not that of the ops inside)."""
 
     if ops.empty:
         return ops.head(0)
@@ -127,9 +182,21 @@ def top_ops(ops: pd.DataFrame, limit: int = 10, by: Sequence[str] = ("name",)) -
         bytes_accessed=("bytes_accessed", "sum"),
         flops_seen=("flops", "count"),
         bytes_seen=("bytes_accessed", "count"),
+        **{
+            column: (column, "first")  # the first non-null: vectorized, no call per group
+            for column in ("short_name", "framework_op", "parent")
+            if column in ops.columns and column not in by
+        },
+        **(
+            {"async_s": ("async_s", "sum"), "async_seen": ("async_s", "count")}
+            if "async_s" in ops.columns
+            else {}
+        ),
     ).reset_index()
     table = _unmeasured_as_nan(table)
-    return table.sort_values("total_s", ascending=False, ignore_index=True).head(limit)
+    if "async_seen" in table.columns:
+        table["async_s"] = table["async_s"].where(table.pop("async_seen") > 0)
+    return table.sort_values(["self_s", "total_s"], ascending=False, ignore_index=True).head(limit)
 
 
 def _unmeasured_as_nan(table: pd.DataFrame) -> pd.DataFrame:

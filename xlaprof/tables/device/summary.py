@@ -6,7 +6,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from xlaprof.model.device import DeviceSummary
+from xlaprof.tables.device.bottleneck import (
+    BOTTLENECK_COLUMNS,
+    busiest_bounds,
+    step_bottlenecks,
+)
 from xlaprof.tables.device.events import device_events
+from xlaprof.tables.device.lines import LINE_COLUMNS, by_line, device_time_by_line
 from xlaprof.tables.device.ops import OP_COLUMNS, device_ops
 from xlaprof.tables.device.steps import (
     STEP_COLUMNS,
@@ -26,21 +32,57 @@ def summarize_host(
     events: pd.DataFrame,
     devices: pd.DataFrame | None = None,
     host_bounds: pd.DataFrame | None = None,
+    sources: pd.DataFrame | None = None,
 ) -> DeviceSummary:
-    """Reduce one host's (or any) events to a ``DeviceSummary`` (see the module docstring)."""
+    """Reduce one host's (or any) events to a ``DeviceSummary`` (see the module docstring).
+
+    ``sources``: the HLO instructions' source lines (``xlaprof.parse.hlo_proto``, with a
+    ``host`` column), for device time per user line; without them ``lines`` is None.
+    """
     import pandas as pd
 
     events = with_session(events)
     frame = device_events(events)
     windows = step_windows(events, frame, host_bounds)
+    ops = device_ops(events, devices, frame=frame)
+    lines = None if sources is None else device_time_by_line(frame, sources)
+    bottleneck = step_bottlenecks(events, frame, windows, ops)
     return DeviceSummary(
         devices=devices if devices is not None else pd.DataFrame(),
         steps=device_steps(events, host_bounds, frame=frame, windows=windows),
-        ops=device_ops(events, devices, frame=frame),
+        ops=ops,
         utilization=device_utilization(events, host_bounds, frame=frame, windows=windows),
-        tracing=tracing_vs_device(events, host_bounds, frame),
+        tracing=bounds_of_steps(tracing_vs_device(events, host_bounds, frame), bottleneck),
         events=len(events),
+        bottleneck=bottleneck,
+        lines=lines,
+        line_totals=None if lines is None else by_line(lines),
     )
+
+
+def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataFrame:
+    """The host-vs-device table with each step's ``bound`` from the one step model
+    (``bottleneck.busiest_bounds``: its busiest device's bottleneck), so this table, the
+    bottleneck table and the step timeline never disagree; a step the bottleneck table does not
+    number keeps the table's own host-vs-device answer."""
+    if tracing.empty:
+        return tracing
+    table = busiest_bounds(bottleneck)
+    known = {
+        (str(r.session), str(r.host), int(r.step)): str(r.bound)
+        for r in table.itertuples(index=False)
+    }
+    tracing = tracing.copy()
+    sessions, hosts = tracing["session"].astype(str), tracing["host"].astype(str)
+    keys = zip(sessions, hosts, tracing["step"], tracing["bound"], strict=True)
+    bounds = [known.get((s, h, int(n)), b) for s, h, n, b in keys]
+    tracing["bound"] = bounds
+    lazy = tracing["lazy_tensor"].astype(bool)
+    tracing["tracing_bound"] = [
+        (bound == "tracing") if is_lazy and bound is not None else None
+        for bound, is_lazy in zip(bounds, lazy, strict=True)
+    ]
+    return tracing
 
 
 def merge_summaries(summaries: Iterable[DeviceSummary]) -> DeviceSummary:
@@ -50,12 +92,21 @@ def merge_summaries(summaries: Iterable[DeviceSummary]) -> DeviceSummary:
     summaries = list(summaries)
 
     def cat(name: str, columns: list[str] | None) -> pd.DataFrame:
-        frames = [getattr(s, name) for s in summaries if not getattr(s, name).empty]
+        frames: list[pd.DataFrame] = [
+            getattr(s, name) for s in summaries if not getattr(s, name).empty
+        ]
         if not frames:
             return pd.DataFrame(columns=columns)
         return pd.concat(frames, ignore_index=True)
 
-    ops = cat("ops", OP_COLUMNS).sort_values("total_s", ascending=False, ignore_index=True)
+    ops = cat("ops", OP_COLUMNS).sort_values(
+        ["self_s", "total_s"], ascending=False, ignore_index=True
+    )
+    lines = (
+        None
+        if all(s.lines is None for s in summaries)
+        else _concat([s.lines for s in summaries], LINE_COLUMNS)
+    )
     return DeviceSummary(
         devices=cat("devices", None),
         steps=cat("steps", STEP_COLUMNS),
@@ -64,4 +115,16 @@ def merge_summaries(summaries: Iterable[DeviceSummary]) -> DeviceSummary:
         tracing=cat("tracing", TRACING_COLUMNS),
         events=sum(s.events for s in summaries),
         warnings=[w for s in summaries for w in s.warnings],
+        bottleneck=_concat([s.bottleneck for s in summaries], BOTTLENECK_COLUMNS),
+        lines=lines,
+        line_totals=None if lines is None else by_line(lines),
     )
+
+
+def _concat(frames: list[pd.DataFrame | None], columns: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    present = [f for f in frames if f is not None and not f.empty]
+    if not present:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(present, ignore_index=True)

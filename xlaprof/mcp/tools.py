@@ -1,0 +1,765 @@
+"""The tools of ``xlaprof mcp``, as plain methods: typed arguments in, typed models out.
+
+Each analysis is ``xlaprof.pipeline.analyze_parts`` on ``xlaprof.inputs.paths.load_parts``, as
+in ``xlaprof analyze``, and its answer is cut from ``results_document`` (the ``--json``
+document) or, for tables the document keeps only the head of, paged with ``frame_records`` (the
+document's own row writer): the numbers an agent gets are those the CLI prints. An analysis is
+kept (``CACHED_ANALYSES``) while its input's files, sizes and times stay the same, so paging
+through a table does not analyze again.
+
+Paths go through ``Roots`` (``roots.py``) first: nothing outside the folders given with
+``--root`` is read, and source lines are quoted only from files under them. Errors are the
+``XlaprofError`` the CLI would raise; ``server.py`` turns them into MCP tool errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
+
+from xlaprof.errors import InputNotFound, InputNotRecognized, OutsideRoots, RunDirError
+from xlaprof.mcp import models
+from xlaprof.mcp.roots import Roots, source_root_for
+from xlaprof.model.ondisk import HOST_STEPS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from xlaprof.model.parts import Part
+    from xlaprof.model.result import PartResult
+
+# Analyses kept for paging (a pod's can hold a few hundred MB: a handful at most).
+CACHED_ANALYSES = 4
+# Rows one call may ask for; findings one analyze answer shows by default.
+MAX_ROWS = 500
+DEFAULT_ROWS = 20
+DEFAULT_FINDINGS = 20
+# Items of the overview's lists (devices, top ops, source warnings) before "see the tool".
+OVERVIEW_DEVICES = 16
+OVERVIEW_TOP_OPS = 10
+OVERVIEW_WARNINGS = 5
+# What a script or benchmark run hands back of its own output.
+OUTPUT_TAIL_CHARS = 4000
+# The docs pages of the analyzers, where the package runs from a checkout.
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "analyzers"
+
+STEP_TABLES = ("timeline", "device_steps", "tracing", "stragglers", "host_steps", "host_skew")
+OP_VIEWS = ("ops", "top_ops")
+
+# Argument types, documented once: their descriptions are the tools' input schemas.
+PathArg = Annotated[
+    str,
+    Field(
+        description="A run directory, a folder of process runs, a capture (.xplane.pb, "
+        "*trace.json.gz) or capture logdir, or a metrics report / PT_XLA_DEBUG log; absolute, "
+        "or relative to a root. list_inputs shows what there is."
+    ),
+]
+ProcessArg = Annotated[
+    str | None,
+    Field(description="For a folder of several process runs: which one (default: the first)."),
+]
+SessionArg = Annotated[
+    str | None,
+    Field(description="For a logdir of several profiling sessions: which (default: latest)."),
+]
+WarmupArg = Annotated[
+    int, Field(ge=0, description="Steps whose compilations count as warm-up (run directories).")
+]
+OffsetArg = Annotated[int, Field(ge=0, description="First row to return (paging).")]
+LimitArg = Annotated[int, Field(ge=1, le=MAX_ROWS, description="Rows to return at most.")]
+HostArg = Annotated[str | None, Field(description="Only rows of this host.")]
+DeviceArg = Annotated[str | None, Field(description="Only rows of this device (e.g. TPU:0).")]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the server was started: ``allow_run`` adds run_script and bench_fix, each capped at
+    ``max_run_steps`` steps and ``run_timeout_s`` seconds."""
+
+    allow_run: bool = False
+    max_run_steps: int = 50
+    run_timeout_s: float = 600.0
+
+
+@dataclass
+class Analyzed:
+    """One input analyzed: every part's result and the ``--json`` document of them all."""
+
+    path: Path
+    results: list[PartResult]
+    document: dict[str, Any]
+
+    def part(self, process: str | None) -> tuple[PartResult, dict[str, Any], list[str]]:
+        """One part's result and document (the first, or ``process``), with a note when the
+        input held several."""
+        names = [r.part.name for r in self.results]
+        index = 0
+        if process is not None:
+            if process not in names:
+                raise RunDirError(
+                    f"{self.path}: no process run named {process!r} (there are: "
+                    f"{', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
+                )
+            index = names.index(process)
+        if len(self.results) == 1:
+            return self.results[0], self.document, []
+        notes = []
+        if process is None:
+            notes.append(
+                f"{self.path} holds {len(names)} process runs ({', '.join(names[:8])}"
+                f"{', ...' if len(names) > 8 else ''}): showing {names[0]}; pass process=NAME "
+                "for another"
+            )
+        return self.results[index], self.document["processes"][index], notes
+
+
+class Tools:
+    """The tools over ``roots``. Calls are served one at a time (``lock``): an analysis sets
+    its source roots for the duration, and the machine it runs on is usually a laptop."""
+
+    def __init__(self, roots: Roots, settings: Settings | None = None) -> None:
+        self.roots = roots
+        self.settings = settings or Settings()
+        self.lock = threading.Lock()
+        self._cache: OrderedDict[tuple[Any, ...], Analyzed] = OrderedDict()
+
+    def tools(self) -> list[Any]:
+        """The tool methods this server offers, in the order listed."""
+        offered: list[Any] = [
+            self.list_inputs,
+            self.analyze,
+            self.steps,
+            self.device_ops,
+            self.compare_runs,
+            self.check_budgets,
+            self.explain_finding,
+        ]
+        if self.settings.allow_run:
+            offered += [self.run_script, self.bench_fix]
+        return offered
+
+    # -- the analysis, once per input ---------------------------------------------------------
+    def analysis(self, path: str, session: str | None = None, warmup_steps: int = 2) -> Analyzed:
+        """``path`` analyzed as ``xlaprof analyze`` does, reused while it has not changed."""
+        real, fingerprint = self.roots.resolve_input(path)
+        key = (str(real), session, warmup_steps, fingerprint)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        analyzed = self._analyze(real, session, warmup_steps)
+        self._cache[key] = analyzed
+        while len(self._cache) > CACHED_ANALYSES:
+            self._cache.popitem(last=False)
+        return analyzed
+
+    def _analyze(self, path: Path, session: str | None, warmup_steps: int) -> Analyzed:
+        from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+        from xlaprof.pipeline import analyze_parts
+        from xlaprof.report.json_out import results_document
+
+        parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, warmup_steps, session)
+        results = analyze_parts(parts, self.source_root)
+        return Analyzed(path, results, results_document(results))
+
+    def source_root(self, part: Part) -> Path:
+        """Where findings on ``part`` may quote source lines from: its run's recorded working
+        directory when that lies inside the roots, else the root holding the part."""
+        from xlaprof.inputs.sourcefiles import recorded_root
+
+        recorded = recorded_root(part.run.info.cwd) if part.run is not None else None
+        where = part.run.path if part.run is not None else Path(part.sources[0].path)
+        return source_root_for(self.roots, where.resolve(), recorded)
+
+    # -- tools ----------------------------------------------------------------------------------
+    def list_inputs(
+        self,
+        under: Annotated[
+            str | None, Field(description="A folder inside the roots (default: every root).")
+        ] = None,
+        offset: OffsetArg = 0,
+        limit: Annotated[int, Field(ge=1, le=MAX_ROWS, description="Entries at most.")] = 50,
+    ) -> models.ListOutput:
+        """List what can be analyzed under the allowed folders: run directories (from `xlaprof
+        run`), profiler captures and capture logdirs, and logs holding a metrics report or
+        PT_XLA_DEBUG output, each with its kind, size and latest change. Start here."""
+        folder = None if under is None else self.roots.resolve(under)
+        found = self.roots.inventory(folder)
+        page = found.entries[offset : offset + limit]
+        return models.ListOutput(
+            roots=[str(r) for r in self.roots.paths],
+            total=len(found.entries),
+            offset=offset,
+            next_offset=_next(offset, len(page), len(found.entries)),
+            truncated=found.truncated,
+            entries=[models.InputEntry(**vars(e)) for e in page],
+        )
+
+    def analyze(
+        self,
+        path: PathArg,
+        process: ProcessArg = None,
+        session: SessionArg = None,
+        warmup_steps: WarmupArg = 2,
+        max_findings: Annotated[
+            int, Field(ge=0, le=MAX_ROWS, description="Findings to return at most.")
+        ] = DEFAULT_FINDINGS,
+    ) -> models.AnalyzeOutput:
+        """Diagnose one input, as `xlaprof analyze --json` does: the counts (compilations,
+        executions, host transfers, CPU fallbacks, steps), the findings most severe first (kind,
+        title, the user's source line, the evidence and the fix), the run's status, the
+        capture's devices and top ops, and how many rows each per-step and per-op table has
+        (page through them with steps and device_ops). Without process, a folder of several
+        process runs is analyzed whole (findings tagged with evidence.process)."""
+        analyzed = self.analysis(path, session, warmup_steps)
+        return self._overview(analyzed, process, max_findings)
+
+    def _overview(
+        self, analyzed: Analyzed, process: str | None, max_findings: int
+    ) -> models.AnalyzeOutput:
+        notes: list[str] = []
+        if process is None:
+            document = analyzed.document
+            result = analyzed.results[0] if len(analyzed.results) == 1 else None
+        else:
+            result, document, notes = analyzed.part(process)
+        for part in analyzed.results if result is None else [result]:
+            if part.trace is not None and len(part.trace.sessions) > 1:
+                notes.append(
+                    f"{len(part.trace.sessions)} profiling sessions; analyzed "
+                    f"{part.trace.session or '.'} (session=NAME for another)"
+                )
+        if result is None:
+            notes.append(
+                f"{len(analyzed.results)} process runs analyzed together: pass process=NAME "
+                "for one's run record, trace and tables"
+            )
+        findings = document["findings"]
+        trace = document.get("trace")
+        return models.AnalyzeOutput(
+            schema=document["schema"],
+            path=str(analyzed.path),
+            processes=[r.part.name for r in analyzed.results],
+            process=process,
+            notes=notes,
+            summary=models.Summary(**document["summary"]),
+            findings=[models.FindingOut(**f) for f in findings[:max_findings]],
+            findings_total=len(findings),
+            run=document.get("run"),
+            trace=None if trace is None else _trace_overview(trace),
+            tables=_table_sizes(result) if result is not None else {},
+            sources=[_source(s) for s in document["sources"]],
+        )
+
+    def steps(
+        self,
+        path: PathArg,
+        table: Annotated[
+            Literal[STEP_TABLES],  # type: ignore[valid-type]
+            Field(
+                description="timeline: where each step's wall time went (wall_s, "
+                "python_tracing_s, tracing_s, graph_build_s, compile_s, transfer_s, "
+                "device_wait_s, device_busy_s, device_idle_s; source trace|metrics); "
+                "device_steps: per device and step (busy, idle, duty, seconds per op "
+                "category); tracing: per host step, host tracing against device busy and what "
+                "bounds it; stragglers: per step and device of a pod, the slowest host and "
+                "why; host_steps: per host, device and step (pods); host_skew: per step, "
+                "fastest and slowest host."
+            ),
+        ] = "timeline",
+        process: ProcessArg = None,
+        session: SessionArg = None,
+        warmup_steps: WarmupArg = 2,
+        host: HostArg = None,
+        device: DeviceArg = None,
+        offset: OffsetArg = 0,
+        limit: LimitArg = DEFAULT_ROWS,
+    ) -> models.StepsOutput:
+        """The story of the steps: the steady state (median seconds of each part of a step
+        after warm-up: Python and tracing, graph build, compile, transfers, device wait, device
+        busy and idle), the trace's verdict on what bounds the steps, and the rows of one
+        per-step table, a page at a time. Seconds throughout; null where not measured."""
+        from xlaprof.report.json_out import strict_json
+        from xlaprof.tables.timeline import COLUMNS, steady_median
+
+        seconds_columns = COLUMNS[1:-1]
+
+        result, _, notes = self.analysis(path, session, warmup_steps).part(process)
+        frame = _step_tables(result).get(table)
+        steady = None
+        if table == "timeline" and frame is not None and len(frame):
+            warmup = result.part.data.warmup_steps
+            median, count = steady_median(frame, warmup)
+            if count:
+                seconds = {c: median[c] for c in seconds_columns if c in median}
+                steady = models.SteadyState(
+                    steps=count,
+                    warmup_steps=warmup,
+                    median_step=int(median["step"]),
+                    median_s=strict_json(seconds),
+                    bound=median.get("bound"),
+                )
+        verdict = None
+        if result.trace is not None:
+            from xlaprof.report.devices import tracing_verdict
+
+            verdict = tracing_verdict(result.trace)
+        if frame is None:
+            notes.append(_absent(table))
+        page = _page(frame, host, device, offset, limit)
+        return models.StepsOutput(
+            path=str(result.part.sources[0].path if result.part.sources else path),
+            process=result.part.name,
+            table=table,
+            notes=notes,
+            steady=steady,
+            verdict=verdict,
+            **page,
+        )
+
+    def device_ops(
+        self,
+        path: PathArg,
+        view: Annotated[
+            Literal[OP_VIEWS],  # type: ignore[valid-type]
+            Field(
+                description="ops: per device and op, longest first (name, category, "
+                "occurrences, total_s, self_s, flops, bytes_accessed, rates, bound); "
+                "top_ops: summed over devices."
+            ),
+        ] = "ops",
+        process: ProcessArg = None,
+        session: SessionArg = None,
+        host: HostArg = None,
+        device: DeviceArg = None,
+        offset: OffsetArg = 0,
+        limit: LimitArg = DEFAULT_ROWS,
+    ) -> models.DeviceOpsOutput:
+        """Where device time went in a capture (or a run's trace window): each device's busy
+        and idle time and op categories, and its ops by time, a page at a time. The first 100
+        ops are those of `xlaprof analyze --json`'s trace.device_ops; paging goes past them."""
+        from xlaprof.report.json_out import frame_records
+
+        result, _, notes = self.analysis(path, session).part(process)
+        trace = result.trace
+        frame = devices = None
+        if trace is None:
+            notes.append(
+                "no trace: device ops come from a capture, or a run recorded with "
+                "`xlaprof run --trace-steps A:B`"
+            )
+        else:
+            summary = trace.summary()
+            devices = _filtered(
+                summary.utilization.merge(
+                    trace.devices.drop(columns=["plane"], errors="ignore"),
+                    on=["session", "host", "device", "kind"],
+                    how="left",
+                ),
+                host,
+                device,
+            )
+            frame = summary.ops
+            if view == "top_ops":
+                from xlaprof.tables.device import top_ops
+
+                frame = top_ops(_filtered(frame, host, device), limit=max(len(frame), 1))
+                host = device = None  # applied before summing
+        page = _page(frame, host, device, offset, limit)
+        return models.DeviceOpsOutput(
+            path=str(result.part.sources[0].path if result.part.sources else path),
+            process=result.part.name,
+            table=view,
+            notes=notes,
+            devices=(frame_records(devices) or []) if devices is not None else [],
+            **page,
+        )
+
+    def compare_runs(
+        self,
+        before: Annotated[str, Field(description="The run before the change.")],
+        after: Annotated[str, Field(description="The run after it.")],
+    ) -> models.CompareOutput:
+        """Compare two runs, as `xlaprof diff --json`: each figure (steps, compilations, step
+        time, compile time, host syncs, ...) before and after with their ratio, and the
+        findings that disappeared and appeared."""
+        from xlaprof.pipeline import compare_runs
+        from xlaprof.report.json_out import comparison_document
+
+        a, b = self.roots.resolve(before), self.roots.resolve(after)
+        comparison, notes = compare_runs(a, b, self.source_root)
+        return models.CompareOutput(**comparison_document(comparison), notes=notes)
+
+    def check_budgets(
+        self,
+        paths: Annotated[list[str], Field(min_length=1, description="Run directories.")],
+        max_recompilations: Annotated[
+            int | None, Field(ge=0, description="Compilations allowed after warm-up.")
+        ] = None,
+        max_host_syncs_per_step: Annotated[
+            float | None, Field(ge=0, description="Device-to-host reads per steady step.")
+        ] = None,
+        max_fallback_ops: Annotated[
+            int | None, Field(ge=0, description="Distinct aten:: ops allowed on the CPU.")
+        ] = None,
+        allow_fallback: Annotated[
+            list[str] | None, Field(description="Ops allowed to fall back (aten::median).")
+        ] = None,
+        max_graphs: Annotated[int | None, Field(ge=0, description="Distinct graphs.")] = None,
+        forbid: Annotated[
+            list[str] | None, Field(description="Finding kinds that must not appear.")
+        ] = None,
+        baseline: Annotated[
+            str | None, Field(description="A run to compare step time with.")
+        ] = None,
+        max_step_time_ratio: Annotated[
+            float | None, Field(ge=0, description="Median steady step / the baseline's.")
+        ] = None,
+        max_compile_seconds: Annotated[
+            float | None, Field(ge=0, description="Total compile time, seconds.")
+        ] = None,
+        warmup_steps: Annotated[
+            int | None, Field(ge=0, description="Steps whose compilations are warm-up.")
+        ] = None,
+        allow_unmeasured: Annotated[
+            bool, Field(description="Skip a budget the run did not measure instead of failing.")
+        ] = False,
+        budget_file: Annotated[
+            str | None,
+            Field(description="A TOML file of budgets ([tool.xlaprof.check] or top level)."),
+        ] = None,
+    ) -> models.CheckOutput:
+        """Check runs against budgets, as `xlaprof check --json` (the CI gate): each budget's
+        value, limit and verdict (pass, fail, unmeasured, skipped), with the findings that
+        explain a failure at the user's line. ok is false when any budget fails."""
+        from xlaprof.budgets import Budgets
+        from xlaprof.pipeline import check_budgets
+        from xlaprof.report.ci import check_document
+
+        runs = [self.roots.resolve(p) for p in paths]
+        budgets = Budgets()
+        if budget_file is not None:
+            budgets = Budgets.from_file(self.roots.resolve(budget_file))
+        budgets = budgets.updated(
+            max_recompilations=max_recompilations,
+            max_host_syncs_per_step=max_host_syncs_per_step,
+            max_fallback_ops=max_fallback_ops,
+            allow_fallback=tuple(allow_fallback or ()),
+            max_graphs=max_graphs,
+            forbid=tuple(forbid or ()),
+            baseline=None if baseline is None else self.roots.resolve(baseline),
+            max_step_time_ratio=max_step_time_ratio,
+            max_compile_seconds=max_compile_seconds,
+            warmup_steps=warmup_steps,
+            allow_unmeasured=allow_unmeasured or None,
+        )
+        if budgets.baseline is not None:
+            self.roots.resolve(str(budgets.baseline))  # a file's baseline: inside too
+        result = check_budgets(runs, budgets, self.source_root)
+        return models.CheckOutput(**check_document(result))
+
+    def explain_finding(
+        self,
+        kind: Annotated[
+            str,
+            Field(description="A finding kind, as in a finding's kind field (host_sync, ...)."),
+        ],
+    ) -> models.ExplainOutput:
+        """What one finding kind means: what its analyzer reads, when it fires (its thresholds,
+        as the analyzer has them now), and how to fix it, from the analyzer's own page and
+        module."""
+        from xlaprof.analyzers import analyzer_of
+        from xlaprof.findings import Kind
+
+        try:
+            known = Kind(kind)
+        except ValueError:
+            kinds = ", ".join(k.value for k in Kind)
+            raise InputNotRecognized(f"{kind!r}: no such finding kind (kinds: {kinds})") from None
+        module = sys.modules[analyzer_of(known).analyze.__module__]
+        page_path = DOCS / f"{known.value}.md"
+        page = page_path.read_text(encoding="utf-8") if page_path.is_file() else None
+        constants = {
+            name: value
+            for name, value in vars(module).items()
+            if name.isupper()
+            and not name.startswith("_")
+            and isinstance(value, int | float | str | tuple | frozenset)
+        }
+        return models.ExplainOutput(
+            kind=known.value,
+            module=module.__name__,
+            summary=inspect.cleandoc(module.__doc__ or ""),
+            page=page,
+            page_path=str(page_path) if page is not None else None,
+            constants=_jsonable(constants),
+        )
+
+    def run_script(
+        self,
+        script: Annotated[str, Field(description="A Python training script inside the roots.")],
+        args: Annotated[
+            list[str] | None, Field(description="Arguments passed to the script.")
+        ] = None,
+        max_steps: Annotated[
+            int, Field(ge=1, description="Stop the script after this many steps.")
+        ] = 10,
+        trace_steps: Annotated[
+            str | None,
+            Field(description="Capture a device trace of steps A..B-1, as 'A:B'."),
+        ] = None,
+        timeout_s: Annotated[
+            float, Field(gt=0, description="Stop the script after this many seconds.")
+        ] = 300.0,
+        out: Annotated[
+            str | None,
+            Field(
+                description="Folder for the run, inside the roots (default: "
+                "xlaprof-runs/mcp-<time> beside the script)."
+            ),
+        ] = None,
+    ) -> models.RunOutput:
+        """Run a script under `xlaprof run` (profiling every step) and analyze the run it
+        writes. Only offered when the server was started with --allow-run; the steps and the
+        time are capped by the server's --max-run-steps and --run-timeout."""
+        source = self.roots.resolve(script)
+        if not source.is_file():
+            raise InputNotFound(f"{script}: not a file")
+        folder = self._out_folder(out, source, "mcp")
+        steps = min(max_steps, self.settings.max_run_steps)
+        command = [sys.executable, "-m", "xlaprof", "run", "--quiet", "--max-steps", str(steps)]
+        command += ["--out", str(folder)]
+        if trace_steps:
+            command += ["--trace-steps", trace_steps]
+        command += ["--", sys.executable, str(source), *(args or [])]
+        from xlaprof.rundir.reader import find_runs
+
+        done = _run_bounded(command, source.parent, self._timeout(timeout_s))
+        done.pop("stdout")
+        analysis = None
+        if folder.is_dir() and find_runs(folder):
+            with self.lock:
+                analysis = self._overview(self.analysis(str(folder)), None, DEFAULT_FINDINGS)
+        return models.RunOutput(**done, out=str(folder), analysis=analysis)
+
+    def bench_fix(
+        self,
+        fix: Annotated[
+            Literal["scan", "remat", "cache", "offload"],
+            Field(
+                description="The fix: scan (scan_layers), remat, cache (persistent "
+                "compilation cache), offload (probe only)."
+            ),
+        ],
+        target: Annotated[
+            str,
+            Field(
+                description="path/to/module.py:factory inside the roots; factory() returns "
+                "(model, batch)."
+            ),
+        ],
+        steps: Annotated[int, Field(ge=1, description="Measured steps per side.")] = 5,
+        timeout_s: Annotated[
+            float, Field(gt=0, description="Stop the benchmark after this many seconds.")
+        ] = 600.0,
+    ) -> models.BenchOutput:
+        """Measure a fix on the user's model, as `xlaprof bench FIX TARGET --json`: before and
+        after in fresh processes, side by side, with a numerical check. Only offered when the
+        server was started with --allow-run."""
+        module, sep, factory = target.rpartition(":")
+        if not sep or not module:
+            raise InputNotRecognized(f"{target}: expected path/to/module.py:factory")
+        source = self.roots.resolve(module)
+        folder = self._out_folder(None, source, f"bench-{fix}")
+        steps = min(steps, self.settings.max_run_steps)
+        command = [sys.executable, "-m", "xlaprof", "bench", fix, f"{source}:{factory}"]
+        command += ["--json", "--steps", str(steps), "--out", str(folder)]
+        done = _run_bounded(command, source.parent, self._timeout(timeout_s))
+        stdout = done.pop("stdout")
+        result = None
+        with contextlib.suppress(ValueError):
+            result = json.loads(stdout) if stdout.strip() else None
+        return models.BenchOutput(**done, out=str(folder), result=result)
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _timeout(self, asked: float) -> float:
+        return min(asked, self.settings.run_timeout_s)
+
+    def _out_folder(self, out: str | None, beside: Path, prefix: str) -> Path:
+        if out is None:
+            name = time.strftime(f"{prefix}-%Y%m%d-%H%M%S")
+            folder = beside.parent / "xlaprof-runs" / name
+        else:
+            given = Path(out).expanduser()
+            holder = self.roots.holding(beside) or self.roots.paths[0]
+            folder = (given if given.is_absolute() else holder / given).resolve()
+        if self.roots.holding(folder) is None:
+            raise OutsideRoots(f"{out}: outside the folders this server may write ({self.roots})")
+        if folder.exists() and not folder.is_dir():
+            raise InputNotRecognized(f"{folder}: exists and is not a folder")
+        return folder
+
+
+def _run_bounded(command: list[str], cwd: Path, timeout_s: float) -> dict[str, Any]:
+    """Run ``command`` in its own process group, at most ``timeout_s`` seconds (then SIGTERM,
+    and SIGKILL 10 s later); its exit code, the tail of its output, and its stdout."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        child = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            code: int | None = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, None)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, sig)
+                try:
+                    child.wait(timeout=grace)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            code = None
+        stdout.seek(0)
+        stderr.seek(0)
+        out_text = stdout.read().decode("utf-8", errors="replace")
+        err_text = stderr.read().decode("utf-8", errors="replace")
+    tail = (out_text + err_text)[-OUTPUT_TAIL_CHARS:]
+    return {
+        "command": command,
+        "exit_code": code,
+        "timed_out": timed_out,
+        "seconds": round(time.monotonic() - started, 3),
+        "output_tail": tail,
+        "stdout": out_text,
+    }
+
+
+def _next(offset: int, shown: int, total: int) -> int | None:
+    return offset + shown if offset + shown < total else None
+
+
+def _filtered(frame: pd.DataFrame, host: str | None, device: str | None) -> pd.DataFrame:
+    if host is not None and "host" in frame.columns:
+        frame = frame[frame["host"] == host]
+    if device is not None and "device" in frame.columns:
+        frame = frame[frame["device"] == device]
+    return frame
+
+
+def _page(
+    frame: pd.DataFrame | None, host: str | None, device: str | None, offset: int, limit: int
+) -> dict[str, Any]:
+    """One page of ``frame``'s rows, written as the ``--json`` document writes rows."""
+    from xlaprof.report.json_out import frame_records
+
+    if frame is None:
+        return {"total": 0, "offset": offset, "next_offset": None, "rows": []}
+    frame = _filtered(frame, host, device)
+    rows = frame_records(frame.iloc[offset : offset + limit]) or []
+    return {
+        "total": len(frame),
+        "offset": offset,
+        "next_offset": _next(offset, len(rows), len(frame)),
+        "rows": rows,
+    }
+
+
+def _step_tables(result: PartResult) -> dict[str, pd.DataFrame | None]:
+    summary = result.trace.summary() if result.trace is not None else None
+    return {
+        "timeline": result.timeline,
+        "device_steps": None if summary is None else summary.steps,
+        "tracing": None if summary is None else summary.tracing,
+        "stragglers": result.stragglers,
+        "host_steps": _host_steps(result),
+        "host_skew": result.host_skew,
+    }
+
+
+def _host_steps(result: PartResult) -> pd.DataFrame | None:
+    """Several hosts' per-host rows: a pod keeps them on disk (read here when asked for)."""
+    trace = result.trace
+    if result.host_steps is None and trace is not None and trace.source is not None:
+        return result.host_steps_frame() if len(trace.hosts) > 1 else None
+    return result.host_steps
+
+
+def _table_sizes(result: PartResult) -> dict[str, int]:
+    """Each table's row count; a pod's per-step tables are counted, not read."""
+    summary = result.trace.summary() if result.trace is not None else None
+    counted = {
+        "timeline": result.timeline,
+        "stragglers": result.stragglers,
+        "host_skew": result.host_skew,
+    }
+    sizes = {name: len(frame) for name, frame in counted.items() if frame is not None}
+    if summary is not None:
+        sizes["device_steps"] = summary.rows("steps")
+        sizes["tracing"] = summary.rows("tracing")
+    trace = result.trace
+    if result.host_steps is not None:
+        sizes["host_steps"] = len(result.host_steps)
+    elif trace is not None and trace.source is not None and len(trace.hosts) > 1:
+        sizes["host_steps"] = trace.source.table_rows(HOST_STEPS)
+    if result.trace is not None:
+        ops = result.trace.summary().ops
+        sizes["ops"] = len(ops)
+        sizes["top_ops"] = int(ops["name"].nunique()) if len(ops) else 0
+    return sizes
+
+
+def _absent(table: str) -> str:
+    why = {
+        "timeline": "per-step rows come from a run directory or a capture with step markers",
+        "device_steps": "device steps come from a capture or a run's trace window",
+        "tracing": "tracing rows come from a capture or a run's trace window",
+    }
+    return f"no {table} table here: " + why.get(table, "it needs a capture of several hosts")
+
+
+def _trace_overview(trace: dict[str, Any]) -> models.TraceOverview:
+    big = {"device_steps", "device_ops", "tracing", "files", "devices", "top_ops"}
+    rest = {k: v for k, v in trace.items() if k not in big}
+    return models.TraceOverview(
+        **rest,
+        files_total=len(trace["files"]),
+        devices=(trace["devices"] or [])[:OVERVIEW_DEVICES],
+        devices_total=len(trace["devices"] or []),
+        top_ops=(trace["top_ops"] or [])[:OVERVIEW_TOP_OPS],
+    )
+
+
+def _source(source: dict[str, Any]) -> models.SourceOut:
+    return models.SourceOut(
+        **{**source, "warnings": source["warnings"][:OVERVIEW_WARNINGS]},
+        warnings_total=len(source["warnings"]),
+    )
+
+
+def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: sorted(v) if isinstance(v, frozenset) else list(v) if isinstance(v, tuple) else v
+        for k, v in values.items()
+    }

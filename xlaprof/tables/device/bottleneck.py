@@ -1,0 +1,330 @@
+"""Per device and step: where the step's wall time went, by cause, and which cause bounds it.
+
+Each step window of each device (``steps.step_windows``: its ``Steps`` line, the host's step
+markers, its module executions, else the whole capture as one window) is split into classes
+that add up to its wall time. Device time first, each class the part of the step its events
+cover that no class before it covers (a kernel overlapping a collective on another GPU stream
+counts once, as the collective):
+
+1. ``collective_s``: collectives (all-reduce, all-gather, NCCL/RCCL kernels...);
+2. ``infeed_outfeed_s``: TPU infeed and outfeed (off-duty to XProf, but what the chip waits on);
+3. ``async_wait_s``: waiting on an asynchronous transfer: host-offload copies (TPU memory space
+   S(5), host send/recv) and any other ``*-done`` op, the chip stalled until the copy lands;
+4. ``input_transfer_s``: host-to-device and device-to-host copies (``MemcpyH2D``/``D2H``):
+   the input batch arriving, results leaving;
+5. ``compilation_s`` (device part): kernels XLA's GPU compiler runs while compiling (autotune);
+6. ``memory_bound_s``: ops on the memory side of the roofline (``ops.bound``; TPU, where the
+   chip's peaks are known);
+7. ``compute_s``: every other op (matmuls, convolutions, fusions, on-device copies).
+
+Then the time the device is idle, by what the same host was doing then:
+
+8. ``compilation_s`` (host part): a compile span (``COMPILE_EVENTS``, XLA's and JAX's);
+9. ``input_s``: a data-input span (``INPUT_EVENT``: tf.data's iterators, PyTorch's DataLoader,
+   torch_xla's loaders, a function named like ``load_batch``);
+10. ``tracing_s``: on a torch_xla host (lazy-tensor events), the rest: the host was tracing the
+    next step (what ``tracing_vs_device`` measures);
+11. ``host_s``: elsewhere, the rest: the host did something else (Python, dispatch, launches).
+
+``bottleneck`` names the largest class and ``share`` its part of the step's wall time. A
+device's host spans are its own host's; nothing is stitched across hosts or devices.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from xlaprof.parse.events import COMPILE_EVENTS
+from xlaprof.tables import categorical as cols
+from xlaprof.tables.device.tracing import has_lazy_tensor_runtime
+from xlaprof.tables.intervals import Coverage
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+
+# The classes, in the order they claim time (module docstring); each is a column "<name>_s".
+CLASSES = (
+    "collective",
+    "infeed_outfeed",
+    "async_wait",
+    "input_transfer",
+    "compilation",
+    "memory_bound",
+    "compute",
+    "input",
+    "tracing",
+    "host",
+)
+# Classes of device time (busy) and of device idle time (what the host did meanwhile).
+DEVICE_CLASSES = CLASSES[:7]
+IDLE_CLASSES = CLASSES[7:]
+
+BOTTLENECK_COLUMNS = [
+    "session",
+    "host",
+    "device",
+    "kind",
+    "step",
+    "step_source",
+    "start_ns",
+    "end_ns",
+    "wall_s",
+    "busy_s",
+    *[f"{name}_s" for name in CLASSES],
+    "bottleneck",
+    "share",
+]
+
+# Host spans that feed the device data: tf.data's iterator ops (IteratorGetNext,
+# Iterator::Prefetch, tf_data_iterator_* lines), PyTorch's DataLoader (Kineto's
+# "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"), torch_xla's MpDeviceLoader and
+# ParallelLoader, and functions named load/get/next/fetch/read + batch (JAX's Python tracer
+# names events by function: "$train.py:74 load_batch").
+INPUT_EVENT = re.compile(
+    r"getnext|iterator::|iterator_get_next|dataloader|data_loader|mpdeviceloader|parallelloader"
+    r"|prefetch|input_pipeline|tf_data|(?:load|get|next|fetch|read)_?batch",
+    re.IGNORECASE,
+)
+# ``copy-done.4``, ``all-gather-done``: the done of an async pair (its wait).
+_ASYNC_DONE = re.compile(r"-done(?:\.\d+)?$")
+
+
+def step_bottlenecks(
+    events: pd.DataFrame,
+    frame: pd.DataFrame,
+    windows: pd.DataFrame,
+    ops: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """One row per device step window: seconds per class, the bottleneck and its share.
+
+    ``frame`` is ``device_events(events)``, ``windows`` ``steps.step_windows(...)`` and ``ops``
+    ``device_ops(...)`` (for the roofline side of each op, where known).
+    """
+    import numpy as np
+    import pandas as pd
+
+    if windows.empty:
+        return pd.DataFrame(columns=BOTTLENECK_COLUMNS)
+    klass = _device_class(frame, ops)
+    host_spans = _host_spans(events)
+    parts = []
+    for (session, host, device), steps in windows.groupby(
+        ["session", "host", "device"], observed=True, sort=True
+    ):
+        mine = (
+            cols.equals(frame["session"], session)
+            & cols.equals(frame["host"], host)
+            & (frame["device"] == device).to_numpy()
+            & (klass != "")
+        )
+        a = steps["start_ns"].to_numpy()
+        b = steps["end_ns"].to_numpy()
+        starts = frame["start_ns"].to_numpy()[mine]
+        ends = frame["end_ns"].to_numpy()[mine]
+        classes = klass[mine]
+        out = steps.copy()
+        out["wall_s"] = (b - a) / 1e9
+        seconds = {name: np.zeros(len(a)) for name in CLASSES}
+        claimed_s: list[np.ndarray] = []
+        claimed_e: list[np.ndarray] = []
+        before = np.zeros(len(a))
+        for name in DEVICE_CLASSES:
+            chosen = classes == name
+            if not chosen.any():
+                continue
+            claimed_s.append(starts[chosen])
+            claimed_e.append(ends[chosen])
+            now = _covered(claimed_s, claimed_e, a, b)
+            seconds[name] += (now - before) / 1e9
+            before = now
+        out["busy_s"] = before / 1e9
+        spans = host_spans.get((str(session), str(host)), {})
+        for name in ("compilation", "input"):
+            if name not in spans:
+                continue
+            claimed_s.append(spans[name][0])
+            claimed_e.append(spans[name][1])
+            now = _covered(claimed_s, claimed_e, a, b)
+            seconds[name] += (now - before) / 1e9
+            before = now
+        rest = np.maximum((b - a) - before, 0) / 1e9
+        seconds["tracing" if spans.get("lazy") else "host"] += rest
+        for name in CLASSES:
+            out[f"{name}_s"] = seconds[name]
+        table = np.column_stack([seconds[name] for name in CLASSES])
+        wall = (b - a) / 1e9
+        top = table.argmax(axis=1)
+        out["bottleneck"] = [
+            CLASSES[i] if wall[k] > 0 else None for k, i in enumerate(top.tolist())
+        ]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["share"] = np.where(wall > 0, table.max(axis=1) / wall, np.nan)
+        parts.append(out)
+    result = pd.concat(parts, ignore_index=True)
+    return result.reindex(columns=BOTTLENECK_COLUMNS)
+
+
+def _covered(
+    starts: list[np.ndarray], ends: list[np.ndarray], a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
+    import numpy as np
+
+    coverage = Coverage.of(np.concatenate(starts), np.concatenate(ends))
+    return coverage.within(a, b).astype(np.float64)
+
+
+def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
+    """Each device event's class (``DEVICE_CLASSES``), "" for events that are none."""
+    import numpy as np
+    import pandas as pd
+
+    category = frame["category"].to_numpy().astype(object)
+    compute = frame["compute"].to_numpy()
+    op_line = frame["op_line"].to_numpy()
+    # one regex per distinct op, not per event
+    names, codes = np.unique(frame["op"].astype(str).to_numpy(), return_inverse=True)
+    done = np.array([bool(_ASYNC_DONE.search(n)) for n in names], dtype=bool)[codes]
+    klass = np.full(len(frame), "", dtype=object)
+    klass[compute] = "compute"
+    if ops is not None and not ops.empty and (ops["bound"] == "memory").any():
+        memory = ops[ops["bound"] == "memory"]
+        wanted = pd.MultiIndex.from_arrays(
+            [memory[c].astype(str) for c in ("session", "host", "device", "name")]
+        )
+        keys = pd.MultiIndex.from_arrays(
+            [frame[c].astype(str) for c in ("session", "host", "device", "op")]
+        )
+        klass[compute & keys.isin(wanted)] = "memory_bound"
+    klass[compute & (category == "autotune")] = "compilation"
+    klass[compute & (category == "host_transfer")] = "input_transfer"
+    klass[compute & ((category == "host_offload") | (done & (category != "collective")))] = (
+        "async_wait"
+    )
+    klass[op_line & (category == "infeed_outfeed")] = "infeed_outfeed"
+    klass[compute & (category == "collective")] = "collective"
+    return klass
+
+
+def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], dict[str, object]]:
+    """Per (session, host): its compile spans and data-input spans (starts, ends), and whether
+    it ran torch_xla's lazy-tensor runtime."""
+
+    host = events[cols.equals(events["plane_kind"], "host")]
+    if host.empty:
+        return {}
+    compile_rows = cols.member(host["name"], COMPILE_EVENTS)
+    input_rows = cols.matches(host["name"], INPUT_EVENT)
+    found: dict[tuple[str, str], dict[str, object]] = {}
+    for (session, name), group in host.groupby(["session", "host"], observed=True):
+        index = host.index.get_indexer(group.index)
+        spans: dict[str, object] = {"lazy": has_lazy_tensor_runtime(group)}
+        for label, rows in (("compilation", compile_rows), ("input", input_rows)):
+            chosen = group[rows[index]]
+            if len(chosen):
+                spans[label] = (chosen["start_ns"].to_numpy(), chosen["end_ns"].to_numpy())
+        found[(str(session), str(name))] = spans
+    return found
+
+
+def bottleneck_summary(table: pd.DataFrame, drop_edges: bool = True) -> pd.DataFrame:
+    """Per device: its steps' seconds per class summed and as shares of their wall time, and the
+    bottleneck over them. With ``drop_edges`` the first and last step of a device with more than
+    ``EDGE_STEPS`` steps are left out, as XProf does (a capture starts and stops mid-step)."""
+    import pandas as pd
+
+    rows = []
+    for (session, host, device), group in table.groupby(
+        ["session", "host", "device"], observed=True, sort=True
+    ):
+        steps = steady_steps(group) if drop_edges else group
+        wall = float(steps["wall_s"].sum())
+        if wall <= 0:
+            continue
+        shares = {name: float(steps[f"{name}_s"].sum()) / wall for name in CLASSES}
+        top = max(shares, key=shares.__getitem__)
+        rows.append(
+            {
+                "session": session,
+                "host": host,
+                "device": device,
+                "steps": int(steps["step"].notna().sum()),
+                "wall_s": wall,
+                **{f"{name}_share": share for name, share in shares.items()},
+                "bottleneck": top,
+                "share": shares[top],
+            }
+        )
+    columns = [
+        "session",
+        "host",
+        "device",
+        "steps",
+        "wall_s",
+        *[f"{name}_share" for name in CLASSES],
+        "bottleneck",
+        "share",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+# XProf leaves out the first and last step when a device has more than this many.
+EDGE_STEPS = 5
+
+
+def steady_steps(steps: pd.DataFrame) -> pd.DataFrame:
+    """One device's steps without the first and last when it has more than ``EDGE_STEPS``
+    (XProf's rule: a capture starts and stops mid-step)."""
+    numbered = steps[steps["step"].notna()].sort_values("start_ns")
+    if len(numbered) > EDGE_STEPS:
+        return numbered.iloc[1:-1]
+    return steps
+
+
+# What can bound a step, in the order ties are broken.
+BOUNDS = ("compile", "tracing", "input", "transfer", "device", "host")
+# The classes as what bounds a step (``BOUNDS``): the vocabulary of the one step model.
+CLASS_BOUNDS = {
+    "compilation": "compile",
+    "tracing": "tracing",
+    "input": "input",
+    "input_transfer": "transfer",
+    "host": "host",
+    "collective": "device",
+    "infeed_outfeed": "device",
+    "async_wait": "device",
+    "memory_bound": "device",
+    "compute": "device",
+}
+
+
+def busiest_bounds(bottleneck: pd.DataFrame | None, host: str | None = None) -> pd.DataFrame:
+    """Per step of ``host`` (every host if None): the bound of its busiest device's step.
+
+    Columns ``session``, ``host``, ``step``, ``bound``, ``bound_share``; steps with no number
+    (a whole capture as one window) are left out.
+    """
+    import pandas as pd
+
+    columns = ["session", "host", "step", "bound", "bound_share"]
+    if bottleneck is None or bottleneck.empty:
+        return pd.DataFrame(columns=columns)
+    rows = bottleneck[bottleneck["step"].notna() & bottleneck["bottleneck"].notna()]
+    if host is not None:
+        rows = rows[rows["host"].astype(str) == str(host)]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    rows = rows.sort_values("busy_s", ascending=False, kind="stable")
+    busiest = rows.drop_duplicates(["session", "host", "step"], keep="first")
+    table = pd.DataFrame(
+        {
+            "session": busiest["session"].astype(str).to_numpy(),
+            "host": busiest["host"].astype(str).to_numpy(),
+            "step": busiest["step"].astype("int64").to_numpy(),
+            "bound": busiest["bottleneck"].map(CLASS_BOUNDS).to_numpy(),
+            "bound_share": busiest["share"].astype("float64").to_numpy(),
+        }
+    )
+    return table.sort_values(["session", "host", "step"], ignore_index=True)
