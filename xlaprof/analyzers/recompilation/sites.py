@@ -40,8 +40,8 @@ from xlaprof.rundir.schema import GraphInfo
 
 # A fixed-shape training loop compiles at step 0 and again at step 1 (optimizer state appears),
 # then never again: a site's first two steps that compiled are its warm-up (any number of graphs
-# in them, e.g. an evaluation serving three fixed sizes), as long as it has not yet run a graph
-# from its cache.
+# in them, e.g. an evaluation serving three fixed sizes), unless it ran a graph from its cache
+# in an earlier step.
 WARMUP_COMPILE_STEPS = 2
 # Without step numbers (a pasted log): a budget of graphs per site.
 WARMUP_GRAPHS_PER_SITE = 2
