@@ -553,25 +553,29 @@ def _headline(explanation: Explanation | None) -> str | None:
         return None
     difference = explanation.first_difference or {}
     before, after = difference.get("before"), difference.get("after")
-    place = difference.get("location") or difference.get("op_source")
     what = "slice bounds" if "slice=" in str(before) else "op attributes"
     return headline.format(
-        before=before,
-        after=_clip(after),
+        before=_bare(before),
+        after=_clip(_bare(after)),
         value=after,
         what=what,
-        at=f" at {place}" if place else "",
     )
 
 
-# Titles by kind of change (``graph_diff.KINDS``), filled from the first difference.
+def _bare(value: object) -> str:
+    """An attribute's value without its name (``slice={[0:10]}`` -> ``{[0:10]}``)."""
+    return str(value).replace("slice=", "")
+
+
+# Titles by kind of change (``graph_diff.KINDS``), filled from the first difference (its line
+# is the finding's location).
 _HEADLINES = {
-    "baked_value": "a value passed as device data was baked in as the constant {value}{at}",
-    "constant": "a constant baked into the graph changes ({before} → {after}){at}",
-    "attribute": "{what} baked into the graph change ({before} → {after}){at}",
-    "sizes": "sizes change with the same inputs ({before} → {after}){at}",
-    "parameters": "the graph's inputs differ{at}",
-    "structure": "the graph's ops differ{at}",
+    "baked_value": "a value passed as device data was baked in as the constant {value}",
+    "constant": "a constant baked into the graph changes ({before} → {after})",
+    "attribute": "{what} baked into the graph change ({before} → {after})",
+    "sizes": "sizes change with the same inputs ({before} → {after})",
+    "parameters": "the graph's inputs differ",
+    "structure": "the graph's ops differ",
     "nothing_visible": "no visible change in the graphs",
 }
 
