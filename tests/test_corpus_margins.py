@@ -150,7 +150,7 @@ def test_source_rules(tmp_path: Path) -> None:
 
 
 def test_stack_units_from_the_module_tree() -> None:
-    from xlaprof.analyzers.unrolled_loop.modules import repeating_units
+    from xlaprof.analyzers.unrolled_loop import _units as repeating_units
 
     linear, gelu, head = ("Linear", "64x64;64"), ("GELU", ""), ("Linear", "1x64;1")
     # a Sequential of 16 (Linear, GELU) and a head: 16 units of period 2
@@ -162,7 +162,7 @@ def test_stack_units_from_the_module_tree() -> None:
 
 
 def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
-    from xlaprof.analyzers.unrolled_loop.modules import match_modules
+    from xlaprof.analyzers.unrolled_loop import _match_modules as match_modules
 
     path = tmp_path / "model.py"
     path.write_text(SOURCE)

@@ -8,6 +8,7 @@ Activations can be traded for compute (rematerialization) or moved to host memor
 
 from __future__ import annotations
 
+from xlaprof.analyzers.shared.sourcecode import bench_factory
 from xlaprof.findings import Finding, Kind, Severity, bench_command
 from xlaprof.model.input import AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent, MemoryAnalysis
@@ -79,7 +80,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         if worst is not None
         else f"Device memory {device_share:.0%} full"
     )
-    script = data.script or "train.py"
+    script, factory = data.script, bench_factory(data.script)
     return [
         Finding(
             kind=Kind.MEMORY_PRESSURE,
@@ -88,8 +89,8 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             evidence={
                 **evidence,
                 "bench_commands": [
-                    bench_command("remat", script),
-                    bench_command("offload", script),
+                    bench_command("remat", script, factory=factory),
+                    bench_command("offload", script, factory=factory),
                 ],
             },
             suggestion=(
@@ -97,8 +98,8 @@ def analyze(data: AnalysisInput) -> list[Finding]:
                 "layer) to trade compute for memory, or offload them to host memory inside a "
                 "scan (a partition_fn using place_to_host/place_to_device, where the backend "
                 "has host memory). Measure both on your model: `xlaprof bench remat` and "
-                "`xlaprof bench offload` with a factory returning (model, batch); FACTORY is "
-                "that function's name."
+                "`xlaprof bench offload` with a factory returning (model, batch) (the commands "
+                "are in the evidence)."
             ),
         )
     ]

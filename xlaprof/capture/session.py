@@ -307,7 +307,8 @@ class Session:
         self.dynamo.on_compile_start = self._dynamo_compiling
 
     def _start_module_recorder(self) -> None:
-        """Record the second step's module calls, unless dynamo is in use.
+        """Record the module calls of the first step after the first that runs a forward,
+        unless dynamo is in use (``ModuleRecorder.step_ended``).
 
         A global forward hook is a guard input for dynamo: present while ``torch.compile``
         compiles, it would make dynamo compile again once removed (and torch.compile warns).
@@ -617,7 +618,8 @@ class Session:
             )
         )
         if self.modules is not None:
-            self._write_modules(step)
+            if self.modules.step_ended():  # a step that ran no forward leaves it recording
+                self._write_modules(step)
         elif self.step_index == 0:
             self._start_module_recorder()
         self.step_index += 1

@@ -361,6 +361,111 @@ def loop_call_of(file: str, line: int, function: str) -> int | None:
     return None
 
 
+def _returns_pair(function: ast.FunctionDef) -> bool:
+    """Whether ``function`` itself returns a tuple of 2 or 3 items: (model, batch[, loss_fn])."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue  # a nested function's returns are not this one's
+        value = node.value if isinstance(node, ast.Return) else None
+        if isinstance(value, ast.Tuple) and 2 <= len(value.elts) <= 3:
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _runs_on_import(tree: ast.Module) -> bool:
+    """Whether importing the module trains: a loop at top level, or a top-level call of one of
+    its own functions (``main()`` outside ``if __name__ == "__main__":``). Set-up calls such as
+    ``torch.manual_seed(0)`` or ``os.environ.setdefault(...)`` do not count."""
+    own = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    for node in tree.body:
+        if isinstance(node, ast.For | ast.While | ast.AsyncFor):
+            return True
+        call = node.value if isinstance(node, ast.Expr | ast.Assign) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in own:
+            return True
+    return False
+
+
+def bench_factory(script: str | None) -> str | None:
+    """A function of ``script`` that ``xlaprof bench`` can take as its factory, if there is one.
+
+    The factory contract (fixes/target.py): callable with no arguments, returning
+    ``(model, batch)`` or ``(model, batch, loss_fn)``; and importing the script must not train
+    (its loop under ``if __name__ == "__main__":``). Only a top-level function that takes no
+    required argument and returns a 2- or 3-item tuple is named; the first one defined wins.
+    None when the script is unreadable here, runs on import, or has no such function.
+    """
+    if not script:
+        return None
+    tree = _tree(script)
+    if tree is None or _runs_on_import(tree):
+        return None
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name == "main":
+            continue
+        arguments = node.args
+        required = len(arguments.posonlyargs) + len(arguments.args) - len(arguments.defaults)
+        required += sum(d is None for d in arguments.kw_defaults)
+        if required == 0 and _returns_pair(node):
+            return node.name
+    return None
+
+
+@dataclass(frozen=True)
+class LoopCall:
+    """The statement of a ``for layer in self.layers:`` loop that calls the loop variable.
+
+    ``hidden, _probs = layer(hidden, mask)`` gives targets ``("hidden", "_probs")``, args
+    ``("hidden", "mask")``; each argument is its source text.
+    """
+
+    line: int
+    targets: tuple[str, ...]
+    args: tuple[str, ...]
+    keywords: tuple[tuple[str, str], ...]
+
+
+def loop_call(file: str, loop_line: int) -> LoopCall | None:
+    """The call of the loop variable in the body of the ``for`` loop at ``loop_line``."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    loop = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == loop_line), None
+    )
+    if loop is None or not isinstance(loop.target, ast.Name):
+        return None
+    variable = loop.target.id
+    for statement in loop.body:
+        value = statement.value if isinstance(statement, ast.Assign | ast.Expr) else None
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == variable
+        ):
+            continue
+        targets: tuple[str, ...] = ()
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            parts = target.elts if isinstance(target, ast.Tuple) else [target]
+            if all(isinstance(p, ast.Name) for p in parts):
+                targets = tuple(p.id for p in parts)  # type: ignore[attr-defined]
+        if any(isinstance(a, ast.Starred) for a in value.args) or any(
+            k.arg is None for k in value.keywords
+        ):
+            return None  # *args / **kwargs: the call's shape is not in the text
+        return LoopCall(
+            line=statement.lineno,
+            targets=targets,
+            args=tuple(ast.unparse(a) for a in value.args),
+            keywords=tuple((str(k.arg), ast.unparse(k.value)) for k in value.keywords),
+        )
+    return None
+
+
 def calls_with_true(file: str, function: str) -> list[int]:
     """Lines of ``file`` calling ``function`` (by its last name) with ``True`` as the first
     argument, e.g. ``torch_xla.experimental.eager_mode(True)``; [] if the file is unreadable."""
