@@ -12,7 +12,6 @@ from xlaprof.analyzers import memory_pressure
 from xlaprof.findings import Kind, Severity
 from xlaprof.model.input import AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, MemoryAnalysis
-from xlaprof.rundir.reader import load_run
 
 GiB = 1024**3
 
@@ -34,26 +33,11 @@ def bench(kind: str, target: str, out: Path, *extra: str):  # type: ignore[no-un
 
 
 @pytest.mark.runtime
-def test_scan_before_after(tmp_path: Path) -> None:
-    result = bench("scan", "bench_targets.py:small_stack", tmp_path / "b", "--json")
-    assert result.returncode == 0, result.stderr
-    document = json.loads(result.stdout)
-    assert document["numerics"]["ok"] and document["numerics"]["gradients_compared"] == 50
-    rows = {r["metric"]: r for r in document["comparison"]}
-    graph = rows["largest graph (ops)"]
-    assert graph["after"] < graph["before"] / 2  # 8 blocks -> one scanned block
-    for row in document["comparison"]:  # a worse figure is called worse, never better
-        if row["ratio"] is not None and row["ratio"] > 1.02:
-            assert "worse" in row["change"]
-    for side in ("before", "after"):
-        assert load_run(document[side]["run"]).info.status == "ok"  # both kept as runs
-
-
-@pytest.mark.runtime
 def test_scanning_a_non_homogeneous_stack_fails_the_numerical_check(tmp_path: Path) -> None:
     # auto-detection refuses a ModuleList of mixed classes ...
     refused = bench("scan", "bench_targets.py:mixed_stack", tmp_path / "a")
-    assert refused.returncode == 19 and "no nn.ModuleList of identical layers" in refused.stderr
+    assert refused.returncode == 19
+    assert "no nn.ModuleList or nn.Sequential of identical layers" in refused.stderr
     # ... and forcing it through scan_layers is caught by the numerical check
     forced = bench("scan", "bench_targets.py:mixed_stack", tmp_path / "b", "--layers", "blocks")
     assert forced.returncode == 18
@@ -89,10 +73,14 @@ def test_cache_says_whether_it_hit(tmp_path: Path) -> None:
     document = json.loads(result.stdout)
     cache = document["after"]["summary"]["persistent_cache"]
     note = document["notes"][0]
-    if cache["deserialize_failures"]:  # the CPU backend cannot load its entries
-        assert "could not load its cache entries" in note
+    if cache["deserialize_failures"] or not cache["hits"]:  # the CPU backend cannot load them
+        assert note.startswith("the cache did not load")
+        # and no row offers a difference as the cache's improvement (issue 29: "1.17x better"
+        # rows under a footnote saying the cache never loaded)
+        for row in document["comparison"]:
+            assert row["ratio"] is None and "better" not in row["change"]
     else:
-        assert "loaded" in note or "no cache hit" in note
+        assert "loaded" in note
 
 
 def test_diff_of_unrolled_and_scanned_runs() -> None:
@@ -120,9 +108,22 @@ def test_memory_pressure_thresholds() -> None:
     heavy = AnalysisInput(debug=DebugLog(events=[_compile(12 * GiB)]), script="train.py")
     (finding,) = memory_pressure.analyze(heavy)
     assert finding.kind == Kind.MEMORY_PRESSURE and finding.evidence["intermediate_share"] > 0.9
-    assert "xlaprof bench remat train.py:FACTORY" in finding.evidence["bench_commands"]
+    # train.py is not here to read: no factory is known, so the text says how to write one
+    (remat, _offload) = finding.evidence["bench_commands"]
+    assert "returns (model, example_batch)" in remat and "xlaprof bench remat train.py:" in remat
     light = AnalysisInput(debug=DebugLog(events=[_compile(0.1 * GiB)]))
     assert memory_pressure.analyze(light) == []
     full = AnalysisInput(device_memory={"bytes_used": 95, "bytes_limit": 100})
     (finding,) = memory_pressure.analyze(full)
     assert finding.severity == Severity.ERROR
+
+
+def test_a_pasted_report_gets_no_bench_command_naming_a_file(data_dir: Path) -> None:
+    # GIVEN a pasted metrics report (no script: issue 29 got `bench cache train.py:FACTORY`)
+    result = cli("analyze", str(data_dir / "tpu_slow_compile.txt"), "--json")
+    assert result.returncode == 0, result.stderr
+    (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["kind"] == "slow_compile"]
+    # THEN the finding says how to make a bench target, and names no file
+    text = finding["evidence"]["bench_command"]
+    assert "train.py" not in text and "FACTORY" not in text
+    assert text.startswith("write a function in a file of yours")

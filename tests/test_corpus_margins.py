@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from xlaprof.analyzers import recompilation, tracing_bound
-from xlaprof.analyzers.recompilation import _split_warmup
+from xlaprof.analyzers.recompilation.sites import split_warmup
 from xlaprof.analyzers.shared.sourcecode import argument_origin, loop_reassignment, time_loop_sketch
 from xlaprof.findings import Location, Severity
 from xlaprof.model.input import AnalysisInput
-from xlaprof.parse.debug_log import DebugEvent, Frame
+from xlaprof.parse.debug_log import DebugEvent
+from xlaprof.parse.frames import Frame
 from xlaprof.rundir.schema import StepRow
 
 
@@ -82,18 +83,18 @@ def event(kind: str, line: int = 10) -> DebugEvent:
 def test_warmup_is_judged_per_site() -> None:
     c, e = "compilation", "execution"
     # optimizer state on the site's second call: warm-up, even if that call is at step 7
-    warm, late = _split_warmup([event(c), event(e), event(c), event(e), event(e)])
+    warm, late = split_warmup([event(c), event(e), event(c), event(e), event(e)])
     assert (len(warm), len(late)) == (2, 0)
     # a new graph after the site once reused a cached one: a recompilation
-    warm, late = _split_warmup([event(c), event(e), event(e), event(c), event(e)])
+    warm, late = split_warmup([event(c), event(e), event(e), event(c), event(e)])
     assert (len(warm), len(late)) == (1, 1)
     # a first graph of no inputs (total = torch.zeros(...) flushed by the loop's first sync)
     # is set-up: the two graphs after it are still warm-up
     setup = DebugEvent(kind="compilation", graph_inputs=0, frames=event(c).frames)
-    warm, late = _split_warmup([setup, event(e), event(c), event(e), event(c), event(e), event(e)])
+    warm, late = split_warmup([setup, event(e), event(c), event(e), event(c), event(e), event(e)])
     assert (len(warm), len(late)) == (3, 0)
     # every call compiles: beyond two, recompilations
-    warm, late = _split_warmup([event(k) for _ in range(5) for k in (c, e)])
+    warm, late = split_warmup([event(k) for _ in range(5) for k in (c, e)])
     assert (len(warm), len(late)) == (2, 3)
 
 
@@ -149,19 +150,19 @@ def test_source_rules(tmp_path: Path) -> None:
 
 
 def test_stack_units_from_the_module_tree() -> None:
-    from xlaprof.analyzers.unrolled_loop import _units
+    from xlaprof.analyzers.unrolled_loop import _units as repeating_units
 
     linear, gelu, head = ("Linear", "64x64;64"), ("GELU", ""), ("Linear", "1x64;1")
     # a Sequential of 16 (Linear, GELU) and a head: 16 units of period 2
-    assert _units([linear, gelu] * 16 + [head]) == (0, 2, 16)
+    assert repeating_units([linear, gelu] * 16 + [head]) == (0, 2, 16)
     # an embedding, 12 blocks, a head: 12 units of period 1 from child 1
-    assert _units([("Embedding", "9x4"), *[("Block", "4x4")] * 12, head]) == (1, 1, 12)
+    assert repeating_units([("Embedding", "9x4"), *[("Block", "4x4")] * 12, head]) == (1, 1, 12)
     # nothing repeats
-    assert _units([linear, ("ReLU", ""), head]) == (0, 3, 1)
+    assert repeating_units([linear, ("ReLU", ""), head]) == (0, 3, 1)
 
 
 def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
-    from xlaprof.analyzers.unrolled_loop import _match_modules
+    from xlaprof.analyzers.unrolled_loop import _match_modules as match_modules
 
     path = tmp_path / "model.py"
     path.write_text(SOURCE)
@@ -177,8 +178,8 @@ def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
             }
         ],
     }
-    match = _match_modules(modules, 23, {"/x/torch/nn/modules/rnn.py"})
+    match = match_modules(modules, 23, {"/x/torch/nn/modules/rnn.py"})
     assert match is not None and match.kind == "time"
     assert match.location == Location(str(path), 16) and match.call == Location(str(path), 17)
     # a repeat count far from the call count is not this loop
-    assert _match_modules(modules, 12, set()) is None
+    assert match_modules(modules, 12, set()) is None

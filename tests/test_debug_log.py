@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlaprof.parse.debug_log import Frame, parse_debug_log
+from xlaprof.parse.debug_log import parse_debug_log
+from xlaprof.parse.frames import Frame
 
 
 def test_real_recompile_log(samples) -> None:

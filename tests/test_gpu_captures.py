@@ -325,8 +325,11 @@ def test_host_bound_verdict_agrees_with_xprofs_input_bound_conclusion(
     same = table.loc[1:10]
     mine = 100 * same["device_idle_s"].sum() / same["host_wall_s"].sum()
     assert abs(mine - theirs) <= 0.1
-    # every step is host-bound, and none is called tracing: JAX has no lazy tracing
-    assert set(table["bound"]) == {"host"}
+    # every step after the first is bound by the host, and none is called tracing: JAX has no
+    # lazy tracing; the first spent 2.85 s of its 2.92 s in XLA's compile calls (PJRT_Client_
+    # Compile), so it is bound by compiling (one step model: tables/story.py)
+    assert set(table.loc[1:, "bound"]) == {"host"}
+    assert table.loc[0, "bound"] == "compile"
     assert not table["lazy_tensor"].any()
     assert table["tracing_s"].isna().all() and table["tracing_bound"].isna().all()
     # the step the host slept in idles the device at least the 30 ms it slept, more than the
@@ -466,13 +469,16 @@ def test_analyze_says_host_bound_not_tracing(linked: dict[str, Path], name: str)
     result = cli("analyze", str(linked[name]), env={"COLUMNS": "120"})
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    assert "Host vs device, per step" in text and "host-bound" in text
+    assert "Host vs device, per step" in text
+    assert re.search(r"the largest part of \d+ of \d+ steps is host", text)
     assert "tracing-bound" not in text and "the host traces" not in text
     assert "op time by category" in text
     assert "No Steps line" not in text  # steps came from the capture's own markers
     document = json.loads(cli("analyze", str(linked[name]), "--json").stdout)
     tracing = document["trace"]["tracing"]
-    assert {row["bound"] for row in tracing} == {"host"}
+    # bound by the host, but for a first step spent compiling (JAX's warm-up in the window)
+    assert {row["bound"] for row in tracing[1:]} == {"host"}
+    assert tracing[0]["bound"] in {"host", "compile"}
     assert all(row["tracing_s"] is None and row["lazy_tensor"] is False for row in tracing)
     timeline = document["timeline"]
     assert all(row["python_tracing_s"] is None and row["graph_build_s"] is None for row in timeline)

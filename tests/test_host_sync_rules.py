@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from xlaprof.analyzers import aten_fallback, host_sync
 from xlaprof.model.input import HOST_SYNC_OP, AnalysisInput, StepRow
-from xlaprof.parse.debug_log import DebugEvent, DebugLog, FallbackRecord, Frame, parse_debug_log
+from xlaprof.parse.debug_log import DebugEvent, DebugLog, FallbackRecord, parse_debug_log
+from xlaprof.parse.frames import Frame
 
 SCRIPT = "/home/user/train.py"
 SITE = "/venv/lib/python3.11/site-packages"

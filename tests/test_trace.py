@@ -37,6 +37,15 @@ def test_sample_run_trace_steps_come_from_the_window() -> None:
     assert len(compile_event) == 1 and int(compile_event["step"].iloc[0]) == 4  # batch 72
 
 
+def test_a_trace_window_file_loaded_alone_keeps_the_runs_step_numbers() -> None:
+    # GIVEN the trace window's capture file of a run, named alone (or its logdir in the run)
+    (capture,) = RUN.glob("*/plugins/profile/*/*.xplane.pb")
+    for path in (capture, capture.parent.parent.parent):
+        # WHEN it is loaded THEN its steps are the run's (--trace-steps 4:6), not 0 and 1
+        markers = load_trace(path).events.query("name == 'StepMarker'")
+        assert list(markers["step"]) == [4, 5], path
+
+
 def test_chrome_trace_agrees_with_xplane() -> None:
     (json_file,) = RUN.glob("*/plugins/profile/*/*.trace.json.gz")
     chrome = chrome_trace_frame(json_file)
@@ -133,3 +142,16 @@ def test_traced_steps_span_boundary_to_boundary() -> None:
         assert timeline.loc[step, "source"] == "trace"
         assert 0.7 * typical < timeline.loc[step, "wall_s"] < 1.3 * typical
         assert timeline.loc[step, "python_tracing_s"] > timeline.loc[step, "graph_build_s"]
+
+
+def test_the_header_counts_the_devices_of_the_table_below_it() -> None:
+    from xlaprof.report import devices
+
+    # GIVEN a CPU capture: no device plane, its XLA ops ran on the host's CPU
+    (capture,) = RUN.glob("*/plugins/profile/*/*.xplane.pb")
+    trace = load_trace(capture)
+    assert trace.devices is None or trace.devices.empty
+    # WHEN its header is written THEN it counts the one device its device table shows
+    rows = devices.device_rows(trace)
+    assert [row["device"] for row in rows] == ["CPU"]
+    assert "1 device(s)" in devices.capture_line(trace)

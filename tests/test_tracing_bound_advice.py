@@ -15,7 +15,8 @@ import pytest
 from xlaprof.analyzers import tracing_bound
 from xlaprof.inputs.sourcefiles import source_roots
 from xlaprof.model.input import AnalysisInput
-from xlaprof.parse.debug_log import DebugEvent, DebugLog, Frame
+from xlaprof.parse.debug_log import DebugEvent, DebugLog
+from xlaprof.parse.frames import Frame
 from xlaprof.parse.hlo import HloModule, Instruction
 from xlaprof.rundir.schema import GraphInfo, StepRow
 

@@ -92,9 +92,16 @@ def analyze(data: AnalysisInput) -> list[Finding]:
                 suggestion=f"{hint} {SUGGESTION}" if hint else SUGGESTION,
             )
         )
-    for op, lines in attributed.unplaced.items():
+    findings += _unplaced(attributed.unplaced, counts)
+    return findings
+
+
+def _unplaced(unplaced: Counter[str], counts: dict[str, int | None]) -> list[Finding]:
+    """Ops named only in ``Op(s) not lowered`` lines (not counted from better evidence)."""
+    findings = []
+    for op, lines in unplaced.items():
         if op in counts:
-            continue  # counted (and placed, where it could be) from better evidence above
+            continue  # counted (and placed, where it could be) from better evidence
         hint = _HINTS.get(op)
         findings.append(
             Finding(

@@ -20,12 +20,12 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from xlaprof.analyzers.shared.sites import attribute
+from xlaprof.analyzers.shared.sites import Sites, attribute
 from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.inputs.sourcefiles import read_source
 from xlaprof.model.input import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
-from xlaprof.parse.debug_log import DebugEvent, Frame
-from xlaprof.parse.frames import is_library_file
+from xlaprof.parse.debug_log import DebugEvent
+from xlaprof.parse.frames import Frame, is_library_file
 
 _TENSOR_ACCESS_CAUSE = "access tensor value"
 
@@ -116,74 +116,96 @@ def unmeasured(data: AnalysisInput) -> str | None:
 
 def analyze(data: AnalysisInput) -> list[Finding]:
     sites = attribute(data)
-    transfers = data.device_to_host_transfers()
-    scalar_reads = data.aten_counters().get(HOST_SYNC_OP)
-    steps = data.step_count()
-    metrics_evidence = {
-        "device_to_host_transfers": transfers,
-        "local_scalar_dense": scalar_reads,
-        "steps": steps,
+    metrics_evidence: dict[str, object] = {
+        "device_to_host_transfers": data.device_to_host_transfers(),
+        "local_scalar_dense": data.aten_counters().get(HOST_SYNC_OP),
+        "steps": data.step_count(),
     }
-    executions = data.executions()
     closures = _uses_step_closures(data, list(sites.reads))
-    findings = []
-    for location, count in sites.reads.most_common():
-        if count < HOST_SYNC_MIN_COUNT:
-            continue
-        forced = sites.forced.get(location, [])
-        stack = sites.read_stacks.get(location, [])
-        if any(frame.function == _CLOSURE_RUNNER for frame in stack):
-            continue  # a step closure: the read torch_xla recommends, after the step's graph ran
-        split = _splits_step(data, forced, stack)
-        holding = sites.read_steps.get(location)
-        # steps holding a read, where steps are known; else the reads themselves
-        share_count = len(holding) if holding else count
-        if not split and steps and share_count < HOST_SYNC_MIN_STEP_SHARE * steps:
-            continue  # an occasional read of a finished step's value (a per-epoch log line)
-        evidence: dict[str, object] = {"reads_at_site": count, **metrics_evidence}
-        if holding:
-            evidence["steps_with_reads"] = len(holding)
-        library = library_frame(stack)
-        known = _known(library)
-        if library is not None:
-            evidence["library_frame"] = f"{library.function} ({library.file}:{library.line})"
-        title = f"Host sync: a device tensor is read on the host {count} times"
-        if library is not None:
-            title = (
-                f"Host sync: {_package(library)} reads a device tensor on the host {count} "
-                f"times, inside `{library.function}` ({_short(library)})"
-            )
-        if holding and steps:
-            title += f" in {len(holding)} of {steps} steps"
-        evidence["splits_step_graph"] = split
-        if split:
-            evidence["executions_forced_by_reads"] = len(forced)
-            evidence["executions"] = executions
-            cost = _seconds_per_execution(data)
-            evidence["seconds_per_execution"] = None if cost is None else round(cost, 6)
-            evidence["extra_execute_seconds"] = (
-                None if cost is None else round(len(forced) * cost, 6)
-            )
-            title += (
-                f"; each read runs the graph traced so far on its own, splitting the step's "
-                f"graph in two ({executions} executions for {steps} steps)"
-                if executions is not None and steps
-                else "; each read splits the step's graph in two"
-            )
-        findings.append(
-            Finding(
-                kind=Kind.HOST_SYNC,
-                severity=_severity(count, steps),
-                title=title,
-                evidence=evidence,
-                location=location,
-                suggestion=_suggestion(library, known, closures),
-            )
-        )
+    findings = [
+        finding
+        for location, count in sites.reads.most_common()
+        if (finding := _site_finding(data, sites, location, count, metrics_evidence, closures))
+    ]
     if findings or sites.reads:
         # Reads placed at lines are the best evidence: the counters must not report the reads
         # those lines were judged by (an occasional log line) once more without a line.
         return findings
+    return _unplaced(data, metrics_evidence, closures)
+
+
+def _site_finding(
+    data: AnalysisInput,
+    sites: Sites,
+    location: Location,
+    count: int,
+    metrics_evidence: dict[str, object],
+    closures: bool,
+) -> Finding | None:
+    """The finding for ``count`` reads at ``location``, or None when they are no problem."""
+    steps = data.step_count()
+    forced = sites.forced.get(location, [])
+    stack = sites.read_stacks.get(location, [])
+    if count < HOST_SYNC_MIN_COUNT or any(f.function == _CLOSURE_RUNNER for f in stack):
+        return None  # a step closure's read is the one torch_xla recommends, after the graph ran
+    split = _splits_step(data, forced, stack)
+    holding = sites.read_steps.get(location)
+    # steps holding a read, where steps are known; else the reads themselves
+    share_count = len(holding) if holding else count
+    if not split and steps and share_count < HOST_SYNC_MIN_STEP_SHARE * steps:
+        return None  # an occasional read of a finished step's value (a per-epoch log line)
+    evidence: dict[str, object] = {"reads_at_site": count, **metrics_evidence}
+    if holding:
+        evidence["steps_with_reads"] = len(holding)
+    library = library_frame(stack)
+    title = f"Host sync: a device tensor is read on the host {count} times"
+    if library is not None:
+        evidence["library_frame"] = f"{library.function} ({library.file}:{library.line})"
+        title = (
+            f"Host sync: {_package(library)} reads a device tensor on the host {count} "
+            f"times, inside `{library.function}` ({_short(library)})"
+        )
+    if holding and steps:
+        title += f" in {len(holding)} of {steps} steps"
+    evidence["splits_step_graph"] = split
+    if split:
+        title += _split_evidence(data, len(forced), evidence)
+    return Finding(
+        kind=Kind.HOST_SYNC,
+        severity=_severity(count, steps),
+        title=title,
+        evidence=evidence,
+        location=location,
+        suggestion=_suggestion(library, _known(library), closures),
+    )
+
+
+def _split_evidence(data: AnalysisInput, forced: int, evidence: dict[str, object]) -> str:
+    """Add what the split costs to ``evidence``; return the title's words for it."""
+    executions = data.executions()
+    steps = data.step_count()
+    evidence["executions_forced_by_reads"] = forced
+    evidence["executions"] = executions
+    cost = _seconds_per_execution(data)
+    evidence["seconds_per_execution"] = None if cost is None else round(cost, 6)
+    evidence["extra_execute_seconds"] = None if cost is None else round(forced * cost, 6)
+    if executions is not None and steps:
+        return (
+            f"; each read runs the graph traced so far on its own, splitting the step's "
+            f"graph in two ({executions} executions for {steps} steps)"
+        )
+    return "; each read splits the step's graph in two"
+
+
+def _unplaced(
+    data: AnalysisInput, metrics_evidence: dict[str, object], closures: bool
+) -> list[Finding]:
+    """Reads no line holds: profiler notes, else the counters' reads not explained by CPU
+    fallbacks."""
+    transfers = data.device_to_host_transfers()
+    scalar_reads = data.aten_counters().get(HOST_SYNC_OP)
+    steps = data.step_count()
+    findings = []
     generic = _suggestion(None, None, closures)
     for note in data.debug.too_frequent:
         if note.metric in FROM_DEVICE_METRICS:
@@ -269,7 +291,7 @@ def _after_sync(stack: list[Frame], sync: DebugEvent) -> bool:
         if frame.file is not None and frame.line is not None and not is_library_file(frame.file)
     }
     for frame in stack:
-        line = sync_lines.get((frame.file, frame.function))
+        line = sync_lines.get((frame.file or "", frame.function))
         if line is not None and frame.line is not None:
             return frame.line > line
     return False

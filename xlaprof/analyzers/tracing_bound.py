@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Finding, Kind, Location, Severity
@@ -124,7 +126,7 @@ def unmeasured(data: AnalysisInput) -> str | None:
     steady = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles == 0]
     if len(steady) >= MIN_STEADY_STEPS:
         return None
-    if not data.steps and len(_traced_steps(data)) >= MIN_STEADY_STEPS:
+    if not data.steps and len(_traced_steps(data)["tracing_s"]) >= MIN_STEADY_STEPS:
         return None
     return (
         f"needs {MIN_STEADY_STEPS} steady steps (after warm-up, without compiling); "
@@ -195,15 +197,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     if regions:
         evidence["top_regions_seconds_per_step"] = regions
     evidence["cxx11_abi"] = data.cxx11_abi
-    by_line, graph_ops = _traced_ops_by_line(data, {s.step for s in steady})
-    top_ops = [(loc, n) for loc, n in by_line.most_common() if not is_library_file(loc.file)]
-    if top_ops:
-        evidence["graph_ops"] = graph_ops
-        evidence["graph_ops_by_user_line"] = {str(loc): n for loc, n in top_ops[:_TOP]}
-    location = top_ops[0][0] if top_ops else _work_location([line for line, _n in lines])
-    in_use = _in_use(data, location)
-    if in_use.evidence():
-        evidence["already_in_use"] = in_use.evidence()
+    location, fix = _place_and_fix(data, {s.step for s in steady}, lines, evidence)
     severity = Severity.WARNING if idle >= DEVICE_IDLE_WARNING_SHARE else Severity.INFO
     return [
         Finding(
@@ -215,32 +209,37 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             ),
             evidence=evidence,
             location=location,
-            suggestion=_suggestion(top_ops[0] if top_ops else None, graph_ops, in_use)
-            + " "
-            + _abi_note(data.cxx11_abi),
+            suggestion=fix + " " + _abi_note(data.cxx11_abi),
         )
     ]
 
 
-def _traced_steps(data: AnalysisInput) -> list[dict[str, object]]:
-    """The capture's steady host steps with lazy-tensor tracing measured (``tracing`` rows)."""
+def _traced_steps(data: AnalysisInput) -> dict[str, Any]:
+    """The capture's steady host steps with lazy-tensor tracing measured (``tracing`` rows):
+    their ``tracing_s``, ``device_busy_s`` and ``host_wall_s``, as arrays. Read host by host
+    (a pod's from each host's file), keeping only those three numbers a step."""
+    import numpy as np
+
+    columns = ("tracing_s", "device_busy_s", "host_wall_s")
+    found: dict[str, list[Any]] = {name: [] for name in columns}
     if data.trace is None or data.trace.device_summary is None:
-        return []
-    table = data.trace.tracing_vs_device()
-    if table.empty:
-        return []
-    lazy = table[
-        table["lazy_tensor"].fillna(False).astype(bool)
-        & table["tracing_s"].notna()
-        & table["device_busy_s"].notna()
-    ]
-    rows = []
-    for _, group in lazy.groupby("host", observed=True, sort=True):
-        group = group.sort_values("step")
-        if len(group) > _EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
-            group = group.iloc[1:-1]
-        rows += group.to_dict(orient="records")
-    return rows
+        return {name: np.zeros(0) for name in columns}
+    for host in data.trace.hosts:
+        table = data.trace.tracing_vs_device(hosts=[host])
+        if table.empty:
+            continue
+        lazy = table[
+            table["lazy_tensor"].fillna(False).astype(bool)
+            & table["tracing_s"].notna()
+            & table["device_busy_s"].notna()
+        ]
+        for _, group in lazy.groupby("host", observed=True, sort=True):
+            group = group.sort_values("step")
+            if len(group) > _EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
+                group = group.iloc[1:-1]
+            for name in columns:
+                found[name].append(group[name].to_numpy(dtype=np.float64))
+    return {name: np.concatenate(parts) if parts else np.zeros(0) for name, parts in found.items()}
 
 
 # XProf leaves out a capture's first and last step when it has more than this many.
@@ -249,12 +248,16 @@ _EDGE_STEPS = 5
 
 def _from_trace(data: AnalysisInput) -> list[Finding]:
     """The tracing-bound verdict from a capture's lazy-tensor steps (module docstring)."""
+    import numpy as np
+
     steps = _traced_steps(data)
-    if len(steps) < MIN_STEADY_STEPS:
+    count = len(steps["tracing_s"])
+    if count < MIN_STEADY_STEPS:
         return []
-    host_s = statistics.median(float(s["tracing_s"]) for s in steps)  # type: ignore[arg-type]
-    device_s = statistics.median(float(s["device_busy_s"]) for s in steps)  # type: ignore[arg-type]
-    wall = statistics.median(float(s["host_wall_s"]) for s in steps)  # type: ignore[arg-type]
+    # medians as statistics.median takes them (the mean of the two middle values), in numpy
+    host_s = float(np.median(steps["tracing_s"]))
+    device_s = float(np.median(steps["device_busy_s"]))
+    wall = float(np.median(steps["host_wall_s"]))
     if device_s <= 0 or wall <= 0:
         return []
     ratio = host_s / device_s
@@ -262,7 +265,7 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
     if ratio < HOST_TO_DEVICE_MIN_RATIO or idle < DEVICE_IDLE_MIN_SHARE:
         return []
     evidence: dict[str, object] = {
-        "steady_steps": len(steps),
+        "steady_steps": count,
         "host_seconds_per_step": round(host_s, 6),
         "host_basis": (
             "median step wall time minus the lazy-tensor runtime's own work on its main line "
@@ -321,6 +324,27 @@ def _top_regions(data: AnalysisInput, steps: set[int]) -> dict[str, float]:
     return {name: round(seconds / len(steps), 6) for name, seconds in ranked}
 
 
+def _place_and_fix(
+    data: AnalysisInput,
+    steady: set[int],
+    sampled_lines: Sequence[tuple[str, float]],
+    evidence: dict[str, object],
+) -> tuple[Location | None, str]:
+    """Where the finding sits and its fix: the user line making most of the steady graph's
+    instructions (else the sampler's top line), and advice without what is already in use.
+    Adds the graph's counts and what is in use to ``evidence``."""
+    by_line, graph_ops = _traced_ops_by_line(data, steady)
+    top_ops = [(loc, n) for loc, n in by_line.most_common() if not is_library_file(loc.file)]
+    if top_ops:
+        evidence["graph_ops"] = graph_ops
+        evidence["graph_ops_by_user_line"] = {str(loc): n for loc, n in top_ops[:_TOP]}
+    location = top_ops[0][0] if top_ops else _work_location([line for line, _ in sampled_lines])
+    in_use = _in_use(data, location)
+    if in_use.evidence():
+        evidence["already_in_use"] = in_use.evidence()
+    return location, _suggestion(top_ops[0] if top_ops else None, graph_ops, in_use)
+
+
 def _traced_ops_by_line(data: AnalysisInput, steady: set[int]) -> tuple[Counter[Location], int]:
     """Ops per source line (HLO metadata) in the graphs the steady steps ran, and their total.
 
@@ -352,37 +376,35 @@ def _in_use(data: AnalysisInput, location: Location | None) -> _InUse:
     source files and torch.compile's records, then from the script's source where readable."""
     seen = _InUse()
     for event in data.debug.events:
-        cause = event.cause or ""
-        files = [frame.file or "" for frame in event.frames]
-        if seen.compile is None and _COMPILE_CAUSE in cause:
-            seen.compile = "executions caused by torch_xla.compile"
-        if seen.loader is None and (
-            _LOADER_CAUSE in cause or any(f.endswith(_LOADER_FILE) for f in files)
-        ):
-            seen.loader = "syncs made by the parallel loader"
-        if seen.dynamo is None and any(_DYNAMO_DIR in f.replace("\\", "/") for f in files):
-            seen.dynamo = "executions made by the openxla dynamo backend"
+        _note_event(seen, event.cause or "", [frame.file or "" for frame in event.frames])
     if seen.dynamo is None and data.dynamo:
         seen.dynamo = "torch.compile's records"
-    for graph in data.graphs:
-        if (
-            seen.scan is None
-            and graph.hlo is not None
-            and any(
-                _SCAN_FILE in (op.source_file or "").replace("\\", "/")
-                for op in graph.hlo.instructions
-            )
-        ):
-            seen.scan = "graph ops traced in torch_xla's scan"
+    if any(
+        _SCAN_FILE in (op.source_file or "").replace("\\", "/")
+        for graph in data.graphs
+        if graph.hlo is not None
+        for op in graph.hlo.instructions
+    ):
+        seen.scan = "graph ops traced in torch_xla's scan"
     files = {f for f in (data.script, location.file if location else None) if f}
     for file in sorted(files):
         text = read_source(file)
-        if text is None:
-            continue
         for name, words in _SOURCE_WORDS.items():
-            if getattr(seen, name) is None and any(word in text for word in words):
+            if text is not None and getattr(seen, name) is None and any(w in text for w in words):
                 setattr(seen, name, f"the script's source ({words[0].rstrip('(')})")
     return seen
+
+
+def _note_event(seen: _InUse, cause: str, files: list[str]) -> None:
+    """Note in ``seen`` what one execution's cause and frames show in use."""
+    if seen.compile is None and _COMPILE_CAUSE in cause:
+        seen.compile = "executions caused by torch_xla.compile"
+    if seen.loader is None and (
+        _LOADER_CAUSE in cause or any(f.endswith(_LOADER_FILE) for f in files)
+    ):
+        seen.loader = "syncs made by the parallel loader"
+    if seen.dynamo is None and any(_DYNAMO_DIR in f.replace("\\", "/") for f in files):
+        seen.dynamo = "executions made by the openxla dynamo backend"
 
 
 def _suggestion(top: tuple[Location, int] | None, graph_ops: int, in_use: _InUse) -> str:

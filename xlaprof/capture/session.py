@@ -79,10 +79,19 @@ log = logging.getLogger(__name__)
 
 _ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
 DEFAULT_DEBUG_LEVEL = 2
+# Python frames torch_xla prints per compilation or execution (PT_XLA_DEBUG_MAX_FRAME; its own
+# default is 8). A sync or host read made inside a library (transformers' mask helpers, Trainer's
+# logging, accelerate) sits 17-29 frames below the user's line in examples/realcode: with 8,
+# the event has no user frame and its finding no location. 64 leaves room for deeper stacks (a
+# model in a wrapper in a trainer). The cost is per event and only where stacks are deeper
+# than 8: ~4 us more per execution 40 frames deep, nothing on a shallow loop
+# (benchmarks/debug_frames.py).
+DEBUG_MAX_FRAMES = 64
 # Environment a session sets for torch_xla; restored when the session finishes.
 _SESSION_ENV = (
     "PT_XLA_DEBUG_LEVEL",
     "PT_XLA_DEBUG_FILE",
+    "PT_XLA_DEBUG_MAX_FRAME",
     "XLA_FNTRACKER_FILE",
     "XLA_FLAGS",
     "XLA_HLO_DEBUG",
@@ -163,6 +172,7 @@ class Session:
         self.step_index = 0
         self._info_written = 0.0  # monotonic time run.json was last rewritten mid-run
         self.user_steps = False
+        self._step_trace: Any = None  # the TraceMe over the step in progress (see _open_step)
         self.user_label: int | None = None
         self.step_start = 0.0
         self.step_start_wall = 0.0
@@ -272,7 +282,21 @@ class Session:
         self.step_cpu_start = time.thread_time()
         if self.trace_steps and self.trace_steps[0] == 0:
             self.window.start()
+        self._open_step()
         return self
+
+    def _open_step(self) -> None:
+        """Put a TraceMe over the step now starting, numbered as ``steps.jsonl`` numbers it
+        (not after ``xlaprof.step`` marks: those are the steps then). A capture records it only
+        if it runs from the step's start to its end, so a capture's partial first and last
+        steps carry no number, and every whole step carries the job's."""
+        if not self.user_steps:
+            self._step_trace = annotate.open_step_trace(self.step_index)
+
+    def _close_step(self) -> None:
+        trace, self._step_trace = self._step_trace, None
+        if trace is not None:
+            annotate.close_step_trace(trace)
 
     def _start_recorders(self) -> None:
         """Dynamo's recompile reasons for the whole run; module calls for the first step."""
@@ -283,7 +307,8 @@ class Session:
         self.dynamo.on_compile_start = self._dynamo_compiling
 
     def _start_module_recorder(self) -> None:
-        """Record the second step's module calls, unless dynamo is in use.
+        """Record the module calls of the first step after the first that runs a forward,
+        unless dynamo is in use (``ModuleRecorder.step_ended``).
 
         A global forward hook is a guard input for dynamo: present while ``torch.compile``
         compiles, it would make dynamo compile again once removed (and torch.compile warns).
@@ -324,6 +349,8 @@ class Session:
             level = max(self.debug_level, int(os.environ.get("PT_XLA_DEBUG_LEVEL", "0") or 0))
             os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
             os.environ["PT_XLA_DEBUG_FILE"] = str(self.directory / DEBUG_LOG)
+            # read at the first event, like the level: a user's own setting is kept
+            os.environ.setdefault("PT_XLA_DEBUG_MAX_FRAME", str(DEBUG_MAX_FRAMES))
             self._debug_log = LogSize(self.directory / DEBUG_LOG, file_limit())
         os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
         self._fallback_log = LogSize(self.directory / FALLBACK_LOG, file_limit())
@@ -487,6 +514,7 @@ class Session:
         """Called by ``xlaprof.step``: from now on steps end at step exits, not at syncs."""
         if not self.user_steps:
             self.user_steps = True
+            self._close_step()  # the user's marks number the steps in the trace from now on
         self.user_label = number
         if self.outer is not None and self.outer.recording:
             self.outer.begin_user_step(number)
@@ -544,6 +572,8 @@ class Session:
         sync that ends the step was entered (None without one).
         """
         assert self.metrics is not None
+        self._close_step()  # the step ends here, as its row's wall time does (before the window
+        # stops below: a step the window traced is in it whole)
         step = self.user_label if self.user_label is not None else self.step_index
         capture_wall, capture_cpu, capture_sync = self._capture
         if capture_wall:
@@ -588,7 +618,8 @@ class Session:
             )
         )
         if self.modules is not None:
-            self._write_modules(step)
+            if self.modules.step_ended():  # a step that ran no forward leaves it recording
+                self._write_modules(step)
         elif self.step_index == 0:
             self._start_module_recorder()
         self.step_index += 1
@@ -605,6 +636,8 @@ class Session:
                 self.window.start()
             elif self.step_index == self.trace_steps[1] and self.window.tracing:
                 self.window.stop()
+        self._open_step()  # after the window starts: a step it traces is in it whole; where
+        # the next row's wall time begins
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
         self.step_cpu_start = time.thread_time()
@@ -723,6 +756,7 @@ class Session:
             self._attempt("IR debug not restored", self.frames.close)
         if self.window is not None and self.window.tracing:
             self._attempt("trace not stopped", self.window.stop, wait=status in ("ok", "max_steps"))
+        self._close_step()  # after the window stopped: the unfinished step is not a step
         self._attempt(
             "sync hook not removed",
             uninstall_sync_hook,
@@ -831,6 +865,7 @@ class Session:
             if rows is not None:
                 rows.discard()  # the parent's rows: the parent writes them
         self._pending = []
+        self._step_trace = None  # the parent's step, not the child's to end
         self.recording = False
         self.finished = True
         annotate.set_session(None)

@@ -82,23 +82,25 @@ class StepEnds:
         it ends needs a graph built since the last one (``Session.boundary``'s
         ``graph_required``)."""
         caller = frame.f_code
-        if not caller.co_filename.endswith(_LOADER_FILE):
-            if not _ends_step(caller):
-                return None
-            if self._driving() is not None:
-                return False if self.batch_open else None
-            if self.trained and not grad_enabled:
-                return None
-            return False
+        if caller.co_filename.endswith(_LOADER_FILE):
+            return self._loader_sync(frame, grad_enabled)
+        if not _ends_step(caller):
+            return None
+        if self._driving() is not None:
+            return False if self.batch_open else None
+        return None if self.trained and not grad_enabled else False
+
+    def _loader_sync(self, frame: Any, grad_enabled: bool) -> bool | None:
+        """``decide`` for a sync a loader made (``PerDeviceLoader.next``)."""
         loader = frame.f_locals.get("self")
         first = not _loader_seen(loader, self.loaders)
-        if self.trained and not grad_enabled and self._driving() is None:
+        driver = self._driving()
+        if self.trained and not grad_enabled and driver is None:
             return None  # an evaluation loader's batches are no training iterations
         if frame.f_locals.get("item", _UNSET) is None:  # the sync before StopIteration
-            if self._driving() is loader:
+            if driver is loader:
                 self.driver, self.batch_open = None, False
             return None
-        driver = self._driving()
         if driver is None and loader is not None:
             try:
                 self.driver, driver = weakref.ref(loader), loader
@@ -185,12 +187,12 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
                     ends.ended(session.step_index != before, graph_required, grad)
         return result
 
-    sync._xlaprof_session = session  # type: ignore[attr-defined]
-    sync._xlaprof_original = original  # type: ignore[attr-defined]
+    # Marks that tell a wrapper from the original (function attributes live in its __dict__).
+    sync.__dict__.update(_xlaprof_session=session, _xlaprof_original=original)
     sync.__doc__ = original.__doc__
     _WRAPPERS.add(sync.__code__)
     torch_xla.sync = sync
-    inner = sys.modules.get("torch_xla.torch_xla")
+    inner: Any = sys.modules.get("torch_xla.torch_xla")
     if inner is not None and getattr(inner, "sync", None) is original:
         inner.sync = sync
     return original
@@ -210,6 +212,6 @@ def uninstall_sync_hook(torch_xla: Any, session: Any, original: Any) -> None:
         return
     if getattr(torch_xla.sync, "_xlaprof_session", None) is session:
         torch_xla.sync = original
-        inner = sys.modules.get("torch_xla.torch_xla")
+        inner: Any = sys.modules.get("torch_xla.torch_xla")
         if inner is not None and getattr(inner.sync, "_xlaprof_session", None) is session:
             inner.sync = original

@@ -8,10 +8,11 @@ twice. Sources, best first:
   ``.item()`` calls (``aten::_local_scalar_dense``) cannot explain its reads and exactly one
   fallback op was called that many times. The attribution is marked as inferred.
 
-PT_XLA_DEBUG prints only the innermost frames of an execution (8 by default): a read deep
-inside a library (transformers' mask helpers) shows no user frame there. The fallback
-tracker's ``_local_scalar_dense`` record of the same read has the whole stack, so such an
-execution is placed at the user line of the tracker record whose innermost frames it shares.
+PT_XLA_DEBUG prints only the innermost frames of an execution (8 unless
+``PT_XLA_DEBUG_MAX_FRAME`` says more, as ``xlaprof run`` now does): a read deep inside a library
+(transformers' mask helpers) may show no user frame there. The fallback tracker's
+``_local_scalar_dense`` record of the same read has the whole stack, so such an execution is
+placed at the user line of the tracker record whose innermost frames it shares.
 The ``Op(s) not lowered`` lines of a pasted log have no frame at all: they are counted per op,
 unplaced.
 """
@@ -23,8 +24,8 @@ from dataclasses import dataclass, field
 
 from xlaprof.findings import Location
 from xlaprof.model.input import HOST_SYNC_OP, AnalysisInput
-from xlaprof.parse.debug_log import DebugEvent, FallbackRecord, Frame
-from xlaprof.parse.frames import user_location
+from xlaprof.parse.debug_log import DebugEvent, FallbackRecord
+from xlaprof.parse.frames import Frame, user_location
 
 _TENSOR_ACCESS_CAUSE = "access tensor value"
 
@@ -48,6 +49,21 @@ class Sites:
 
 def attribute(data: AnalysisInput) -> Sites:
     sites = Sites()
+    access = _forced_reads(data, sites)
+    scalar = _tracked_calls(data, sites)
+    tracked = {loc for counter in sites.fallbacks.values() for loc in counter}
+    for location, count in access.items():
+        if location not in tracked:
+            sites.reads[location] = count
+    for location, count in scalar.items():
+        # An .item() on a pending tensor shows in both sources: count it once.
+        sites.reads[location] = max(sites.reads[location], count)
+    _infer_fallback_lines(data, sites, scalar)
+    return sites
+
+
+def _forced_reads(data: AnalysisInput, sites: Sites) -> Counter[Location]:
+    """Executions a host read forced, per user line (noted in ``sites`` with their steps)."""
     reads = [r for r in data.debug.fallbacks if r.op == HOST_SYNC_OP]
     index: dict[int, dict[tuple[tuple[str | None, int | None], ...], Location]] = {}
     access: Counter[Location] = Counter()
@@ -58,6 +74,12 @@ def attribute(data: AnalysisInput) -> Sites:
                 access[location] += 1
                 sites.forced[location].append(event)
                 _note_read(sites, location, event.step, event.frames)
+    return access
+
+
+def _tracked_calls(data: AnalysisInput, sites: Sites) -> Counter[Location]:
+    """The ``.item()`` calls per user line; fallback calls go into ``sites`` (placed per op and
+    line, or, for ``Op(s) not lowered`` lines, unplaced per op)."""
     scalar: Counter[Location] = Counter()
     for record in data.debug.fallbacks:
         location = user_location(record.frames)
@@ -66,21 +88,12 @@ def attribute(data: AnalysisInput) -> Sites:
         if location is None:
             if record.listed:
                 sites.unplaced[record.op] += record.count
-            continue
-        if record.op == HOST_SYNC_OP:
+        elif record.op == HOST_SYNC_OP:
             scalar[location] += record.count
             _note_read(sites, location, record.step, record.frames)
         else:
             sites.fallbacks[record.op][location] += record.count
-    tracked = {loc for counter in sites.fallbacks.values() for loc in counter}
-    for location, count in access.items():
-        if location not in tracked:
-            sites.reads[location] = count
-    for location, count in scalar.items():
-        # An .item() on a pending tensor shows in both sources: count it once.
-        sites.reads[location] = max(sites.reads[location], count)
-    _infer_fallback_lines(data, sites, scalar)
-    return sites
+    return scalar
 
 
 def _note_read(sites: Sites, location: Location, step: int | None, frames: list[Frame]) -> None:
