@@ -251,7 +251,8 @@ def _splits_step(data: AnalysisInput, forced: list[DebugEvent], stack: list[Fram
     without a read at this line never ran the same graph last (had the read cut nothing, the
     graph would be theirs). ``stack`` is the read's longest stack, innermost frame first.
     Without step numbers (a pasted log), every forced execution is taken as a split, as
-    torch_xla's cause says.
+    torch_xla's cause says. Reads after the last recorded step (Trainer's last log point, then
+    its closing ``mark_step``) split no step.
     """
     if not forced:
         return False
@@ -262,6 +263,8 @@ def _splits_step(data: AnalysisInput, forced: list[DebugEvent], stack: list[Fram
         if event.step is not None:
             by_step[event.step].append(event)
     read_steps = {event.step for event in forced}
+    if data.steps:  # work after the last boundary (the script's tail) is in no step
+        read_steps &= {row.step for row in data.steps}
     baseline = {
         end.graph_hash
         for step, events in by_step.items()
