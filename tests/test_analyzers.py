@@ -83,8 +83,12 @@ def test_old_profiler_log_is_attributed_to_user_frames(data_dir) -> None:
     findings = findings_for(data_dir / "old_profiler.log")
     by_kind = {f.kind: f for f in findings}
     assert by_kind[Kind.RECOMPILATION].evidence == {"compiles": 21, "steps": 11, "log_line": 4}
+    fallbacks = {f.evidence["op"]: f for f in findings if f.kind == Kind.ATEN_FALLBACK}
     # torch's own functional.py frame is skipped for the user's model.py line
-    assert str(by_kind[Kind.ATEN_FALLBACK].location) == "/home/user/model.py:88"
+    assert str(fallbacks["aten::_ctc_loss"].location) == "/home/user/model.py:88"
+    # the backward op is only named in the "Op(s) not lowered" line: reported, unlocated
+    backward = fallbacks["aten::_ctc_loss_backward"]
+    assert backward.location is None and "xlaprof run" in backward.suggestion
     assert str(by_kind[Kind.HOST_SYNC].location) == "/home/user/train_ctc.py:120"
 
 
@@ -120,3 +124,47 @@ def test_with_steps_recompiling_every_step_is_an_error() -> None:
     assert finding.kind == Kind.RECOMPILATION and finding.severity == Severity.ERROR
     assert finding.evidence["compile_steps"] == list(range(8))
     assert str(finding.location) == "t.py:10"
+
+
+def _run(step: int, graph: str, line: int = 10) -> DebugEvent:
+    event = _compile(step, graph, line)
+    event.kind = "execution"
+    return event
+
+
+def test_a_few_fixed_shapes_compiled_at_first_use_and_reused_are_not_a_recompilation() -> None:
+    # GIVEN an evaluation site that compiles three sizes at its first call (step 5), runs each
+    # compiled graph, and reuses all three at later evaluations (gcn_eval_three_sizes)
+    events = [_compile(0, "train"), _run(0, "train"), _compile(1, "train1"), _run(1, "train1")]
+    for size in ("140", "500", "1000"):
+        events += [_compile(5, size, line=20), _run(5, size, line=20)]
+    for step in (10, 15):
+        events += [_run(step, size, line=20) for size in ("140", "500", "1000")]
+    data = AnalysisInput(debug=DebugLog(events=events), steps=[StepRow(step=i) for i in range(16)])
+    # WHEN it is analyzed THEN nothing is called a recompilation
+    assert run_analyzers(data) == []
+
+
+def test_a_compile_after_the_site_ran_cached_graphs_is_a_recompilation() -> None:
+    # GIVEN a loop whose graph is compiled at steps 0 and 1, reused at steps 2-5, and compiled
+    # anew at step 6 (a short last batch), then reused at later epochs
+    events = [_compile(0, "a"), _run(0, "a"), _compile(1, "b"), _run(1, "b")]
+    events += [_run(step, "b") for step in range(2, 6)]
+    events += [_compile(6, "short"), _run(6, "short"), _run(13, "short")]
+    data = AnalysisInput(debug=DebugLog(events=events), steps=[StepRow(step=i) for i in range(14)])
+    # WHEN it is analyzed THEN the late compile is a recompilation (a warning: one step of many)
+    (finding,) = run_analyzers(data)
+    assert finding.kind == Kind.RECOMPILATION and finding.severity == Severity.WARNING
+    assert finding.evidence["recompiles_after_warmup"] == 1
+
+
+def test_a_metrics_report_without_a_step_count_says_so(data_dir) -> None:
+    # GIVEN a real CPU report from a loop that reads each result with .cpu() and never syncs (12
+    # compiles, no MarkStep counter; tests/data/README.md)
+    findings = findings_for(data_dir / "no_markstep_metrics.txt")
+    # WHEN it is analyzed THEN the recompilation title says the step count is not measured, and
+    # the evidence holds no step count
+    (finding,) = [f for f in findings if f.kind == Kind.RECOMPILATION]
+    assert finding.title.startswith("12 compilations")
+    assert "None" not in finding.title and "not in the report" in finding.title
+    assert finding.evidence["steps"] is None

@@ -126,6 +126,15 @@ def test_graph_index_says_which_graphs_have_source_lines(tmp_path: Path) -> None
     late = [s for s in compile_steps if s >= 12]
     assert late and by_step[late[0]] is False
     assert all(by_step[s] is True for s in late[1:])  # back on after that compile
+    # and each kept graph's HloProto is kept beside its text: a graph traced with IR debug on
+    # gives its ops their whole Python stack, down to this script's lines
+    assert all(e.get("proto") for e in entries if e.get("file"))
+    from xlaprof.rundir.reader import load_run
+
+    graphs = load_run(index.parent.parent).graphs()
+    first = next(g for g in graphs if g.step == compile_steps[0] and g.hlo is not None)
+    stacks = [i.stack for i in first.hlo.instructions if i.stack]
+    assert stacks and any(frame[0] == str(script) for stack in stacks for frame in stack)
 
 
 BROKEN = r"""

@@ -6,8 +6,8 @@ What is true (bare runtime): transformers' SDPA mask helper checks `padding_mask
 Python on every forward (transformers/masking_utils.py, `_ignore_bidirectional_mask_sdpa`), so
 each step reads a device value on the host before the step's sync: the mask's graph runs alone
 (two executions a step) and the read waits for it. The user's line is the model call.
-Fix for the code seen: drop the all-ones attention_mask (None means no padding) or build the
-model with attn_implementation="eager"."""
+Fix for the code seen: drop the all-ones attention_mask (None means no padding), or pass a 4-D
+mask; attn_implementation="eager" reads all the same (measured: docs/analyzers/host_sync.md)."""
 
 import os
 

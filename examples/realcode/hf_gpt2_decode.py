@@ -9,8 +9,8 @@ a position index (or transformers' static cache), so every step has one shape.
 Also true: with no attention mask and no cache, transformers' mask helper checks the position
 ids for packed sequences in Python (`(packed_sequence_mask[:, -1] == 0).all()` in
 transformers/masking_utils.py), a host read inside every forward that runs the graph traced so
-far on its own: 8 reads, two executions a step. The user's line is the model call; passing an
-attention_mask skips that check."""
+far on its own: 8 reads, two executions a step. The user's line is the model call; an
+attention_mask with attn_implementation="eager" reads nothing (docs/analyzers/host_sync.md)."""
 
 import os
 

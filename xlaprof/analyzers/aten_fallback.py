@@ -4,6 +4,11 @@ Every fallback copies its inputs device→host, runs on the CPU and copies the r
 cuts the graph in two. The ``aten::`` counters say which ops and how often; the fallback tracker
 (``XLA_FNTRACKER_FILE``, set by ``xlaprof run``) or the profiler's Unlowered Op summary say where.
 ``aten::_local_scalar_dense`` is ``.item()``: reported as a host sync, not here.
+
+A pasted log of ``pt-xla-profiler: Op(s) not lowered: aten::median`` lines (``PT_XLA_DEBUG=1``)
+names the op but neither its line nor its calls (torch_xla prints the line at every sync from
+the op's first fallback on): the op is reported unlocated, with the number of lines, and the
+fix says how to get its line.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ _HINTS = {
 SUGGESTION = (
     "Replace the op with one that lowers to XLA, move it out of the training step, or ask for a "
     "lowering in a pytorch/xla issue. Each call runs on the CPU with a device→host→device copy."
+)
+UNPLACED_NOTE = (
+    " The `Op(s) not lowered` lines carry no source line: run the script under `xlaprof run` "
+    "(its fallback tracker records each call's stack) to see where the op is called."
 )
 _MAX_SITES = 5
 
@@ -81,6 +90,33 @@ def analyze(data: AnalysisInput) -> list[Finding]:
                 evidence=evidence,
                 location=location,
                 suggestion=f"{hint} {SUGGESTION}" if hint else SUGGESTION,
+            )
+        )
+    findings += _unplaced(attributed.unplaced, counts)
+    return findings
+
+
+def _unplaced(unplaced: Counter[str], counts: dict[str, int | None]) -> list[Finding]:
+    """Ops named only in ``Op(s) not lowered`` lines (not counted from better evidence)."""
+    findings = []
+    for op, lines in unplaced.items():
+        if op in counts:
+            continue  # counted (and placed, where it could be) from better evidence
+        hint = _HINTS.get(op)
+        findings.append(
+            Finding(
+                kind=Kind.ATEN_FALLBACK,
+                severity=Severity.WARNING,
+                title=f"{op} does not lower: named in {lines} `Op(s) not lowered` line"
+                + ("s" if lines != 1 else ""),
+                evidence={
+                    "op": op,
+                    "count": None,  # calls: the lines do not count them
+                    "not_lowered_lines": lines,
+                    "location_source": None,
+                },
+                location=None,
+                suggestion=(f"{hint} " if hint else "") + SUGGESTION + UNPLACED_NOTE,
             )
         )
     return findings

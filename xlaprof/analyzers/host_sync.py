@@ -3,34 +3,107 @@
 A read blocks the Python thread until the device has run everything the value depends on, so
 tracing of the next step cannot overlap device work. Evidence comes from execution causes
 ("most likely user code trying to access tensor value"), from the fallback tracker's
-``_local_scalar_dense`` records (each ``.item()`` with its line), and from metrics
+``_local_scalar_dense`` records (each ``.item()`` with its whole stack), and from metrics
 (``TransferFromDeviceTime`` samples, the ``aten::_local_scalar_dense`` counter).
+
+A read *splits the step's graph* when the step's own graph ran after it and is not the graph
+steps without the read run: the read cut the training graph in two. An evaluation read after
+the step's sync runs only the evaluation's graph, and the next training graph is the usual one:
+nothing was split, and such a read counts only when it happens in enough of the steps.
+Reads inside a library (transformers' mask helpers) are named with the library's frame, and
+the fix says what works from the user's side, as measured for the known ones.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import re
+from collections import defaultdict
+from dataclasses import dataclass
 
-from xlaprof.analyzers.shared.sites import attribute
+from xlaprof.analyzers.shared.sites import Sites, attribute
 from xlaprof.findings import Finding, Kind, Location, Severity
+from xlaprof.inputs.sourcefiles import read_source
 from xlaprof.model.input import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
-from xlaprof.parse.frames import user_location
+from xlaprof.parse.debug_log import DebugEvent
+from xlaprof.parse.frames import Frame, is_library_file
 
 _TENSOR_ACCESS_CAUSE = "access tensor value"
 
 # Reading a value once or twice (a final loss print) is normal; from this many on, report it.
 HOST_SYNC_MIN_COUNT = 3
-# A read that splits no graph (the step already ran: it copies and waits) counts when it happens
-# in at least this share of the steps; a read that splits the step's graph always counts.
+# A read that splits no graph (the step already ran: it copies and waits) counts when the steps
+# holding such a read are at least this share of the steps; a read that splits the step's graph
+# always counts.
 HOST_SYNC_MIN_STEP_SHARE = 0.5
 # From this many reads (or one per step) it is a warning rather than a note.
 HOST_SYNC_WARN_COUNT = 10
 
+_CLOSURE_ADVICE = (
+    " or log through xm.add_step_closure(...) so the read happens after torch_xla.sync() "
+    "without stalling tracing"
+)
 SUGGESTION = (
     "Keep values on the device between steps: accumulate metrics in tensors and read them every "
-    "N steps, or log through xm.add_step_closure(...) so the read happens after "
-    "torch_xla.sync() without stalling tracing. Avoid .item(), .cpu(), .tolist() and print() of "
-    "device tensors inside the step, and Python `if` on tensor values."
+    "N steps{closures}. Avoid .item(), .cpu(), .tolist() and print() of device tensors inside "
+    "the step, and Python `if` on tensor values."
+)
+_LOADER_FILE = "parallel_loader.py"
+_CLOSURE_RUNNER = "_run_step_closures"
+_CLOSURE_FUNCTIONS = ("_run_step_closures", "add_step_closure")
+# torch and torch_xla frames are the read's mechanism (``Tensor.item``, ``mesh_reduce``), not the
+# code that asked for it: the library named is the innermost frame outside them.
+_RUNTIME_RE = re.compile(r"[/\\](torch|torch_xla|typing_extensions\.py)([/\\]|$)")
+_PACKAGE_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\](.+)$")
+
+
+@dataclass(frozen=True)
+class LibraryRead:
+    """A host read some library makes on its own, and what its user can do about it."""
+
+    path: str  # the file below site-packages, e.g. "transformers/masking_utils.py"
+    function: str
+    what: str
+    fix: str
+
+
+# Each fix was measured on torch_xla 2.9 (CPU) with transformers 5, counting the
+# ``aten::_local_scalar_dense`` calls of one forward (see docs/analyzers/host_sync.md).
+KNOWN_READS = (
+    LibraryRead(
+        "transformers/masking_utils.py",
+        "_ignore_bidirectional_mask_sdpa",
+        "checks `padding_mask.all()` on the host at every forward, to let SDPA skip an "
+        "all-ones attention mask",
+        "When a batch has no padding, pass no attention_mask (None means no padding). With "
+        "padding, pass the mask as 4-D, `attention_mask[:, None, None, :].bool()"
+        ".expand(-1, 1, seq_len, -1)`: transformers takes a 4-D mask as given, without the "
+        'check (same logits). attn_implementation="eager" does not avoid it: the eager mask '
+        "goes through the same check.",
+    ),
+    LibraryRead(
+        "transformers/masking_utils.py",
+        "_ignore_causal_mask_sdpa",
+        "checks the padding mask with `.all()` on the host at every forward, to let SDPA use "
+        "is_causal instead of a mask",
+        'Build the model with attn_implementation="eager": its causal mask skips this check.',
+    ),
+    LibraryRead(
+        "transformers/masking_utils.py",
+        "find_packed_sequence_indices",
+        "checks the position ids for packed sequences with `.all()` on the host at every "
+        "forward that has no attention_mask and no cache",
+        'Pass an attention_mask and build the model with attn_implementation="eager" (with '
+        "SDPA, a mask only moves the read to the padding-mask check), or run with a KV cache "
+        "(use_cache=True), which skips the check.",
+    ),
+    LibraryRead(
+        "transformers/models/mixtral/modeling_mixtral.py",
+        "forward",
+        "loops over the experts hit in Python, comparing each expert id on the host "
+        '(MixtralExperts with experts_implementation="eager")',
+        'Build the model with experts_implementation="batched_mm": fixed shapes, no host '
+        "read, one graph per step.",
+    ),
 )
 
 
@@ -42,53 +115,98 @@ def unmeasured(data: AnalysisInput) -> str | None:
 
 
 def analyze(data: AnalysisInput) -> list[Finding]:
-    sites = attribute(data).reads
-    transfers = data.device_to_host_transfers()
-    scalar_reads = data.aten_counters().get(HOST_SYNC_OP)
-    steps = data.step_count()
-    metrics_evidence = {
-        "device_to_host_transfers": transfers,
-        "local_scalar_dense": scalar_reads,
-        "steps": steps,
+    sites = attribute(data)
+    metrics_evidence: dict[str, object] = {
+        "device_to_host_transfers": data.device_to_host_transfers(),
+        "local_scalar_dense": data.aten_counters().get(HOST_SYNC_OP),
+        "steps": data.step_count(),
     }
-    forced = _forced_executions(data)
-    executions = data.executions()
-    findings = []
-    for location, count in sites.most_common():
-        split = forced.get(location, 0)
-        if count < HOST_SYNC_MIN_COUNT:
-            continue
-        if not split and steps and count < HOST_SYNC_MIN_STEP_SHARE * steps:
-            continue  # an occasional read of a finished step's value (a per-epoch log line)
-        evidence: dict[str, object] = {"reads_at_site": count, **metrics_evidence}
-        title = f"Host sync: a device tensor is read on the host {count} times"
-        evidence["splits_step_graph"] = split > 0
-        if split:
-            evidence["executions_forced_by_reads"] = split
-            evidence["executions"] = executions
-            cost = _seconds_per_execution(data)
-            evidence["seconds_per_execution"] = None if cost is None else round(cost, 6)
-            evidence["extra_execute_seconds"] = None if cost is None else round(split * cost, 6)
-            title += (
-                f"; each read runs the graph traced so far on its own, splitting the step's "
-                f"graph in two ({executions} executions for {steps} steps)"
-                if executions is not None and steps
-                else "; each read splits the step's graph in two"
-            )
-        findings.append(
-            Finding(
-                kind=Kind.HOST_SYNC,
-                severity=_severity(count, steps),
-                title=title,
-                evidence=evidence,
-                location=location,
-                suggestion=SUGGESTION,
-            )
-        )
-    if findings or sites:
+    closures = _uses_step_closures(data, list(sites.reads))
+    findings = [
+        finding
+        for location, count in sites.reads.most_common()
+        if (finding := _site_finding(data, sites, location, count, metrics_evidence, closures))
+    ]
+    if findings or sites.reads:
         # Reads placed at lines are the best evidence: the counters must not report the reads
         # those lines were judged by (an occasional log line) once more without a line.
         return findings
+    return _unplaced(data, metrics_evidence, closures)
+
+
+def _site_finding(
+    data: AnalysisInput,
+    sites: Sites,
+    location: Location,
+    count: int,
+    metrics_evidence: dict[str, object],
+    closures: bool,
+) -> Finding | None:
+    """The finding for ``count`` reads at ``location``, or None when they are no problem."""
+    steps = data.step_count()
+    forced = sites.forced.get(location, [])
+    stack = sites.read_stacks.get(location, [])
+    if count < HOST_SYNC_MIN_COUNT or any(f.function == _CLOSURE_RUNNER for f in stack):
+        return None  # a step closure's read is the one torch_xla recommends, after the graph ran
+    split = _splits_step(data, forced, stack)
+    holding = sites.read_steps.get(location)
+    # steps holding a read, where steps are known; else the reads themselves
+    share_count = len(holding) if holding else count
+    if not split and steps and share_count < HOST_SYNC_MIN_STEP_SHARE * steps:
+        return None  # an occasional read of a finished step's value (a per-epoch log line)
+    evidence: dict[str, object] = {"reads_at_site": count, **metrics_evidence}
+    if holding:
+        evidence["steps_with_reads"] = len(holding)
+    library = library_frame(stack)
+    title = f"Host sync: a device tensor is read on the host {count} times"
+    if library is not None:
+        evidence["library_frame"] = f"{library.function} ({library.file}:{library.line})"
+        title = (
+            f"Host sync: {_package(library)} reads a device tensor on the host {count} "
+            f"times, inside `{library.function}` ({_short(library)})"
+        )
+    if holding and steps:
+        title += f" in {len(holding)} of {steps} steps"
+    evidence["splits_step_graph"] = split
+    if split:
+        title += _split_evidence(data, len(forced), evidence)
+    return Finding(
+        kind=Kind.HOST_SYNC,
+        severity=_severity(count, steps),
+        title=title,
+        evidence=evidence,
+        location=location,
+        suggestion=_suggestion(library, _known(library), closures),
+    )
+
+
+def _split_evidence(data: AnalysisInput, forced: int, evidence: dict[str, object]) -> str:
+    """Add what the split costs to ``evidence``; return the title's words for it."""
+    executions = data.executions()
+    steps = data.step_count()
+    evidence["executions_forced_by_reads"] = forced
+    evidence["executions"] = executions
+    cost = _seconds_per_execution(data)
+    evidence["seconds_per_execution"] = None if cost is None else round(cost, 6)
+    evidence["extra_execute_seconds"] = None if cost is None else round(forced * cost, 6)
+    if executions is not None and steps:
+        return (
+            f"; each read runs the graph traced so far on its own, splitting the step's "
+            f"graph in two ({executions} executions for {steps} steps)"
+        )
+    return "; each read splits the step's graph in two"
+
+
+def _unplaced(
+    data: AnalysisInput, metrics_evidence: dict[str, object], closures: bool
+) -> list[Finding]:
+    """Reads no line holds: profiler notes, else the counters' reads not explained by CPU
+    fallbacks."""
+    transfers = data.device_to_host_transfers()
+    scalar_reads = data.aten_counters().get(HOST_SYNC_OP)
+    steps = data.step_count()
+    findings = []
+    generic = _suggestion(None, None, closures)
     for note in data.debug.too_frequent:
         if note.metric in FROM_DEVICE_METRICS:
             findings.append(
@@ -98,7 +216,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
                     title=f"{note.metric} too frequent: {note.count} reads during "
                     f"{note.steps} steps",
                     evidence={"reads": note.count, "steps": note.steps, "log_line": note.line},
-                    suggestion=SUGGESTION,
+                    suggestion=generic,
                 )
             )
     if findings:
@@ -118,21 +236,144 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             + (f" in {steps} steps" if steps else "")
             + ": the host waits on the device",
             evidence=metrics_evidence,
-            suggestion=SUGGESTION
+            suggestion=generic
             + " Run under `xlaprof run` (or with XLA_FNTRACKER_FILE set) to see the source line.",
         )
     ]
 
 
-def _forced_executions(data: AnalysisInput) -> Counter[Location]:
-    """Executions a read forced mid-step (torch_xla's "access tensor value" cause), by line."""
-    forced: Counter[Location] = Counter()
+def _splits_step(data: AnalysisInput, forced: list[DebugEvent], stack: list[Frame]) -> bool:
+    """Whether the reads that forced ``forced`` cut their step's own graph in two.
+
+    A step's own graph is its last execution that no read forced (the sync's). A read splits it
+    when that graph ran after the read, the read's line comes before the sync's in the function
+    that holds both (an evaluation read after ``torch_xla.sync()`` comes after it), and steps
+    without a read at this line never ran the same graph last (had the read cut nothing, the
+    graph would be theirs). ``stack`` is the read's longest stack, innermost frame first.
+    Without step numbers (a pasted log), every forced execution is taken as a split, as
+    torch_xla's cause says. Reads after the last recorded step (Trainer's last log point, then
+    its closing ``mark_step``) split no step.
+    """
+    if not forced:
+        return False
+    if any(event.step is None for event in forced):
+        return True
+    by_step: dict[int, list[DebugEvent]] = defaultdict(list)
     for event in data.debug.executions():
-        if event.cause and _TENSOR_ACCESS_CAUSE in event.cause:
-            location = user_location(event.frames)
-            if location is not None:
-                forced[location] += 1
-    return forced
+        if event.step is not None:
+            by_step[event.step].append(event)
+    read_steps = {event.step for event in forced}
+    if data.steps:  # work after the last boundary (the script's tail) is in no step
+        read_steps &= {row.step for row in data.steps}
+    baseline = {
+        end.graph_hash
+        for step, events in by_step.items()
+        if step not in read_steps and (end := _step_graph(events)) is not None
+    }
+    forced_ids = {id(event) for event in forced}
+    for step in read_steps:
+        events = by_step[step]  # type: ignore[index]
+        end = _step_graph(events)
+        if end is None or end.graph_hash in baseline:
+            continue
+        first_read = next(i for i, event in enumerate(events) if id(event) in forced_ids)
+        if events.index(end) > first_read and not _after_sync(stack or forced[0].frames, end):
+            return True
+    return False
+
+
+def _after_sync(stack: list[Frame], sync: DebugEvent) -> bool:
+    """Whether the read at ``stack`` comes after the sync that ran ``sync`` in the user function
+    holding both (its line is further down). A loader's sync sits at the loop's header, before
+    the whole body, so it says nothing about the order and gives False."""
+    if any(frame.file and frame.file.endswith(_LOADER_FILE) for frame in sync.frames):
+        return False
+    sync_lines = {
+        (frame.file, frame.function): frame.line
+        for frame in sync.frames
+        if frame.file is not None and frame.line is not None and not is_library_file(frame.file)
+    }
+    for frame in stack:
+        line = sync_lines.get((frame.file or "", frame.function))
+        if line is not None and frame.line is not None:
+            return frame.line > line
+    return False
+
+
+def _step_graph(events: list[DebugEvent]) -> DebugEvent | None:
+    """The last execution of a step that no read forced: the step's own graph."""
+    for event in reversed(events):
+        if not (event.cause and _TENSOR_ACCESS_CAUSE in event.cause):
+            return event
+    return None
+
+
+def library_frame(stack: list[Frame]) -> Frame | None:
+    """The innermost frame of ``stack`` in an installed library other than torch/torch_xla,
+    if it comes before (inside) the user's first frame; None for a read in the user's code."""
+    for frame in stack:
+        if frame.file is None or frame.line is None:
+            continue
+        if not is_library_file(frame.file):
+            return None  # the user's own line reads
+        if _PACKAGE_RE.search(frame.file) and not _RUNTIME_RE.search(_below(frame.file)):
+            return frame
+    return None
+
+
+def _below(file: str) -> str:
+    """``file`` below site-packages (``/transformers/masking_utils.py``), or ``file``."""
+    match = _PACKAGE_RE.search(file)
+    return "/" + match.group(1).replace("\\", "/") if match else file
+
+
+def _package(frame: Frame) -> str:
+    return _below(frame.file or "").strip("/").split("/")[0]
+
+
+def _short(frame: Frame) -> str:
+    return f"{_below(frame.file or '').strip('/')}:{frame.line}"
+
+
+def _known(frame: Frame | None) -> LibraryRead | None:
+    if frame is None:
+        return None
+    below = _below(frame.file or "")
+    for known in KNOWN_READS:
+        if below.endswith("/" + known.path) and frame.function == known.function:
+            return known
+    return None
+
+
+def _suggestion(library: Frame | None, known: LibraryRead | None, closures: bool) -> str:
+    generic = SUGGESTION.format(closures="" if closures else _CLOSURE_ADVICE)
+    if library is None:
+        return generic
+    package = _package(library)
+    where = f"`{library.function}` in {package} ({_short(library)})"
+    if known is not None:
+        return f"The read is not in your code: {where} {known.what}. {known.fix}"
+    return (
+        f"The read is not in your code: {where} reads a device value on the host, below your "
+        f"line, so no change at your line removes it. Look for a {package} option that avoids "
+        f"the read (an implementation that keeps shapes fixed), or ask {package} for one."
+    )
+
+
+def _uses_step_closures(data: AnalysisInput, lines: list[Location]) -> bool:
+    """Whether the script already logs through ``xm.add_step_closure``: a read or execution
+    made inside a step closure, or the call in the source of a file that reads."""
+    for record in data.debug.fallbacks:
+        if any(frame.function in _CLOSURE_FUNCTIONS for frame in record.frames):
+            return True
+    for event in data.debug.events:
+        if any(frame.function in _CLOSURE_FUNCTIONS for frame in event.frames):
+            return True
+    for file in {location.file for location in lines}:
+        text = read_source(file)
+        if text is not None and "add_step_closure" in text:
+            return True
+    return False
 
 
 def _seconds_per_execution(data: AnalysisInput) -> float | None:

@@ -19,6 +19,15 @@ execution from the ``ExecuteTime`` metric. On asynchronous runtimes
 ExecuteTime can include time queued behind earlier executions, so it can overstate device time:
 the verdict then errs toward *not* calling a step tracing-bound.
 
+Where the tracing goes comes from the graphs when they were kept: the HLO metadata gives each
+op its innermost source line, so the user line with the most ops in the steady steps' graph is
+the line that makes the step large (a per-element loop), and is where the finding sits. Backward
+and optimizer ops carry library lines (torch's decompositions) and place nothing; a sampler
+would charge their tracing to ``loss.backward()``. Without graphs, the sampler's top line is
+used. The fix is written from what the run used: ``torch_xla.compile`` (it syncs around the
+step and traces every call all the same: its own run shows the tracing), a data loader
+(``MpDeviceLoader``), ``torch.compile``, ``scan_layers``; what is in use is not advised again.
+
 From a capture alone (no run steps, ``AnalysisInput.trace`` set): where the host lines show
 torch_xla's lazy-tensor runtime, the same verdict with the same thresholds, read from the
 trace's per-step table (``Trace.tracing_vs_device()``): host time is the step's wall time minus
@@ -31,10 +40,13 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Finding, Kind, Location, Severity
+from xlaprof.inputs.sourcefiles import read_source
 from xlaprof.model.input import EXECUTE_METRICS, AnalysisInput
 from xlaprof.parse.frames import is_library_file
 
@@ -51,14 +63,60 @@ MIN_STEADY_STEPS = 3
 LIBRARY = "<library>"
 _TOP = 5
 
-FIXES = (
-    "Trace less per step: fewer Python-level ops (vectorize per-element loops, batch small "
-    "tensors into big ones); compile the step once with torch_xla.compile(fn) or "
-    "torch.compile(backend='openxla') so later steps replay without tracing; mark pure "
-    "functions with torch_xla.experimental.assume_pure; for repeated layers use scan_layers "
-    "with is_layer_pure=True (its tracing cache); feed inputs through MpDeviceLoader so "
-    "host-to-device copies overlap compute."
+# Op kinds that are no traced work of their own: graph inputs and literals.
+_NOT_OPS = ("parameter", "constant")
+# The execution causes and frames that name how a step was synced.
+_COMPILE_CAUSE = "torch_xla.compile"
+_LOADER_CAUSE = "parallel loader"
+_LOADER_FILE = "parallel_loader.py"
+_DYNAMO_DIR = "torch_xla/_dynamo/"
+_SCAN_FILE = "torch_xla/experimental/scan"
+# How a script spells what it uses, where its source may be read (a second witness when the
+# run itself does not show it: a loader whose syncs ran no graph leaves no event).
+_SOURCE_WORDS = {
+    "compile": ("torch_xla.compile(",),
+    "loader": ("MpDeviceLoader", "ParallelLoader"),
+    "dynamo": ("torch.compile(",),
+    "scan": ("scan_layers(",),
+}
+
+TRACE_LESS = (
+    "Trace fewer ops per step: vectorize per-element Python loops, batch small tensors into big "
+    "ones."
 )
+FIX_COMPILE_IN_USE = (
+    " The step is already wrapped in torch_xla.compile: it syncs around the function and "
+    "traces every call all the same, so it does not remove this cost."
+)
+FIX_DYNAMO = (
+    " Or compile the function holding those ops with torch.compile(fn, backend='openxla'), "
+    "leaving backward and the optimizer step outside it: dynamo traces it once and later calls "
+    "run the cached graph without lazy tracing (while its guards hold)."
+)
+FIX_PURE = (
+    " Mark pure functions with torch_xla.experimental.assume_pure; for repeated layers use "
+    "scan_layers with is_layer_pure=True (its tracing cache)."
+)
+FIX_LOADER = " Feed inputs through MpDeviceLoader so host-to-device copies overlap compute."
+
+
+@dataclass
+class _InUse:
+    """What the run shows the script already uses, each with how it is known."""
+
+    compile: str | None = None
+    loader: str | None = None
+    dynamo: str | None = None
+    scan: str | None = None
+
+    def evidence(self) -> dict[str, str]:
+        named = {
+            "torch_xla.compile": self.compile,
+            "MpDeviceLoader": self.loader,
+            "torch.compile": self.dynamo,
+            "scan_layers": self.scan,
+        }
+        return {name: how for name, how in named.items() if how is not None}
 
 
 def unmeasured(data: AnalysisInput) -> str | None:
@@ -139,7 +197,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     if regions:
         evidence["top_regions_seconds_per_step"] = regions
     evidence["cxx11_abi"] = data.cxx11_abi
-    location = _work_location([line for line, _n in lines])
+    location, fix = _place_and_fix(data, {s.step for s in steady}, lines, evidence)
     severity = Severity.WARNING if idle >= DEVICE_IDLE_WARNING_SHARE else Severity.INFO
     return [
         Finding(
@@ -151,7 +209,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             ),
             evidence=evidence,
             location=location,
-            suggestion=FIXES + " " + _abi_note(data.cxx11_abi),
+            suggestion=fix + " " + _abi_note(data.cxx11_abi),
         )
     ]
 
@@ -233,7 +291,7 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
                 f"the device's {device_s * 1e3:.2f} ms; the device idles {idle:.0%} of the step"
             ),
             evidence=evidence,
-            suggestion=FIXES + " " + _abi_note(data.cxx11_abi),
+            suggestion=_suggestion(None, 0, _InUse()) + " " + _abi_note(data.cxx11_abi),
         )
     ]
 
@@ -264,6 +322,112 @@ def _top_regions(data: AnalysisInput, steps: set[int]) -> dict[str, float]:
             totals[region.name] += region.seconds
     ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:_TOP]
     return {name: round(seconds / len(steps), 6) for name, seconds in ranked}
+
+
+def _place_and_fix(
+    data: AnalysisInput,
+    steady: set[int],
+    sampled_lines: Sequence[tuple[str, float]],
+    evidence: dict[str, object],
+) -> tuple[Location | None, str]:
+    """Where the finding sits and its fix: the user line making most of the steady graph's
+    instructions (else the sampler's top line), and advice without what is already in use.
+    Adds the graph's counts and what is in use to ``evidence``."""
+    by_line, graph_ops = _traced_ops_by_line(data, steady)
+    top_ops = [(loc, n) for loc, n in by_line.most_common() if not is_library_file(loc.file)]
+    if top_ops:
+        evidence["graph_ops"] = graph_ops
+        evidence["graph_ops_by_user_line"] = {str(loc): n for loc, n in top_ops[:_TOP]}
+    location = top_ops[0][0] if top_ops else _work_location([line for line, _ in sampled_lines])
+    in_use = _in_use(data, location)
+    if in_use.evidence():
+        evidence["already_in_use"] = in_use.evidence()
+    return location, _suggestion(top_ops[0] if top_ops else None, graph_ops, in_use)
+
+
+def _traced_ops_by_line(data: AnalysisInput, steady: set[int]) -> tuple[Counter[Location], int]:
+    """Ops per source line (HLO metadata) in the graphs the steady steps ran, and their total.
+
+    The graphs are those whose hash a steady step executed; without that link (no debug
+    events), the largest graph kept. Empty when no graph was kept.
+    """
+    kept = [g for g in data.graphs if g.hlo is not None]
+    if not kept:
+        return Counter(), 0
+    ran = {e.graph_hash for e in data.debug.executions() if e.step in steady and e.graph_hash}
+    chosen = [g for g in kept if g.graph_hash is not None and g.graph_hash in ran]
+    if not chosen:
+        chosen = [max(kept, key=lambda g: g.hlo.op_count if g.hlo is not None else 0)]
+    by_line: Counter[Location] = Counter()
+    total = 0
+    for graph in chosen:
+        assert graph.hlo is not None
+        for op in graph.hlo.instructions:
+            if op.opcode in _NOT_OPS:
+                continue
+            total += 1
+            if op.source_file and op.source_line is not None:
+                by_line[Location(op.source_file, op.source_line)] += 1
+    return by_line, total
+
+
+def _in_use(data: AnalysisInput, location: Location | None) -> _InUse:
+    """What the script already uses: from the run's execution causes and frames, its graphs'
+    source files and torch.compile's records, then from the script's source where readable."""
+    seen = _InUse()
+    for event in data.debug.events:
+        _note_event(seen, event.cause or "", [frame.file or "" for frame in event.frames])
+    if seen.dynamo is None and data.dynamo:
+        seen.dynamo = "torch.compile's records"
+    if any(
+        _SCAN_FILE in (op.source_file or "").replace("\\", "/")
+        for graph in data.graphs
+        if graph.hlo is not None
+        for op in graph.hlo.instructions
+    ):
+        seen.scan = "graph ops traced in torch_xla's scan"
+    files = {f for f in (data.script, location.file if location else None) if f}
+    for file in sorted(files):
+        text = read_source(file)
+        for name, words in _SOURCE_WORDS.items():
+            if text is not None and getattr(seen, name) is None and any(w in text for w in words):
+                setattr(seen, name, f"the script's source ({words[0].rstrip('(')})")
+    return seen
+
+
+def _note_event(seen: _InUse, cause: str, files: list[str]) -> None:
+    """Note in ``seen`` what one execution's cause and frames show in use."""
+    if seen.compile is None and _COMPILE_CAUSE in cause:
+        seen.compile = "executions caused by torch_xla.compile"
+    if seen.loader is None and (
+        _LOADER_CAUSE in cause or any(f.endswith(_LOADER_FILE) for f in files)
+    ):
+        seen.loader = "syncs made by the parallel loader"
+    if seen.dynamo is None and any(_DYNAMO_DIR in f.replace("\\", "/") for f in files):
+        seen.dynamo = "executions made by the openxla dynamo backend"
+
+
+def _suggestion(top: tuple[Location, int] | None, graph_ops: int, in_use: _InUse) -> str:
+    """The fix, from where the ops come from and what the script already uses."""
+    text = TRACE_LESS
+    if top is not None:
+        location, ops = top
+        code = source_line(location.file, location.line)
+        quoted = f" (`{code}`)" if code else ""
+        text = (
+            f"Line {location.line}{quoted} accounts for {ops} of the {graph_ops} HLO "
+            f"instructions in the step's graph: the host traces and lowers its ops again every "
+            f"step. " + text
+        )
+    if in_use.compile is not None:
+        text += FIX_COMPILE_IN_USE
+    if in_use.dynamo is None:
+        text += FIX_DYNAMO
+    if in_use.scan is None:
+        text += FIX_PURE
+    if in_use.loader is None:
+        text += FIX_LOADER
+    return text
 
 
 def _work_location(lines: list[str]) -> Location | None:

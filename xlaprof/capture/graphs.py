@@ -6,6 +6,10 @@ their metadata when IR debug is on) are gzipped into ``graphs/``. In xlaprof's o
 everything else XLA wrote (LLVM IR, objects) is deleted, so the run directory stays small; a
 dump folder the user named in their own ``XLA_FLAGS`` is only read (its files are copied, never
 moved or deleted), and xlaprof adds no ``--xla_dump_to`` of its own, which would replace theirs.
+In xlaprof's own dump each module's pre-optimization HloProto (``--xla_dump_hlo_as_proto``) is
+kept beside its text: the text names only an op's innermost frame, the proto's stack frame
+index holds the whole Python stack, which is how an op made inside a library reaches the
+user's line that called it.
 
 XLA reads ``XLA_FLAGS`` once, when torch_xla's runtime client is created
 (``torch_xla.device()``, the first tensor moved to the device). A session started after that
@@ -43,6 +47,7 @@ MAX_GRAPHS = 64
 MAX_GRAPH_BYTES = 64 * 1024**2
 DUMP_DIR = ".xla_dump"
 _BEFORE = ".before_optimizations.txt"
+_BEFORE_PROTO = ".before_optimizations.hlo.pb"
 # IR debug goes off after this many steps in a row without a compile.
 FLAT_STEPS = 3
 # Live graph capture (a heap scan per sync) goes off after this many: the steps that compile
@@ -113,11 +118,12 @@ class GraphHarvester:
 
     def xla_flags(self, flags: str) -> str:
         """``XLA_FLAGS`` with the dump options added (torch_xla reads them at first compile)."""
-        return f"{flags} --xla_dump_to={self.dump} --xla_dump_hlo_as_text".strip()
+        dump = f"--xla_dump_to={self.dump} --xla_dump_hlo_as_text --xla_dump_hlo_as_proto"
+        return f"{flags} {dump}".strip()
 
     def collect(self, step: int, final: bool = False) -> None:
-        """Keep each new module's pre-optimization HLO (gzipped); in xlaprof's own dump folder,
-        drop the rest of the dump."""
+        """Keep each new module's pre-optimization HLO (gzipped, with its HloProto); in
+        xlaprof's own dump folder, drop the rest of the dump."""
         if self.dump is None or not self.dump.is_dir():
             return
         graphs = self.directory / GRAPHS_DIR
@@ -136,7 +142,7 @@ class GraphHarvester:
         if not self.owned:
             return
         for path in self.dump.iterdir():  # LLVM IR, objects, reports: not needed, often large
-            if path.is_file() and not path.name.endswith(_BEFORE):
+            if path.is_file() and not path.name.endswith((_BEFORE, _BEFORE_PROTO)):
                 path.unlink()
         if final:
             shutil.rmtree(self.dump, ignore_errors=True)
@@ -154,6 +160,14 @@ class GraphHarvester:
                 shutil.copyfileobj(source, target)
             record["file"] = name
             self.kept += 1
+            proto = path.with_name(path.name.removesuffix(_BEFORE) + _BEFORE_PROTO)
+            if proto.is_file() and proto.stat().st_size <= MAX_GRAPH_BYTES:
+                name = f"{path.name.removesuffix(_BEFORE)}.hlo.pb.gz"
+                with proto.open("rb") as source, gzip.open(graphs / name, "wb") as target:
+                    shutil.copyfileobj(source, target)
+                record["proto"] = name
+        if self.owned:
+            path.with_name(path.name.removesuffix(_BEFORE) + _BEFORE_PROTO).unlink(missing_ok=True)
         return record
 
     def keep_text(self, text: str, step: int, frames_on: bool | None) -> None:

@@ -79,10 +79,19 @@ log = logging.getLogger(__name__)
 
 _ENV_PREFIXES = ("XLA_", "PJRT_", "PT_XLA_", "TPU_", "LIBTPU_", "XLAPROF_")
 DEFAULT_DEBUG_LEVEL = 2
+# Python frames torch_xla prints per compilation or execution (PT_XLA_DEBUG_MAX_FRAME; its own
+# default is 8). A sync or host read made inside a library (transformers' mask helpers, Trainer's
+# logging, accelerate) sits 17-29 frames below the user's line in examples/realcode: with 8,
+# the event has no user frame and its finding no location. 64 leaves room for deeper stacks (a
+# model in a wrapper in a trainer). The cost is per event and only where stacks are deeper
+# than 8: ~4 us more per execution 40 frames deep, nothing on a shallow loop
+# (benchmarks/debug_frames.py).
+DEBUG_MAX_FRAMES = 64
 # Environment a session sets for torch_xla; restored when the session finishes.
 _SESSION_ENV = (
     "PT_XLA_DEBUG_LEVEL",
     "PT_XLA_DEBUG_FILE",
+    "PT_XLA_DEBUG_MAX_FRAME",
     "XLA_FNTRACKER_FILE",
     "XLA_FLAGS",
     "XLA_HLO_DEBUG",
@@ -340,6 +349,8 @@ class Session:
             level = max(self.debug_level, int(os.environ.get("PT_XLA_DEBUG_LEVEL", "0") or 0))
             os.environ["PT_XLA_DEBUG_LEVEL"] = str(level)
             os.environ["PT_XLA_DEBUG_FILE"] = str(self.directory / DEBUG_LOG)
+            # read at the first event, like the level: a user's own setting is kept
+            os.environ.setdefault("PT_XLA_DEBUG_MAX_FRAME", str(DEBUG_MAX_FRAMES))
             self._debug_log = LogSize(self.directory / DEBUG_LOG, file_limit())
         os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
         self._fallback_log = LogSize(self.directory / FALLBACK_LOG, file_limit())

@@ -13,36 +13,128 @@ from typing import Any
 _COMPILE_ENTRY = "_clear_pending_ops_before_compile"
 _DYNAMO_DIR = "torch_xla/_dynamo/"
 _LOADER_FILE = "parallel_loader.py"
+# torch_xla's collectives sync around their exchanges (``xm.mesh_reduce`` and ``xm.rendezvous``
+# through ``xla_rendezvous``, as Trainer and accelerate log; ``broadcast_master_param`` as
+# accelerate prepares a model): inside an iteration or between them, never one of their own.
+_COLLECTIVES_FILE = "torch_xla/core/xla_model.py"
+_COLLECTIVES = frozenset({"xla_rendezvous", "broadcast_master_param"})
+_UNSET = object()
 
 
 def _ends_step(caller: Any) -> bool:
     """False for the syncs torch_xla makes inside one training iteration.
 
     ``torch_xla.compile``'s sync before the function (it flushes what the caller queued for this
-    call) and the syncs of the ``openxla`` dynamo backend while it extracts and runs a graph
-    (``torch_xla/_dynamo/dynamo_bridge.py``).
+    call), the syncs of the ``openxla`` dynamo backend while it extracts and runs a graph
+    (``torch_xla/_dynamo/dynamo_bridge.py``), and those of torch_xla's collectives
+    (``_COLLECTIVES``).
     """
     if caller.co_name == _COMPILE_ENTRY:
         return False
-    return _DYNAMO_DIR not in caller.co_filename.replace("\\", "/")
+    file = caller.co_filename.replace("\\", "/")
+    if caller.co_name in _COLLECTIVES and file.endswith(_COLLECTIVES_FILE):
+        return False
+    return _DYNAMO_DIR not in file
 
 
-_LOADERS: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def _loader_seen(loader: Any) -> bool:
-    """False the first time a loader syncs: that sync, before its first batch, flushes the
-    work queued before the loop (``total = torch.zeros(...)``), which belongs to the loop's
-    first step, like ``torch_xla.compile``'s sync before the function."""
+def _loader_seen(loader: Any, seen: weakref.WeakSet[Any]) -> bool:
+    """False the first time a loader syncs (noted in ``seen``): that sync, before its first
+    batch, flushes the work queued before the loop (``total = torch.zeros(...)``), which belongs
+    to the loop's first step, like ``torch_xla.compile``'s sync before the function."""
     if loader is None:
         return True
     try:
-        if loader in _LOADERS:
+        if loader in seen:
             return True
-        _LOADERS.add(loader)
+        seen.add(loader)
     except TypeError:  # not weak-referenceable: judge its syncs by the graph alone
         return True
     return False
+
+
+class StepEnds:
+    """Which syncs end a training iteration: one session's step model.
+
+    * Outside a loader's epoch, every sync ``_ends_step`` keeps ends a step, except, once a
+      step has ended with autograd on (the script trains), syncs made with autograd off: an
+      evaluation loop's ``mark_step`` under ``torch.no_grad()`` adds no step, its work goes to
+      the next one. A script that never trains (inference) keeps every sync.
+    * While a loader's epoch runs (``MpDeviceLoader``, accelerate's wrapper), the loader drives
+      the loop: each batch it hands out is one step. The first sync after a batch was handed
+      out (the loader's own, at the next batch, or the script's ``mark_step``) ends it; other
+      syncs before the next batch end nothing (Trainer's log point syncs, then reads and
+      gathers, before the next batch). Another loader's syncs inside that epoch (an evaluation
+      loader) end nothing either. The loader's first sync, before its first batch, flushes the
+      set-up work into the first step; its sync at the end of the epoch ends the driver's epoch.
+
+    ``Session.boundary`` still drops a sync that ran nothing (see ``Metrics.idle``).
+    """
+
+    def __init__(self) -> None:
+        self.driver: weakref.ref[Any] | None = None  # the loader whose epoch is running
+        self.batch_open = False  # the driver handed out a batch that no step has ended yet
+        self.trained = False  # a step ended with autograd on
+        # loaders whose first sync this session saw (each nested session judges its own)
+        self.loaders: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def decide(self, frame: Any, grad_enabled: bool) -> bool | None:
+        """For the sync called from ``frame``: None when it ends no step, else whether the step
+        it ends needs a graph built since the last one (``Session.boundary``'s
+        ``graph_required``)."""
+        caller = frame.f_code
+        if caller.co_filename.endswith(_LOADER_FILE):
+            return self._loader_sync(frame, grad_enabled)
+        if not _ends_step(caller):
+            return None
+        if self._driving() is not None:
+            return False if self.batch_open else None
+        return None if self.trained and not grad_enabled else False
+
+    def _loader_sync(self, frame: Any, grad_enabled: bool) -> bool | None:
+        """``decide`` for a sync a loader made (``PerDeviceLoader.next``)."""
+        loader = frame.f_locals.get("self")
+        first = not _loader_seen(loader, self.loaders)
+        driver = self._driving()
+        if self.trained and not grad_enabled and driver is None:
+            return None  # an evaluation loader's batches are no training iterations
+        if frame.f_locals.get("item", _UNSET) is None:  # the sync before StopIteration
+            if driver is loader:
+                self.driver, self.batch_open = None, False
+            return None
+        if driver is None and loader is not None:
+            try:
+                self.driver, driver = weakref.ref(loader), loader
+            except TypeError:  # not weak-referenceable: no loader drives; its syncs end steps
+                return True
+        if loader is not driver:
+            return None
+        ends = self.batch_open and not first
+        self.batch_open = True
+        return True if ends else None
+
+    def ended(self, step_ended: bool, graph_required: bool, grad_enabled: bool) -> None:
+        """Note the outcome of a boundary ``decide`` asked for."""
+        if not step_ended:
+            return
+        if grad_enabled:
+            self.trained = True
+        if not graph_required:  # the script's own sync ended the driver's batch
+            self.batch_open = False
+
+    def _driving(self) -> Any:
+        loader = None if self.driver is None else self.driver()
+        if loader is None:
+            self.driver = None
+        return loader
+
+
+def _grad_enabled() -> bool:
+    """Whether autograd is on in the calling thread (True when torch cannot say)."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch.is_grad_enabled())  # type: ignore[union-attr]
+    except Exception:  # a profiler must never break the sync it wraps
+        return True
 
 
 # The code of ``install_sync_hook``'s wrapper: a caller frame running it is another session's.
@@ -59,8 +151,8 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
 
     ``xm.mark_step``, ``MpDeviceLoader`` and ``xp.StepTrace`` all call ``torch_xla.sync``, so
     every step boundary is seen without changing user code. One training iteration is one step:
-    see ``_ends_step`` for the syncs torch_xla makes inside an iteration, and
-    ``Session.boundary`` for syncs that ran no graph. The thread's CPU clock is read as the
+    see ``StepEnds`` for which syncs end one, and ``Session.boundary`` for syncs that ran no
+    graph. The thread's CPU clock is read as the
     call enters, so the step's host CPU splits into the user's code (with its tracing) and
     torch_xla's work in the sync.
 
@@ -73,6 +165,7 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     ``capture.graphs.LiveGraphs``) it is called around the sync itself.
     """
     original = torch_xla.sync
+    ends = StepEnds()
 
     def sync(*args: Any, **kwargs: Any) -> Any:
         entered = thread_time()  # the step's CPU up to here is the user's code and its tracing
@@ -85,15 +178,13 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
                 session.after_sync(live)
             if not session.user_steps:
                 frame = _caller(sys._getframe(1))
-                caller = frame.f_code
-                if not caller.co_filename.endswith(_LOADER_FILE):
-                    if _ends_step(caller):
-                        session.boundary(sync_entered_cpu=entered)
-                elif _loader_seen(frame.f_locals.get("self")):
-                    # MpDeviceLoader syncs at every batch and twice at the end of an epoch: its
-                    # syncs end a step only when a graph ran since the last one.
-                    session.boundary(graph_required=True, sync_entered_cpu=entered)
+                grad = _grad_enabled()
+                graph_required = ends.decide(frame, grad)
                 del frame
+                if graph_required is not None:
+                    before = session.step_index
+                    session.boundary(graph_required=graph_required, sync_entered_cpu=entered)
+                    ends.ended(session.step_index != before, graph_required, grad)
         return result
 
     # Marks that tell a wrapper from the original (function attributes live in its __dict__).

@@ -123,6 +123,7 @@ def run(
     env[runhook.ENV_SAMPLE_HZ] = f"{sample_hz:g}"
     # Read when torch_xla is imported, so it cannot wait for the session (capture/metrics.py).
     env.setdefault("XLA_METRICS_SAMPLES", METRICS_SAMPLES)
+    _debug_frames(env, debug_level)
     if graphs:
         # torch_xla reads these when it is imported: they must be set before Python starts.
         env["XLA_IR_DEBUG"] = "1"
@@ -289,3 +290,12 @@ def _record_exit(info, returncode: int) -> None:  # type: ignore[no-untyped-def]
     elif info.status == "ok" and returncode != 0:
         info.status = "exit"
         info.detail = f"exit code {returncode}"
+
+
+def _debug_frames(env: dict[str, str], debug_level: int) -> None:
+    """Ask torch_xla for deep enough stacks to name the user's line under a library's sync or
+    read (``capture.session.DEBUG_MAX_FRAMES``); a user's own setting is kept."""
+    if debug_level > 0:
+        from xlaprof.capture.session import DEBUG_MAX_FRAMES
+
+        env.setdefault("PT_XLA_DEBUG_MAX_FRAME", str(DEBUG_MAX_FRAMES))

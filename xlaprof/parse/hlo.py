@@ -4,6 +4,13 @@ Only the ENTRY computation is read: it is the graph torch_xla built from the use
 order they were traced (parameters appear where first used). With ``XLA_HLO_DEBUG=1`` each
 instruction carries ``op_type`` (the aten op), ``op_name`` and ``source_file``/``source_line``
 (the innermost Python frame that created it), which is how findings reach the user's lines.
+
+Each instruction also keeps its attributes (``slice={[0:10]}``, ``dimensions={1}``, ...) with the
+names of called computations stripped of their serial numbers, so two graphs' ops can be
+compared for more than opcode and shape: slice bounds or an iota's size baked in from a Python
+number differ only there. ``with_stacks`` adds each instruction's innermost *user* frame from the
+module's HloProto (``parse/hlo_proto.py``): the text names an op's innermost frame only, often
+inside torch or a library.
 """
 
 from __future__ import annotations
@@ -21,6 +28,12 @@ _LAYOUT_RE = re.compile(r"\{[^{}]*\}")
 _ENTRY_RE = re.compile(r"^ENTRY\s+%(?P<name>[\w.\-]+)")
 _MAX_LITERAL = 64
 _DIMS_RE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<dims>[^\]]*)\]")
+# Attributes that say nothing about what an op computes: where it came from and how it is laid
+# out or placed.
+_IGNORED_ATTRIBUTES = frozenset(
+    {"metadata", "frontend_attributes", "sharding", "backend_config", "statistics_viz"}
+)
+_COMPUTATION_REF_RE = re.compile(r"(%[A-Za-z_][\w\-]*?)\.\d+\b")
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,16 @@ class Instruction:
     source_line: int | None = None
     parameter: int | None = None  # parameter number, for opcode == "parameter"
     literal: str | None = None  # a constant's value, when short (a Python number baked in)
+    # what the op computes beyond opcode and shape: "slice={[0:10]}, dimensions={0}" (called
+    # computations by name without serial number); None when it has none
+    attributes: str | None = None
+    # the innermost frame of the op's Python stack in the user's code (from the HloProto's stack
+    # frame index: see ``with_stacks``); None when the proto was not kept or had no stacks
+    user_file: str | None = None
+    user_line: int | None = None
+    user_function: str | None = None
+    # the whole Python stack, innermost first: (file, line, function) per frame; None as above
+    stack: tuple[tuple[str, int | None, str | None], ...] | None = None
 
     @property
     def signature(self) -> str:
@@ -76,6 +99,57 @@ class HloModule:
         return sum(1 for i in self.instructions if i.opcode not in ("parameter", "constant"))
 
 
+def _closing(text: str, start: int = 0) -> int:
+    """Index of the bracket that closes the one opened just before ``start`` (or len)."""
+    depth, quoted = 1, False
+    for index in range(start, len(text)):
+        char = text[index]
+        if char == '"' and (index == 0 or text[index - 1] != "\\"):
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif char in "({[":
+            depth += 1
+        elif char in ")}]":
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(text)
+
+
+def _split_top(text: str) -> list[str]:
+    """``a={x, y}, b=2`` -> ``["a={x, y}", "b=2"]``: commas outside brackets and quotes."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quoted = 0, False
+    for index, char in enumerate(text):
+        if char == '"' and (index == 0 or text[index - 1] != "\\"):
+            quoted = not quoted
+        elif not quoted and char in "({[":
+            depth += 1
+        elif not quoted and char in ")}]":
+            depth -= 1
+        elif not quoted and depth == 0 and char == ",":
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        current.append(char)
+    if "".join(current).strip():
+        parts.append("".join(current).strip())
+    return parts
+
+
+def _attributes(after_operands: str) -> str | None:
+    """The op's attributes that matter for what it computes, normalized (see the docstring)."""
+    kept = []
+    for part in _split_top(after_operands):
+        name = part.partition("=")[0].strip()
+        if not name or name in _IGNORED_ATTRIBUTES:
+            continue
+        kept.append(_COMPUTATION_REF_RE.sub(r"\1", part))
+    return ", ".join(kept) or None
+
+
 def _strip_layout(shape: str) -> str:
     previous = None
     while previous != shape:
@@ -100,6 +174,7 @@ def parse_hlo(text: str) -> HloModule:
         if not match:
             continue
         rest = match.group("rest")
+        operands_end = _closing(rest)
         meta: dict[str, str] = {}
         metadata = _METADATA_RE.search(rest)
         if metadata:
@@ -112,7 +187,7 @@ def parse_hlo(text: str) -> HloModule:
             parameter = int(number.group(1)) if number else None
         literal = None
         if opcode == "constant":
-            value = rest.partition(")")[0].strip()
+            value = rest[:operands_end].strip()
             literal = value if len(value) <= _MAX_LITERAL else None
         source_line = meta.get("source_line")
         module.instructions.append(
@@ -127,6 +202,106 @@ def parse_hlo(text: str) -> HloModule:
                 source_line=int(source_line) if source_line and source_line.isdigit() else None,
                 parameter=parameter,
                 literal=literal,
+                attributes=_attributes(rest[operands_end + 1 :]),
             )
         )
     return module
+
+
+Frame = tuple[str, int | None, str | None]  # file, line, function
+
+
+def with_stacks(module: HloModule, proto: bytes) -> HloModule:
+    """``module`` with each instruction's Python stack from its serialized HloProto.
+
+    The proto is the same module (``--xla_dump_hlo_as_proto`` beside the text dump): its
+    instructions have the same names. Each instruction's ``OpMetadata.stack_frame_id`` points into
+    the module's stack frame index (``parse/hlo_proto.py`` declares the fields); the chain of
+    parents is its stack, innermost first. A proto that does not decode, or has no stacks (IR
+    debug was off while the graph was traced), leaves ``module`` as it was.
+    """
+    from dataclasses import replace
+
+    from google.protobuf.message import DecodeError
+
+    from xlaprof.parse.frames import is_library_file
+    from xlaprof.parse.hlo_proto import hlo_proto_class
+
+    message = hlo_proto_class()()
+    try:
+        message.ParseFromString(proto)
+    except DecodeError:
+        return module
+    stacks = _Stacks(message.hlo_module.stack_frame_index)
+    by_name: dict[str, tuple[Frame, ...]] = {}
+    for computation in message.hlo_module.computations:
+        for instruction in computation.instructions:
+            frame_id = instruction.metadata.stack_frame_id
+            if frame_id:
+                by_name[instruction.name] = stacks.stack(frame_id)
+    if not by_name:
+        return module
+    updated = []
+    for instruction in module.instructions:
+        stack = by_name.get(instruction.name)
+        if not stack:
+            updated.append(instruction)
+            continue
+        user = next((f for f in stack if f[0] and not is_library_file(f[0])), None)
+        updated.append(
+            replace(
+                instruction,
+                stack=stack,
+                user_file=None if user is None else user[0],
+                user_line=None if user is None else user[1],
+                user_function=None if user is None else user[2],
+            )
+        )
+    module.instructions = updated
+    return module
+
+
+class _Stacks:
+    """A module's stack frame index: frame id -> its stack, innermost first (ids count from 1)."""
+
+    _MAX_DEPTH = 1000  # a corrupt index with a cycle must not loop forever
+
+    def __init__(self, index: object) -> None:
+        self.files = list(index.file_names)  # type: ignore[attr-defined]
+        self.functions = list(index.function_names)  # type: ignore[attr-defined]
+        self.locations = [
+            (loc.file_name_id, loc.function_name_id, loc.line)
+            for loc in index.file_locations  # type: ignore[attr-defined]
+        ]
+        self.parents = [
+            (frame.file_location_id, frame.parent_frame_id)
+            for frame in index.stack_frames  # type: ignore[attr-defined]
+        ]
+        self.cache: dict[int, tuple[Frame, ...]] = {}
+
+    def _frame(self, location_id: int) -> Frame | None:
+        if not 0 < location_id <= len(self.locations):
+            return None
+        file_id, function_id, line = self.locations[location_id - 1]
+        file = self.files[file_id - 1] if 0 < file_id <= len(self.files) else ""
+        function = (
+            self.functions[function_id - 1] if 0 < function_id <= len(self.functions) else None
+        )
+        return file, line or None, function
+
+    def stack(self, frame_id: int) -> tuple[Frame, ...]:
+        if frame_id in self.cache:
+            return self.cache[frame_id]
+        chain: list[int] = []
+        current = frame_id
+        while 0 < current <= len(self.parents) and current not in self.cache:
+            if len(chain) >= self._MAX_DEPTH or current in chain:
+                break
+            chain.append(current)
+            current = self.parents[current - 1][1]
+        tail = self.cache.get(current, ())
+        for node in reversed(chain):
+            frame = self._frame(self.parents[node - 1][0])
+            tail = ((frame,) if frame is not None else ()) + tail
+            self.cache[node] = tail
+        return self.cache.get(frame_id, ())

@@ -212,6 +212,7 @@ def _counts(console: Console, result: PartResult) -> None:
     # Counters come from metrics reports or per-step rows: with neither, "none" would claim
     # an absence nobody measured.
     measured = bool(data.reports or data.steps)
+    named = _named_in_logs(result)
     rows = [
         ("steps", data.step_count()),
         ("compilations", data.compiles()),
@@ -220,6 +221,7 @@ def _counts(console: Console, result: PartResult) -> None:
         (
             "CPU fallback ops",
             ", ".join(f"{k} ×{_fmt(v)}" for k, v in fallbacks.items())
+            or named
             or ("none" if measured else NOT_CAPTURED),
         ),
     ]
@@ -227,6 +229,15 @@ def _counts(console: Console, result: PartResult) -> None:
         summary.add_row(label, _fmt(value))
     console.print(summary)
     console.print()
+
+
+def _named_in_logs(result: PartResult) -> str:
+    """Ops a log names as not lowered (``Op(s) not lowered`` lines: no call counts), or ""."""
+    lines: dict[str, int] = {}
+    for record in result.part.data.debug.fallbacks:
+        if record.listed and record.op:
+            lines[record.op] = lines.get(record.op, 0) + record.count
+    return ", ".join(f"{op} (named in {n} line(s); calls not counted)" for op, n in lines.items())
 
 
 def _findings(console: Console, result: PartResult) -> None:

@@ -205,13 +205,21 @@ class Run:
         resolved inside ``graphs/`` only, read only if it is a regular file, and inflated only
         up to ``MAX_GRAPH_BYTES``.
         """
-        name = entry.get("file")
-        if not name:
+        data = self._graph_file(entry, "file")
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def graph_proto(self, entry: dict[str, Any]) -> bytes | None:
+        """The serialized HloProto kept beside an entry's text (its Python stacks), or None."""
+        return self._graph_file(entry, "proto")
+
+    def _graph_file(self, entry: dict[str, Any], key: str) -> bytes | None:
+        name = entry.get(key)
+        if not name or not isinstance(name, str):
             return None
         graphs = self.path / GRAPHS_DIR
         try:
             path = resolve_inside(graphs, name)
-            return read_gzip_capped(path, MAX_GRAPH_BYTES).decode("utf-8", errors="replace")
+            return read_gzip_capped(path, MAX_GRAPH_BYTES)
         except UnsafeFile as error:
             self.warn(f"{GRAPHS_DIR}/: graph not read: {error}")
         except OSError as error:
@@ -228,11 +236,15 @@ class Run:
         return self._graphs
 
     def _read_graphs(self) -> list[GraphInfo]:
-        from xlaprof.parse.hlo import parse_hlo
+        from xlaprof.parse.hlo import parse_hlo, with_stacks
 
         graphs: list[GraphInfo] = []
         for entry in self.graph_index():
             text = self.graph_text(entry)
+            hlo = None if text is None else parse_hlo(text)
+            proto = None if hlo is None else self.graph_proto(entry)
+            if hlo is not None and proto is not None:
+                hlo = with_stacks(hlo, proto)
             order: Any = entry.get("order")  # JSON values: checked before use
             step, skipped = entry.get("step"), entry.get("skipped")
             graphs.append(
@@ -240,7 +252,7 @@ class Run:
                     order=order if fits(order, "int") else len(graphs),
                     step=step if fits(step, "int | None") else None,
                     module=str(entry.get("module", "")),
-                    hlo=None if text is None else parse_hlo(text),
+                    hlo=hlo,
                     skipped=skipped if fits(skipped, "str | None") else str(skipped),
                 )
             )

@@ -2,9 +2,8 @@
 
 Reads, best source first:
 1. compilation events (PT_XLA_DEBUG analysis), grouped by the user's source line. A site that
-   yields more distinct graphs than warm-up explains is recompiling. With step numbers (run
-   directories) the test is exact: a site that compiled before and compiles again after the
-   warm-up steps.
+   compiles a variant of one of its graphs after its warm-up is recompiling; with the graphs
+   (run directories), what changed between them says why and where.
 2. ``pt-xla-profiler: CompileTime too frequent`` lines.
 3. metrics reports alone: compiles growing across snapshots, or many compiles per step.
 
@@ -99,8 +98,14 @@ def _from_metrics(data: AnalysisInput) -> list[Finding]:
     if growing:
         evidence["compiles_per_snapshot"] = series[: MAX_LISTED * 4]
         title = f"Compile count kept growing across snapshots: {series[0]} → {series[-1]}"
-    else:
+    elif steps is not None:
         title = f"{compiles} compilations in {steps} steps: more than warm-up explains"
+    else:
+        # a pasted report without a MarkStep counter: how many steps ran is not measured
+        title = (
+            f"{compiles} compilations: more than warm-up explains (the number of steps is not "
+            "in the report)"
+        )
     total = data.metric_total(*COMPILE_METRICS)
     if total is not None:
         evidence["compile_seconds"] = round(total, 6)

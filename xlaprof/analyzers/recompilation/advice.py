@@ -1,8 +1,14 @@
 """What a recompilation finding advises, by what changed: shared by the sources it is found from
 (compilation events in ``sites``, torch.compile's reasons in ``dynamo``, counts here in
-``__init__``)."""
+``__init__``), with the library's own remedy where the cause lives in a library."""
 
 from __future__ import annotations
+
+import re
+
+from xlaprof.analyzers.shared.graph_diff import Explanation
+from xlaprof.analyzers.shared.sourcecode import enclosing_class, source_line
+from xlaprof.findings import Location
 
 SUGGESTION = (
     "Keep tensor shapes static between steps: pad or bucket variable dimensions to a few fixed "
@@ -20,9 +26,10 @@ ADVICE = {
         "torch.compile(backend='openxla')."
     ),
     "data_dependent": (
-        "A shape depends on the data (nonzero, boolean masking, unique): each new count is a "
-        "new graph. Keep shapes fixed: multiply by the mask or use torch.where(mask, x, 0) "
-        "instead of selecting rows, and reduce with the mask as a weight."
+        "A shape depends on the data (nonzero, one-argument torch.where, boolean indexing, "
+        "masked_select, unique): each new count is a new graph. Keep shapes fixed: multiply by "
+        "the mask or use torch.where(mask, x, 0) instead of selecting rows, and reduce with the "
+        "mask as a weight."
     ),
     "dynamo_shapes": (
         "torch.compile guards on each input's sizes: every new size compiles again (with the "
@@ -34,16 +41,130 @@ ADVICE = {
         "A guard of the compiled function failed, so dynamo compiled it again: keep the value "
         "the guard names fixed between calls, or make it a tensor input."
     ),
+    "baked_value": (
+        "torch_xla passes a Python number to the graph as device data, except a value equal to "
+        "0 or 1 in the tensor's dtype (after rounding), which it bakes into the graph as a "
+        "constant: the step where the number reaches 0 or 1 compiles a new graph. Keep the "
+        "number away from 0 and 1 (a floor on a schedule), or pass it as a device tensor."
+    ),
     "constant": (
-        "A Python number passed to an op (a shift, a size, an index, a slice bound) is baked "
-        "into the graph as a constant, so each new value compiles a new graph. Keep it fixed, "
-        "or pass it as a device tensor (torch.tensor(value, device=...)) and use an op that "
-        "takes a tensor (torch.gather / index_select instead of a Python-int roll or slice)."
+        "A Python number passed to an op (a shift, a size, an index) is baked into the graph as "
+        "a constant, so each new value compiles a new graph. Keep it fixed, or pass it as a "
+        "device tensor (torch.tensor(value, device=...)) and use an op that takes a tensor."
+    ),
+    "attribute": (
+        "A Python number used as a slice bound or size is baked into the graph, so each new "
+        "value compiles a new graph. Index with a device tensor instead (index_select, "
+        "torch.gather or narrow with a tensor of positions), slice on the host before "
+        "`.to(device)`, or keep the bounds fixed."
+    ),
+    "sizes": (
+        "A size made from a Python number (torch.arange(n), a slice length, a view) changes "
+        "between steps while the inputs stay the same: keep it fixed (pad to a maximum length) "
+        "or compute it from a fixed-size tensor and a mask."
+    ),
+    "parameters": (
+        "The graph takes a different set of inputs than the graph it replaced: a tensor "
+        "created or dropped on some steps only, or two inputs that happen to be the same "
+        "value. Keep the same tensors flowing into the step every time."
     ),
     "structure": (
-        "The graph's structure changes between steps with the same inputs. Look at the line "
-        "named: a Python `if` on a tensor value, a Python number that changes every step, or "
-        "a code path taken only sometimes. Move the branch into the graph (torch.where) or "
-        "make the value a tensor."
+        "The graph's ops change between steps. Look at the line named: a Python `if` on a "
+        "tensor value, a Python number that changes every step, or a code path taken only "
+        "sometimes. Move the branch into the graph (torch.where) or make the value a tensor."
     ),
 }
+# Fix texts for causes inside a library, where the user's remedy is a setting of the library.
+# transformers' MoE experts (experts_implementation="eager") route tokens with
+# torch.where(mask) and index each expert's tokens: examples/realcode/hf_mixtral_moe.py
+# measured 31 compiles in 3 steps, and hf_mixtral_batched.py 2 in all with "batched_mm".
+_TRANSFORMERS_EXPERTS = (
+    " This is transformers' experts loop ({where}): load the model with "
+    'experts_implementation="batched_mm", which runs every expert on fixed shapes (measured on '
+    'Mixtral: 2 compilations in all instead of new graphs every step), instead of "eager".'
+)
+# torch.optim's Adam/AdamW compute two Python numbers that reach 1.0 in float32: the decoupled
+# weight decay factor (1 - lr * weight_decay), with lr * weight_decay below 2**-25 (about 3e-8),
+# and the bias corrections (1 - beta ** step) late in training. examples/realcode/
+# hf_bert_cosine_lr.py measured the first: a cosine schedule's last step recompiles, and
+# XLA_NO_SPECIAL_SCALARS=1 does not stop it (the value 1.0 then shares a cached device scalar
+# with another input instead).
+_WEIGHT_DECAY = (
+    " Here it is the optimizer's decoupled weight decay `1 - lr * weight_decay` ({where}): at "
+    "a tiny learning rate (lr * weight_decay below about 3e-8, which a schedule decaying to 0 "
+    "reaches at its end) it is 1.0 in float32. Keep lr * weight_decay at or above 6e-8 until "
+    "the last step (a floor on the schedule: a minimum learning rate of 6e-8 / weight_decay), "
+    "or end the schedule before it reaches ~0. XLA_NO_SPECIAL_SCALARS=1 does not prevent this "
+    "recompilation (measured)."
+)
+_BIAS_CORRECTION = (
+    " Here it is the optimizer's bias correction `1 - beta ** step` ({where}), which is 1.0 in "
+    "float32 once beta ** step is below about 3e-8: one recompile late in training, a "
+    "one-time cost."
+)
+_OPTIMIZER = (
+    " It is in torch.optim ({where}): the numbers there that reach 1.0 in float32 are AdamW's "
+    "decoupled weight decay `1 - lr * weight_decay` at a tiny learning rate (keep lr * "
+    "weight_decay at or above 6e-8 until the last step: a floor on the schedule, or end it "
+    "before ~0; XLA_NO_SPECIAL_SCALARS=1 does not prevent it, measured) and the bias "
+    "corrections `1 - beta ** step` late in training (one recompile, a one-time cost)."
+)
+_GROWN = (
+    "An input is rebuilt by a reassignment in the loop (line {line}) and grows every step, so "
+    "every step traces graphs of a new shape and compiles them. Allocate it once at its final "
+    "size and write each step's values into it at a position index (a fixed shape, with a mask "
+    "over the part filled so far), or keep a static KV cache (transformers' StaticCache)."
+)
+_SHORT_BATCH = (
+    "The loop yields batches whose first dimension changes ({sizes}): the data set's size is "
+    "not a multiple of the batch size, so the last batch is short and compiles a graph of its "
+    "own (once per shape; again wherever it is traced anew). Pass drop_last=True to the "
+    "DataLoader, or pad the last batch to the full size (and mask the padded rows out of the "
+    "loss)."
+)
+
+
+def suggestion(
+    explanation: Explanation | None, grown: int | None, batches: str | None = None
+) -> str:
+    """The fix text for the cause the graphs show, with the library's own remedy where known."""
+    if explanation is None:
+        return SUGGESTION
+    text = ADVICE.get(explanation.kind, SUGGESTION)
+    if batches is not None:
+        return _SHORT_BATCH.format(sizes=batches)
+    if explanation.kind == "data_dependent":
+        change = next(c for c in explanation.inputs if c.data_dependent)
+        where = change.op_source
+        if where is not None and _in_transformers_experts(where):
+            text += _TRANSFORMERS_EXPERTS.format(where=_short(where))
+    elif explanation.kind == "input_shapes" and grown is not None:
+        text = _GROWN.format(line=grown)
+    elif explanation.kind == "baked_value" and explanation.first_difference:
+        where = Location.parse(str(explanation.first_difference.get("op_source") or ""))
+        if where is not None and re.search(r"[/\\]torch[/\\]optim[/\\]", where.file):
+            source = source_line(where.file, where.line) or ""
+            if "weight_decay" in source:
+                text += _WEIGHT_DECAY.format(where=_short(where))
+            elif "beta" in source:
+                text += _BIAS_CORRECTION.format(where=_short(where))
+            else:  # the library's source is not readable here
+                text += _OPTIMIZER.format(where=_short(where))
+    return text
+
+
+def _in_transformers_experts(where: Location) -> bool:
+    """A line in transformers' mixture-of-experts code (an experts loop)."""
+    if not re.search(r"[/\\]transformers[/\\]", where.file):
+        return False
+    if re.search(r"(moe|mixtral|experts)", where.file, re.IGNORECASE):
+        return True
+    text = source_line(where.file, where.line) or ""
+    owner = enclosing_class(where.file, where.line) or ""
+    return "expert" in text.lower() or "expert" in owner.lower()
+
+
+def _short(where: Location) -> str:
+    """``.../site-packages/transformers/models/x.py:85`` -> ``transformers/models/x.py:85``."""
+    match = re.search(r"[/\\](?:site|dist)-packages[/\\](.+)$", where.file)
+    return f"{match.group(1) if match else where.file}:{where.line}"

@@ -1,18 +1,32 @@
 """Recompiling sites from compilation events (PT_XLA_DEBUG analysis): grouped by the user's
-source line, each site's warm-up judged on its own history, sites with one root cause reported
-once, at the line that causes it.
+source line, each site's warm-up judged per graph on its own history, each late compile diffed
+with the most similar earlier graph of its site, sites with one root cause reported once, at
+the line that causes it.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from xlaprof.analyzers.recompilation.advice import ADVICE, MAX_LISTED, SUGGESTION
-from xlaprof.analyzers.shared.graph_diff import DYNAMIC_SHAPE_OPS, Explanation, explain
+from xlaprof.analyzers.recompilation.advice import MAX_LISTED, suggestion
+from xlaprof.analyzers.shared.graph_diff import (
+    DYNAMIC_SHAPE_OPS,
+    KINDS,
+    Explanation,
+    GraphDiff,
+    InputChange,
+    Keys,
+    diff,
+    explain,
+    merge,
+    most_similar,
+)
 from xlaprof.analyzers.shared.sourcecode import (
     argument_origin,
     enclosing_function,
+    enclosing_loop,
     loop_call_of,
     loop_reassignment,
     source_line,
@@ -22,119 +36,59 @@ from xlaprof.model.input import AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.frames import is_library_file, user_location
 from xlaprof.rundir.reader import link_graphs
+from xlaprof.rundir.schema import GraphInfo
 
-# A fixed-shape training loop compiles one graph at step 0 and another at step 1 (optimizer
-# state appears), then never again.
+# A fixed-shape training loop compiles at step 0 and again at step 1 (optimizer state appears),
+# then never again: a site's first two steps that compiled are its warm-up (any number of graphs
+# in them, e.g. an evaluation serving three fixed sizes), unless it ran a graph from its cache
+# in an earlier step.
+WARMUP_COMPILE_STEPS = 2
+# Without step numbers (a pasted log): a budget of graphs per site.
 WARMUP_GRAPHS_PER_SITE = 2
-# Recompiling on at least this share of post-warm-up steps is an error, not a warning.
+# Recompiling on at least this share of post-warm-up steps is an error, not a warning ...
 ERROR_RECOMPILE_STEP_SHARE = 0.5
+# ... when it happens on at least this many steps (one late compile at a run's last step is a
+# one-time cost, whatever share of the steps after it that is).
+ERROR_MIN_RECOMPILE_STEPS = 2
 # torch_xla's cause for the graphs the openxla backend compiles ("dynamo is compiling a FX
 # graph to HLO") and runs
 _DYNAMO_CAUSE = "dynamo"
 
-
-def from_events(
-    data: AnalysisInput, compilations: list[DebugEvent], skip: set[Location]
-) -> list[Finding]:
-    """One finding per cause of the sites that compile again after their warm-up; sites in
-    ``skip`` (the calls of torch.compiled functions) are reported from dynamo's reasons."""
-    timelines: dict[Location | None, list[DebugEvent]] = defaultdict(list)
-    compiled_sites = {user_location(e.frames) for e in compilations}
-    by_dynamo = any(r.kind == "compile" for r in data.dynamo)
-    for event in data.debug.events:
-        location = user_location(event.frames)
-        if by_dynamo and event.cause and _DYNAMO_CAUSE in event.cause:
-            continue  # dynamo's own compilations: reported from its reasons (dynamo.py)
-        if location in compiled_sites and location not in skip:
-            timelines[location].append(event)
-    graph_of = link_graphs(data.graphs, compilations)
-    dynamic = _dynamic_sites(data)
-    groups: dict[tuple[object, ...], list[_Site]] = defaultdict(list)
-    for location, events in timelines.items():
-        _warmup, late = split_warmup(events)
-        if not late:
-            continue
-        compiled = [e for e in events if e.kind == "compilation"]
-        graphs = [graph_of[id(e)] for e in compiled if id(e) in graph_of]
-        site = _Site(location, compiled, late, explain(graphs, dynamic) if graphs else None)
-        groups[_cause_key(site)].append(site)
-    return [_group_finding(data, sites) for sites in groups.values()]
-
-
-def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
-    """One finding for the sites that recompile for one cause, at the line that causes it."""
-    primary = max(sites, key=lambda s: len(s.late))
-    events = [e for s in sites for e in s.events]
-    late = [e for s in sites for e in s.late]
-    explanation = primary.explanation
-    hashes = list(dict.fromkeys(e.graph_hash for e in events if e.graph_hash))
-    location, how = _origin(primary)
-    evidence: dict[str, object] = {
-        "compiles_at_site": len(events),
-        "distinct_graphs": len(hashes),
-        "recompiles_after_warmup": len(late),
-        "graph_hashes": hashes[:MAX_LISTED],
-        "causes": sorted({e.cause for e in events if e.cause}),
-        "cut_sites": [str(s.location) for s in sites if s.location is not None],
-    }
-    if how is not None:
-        evidence["location_is"] = how
-    if explanation is not None:
-        evidence["what_changed"] = explanation.summary
-        evidence["change_kind"] = explanation.kind
-        if explanation.inputs:
-            evidence["inputs"] = [
-                {
-                    "parameter": c.parameter,
-                    "source": None if c.source is None else str(c.source),
-                    "source_text": c.source_text,
-                    "shapes": [list(s) for s in c.shapes],
-                    "varying_dims": {str(k): v for k, v in c.varying_dims.items()},
-                    "data_dependent_op": c.data_dependent,
-                }
-                for c in explanation.inputs
-            ]
-        if explanation.first_difference is not None:
-            evidence["first_difference"] = explanation.first_difference
-    severity = Severity.WARNING
-    steps = [e.step for e in events if e.step is not None]
-    if steps:
-        evidence["compile_steps"] = steps[: MAX_LISTED * 4]
-        late_steps = {e.step for e in late if e.step is not None}
-        first_late = min(late_steps) if late_steps else None
-        later_steps = len(
-            [s for s in data.steps if first_late is not None and s.step >= first_late]
-        )
-        if later_steps and len(late_steps) >= ERROR_RECOMPILE_STEP_SHARE * later_steps:
-            severity = Severity.ERROR
-    if location is not None and location.line:
-        text = source_line(location.file, location.line)
-        if text:
-            evidence["source_text"] = text
-    headline = _headline(explanation)
-    return Finding(
-        kind=Kind.RECOMPILATION,
-        severity=severity,
-        title=(
-            f"Recompiling: {len(events)} compilations of {len(hashes)} different graphs "
-            f"({len(late)} after warm-up)" + (f": {headline}" if headline else "")
-        ),
-        evidence=evidence,
-        location=location,
-        suggestion=ADVICE.get(explanation.kind, SUGGESTION) if explanation else SUGGESTION,
-    )
+_CUT_SITE_NO_GRAPHS = (
+    "the line that ran the sync: no graphs were kept to tell the cause (`xlaprof run` keeps them)"
+)
+_CUT_SITE = "the line that ran the sync: the graphs named no line of yours nearer the cause"
 
 
 def _dynamic_sites(data: AnalysisInput) -> dict[Location, str]:
-    """Lines where an op with a data-dependent output shape fell back to the CPU."""
+    """Frames where an op with a data-dependent output shape fell back to the CPU.
+
+    Each fallback record gives two: its innermost frame outside torch (where the op was called,
+    in a library or not: transformers' experts loop calls ``torch.where(mask)``), which is the
+    line a graph input made from the result names, and its user frame.
+    """
     sites = {}
     for record in data.debug.fallbacks:
         op = (record.op or "").removeprefix("aten::")
-        if op in DYNAMIC_SHAPE_OPS:
-            location = user_location(record.frames)
-            if location is not None:
-                sites[location] = op
+        if op not in DYNAMIC_SHAPE_OPS:
+            continue
+        innermost = next(
+            (
+                f
+                for f in record.frames
+                if f.file is not None and f.line is not None and not _TORCH_FILE.search(f.file)
+            ),
+            None,
+        )
+        if innermost is not None and innermost.file is not None and innermost.line is not None:
+            sites[Location(innermost.file, innermost.line)] = op
+        location = user_location(record.frames)
+        if location is not None:
+            sites[location] = op
     return sites
+
+
+_TORCH_FILE = re.compile(r"[/\\]torch(_xla)?[/\\]")
 
 
 @dataclass
@@ -142,22 +96,67 @@ class _Site:
     """The compilations one cut site (the user's line that ran the sync) made."""
 
     location: Location | None
-    events: list[DebugEvent]
-    late: list[DebugEvent]
+    events: list[DebugEvent]  # every compilation at the site
+    late: list[DebugEvent]  # recompilations: after warm-up, and not a graph first needed late
     explanation: Explanation | None
+    first_needed: list[DebugEvent] = field(default_factory=list)  # new graphs compiled late
+
+    @property
+    def late_steps(self) -> frozenset[int]:
+        return frozenset(e.step for e in self.late if e.step is not None)
+
+    @property
+    def rank(self) -> int:
+        """How actionable the site's explanation is (lower first, as graph_diff.KINDS)."""
+        kind = self.explanation.kind if self.explanation is not None else None
+        return KINDS.index(kind) if kind in KINDS else len(KINDS)
 
 
 def split_warmup(events: list[DebugEvent]) -> tuple[list[DebugEvent], list[DebugEvent]]:
-    """A site's compilations -> (warm-up, later), judged on the site's own history.
+    """A site's compilations -> (warm-up, later), judged per graph on the site's own history.
 
-    ``events`` are the site's compilation and execution events in log order. Warm-up is the
-    site's first ``WARMUP_GRAPHS_PER_SITE`` compilations, as long as every execution before them
-    ran a freshly compiled graph: optimizer state appears on a site's first calls, whatever the
-    step number (a gradient-accumulation step first runs at step 3). A compilation after the
-    site has once reused a cached graph, or beyond that count, is a recompilation. A site's
-    first graph with no inputs computes constants: set-up work flushed by the loop's first sync
-    (``total = torch.zeros(...)``), not counted.
+    ``events`` are the site's compilation and execution events in log order. With step numbers
+    (run directories), warm-up is every compilation in the site's first
+    ``WARMUP_COMPILE_STEPS`` steps that compiled, unless the site ran a graph from its cache in
+    an earlier step: optimizer state appears on a site's second step, an evaluation that serves
+    three fixed sizes compiles all three at its first call, and a library's per-layer or
+    per-expert reads compile (and reuse) their graphs within the first step. A compilation in a
+    step after the site reused a cached graph (a short last batch), or in a later compiling step
+    (a new shape every step), is late.
+    Without step numbers (a pasted log), the site's first ``WARMUP_GRAPHS_PER_SITE``
+    compilations are warm-up, as long as no cached graph ran before them.
     """
+    compiled = [e for e in events if e.kind == "compilation"]
+    if not compiled or any(e.step is None for e in compiled):
+        return _split_warmup_by_count(events)
+    warmup: list[DebugEvent] = []
+    late: list[DebugEvent] = []
+    compile_steps: list[int] = []
+    first_cached_step: int | None = None  # the first step in which the site reused a graph
+    fresh: set[str | None] = set()  # compiled and not yet run
+    for event in events:
+        if event.kind == "compilation":
+            assert event.step is not None
+            if event.step not in compile_steps:
+                compile_steps.append(event.step)
+            in_window = compile_steps.index(event.step) < WARMUP_COMPILE_STEPS
+            reused_before = first_cached_step is not None and first_cached_step < event.step
+            (warmup if in_window and not reused_before else late).append(event)
+            fresh.add(event.graph_hash)
+        elif event.graph_hash is not None:
+            if event.graph_hash in fresh:
+                fresh.discard(event.graph_hash)
+            elif first_cached_step is None and event.step is not None:
+                first_cached_step = event.step
+    return warmup, late
+
+
+def _split_warmup_by_count(
+    events: list[DebugEvent],
+) -> tuple[list[DebugEvent], list[DebugEvent]]:
+    """Warm-up without step numbers: a budget of graphs (see ``_split_warmup``). A site's first
+    graph with no inputs computes constants (set-up work flushed by the loop's first sync) and
+    is not counted."""
     warmup: list[DebugEvent] = []
     late: list[DebugEvent] = []
     cached_run_seen = False
@@ -165,7 +164,7 @@ def split_warmup(events: list[DebugEvent]) -> tuple[list[DebugEvent], list[Debug
     budget = WARMUP_GRAPHS_PER_SITE
     first = next((e for e in events if e.kind == "compilation"), None)
     if first is not None and first.graph_inputs == 0:
-        budget += 1  # a graph of no inputs computes constants: set-up, not a training step
+        budget += 1
     for event in events:
         if event.kind == "compilation":
             if not cached_run_seen and len(warmup) < budget:
@@ -198,94 +197,393 @@ def _cause_key(site: _Site) -> tuple[object, ...]:
         )
     if explanation.kind == "data_dependent":
         change = next(c for c in explanation.inputs if c.data_dependent)
-        return ("data", change.data_dependent, change.source)
-    if explanation.kind in ("structure", "constant") and explanation.first_difference:
+        return ("data", change.data_dependent, change.op_source or change.source)
+    if explanation.first_difference:
         difference = explanation.first_difference
-        return ("structure", difference.get("location") or difference.get("op"))
+        return ("op", difference.get("location") or difference.get("op_source"))
     return ("site", site.location)
 
 
-def _origin(site: _Site) -> tuple[Location | None, str | None]:
-    """The user's line that made the changing input, and how it was found."""
+def _grouped(sites: list[_Site]) -> list[list[_Site]]:
+    """Sites that share a cause: the same cause key, or new graphs in exactly the same steps
+    (GPT-2 decoding: the mask helper's read and the step's sync both compile at every step, for
+    the one input that grows)."""
+    parent = list(range(len(sites)))
+
+    def root(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    first_of: dict[tuple[object, ...], int] = {}
+    for index, site in enumerate(sites):
+        keys = [_cause_key(site)]
+        if site.late_steps:
+            keys.append(("steps", site.late_steps))
+        for key in keys:
+            if key in first_of:
+                parent[root(index)] = root(first_of[key])
+            else:
+                first_of[key] = index
+    groups: dict[int, list[_Site]] = defaultdict(list)
+    for index, site in enumerate(sites):
+        groups[root(index)].append(site)
+    return list(groups.values())
+
+
+def _origin(site: _Site) -> tuple[Location | None, str | None, int | None]:
+    """The user's line that causes the site's recompiles, how it was found, and the loop line
+    that regrows the input (when that is the cause)."""
     explanation = site.explanation
-    if explanation is not None and explanation.kind in ("structure", "constant"):
-        return _difference_origin(explanation, site.location)
-    if explanation is not None and explanation.inputs:
-        return _input_origin(explanation, site.location)
-    return site.location, None
-
-
-def _difference_origin(
-    explanation: Explanation, cut: Location | None
-) -> tuple[Location | None, str | None]:
-    """The user's line of the first op that differs between the graphs, or of the op that
-    takes the changing constant; the cut site where that is library code or unknown."""
-    where = (explanation.first_difference or {}).get("location")
-    location = Location.parse(where) if isinstance(where, str) else None
-    if location is None or is_library_file(location.file):
-        return cut, None
-    if explanation.kind == "constant":
-        return location, "the op that takes the changing constant"
-    return location, "the first op that differs between the graphs"
-
-
-def _input_origin(
-    explanation: Explanation, cut: Location | None
-) -> tuple[Location | None, str | None]:
-    """Where the input whose shape changes (a data-dependent one first) is made."""
-    change = next((c for c in explanation.inputs if c.data_dependent), explanation.inputs[0])
-    source = change.source
-    if source is not None and not is_library_file(source.file):
-        return _source_origin(source, cut)
-    if cut is not None:
-        line = argument_origin(cut.file, cut.line, 0)
-        if line is not None:
-            return Location(cut.file, line), "the assignment of the argument passed here"
-    return cut, None
-
-
-def _source_origin(source: Location, cut: Location | None) -> tuple[Location, str]:
-    """The line to change for an input created at ``source`` in the user's code: where the loop
-    around the cut site reassigns it, the step's call of the helper that makes it, or
-    ``source`` itself."""
+    cut = site.location
+    if explanation is not None and explanation.kind in ("input_shapes", "data_dependent"):
+        change = next((c for c in explanation.inputs if c.data_dependent), explanation.inputs[0])
+        found = _input_origin(change, cut)
+        if found is not None:
+            return found
+    elif explanation is not None and explanation.first_difference is not None:
+        where = explanation.first_difference.get("location")
+        location = Location.parse(where) if isinstance(where, str) else None
+        if location is not None and not is_library_file(location.file):
+            return location, _FOUND_BY.get(explanation.kind, "the op that differs"), None
     if cut is None:
-        return source, "where the input was created"
-    line = loop_reassignment(source.file, source.line, cut.line)
-    if line is not None:
-        return (
-            Location(source.file, line),
-            f"reassigned inside the loop (created first at line {source.line})",
-        )
-    if source.file != cut.file:
-        # made in a helper (make_batch): the step's call of it is the line to change
-        function = enclosing_function(source.file, source.line)
-        line = loop_call_of(cut.file, cut.line, function) if function else None
-        if line is not None:
-            return (
-                Location(cut.file, line),
-                f"the call in the step that makes the input (created at {source})",
-            )
-    return source, "where the input was created"
+        return None, None, None
+    return cut, (_CUT_SITE if explanation is not None else _CUT_SITE_NO_GRAPHS), None
 
 
-# Headlines of the kinds of change that need no detail.
-_HEADLINES = {
-    "structure": "same inputs, different graph structure",
-    "nothing_visible": "no visible change in the graphs",
+_FOUND_BY = {
+    "baked_value": "the op that took the value baked in as a constant (its stack in the graph)",
+    "constant": "the op that takes the changing constant",
+    "attribute": "the op whose bounds or sizes changed",
+    "sizes": "the op whose size changed",
+    "parameters": "where the input that came or went is used",
+    "structure": "the first op that differs between the graphs",
 }
 
 
+Origin = tuple[Location, str, int | None]  # the line, how it was found, a regrowing loop line
+
+
+def _input_origin(change: InputChange, cut: Location | None) -> Origin | None:
+    """Where a changing input comes from, in the user's code.
+
+    The input's stack (HloProto) holds the user's frames that led to its first use. The frame
+    in the loop that runs the sync is the step's own line: there the input was passed (to the
+    model, to a helper) or made. A data-dependent shape is made by that call; an input passed
+    there was bound earlier (``for data, target in loader``, or a name rebound in the loop to
+    grow: ``tokens = torch.cat([tokens, nxt])``).
+    """
+    frames = change.user_frames or ((change.source,) if change.source is not None else ())
+    if not frames:
+        return None
+    step_frame = _frame_in_loop(frames, cut) or frames[0]
+    if change.data_dependent:
+        return step_frame, f"your call that runs aten::{change.data_dependent}", None
+    if change.op_source == step_frame:  # the op that first used it is on this line
+        return _made_origin(step_frame, cut)
+    return _passed_origin(step_frame, cut)
+
+
+def _made_origin(made: Location, cut: Location | None) -> Origin:
+    """An input made on the user's line ``made``: its rebinding in the loop, the step's call of
+    the helper that made it, or that line."""
+    if cut is not None:
+        line = loop_reassignment(made.file, made.line, cut.line)
+        if line is not None:
+            how = f"reassigned inside the loop (created first at line {made.line})"
+            return Location(made.file, line), how, line
+        if made.file != cut.file:
+            # made in a helper (make_batch): the step's call of it is the line to change
+            function = enclosing_function(made.file, made.line)
+            line = loop_call_of(cut.file, cut.line, function) if function else None
+            if line is not None:
+                how = f"the call in the step that makes the input (created at {made})"
+                return Location(cut.file, line), how, None
+    return made, "where the input was created", None
+
+
+def _passed_origin(passed: Location, cut: Location | None) -> Origin:
+    """An input passed at the user's line ``passed`` (to the model): where that argument was
+    bound, or the rebinding in the loop that grows it."""
+    bound = argument_origin(passed.file, passed.line, 0)
+    if bound is None:
+        return passed, "your call that passes the input", None
+    if cut is not None and cut.file == passed.file:
+        grown = loop_reassignment(passed.file, bound, cut.line)
+        if grown is not None:
+            how = (
+                f"reassigned inside the loop (created first at line {bound}; passed at "
+                f"line {passed.line})"
+            )
+            return Location(passed.file, grown), how, grown
+    return (
+        Location(passed.file, bound),
+        f"where the input passed at line {passed.line} is bound",
+        None,
+    )
+
+
+def _frame_in_loop(frames: tuple[Location, ...], cut: Location | None) -> Location | None:
+    """The user frame inside the loop that holds the sync ``cut`` (or that ``cut`` heads)."""
+    if cut is None:
+        return None
+    loops = {enclosing_loop(cut.file, cut.line), cut.line} - {None}
+    for frame in frames:
+        if frame.file == cut.file and (
+            frame.line == cut.line or enclosing_loop(frame.file, frame.line) in loops
+        ):
+            return frame
+    return None
+
+
+def from_events(
+    data: AnalysisInput, compilations: list[DebugEvent], skip: set[Location]
+) -> list[Finding]:
+    timelines: dict[Location | None, list[DebugEvent]] = defaultdict(list)
+    compiled_sites = {user_location(e.frames) for e in compilations}
+    by_dynamo = any(r.kind == "compile" for r in data.dynamo)
+    for event in data.debug.events:
+        location = user_location(event.frames)
+        if by_dynamo and event.cause and _DYNAMO_CAUSE in event.cause:
+            continue  # dynamo's own compilations: reported from its reasons (_from_dynamo)
+        if location in compiled_sites and location not in skip:
+            timelines[location].append(event)
+    graph_of = link_graphs(data.graphs, compilations)
+    dynamic = _dynamic_sites(data)
+    sites = []
+    for location, events in timelines.items():
+        _warmup, late = split_warmup(events)
+        if not late:
+            continue
+        compiled = [e for e in events if e.kind == "compilation"]
+        site = _judge_late(location, compiled, late, graph_of, dynamic)
+        if site is not None:
+            sites.append(site)
+    return [_group_finding(data, group) for group in _grouped(sites)]
+
+
+def _judge_late(
+    location: Location | None,
+    compiled: list[DebugEvent],
+    late: list[DebugEvent],
+    graph_of: dict[int, GraphInfo],
+    dynamic: dict[Location, str],
+) -> _Site | None:
+    """Compare each late compile with the most similar graph the site compiled before it.
+
+    A variant of an earlier graph (something baked in, a shape changed) is a recompilation; a
+    graph that aligns with none of them is new work first needed late (a logging or evaluation
+    graph), a one-time cost. Without graphs every late compile counts.
+    """
+    site_graphs = [graph_of[id(e)] for e in compiled if id(e) in graph_of]
+    keys = Keys()
+    recompiles: list[DebugEvent] = []
+    first_needed: list[DebugEvent] = []
+    diffs = []
+    for event in late:
+        graph_diff = _diff_earlier(graph_of.get(id(event)), site_graphs, dynamic, keys)
+        if graph_diff is not None and not graph_diff.variant:
+            first_needed.append(event)
+            continue
+        recompiles.append(event)
+        if graph_diff is not None:
+            diffs.append(graph_diff)
+    if not recompiles:
+        return None
+    explanation = None
+    if diffs:
+        # the warm-up graphs' own changes: the first values of what later changes
+        warm = [graph_of.get(id(e)) for e in compiled if e not in late]
+        context = [_diff_earlier(g, site_graphs, dynamic, keys) for g in warm]
+        explanation = merge(diffs, [d for d in context if d is not None])
+    elif len([g for g in site_graphs if g.hlo is not None]) >= 2:
+        explanation = explain(site_graphs, dynamic)
+    return _Site(location, compiled, recompiles, explanation, first_needed)
+
+
+def _diff_earlier(
+    graph: GraphInfo | None,
+    site_graphs: list[GraphInfo],
+    dynamic: dict[Location, str],
+    keys: Keys,
+) -> GraphDiff | None:
+    """``graph`` diffed with the most similar graph its site compiled before it, if any."""
+    if graph is None or graph.hlo is None:
+        return None
+    before = most_similar(graph, [g for g in site_graphs if g.order < graph.order], keys)
+    return None if before is None else diff(before, graph, dynamic, keys)
+
+
+def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
+    """One finding for the sites that recompile for one cause, at the line that causes it."""
+    primary = min(sites, key=lambda s: (s.rank, -len(s.late)))
+    events = [e for s in sites for e in s.events]
+    late = [e for s in sites for e in s.late]
+    explanation = primary.explanation
+    hashes = list(dict.fromkeys(e.graph_hash for e in events if e.graph_hash))
+    location, how, grown = _origin(primary)
+    evidence: dict[str, object] = {
+        "compiles_at_site": len(events),
+        "distinct_graphs": len(hashes),
+        "recompiles_after_warmup": len(late),
+        "graph_hashes": hashes[:MAX_LISTED],
+        "causes": sorted({e.cause for e in events if e.cause}),
+        "cut_sites": [str(s.location) for s in sites if s.location is not None],
+    }
+    first_needed = [e for s in sites for e in s.first_needed]
+    if first_needed:
+        evidence["new_graphs_first_needed_late"] = len(first_needed)
+    if how is not None:
+        evidence["location_is"] = how
+    if explanation is not None:
+        evidence.update(_explanation_evidence(explanation))
+    severity = _severity(data, events, late, evidence)
+    text = source_line(location.file, location.line) if location is not None else None
+    if text:
+        evidence["source_text"] = text
+    batches = _batch_sizes(explanation, text)
+    headline = _headline(explanation)
+    if batches is not None:
+        headline = f"the loop's batches change size ({batches}): a short last batch"
+    return Finding(
+        kind=Kind.RECOMPILATION,
+        severity=severity,
+        title=(
+            f"Recompiling: {len(events)} compilations of {len(hashes)} different graphs "
+            f"({len(late)} after warm-up)" + (f": {headline}" if headline else "")
+        ),
+        evidence=evidence,
+        location=location,
+        suggestion=suggestion(explanation, grown, batches),
+    )
+
+
+def _explanation_evidence(explanation: Explanation) -> dict[str, object]:
+    """What the graphs showed changed, as finding evidence."""
+    evidence: dict[str, object] = {
+        "what_changed": explanation.summary,
+        "change_kind": explanation.kind,
+    }
+    if explanation.inputs:
+        evidence["inputs"] = [
+            {
+                "parameter": c.parameter,
+                "source": None if c.source is None else str(c.source),
+                "op_source": None if c.op_source is None else str(c.op_source),
+                "source_text": c.source_text,
+                "shapes": [list(s) for s in c.shapes],
+                "varying_dims": {str(k): v for k, v in c.varying_dims.items()},
+                "data_dependent_op": c.data_dependent,
+            }
+            for c in explanation.inputs[:MAX_LISTED]
+        ]
+    if explanation.changes:
+        evidence["graph_differences"] = [c.detail() for c in explanation.changes[:MAX_LISTED]]
+    if explanation.first_difference is not None:
+        evidence["first_difference"] = explanation.first_difference
+    if explanation.diffs:
+        evidence["compared"] = [
+            {
+                "late_graph": d.after.order,
+                "step": d.after.step,
+                "with_graph": d.before.order,
+                "ops_aligned": round(d.similarity, 3),
+                "change": d.kind,
+            }
+            for d in explanation.diffs[:MAX_LISTED]
+        ]
+    return evidence
+
+
+def _severity(
+    data: AnalysisInput,
+    events: list[DebugEvent],
+    late: list[DebugEvent],
+    evidence: dict[str, object],
+) -> Severity:
+    """An error when recompiles happen on most steps from the first on (and on 2 or more);
+    adds the compile steps to ``evidence``."""
+    steps = [e.step for e in events if e.step is not None]
+    if not steps:
+        return Severity.WARNING
+    evidence["compile_steps"] = steps[: MAX_LISTED * 4]
+    late_steps = {e.step for e in late if e.step is not None}
+    if len(late_steps) < ERROR_MIN_RECOMPILE_STEPS:
+        return Severity.WARNING
+    first_late = min(late_steps)
+    later_steps = len([s for s in data.steps if s.step >= first_late])
+    if later_steps and len(late_steps) >= ERROR_RECOMPILE_STEP_SHARE * later_steps:
+        return Severity.ERROR
+    return Severity.WARNING
+
+
+def _batch_sizes(explanation: Explanation | None, loop_text: str | None) -> str | None:
+    """``16 → 4`` when a ``for`` loop over batches yields the input whose dim 0 goes from one
+    size to a smaller one (and back, epoch after epoch): a short last batch."""
+    if explanation is None or explanation.kind != "input_shapes" or not loop_text:
+        return None
+    if not loop_text.startswith(("for ", "async for ")):
+        return None
+    sizes = next((c.varying_dims[0] for c in explanation.inputs if 0 in c.varying_dims), None)
+    # one full size, then a smaller one (repeated each epoch): a short last batch, not buckets
+    if sizes is None or len(set(sizes)) != 2 or sizes[1] >= sizes[0]:
+        return None
+    return f"{sizes[0]} → {sizes[1]}"
+
+
 def _headline(explanation: Explanation | None) -> str | None:
+    """What changed, in a few words, for the finding's title."""
     if explanation is None:
         return None
     if explanation.kind == "data_dependent":
         change = next(c for c in explanation.inputs if c.data_dependent)
-        return f"data-dependent shape (aten::{change.data_dependent} at {change.source})"
+        where = change.op_source or change.source
+        return f"data-dependent shape (aten::{change.data_dependent} at {where})"
     if explanation.kind == "input_shapes":
-        first = explanation.inputs[0]
-        dims = ", ".join(f"dim {d}" for d in first.varying_dims)
-        return f"input {first.parameter} varies in {dims}"
-    if explanation.kind == "constant":
-        constant = (explanation.first_difference or {}).get("constant")
-        return f"a constant baked into the graph changes ({constant})"
-    return _HEADLINES.get(explanation.kind)
+        change = explanation.inputs[0]
+        dims = ", ".join(
+            f"dim {d} takes {' → '.join(map(str, v[:_MAX_VALUES_SHOWN]))}"
+            + (" → …" if len(v) > _MAX_VALUES_SHOWN else "")
+            for d, v in change.varying_dims.items()
+        )
+        return f"input {change.parameter} ({change.dtype}) {dims}"
+    headline = _HEADLINES.get(explanation.kind)
+    if headline is None:
+        return None
+    difference = explanation.first_difference or {}
+    before, after = difference.get("before"), difference.get("after")
+    what = "slice bounds" if "slice=" in str(before) else "op attributes"
+    return headline.format(
+        before=_bare(before),
+        after=_clip(_bare(after)),
+        value=after,
+        what=what,
+    )
+
+
+def _bare(value: object) -> str:
+    """An attribute's value without its name (``slice={[0:10]}`` -> ``{[0:10]}``)."""
+    return str(value).replace("slice=", "")
+
+
+# Titles by kind of change (``graph_diff.KINDS``), filled from the first difference (its line
+# is the finding's location).
+_HEADLINES = {
+    "baked_value": "a value passed as device data was baked in as the constant {value}",
+    "constant": "a constant baked into the graph changes ({before} → {after})",
+    "attribute": "{what} baked into the graph change ({before} → {after})",
+    "sizes": "sizes change with the same inputs ({before} → {after})",
+    "parameters": "the graph's inputs differ",
+    "structure": "the graph's ops differ",
+    "nothing_visible": "no visible change in the graphs",
+}
+
+
+_MAX_VALUES_SHOWN = 6
+
+
+def _clip(value: object, limit: int = 3) -> str:
+    """The first few of an ``a → b → c → …`` chain of values."""
+    parts = str(value).split(" → ")
+    return " → ".join(parts[:limit]) + (" → …" if len(parts) > limit else "")
