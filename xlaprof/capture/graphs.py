@@ -57,8 +57,13 @@ FRAMES_MODES = ("auto", "always")
 _DUMP_TO = "xla_dump_to"
 # --xla_dump_to values that name no folder (XLA writes to stdout or a test output location).
 _NOT_A_FOLDER = ("-", "sponge", "test_undeclared_outputs_dir")
-_TEXT_FORMATS = ("xla_dump_hlo_as_text", "xla_dump_hlo_as_proto", "xla_dump_hlo_as_dot")
-_TEXT_FORMATS += ("xla_dump_hlo_as_html", "xla_dump_hlo_as_url")
+_TEXT_FORMATS = (
+    "xla_dump_hlo_as_text",
+    "xla_dump_hlo_as_proto",
+    "xla_dump_hlo_as_dot",
+    "xla_dump_hlo_as_html",
+    "xla_dump_hlo_as_url",
+)
 _TENSOR_ID = re.compile(r"TensorID: (\d+)")
 
 

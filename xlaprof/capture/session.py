@@ -21,9 +21,9 @@ while the job goes on.
 This package is what the training process loads: it imports nothing of the analysis stages,
 ``xlaprof.report``, pandas or plotly. torch_xla is imported only when a session starts.
 
-Longer than the ~350 lines a module here aims for: the session's jobs already live in their own
-modules; what is left is the lifecycle (start, step boundary, finish, exit paths), which shares
-one state and reads best in one place.
+The session's jobs live in their own modules (sampler, sync hook, metrics, graph capture, trace
+window, recorders, row files); this one holds the lifecycle: start, step boundary, finish and
+the process's exit paths.
 """
 
 from __future__ import annotations
@@ -46,13 +46,7 @@ from typing import Any, NamedTuple
 from xlaprof.capture import annotate, probe
 from xlaprof.capture.dynamo import DynamoRecorder
 from xlaprof.capture.eager import EagerSite
-from xlaprof.capture.graphs import (
-    GraphHarvester,
-    LiveGraphs,
-    SourceFrames,
-    needs_text_flag,
-    user_dump,
-)
+from xlaprof.capture.graphcapture import GraphCapture
 from xlaprof.capture.metrics import METRICS_SAMPLES, Reading, StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
 from xlaprof.capture.rows import FLUSH_SECONDS, MAX_FILE_ENV, LogSize, RowBuffer, file_limit
@@ -100,12 +94,6 @@ _SESSION_ENV = (
 # Sessions started in this process: torch_xla reads the debug-file settings when its first graph
 # runs, so a later session cannot point them at its own run directory.
 _STARTED = {"sessions": 0}
-# The folder XLA dumps compiled modules into in this process, as xlaprof set it or found it
-# before the runtime client was created (XLA reads XLA_FLAGS then, once), and whether it is
-# xlaprof's own folder (files moved out) or the user's (files copied).
-_DUMP: dict[str, tuple[Path, bool] | None] = {"folder": None}
-# What a run loses without graphs, said wherever graphs are missing.
-_WITHOUT_GRAPHS = "no unrolled-loop findings and no 'what changed' for recompilations"
 
 
 def _import_runtime() -> tuple[Any, Any]:
@@ -122,7 +110,7 @@ def _import_runtime() -> tuple[Any, Any]:
 class Session:
     """Profiles this process into ``<out>/<host>-<pid>/``. Start with ``start()``."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (keyword-only: one per setting of profile() and xlaprof run)
         self,
         out: str | os.PathLike[str],
         *,
@@ -144,22 +132,16 @@ class Session:
         self.debug_level = debug_level
         self.exit_on_max_steps = exit_on_max_steps
         self.command = command if command is not None else list(sys.argv)
-        self.sampler = HostSampler(sample_hz, self._step_label) if sample_hz > 0 else None
+        self.sampler = HostSampler(sample_hz, self.step_label) if sample_hz > 0 else None
         self.server_port = server_port
         self._server: Any = None
         self.graphs = graphs
         self.source_frames = source_frames
-        self.harvester: GraphHarvester | None = None
-        self.frames: SourceFrames | None = None
-        self.live: LiveGraphs | None = None  # graphs from live tensors (runtime started first)
+        # Where the run's graphs come from, and their capture's cost (capture/graphcapture.py).
+        self.graph_capture: GraphCapture | None = None
         self.eager_site: EagerSite | None = None
         self.outer: Session | None = None  # the session this one is nested in, if any
         self.loud: list[str] = []  # warnings also printed when the session ends
-        self._compiles_at_start = 0
-        # Live graph capture's cost in the step in progress: wall s, CPU s, CPU s after the sync
-        # (inside the sync's own CPU time); and its wall seconds over the whole run.
-        self._capture = [0.0, 0.0, 0.0]
-        self._capture_total = 0.0
         # Guards the regions dict and the step state against another thread's region or a
         # signal handler's finish() arriving mid-boundary (reentrant: same thread).
         self.lock = threading.RLock()
@@ -197,52 +179,16 @@ class Session:
 
     # -- start -----------------------------------------------------------------------------
     def start(self, install_exit_handlers: bool = False) -> Session:
+        """Start recording: the run directory, torch_xla's debug outputs, the graphs' capture,
+        run.json, the sync hook and the recorders; with ``install_exit_handlers`` (``xlaprof
+        run``), the exit, signal and exception hooks that finish the run."""
         torch_xla, xlac = _import_runtime()
         self._torch_xla = torch_xla
         self.metrics = StepMetrics(xlac)
         self.directory = _unique_directory(self.out)
         self._env_before = {name: os.environ.get(name) for name in _SESSION_ENV}
-        outer = hooked_session(torch_xla)
-        if outer is not None and outer.recording and outer.pid == self.pid:
-            self.outer = outer
-            self.info_warnings.append(
-                f"nested in the run {outer.directory} (started by xlaprof run or an enclosing "
-                "profile()), which records these steps too, with their debug analysis, fallback "
-                "records and graphs: this run has per-step metrics, regions and samples only"
-            )
-        elif _STARTED["sessions"]:
-            self.info_warnings.append(
-                "a second profiling session in this process: torch_xla read PT_XLA_DEBUG_FILE "
-                "and XLA_FNTRACKER_FILE when the first session's graphs ran, so this run has "
-                "no debug analysis or fallback records (use one profile() per process, or "
-                "xlaprof run)"
-            )
-        else:
-            self._enable_debug_output()
-        if self.graphs and self.outer is None:
-            self._enable_graphs(xlac)
-        _STARTED["sessions"] += 1
-        graphs_before = (
-            self.metrics.metric("CompileTime")[0] + self.metrics.metric("ExecuteTime")[0]
-        )
-        self._compiles_at_start = self.metrics.metric("CompileTime")[0]
-        self.info = RunInfo(
-            xlaprof_version=probe.package_version("xlaprof"),
-            torch_version=probe.module_version("torch"),
-            torch_xla_version=getattr(torch_xla, "__version__", None),
-            python_version=platform.python_version(),
-            cxx11_abi=probe.cxx11_abi(),
-            env={k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)},
-            command=self.command,
-            cwd=os.getcwd(),
-            host=socket.gethostname(),
-            pid=self.pid,
-            started=time.time(),
-            trace_steps=list(self.trace_steps) if self.trace_steps else None,
-            debug_level=self.debug_level,
-            graph_source=self._graph_source(),
-            outer_run=None if self.outer is None else str(self.outer.directory),
-        )
+        graphs_before = self._choose_outputs(torch_xla, xlac)
+        self.info = self._describe_run(torch_xla)
         self.info.warnings.extend(self.info_warnings)
         self.window = TraceWindow(self.directory, self.info.warnings)
         if graphs_before:
@@ -261,19 +207,7 @@ class Session:
 
             self._server = xp.start_server(self.server_port)
         self.metrics.snapshot()
-        self._original_sync = install_sync_hook(torch_xla, self)
-        self.eager_site = EagerSite(xlac)
-        self.eager_site.start()
-        if self.outer is not None:
-            self.outer.note_nested(self)
-        self._start_recorders()
-        annotate.set_session(self)
-        os.register_at_fork(after_in_child=self._forked)
-        if install_exit_handlers:
-            atexit.register(self._at_exit)
-            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
-            self._previous_excepthook = sys.excepthook
-            sys.excepthook = self._excepthook
+        self._install(torch_xla, xlac, install_exit_handlers)
         self.recording = True
         if self.sampler is not None:
             self.sampler.start()
@@ -284,6 +218,72 @@ class Session:
             self.window.start()
         self._open_step()
         return self
+
+    def _install(self, torch_xla: Any, xlac: Any, exit_handlers: bool) -> None:
+        """The sync hook, the eager-mode watch, the recorders, annotations' session, and the
+        fork, exit, signal and exception hooks."""
+        self._original_sync = install_sync_hook(torch_xla, self)
+        self.eager_site = EagerSite(xlac)
+        self.eager_site.start()
+        if self.outer is not None:
+            self.outer.note_nested(self)
+        self._start_recorders()
+        annotate.set_session(self)
+        os.register_at_fork(after_in_child=self._forked)
+        if exit_handlers:
+            atexit.register(self._at_exit)
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._previous_excepthook = sys.excepthook
+            sys.excepthook = self._excepthook
+
+    def _choose_outputs(self, torch_xla: Any, xlac: Any) -> int:
+        """What this session can still switch on in this process (an enclosing session, or an
+        earlier one, has torch_xla's debug files already); the graphs that ran before it."""
+        assert self.metrics is not None
+        outer = hooked_session(torch_xla)
+        if outer is not None and outer.recording and outer.pid == self.pid:
+            self.outer = outer
+            self.info_warnings.append(
+                f"nested in the run {outer.directory} (started by xlaprof run or an enclosing "
+                "profile()), which records these steps too, with their debug analysis, fallback "
+                "records and graphs: this run has per-step metrics, regions and samples only"
+            )
+        elif _STARTED["sessions"]:
+            self.info_warnings.append(
+                "a second profiling session in this process: torch_xla read PT_XLA_DEBUG_FILE "
+                "and XLA_FNTRACKER_FILE when the first session's graphs ran, so this run has "
+                "no debug analysis or fallback records (use one profile() per process, or "
+                "xlaprof run)"
+            )
+        else:
+            self._enable_debug_output()
+        if self.graphs and self.outer is None:
+            self.graph_capture = GraphCapture(
+                self.directory, self.metrics, self.info_warnings.append, self._warn_loud
+            )
+            self.graph_capture.setup(xlac, self.source_frames)
+        _STARTED["sessions"] += 1
+        return self.metrics.metric("CompileTime")[0] + self.metrics.metric("ExecuteTime")[0]
+
+    def _describe_run(self, torch_xla: Any) -> RunInfo:
+        """The run's description for run.json: versions, command, where and when."""
+        return RunInfo(
+            xlaprof_version=probe.package_version("xlaprof"),
+            torch_version=probe.module_version("torch"),
+            torch_xla_version=getattr(torch_xla, "__version__", None),
+            python_version=platform.python_version(),
+            cxx11_abi=probe.cxx11_abi(),
+            env={k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)},
+            command=self.command,
+            cwd=os.getcwd(),
+            host=socket.gethostname(),
+            pid=self.pid,
+            started=time.time(),
+            trace_steps=list(self.trace_steps) if self.trace_steps else None,
+            debug_level=self.debug_level,
+            graph_source=None if self.graph_capture is None else self.graph_capture.source,
+            outer_run=None if self.outer is None else str(self.outer.directory),
+        )
 
     def _open_step(self) -> None:
         """Put a TraceMe over the step now starting, numbered as ``steps.jsonl`` numbers it
@@ -355,87 +355,6 @@ class Session:
         os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
         self._fallback_log = LogSize(self.directory / FALLBACK_LOG, file_limit())
 
-    def _enable_graphs(self, xlac: Any) -> None:
-        """Keep each compiled graph's HLO, from wherever this process can still get it.
-
-        XLA reads ``XLA_FLAGS`` once, when torch_xla's runtime client is created: before that,
-        a dump folder can be set (xlaprof's own, or the user's own ``--xla_dump_to`` is kept
-        and read); after it, only a folder already in place dumps, and otherwise the graphs
-        are taken from the live tensors at each sync (``LiveGraphs``).
-        """
-        # The graphs' source file:line metadata needs IR debug while ops are traced
-        # (SourceFrames switches it) and XLA_HLO_DEBUG when graphs are lowered (read at the
-        # first lowering).
-        os.environ.setdefault("XLA_HLO_DEBUG", "1")
-        self.frames = SourceFrames(xlac, self.source_frames)
-        if not self.frames.available and os.environ.get("XLA_IR_DEBUG") != "1":
-            self.info_warnings.append(
-                "graphs have no source lines: this torch_xla cannot switch IR debug at run "
-                "time; set XLA_IR_DEBUG=1 before importing torch_xla (xlaprof run does)"
-            )
-        if os.environ.get("XLA_HLO_DEBUG") != "1":
-            self.info_warnings.append("graphs have no source lines: XLA_HLO_DEBUG is not 1")
-        started = _runtime_started(xlac)
-        flags = os.environ.get("XLA_FLAGS", "")
-        users = user_dump(flags, os.getcwd())
-        if started and _DUMP["folder"] is not None:  # an earlier session's dump stays in force
-            folder, owned = _DUMP["folder"]
-            self.harvester = GraphHarvester(self.directory, folder, owned=owned)
-        elif isinstance(users, Path):
-            self.harvester = GraphHarvester(self.directory, users, owned=False)
-            if not started:
-                if needs_text_flag(flags):
-                    os.environ["XLA_FLAGS"] = f"{flags} --xla_dump_hlo_as_text"
-                    self.info_warnings.append(
-                        "added --xla_dump_hlo_as_text to XLA_FLAGS: graphs are read as text "
-                        f"from your dump folder {users} (copied, never moved)"
-                    )
-                _DUMP["folder"] = (users, False)
-        elif users is None and not started:
-            self.harvester = GraphHarvester(self.directory)
-            os.environ["XLA_FLAGS"] = self.harvester.xla_flags(flags)
-            assert self.harvester.dump is not None
-            _DUMP["folder"] = (self.harvester.dump, True)
-        else:
-            self._start_live_graphs(xlac, users)
-
-    def _start_live_graphs(self, xlac: Any, users: str | Path | None) -> None:
-        """Take graphs from the live tensors: XLA's dump cannot be switched on any more."""
-        if isinstance(users, str):
-            why = f"your XLA_FLAGS --xla_dump_to={users} names no folder xlaprof can read"
-        else:
-            why = (
-                "torch_xla's runtime was started before profiling (torch_xla.device(), or a "
-                "tensor or model moved to the device, before profile()), and XLA reads "
-                "XLA_FLAGS only then, so its HLO dump cannot be switched on"
-            )
-        if not all(hasattr(xlac, n) for n in ("_get_xla_tensors_hlo", "_get_graph_hash")):
-            self._warn_loud(
-                f"graphs not captured: {why}, and this torch_xla cannot lower live tensors to "
-                f"HLO: {_WITHOUT_GRAPHS} (enter profile() before torch_xla.device(), or use "
-                "xlaprof run)"
-            )
-            return
-        assert self.metrics is not None
-        metrics = self.metrics
-        self.harvester = GraphHarvester(self.directory, None, owned=False)
-        self.live = LiveGraphs(xlac, self.harvester, lambda: metrics.metric("CompileTime")[0])
-        self.info_warnings.append(
-            f"graphs taken from the live tensors at each torch_xla.sync(): {why}. They are "
-            "taken through warm-up and at the step after each compile; a graph compiled "
-            "otherwise (a single late recompile, or outside a sync: a "
-            ".item() mid-step, torch.compile) is not (enter profile() before "
-            "torch_xla.device(), or use xlaprof run, to keep every graph)"
-        )
-
-    def _graph_source(self) -> str | None:
-        """Where this run's graphs come from (run.json ``graph_source``)."""
-        if self.harvester is None:
-            return None
-        if self.live is not None:
-            return "live"
-        return "dump" if self.harvester.owned else "user_dump"
-
     def _warn_loud(self, message: str) -> None:
         """A warning for run.json that is also printed when the session ends."""
         self.loud.append(message)
@@ -444,26 +363,6 @@ class Session:
         else:
             self.info.warnings.append(message)
 
-    def before_sync(self, live: LiveGraphs, entered_cpu: float) -> float:
-        """Called by the sync hook before a sync while graphs come from the live tensors;
-        returns the thread's CPU clock after it. Its time is xlaprof's, not the step's: it is
-        taken out of the step's wall and CPU time (``_capture``) and counted in run.json."""
-        start = time.perf_counter()
-        live.before()
-        cpu = time.thread_time()
-        self._capture[0] += time.perf_counter() - start
-        self._capture[1] += cpu - entered_cpu
-        return cpu
-
-    def after_sync(self, live: LiveGraphs) -> None:
-        """Called by the sync hook after a sync, while graphs come from the live tensors."""
-        start, cpu = time.perf_counter(), time.thread_time()
-        live.after(self._step_label(), None if self.frames is None else self.frames.on)
-        cost = time.thread_time() - cpu
-        self._capture[0] += time.perf_counter() - start
-        self._capture[1] += cost
-        self._capture[2] += cost
-
     def note_nested(self, inner: Session) -> None:
         """An ``xlaprof.profile()`` started inside this session: say so in this run."""
         with self.lock:
@@ -471,42 +370,6 @@ class Session:
             self.info.warnings.append(
                 f"from step {self.step_index} on, an xlaprof.profile() nested in this run also "
                 f"profiled the steps, into {inner.directory}; this run kept recording them"
-            )
-
-    def _check_graphs(self) -> None:
-        """Say in run.json (and aloud) when compiled graphs were not captured."""
-        if not self.graphs or self.harvester is None or self.metrics is None:
-            return
-        if self.live is not None and self._capture_total:
-            self.info.warnings.append(
-                f"taking graphs from the live tensors took {self._capture_total:.2f} s in all, "
-                "left out of the steps' wall and CPU times"
-            )
-        compiled = self.metrics.metric("CompileTime")[0] - self._compiles_at_start
-        if compiled <= 0:
-            return
-        recorded = self.harvester.recorded
-        live = self.live
-        if recorded == 0:
-            reason = ""
-            if live is not None and live.error:
-                reason = f" (taking them from the live tensors failed: {live.error})"
-            elif live is None:
-                reason = f" (the dump folder {self.harvester.dump} held none)"
-            self._warn_loud(
-                f"{compiled} graph(s) compiled during this run but none was captured{reason}: "
-                f"{_WITHOUT_GRAPHS}"
-            )
-        elif live is not None and (recorded < compiled or live.error):
-            cause = (
-                f"capture failed: {live.error}"
-                if live.error
-                else "compiled outside a torch_xla.sync() (a .item(), print(tensor) or "
-                "torch.compile mid-step), or after warm-up while capture was off"
-            )
-            self._warn_loud(
-                f"{compiled - recorded} of {compiled} compiled graphs not captured ({cause}): "
-                "recompilations among them get no 'what changed'"
             )
 
     # -- steps -----------------------------------------------------------------------------
@@ -575,29 +438,18 @@ class Session:
         self._close_step()  # the step ends here, as its row's wall time does (before the window
         # stops below: a step the window traced is in it whole)
         step = self.user_label if self.user_label is not None else self.step_index
-        capture_wall, capture_cpu, capture_sync = self._capture
-        if capture_wall:
-            self._capture = [0.0, 0.0, 0.0]
-            self._capture_total += capture_wall
+        capture_wall, capture_cpu, capture_sync = (
+            (0.0, 0.0, 0.0) if self.graph_capture is None else self.graph_capture.take_cost()
+        )
         debug_offset = self._debug_log.size()
         fallback_offset = self._fallback_log.size()
-        eager = self.metrics.eager_mode()
-        if eager:
-            self.info.eager_mode = True
-        elif eager is not None and self.info.eager_mode is None:
-            self.info.eager_mode = False
+        eager = self._note_eager_mode()
         reading, aten, compiles = self.metrics.take(
             fallbacks=not self._fallback_log.tracking or fallback_offset != self._fallback_seen
         )
         self._fallback_seen = fallback_offset
-        if self.frames is not None:
-            frames_on = self.frames.step(compiles)
-            if self.harvester is not None:
-                self.harvester.frames_on = frames_on
-        if self.live is not None:
-            self.live.step(compiles)
-        if compiles and self.harvester is not None:
-            self.harvester.collect(step)
+        if self.graph_capture is not None:
+            self.graph_capture.step_ended(step, compiles)
         regions = None
         if self.regions:
             regions, self.regions = self.regions, defaultdict(lambda: [0, 0.0])
@@ -624,6 +476,23 @@ class Session:
             self._start_module_recorder()
         self.step_index += 1
         self.info.steps_recorded = self.step_index
+        self._next_step()
+        return self.max_steps is not None and self.step_index >= self.max_steps
+
+    def _note_eager_mode(self) -> bool | None:
+        """Whether eager mode is on as the step ends (None: this torch_xla cannot say), noted
+        in run.json: on if it ever was."""
+        assert self.metrics is not None
+        eager = self.metrics.eager_mode()
+        if eager:
+            self.info.eager_mode = True
+        elif eager is not None and self.info.eager_mode is None:
+            self.info.eager_mode = False
+        return eager
+
+    def _next_step(self) -> None:
+        """After a boundary: rows and run.json to disk about once a second, the trace window
+        started or stopped, and the next step opened."""
         if time.monotonic() - self._info_written >= FLUSH_SECONDS:
             self._info_written = time.monotonic()
             # A full disk must not stop training; finish() writes run.json again anyway.
@@ -641,9 +510,8 @@ class Session:
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
         self.step_cpu_start = time.thread_time()
-        return self.max_steps is not None and self.step_index >= self.max_steps
 
-    def _step_label(self) -> int:
+    def step_label(self) -> int:
         """The number the step in progress will have in ``steps.jsonl`` (read by the sampler)."""
         return self.user_label if self.user_label is not None else self.step_index
 
@@ -652,7 +520,7 @@ class Session:
         the end of the run it is the part after the last boundary, which has no row."""
         if self.sampler is None or self._samples is None:
             return
-        for step, counts in sorted(self.sampler.take(keep=self._step_label()).items()):
+        for step, counts in sorted(self.sampler.take(keep=self.step_label()).items()):
             self._samples.add({"step": step, "samples": counts})
 
     def _write_pending(self) -> None:
@@ -719,8 +587,8 @@ class Session:
             )
             if self.sampler is not None:
                 self.sampler.stop()
-            if self.frames is not None:
-                self.frames.close()
+            if self.graph_capture is not None and self.graph_capture.frames is not None:
+                self.graph_capture.frames.close()
         except Exception as again:  # the training job must go on
             log.debug("xlaprof could not record its own error: %s", again)
 
@@ -741,19 +609,8 @@ class Session:
             self.recording = False
         outer = self.outer if self.outer is not None and self.outer.recording else None
         annotate.set_session(outer)
-        if self.sampler is not None:
-            self.sampler.stop()
-            if self.sampler.error is not None:
-                self.info.warnings.append(f"host sampler stopped: {self.sampler.error}")
-            self._attempt("host samples not kept", self._take_samples)
-        self._attempt("module calls not written", self._write_modules)
-        if self.dynamo is not None:
-            self._attempt("dynamo recorder not stopped", self.dynamo.stop)
-        if self.eager_site is not None:
-            self.info.eager_mode_site = self.eager_site.site
-            self._attempt("eager mode hook not removed", self.eager_site.stop)
-        if self.frames is not None:
-            self._attempt("IR debug not restored", self.frames.close)
+        self._stop_recorders()
+        capture = self.graph_capture
         if self.window is not None and self.window.tracing:
             self._attempt("trace not stopped", self.window.stop, wait=status in ("ok", "max_steps"))
         self._close_step()  # after the window stopped: the unfinished step is not a step
@@ -767,9 +624,10 @@ class Session:
         self._attempt(
             "no final metrics report", self._write_final_metrics, wait=status in ("ok", "max_steps")
         )
-        if self.harvester is not None:
-            self._attempt("graphs not collected", self.harvester.collect, self.step_index, True)
-        self._attempt("graphs not checked", self._check_graphs)
+        if capture is not None and capture.harvester is not None:
+            self._attempt("graphs not collected", capture.harvester.collect, self.step_index, True)
+        if capture is not None:
+            self._attempt("graphs not checked", capture.check, self.info.warnings.append)
         if self._steps is not None:
             self._attempt("step rows not built", self._write_pending)
         for rows in (self._steps, self._regions, self._samples):
@@ -789,6 +647,24 @@ class Session:
         self._restore_environment()
         for message in self.loud:
             print(f"xlaprof: warning: {message} [{self.directory}]", file=sys.stderr)
+
+    def _stop_recorders(self) -> None:
+        """The sampler (its samples kept), the module and dynamo recorders, the eager-mode
+        watch and IR debug: each stopped on its own, a failure a warning."""
+        if self.sampler is not None:
+            self.sampler.stop()
+            if self.sampler.error is not None:
+                self.info.warnings.append(f"host sampler stopped: {self.sampler.error}")
+            self._attempt("host samples not kept", self._take_samples)
+        self._attempt("module calls not written", self._write_modules)
+        if self.dynamo is not None:
+            self._attempt("dynamo recorder not stopped", self.dynamo.stop)
+        if self.eager_site is not None:
+            self.info.eager_mode_site = self.eager_site.site
+            self._attempt("eager mode hook not removed", self.eager_site.stop)
+        capture = self.graph_capture
+        if capture is not None and capture.frames is not None:
+            self._attempt("IR debug not restored", capture.frames.close)
 
     def _restore_environment(self) -> None:
         """Put back the variables ``start`` set, so the process's environment is as it was."""
@@ -827,7 +703,8 @@ class Session:
         from xlaprof.rundir.derive import write_derived
         from xlaprof.rundir.reader import Run
 
-        write_derived(Run(self.directory, self.info), graphs=self.harvester is not None)
+        harvester = None if self.graph_capture is None else self.graph_capture.harvester
+        write_derived(Run(self.directory, self.info), graphs=harvester is not None)
 
     def _describe_device(self) -> None:
         if self.step_index == 0:
@@ -887,15 +764,6 @@ class _EndedStep(NamedTuple):
     regions: dict[str, list[float]] | None
     eager: bool | None  # eager mode on as the step ended (None: this torch_xla cannot say)
     eager_read: bool  # the eager-op metrics were read for it
-
-
-def _runtime_started(xlac: Any) -> bool:
-    """Whether torch_xla's runtime client exists (XLA has read XLA_FLAGS); False if unknown."""
-    check = getattr(xlac, "_xla_runtime_is_initialized", None)
-    try:
-        return bool(check()) if check is not None else False
-    except Exception:
-        return False
 
 
 def _unique_directory(out: Path) -> Path:

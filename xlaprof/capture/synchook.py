@@ -161,21 +161,26 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     sessions see every sync; each judges the sync by the first caller outside the wrappers.
     A finished session's wrapper passes calls straight through.
 
-    While ``session.live`` is set (graphs taken from the live tensors, see
-    ``capture.graphs.LiveGraphs``) it is called around the sync itself.
+    While graphs are taken from the live tensors (``session.graph_capture.live``, see
+    ``capture.graphcapture``) they are taken around the sync itself.
     """
     original = torch_xla.sync
     ends = StepEnds()
 
     def sync(*args: Any, **kwargs: Any) -> Any:
         entered = thread_time()  # the step's CPU up to here is the user's code and its tracing
-        live = session.live if session.recording and os.getpid() == session.pid else None
+        capture = session.graph_capture
+        live = None
+        if capture is not None and session.recording and os.getpid() == session.pid:
+            live = capture.live
         if live is not None:
-            entered = session.before_sync(live, entered)  # its cost is not the step's
+            assert capture is not None
+            entered = capture.before_sync(live, entered)  # its cost is not the step's
         result = original(*args, **kwargs)
         if session.recording and os.getpid() == session.pid:
             if live is not None:
-                session.after_sync(live)
+                assert capture is not None
+                capture.after_sync(live, session.step_label())
             if not session.user_steps:
                 frame = _caller(sys._getframe(1))
                 grad = _grad_enabled()

@@ -23,7 +23,7 @@ from xlaprof.errors import CommandNotFound, RunDirError
 ENV_LAUNCH = "XLAPROF_LAUNCH_ID"
 
 
-def _window(_ctx: click.Context, _param: click.Parameter, value: str | None):
+def _window(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
     from xlaprof.capture.hook import parse_steps_window
@@ -96,16 +96,42 @@ def run(
 
     Example: xlaprof run --out runs/a --trace-steps 5:8 -- python train.py --lr 0.1
     """
-    from xlaprof.capture import hook as runhook
-    from xlaprof.rundir.reader import find_runs, read_info
-    from xlaprof.rundir.schema import RunInfo
-    from xlaprof.rundir.writer import write_info
-
-    package = Path(__file__).resolve().parent.parent
-
     if out is None:
         out = Path("xlaprof-runs") / time.strftime("run-%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
+    # Runs of this launch carry its id (run.json records XLAPROF_* variables), so runs another
+    # `xlaprof run` writes into the same --out at the same time are never touched here.
+    launch = uuid.uuid4().hex
+    env = _job_environment(
+        out, launch, trace_steps, max_steps, debug_level, server_port, graphs, sample_hz
+    )
+    with _SignalForwarder() as forwarder:
+        try:
+            child = subprocess.Popen(list(command), env=env)
+        except (FileNotFoundError, PermissionError) as error:
+            raise CommandNotFound(f"{command[0]}: cannot be started ({error.strerror})") from None
+        returncode = forwarder.wait(child)
+    runs, statuses, nested = _finish_runs(out, launch, child.pid, returncode)
+    code = exit_code(returncode, statuses, forwarder.interrupted)
+    if not quiet:
+        _say_where(out, runs, nested, returncode, code, forwarder.interrupted)
+    sys.exit(code)
+
+
+def _job_environment(
+    out: Path,
+    launch: str,
+    trace_steps: str | None,
+    max_steps: int | None,
+    debug_level: int,
+    server_port: int | None,
+    graphs: bool,
+    sample_hz: float,
+) -> dict[str, str]:
+    """The job's environment: xlaprof's bootstrap on its path, and the session's settings."""
+    from xlaprof.capture import hook as runhook
+
+    package = Path(__file__).resolve().parent.parent
     bootstrap = package / "capture" / "_bootstrap"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(bootstrap), env.get("PYTHONPATH", "")) if p)
@@ -128,32 +154,32 @@ def run(
         # torch_xla reads these when it is imported: they must be set before Python starts.
         env["XLA_IR_DEBUG"] = "1"
         env["XLA_HLO_DEBUG"] = "1"
-    # Runs of this launch carry its id (run.json records XLAPROF_* variables), so runs another
-    # `xlaprof run` writes into the same --out at the same time are never touched here.
-    launch = uuid.uuid4().hex
     env[ENV_LAUNCH] = launch
-    with _SignalForwarder() as forwarder:
-        try:
-            child = subprocess.Popen(list(command), env=env)
-        except (FileNotFoundError, PermissionError) as error:
-            raise CommandNotFound(f"{command[0]}: cannot be started ({error.strerror})") from None
-        returncode = forwarder.wait(child)
+    return env
 
-    from xlaprof.rundir.reader import Run
 
-    runs = []
-    statuses = []
+def _finish_runs(
+    out: Path, launch: str, pid: int, returncode: int
+) -> tuple[list[Path], list[str], int]:
+    """Close this launch's run directories: the job's exit recorded in its own, a process that
+    ended without finishing marked killed. Their paths, their statuses, and how many are
+    nested ``profile()`` runs."""
+    from xlaprof.rundir.reader import Run, find_runs, read_info
+    from xlaprof.rundir.writer import write_info
+
+    runs: list[Path] = []
+    statuses: list[str] = []
     nested = 0  # xlaprof.profile() runs inside this launch's sessions (same process)
     for directory in find_runs(out):
         try:
-            info: RunInfo = read_info(directory)
+            info = read_info(directory)
         except RunDirError:
             continue  # not ours to judge (another launch's, or damaged)
         if info.env.get(ENV_LAUNCH) != launch:
             continue  # an earlier run, or another launch's into the same folder
         runs.append(directory)
         nested += info.outer_run is not None
-        if info.pid == child.pid:
+        if info.pid == pid:
             _record_exit(info, returncode)
         elif info.status == "running":
             info.status = "killed"
@@ -165,33 +191,34 @@ def run(
         info.steps_recorded = Run(directory, info).steps_recorded
         statuses.append(info.status)
         write_info(directory, info)
-    code = exit_code(returncode, statuses, forwarder.interrupted)
-    if not quiet:
-        if runs:
-            inner = f" and {nested} nested profile() run(s)" if nested else ""
-            click.echo(
-                f"xlaprof: {len(runs) - nested} process run(s){inner} written to {out}; "
-                f"analyze with: xlaprof analyze {out}",
-                err=True,
-            )
-        elif forwarder.interrupted or code == INTERRUPTED_EXIT:
-            click.echo(
-                f"xlaprof: interrupted before the command started a run; nothing recorded in {out}",
-                err=True,
-            )
-        elif returncode < 0:
-            click.echo(
-                f"xlaprof: the command was ended by {_signal_name(-returncode)} before it started "
-                f"a run; nothing recorded in {out}",
-                err=True,
-            )
-        else:
-            click.echo(
-                f"xlaprof: no run recorded in {out}: the command never imported torch_xla "
-                "(is it a Python script using PyTorch/XLA?)",
-                err=True,
-            )
-    sys.exit(code)
+    return runs, statuses, nested
+
+
+def _say_where(
+    out: Path, runs: list[Path], nested: int, returncode: int, code: int, interrupted: bool
+) -> None:
+    """One line on stderr: where the runs went, or why there are none."""
+    if runs:
+        inner = f" and {nested} nested profile() run(s)" if nested else ""
+        message = (
+            f"xlaprof: {len(runs) - nested} process run(s){inner} written to {out}; "
+            f"analyze with: xlaprof analyze {out}"
+        )
+    elif interrupted or code == INTERRUPTED_EXIT:
+        message = (
+            f"xlaprof: interrupted before the command started a run; nothing recorded in {out}"
+        )
+    elif returncode < 0:
+        message = (
+            f"xlaprof: the command was ended by {_signal_name(-returncode)} before it started "
+            f"a run; nothing recorded in {out}"
+        )
+    else:
+        message = (
+            f"xlaprof: no run recorded in {out}: the command never imported torch_xla "
+            "(is it a Python script using PyTorch/XLA?)"
+        )
+    click.echo(message, err=True)
 
 
 def exit_code(returncode: int, statuses: list[str], interrupted: bool) -> int:
