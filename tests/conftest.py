@@ -1,72 +1,40 @@
-"""Shared paths and helpers. CLI tests run the real command in a subprocess."""
+"""Fixtures the whole suite shares, and its settings.
+
+Tests import what they share from ``helpers`` (paths, the CLI in a subprocess, long runs). A
+fixture whose input is missing fails every test that needs it, naming what was expected where;
+none skips.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+import hypothesis
 import pytest
+from helpers import DATA, SAMPLE_RUNS, SAMPLES, missing_input, sample_run
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLES = REPO / "sample_traces"
-DATA = Path(__file__).resolve().parent / "data"
-EXAMPLES = REPO / "examples"
+# A property holds or not whatever the machine's speed: no per-example deadline (hypothesis'
+# default of 200 ms fails an example on a busy machine, not on a wrong answer).
+hypothesis.settings.register_profile("xlaprof", deadline=None)
+hypothesis.settings.load_profile("xlaprof")
 
-
-def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout=300):
-    """Run ``python -m xlaprof ARGS`` and return the CompletedProcess (text mode)."""
-    full_env = {**os.environ, "PJRT_DEVICE": "CPU", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "xlaprof", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd or REPO,
-        timeout=timeout,
-    )
+# sample_traces/<name>.log: a job's log of examples/<name>.py (sample_traces/README.md)
+SAMPLE_LOGS = ("healthy_loop", "recompile_varying_batch", "host_sync_item", "cpu_fallback")
 
 
 @pytest.fixture(scope="session")
 def samples() -> Path:
+    """``sample_traces/``: the examples' job logs and run directories, which the repository
+    holds."""
+    for name in SAMPLE_LOGS:
+        if not (SAMPLES / f"{name}.log").is_file():
+            missing_input(SAMPLES / f"{name}.log", "a sample job log (make samples writes it)")
+    for name in SAMPLE_RUNS:
+        sample_run(name)
     return SAMPLES
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
+    """``tests/data``: hand-built inputs in the shapes real logs take (README there)."""
     return DATA
-
-
-def start_run(out: Path, command: list[str], *options: str, **popen) -> subprocess.Popen:
-    """``xlaprof run -q [options] --out OUT -- COMMAND`` in the background."""
-    popen.setdefault("stdout", subprocess.DEVNULL)
-    popen.setdefault("stderr", subprocess.DEVNULL)
-    return subprocess.Popen(
-        [sys.executable, "-m", "xlaprof", "run", "-q", *options, "--out", str(out), "--", *command],
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        cwd=REPO,
-        **popen,
-    )
-
-
-def wait_for_steps(out: Path, steps: int, timeout: float = 120) -> bool:
-    """Wait until a run under ``out`` has recorded ``steps`` steps (warm-up compiles done)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        files = list(out.glob("*/steps.jsonl"))
-        if files and len(files[0].read_text().splitlines()) >= steps:
-            return True
-        time.sleep(0.2)
-    return False
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

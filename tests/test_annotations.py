@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from xlaprof.inputs.traces import load_trace
 from xlaprof.rundir.reader import load_run

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, SAMPLES, cli
+from helpers import EXAMPLES, SAMPLES, cli
 
 from xlaprof.analyzers import memory_pressure
 from xlaprof.findings import Kind, Severity

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import cli, free_port, start_run, wait_for_steps
+from helpers import cli, free_port, start_run, wait_for_steps
 
 from xlaprof.inputs.traces import load_trace
 

@@ -16,8 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, SAMPLES, cli
-from helpers import line_of
+from helpers import EXAMPLES, SAMPLES, cli, line_of
 
 import xlaprof
 from xlaprof.budgets import Budgets, CheckResult, Outcome, RunCheck, Status, evaluate

@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, cli
-from helpers import check_contract, line_of
+from helpers import REPO, check_contract, cli, line_of
 
 SAMPLE_EXPECTATIONS = {
     "healthy_loop": [],

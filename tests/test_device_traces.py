@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, cli
-from helpers import link_each
+from helpers import REPO, cli, link_each
 
 from xlaprof.errors import BadCapture
 from xlaprof.inputs.traces import load_trace
@@ -467,7 +466,7 @@ def view_runs(path: Path) -> list[str]:
     import time
     import urllib.request
 
-    from conftest import free_port
+    from helpers import free_port
 
     port = free_port()
     process = subprocess.Popen(

@@ -36,7 +36,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO, SAMPLES
 from fuzzing import (
     HOSTILE_NAMES,
     Hang,
@@ -52,6 +51,7 @@ from fuzzing import (
     mutate_xspace,
     time_limit,
 )
+from helpers import DATA, REPO, SAMPLES
 
 from xlaprof.errors import XlaprofError
 

@@ -31,8 +31,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import REPO, cli
-from helpers import link_each
+from helpers import REPO, cli, link_each
 
 from xlaprof.api import Analysis
 from xlaprof.inputs.traces import load_trace

@@ -19,7 +19,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import REPO
+from helpers import REPO
 
 PACKAGE = REPO / "xlaprof"
 STAGES = (

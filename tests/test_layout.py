@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, cli
+from helpers import REPO, SAMPLES, cli
 
 # What a profiled job must never load: analysis, renderers and their heavy libraries.
 FORBIDDEN_PREFIXES = (

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, cli
+from helpers import SAMPLES, cli
 
 from xlaprof.errors import BadCapture
 from xlaprof.inputs import pod

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, cli
+from helpers import SAMPLES, cli
 
 import xlaprof
 from xlaprof.report import figures

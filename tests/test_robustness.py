@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO, SAMPLES, cli
+from helpers import DATA, REPO, SAMPLES, cli
 
 from xlaprof.errors import InputUnreadable
 from xlaprof.parse.metrics_report import DEFAULT_MAX_REPORTS, parse_metrics_report
@@ -383,7 +383,7 @@ def test_every_option_has_help() -> None:
 # -- view, capture, bench --------------------------------------------------------------------------
 def test_view_listens_on_loopback_only_by_default() -> None:
     psutil = pytest.importorskip("psutil")
-    from conftest import free_port
+    from helpers import free_port
 
     port = free_port()
     process = subprocess.Popen(
@@ -444,7 +444,7 @@ def test_bench_with_a_target_that_fails_to_load_is_17_and_leaves_nothing(tmp_pat
 
 @pytest.mark.runtime
 def test_bench_header_echoes_layer_pure(tmp_path: Path) -> None:
-    from conftest import EXAMPLES
+    from helpers import EXAMPLES
 
     target = "bench_targets.py:small_stack"
     options = ("--steps", "2", "--warmup", "1", "--layer-pure", "--out", str(tmp_path / "b"))

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, cli, start_run, wait_for_steps
-from helpers import check_contract, line_of
+from helpers import EXAMPLES, REPO, check_contract, cli, line_of, start_run, wait_for_steps
 
 from xlaprof.rundir.reader import load_run, load_runs
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, cli
+from helpers import SAMPLES, cli
 
 from xlaprof.errors import RunDirError
 from xlaprof.rundir.reader import load_run, load_runs

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, start_run, wait_for_steps
+from helpers import REPO, start_run, wait_for_steps
 
 from xlaprof.rundir.reader import load_run, load_runs
 

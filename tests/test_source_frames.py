@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, cli
+from helpers import REPO, cli
 
 pytest.importorskip("torch_xla")
 sys.path.insert(0, str(REPO / "benchmarks"))

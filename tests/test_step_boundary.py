@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, cli
+from helpers import REPO, cli
 
 from xlaprof.capture.sampler import HostSampler
 from xlaprof.parse.metrics_report import parse_metrics_report

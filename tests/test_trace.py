@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, cli
+from helpers import SAMPLES, cli
 
 from xlaprof.errors import InputNotRecognized
 from xlaprof.inputs.traces import load_trace

@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.request
 
-from conftest import REPO, SAMPLES, free_port
+from helpers import REPO, SAMPLES, free_port
 
 
 def test_view_serves_every_traced_run() -> None:

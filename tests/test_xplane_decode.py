@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import DATA, REPO, SAMPLES
+from helpers import DATA, REPO, SAMPLES
 
 from xlaprof.errors import BadCapture
 from xlaprof.parse import events as event_frame
