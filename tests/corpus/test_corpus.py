@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import EXAMPLES
 
-CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+CORPUS = EXAMPLES / "corpus"
 sys.path.insert(0, str(CORPUS))
 import judge  # noqa: E402
 
