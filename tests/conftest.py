@@ -7,11 +7,31 @@ none skips.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import hypothesis
 import pytest
-from helpers import DATA, SAMPLE_RUNS, SAMPLES, missing_input, sample_run
+from decode import Decoded, decode_kineto, decode_xspace
+from helpers import (
+    DATA,
+    GPU_JAX,
+    GPU_SAMPLES,
+    GPU_TORCH,
+    SAMPLE_RUNS,
+    SAMPLES,
+    SHARED_CAPTURES,
+    SHARED_XPLANES,
+    TRACES,
+    gpu_sample,
+    link_each,
+    missing_input,
+    sample_run,
+    shared_trace,
+)
+
+from xlaprof.inputs.traces import load_trace
 
 # A property holds or not whatever the machine's speed: no per-example deadline (hypothesis'
 # default of 200 ms fails an example on a busy machine, not on a wrong answer).
@@ -38,3 +58,102 @@ def samples() -> Path:
 def data_dir() -> Path:
     """``tests/data``: hand-built inputs in the shapes real logs take (README there)."""
     return DATA
+
+
+# ---------------------------------------------------------------- ../shared/traces
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> Path:
+    """``../shared/traces``, with every capture the tests read and each one's provenance."""
+    for name in SHARED_CAPTURES:
+        shared_trace(name)
+        shared_trace(f"{name}.source.txt")
+    return TRACES
+
+
+@pytest.fixture(scope="session")
+def shared_linked(shared_traces: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each shared capture linked into its own temporary folder (XProf writes a cache beside
+    its input, which must never land in ``../shared/traces``)."""
+    return link_each(SHARED_CAPTURES, shared_traces, tmp_path_factory.mktemp("captures"))
+
+
+@pytest.fixture(scope="session")
+def traces(shared_linked: dict[str, Path]) -> dict[str, Any]:
+    """Each shared capture loaded once (``load_trace``)."""
+    return {name: load_trace(path) for name, path in shared_linked.items()}
+
+
+@pytest.fixture(scope="session")
+def xprof(shared_linked: dict[str, Path]) -> dict[tuple[str, str], Any]:
+    """XProf's converters on each shared xplane, run once per test session (about 0.1 s each)."""
+    from xprof.convert.raw_to_tool_data import xspace_to_tool_data
+
+    results = {}
+    for name in SHARED_XPLANES:
+        for tool in ("overview_page", "op_profile", "hlo_stats", "framework_op_stats"):
+            data, _ = xspace_to_tool_data(
+                [str(shared_linked[name])], tool, {"use_saved_result": False}
+            )
+            results[(name, tool)] = json.loads(data)
+    return results
+
+
+# ---------------------------------------------------------------- sample_traces/gpu (H100)
+
+
+@pytest.fixture(scope="session")
+def gpu_linked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The H100 captures linked into temporary folders: nothing is written next to them."""
+    for name in (GPU_JAX, GPU_TORCH, "capture_gpu.json"):
+        gpu_sample(name)
+    return link_each([GPU_JAX, GPU_TORCH], GPU_SAMPLES, tmp_path_factory.mktemp("gpu"))
+
+
+@pytest.fixture(scope="session")
+def gpu_facts() -> dict[str, Any]:
+    """The H100 script's own record of its captures (``capture_gpu.json``): which steps exist,
+    which step slept on the host, each step's wall time on the script's clock."""
+    return json.loads(gpu_sample("capture_gpu.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def jax_xspace() -> Decoded:
+    """The JAX capture, decoded independently (decode.decode_xspace)."""
+    return decode_xspace(gpu_sample(GPU_JAX))
+
+
+@pytest.fixture(scope="session")
+def kineto_events() -> list[dict[str, Any]]:
+    """The PyTorch profiler capture's trace events, read with gzip + json."""
+    return decode_kineto(gpu_sample(GPU_TORCH))
+
+
+@pytest.fixture(scope="session")
+def jax_trace(gpu_linked: dict[str, Path]) -> Any:
+    return load_trace(gpu_linked[GPU_JAX])
+
+
+@pytest.fixture(scope="session")
+def torch_trace(gpu_linked: dict[str, Path]) -> Any:
+    return load_trace(gpu_linked[GPU_TORCH])
+
+
+@pytest.fixture(scope="session")
+def input_pipeline(gpu_linked: dict[str, Path]) -> dict[int, dict[str, Any]]:
+    """XProf's input_pipeline_analyzer on the JAX capture: its per-step rows by step number,
+    and its conclusion under the key -1."""
+    from xprof.convert.raw_to_tool_data import xspace_to_tool_data
+
+    data, _ = xspace_to_tool_data(
+        [str(gpu_linked[GPU_JAX])], "input_pipeline_analyzer", {"use_saved_result": False}
+    )
+    table = json.loads(data)[1]
+    columns = [c["id"] for c in table["cols"]]
+    rows = {}
+    for row in table["rows"]:
+        values = dict(zip(columns, [cell.get("v") for cell in row["c"]], strict=True))
+        rows[int(values["stepnum"])] = values
+    rows[-1] = table["p"]
+    return rows

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import cli
+from helpers import cli
 from test_pod import _write_host
 
 from xlaprof.parse.xplane import read_xspace

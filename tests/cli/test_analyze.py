@@ -10,7 +10,18 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, check_contract, cli, line_of
+from helpers import (
+    GPU_JAX,
+    GPU_SAMPLES,
+    GPU_TORCH,
+    MI210,
+    REPO,
+    TPU,
+    check_contract,
+    cli,
+    line_of,
+    shared_trace,
+)
 
 SAMPLE_EXPECTATIONS = {
     "healthy_loop": [],
@@ -155,3 +166,58 @@ def test_committed_sample_runs(samples: Path, name: str, kinds: list[str]) -> No
     assert len(document["run"]["traces"]) == 1  # --trace-steps 4:6
     for finding in document["findings"]:
         assert finding["location"]["file"].endswith(f"examples/{name}.py")
+
+
+def test_a_single_capture_file_is_an_input(tmp_path: Path) -> None:
+    capture = shared_trace(TPU)
+    # analyze: one capture file is an input like a run directory
+    result = cli("analyze", str(capture), "--json")
+    assert result.returncode == 0, result.stderr
+    trace = json.loads(result.stdout)["trace"]
+    assert sorted(d["device"] for d in trace["devices"]) == ["TPU:0", "TPU:1", "TPU:2", "TPU:3"]
+    assert {d["type"] for d in trace["devices"]} == {"TPU v6 Lite"}
+    assert trace["top_ops"][0]["name"] == "copy-done.4" and trace["top_ops"][0]["devices"] == 4
+    assert len(trace["device_steps"]) == sum(d["steps"] for d in trace["devices"])
+    # a folder of Chrome traces (no plugins/profile, not a run) is a trace input too
+    folder = tmp_path / "kineto"
+    folder.mkdir()
+    (folder / MI210).symlink_to(shared_trace(MI210))
+    result = cli("analyze", str(folder), "--json")
+    assert result.returncode == 0, result.stderr
+    assert [d["device"] for d in json.loads(result.stdout)["trace"]["devices"]] == ["GPU:1"]
+
+
+@pytest.mark.parametrize("name", [GPU_JAX, GPU_TORCH])
+def test_analyze_says_host_bound_not_tracing(gpu_linked: dict[str, Path], name: str) -> None:
+    result = cli("analyze", str(gpu_linked[name]), env={"COLUMNS": "120"})
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "Host vs device, per step" in text and "host-bound" in text
+    assert "tracing-bound" not in text and "the host traces" not in text
+    assert "op time by category" in text
+    assert "No Steps line" not in text  # steps came from the capture's own markers
+    document = json.loads(cli("analyze", str(gpu_linked[name]), "--json").stdout)
+    tracing = document["trace"]["tracing"]
+    assert {row["bound"] for row in tracing} == {"host"}
+    assert all(row["tracing_s"] is None and row["lazy_tensor"] is False for row in tracing)
+    timeline = document["timeline"]
+    assert all(row["python_tracing_s"] is None and row["graph_build_s"] is None for row in timeline)
+    assert all(row["device_busy_s"] > 0 for row in timeline)
+    # nothing was written next to the capture
+    assert sorted(p.name for p in GPU_SAMPLES.iterdir()) == [
+        "README.md",
+        "capture_gpu.json",
+        "capture_gpu.py",
+        GPU_JAX,
+        GPU_TORCH,
+    ]
+
+
+def test_analyze_leaves_the_autotuning_out_of_the_top_ops(gpu_linked: dict[str, Path]) -> None:
+    result = cli("analyze", str(gpu_linked[GPU_JAX]), env={"COLUMNS": "120"})
+    top = result.stdout.split("Top device ops")[1].split("\n\n")[0]
+    assert "RedzoneAllocator" not in top and "MemcpyOther" not in top
+    assert "Not in the top ops: 2,113 GPU kernels and copies" in result.stdout
+    assert "in step 0" in result.stdout
+    # the host-vs-device table shows 8 of the 12 annotated steps, and says so
+    assert "(4 more steps in --json)" in result.stdout

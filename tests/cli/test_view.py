@@ -1,46 +1,19 @@
-"""`xlaprof view` serves the sample runs' traces in the XProf UI."""
+"""`xlaprof view` serves traces in the XProf UI: the sample runs', a single capture file's."""
 
 from __future__ import annotations
 
-import gzip
-import json
-import os
-import subprocess
-import sys
-import time
-import urllib.request
-
-from helpers import REPO, SAMPLES, free_port
+from helpers import SAMPLE_RUNS, SAMPLES, TPU, sample_capture, shared_trace, view_runs
 
 
 def test_view_serves_every_traced_run() -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "xlaprof", "view", str(SAMPLES / "runs"), "--port", str(port)],
-        cwd=REPO,
-        env=dict(os.environ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout.readline().strip() == f"http://localhost:{port}/"
-        runs = None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and runs is None:
-            try:
-                url = f"http://localhost:{port}/data/plugin/profile/runs"
-                with urllib.request.urlopen(url, timeout=5) as response:
-                    body = response.read()
-                    if response.headers.get("Content-Encoding") == "gzip":
-                        body = gzip.decompress(body)
-                    runs = json.loads(body)
-            except OSError:
-                time.sleep(0.5)
-        assert runs is not None, "the UI never answered"
-        traced = sorted(p.name for p in (SAMPLES / "runs").iterdir() if any(p.rglob("*.xplane.pb")))
-        assert len(traced) >= 4
-        assert sorted(run.split("/")[0] for run in runs) == traced
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    # GIVEN the sample runs, each traced (--trace-steps 4:6)
+    traced = sorted(name for name in SAMPLE_RUNS if sample_capture(name))
+    assert len(traced) >= 4
+    # WHEN the folder holding them is viewed THEN the UI lists each traced run
+    assert view_runs(SAMPLES / "runs") == [f"{name}/" for name in traced]
+
+
+def test_view_links_a_single_capture_file_into_a_logdir() -> None:
+    # GIVEN one capture file WHEN it is viewed THEN the file is linked into a temporary logdir
+    # the UI can read, and the UI lists it
+    assert view_runs(shared_trace(TPU)) == ["xprof_tpu_inference_2_v1/"]

@@ -1,0 +1,18 @@
+"""`xlaprof report`: the HTML report a user opens, from each kind of input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import TPU, cli, shared_trace
+
+
+def test_report_of_a_single_capture_file(tmp_path: Path) -> None:
+    # GIVEN one TPU capture file WHEN it is reported THEN the HTML has the device section with
+    # the XLA Ops line's ops
+    page = tmp_path / "tpu.html"
+    result = cli("report", str(shared_trace(TPU)), "-o", str(page))
+    assert result.returncode == 0, result.stderr
+    text = page.read_text()
+    assert "Each device over the capture" in text and "broadcast_add_fusion.1" in text
+    assert "TPU v6 Lite" in text
