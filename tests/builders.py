@@ -8,6 +8,7 @@ What a test expects of such an input is what was written into it (an op of 1 ms,
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -257,3 +258,66 @@ def hlo(
 def graph(text: str, order: int = 0) -> GraphInfo:
     """A compiled graph of ``text`` (HLO), compiled at step ``order``."""
     return GraphInfo(order=order, step=order, module=f"m{order}", hlo=parse_hlo(text))
+
+
+def host_rows(table: Any) -> Any:
+    """Straggler rows of the host planes (step markers), by step."""
+    return table[table["device"] == "host"].set_index("step")
+
+
+def two_pod_hosts(root: Path) -> Path:
+    """Two copies of the pod host's capture in one session under ``root``; the session."""
+    session = root / "plugins" / "profile" / "session"
+    for name in ("host-0", "host-1"):
+        write_pod_host(session / f"{name}.xplane.pb")
+    return session
+
+
+def pod_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """Environment of a pod analysis: per-host caches always (``XLAPROF_LAZY_BYTES=0``), and a
+    home of the test's own, where the private cache folder and its key live."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"XLAPROF_LAZY_BYTES": "0", "HOME": str(home), **extra}
+
+
+# ---------------------------------------------------------------- hostile names (issue 31)
+
+HOSTILE = (
+    "\x1b]0;pwned\x07\x1b]8;;https://evil.example\x07click\x1b]8;;\x07\x1b[8mhidden\x1b[2K\r\u202e"
+)
+OP_NAMES = [
+    "[link=https://evil.example]op[/link]",
+    "[/oops]",
+    '<a href="https://evil.example">x</a><br>y',
+    f"kernel{HOSTILE}",
+]
+
+
+def hostile_chrome_trace(path: Path) -> None:
+    """A Kineto-style trace: a GPU whose ops, process and thread carry hostile names."""
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": f"gpu{HOSTILE}"}},
+        {"ph": "M", "name": "process_labels", "pid": 0, "args": {"labels": "GPU 0"}},
+        {"ph": "M", "name": "process_name", "pid": 9, "args": {"name": f"host{HOSTILE}"}},
+        {"ph": "M", "name": "thread_name", "pid": 9, "tid": 1, "args": {"name": HOSTILE}},
+    ]
+    ts = 1000.0
+    for step in range(4):
+        events.append(
+            {"ph": "X", "name": f"ProfilerStep#{step}", "pid": 9, "tid": 1, "ts": ts, "dur": 900.0}
+        )
+        for index, name in enumerate(OP_NAMES):
+            events.append(
+                {
+                    "ph": "X",
+                    "name": name,
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": ts + 10 + index * 200,
+                    "dur": 150.0 + index,
+                    "cat": "kernel",
+                }
+            )
+        ts += 1000.0
+    path.write_text(json.dumps({"traceEvents": events}))

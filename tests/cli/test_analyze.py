@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import STRETCH, marker_walls, pod_logdir
 from helpers import (
     GPU_JAX,
     GPU_SAMPLES,
@@ -221,3 +222,24 @@ def test_analyze_leaves_the_autotuning_out_of_the_top_ops(gpu_linked: dict[str, 
     assert "in step 0" in result.stdout
     # the host-vs-device table shows 8 of the 12 annotated steps, and says so
     assert "(4 more steps in --json)" in result.stdout
+
+
+def test_cli_names_a_broken_host_and_analyzes_the_rest(tmp_path: Path) -> None:
+    markers = pod_logdir(tmp_path, 3, {"host-0": {"stretch": STRETCH}})
+    broken = tmp_path / "plugins" / "profile" / "session" / "host-9.xplane.pb"
+    broken.write_bytes(b"\xff\xff\xff\xff not an XSpace")
+    out = cli("analyze", str(tmp_path), "--json", "--workers", "2", env={"XLAPROF_LAZY_BYTES": "0"})
+    assert out.returncode == 0, out.stderr
+    assert "host-9" in out.stderr and str(broken) in out.stderr
+    document = json.loads(out.stdout)
+    load = document["trace"]["pod"]
+    assert [e["host"] for e in load["errors"]] == ["host-9"]
+    assert sorted(h["host"] for h in load["hosts"]) == ["host-0", "host-1", "host-2"]
+    rows = {r["step"]: r for r in document["stragglers"] if r["device"] == "host"}
+    for step, wall in marker_walls(markers["host-0"]).items():
+        assert rows[step]["slowest_host"] == "host-0"
+        assert rows[step]["slowest_ms"] == pytest.approx(wall, abs=1e-6)
+    html_file = tmp_path / "report.html"
+    out = cli("report", str(tmp_path), "-o", str(html_file), env={"XLAPROF_LAZY_BYTES": "0"})
+    assert out.returncode == 0, out.stderr
+    assert 'id="fig-host-steps"' in html_file.read_text()

@@ -8,16 +8,36 @@ Expected counts come from the input: the independent decode recorded beside each
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gzip
 import json
+import random
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import write_pod_host
 from decode import Decoded, raw_event_count
-from helpers import MI300, SHARED_CAPTURES, cli, sample_run, shared_trace
+from fuzzing import (
+    MUTATIONS,
+    Outcomes,
+    chrome_sources,
+    deep_json,
+    load_trace_steps,
+    mutate_bytes,
+    mutate_chrome_trace,
+    mutate_gzip,
+    mutate_xspace,
+    save_repro,
+    xplane_sources,
+)
+from helpers import DATA, MI300, SHARED_CAPTURES, cli, sample_run, shared_trace
 
-from xlaprof.errors import BadCapture, InputNotRecognized
+from xlaprof.errors import BadCapture, InputNotRecognized, XlaprofError
 from xlaprof.inputs.traces import load_trace
+from xlaprof.parse.xplane.schema import xspace_class
 
 RUN = "recompile_varying_batch"
 
@@ -129,3 +149,93 @@ def test_no_trace_is_a_clear_error(tmp_path: Path) -> None:
         load_trace(tmp_path)
     result = cli("view", str(tmp_path))
     assert result.returncode == 7 and "no trace to view" in result.stderr
+
+
+def test_a_sparse_5gb_xplane_is_refused_before_reading(tmp_path: Path) -> None:
+    from xlaprof.errors import InputTooLarge
+
+    # GIVEN a 5 GB sparse .xplane.pb (no disk used), alone and beside a real capture
+    session = tmp_path / "logdir" / "plugins" / "profile" / "1"
+    session.mkdir(parents=True)
+    sparse = session / "huge.xplane.pb"
+    with sparse.open("wb") as handle:
+        handle.truncate(5 * 1024**3)
+    write_pod_host(session / "good.xplane.pb")
+    # WHEN it is analyzed alone (with and without --max-size), and in the logdir
+    alone = cli("analyze", str(sparse))
+    capped = cli("analyze", str(sparse), "--max-size", "1GB")
+    both = cli("analyze", str(tmp_path / "logdir"), "--json")
+    # THEN alone it is refused with exit 8 and a hint, never a MemoryError; beside a good host
+    # it is that host's warning
+    for out in (alone, capped):
+        assert out.returncode == InputTooLarge.exit_code, out.stderr
+        assert "--max-size" in out.stderr and "MemoryError" not in out.stderr
+    assert both.returncode == 0, both.stderr
+    warnings = json.loads(both.stdout)["trace"]["warnings"]
+    assert any("huge.xplane.pb" in w and "larger than" in w for w in warnings), warnings
+
+
+def test_xplane_loader_never_crashes(tmp_path: Path) -> None:
+
+    sources = xplane_sources()
+    assert len(sources) >= 3
+    space_class = xspace_class()
+    originals = [(p.name, p.read_bytes()) for p in sources]
+    outcomes = Outcomes("xplane")
+    for seed in range(MUTATIONS):
+        rng = random.Random(seed)
+        name, data = rng.choice(originals)
+        if space_class is not None and rng.random() < 0.75:
+            space = space_class()
+            space.ParseFromString(data)
+            mutate_xspace(rng, space)
+            mutated = space.SerializeToString()
+        else:
+            mutated = mutate_bytes(rng, data)
+        folder = tmp_path / str(seed) / "plugins" / "profile" / "1"
+        folder.mkdir(parents=True)
+        path = folder / "host.xplane.pb"
+        path.write_bytes(mutated)
+        before = outcomes.crash_count
+        outcomes.call(seed, functools.partial(load_trace_steps, path), name)
+        if outcomes.crash_count > before:
+            save_repro("xplane", seed, name, mutated)
+        shutil.rmtree(tmp_path / str(seed))
+    outcomes.check()
+
+
+def test_chrome_trace_loader_never_crashes(tmp_path: Path) -> None:
+
+    sources = chrome_sources()
+    assert len(sources) >= 3
+    originals = [(p.name, p.read_bytes()) for p in sources]
+    outcomes = Outcomes("chrome")
+    for seed in range(MUTATIONS):
+        rng = random.Random(seed)
+        name, data = rng.choice(originals)
+        mutated = mutate_gzip(rng, data, functools.partial(mutate_chrome_trace, rng))
+        if rng.random() < 0.02:  # nested past any recursion limit (issue 31)
+            mutated = gzip.compress(b'{"traceEvents": ' + deep_json(rng) + b"}", 1)
+        path = tmp_path / f"{seed}.trace.json.gz"
+        path.write_bytes(mutated)
+        before = outcomes.crash_count
+        outcomes.call(seed, functools.partial(load_trace_steps, path), name)
+        if outcomes.crash_count > before:
+            save_repro("chrome", seed, name, mutated)
+        path.unlink()
+    outcomes.check()
+
+
+REPRO = DATA / "fuzz_repro"
+
+
+_REPROS = sorted(p.name for p in REPRO.iterdir() if p.name != "README.md")
+
+
+@pytest.mark.parametrize("name", _REPROS)
+def test_trace_reproducers(name: str) -> None:
+    """Each minimal input of a crash the trace fuzzing found loads or raises XlaprofError."""
+    from xlaprof.inputs.traces import load_trace
+
+    with contextlib.suppress(XlaprofError):
+        load_trace(REPRO / name).step_times()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import hostile_chrome_trace
 from helpers import HTA, MI210, cli, sample_run, shared_trace
 
 from xlaprof.errors import BadCapture
@@ -106,3 +107,51 @@ def test_step_numbers_survive_damaged_profiler_steps(tmp_path: Path) -> None:
     trace = load_trace(path)
     assert list(trace.step_bounds["step"]) == [4]
     assert trace.hosts == ["host"]
+
+
+def _deep_chrome_trace(path: Path) -> None:
+    path.write_text('{"traceEvents": ' + "[" * 200_000 + "]" * 200_000 + "}")
+
+
+def test_a_deeply_nested_chrome_trace_is_one_hosts_warning(tmp_path: Path) -> None:
+    from xlaprof.errors import BadCapture
+
+    # GIVEN a logdir of two hosts, one of them a Chrome trace nested 200k deep
+    session = tmp_path / "logdir" / "plugins" / "profile" / "1"
+    session.mkdir(parents=True)
+    hostile_chrome_trace(session / "good.trace.json")
+    _deep_chrome_trace(session / "deep.trace.json")
+    # WHEN the logdir, and the deep file alone, are analyzed
+    both = cli("analyze", str(tmp_path / "logdir"), "--json")
+    alone = cli("analyze", str(session / "deep.trace.json"))
+    # THEN the good host is analyzed with a warning naming the other; alone, it is exit 23
+    assert both.returncode == 0, both.stderr
+    document = json.loads(both.stdout)
+    assert document["trace"]["hosts"] == ["good"]
+    assert any(
+        "deep.trace.json" in w and "nested too deeply" in w for w in document["trace"]["warnings"]
+    )
+    assert alone.returncode == BadCapture.exit_code, alone.stderr
+    assert "nested too deeply" in alone.stderr and "Traceback" not in alone.stderr
+
+
+def test_a_gzip_bomb_of_events_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    import zlib
+
+    from xlaprof.errors import InputTooLarge
+
+    # GIVEN a Chrome trace of ~100 MB of events that gzips to well under 1 MB
+    event = b'{"ph": "X", "name": "k", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts = [compressor.compress(b'{"traceEvents": [')]
+    block = event * 16384
+    for _ in range(100 * 1024**2 // len(block)):
+        parts.append(compressor.compress(block))
+    parts.append(compressor.compress(event[:-1] + b"]}") + compressor.flush())
+    bomb = tmp_path / "bomb.trace.json.gz"
+    bomb.write_bytes(b"".join(parts))
+    # WHEN it is analyzed
+    out = cli("analyze", str(bomb))
+    # THEN it is refused before it is parsed: exit 8, saying how to read it anyway
+    assert out.returncode == InputTooLarge.exit_code, out.stderr
+    assert "inflates to more than" in out.stderr and "--max-size" in out.stderr

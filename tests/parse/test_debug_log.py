@@ -119,3 +119,12 @@ def test_old_profiler_lines(data_dir) -> None:
 def test_never_raises(lines: list[str], noise: str) -> None:
     log = parse_debug_log("\n".join([*lines, noise]))
     assert isinstance(log.events, list)
+
+
+@settings(max_examples=150)
+@given(text=st.text(max_size=400))
+def test_any_text_parses_and_its_warnings_name_lines(text: str) -> None:
+    # GIVEN any text WHEN it is parsed as a debug log THEN it parses and every warning names a
+    # line
+    debug = parse_debug_log(text)
+    assert all(w.line >= 0 for w in debug.warnings)

@@ -118,3 +118,13 @@ def test_counters_survive_any_prefix(counters: dict[str, int], prefixes: list[st
         lines += [f"{prefix}Counter: {name}", f"{prefix}  Value: {value}"]
     (report,) = parse_metrics_report("\n".join(lines)).reports
     assert report.counters == counters
+
+
+@settings(max_examples=150)
+@given(text=st.text(max_size=400))
+def test_any_text_parses_and_its_warnings_name_lines(text: str) -> None:
+    # GIVEN any text WHEN it is parsed as a metrics report THEN it parses, no more reports are
+    # kept than seen, and every warning names a line
+    metrics = parse_metrics_report(text)
+    assert metrics.reports_seen >= len(metrics.reports)
+    assert all(w.line >= 0 for w in metrics.warnings)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
+import hypothesis
 import pytest
 from helpers import SAMPLES, cli
+from hypothesis import strategies as st
 
 from xlaprof.errors import RunDirError
 from xlaprof.rundir.reader import load_run, load_runs
@@ -109,3 +113,76 @@ def test_mixing_runs_and_files_is_refused(tmp_path: Path) -> None:
     _write_run(tmp_path / "r", {"schema": 1}, [])
     result = cli("analyze", str(tmp_path / "r"), str(SAMPLES / "healthy_loop.log"))
     assert result.returncode == 7 and "not both" in result.stderr
+
+
+# -- 7: unbounded reads --------------------------------------------------------------------------
+def _sample_run(tmp_path: Path, samples: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(
+        next((samples / "runs" / "healthy_loop").glob("*")),
+        run,
+        ignore=shutil.ignore_patterns("plugins"),
+    )
+    return run
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "deep"])
+def test_modules_json_is_read_capped_and_never_blocks(
+    tmp_path: Path, samples: Path, kind: str
+) -> None:
+    # GIVEN a run whose modules.json is a FIFO nobody writes, /dev/zero, or 200k-deep JSON
+    run = _sample_run(tmp_path, samples)
+    modules = run / "modules.json"
+    modules.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(modules)
+    elif kind == "device":
+        modules.symlink_to("/dev/zero")
+    else:
+        modules.write_text("[" * 200_000 + "]" * 200_000)
+    # WHEN it is analyzed
+    out = cli("analyze", str(run), "--json", timeout=120)
+    # THEN the analysis completes, saying the file was not read
+    assert out.returncode == 0, out.stderr
+    warnings = json.loads(out.stdout)["run"]["warnings"]
+    assert any(w.startswith("modules.json: not read") for w in warnings), warnings
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+_STEP_KEYS = ["step", "wall_s", "compiles", "compile_s", "aten", "debug_offset", "ops", "start"]
+
+
+@hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(
+    rows=st.lists(
+        st.one_of(st.fixed_dictionaries({}, optional={k: _json for k in _STEP_KEYS}), _json),
+        max_size=5,
+    ),
+    regions=st.lists(_json, max_size=3),
+    samples=st.lists(_json, max_size=3),
+)
+def test_run_rows_of_any_json_type_load(tmp_path_factory, rows, regions, samples) -> None:
+    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.pipeline import analyze_parts
+
+    root = tmp_path_factory.mktemp("hyp")
+    (root / "run.json").write_text(json.dumps({"schema": 1, "status": "ok"}))
+    for name, values in (("steps", rows), ("regions", regions), ("samples", samples)):
+        (root / f"{name}.jsonl").write_text("".join(json.dumps(v) + "\n" for v in values))
+    parts = load_parts([root], DEFAULT_MAX_INPUT_BYTES, 2)
+    analyze_parts(parts)
+    for step in parts[0].data.steps:
+        assert isinstance(step.step, int) and not isinstance(step.step, bool)
+        assert step.wall_s is None or isinstance(step.wall_s, float)

@@ -405,10 +405,9 @@ def test_seeded_random_events_decode_as_upb_does(tmp_path: Path) -> None:
 
 def test_the_fuzz_suites_mutations_decode_as_upb_does(tmp_path: Path) -> None:
     """Mutations of real captures as ``test_fuzz`` makes them (structured and byte-level)."""
-    from fuzzing import mutate_bytes, mutate_xspace
-    from test_fuzz import _xplane_sources
+    from fuzzing import mutate_bytes, mutate_xspace, xplane_sources
 
-    originals = [path.read_bytes() for path in _xplane_sources()]
+    originals = [path.read_bytes() for path in xplane_sources()]
     path = tmp_path / "host.xplane.pb"
     for seed in range(60):
         rng = random.Random(seed)

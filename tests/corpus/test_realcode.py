@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 REALCODE = EXAMPLES / "realcode"
 sys.path.insert(0, str(EXAMPLES / "corpus"))
 import judge  # noqa: E402
