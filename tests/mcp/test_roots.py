@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES
+from helpers import SAMPLES
 
 from xlaprof.errors import InputNotFound, OutsideRoots
 from xlaprof.mcp.roots import Roots

@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES, REPO, SAMPLES, cli
+from helpers import EXAMPLES, REPO, SAMPLES, TPU, TRACES, cli
 
 anyio = pytest.importorskip("anyio")
 mcp = pytest.importorskip("mcp")
 
-TRACES = REPO.parent / "shared" / "traces"
-CAPTURE = TRACES / "xprof_tpu_inference_2_v1.xplane.pb"  # TPU v6e x4, JAX on libtpu
+CAPTURE = TRACES / TPU  # TPU v6e x4, JAX on libtpu (conftest.shared_traces checks it is there)
 RUN = SAMPLES / "runs" / "host_sync_item"
 READ_TOOLS = {
     "list_inputs",
@@ -84,9 +83,9 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def served(outside: Path) -> dict[str, Any]:
+def served(outside: Path, shared_traces: Path) -> dict[str, Any]:
     """One server over the samples, the real captures and ``outside``: every call's result."""
-    roots = [SAMPLES, outside] + ([TRACES] if TRACES.is_dir() else [])
+    roots = [SAMPLES, outside, shared_traces]
     calls: list[tuple[str, dict[str, Any]]] = [
         ("list_inputs", {"limit": 500}),
         ("analyze", {"path": str(RUN)}),
@@ -98,14 +97,11 @@ def served(outside: Path) -> dict[str, Any]:
         ("analyze", {"path": "runs/no_such_run"}),
         ("run_script", {"script": str(EXAMPLES / "host_sync_item.py")}),
         ("explain_finding", {"kind": "host_sync"}),
+        ("analyze", {"path": str(CAPTURE)}),
+        ("device_ops", {"path": str(CAPTURE), "limit": 100}),
+        ("device_ops", {"path": str(CAPTURE), "limit": 100, "offset": 100}),
+        ("steps", {"path": str(CAPTURE), "table": "device_steps", "device": "TPU:2"}),
     ]
-    if CAPTURE.is_file():
-        calls += [
-            ("analyze", {"path": str(CAPTURE)}),
-            ("device_ops", {"path": str(CAPTURE), "limit": 100}),
-            ("device_ops", {"path": str(CAPTURE), "limit": 100, "offset": 100}),
-            ("steps", {"path": str(CAPTURE), "table": "device_steps", "device": "TPU:2"}),
-        ]
     tools, results = converse(roots, calls)
     served: dict[str, Any] = {"tools": tools}
     for (name, args), result in zip(calls, results, strict=True):
@@ -159,7 +155,6 @@ def test_a_sample_run_gives_the_numbers_of_analyze_json(served: dict[str, Any]) 
     assert pages[0]["verdict"].startswith("From the trace: the largest part of")
 
 
-@pytest.mark.skipif(not CAPTURE.is_file(), reason="../shared/traces is not here")
 def test_a_real_tpu_capture_gives_the_numbers_of_analyze_json(served: dict[str, Any]) -> None:
     # GIVEN the CLI's document for a real TPU v6e capture (4 chips)
     document = cli_json(CAPTURE, TRACES)
@@ -221,8 +216,7 @@ def test_list_inputs_shows_the_samples_and_captures(served: dict[str, Any]) -> N
     # THEN the sample runs, the sample logs and the real captures are there with their kinds
     assert kinds["host_sync_item"] == "run"
     assert kinds["cpu_fallback.log"] == "log"
-    if CAPTURE.is_file():
-        assert kinds[CAPTURE.name] == "capture"
+    assert kinds[CAPTURE.name] == "capture"
 
 
 def test_explain_finding_reads_the_analyzers_page_and_constants(served: dict[str, Any]) -> None:
@@ -261,19 +255,3 @@ def test_with_allow_run_a_script_runs_capped_and_is_analyzed(tmp_path: Path) -> 
     # AND the script that never ends was stopped at its timeout
     stopped = answer(hung)
     assert stopped["timed_out"] and stopped["exit_code"] is None
-
-
-def test_an_analysis_is_reused_while_its_input_is_unchanged(tmp_path: Path) -> None:
-    from xlaprof.mcp.roots import Roots
-    from xlaprof.mcp.tools import Tools
-
-    # GIVEN a copy of a sample run under a root, analyzed once
-    shutil.copytree(RUN, tmp_path / "run")
-    tools = Tools(Roots([tmp_path]))
-    first = tools.analysis("run")
-    # WHEN it is asked for again (paging through a table) THEN the same analysis answers
-    assert tools.analysis("run") is first
-    # AND once a file of the run changes (a run still being written), it is analyzed again
-    with next((tmp_path / "run").glob("*/steps.jsonl")).open("a") as rows:
-        rows.write("\n")
-    assert tools.analysis("run") is not first

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import SAMPLES, cli
+from helpers import SAMPLES, cli
 
 
 def test_without_the_sdk_it_says_which_extra_to_install(tmp_path: Path) -> None:
