@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from helpers import sample_capture, sample_run
+from helpers import SAMPLES, sample_capture, sample_run
 
 from xlaprof.model.input import GraphInfo
 from xlaprof.parse.hlo import parse_hlo
@@ -321,3 +321,9 @@ def hostile_chrome_trace(path: Path) -> None:
             )
         ts += 1000.0
     path.write_text(json.dumps({"traceEvents": events}))
+
+
+def one_metrics_report() -> str:
+    """The metrics report at the end of the healthy loop's job log: one real report's text."""
+    text = (SAMPLES / "healthy_loop.log").read_text()
+    return text[text.index("Metric:") :]

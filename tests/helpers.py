@@ -112,6 +112,14 @@ def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, 
     )
 
 
+def analyze_json(path: Path, *options: str) -> dict[str, Any]:
+    """The document of ``xlaprof analyze --json [options] PATH``, which must succeed cleanly."""
+    result = cli("analyze", "--json", *options, str(path))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return json.loads(result.stdout)
+
+
 def start_run(out: Path, command: list[str], *options: str, **popen: Any) -> subprocess.Popen:
     """``xlaprof run -q [options] --out OUT -- COMMAND`` in the background."""
     popen.setdefault("stdout", subprocess.DEVNULL)

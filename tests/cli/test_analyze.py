@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from builders import STRETCH, marker_walls, pod_logdir
+from builders import STRETCH, copy_run, marker_walls, one_metrics_report, pod_logdir
 from helpers import (
     GPU_JAX,
     GPU_SAMPLES,
@@ -18,6 +18,7 @@ from helpers import (
     MI210,
     REPO,
     TPU,
+    analyze_json,
     check_contract,
     cli,
     line_of,
@@ -243,3 +244,61 @@ def test_cli_names_a_broken_host_and_analyzes_the_rest(tmp_path: Path) -> None:
     out = cli("report", str(tmp_path), "-o", str(html_file), env={"XLAPROF_LAZY_BYTES": "0"})
     assert out.returncode == 0, out.stderr
     assert 'id="fig-host-steps"' in html_file.read_text()
+
+
+def _peak_rss_of(*args: str) -> int:
+    """Peak RSS (bytes) of ``python -m xlaprof ARGS`` run in a fresh process."""
+    code = (
+        "import resource, runpy, sys\n"
+        f"sys.argv = ['xlaprof', *{list(args)!r}]\n"
+        "try:\n    runpy.run_module('xlaprof', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=600
+    )
+    return int(result.stderr.strip().splitlines()[-1]) * 1024
+
+
+def test_memory_follows_the_kept_reports_not_the_file_size(tmp_path: Path) -> None:
+    # GIVEN a 1-report log and a ~24 MB log of the same report repeated
+    small, large = tmp_path / "small.log", tmp_path / "large.log"
+    report = one_metrics_report()
+    small.write_text(report)
+    with large.open("w") as handle:
+        for index in range(24 * 1024**2 // len(report)):
+            handle.write(f"[MetricsData; step={index}]\n{report}")
+    # WHEN both are analyzed (--json, the larger output)
+    base = _peak_rss_of("analyze", "--json", "-o", str(tmp_path / "a.json"), str(small))
+    peak = _peak_rss_of("analyze", "--json", "-o", str(tmp_path / "b.json"), str(large))
+    # THEN the large one costs far less than the file (the old parser took ~20x the file)
+    assert peak - base < large.stat().st_size, (base, peak)
+
+
+def test_a_file_over_max_size_is_refused_with_advice(tmp_path: Path) -> None:
+    path = tmp_path / "big.log"
+    with path.open("wb") as handle:
+        handle.truncate(300 * 1024**2)  # sparse: no disk used
+    result = cli("analyze", str(path))
+    assert result.returncode == 8
+    assert "pass --max-size 301MB" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_analyze_reads_sources_under_the_recorded_cwd_or_source_root(tmp_path: Path) -> None:
+    # GIVEN the unrolled-loop sample, whose finding quotes the loop from the user's source
+    run = copy_run(tmp_path, "unrolled_layers")
+    info = json.loads((run / "run.json").read_text())
+    examples = Path(info["cwd"]) / "examples"
+    if not (examples / "unrolled_layers.py").is_file():
+        pytest.skip(f"the sample's sources are not at {examples} on this machine")
+    default = analyze_json(run)["findings"][0]["evidence"]
+    assert "loop" in default  # read: the recorded cwd exists here
+    # WHEN the recorded cwd is elsewhere, nothing under the old one is read
+    info["cwd"] = str(tmp_path)
+    (run / "run.json").write_text(json.dumps(info))
+    elsewhere = analyze_json(run)["findings"][0]["evidence"]
+    assert "loop" not in elsewhere
+    # AND --source-root gives it back
+    given = analyze_json(run, "--source-root", str(examples))["findings"][0]["evidence"]
+    assert given.get("loop") == default["loop"]

@@ -126,3 +126,29 @@ def test_memory_pressure_thresholds() -> None:
     full = AnalysisInput(device_memory={"bytes_used": 95, "bytes_limit": 100})
     (finding,) = memory_pressure.analyze(full)
     assert finding.severity == Severity.ERROR
+
+
+def test_bench_with_a_missing_target_is_17_and_leaves_nothing(tmp_path: Path) -> None:
+    result = cli("bench", "scan", "nosuch.py:make", cwd=tmp_path)
+    assert result.returncode == 17 and "nosuch.py: no such file" in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.runtime
+def test_bench_with_a_target_that_fails_to_load_is_17_and_leaves_nothing(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text("def other():\n    pass\n")
+    result = cli("bench", "cache", "model.py:make", cwd=tmp_path)
+    assert result.returncode == 17, result.stderr
+    assert "'make' is not a function" in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.runtime
+def test_bench_header_echoes_layer_pure(tmp_path: Path) -> None:
+    from helpers import EXAMPLES
+
+    target = "bench_targets.py:small_stack"
+    options = ("--steps", "2", "--warmup", "1", "--layer-pure", "--out", str(tmp_path / "b"))
+    result = cli("bench", "scan", target, *options, cwd=EXAMPLES)
+    assert result.returncode == 0, result.stderr
+    assert f"xlaprof bench scan {target} --layer-pure" in result.stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import TPU, cli, shared_trace
+from helpers import DATA, TPU, cli, shared_trace
 
 
 def test_report_of_a_single_capture_file(tmp_path: Path) -> None:
@@ -16,3 +16,11 @@ def test_report_of_a_single_capture_file(tmp_path: Path) -> None:
     text = page.read_text()
     assert "Each device over the capture" in text and "broadcast_add_fusion.1" in text
     assert "TPU v6 Lite" in text
+
+
+# -- reports, diff, facade -------------------------------------------------------------------------
+def test_report_of_the_shipped_old_profiler_log(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = cli("report", str(DATA / "old_profiler.log"), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "aten_fallback" in out.read_text()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from helpers import SAMPLE_RUNS, SAMPLES, TPU, cli, sample_capture, shared_trace, view_runs
+import pytest
+from helpers import REPO, SAMPLE_RUNS, SAMPLES, TPU, cli, sample_capture, shared_trace, view_runs
 
 
 def test_view_serves_every_traced_run() -> None:
@@ -64,3 +68,33 @@ def test_view_refuses_module_names_that_escape(tmp_path: Path, samples: Path) ->
     assert out.stderr.count("\n") == 1 and "not a file name" in out.stderr
     assert list(target.parent.iterdir()) == []
     assert sorted(p.name for p in logdir.iterdir()) == ["vm.xplane.pb"]
+
+
+# -- view, capture, bench --------------------------------------------------------------------------
+def test_view_listens_on_loopback_only_by_default() -> None:
+    psutil = pytest.importorskip("psutil")
+    from helpers import free_port
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xlaprof", "view", str(SAMPLES / "runs"), "--port", str(port)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout.readline().strip() == f"http://localhost:{port}/"
+        listening: list[tuple[str, int]] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(p == port for _, p in listening):
+            time.sleep(0.5)
+            listening = [
+                (c.laddr.ip, c.laddr.port)
+                for c in psutil.Process(process.pid).net_connections(kind="inet")
+                if c.status == psutil.CONN_LISTEN
+            ]
+        assert listening and all(ip == "127.0.0.1" for ip, _ in listening), listening
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -17,6 +17,7 @@ import random
 import shutil
 from pathlib import Path
 
+import pytest
 from fuzzing import (
     MUTATIONS,
     SMALL,
@@ -31,6 +32,8 @@ from fuzzing import (
     save_repro,
     text_sources,
 )
+
+from xlaprof.errors import InputUnreadable
 
 
 def test_text_loader_never_crashes(tmp_path: Path) -> None:
@@ -168,3 +171,13 @@ def test_modules_json_and_deep_nesting_never_crash(tmp_path: Path) -> None:
         outcomes.call(seed, load_and_analyze, how)
         shutil.rmtree(root)
     outcomes.check()
+
+
+def test_a_fifo_or_a_device_is_refused_without_blocking(tmp_path: Path) -> None:
+    from xlaprof.inputs.paths import load_text_inputs
+
+    fifo = tmp_path / "pipe.log"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(InputUnreadable, match="not a regular file"):
+            load_text_inputs([path])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -76,3 +77,25 @@ def test_a_real_project_folder_is_quoted_and_only_its_python_files(
     assert "torch.randn(batch_size, 16)" in shown.stdout
     assert "secret-token-123" not in kept.stdout
     assert any(".env" in w for w in json.loads(kept.stdout)["run"]["warnings"])
+
+
+# -- source lines only from the source root --------------------------------------------------------
+def test_source_files_are_read_only_inside_the_source_root(tmp_path: Path) -> None:
+    from xlaprof.analyzers.shared.sourcecode import source_line
+    from xlaprof.inputs.sourcefiles import MAX_SOURCE_BYTES, read_source, source_roots
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "train.py").write_text("import torch\nloss = model(x)\n")
+    (root / "link.py").symlink_to("/etc/passwd")
+    os.mkfifo(root / "fifo.py")
+    (root / "huge.py").write_bytes(b"#" * (MAX_SOURCE_BYTES + 1))
+    (root / "zero.py").symlink_to("/dev/zero")
+    with source_roots(root):
+        assert source_line(str(root / "train.py"), 2) == "loss = model(x)"
+        assert source_line("train.py", 1) == "import torch"  # relative to the root
+        for name in ("/etc/passwd", "../../../../etc/passwd", str(root / "link.py")):
+            assert read_source(name) is None, name
+        for name in ("fifo.py", "huge.py", "zero.py"):  # no hang, no memory blow-up
+            assert read_source(str(root / name)) is None, name
+    assert source_line(str(root / "train.py"), 2) is None  # no root: nothing is read

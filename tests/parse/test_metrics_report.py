@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from builders import one_metrics_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlaprof.parse.metrics_report import parse_metrics_report
+from xlaprof.parse.metrics_report import DEFAULT_MAX_REPORTS, parse_metrics_report
 
 SAMPLE_NAMES = ["healthy_loop", "recompile_varying_batch", "host_sync_item", "cpu_fallback"]
 
@@ -128,3 +131,45 @@ def test_any_text_parses_and_its_warnings_name_lines(text: str) -> None:
     metrics = parse_metrics_report(text)
     assert metrics.reports_seen >= len(metrics.reports)
     assert all(w.line >= 0 for w in metrics.warnings)
+
+
+def test_a_counter_of_1e308_is_not_read_as_1() -> None:
+    result = parse_metrics_report("Counter: Foo\n  Value: 1e308\nCounter: Bar\n  Value: 20x\n")
+    counters = result.reports[0].counters
+    assert counters["Foo"] is None  # unreadable, and said so
+    assert counters["Bar"] == 20  # program output glued onto a count is still a count
+    assert any("Foo" in w.reason for w in result.warnings)
+
+
+def test_a_negative_duration_keeps_its_unit() -> None:
+    result = parse_metrics_report("Metric: CompileTime\n  TotalSamples: 3\n  Accumulator: -10s\n")
+    metric = result.reports[0].metrics["CompileTime"]
+    assert (metric.accumulator, metric.unit) == (-10.0, "s")
+
+
+def test_a_count_longer_than_int64_is_refused() -> None:
+    result = parse_metrics_report("Metric: X\n  TotalSamples: 99999999999999999999999\n")
+    assert result.reports[0].metrics["X"].total_samples is None
+    assert result.warnings
+
+
+_REPORT = one_metrics_report()
+
+
+def test_metrics_parser_keeps_a_bounded_number_of_reports() -> None:
+    # GIVEN 3000 snapshots whose MarkStep counter is the snapshot's number
+    def lines():
+        for index in range(3000):
+            yield f"[MetricsData; step={index}]"
+            yield from re.sub(
+                r"(Counter: MarkStep\n\s+Value: )\d+", rf"\g<1>{index}", _REPORT
+            ).split("\n")
+
+    result = parse_metrics_report(lines())
+    # THEN at most DEFAULT_MAX_REPORTS are kept: the first, the last, evenly spaced between
+    assert result.reports_seen == 3000
+    assert len(result.reports) <= DEFAULT_MAX_REPORTS
+    steps = [r.step for r in result.reports]
+    assert steps[0] == 0 and steps[-1] == 2999 and steps == sorted(steps)
+    assert result.reports[-1].counter("MarkStep") == 2999
+    assert any("3000 metrics reports" in w.reason for w in result.warnings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import hypothesis
 import pytest
-from helpers import SAMPLES, cli
+from builders import copy_run
+from helpers import SAMPLES, analyze_json, cli
 from hypothesis import strategies as st
 
 from xlaprof.errors import RunDirError
@@ -186,3 +188,108 @@ def test_run_rows_of_any_json_type_load(tmp_path_factory, rows, regions, samples
     for step in parts[0].data.steps:
         assert isinstance(step.step, int) and not isinstance(step.step, bool)
         assert step.wall_s is None or isinstance(step.wall_s, float)
+
+
+def test_damaged_run_files_load_with_warnings(tmp_path: Path) -> None:
+    # GIVEN a real run with each kind of damage named in the issue
+    run = copy_run(tmp_path)
+    steps = (run / "steps.jsonl").read_text().split("\n")
+    rows = [json.loads(line) for line in steps if line]
+    rows[3]["step"] = None
+    rows[4]["wall_s"] = "abc"
+    lines = [json.dumps(r) for r in rows]
+    lines.insert(2, "[1,2,3]")
+    (run / "steps.jsonl").write_text("\n".join(lines) + "\n")
+    (run / "regions.jsonl").write_text(
+        '{"step": 0, "name": "fwd", "calls": "many", "seconds": 1}\n'
+    )
+    (run / "samples.jsonl").write_text('[["step", 0]]\n{"step": 1, "samples": [1, 2]}\n')
+    graphs = sorted((run / "graphs").glob("*.gz"))
+    graphs[0].write_bytes(graphs[0].read_bytes()[:100])  # truncated
+    graphs[1].unlink()  # missing
+    # WHEN it is analyzed
+    document = analyze_json(run)
+    # THEN the readable rows are used and every damage is named in a warning
+    warnings = " | ".join(document["run"]["warnings"])
+    assert document["summary"]["steps"] == len(rows) - 1  # the step-less row is dropped
+    for needle in ("list, not an object", "step = null", "wall_s", "calls"):
+        assert needle in warnings, (needle, warnings)
+    assert "samples.jsonl" in warnings and "truncated gzip" in warnings
+    assert "No such file" in warnings or "no such file" in warnings
+
+
+def test_graph_index_names_outside_the_run_are_not_read(tmp_path: Path) -> None:
+    # GIVEN a readable HLO file outside the run, named by ../ and by absolute path
+    run = copy_run(tmp_path)
+    outside = tmp_path / "secret.hlo.txt.gz"
+    shutil.copy(sorted((run / "graphs").glob("*.gz"))[0], outside)
+    index = run / "graphs" / "index.jsonl"
+    entries = [json.loads(line) for line in index.read_text().split("\n") if line]
+    entries[0]["file"] = "../../secret.hlo.txt.gz"
+    entries[1]["file"] = str(outside)
+    index.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    from xlaprof.rundir.reader import load_run
+
+    loaded = load_run(run)
+    graphs = loaded.graphs()
+    # THEN neither is read, and the warnings say why
+    assert graphs[0].hlo is None and graphs[1].hlo is None
+    assert any("outside" in w for w in loaded.load_warnings)
+    assert any("absolute path" in w for w in loaded.load_warnings)
+    assert graphs[2].hlo is not None  # the others still are
+
+
+def test_a_gzip_bomb_in_graphs_is_capped_while_inflating(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from xlaprof.rundir.reader import MAX_GRAPH_BYTES, load_run
+
+    run = copy_run(tmp_path)
+    bomb = sorted((run / "graphs").glob("*.gz"))[0]
+    bomb.write_bytes(gzip.compress(b"\0" * (MAX_GRAPH_BYTES * 4), 9))
+    tracemalloc.start()
+    loaded = load_run(run)
+    loaded.graphs()
+    _current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert any("inflates to more than" in w for w in loaded.load_warnings)
+    assert peak < MAX_GRAPH_BYTES * 2.5  # never the whole bomb (4x the cap)
+
+
+def test_debug_log_offsets_count_newlines_only(tmp_path: Path) -> None:
+    # GIVEN a debug.log whose lines hold a form feed and U+2028, one compilation per step
+    block = (
+        "Compilation Analysis: ================================================================\n"
+        "Compilation Analysis: Compilation Cause\n"
+        "Compilation Analysis:   most likely user code trying to access tensor value{}\n"
+        "Compilation Analysis: Graph Info: \n"
+        "Compilation Analysis:   Graph Hash: h{}\n"
+        "Compilation Analysis: --------------------------------------------------------------\n"
+        "Compilation Analysis: ================================================================\n"
+    )
+    texts = [block.format(" \x0c here", 0), block.format(" \u2028", 1), block.format("", 2)]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"schema": 1, "status": "ok"}))
+    data = b""
+    rows = []
+    for step, text in enumerate(texts):
+        data += text.encode()
+        rows.append({"step": step, "debug_offset": len(data), "compiles": 1})
+    (run / "debug.log").write_bytes(data)
+    (run / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from xlaprof.rundir.reader import load_run
+
+    events = load_run(run).debug_log().events
+    assert [e.graph_hash for e in events] == ["h0", "h1", "h2"]
+    assert [e.step for e in events] == [0, 1, 2]
+
+
+def test_steps_recorded_follows_steps_jsonl_when_run_json_is_stale(tmp_path: Path) -> None:
+    run = copy_run(tmp_path)
+    info = json.loads((run / "run.json").read_text())
+    info.update(status="running", steps_recorded=0)  # as a SIGKILL left it
+    (run / "run.json").write_text(json.dumps(info))
+    lines = [x for x in (run / "steps.jsonl").read_text().split("\n") if x]
+    document = analyze_json(run)
+    assert document["run"]["steps_recorded"] == len(lines)
