@@ -327,3 +327,27 @@ def one_metrics_report() -> str:
     """The metrics report at the end of the healthy loop's job log: one real report's text."""
     text = (SAMPLES / "healthy_loop.log").read_text()
     return text[text.index("Metric:") :]
+
+
+# A training script's source: loops the source rules read (lines 2-11) and a time loop over
+# a cell (``forward``, its loop at line 16 calling ``self.cell`` at line 17).
+TRAINING_SOURCE = """\
+def main():
+    tokens = start()
+    for step in range(8):
+        nxt = model(tokens)
+        tokens = torch.cat([tokens, nxt], 1)
+        torch_xla.sync()
+    for step in range(8):
+        x = make(step)
+        loss = step_fn(x)
+    for x, y in loader:
+        pass
+
+
+def forward(self, seq):
+    h = zeros()
+    for t in range(seq.shape[1]):
+        h = self.cell(seq[:, t], h)
+    return h
+"""

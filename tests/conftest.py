@@ -8,6 +8,9 @@ none skips.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from helpers import (
     GPU_JAX,
     GPU_SAMPLES,
     GPU_TORCH,
+    LIVE_RUNTIME_JOB,
     SAMPLE_RUNS,
     SAMPLES,
     SHARED_CAPTURES,
@@ -157,3 +161,27 @@ def input_pipeline(gpu_linked: dict[str, Path]) -> dict[int, dict[str, Any]]:
         rows[int(values["stepnum"])] = values
     rows[-1] = table["p"]
     return rows
+
+
+# ---------------------------------------------------------------- the live runtime
+
+
+@pytest.fixture(scope="session")
+def live_runtime_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, Path]:
+    """``helpers.LIVE_RUNTIME_JOB`` run once on the real runtime: its stdout (both metrics
+    reports), its stderr (the PT_XLA_DEBUG log) and the fallback tracker's file."""
+    workdir = tmp_path_factory.mktemp("runtime")
+    script = workdir / "job.py"
+    script.write_text(LIVE_RUNTIME_JOB)
+    tracker = workdir / "fallbacks.txt"
+    env = {
+        **os.environ,
+        "PJRT_DEVICE": "CPU",
+        "PT_XLA_DEBUG_LEVEL": "2",
+        "XLA_FNTRACKER_FILE": str(tracker),
+    }
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout, result.stderr, tracker

@@ -283,3 +283,43 @@ def gpu_sample(name: str) -> Path:
     if not path.is_file():
         missing_input(path, "an H100 capture of the repository (sample_traces/gpu/README.md)")
     return path
+
+
+def dynamo_rows() -> list[dict[str, Any]]:
+    """The rows of ``tests/data/dynamo.jsonl`` (dynamo's own messages; tests/data/README.md)."""
+    return [json.loads(line) for line in (DATA / "dynamo.jsonl").read_text().splitlines()]
+
+
+def findings_for(*paths: Path) -> list[Any]:
+    """The findings ``xlaprof analyze`` makes of these log files (load, then every analyzer)."""
+    from xlaprof.analyzers import run_analyzers
+    from xlaprof.inputs.paths import load_text_inputs
+
+    data, _sources = load_text_inputs(list(paths))
+    return run_analyzers(data)
+
+
+# A job on the live runtime that prints both metrics reports, with PT_XLA_DEBUG_LEVEL=2 and the
+# fallback tracker on (conftest.live_runtime_job runs it once a session): five batches of which
+# three sizes are new after the first (the loop's sync compiles each), then three reads of a
+# CPU fallback (torch.median).
+LIVE_RUNTIME_JOB = """
+import torch, torch_xla
+import torch_xla.debug.metrics as met
+device = torch_xla.device()
+w = torch.randn(8, 4, device=device)
+torch_xla.sync()  # materialize w so the loop's graphs differ only by batch size
+for batch in (4, 4, 6, 4, 3):
+    x = torch.randn(batch, 8, device=device)
+    y = (x @ w).relu().sum()
+    torch_xla.sync()  # LOOP SYNC
+for _ in range(3):
+    print(torch.median(x).item())  # MEDIAN
+print(met.metrics_report())
+print(met.short_metrics_report())
+"""
+
+
+def live_runtime_line(marker: str) -> int:
+    """The line of ``LIVE_RUNTIME_JOB`` that holds ``marker``."""
+    return next(i for i, text in enumerate(LIVE_RUNTIME_JOB.splitlines(), 1) if marker in text)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import TRAINING_SOURCE, graph, hlo
 
 from xlaprof.analyzers import unrolled_loop
-from xlaprof.analyzers.shared.graph_diff import explain
+from xlaprof.analyzers.shared.sourcecode import time_loop_sketch
 from xlaprof.analyzers.unrolled_loop import find_repeats
-from xlaprof.findings import Kind, Location
-from xlaprof.model.input import AnalysisInput, GraphInfo
-from xlaprof.parse.hlo import parse_hlo
+from xlaprof.findings import Finding, Kind, Location
+from xlaprof.inputs.sourcefiles import source_roots
+from xlaprof.model.input import AnalysisInput
 
 MODEL = """\
 import torch
@@ -35,57 +36,6 @@ class Net(nn.Module):
 """
 LAYER_LINE = MODEL.splitlines().index("        return torch.tanh(x) * 2") + 1
 LOOP_LINE = MODEL.splitlines().index("        for layer in self.layers:") + 1
-
-
-def hlo(
-    blocks: int,
-    block_ops: int,
-    file: str = "",
-    line: int = 0,
-    shape: str = "f32[8,16]",
-    params: list[str] | None = None,
-) -> str:
-    """An HLO module: parameters, then ``blocks`` copies of a ``block_ops``-op block."""
-    meta = (
-        f', metadata={{op_type="aten__tanh" source_file="{file}" source_line={line}}}'
-        if file
-        else ""
-    )
-    lines = [
-        f"HloModule m, entry_computation_layout={{()->{shape}}}",
-        "",
-        "ENTRY %m (p0: f32[8,16]) -> f32[8,16] {",
-    ]
-    for number, param in enumerate(params or [shape]):
-        meta_p = f'metadata={{op_type="xla__device_data" source_file="{file}" source_line=3}}'
-        lines.append(f"  %p{number} = {param}{{1,0}} parameter({number}), {meta_p}")
-    previous = "p0"
-    opcodes = [
-        "tanh",
-        "multiply",
-        "add",
-        "exponential",
-        "negate",
-        "log",
-        "sqrt",
-        "abs",
-        "sine",
-        "cosine",
-    ]
-    count = 0
-    for _ in range(blocks):
-        for op in range(block_ops):
-            name = f"i{count}"
-            lines.append(
-                f"  %{name} = {shape}{{1,0}} {opcodes[op % len(opcodes)]}(%{previous}){meta}"
-            )
-            previous, count = name, count + 1
-    lines.append("}")
-    return "\n".join(lines)
-
-
-def graph(text: str, order: int = 0) -> GraphInfo:
-    return GraphInfo(order=order, step=order, module=f"m{order}", hlo=parse_hlo(text))
 
 
 def test_find_repeats_counts_blocks() -> None:
@@ -130,34 +80,58 @@ def test_without_source_files_the_block_line_is_kept(tmp_path: Path) -> None:
     assert "scan_layers" in finding.suggestion and "scan(fn, init, xs)" in finding.suggestion
 
 
-def test_shape_change_is_named() -> None:
-    graphs = [
-        graph(hlo(1, 2, "/u/train.py", 5, shape=f"f32[{n},16]", params=[f"f32[{n},16]"]), i)
-        for i, n in enumerate((16, 11, 7))
-    ]
-    result = explain(graphs, {})
-    assert result.kind == "input_shapes"
-    (change,) = result.inputs
-    assert change.varying_dims == {0: [16, 11, 7]} and str(change.source) == "/u/train.py:3"
-    assert "dim 0 varies (16, 11, 7) (likely the batch size)" in result.summary
+def _stack(children: list[tuple[str, str]]) -> dict[str, object]:
+    """The module tree's record of one container (capture/modules.py) holding ``children``."""
+    kind = "Sequential" if children[0][0] == "Linear" else "ModuleList"
+    return {"class": kind, "children": [{"class": c, "params": p} for c, p in children]}
 
 
-def test_data_dependent_shape_is_recognized() -> None:
-    graphs = [
-        graph(hlo(1, 2, "/u/train.py", 5, shape=f"f32[{n},16]", params=[f"f32[{n},16]"]), i)
-        for i, n in enumerate((30, 35))
-    ]
-    result = explain(graphs, {Location("/u/train.py", 3): "nonzero"})
-    assert result.kind == "data_dependent" and result.inputs[0].data_dependent == "nonzero"
+def _module_finding(repeats: int, modules: dict[str, object]) -> list[Finding]:
+    """The findings for a graph of ``repeats`` identical 8-op blocks (no source lines of its
+    own, so only the module tree can name it) and the run's module tree ``modules``."""
+    return unrolled_loop.analyze(AnalysisInput(graphs=[graph(hlo(repeats, 8))], modules=modules))
 
 
-def test_structure_change_names_the_first_differing_op() -> None:
-    result = explain([graph(hlo(1, 4, "/u/a.py", 9), 0), graph(hlo(1, 5, "/u/a.py", 9), 1)], {})
-    assert result.kind == "structure"
-    assert result.first_difference["location"] == "/u/a.py:9"
+def test_stack_units_from_the_module_tree() -> None:
+    linear, gelu, head = ("Linear", "64x64;64"), ("GELU", ""), ("Linear", "1x64;1")
+    # a Sequential of 16 (Linear, GELU) and a head: 16 units of period 2 from child 0
+    stack = _stack([linear, gelu] * 16 + [head])
+    (finding,) = _module_finding(16, {"stacks": [stack], "repeated": []})
+    assert finding.evidence["layer_stack"] == "the model (nn.Sequential of (Linear, GELU) x 16)"
+    # an embedding, 12 blocks, a head: 12 units of period 1 from child 1
+    stack = _stack([("Embedding", "9x4"), *[("Block", "4x4")] * 12, head])
+    (finding,) = _module_finding(12, {"stacks": [stack], "repeated": []})
+    assert finding.evidence["layer_stack"] == "the model (nn.ModuleList of Block x 12)"
+    assert finding.evidence["layer_class"] == "Block"
+    # nothing repeats: no unit of the stack is the repeated block
+    stack = _stack([linear, ("ReLU", ""), head])
+    assert _module_finding(4, {"stacks": [stack], "repeated": []}) == []
 
 
-def test_identical_graphs_are_not_guessed_about() -> None:
-    result = explain([graph(hlo(1, 4, "/u/a.py", 9), 0), graph(hlo(1, 4, "/u/a.py", 9), 1)], {})
-    assert result.kind == "nothing_visible" and "does not show" not in result.summary
-    assert "reason the graphs do not show" in result.summary
+def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(TRAINING_SOURCE)
+    modules = {
+        "stacks": [],
+        "repeated": [
+            {
+                "name": "cell",
+                "class": "GRUCell",
+                "file": "/x/torch/nn/modules/rnn.py",
+                "calls": 24,
+                "sites": [{"where": f"{path}:17", "direct": True}],
+            }
+        ],
+    }
+    with source_roots(tmp_path):  # sources are read only under a source root (issue 16)
+        (finding,) = _module_finding(23, modules)
+        sketch = time_loop_sketch(str(path), 17)
+    # the module called 24 times a step is the 23 repeats' time loop, at the loop around its
+    # call (line 16), with a scan sketched from that call (line 17)
+    assert finding.evidence["repeated_module"] == "cell (GRUCell), called 24 times a step"
+    assert finding.location == Location(str(path), 16)
+    assert finding.evidence["loop"] == f"{path}:16"
+    assert sketch is not None and finding.evidence["scan_sketch"] == sketch
+    # a repeat count far from the call count is not this loop
+    with source_roots(tmp_path):
+        assert _module_finding(12, modules) == []

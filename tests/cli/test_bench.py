@@ -6,15 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLES, SAMPLES, cli
+from helpers import EXAMPLES, cli
 
-from xlaprof.analyzers import memory_pressure
-from xlaprof.findings import Kind, Severity
-from xlaprof.model.input import AnalysisInput
-from xlaprof.parse.debug_log import DebugEvent, DebugLog, MemoryAnalysis
 from xlaprof.rundir.reader import load_run
-
-GiB = 1024**3
 
 
 def bench(kind: str, target: str, out: Path, *extra: str):  # type: ignore[no-untyped-def]
@@ -93,39 +87,6 @@ def test_cache_says_whether_it_hit(tmp_path: Path) -> None:
         assert "could not load its cache entries" in note
     else:
         assert "loaded" in note or "no cache hit" in note
-
-
-def test_diff_of_unrolled_and_scanned_runs() -> None:
-    result = cli(
-        "diff",
-        str(SAMPLES / "runs" / "unrolled_layers"),
-        str(SAMPLES / "runs" / "scanned_layers"),
-        "--json",
-    )
-    assert result.returncode == 0, result.stderr
-    document = json.loads(result.stdout)
-    assert any("Unrolled loop" in title for title in document["findings_disappeared"])
-    rows = {r["metric"]: r for r in document["comparison"]}
-    assert rows["largest graph (ops)"]["ratio"] < 0.5
-
-
-def _compile(intermediate: float) -> DebugEvent:
-    memory = MemoryAnalysis(
-        input_bytes=GiB, output_bytes=GiB, aliased_input_bytes=GiB, intermediate_bytes=intermediate
-    )
-    return DebugEvent(kind="compilation", graph_hash="g", memory=memory)
-
-
-def test_memory_pressure_thresholds() -> None:
-    heavy = AnalysisInput(debug=DebugLog(events=[_compile(12 * GiB)]), script="train.py")
-    (finding,) = memory_pressure.analyze(heavy)
-    assert finding.kind == Kind.MEMORY_PRESSURE and finding.evidence["intermediate_share"] > 0.9
-    assert "xlaprof bench remat train.py:FACTORY" in finding.evidence["bench_commands"]
-    light = AnalysisInput(debug=DebugLog(events=[_compile(0.1 * GiB)]))
-    assert memory_pressure.analyze(light) == []
-    full = AnalysisInput(device_memory={"bytes_used": 95, "bytes_limit": 100})
-    (finding,) = memory_pressure.analyze(full)
-    assert finding.severity == Severity.ERROR
 
 
 def test_bench_with_a_missing_target_is_17_and_leaves_nothing(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import DATA, TPU, cli, shared_trace
+from helpers import DATA, SAMPLES, TPU, cli, shared_trace
 
 
 def test_report_of_a_single_capture_file(tmp_path: Path) -> None:
@@ -24,3 +24,10 @@ def test_report_of_the_shipped_old_profiler_log(tmp_path: Path) -> None:
     result = cli("report", str(DATA / "old_profiler.log"), "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert "aten_fallback" in out.read_text()
+
+
+def test_report_refuses_to_overwrite(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    out.write_text("mine")
+    result = cli("report", str(SAMPLES / "runs" / "healthy_loop"), "-o", str(out))
+    assert result.returncode == 11 and out.read_text() == "mine"

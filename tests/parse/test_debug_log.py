@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from helpers import live_runtime_line
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xlaprof.parse.debug_log import Frame, parse_debug_log
+from xlaprof.parse.metrics_report import parse_metrics_report
 
 
 def test_real_recompile_log(samples) -> None:
@@ -128,3 +130,18 @@ def test_any_text_parses_and_its_warnings_name_lines(text: str) -> None:
     # line
     debug = parse_debug_log(text)
     assert all(w.line >= 0 for w in debug.warnings)
+
+
+def test_debug_log_of_the_live_runtime_agrees_with_its_metrics(live_runtime_job) -> None:
+    stdout, stderr, _tracker = live_runtime_job
+    log = parse_debug_log(stderr)
+    assert log.warnings == []
+    full = parse_metrics_report(stdout).reports[0]
+    assert len(log.compilations()) == full.metrics["CompileTime"].total_samples
+    assert len(log.executions()) == full.metrics["ExecuteTime"].total_samples
+    hashes = {
+        e.graph_hash
+        for e in log.compilations()
+        if e.frames[-1].line == live_runtime_line("LOOP SYNC")
+    }
+    assert len(hashes) == 3  # batch sizes 4, 6 and 3

@@ -173,3 +173,14 @@ def test_metrics_parser_keeps_a_bounded_number_of_reports() -> None:
     assert steps[0] == 0 and steps[-1] == 2999 and steps == sorted(steps)
     assert result.reports[-1].counter("MarkStep") == 2999
     assert any("3000 metrics reports" in w.reason for w in result.warnings)
+
+
+def test_reports_of_the_live_runtime_parse_without_warnings(live_runtime_job) -> None:
+    stdout, _stderr, _tracker = live_runtime_job
+    result = parse_metrics_report(stdout)
+    assert result.warnings == []
+    full, short = result.reports  # metrics_report() then short_metrics_report()
+    assert set(short.metrics) <= set(full.metrics)
+    assert full.metrics["CompileTime"].total_samples == short.metrics["CompileTime"].total_samples
+    assert full.counters["aten::median"] == 3
+    assert full.counters["aten::_local_scalar_dense"] == 3
