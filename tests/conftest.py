@@ -28,7 +28,9 @@ from helpers import (
     SHARED_CAPTURES,
     SHARED_XPLANES,
     TRACES,
+    cli,
     gpu_sample,
+    jax_cpu_sample,
     link_each,
     missing_input,
     sample_run,
@@ -113,6 +115,20 @@ def gpu_linked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name in (GPU_JAX, GPU_TORCH, "capture_gpu.json"):
         gpu_sample(name)
     return link_each([GPU_JAX, GPU_TORCH], GPU_SAMPLES, tmp_path_factory.mktemp("gpu"))
+
+
+@pytest.fixture(scope="session")
+def jax_cpu_trace() -> Any:
+    """The JAX-on-CPU capture (sample_traces/jax_cpu), loaded once."""
+    return load_trace(jax_cpu_sample())
+
+
+@pytest.fixture(scope="session")
+def jax_cpu_document() -> dict[str, Any]:
+    """``xlaprof analyze --json`` of the JAX-on-CPU capture, run once."""
+    done = cli("analyze", "--json", str(jax_cpu_sample()))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="session")

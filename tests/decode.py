@@ -31,13 +31,27 @@ def raw_event_count(name: str) -> int:
     return int(match.group(1))
 
 
-def rows(table: dict[str, Any]) -> list[dict[str, Any]]:
-    """A DataTable-style JSON table (cols/rows) as a list of dicts."""
+def rows(table: dict[str, Any], strict: bool = True) -> list[dict[str, Any]]:
+    """A DataTable-style JSON table (cols/rows) as a list of dicts (``strict``: every row has a
+    cell per column)."""
     columns = [c["id"] for c in table["cols"]]
     return [
-        dict(zip(columns, [cell.get("v") for cell in row["c"]], strict=True))
+        dict(zip(columns, [cell.get("v") for cell in row["c"]], strict=strict))
         for row in table["rows"]
     ]
+
+
+def xprof_tool(path: Path, tool: str, tmp: Path) -> Any:
+    """XProf's converter ``tool`` on a copy of ``path`` in ``tmp`` (it writes beside it)."""
+    import shutil
+
+    from xprof.convert.raw_to_tool_data import xspace_to_tool_data
+
+    copy = tmp / path.name
+    if not copy.exists():
+        shutil.copy(path, copy)
+    data, _ = xspace_to_tool_data([str(copy)], tool, {"use_saved_result": False})
+    return json.loads(data)
 
 
 def close(mine: float, theirs: float, tolerance: float = TOLERANCE) -> bool:

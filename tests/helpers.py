@@ -52,6 +52,8 @@ SHARED_CAPTURES = (*SHARED_XPLANES, HTA, MI210)
 # sample_traces/gpu: real H100 captures with step markers (README there)
 GPU_JAX = "jax_mlp_steps.xplane.pb"
 GPU_TORCH = "torch_mlp_steps.pt.trace.json.gz"
+# sample_traces/jax_cpu: a real JAX-on-CPU capture with step markers (README there)
+JAX_CPU = "jax_cpu_mlp_steps.xplane.pb"
 
 # Finding kinds whose verdict is a duration measured on this machine (compile seconds, host
 # against device time). A run made during the test session gets them or not with the machine's
@@ -323,3 +325,11 @@ print(met.short_metrics_report())
 def live_runtime_line(marker: str) -> int:
     """The line of ``LIVE_RUNTIME_JOB`` that holds ``marker``."""
     return next(i for i, text in enumerate(LIVE_RUNTIME_JOB.splitlines(), 1) if marker in text)
+
+
+def jax_cpu_sample(name: str = JAX_CPU) -> Path:
+    """``sample_traces/jax_cpu/<name>``: the JAX-on-CPU capture and the script's record of it."""
+    path = SAMPLES / "jax_cpu" / name
+    if not path.is_file():
+        missing_input(path, "a JAX-on-CPU capture of the repository (sample_traces/jax_cpu)")
+    return path

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import STRETCH, copy_run, marker_walls, one_metrics_report, pod_logdir
@@ -17,10 +18,13 @@ from helpers import (
     GPU_TORCH,
     MI210,
     REPO,
+    SHARED_CAPTURES,
     TPU,
     analyze_json,
     check_contract,
     cli,
+    gpu_sample,
+    jax_cpu_sample,
     line_of,
     shared_trace,
 )
@@ -302,3 +306,19 @@ def test_analyze_reads_sources_under_the_recorded_cwd_or_source_root(tmp_path: P
     # AND --source-root gives it back
     given = analyze_json(run, "--source-root", str(examples))["findings"][0]["evidence"]
     assert given.get("loop") == default["loop"]
+
+
+# Every real capture at hand: ../shared/traces, the H100 captures and the JAX-on-CPU folder.
+REAL = [
+    *((shared_trace, name) for name in SHARED_CAPTURES),
+    *((gpu_sample, name) for name in (GPU_JAX, GPU_TORCH)),
+    (lambda _: jax_cpu_sample().parent, "jax_cpu"),
+]
+
+
+@pytest.mark.parametrize(("where", "name"), REAL, ids=[name for _, name in REAL])
+def test_every_real_capture_analyzes_with_bottlenecks(where: Any, name: str) -> None:
+    done = cli("analyze", "--json", str(where(name)))
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(done.stdout)["trace"]
+    assert trace["bottlenecks_total"] > 0

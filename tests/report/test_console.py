@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import SAMPLES
+from helpers import SAMPLES, cli, jax_cpu_sample
 
 
 # -- output at any width ---------------------------------------------------------------------------
@@ -25,3 +25,11 @@ def test_console_output_cuts_no_number_or_key(width: int) -> None:
     for item in evidence.split("; "):
         assert item.startswith("…") or "=" in item, item  # whole key=value items only
     assert "…" not in text.split("evidence:")[0].replace("[", "")  # no cut header or cell
+
+
+def test_console_shows_bottlenecks_and_no_longer_says_captures_feed_no_analyzer() -> None:
+    done = cli("analyze", str(jax_cpu_sample()), env={"COLUMNS": "160"})
+    assert done.returncode == 0
+    assert "Bottleneck per step" in done.stdout and "Device time by source line" in done.stdout
+    assert "not the analyzers" not in done.stdout
+    assert "1 device(s)" in done.stdout.replace("\n", " ")

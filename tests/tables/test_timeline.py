@@ -7,10 +7,11 @@ suite's independent decode of the H100 JAX capture.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from decode import Decoded, gpu_in, train_windows, union_ns
-from helpers import GPU_JAX, sample_run
+from helpers import GPU_JAX, jax_cpu_sample, sample_run
 
 from xlaprof.api import Analysis
 from xlaprof.inputs.traces import load_trace
@@ -66,3 +67,14 @@ def test_jax_timeline_shows_what_was_measured(
         assert timeline.loc[step, "device_busy_s"] * 1e9 == pytest.approx(
             union_ns(spans), abs=len(spans)
         )
+
+
+def test_timeline_busy_is_the_device_models_and_never_above_wall(jax_cpu_trace: Any) -> None:
+    from xlaprof.pipeline import analyze_one
+
+    result, _, _ = analyze_one(jax_cpu_sample())
+    timeline = result.timeline.set_index("step")
+    busy = jax_cpu_trace.device_steps().set_index("step")["busy_s"]
+    for step in range(100, 110):
+        assert timeline.loc[step, "device_busy_s"] == pytest.approx(busy[step])
+        assert timeline.loc[step, "device_busy_s"] <= timeline.loc[step, "wall_s"]

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from decode import Decoded, close, gpu_in, profiler_steps, rows, train_windows, union_ns
-from helpers import SHARED_XPLANES, TPU
+from decode import Decoded, close, gpu_in, profiler_steps, rows, train_windows, union_ns, xprof_tool
+from helpers import SHARED_XPLANES, TPU, TRACES, cli, jax_cpu_sample, shared_trace
 
 from xlaprof.inputs.traces import load_trace
 from xlaprof.tables import device as device_model
@@ -251,3 +251,52 @@ def test_kineto_steps_come_from_profiler_step_ranges(
         busy = union_ns([(e["ts"] * 1000, (e["ts"] + e["dur"]) * 1000) for e in mine]) / 1e9
         assert steps.loc[step, "busy_s"] == pytest.approx(busy, abs=len(mine) * 1e-9)
     assert len(gpu) == 6 * 36  # none outside the recorded steps
+
+
+def test_tpu_busy_is_on_the_device_clock_like_xprofs_op_profile(
+    traces: dict[str, Any], tmp_path: Path
+) -> None:
+    profile = xprof_tool(shared_trace(TPU), "op_profile", tmp_path)["byProgram"]
+    idle_ps = sum(c["metrics"]["rawTime"] for c in profile["children"] if c["name"] == "IDLE")
+    busy_ps = profile["metrics"]["rawTime"] - idle_ps
+    # THEN the union of ops on the device clock is XProf's busy time to the microsecond
+    assert traces[TPU].device_utilization()["busy_s"].sum() * 1e12 == pytest.approx(
+        busy_ps, abs=1e6
+    )
+    # AND every step's causes add up to its wall time, busy never above wall
+    table = traces[TPU].bottlenecks()
+    causes = [c for c in table.columns if c.endswith("_s") and c not in ("wall_s", "busy_s")]
+    assert ((table[causes].sum(axis=1) - table["wall_s"]).abs() < 1e-6).all()
+    steps = traces[TPU].device_steps()
+    assert (steps["busy_s"] <= steps["wall_s"] + 1e-9).all()
+    categories = [
+        c for c in steps.columns if c.endswith("_s") and c not in ("wall_s", "busy_s", "idle_s")
+    ]
+    assert (steps[categories].sum(axis=1) <= steps["busy_s"] + 1e-6).all()
+
+
+def test_jax_cpu_steps_are_xprofs_to_the_nanosecond(jax_cpu_trace: Any, tmp_path: Path) -> None:
+    steps = rows(xprof_tool(jax_cpu_sample(), "input_pipeline_analyzer", tmp_path)[1], strict=False)
+    expected = {int(r["stepnum"].split()[-1]): r["stepTimeMs"] for r in steps}
+    assert set(expected) == set(range(101, 109))  # XProf drops the first and last step
+    mine = jax_cpu_trace.step_times().set_index("step")["wall_ms"]
+    for step, ms in expected.items():
+        assert mine[step] == pytest.approx(ms, abs=1e-3)
+
+
+# The public TensorFlow multi-GPU capture (tensorflow/profiler demo GPU-multi-worker), when the
+# shared folder has it (capture report, section 3.2).
+TF_GPU = TRACES / "tensorflow_gpu_multi_worker.xplane.pb"
+
+
+@pytest.mark.skipif(not TF_GPU.exists(), reason="the TensorFlow multi-GPU capture is not here")
+def test_tensorflow_multi_gpu_steps_are_per_device_never_stitched() -> None:
+    trace = load_trace(TF_GPU)
+    steps = trace.step_times(per_device=True)
+    steps = steps[steps["step"].notna()]
+    # XProf: step 0 is 21.31 ms (GPU:6); GPU:4's is 19.87 ms
+    assert steps.set_index("device").loc["GPU:6", "wall_ms"] == pytest.approx(21.310352, rel=1e-4)
+    assert (steps["wall_ms"] < 25).all()
+    done = cli("analyze", "--json", str(TF_GPU))
+    timeline = json.loads(done.stdout)["timeline"]
+    assert timeline[0]["wall_s"] == pytest.approx(0.021310352, rel=1e-4)
