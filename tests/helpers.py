@@ -122,6 +122,14 @@ def analyze_json(path: Path, *options: str) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
+def profiled_run(script: Path, out: Path, *options: str) -> Path:
+    """Run ``script`` under ``xlaprof run -q OPTIONS --out OUT``; its one run directory."""
+    done = cli("run", "-q", *options, "--out", str(out), "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = [p for p in out.iterdir() if p.is_dir()]
+    return run
+
+
 def start_run(out: Path, command: list[str], *options: str, **popen: Any) -> subprocess.Popen:
     """``xlaprof run -q [options] --out OUT -- COMMAND`` in the background."""
     popen.setdefault("stdout", subprocess.DEVNULL)

@@ -10,25 +10,16 @@ step, four batch sizes, one `torch.median` per step), not from what xlaprof prin
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLES, SAMPLES, cli, line_of
+from helpers import EXAMPLES, cli, line_of, sample_run
 
-import xlaprof
-from xlaprof.budgets import Budgets, CheckResult, Outcome, RunCheck, Status, evaluate
+from xlaprof.budgets import Budgets
 from xlaprof.errors import BudgetError
-from xlaprof.findings import Finding, Kind, Location, Severity
-from xlaprof.model.input import AnalysisInput
-from xlaprof.model.parts import Part, SourceInfo
-from xlaprof.model.result import PartResult
-from xlaprof.report.ci import github_annotations, junit_xml
-from xlaprof.rundir.schema import StepRow
 
-RUNS = SAMPLES / "runs"
 OVER_BUDGET = 1
 BUDGET_ERROR = BudgetError.exit_code
 # ci_check.py sleeps this long in each step of its slow variant. Its steady step without the
@@ -45,13 +36,6 @@ def check(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 
 def budget_line(stdout: str, budget: str) -> str:
     return next(line for line in stdout.splitlines() if f" {budget} " in line)
-
-
-def sample(name: str) -> Path:
-    path = RUNS / name
-    if not path.is_dir():
-        pytest.skip(f"{path} is not here (make samples)")
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +63,7 @@ def test_varying_batch_fails_max_recompilations_0_and_healthy_loop_passes() -> N
     # GIVEN the varying-batch example: batch sizes cycle 256, 192, 136, 256, 72. Steps 0-1 are
     # warm-up; each later step with a size not yet compiled with the optimizer state (136, 256,
     # 72) compiles once: 3 recompilations. The healthy loop compiles only at steps 0 and 1.
-    varying, healthy = sample("recompile_varying_batch"), sample("healthy_loop")
+    varying, healthy = sample_run("recompile_varying_batch"), sample_run("healthy_loop")
     # WHEN each is checked with no recompilation allowed
     bad = check(str(varying), "--max-recompilations", "0")
     good = check(str(healthy), "--max-recompilations", "0")
@@ -101,7 +85,11 @@ def test_varying_batch_fails_max_recompilations_0_and_healthy_loop_passes() -> N
 def test_recompilations_after_a_longer_warmup_pass() -> None:
     # Steps 2-4 compile; with warm-up covering steps 0-4 nothing compiles after it.
     result = check(
-        str(sample("recompile_varying_batch")), "--max-recompilations", "0", "--warmup-steps", "5"
+        str(sample_run("recompile_varying_batch")),
+        "--max-recompilations",
+        "0",
+        "--warmup-steps",
+        "5",
     )
     assert result.returncode == 0, result.stdout
 
@@ -111,26 +99,28 @@ def test_recompilations_after_a_longer_warmup_pass() -> None:
 
 def test_item_every_step_fails_the_host_sync_budget() -> None:
     # GIVEN host_sync_item.py, which calls loss.item() once in every step
-    result = check(str(sample("host_sync_item")), "--max-host-syncs-per-step", "0.5")
+    result = check(str(sample_run("host_sync_item")), "--max-host-syncs-per-step", "0.5")
     assert result.returncode == OVER_BUDGET
     line = budget_line(result.stdout, "max-host-syncs-per-step")
     # one read per step after warm-up, each an .item() (10 steps: 12 recorded, 2 warm-up)
     assert "1 > 0.50" in line and "10 by .item()" in line
     assert f"host_sync_item.py:{line_of('host_sync_item', 'loss.item()')}" in result.stdout
     # the same script is within a budget of one read per step
-    assert check(str(sample("host_sync_item")), "--max-host-syncs-per-step", "1").returncode == 0
+    assert (
+        check(str(sample_run("host_sync_item")), "--max-host-syncs-per-step", "1").returncode == 0
+    )
 
 
 def test_healthy_loop_has_no_host_sync_in_its_steps() -> None:
     # Its only read (the final loss print) comes after the last step.
-    result = check(str(sample("healthy_loop")), "--max-host-syncs-per-step", "0")
+    result = check(str(sample_run("healthy_loop")), "--max-host-syncs-per-step", "0")
     assert result.returncode == 0, result.stdout
     assert "0 ≤ 0" in budget_line(result.stdout, "max-host-syncs-per-step")
 
 
 def test_a_cpu_fallback_is_a_host_sync_too() -> None:
     # torch.median falls back to the CPU: its input is copied to the host once per step.
-    result = check(str(sample("cpu_fallback")), "--max-host-syncs-per-step", "0")
+    result = check(str(sample_run("cpu_fallback")), "--max-host-syncs-per-step", "0")
     assert result.returncode == OVER_BUDGET
     assert "0 by .item(), 10 CPU-fallback calls" in budget_line(
         result.stdout, "max-host-syncs-per-step"
@@ -142,7 +132,7 @@ def test_a_cpu_fallback_is_a_host_sync_too() -> None:
 
 
 def test_fallback_budget_and_allow_list() -> None:
-    run = str(sample("cpu_fallback"))
+    run = str(sample_run("cpu_fallback"))
     over = check(run, "--max-fallback-ops", "0")
     assert over.returncode == OVER_BUDGET
     line = budget_line(over.stdout, "max-fallback-ops")
@@ -154,7 +144,7 @@ def test_fallback_budget_and_allow_list() -> None:
     assert check(run, "--max-fallback-ops", "1").returncode == 0
     # an allow-list of other ops still fails
     assert check(run, "--allow-fallback", "aten::nonzero").returncode == OVER_BUDGET
-    assert check(str(sample("healthy_loop")), "--max-fallback-ops", "0").returncode == 0
+    assert check(str(sample_run("healthy_loop")), "--max-fallback-ops", "0").returncode == 0
 
 
 # -- graphs, forbid, compile time ---------------------------------------------------------------
@@ -162,23 +152,23 @@ def test_fallback_budget_and_allow_list() -> None:
 
 def test_graph_budget() -> None:
     # 2 warm-up graphs + 3 batch sizes compiled after it = 5 distinct graphs
-    run = str(sample("recompile_varying_batch"))
+    run = str(sample_run("recompile_varying_batch"))
     over = check(run, "--max-graphs", "4")
     assert over.returncode == OVER_BUDGET and "5 > 4" in budget_line(over.stdout, "max-graphs")
     assert check(run, "--max-graphs", "5").returncode == 0
-    assert check(str(sample("healthy_loop")), "--max-graphs", "2").returncode == 0
+    assert check(str(sample_run("healthy_loop")), "--max-graphs", "2").returncode == 0
 
 
 def test_forbid_a_finding_kind() -> None:
-    tiny_ops = check(str(sample("tracing_bound_tiny_ops")), "--forbid", "tracing_bound")
+    tiny_ops = check(str(sample_run("tracing_bound_tiny_ops")), "--forbid", "tracing_bound")
     assert tiny_ops.returncode == OVER_BUDGET
     line = budget_line(tiny_ops.stdout, "forbid tracing_bound")
     assert line.split()[0] == "FAIL" and "1 > 0" in line
     healthy = check(
-        str(sample("healthy_loop")), "--forbid", "tracing_bound", "--forbid", "unrolled_loop"
+        str(sample_run("healthy_loop")), "--forbid", "tracing_bound", "--forbid", "unrolled_loop"
     )
     assert healthy.returncode == 0, healthy.stdout
-    unrolled = check(str(sample("unrolled_layers")), "--forbid", "unrolled_loop")
+    unrolled = check(str(sample_run("unrolled_layers")), "--forbid", "unrolled_loop")
     assert unrolled.returncode == OVER_BUDGET
     assert f"unrolled_layers.py:{line_of('unrolled_layers', 'for blk in self.blocks:')}" in (
         unrolled.stdout
@@ -186,13 +176,13 @@ def test_forbid_a_finding_kind() -> None:
 
 
 def test_unknown_finding_kind_is_a_usage_error() -> None:
-    result = check(str(sample("healthy_loop")), "--forbid", "slow")
+    result = check(str(sample_run("healthy_loop")), "--forbid", "slow")
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
 def test_compile_seconds_budget_on_a_real_run() -> None:
     # Any compilation takes some time: a budget of 0 s fails, an hour passes.
-    run = str(sample("healthy_loop"))
+    run = str(sample_run("healthy_loop"))
     over = check(run, "--max-compile-seconds", "0")
     assert over.returncode == OVER_BUDGET
     assert "2 compilations" in budget_line(over.stdout, "max-compile-seconds")
@@ -245,43 +235,6 @@ def test_the_faster_run_and_the_run_itself_pass_against_a_baseline(ci_runs) -> N
     assert itself.returncode == 0 and "1.00x ≤ 1.00x" in itself.stdout
 
 
-def _steps(walls: list[float], compiles: dict[int, int] | None = None) -> list[StepRow]:
-    compiles = compiles or {0: 1, 1: 1}
-    return [
-        StepRow(step=i, wall_s=w, compiles=compiles.get(i, 0), compile_s=compiles.get(i, 0) * 2.0)
-        for i, w in enumerate(walls)
-    ]
-
-
-def _result(steps: list[StepRow], name: str = "run") -> PartResult:
-    data = AnalysisInput(steps=steps)
-    return PartResult(Part(name=name, data=data, sources=[SourceInfo(name, ["run"], 0, 0)]), [])
-
-
-def test_step_time_ratio_verdict_on_fixed_steps() -> None:
-    # GIVEN steady steps (2..6) with medians of 0.100 s (baseline) and 0.130 s (run)
-    baseline = _result(_steps([9.0, 9.0, 0.09, 0.10, 0.10, 0.11, 0.50]))
-    run = _result(_steps([9.0, 9.0, 0.12, 0.13, 0.13, 0.14, 0.13]))
-    budgets = Budgets(max_step_time_ratio=1.25, baseline=Path("base"))
-    # WHEN compared: 1.3 > 1.25 fails, 1.3 <= 1.35 passes
-    failed = evaluate(budgets, [run], [baseline]).outcomes[0]
-    assert failed.status is Status.FAIL and failed.value == pytest.approx(1.3)
-    assert failed.evidence["baseline_median_s"] == pytest.approx(0.10)
-    passed = evaluate(Budgets(max_step_time_ratio=1.35, baseline=Path("b")), [run], [baseline])
-    assert passed.ok
-
-
-def test_compile_seconds_verdict_on_fixed_steps() -> None:
-    run = _result(_steps([1.0, 1.0, 0.1, 0.1], compiles={0: 1, 1: 1, 3: 1}))  # 3 x 2.0 s
-    over = evaluate(Budgets(max_compile_seconds=5.5), [run]).outcomes[0]
-    assert over.status is Status.FAIL and over.value == 6.0
-    assert evaluate(Budgets(max_compile_seconds=6.0), [run]).ok
-    assert evaluate(Budgets(max_recompilations=1), [run]).ok  # one compile at step 3
-    assert not evaluate(Budgets(max_recompilations=0), [run]).ok
-    with pytest.raises(BudgetError):
-        evaluate(Budgets(), [run])  # no budget: a check of nothing must not pass
-
-
 # -- not measured ----------------------------------------------------------------------------
 
 
@@ -302,7 +255,7 @@ def test_a_budget_that_was_not_measured_fails_unless_allowed(samples) -> None:
 
 def test_forbid_tracing_bound_needs_steady_steps() -> None:
     # unrolled_layers runs 4 steps: 2 after warm-up, fewer than the analyzer needs for a verdict
-    result = check(str(sample("unrolled_layers")), "--forbid", "tracing_bound")
+    result = check(str(sample_run("unrolled_layers")), "--forbid", "tracing_bound")
     assert result.returncode == OVER_BUDGET
     assert "not measured" in budget_line(result.stdout, "forbid tracing_bound")
 
@@ -312,7 +265,7 @@ def test_forbid_tracing_bound_needs_steady_steps() -> None:
 
 def test_json_document() -> None:
     result = check(
-        str(sample("host_sync_item")), "--max-host-syncs-per-step", "0",
+        str(sample_run("host_sync_item")), "--max-host-syncs-per-step", "0",
         "--max-recompilations", "0", "--json",
     )  # fmt: skip
     assert result.returncode == OVER_BUDGET
@@ -341,7 +294,7 @@ def test_json_document() -> None:
 def test_junit_file_parses_and_names_the_failing_budget(tmp_path: Path) -> None:
     junit = tmp_path / "check.xml"
     result = check(
-        str(sample("recompile_varying_batch")), "--max-recompilations", "0",
+        str(sample_run("recompile_varying_batch")), "--max-recompilations", "0",
         "--max-fallback-ops", "0", "--junit", str(junit),
     )  # fmt: skip
     assert result.returncode == OVER_BUDGET
@@ -359,14 +312,14 @@ def test_junit_file_parses_and_names_the_failing_budget(tmp_path: Path) -> None:
     assert cases["max-recompilations"].get("line") == str(cause_line)
     assert cases["max-fallback-ops"].find("failure") is None
     # a CI job that runs again rewrites its own report there...
-    again = check(str(sample("healthy_loop")), "--max-graphs", "9", "--junit", str(junit))
+    again = check(str(sample_run("healthy_loop")), "--max-graphs", "9", "--junit", str(junit))
     assert again.returncode == 0, again.stderr
     cases = [case.get("name") for case in ET.parse(junit).getroot().iter("testcase")]
     assert cases == ["max-graphs"]
     # ...but a file that is not one of its reports is kept without --force
     notes = tmp_path / "notes.xml"
     notes.write_text("<notes>mine</notes>\n")
-    kept = check(str(sample("healthy_loop")), "--max-graphs", "9", "--junit", str(notes))
+    kept = check(str(sample_run("healthy_loop")), "--max-graphs", "9", "--junit", str(notes))
     assert kept.returncode == 11 and "--force" in kept.stderr
     assert notes.read_text() == "<notes>mine</notes>\n"
 
@@ -383,7 +336,7 @@ def test_junit_marks_allowed_unmeasured_budgets_skipped(tmp_path: Path, samples)
 
 
 def test_github_actions_annotations_point_at_the_users_line() -> None:
-    run = sample("host_sync_item")
+    run = sample_run("host_sync_item")
     document = json.loads(check(str(run), "--max-host-syncs-per-step", "0", "--json").stdout)
     location = document["runs"][0]["budgets"][0]["findings"][0]["location"]
     workspace = Path(location["file"]).parent.parent  # the checkout holding examples/
@@ -410,7 +363,7 @@ def test_budgets_from_pyproject_and_flags_over_them(tmp_path: Path) -> None:
     )
     nested = tmp_path / "sub"
     nested.mkdir()
-    run = str(sample("recompile_varying_batch"))
+    run = str(sample_run("recompile_varying_batch"))
     from_file = cli("check", run, cwd=nested)  # found in a parent folder
     assert from_file.returncode == OVER_BUDGET
     assert "3 > 0" in budget_line(from_file.stdout, "max-recompilations")
@@ -445,7 +398,7 @@ def test_example_budget_file_passes_on_the_ci_run(ci_runs) -> None:
 def test_invalid_budgets_are_one_line_errors(tmp_path: Path, content: str, message: str) -> None:
     budget = tmp_path / "budget.toml"
     budget.write_text(content)
-    result = check(str(sample("healthy_loop")), "--budget", str(budget))
+    result = check(str(sample_run("healthy_loop")), "--budget", str(budget))
     assert result.returncode == BUDGET_ERROR, result.stdout + result.stderr
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
@@ -454,7 +407,7 @@ def test_missing_run_and_missing_baseline_are_input_errors(tmp_path: Path) -> No
     missing = check(str(tmp_path / "nope"), "--max-graphs", "1")
     assert missing.returncode == 3 and "nope" in missing.stderr
     no_baseline = check(
-        str(sample("healthy_loop")), "--baseline", str(tmp_path / "nope"),
+        str(sample_run("healthy_loop")), "--baseline", str(tmp_path / "nope"),
         "--max-step-time-ratio", "1.1",
     )  # fmt: skip
     assert no_baseline.returncode == 3
@@ -463,92 +416,16 @@ def test_missing_run_and_missing_baseline_are_input_errors(tmp_path: Path) -> No
 # -- the Python API ----------------------------------------------------------------------------
 
 
-def test_python_api_for_pytest() -> None:
-    result = xlaprof.check(sample("recompile_varying_batch"), max_recompilations=0, max_graphs=9)
-    assert not result.ok and not result
-    (failure,) = result.failures
-    assert failure.budget == "max-recompilations" and failure.value == 3 and failure.limit == 0
-    assert failure.findings[0].location is not None
-    assert failure.findings[0].location.line == line_of(
-        "recompile_varying_batch", "x, y = make_batch(next(sizes), device)"
-    )
-    text = str(result)
-    assert "FAIL  max-recompilations" in text and "why: recompilation" in text
-    assert text.splitlines()[-1].startswith("xlaprof check: FAILED")
-    assert xlaprof.check(sample("healthy_loop"), max_recompilations=0).ok
-    with pytest.raises(BudgetError):
-        xlaprof.check(sample("healthy_loop"))  # nothing to check
-    with pytest.raises(BudgetError):
-        xlaprof.check(sample("healthy_loop"), max_step_time_ratio=1.1)  # no baseline
-
-
-def test_python_api_reads_a_budget_file_and_overrides_it(tmp_path: Path) -> None:
-    budget = tmp_path / "budget.toml"
-    budget.write_text("[tool.xlaprof.check]\nmax-recompilations = 0\n")
-    run = sample("recompile_varying_batch")
-    assert not xlaprof.check(run, budget_file=budget).ok
-    assert xlaprof.check(run, budget_file=budget, max_recompilations=3).ok
-
-
 def test_several_runs_must_all_pass() -> None:
     result = check(
-        str(sample("healthy_loop")), str(sample("host_sync_item")), "--max-host-syncs-per-step", "0"
+        str(sample_run("healthy_loop")),
+        str(sample_run("host_sync_item")),
+        "--max-host-syncs-per-step",
+        "0",
     )
     assert result.returncode == OVER_BUDGET
     assert "healthy_loop" in result.stdout and "host_sync_item" in result.stdout
     assert result.stdout.count("max-host-syncs-per-step") == 2
-
-
-def test_github_annotation_escaping_and_not_measured_junit() -> None:
-    # GIVEN a failed budget whose finding sits in a file with a comma and a colon in its name,
-    # and a message with a newline and a percent sign, plus a budget that was not measured
-    finding = Finding(
-        Kind.HOST_SYNC, Severity.WARNING, "read 100%\nof steps", location=Location("a,b:c.py", 7)
-    )
-    over = Outcome("max-host-syncs-per-step", Status.FAIL, 2, 1, "", "reads", [finding])
-    unmeasured = Outcome("max-recompilations", Status.UNMEASURED, None, 0, "", "no steps")
-    result = CheckResult([RunCheck("p", "runs/p", [over, unmeasured])])
-    # WHEN rendered for GitHub and as JUnit
-    first, second = github_annotations(result, workspace=None)
-    # THEN properties escape , and : and the message escapes % and the newline
-    assert first.startswith("::error file=a%2Cb%3Ac.py,line=7,title=xlaprof check%3A max-host")
-    assert "read 100%25%0Aof steps" in first and "\n" not in first
-    assert second == (
-        "::error title=xlaprof check%3A max-recompilations::"
-        "max-recompilations: not measured (no steps)"
-    )
-    root = ET.fromstring(junit_xml(result))
-    cases = {c.get("name"): c for c in root.iter("testcase")}
-    assert cases["max-recompilations"].find("failure").get("type") == "not_measured"
-    assert root.get("failures") == "2"
-
-
-def test_a_failed_check_reads_as_its_whole_report_in_a_pytest_failure(tmp_path: Path) -> None:
-    # GIVEN a user's test that checks a run with a budget it breaks, the way docs/ci.md shows
-    test_file = tmp_path / "test_budget.py"
-    test_file.write_text(
-        "import xlaprof\n\n"
-        "def test_budget():\n"
-        f"    result = xlaprof.check({str(sample('recompile_varying_batch'))!r},"
-        " max_recompilations=0, max_graphs=1)\n"
-        "    assert result.ok, result\n"
-    )
-    # WHEN pytest runs it (a fresh process, its default verbosity)
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-    )
-    # THEN the failure shows every line of the report, none cut, with the explaining finding
-    assert run.returncode == 1, run.stdout + run.stderr
-    expected = str(
-        xlaprof.check(sample("recompile_varying_batch"), max_recompilations=0, max_graphs=1)
-    )
-    for line in expected.splitlines():
-        assert line.strip() in run.stdout, line
-    assert "why: recompilation" in run.stdout and "FAILED: 2 over budget" in run.stdout
 
 
 def test_every_limit_has_a_measure_and_an_option() -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import time
 
 from helpers import cli
 
@@ -34,3 +37,20 @@ def test_every_option_has_help() -> None:
         assert "--repeats" not in cli("bench", name, "--help").stdout
     capture = cli("capture", "--help").stdout
     assert "Host (CPU) events" in capture and "Device (TPU/GPU)" in capture
+
+
+def test_help_is_fast_and_imports_nothing_heavy() -> None:
+    code = (
+        "import sys\n"
+        "from xlaprof.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('torch', 'torch_xla', 'pandas', 'plotly') if m in sys.modules]\n"
+        "print('HEAVY=' + ','.join(heavy))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert result.stdout.strip().splitlines()[-1] == "HEAVY="
+    # One timing for the closing note, not an assertion (timings are noisy here).
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "xlaprof", "--help"], capture_output=True, check=True)
+    print(f"xlaprof --help took {time.perf_counter() - start:.3f} s")

@@ -293,3 +293,14 @@ def test_steps_recorded_follows_steps_jsonl_when_run_json_is_stale(tmp_path: Pat
     lines = [x for x in (run / "steps.jsonl").read_text().split("\n") if x]
     document = analyze_json(run)
     assert document["run"]["steps_recorded"] == len(lines)
+
+
+def test_sample_rows_of_one_step_add_up(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"schema": 1, "steps_recorded": 2}))
+    (run / "samples.jsonl").write_text(
+        '{"step": 1, "samples": {"a.py:3": 0.25}}\n'
+        '{"step": 1, "samples": {"a.py:3": 0.5, "a.py:4": 0.1}}\n'
+    )
+    assert load_run(run).host_sample_map() == {1: {"a.py:3": 0.75, "a.py:4": 0.1}}
