@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -13,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, SAMPLES, cli, free_port, start_run, wait_for_steps
+from helpers import REPO, cli, free_port, start_run, wait_for_steps
 
 from xlaprof.inputs.traces import load_trace
 
@@ -141,18 +140,10 @@ def test_an_empty_capture_is_explained_and_leaves_nothing(tmp_path: Path) -> Non
         idle.wait()
 
 
-def test_capture_without_the_client_is_13_and_hosts_match_exactly(tmp_path: Path) -> None:
+def test_capture_without_the_client_is_13(tmp_path: Path) -> None:
     fake = tmp_path / "fake" / "xprof"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('no XProf here')\n")
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "fake"), str(REPO)])}
     result = cli("capture", "--service", "localhost:1", "--out", str(tmp_path / "c"), env=env)
     assert result.returncode == 13 and "pip install xprof" in result.stderr
-
-    from xlaprof.capture.remote import Service, _has_events
-
-    trace = next(SAMPLES.glob("runs/healthy_loop/*/plugins/profile/*/*.xplane.pb"))
-    named = tmp_path / "host_9012.xplane.pb"
-    shutil.copy(trace, named)
-    assert _has_events([named], Service("host", 9012))
-    assert not _has_events([named], Service("host", 901))

@@ -170,7 +170,7 @@ def capture(
             log_text = client_log.read_text(errors="replace")
         sessions = sorted(set(out.glob("plugins/profile/*")) - before)
         files = sorted(p for s in sessions for p in s.glob("*.xplane.pb"))
-        empty = [s for s in services if not _has_events(files, s)]
+        empty = [s for s in services if not has_events(files, s)]
         if not failure and not empty:
             return files
         last_problem = _explain(failure, empty, log_text)
@@ -207,7 +207,10 @@ def trace_file_of(path: Path) -> str:
     return path.name.removesuffix(".xplane.pb")
 
 
-def _has_events(files: list[Path], service: Service) -> bool:
+def has_events(files: list[Path], service: Service) -> bool:
+    """Whether ``files`` hold ``service``'s capture with at least one event: the file named
+    exactly ``host_port.xplane.pb`` (``host_901`` is not ``host_9012``'s), as XProf's client
+    names each host's file."""
     for path in files:
         # Exact match: host_901 must not take host_9012.xplane.pb for its own.
         if trace_file_of(path) == service.file_stem and _count_events(path) > 0:
