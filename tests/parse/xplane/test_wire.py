@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import DATA, REPO, SAMPLES
+from helpers import DATA, REPO, SAMPLES, sample_capture
 
 from xlaprof.errors import BadCapture
 from xlaprof.parse import events as event_frame
 from xlaprof.parse.xplane import schema as xplane
 from xlaprof.parse.xplane import xspace_frame
-from xlaprof.parse.xplane.wire import Buffer, varints, walk
+from xlaprof.parse.xplane.wire import Buffer, varints
 
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 CAPTURES = sorted(
@@ -470,9 +470,11 @@ def test_varints_report_their_size_and_overlong_ones() -> None:
     assert varints(Buffer(bytes(24)), np.arange(3))[0].tolist() == [0, 0, 0]
 
 
-def test_walk_marks_a_varint_or_length_running_past_the_message() -> None:
-    """The message ends before a varint or a length-delimited field does: marked, not read."""
-    from xlaprof.parse.xplane.wire import _EVENT_TAGS
+def test_a_field_running_past_its_event_goes_to_upb_and_is_not_read() -> None:
+    """The event ends before a varint or a length-delimited field does: ``decode_events`` hands
+    it to ``canonical`` (upb, in the package) and decodes what that gives back, never the bytes
+    past the event's end; the whole event beside it is read as it is."""
+    from xlaprof.parse.xplane.wire import PAD, decode_events
 
     messages = [
         field(1, 1) + field(2, 300),  # whole
@@ -480,36 +482,63 @@ def test_walk_marks_a_varint_or_length_running_past_the_message() -> None:
         field(1, 1) + field(4, b"abcdef"),  # its last byte is cut off below
         field(1, 1) + tag(4, 2) + varint(2**40),  # a length past anything
     ]
-    data = b"".join(messages) + bytes(16)
+    data = b"".join(messages) + bytes(PAD)
     ends = np.cumsum([len(m) for m in messages])
     starts = ends - [len(m) for m in messages]
     ends[1] -= 1
     ends[2] -= 1
-    seen: list[tuple[int, int]] = []
+    handed: list[bytes] = []
 
-    def visit(number: int, rows: np.ndarray, *_: Any) -> None:
-        seen.extend((row, number) for row in rows.tolist())
+    def canonical(raw: bytes) -> bytes:
+        handed.append(raw)
+        return field(1, 7) + field(2, 5)  # what upb makes of it, here: metadata 7 at 5 ps
 
-    marked = walk(Buffer(data), starts, ends, _EVENT_TAGS, visit)
-    assert marked.tolist() == [False, True, True, True]
-    assert (0, 2) in seen and (1, 2) not in seen and (2, 4) not in seen
+    events = decode_events(data, starts, ends, canonical)
+    # THEN exactly the three events that run past their end went to upb, as they are
+    assert handed == [data[starts[i] : ends[i]] for i in (1, 2, 3)]
+    # AND their fields are upb's: none of the cut varint, the cut stat or the huge length
+    assert events.metadata_id.tolist() == [1, 7, 7, 7]
+    assert events.offset_ps.tolist() == [300, 5, 5, 5]
+    assert np.diff(events.first_stat).tolist() == [0, 0, 0, 0]
 
 
-def test_split_space_checks_its_layout_and_else_joins_the_events(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Where upb's re-serialization is not laid out as expected (here: as if each event's tag
-    were another), the events are joined from their bytes instead: the same frame."""
+class _LaidOutOtherwise:
+    """A shadow XSpace that upb serializes with one more field before its planes: not the
+    layout ``split_space`` expects of upb's output."""
+
+    def __init__(self, space: Any) -> None:
+        self.space = space
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.space, name)
+
+    def SerializeToString(self) -> bytes:
+        return field(9, b"") + self.space.SerializeToString()
+
+
+def test_split_space_checks_its_layout_and_else_joins_the_events() -> None:
+    """Where upb's re-serialization is not laid out as expected, the events are joined from
+    their bytes instead: the same events, in the same order, decoded the same."""
     from xlaprof.parse.xplane import wire as xplane_wire
+    from xlaprof.parse.xplane.schema import canonical_event
 
-    path = next(SAMPLES.glob("runs/healthy_loop/*/plugins/profile/*/*.xplane.pb"))
-    expected = xspace_frame(path)
-    monkeypatch.setattr(xplane_wire, "_EVENTS_TAG", 0)
-    space = xplane.message_class("XSpace", events_as_bytes=True)()
-    space.ParseFromString(path.read_bytes())
-    data, starts, ends = xplane_wire.split_space(space)
+    path = sample_capture("healthy_loop")
+
+    def shadow() -> Any:
+        space = xplane.message_class("XSpace", events_as_bytes=True)()
+        space.ParseFromString(path.read_bytes())
+        return space
+
+    laid_out = xplane_wire.split_space(shadow())
+    data, starts, ends = xplane_wire.split_space(_LaidOutOtherwise(shadow()))
     assert starts[0] == 0 and len(data) == ends[-1] + xplane_wire.PAD  # joined: nothing between
-    _assert_frames(xspace_frame(path), expected)
+    expected = laid_out[0]
+    pieces = [data[a:b] for a, b in zip(starts, ends, strict=True)]
+    assert pieces == [expected[a:b] for a, b in zip(laid_out[1], laid_out[2], strict=True)]
+    joined = xplane_wire.decode_events(data, starts, ends, canonical_event)
+    normal = xplane_wire.decode_events(*laid_out, canonical_event)
+    for name in ("metadata_id", "offset_ps", "duration_ps", "first_stat"):
+        assert getattr(joined, name).tolist() == getattr(normal, name).tolist(), name
 
 
 def test_walking_in_chunks_changes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
