@@ -101,6 +101,11 @@ def timeless(kinds: list[str]) -> list[str]:
     return [kind for kind in kinds if kind not in TIMED_KINDS]
 
 
+def timeless_findings(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``findings`` (JSON) without those of kinds whose verdict depends on this machine's speed."""
+    return [f for f in findings if f["kind"] not in TIMED_KINDS]
+
+
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout=300):
     """Run ``python -m xlaprof ARGS`` and return the CompletedProcess (text mode)."""
     full_env = {**os.environ, "PJRT_DEVICE": "CPU", **(env or {})}

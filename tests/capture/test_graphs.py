@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, cli
+from helpers import REPO, timeless_findings
 
 pytest.importorskip("torch_xla")
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -94,27 +94,42 @@ def test_ir_debug_switches_between_steps_without_recompiling(tmp_path: Path) -> 
     assert toggled["restored"] is toggled["initial"] and toggled["switches"] == 3
 
 
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list, list, Path]]:
+    """Each scenario run twice, once a module: with frames always on, and with the default
+    per-step scheme (XLAPROF_SOURCE_FRAMES=auto); each one's comparable findings, and the run
+    directory of the default one."""
+    results = {}
+    for scenario, text in sorted(frames_findings.SCENARIOS.items()):
+        root = tmp_path_factory.mktemp(scenario.removesuffix(".py"))
+        script = root / scenario
+        script.write_text(text)
+        always, auto = frames_findings.compare(script, root)
+        results[scenario] = (always, auto, root / f"{script.stem}-b")
+    return results
+
+
 @pytest.mark.parametrize("scenario", sorted(frames_findings.SCENARIOS))
-def test_findings_are_the_same_as_with_frames_always_on(tmp_path: Path, scenario: str) -> None:
+def test_findings_are_the_same_as_with_frames_always_on(
+    compared: dict[str, tuple[list, list, Path]], scenario: str
+) -> None:
     # GIVEN a job that goes steady (IR debug goes off), then compiles new graphs late
-    script = tmp_path / scenario
-    script.write_text(frames_findings.SCENARIOS[scenario])
     # WHEN it runs with frames always on and with the default per-step scheme
-    always, auto = frames_findings.compare(script, tmp_path)
-    # THEN the findings agree in kind, location, title and source-line evidence
-    assert always == auto
+    always, auto, _run = compared[scenario]
+    # THEN the findings agree in kind, location, title and source-line evidence. Kinds whose
+    # verdict is a duration measured in each run (helpers.TIMED_KINDS) are left out: two runs
+    # of one script on a busy machine may fall either side of their thresholds.
+    assert timeless_findings(always) == timeless_findings(auto)
     if scenario == "late_recompile.py":
         (recompilation,) = [f for f in auto if f["kind"] == "recompilation"]
         assert recompilation["what_changed"]  # explained, the same way, in both modes
 
 
-def test_graph_index_says_which_graphs_have_source_lines(tmp_path: Path) -> None:
-    # GIVEN the late-recompile scenario under the default xlaprof run
-    script = tmp_path / "late_recompile.py"
-    script.write_text(frames_findings.LATE_RECOMPILE)
-    out = tmp_path / "run"
-    result = cli("run", "-q", "--out", str(out), "--", sys.executable, str(script))
-    assert result.returncode == 0, result.stderr[-2000:]
+def test_graph_index_says_which_graphs_have_source_lines(
+    compared: dict[str, tuple[list, list, Path]],
+) -> None:
+    # GIVEN the late-recompile scenario under the default xlaprof run (the per-step scheme)
+    _always, _auto, out = compared["late_recompile.py"]
     # THEN every graph's index entry records whether IR debug was on when it was traced
     (index,) = out.glob("*/graphs/index.jsonl")
     entries = [json.loads(line) for line in index.read_text().splitlines()]

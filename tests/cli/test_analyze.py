@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import STRETCH, copy_run, marker_walls, one_metrics_report, pod_logdir
+from builders import STRETCH, marker_walls, one_metrics_report, pod_logdir
 from helpers import (
     GPU_JAX,
     GPU_SAMPLES,
@@ -25,6 +26,7 @@ from helpers import (
     gpu_sample,
     jax_cpu_sample,
     line_of,
+    sample_run,
     shared_trace,
 )
 
@@ -271,22 +273,33 @@ def test_a_file_over_max_size_is_refused_with_advice(tmp_path: Path) -> None:
     assert "pass --max-size 301MB" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_analyze_reads_sources_under_the_recorded_cwd_or_source_root(tmp_path: Path) -> None:
-    # GIVEN the unrolled-loop sample, whose finding quotes the loop from the user's source
-    run = copy_run(tmp_path, "unrolled_layers")
+def _unrolled_loop_evidence(run: Path, *options: str) -> dict[str, Any]:
+    document = analyze_json(run, *options)
+    return next(f for f in document["findings"] if f["kind"] == "unrolled_loop")["evidence"]
+
+
+@pytest.mark.runtime
+def test_analyze_reads_sources_under_the_recorded_cwd_or_source_root(
+    example_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    # GIVEN a run of the unrolled-loop example made here (a run recorded elsewhere would name a
+    # cwd that is not on this machine), without its live module tree (modules.json): its
+    # finding then names the loop only by reading the user's source
+    run = tmp_path / "unrolled_layers"
+    shutil.copytree(next(example_runs["unrolled_layers"].glob("*/run.json")).parent, run)
+    (run / "modules.json").unlink()
     info = json.loads((run / "run.json").read_text())
     examples = Path(info["cwd"]) / "examples"
-    if not (examples / "unrolled_layers.py").is_file():
-        pytest.skip(f"the sample's sources are not at {examples} on this machine")
-    default = analyze_json(run)["findings"][0]["evidence"]
+    assert (examples / "unrolled_layers.py").is_file(), examples
+    default = _unrolled_loop_evidence(run)
     assert "loop" in default  # read: the recorded cwd exists here
     # WHEN the recorded cwd is elsewhere, nothing under the old one is read
     info["cwd"] = str(tmp_path)
     (run / "run.json").write_text(json.dumps(info))
-    elsewhere = analyze_json(run)["findings"][0]["evidence"]
+    elsewhere = _unrolled_loop_evidence(run)
     assert "loop" not in elsewhere
     # AND --source-root gives it back
-    given = analyze_json(run, "--source-root", str(examples))["findings"][0]["evidence"]
+    given = _unrolled_loop_evidence(run, "--source-root", str(examples))
     assert given.get("loop") == default["loop"]
 
 
@@ -304,3 +317,26 @@ def test_every_real_capture_analyzes_with_bottlenecks(where: Any, name: str) -> 
     assert done.returncode == 0, done.stderr
     trace = json.loads(done.stdout)["trace"]
     assert trace["bottlenecks_total"] > 0
+
+
+def test_tracing_bound_evidence() -> None:
+    # GIVEN the recorded run of the tiny-ops example (a verdict on durations: judged on a run
+    # whose times are fixed, never on one this machine makes during the tests)
+    document = analyze_json(sample_run("tracing_bound_tiny_ops"))
+    (finding,) = document["findings"]
+    # THEN it is tracing-bound at the line where the host's CPU goes
+    assert finding["kind"] == "tracing_bound"
+    assert finding["location"]["file"].endswith("examples/tracing_bound_tiny_ops.py")
+    assert finding["location"]["line"] == line_of("tracing_bound_tiny_ops", "state = state * 0.999")
+    evidence = finding["evidence"]
+    assert evidence["host_to_device_ratio"] > 1
+    assert evidence["ops_traced_per_step"] == 150 * 16 * 3  # the loop: 2 muls and an add
+    assert evidence["cxx11_abi"] is True and "C++11-ABI build" in finding["suggestion"]
+    line = line_of("tracing_bound_tiny_ops", "state = state * 0.999")
+    assert any(
+        key.endswith(f"tracing_bound_tiny_ops.py:{line}")
+        for key in evidence["top_host_lines_cpu_share"]
+    )
+    assert (
+        "torch_xla.compile" in finding["suggestion"] and "MpDeviceLoader" in finding["suggestion"]
+    )

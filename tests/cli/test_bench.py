@@ -106,8 +106,6 @@ def test_bench_with_a_target_that_fails_to_load_is_17_and_leaves_nothing(tmp_pat
 
 @pytest.mark.runtime
 def test_bench_header_echoes_layer_pure(tmp_path: Path) -> None:
-    from helpers import EXAMPLES
-
     target = "bench_targets.py:small_stack"
     options = ("--steps", "2", "--warmup", "1", "--layer-pure", "--out", str(tmp_path / "b"))
     result = cli("bench", "scan", target, *options, cwd=EXAMPLES)

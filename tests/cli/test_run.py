@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLES, REPO, check_contract, cli, line_of, start_run, wait_for_steps
+from helpers import (
+    EXAMPLES,
+    REPO,
+    check_contract,
+    cli,
+    line_of,
+    timeless,
+    timeless_findings,
+)
 
 from xlaprof.rundir.reader import load_run, load_runs
 
 pytestmark = pytest.mark.runtime
 
-# example -> (finding kinds, source line the first finding points at, steps recorded)
+# example -> (finding kinds, source line the first finding points at, steps recorded). These runs
+# are made (and timed) during the tests, so the kinds whose verdict is a duration measured here
+# (helpers.TIMED_KINDS: slow_compile, tracing_bound) are not asserted on them; tracing_bound is
+# asserted on the recorded run of the same example (cli/test_analyze.py) and on fixed steps
+# (analyzers/test_tracing_bound.py).
 EXPECTED = {
     "healthy_loop": ([], None, 12),
     # the line in the step that makes the batch whose size changes (the sync is the cut site)
@@ -35,19 +46,6 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def example_runs(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("runs")
-    runs = {}
-    for name in EXPECTED:
-        out = root / name
-        result = cli("run", "--out", str(out), "--", sys.executable, str(EXAMPLES / f"{name}.py"))
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert "final" in result.stdout  # the script's own output passes through
-        runs[name] = out
-    return runs
-
-
 @pytest.mark.parametrize("name", EXPECTED)
 def test_each_example_is_diagnosed_at_the_users_line(example_runs, name: str) -> None:
     kinds, needle, steps = EXPECTED[name]
@@ -55,9 +53,10 @@ def test_each_example_is_diagnosed_at_the_users_line(example_runs, name: str) ->
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     check_contract(document)
-    assert [f["kind"] for f in document["findings"]] == kinds
-    if needle is not None:
-        location = document["findings"][0]["location"]
+    found = timeless_findings(document["findings"])
+    assert [f["kind"] for f in found] == timeless(kinds)
+    if needle is not None and timeless(kinds):
+        location = found[0]["location"]
         assert location["file"].endswith(f"examples/{name}.py")
         assert location["line"] == line_of(name, needle)
     assert document["run"]["status"] == "ok" and document["run"]["exit_code"] == 0
@@ -168,61 +167,6 @@ def test_max_steps_stops_the_script(tmp_path: Path) -> None:
     assert run.info.status == "max_steps" and len(run.steps()) == 3
 
 
-LONG_LOOP = (
-    "import torch, torch_xla, time\n"
-    "w = torch.randn(16, 16, device=torch_xla.device())\n"
-    "for i in range(100000):\n"
-    "    w = (w @ w).tanh()\n"
-    "    torch_xla.sync()\n"
-    "    time.sleep(0.01)\n"
-)
-
-
-def _start_long_run(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
-    script = tmp_path / "long.py"
-    script.write_text(LONG_LOOP)
-    out = tmp_path / "run"
-    process = start_run(out, [sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
-    if wait_for_steps(out, 5):
-        return process, out
-    process.kill()
-    pytest.fail("the long run never reached 5 steps")
-
-
-def test_sigterm_mid_training_leaves_a_loadable_run(tmp_path: Path) -> None:
-    # GIVEN a job under xlaprof run, mid-training
-    process, out = _start_long_run(tmp_path)
-    # WHEN the scheduler sends SIGTERM to xlaprof
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=120)
-    # THEN the exit code is the script's (killed by SIGTERM) and the run is complete and loadable
-    assert process.returncode == 128 + signal.SIGTERM
-    run = load_run(out)
-    assert run.info.status == "signal" and run.info.exit_code == 128 + signal.SIGTERM
-    assert "Terminated" in run.info.detail
-    steps = run.steps()
-    assert len(steps) >= 5 and list(steps["step"]) == list(range(len(steps)))
-    assert (run.path / "metrics" / "final.txt").read_text().startswith("Metric:")
-    assert cli("analyze", str(out)).returncode == 0
-
-
-def test_sigkill_still_leaves_a_loadable_run(tmp_path: Path) -> None:
-    process, out = _start_long_run(tmp_path)
-    child = next(p for p in _children(process.pid))
-    os.kill(child, signal.SIGKILL)
-    process.wait(timeout=60)
-    assert process.returncode == 128 + signal.SIGKILL
-    run = load_run(out)
-    assert run.info.status == "killed" and "SIGKILL" in run.info.detail
-    assert len(run.steps()) >= 5
-    assert cli("analyze", "--json", str(out)).returncode == 0
-
-
-def _children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(p) for p in path.read_text().split()]
-
-
 def test_two_runs_into_one_folder_do_not_collide(tmp_path: Path) -> None:
     out = tmp_path / "shared"
     for _ in range(2):
@@ -249,28 +193,9 @@ def test_a_command_that_cannot_start_fails_cleanly(tmp_path: Path) -> None:
     assert "no-such-program-xyz" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_tracing_bound_evidence(example_runs) -> None:
-    document = json.loads(
-        cli("analyze", "--json", str(example_runs["tracing_bound_tiny_ops"])).stdout
-    )
-    (finding,) = document["findings"]
-    evidence = finding["evidence"]
-    assert evidence["host_to_device_ratio"] > 1
-    assert evidence["ops_traced_per_step"] == 150 * 16 * 3  # the loop: 2 muls and an add
-    assert evidence["cxx11_abi"] is True and "C++11-ABI build" in finding["suggestion"]
-    line = line_of("tracing_bound_tiny_ops", "state = state * 0.999")
-    assert any(
-        key.endswith(f"tracing_bound_tiny_ops.py:{line}")
-        for key in evidence["top_host_lines_cpu_share"]
-    )
-    assert (
-        "torch_xla.compile" in finding["suggestion"] and "MpDeviceLoader" in finding["suggestion"]
-    )
-
-
 def test_unrolled_loop_names_the_loop_and_the_module_list(example_runs) -> None:
     document = json.loads(cli("analyze", "--json", str(example_runs["unrolled_layers"])).stdout)
-    (finding,) = document["findings"]
+    (finding,) = timeless_findings(document["findings"])
     evidence = finding["evidence"]
     assert evidence["layer_class"] == "Block"
     assert evidence["layer_stack"].startswith("self.blocks of Stack (nn.ModuleList of Block")
@@ -286,7 +211,7 @@ def test_varying_batch_names_the_input_and_its_dimension(example_runs) -> None:
     document = json.loads(
         cli("analyze", "--json", str(example_runs["recompile_varying_batch"])).stdout
     )
-    (finding,) = document["findings"]
+    (finding,) = timeless_findings(document["findings"])
     evidence = finding["evidence"]
     assert evidence["change_kind"] == "input_shapes"
     inputs = evidence["inputs"]
@@ -305,7 +230,7 @@ def test_data_dependent_shape_is_explained(example_runs) -> None:
     document = json.loads(
         cli("analyze", "--json", str(example_runs["data_dependent_shape"])).stdout
     )
-    recompile = document["findings"][0]
+    recompile = timeless_findings(document["findings"])[0]
     line = line_of("data_dependent_shape", "keep = torch.nonzero")
     assert recompile["evidence"]["change_kind"] == "data_dependent"
     assert (
@@ -313,18 +238,6 @@ def test_data_dependent_shape_is_explained(example_runs) -> None:
         and f"data_dependent_shape.py:{line}" in recompile["title"]
     )
     assert "torch.where" in recompile["suggestion"]
-
-
-def test_ctrl_c_mid_training_is_recorded(tmp_path: Path) -> None:
-    # Ctrl-C in a terminal reaches the whole process group; the script gets SIGINT.
-    process, out = _start_long_run(tmp_path)
-    child = _children(process.pid)[0]
-    os.kill(child, signal.SIGINT)
-    process.wait(timeout=120)
-    assert process.returncode == 130  # 128 + SIGINT, as a shell reports Ctrl-C
-    run = load_run(out)
-    assert run.info.status == "interrupted" and run.info.detail.startswith("KeyboardInterrupt")
-    assert len(run.steps()) >= 5
 
 
 def test_every_python_process_of_the_job_gets_its_own_run(tmp_path: Path) -> None:

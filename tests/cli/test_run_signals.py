@@ -1,9 +1,10 @@
-"""`xlaprof run` and signals, on the real CPU runtime (issue 16).
+"""`xlaprof run` and signals, on the real CPU runtime (issue 16): every way a job ends.
 
 Exit code 128+N when a signal ended the job, 130 for Ctrl-C; SIGINT and SIGTERM sent to
 `xlaprof run` alone reach the job; a Ctrl-C before the job's run starts is reported as such;
 a SIGKILL leaves run.json counts that match steps.jsonl; two runs into one --out at the same
-time do not touch each other's run.
+time do not touch each other's run. Nothing here waits a fixed time: each test waits for what
+it needs (steps recorded, the job started), with a deadline only a hang reaches.
 """
 
 from __future__ import annotations
@@ -17,44 +18,63 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, start_run, wait_for_steps
+from helpers import REPO, children, cli, start_long_run, start_run
 
 from xlaprof.rundir.reader import load_run, load_runs
 
 pytestmark = pytest.mark.runtime
 
-LONG_LOOP = (
-    "import torch, torch_xla, time\n"
-    "w = torch.randn(16, 16, device=torch_xla.device())\n"
-    "for i in range(100000):\n"
-    "    w = (w @ w).tanh()\n"
-    "    torch_xla.sync()\n"
-    "    time.sleep(0.01)\n"
-)
+
+def test_sigterm_mid_training_leaves_a_loadable_run(tmp_path: Path) -> None:
+    # GIVEN a job under xlaprof run, mid-training
+    process, out = start_long_run(tmp_path)
+    # WHEN the scheduler sends SIGTERM to xlaprof
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=120)
+    # THEN the exit code is the script's (killed by SIGTERM) and the run is complete and loadable
+    assert process.returncode == 128 + signal.SIGTERM
+    run = load_run(out)
+    assert run.info.status == "signal" and run.info.exit_code == 128 + signal.SIGTERM
+    assert "Terminated" in run.info.detail
+    steps = run.steps()
+    assert len(steps) >= 5 and list(steps["step"]) == list(range(len(steps)))
+    assert (run.path / "metrics" / "final.txt").read_text().startswith("Metric:")
+    assert cli("analyze", str(out)).returncode == 0
 
 
-def _long_run(tmp_path: Path, name: str = "run") -> tuple[subprocess.Popen, Path]:
-    script = tmp_path / "long.py"
-    script.write_text(LONG_LOOP)
-    out = tmp_path / name
-    process = start_run(out, [sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
-    return process, out
+def test_sigkill_leaves_a_loadable_run_whose_counts_match_the_steps(tmp_path: Path) -> None:
+    # GIVEN a job under xlaprof run that has recorded 8 steps
+    process, out = start_long_run(tmp_path, steps=8)
+    # WHEN the job itself is killed (SIGKILL: no handler runs in it)
+    os.kill(children(process.pid)[0], signal.SIGKILL)
+    process.wait(timeout=60)
+    # THEN xlaprof exits as the job did, run.json says killed and counts what steps.jsonl holds,
+    # and the run analyzes
+    assert process.returncode == 128 + signal.SIGKILL
+    run = load_run(out)
+    rows = [line for line in (run.path / "steps.jsonl").read_text().split("\n") if line]
+    assert run.info.status == "killed" and "SIGKILL" in run.info.detail
+    assert run.info.steps_recorded == len(rows) >= 8
+    assert len(run.steps()) >= 5
+    assert cli("analyze", "--json", str(out)).returncode == 0
 
 
-def _wait_steps(process: subprocess.Popen, out: Path, steps: int = 5) -> None:
-    if not wait_for_steps(out, steps):
-        process.kill()
-        pytest.fail("the long run never reached its steps")
-
-
-def _children(pid: int) -> list[int]:
-    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+def test_ctrl_c_to_the_job_is_recorded_and_exits_130(tmp_path: Path) -> None:
+    # GIVEN a job mid-training WHEN Ctrl-C in a terminal reaches the whole process group (the
+    # script gets SIGINT)
+    process, out = start_long_run(tmp_path)
+    os.kill(children(process.pid)[0], signal.SIGINT)
+    process.wait(timeout=120)
+    # THEN xlaprof exits 130 (128 + SIGINT, as a shell reports Ctrl-C) and the run says so
+    assert process.returncode == 128 + signal.SIGINT
+    run = load_run(out)
+    assert run.info.status == "interrupted" and run.info.detail.startswith("KeyboardInterrupt")
+    assert len(run.steps()) >= 5
 
 
 def test_sigint_to_xlaprof_alone_reaches_the_job_and_exits_130(tmp_path: Path) -> None:
     # GIVEN a job mid-training under xlaprof run
-    process, out = _long_run(tmp_path)
-    _wait_steps(process, out)
+    process, out = start_long_run(tmp_path)
     # WHEN SIGINT is sent to the xlaprof process only (not its group)
     process.send_signal(signal.SIGINT)
     process.wait(timeout=120)
@@ -62,15 +82,6 @@ def test_sigint_to_xlaprof_alone_reaches_the_job_and_exits_130(tmp_path: Path) -
     run = load_run(out)
     assert run.info.status == "interrupted", run.info
     assert run.info.detail.startswith("KeyboardInterrupt")
-    assert process.returncode == 128 + signal.SIGINT
-
-
-def test_ctrl_c_to_the_job_exits_130(tmp_path: Path) -> None:
-    process, out = _long_run(tmp_path)
-    _wait_steps(process, out)
-    os.kill(_children(process.pid)[0], signal.SIGINT)
-    process.wait(timeout=120)
-    assert load_run(out).info.status == "interrupted"
     assert process.returncode == 128 + signal.SIGINT
 
 
@@ -87,8 +98,12 @@ def test_ctrl_c_before_the_run_starts_is_reported_as_an_interruption(tmp_path: P
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3)
-    # WHEN Ctrl-C reaches xlaprof and the job
+    # WHEN Ctrl-C reaches xlaprof once it has started the job (still sleeping before its
+    # imports: its run has not started)
+    deadline = time.monotonic() + 300
+    while not children(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children(process.pid), "xlaprof run never started the job"
     process.send_signal(signal.SIGINT)
     _stdout, stderr = process.communicate(timeout=60)
     # THEN it says the job was interrupted, not that it never imported torch_xla
@@ -97,24 +112,17 @@ def test_ctrl_c_before_the_run_starts_is_reported_as_an_interruption(tmp_path: P
     assert "never imported torch_xla" not in stderr
 
 
-def test_sigkill_leaves_counts_that_match_the_steps(tmp_path: Path) -> None:
-    process, out = _long_run(tmp_path)
-    _wait_steps(process, out, 8)
-    os.kill(_children(process.pid)[0], signal.SIGKILL)
-    process.wait(timeout=60)
-    assert process.returncode == 128 + signal.SIGKILL
-    run = load_run(out)
-    rows = [line for line in (run.path / "steps.jsonl").read_text().split("\n") if line]
-    assert run.info.status == "killed"
-    assert run.info.steps_recorded == len(rows) >= 8
-
-
 def test_run_json_is_kept_current_while_the_job_runs(tmp_path: Path) -> None:
-    process, out = _long_run(tmp_path)
+    process, out = start_long_run(tmp_path)
     try:
-        _wait_steps(process, out, 5)
-        time.sleep(1.5)  # run.json is rewritten at most once a second
+        # GIVEN a job that has recorded 5 steps WHEN its run.json is read while it runs
+        # (rewritten at most once a second, as steps are recorded) THEN it says so: running,
+        # with those steps, within a deadline only a run.json never rewritten reaches
+        deadline = time.monotonic() + 300
         info = json.loads(next(out.glob("*/run.json")).read_text())
+        while info["steps_recorded"] < 5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            info = json.loads(next(out.glob("*/run.json")).read_text())
         assert info["status"] == "running" and info["steps_recorded"] >= 5
     finally:
         process.send_signal(signal.SIGTERM)
@@ -123,9 +131,8 @@ def test_run_json_is_kept_current_while_the_job_runs(tmp_path: Path) -> None:
 
 def test_concurrent_runs_into_one_out_do_not_touch_each_other(tmp_path: Path) -> None:
     # GIVEN a long run into OUT, mid-training
-    long_process, out = _long_run(tmp_path, "shared")
+    long_process, out = start_long_run(tmp_path, "shared")
     try:
-        _wait_steps(long_process, out)
         # WHEN a short run into the same OUT starts and finishes meanwhile
         script = tmp_path / "short.py"
         script.write_text(
@@ -138,7 +145,7 @@ def test_concurrent_runs_into_one_out_do_not_touch_each_other(tmp_path: Path) ->
         assert short.wait(timeout=300) == 0
         # THEN the long run is still "running", not marked killed by the short one's xlaprof
         statuses = {r.info.pid: r.info.status for r in load_runs(out)}
-        long_pid = _children(long_process.pid)[0]
+        long_pid = children(long_process.pid)[0]
         assert statuses[long_pid] == "running", statuses
         assert sorted(statuses.values()) == ["ok", "running"]
     finally:

@@ -8,7 +8,17 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, SAMPLE_RUNS, SAMPLES, TPU, cli, sample_capture, shared_trace, view_runs
+from helpers import (
+    REPO,
+    SAMPLE_RUNS,
+    SAMPLES,
+    TPU,
+    cli,
+    free_port,
+    sample_capture,
+    shared_trace,
+    view_runs,
+)
 
 
 def test_view_serves_every_traced_run() -> None:
@@ -60,7 +70,7 @@ def test_view_refuses_module_names_that_escape(tmp_path: Path, samples: Path) ->
     logdir.mkdir(parents=True)
     (logdir / "vm.xplane.pb").write_bytes(space.SerializeToString())
     # WHEN it is viewed
-    out = cli("view", str(tmp_path / "logdir"), "--port", "1", timeout=60)
+    out = cli("view", str(tmp_path / "logdir"), "--port", "1")
     # THEN it is refused at once with its own exit code, one line, and nothing is written
     from xlaprof.errors import UnsafeInput
 
@@ -73,8 +83,6 @@ def test_view_refuses_module_names_that_escape(tmp_path: Path, samples: Path) ->
 # -- view, capture, bench --------------------------------------------------------------------------
 def test_view_listens_on_loopback_only_by_default() -> None:
     psutil = pytest.importorskip("psutil")
-    from helpers import free_port
-
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "xlaprof", "view", str(SAMPLES / "runs"), "--port", str(port)],
@@ -86,7 +94,7 @@ def test_view_listens_on_loopback_only_by_default() -> None:
     try:
         assert process.stdout.readline().strip() == f"http://localhost:{port}/"
         listening: list[tuple[str, int]] = []
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # bounds a hang only
         while time.monotonic() < deadline and not any(p == port for _, p in listening):
             time.sleep(0.5)
             listening = [

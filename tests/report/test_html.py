@@ -52,7 +52,7 @@ def _chromium(*args: str, page: Path, profile: Path) -> subprocess.CompletedProc
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # bounds a hang only: a loaded machine takes longer
     )
 
 
