@@ -340,3 +340,24 @@ def test_tracing_bound_evidence() -> None:
     assert (
         "torch_xla.compile" in finding["suggestion"] and "MpDeviceLoader" in finding["suggestion"]
     )
+
+
+def test_the_console_and_json_open_with_the_story(tmp_path: Path) -> None:
+    # GIVEN a run analyzed on the command line, as text and as --json
+    run = sample_run("tracing_bound_tiny_ops")
+    text = cli("analyze", str(run), env={"COLUMNS": "200"})
+    document = json.loads(cli("analyze", "--json", str(run)).stdout)
+    assert text.returncode == 0, text.stderr
+    # WHEN the first lines are read THEN they tell the story before any table
+    lines = text.stdout.splitlines()
+    story_at = next(i for i, line in enumerate(lines) if "steady. The median steady step" in line)
+    table_at = next(i for i, line in enumerate(lines) if line.startswith("steps "))
+    worth_at = next(i for i, line in enumerate(lines) if line.startswith("Worth most:"))
+    assert story_at < worth_at < table_at
+    assert "[tracing_bound]" in lines[worth_at]
+    # AND the JSON story is the same numbers
+    story = document["story"]
+    assert story["bound"] == "tracing" and story["worth_most"]["kind"] == "tracing_bound"
+    rows = [r for r in document["timeline"] if r["steady"]]
+    assert story["steady_steps"] == len(rows)
+    assert {r["step"] for r in rows} >= {story["median_step"]}

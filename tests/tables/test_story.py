@@ -1,19 +1,15 @@
-"""One step model per run: the timeline, the host-vs-device table, the bottleneck table, the
-story a report opens with and the step chart all say the same thing about each step."""
+"""One step model per run (``xlaprof.tables.story``): the timeline, the host-vs-device table,
+the bottleneck table and the story a report opens with all say the same thing about each
+step, on the real run directories (sample_traces/runs)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from conftest import SAMPLES, cli
+from helpers import SAMPLE_RUNS, sample_run
 
 import xlaprof
 from xlaprof.pipeline import analyze_one
 from xlaprof.tables.device.bottleneck import CLASS_BOUNDS
-
-RUNS = sorted(p.name for p in (SAMPLES / "runs").iterdir() if p.is_dir())
 
 
 def _bottleneck_bounds(trace: xlaprof.Trace) -> dict[int, str]:
@@ -27,8 +23,8 @@ def _bottleneck_bounds(trace: xlaprof.Trace) -> dict[int, str]:
 def test_every_table_gives_a_traced_step_the_same_bound() -> None:
     # GIVEN the real run directories with a trace window (sample_traces/runs, by xlaprof run)
     compared = 0
-    for name in RUNS:
-        result, _, _ = analyze_one(SAMPLES / "runs" / name)
+    for name in SAMPLE_RUNS:
+        result, _, _ = analyze_one(sample_run(name))
         assert result.trace is not None and result.timeline is not None, name
         expected = _bottleneck_bounds(result.trace)
         # WHEN the step timeline and the host-vs-device table give each traced step a bound
@@ -44,7 +40,7 @@ def test_every_table_gives_a_traced_step_the_same_bound() -> None:
 
 def test_a_step_spent_compiling_is_compile_bound_never_tracing_bound() -> None:
     # GIVEN the run of a loop whose batch size changes: its traced step 4 compiles a new graph
-    result, _, _ = analyze_one(SAMPLES / "runs" / "recompile_varying_batch")
+    result, _, _ = analyze_one(sample_run("recompile_varying_batch"))
     row = result.timeline.set_index("step").loc[4]
     assert row["compile_s"] > 0.5 * row["wall_s"]  # most of the step was XLA compiling
     # WHEN its bound is read from every table that shows it
@@ -58,7 +54,7 @@ def test_a_step_spent_compiling_is_compile_bound_never_tracing_bound() -> None:
 
 def test_the_story_is_the_median_steady_step_whose_parts_add_up() -> None:
     # GIVEN a tracing-bound loop of tiny ops (9 steady steps after 2 of warm-up)
-    result, _, _ = analyze_one(SAMPLES / "runs" / "tracing_bound_tiny_ops")
+    result, _, _ = analyze_one(sample_run("tracing_bound_tiny_ops"))
     story = result.story
     steady = result.timeline[result.timeline["steady"]]
     # WHEN the story tells where a steady step goes
@@ -73,41 +69,3 @@ def test_the_story_is_the_median_steady_step_whose_parts_add_up() -> None:
     # AND its largest part and the change worth most are the tracing and its finding
     assert story.bound == "tracing"
     assert story.worth_most is not None and story.worth_most.kind.value == "tracing_bound"
-
-
-def test_the_console_and_json_open_with_the_story(tmp_path: Path) -> None:
-    # GIVEN a run analyzed on the command line, as text and as --json
-    run = SAMPLES / "runs" / "tracing_bound_tiny_ops"
-    text = cli("analyze", str(run), env={"COLUMNS": "200"})
-    document = json.loads(cli("analyze", "--json", str(run)).stdout)
-    assert text.returncode == 0, text.stderr
-    # WHEN the first lines are read THEN they tell the story before any table
-    lines = text.stdout.splitlines()
-    story_at = next(i for i, line in enumerate(lines) if "steady. The median steady step" in line)
-    table_at = next(i for i, line in enumerate(lines) if line.startswith("steps "))
-    worth_at = next(i for i, line in enumerate(lines) if line.startswith("Worth most:"))
-    assert story_at < worth_at < table_at
-    assert "[tracing_bound]" in lines[worth_at]
-    # AND the JSON story is the same numbers
-    story = document["story"]
-    assert story["bound"] == "tracing" and story["worth_most"]["kind"] == "tracing_bound"
-    rows = [r for r in document["timeline"] if r["steady"]]
-    assert story["steady_steps"] == len(rows)
-    assert {r["step"] for r in rows} >= {story["median_step"]}
-
-
-def test_the_step_chart_fits_the_steady_steps() -> None:
-    # GIVEN a run whose two warm-up steps compiled for about a second each
-    analysis = xlaprof.Analysis(SAMPLES / "runs" / "tracing_bound_tiny_ops")
-    timeline = analysis.timeline()
-    steady_top = timeline[timeline["steady"]]["wall_s"].max() * 1e3
-    assert timeline["wall_s"].max() * 1e3 > 10 * steady_top
-    # WHEN the step chart is drawn
-    figure = analysis.plot_timeline()
-    # THEN its scale is the steady steps' and each compile step off the scale says its time
-    low, high = figure.layout.yaxis.range
-    assert low == 0 and steady_top < high < 3 * steady_top
-    labels = [a.text for a in figure.layout.annotations]
-    off = timeline[timeline["wall_s"] * 1e3 > high]
-    assert len(labels) == len(off) > 0
-    assert all("(compile)" in label for label in labels)
