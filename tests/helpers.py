@@ -60,7 +60,14 @@ JAX_CPU = "jax_cpu_mlp_steps.xplane.pb"
 # speed, so end-to-end tests of fresh runs leave them out; their verdicts are tested on fixed
 # inputs (recorded runs, built AnalysisInputs: tests/analyzers/test_slow_compile.py and
 # test_tracing_bound.py).
-TIMED_KINDS = ("slow_compile", "tracing_bound")
+TIMED_KINDS = (
+    "slow_compile",
+    "tracing_bound",
+    "input_bound",
+    "collective_bound",
+    "async_wait",
+    "host_bound",
+)
 
 
 def missing_input(path: Path, what: str) -> None:

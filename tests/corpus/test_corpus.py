@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLES
+from helpers import EXAMPLES, TIMED_KINDS
 
 CORPUS = EXAMPLES / "corpus"
 sys.path.insert(0, str(CORPUS))
@@ -60,12 +60,13 @@ def test_the_manifest_is_complete() -> None:
 def test_corpus_script(corpus_runs: dict[str, Any], name: str) -> None:
     # GIVEN a realistic script WHEN it runs under xlaprof run and is analyzed THEN every
     # expected finding is there once at the marked line, no control fires, one step is one
-    # training iteration and xlaprof changed no compile count
+    # training iteration and xlaprof changed no compile count. Kinds judged on durations this
+    # machine measured (helpers.TIMED_KINDS) are judged only where they are found.
     result = corpus_runs[name]
     if isinstance(result, Exception):
         raise result
     document, steps = result
-    assert judge.problems(name, document, steps) == []
+    assert judge.problems(name, document, steps, timed=TIMED_KINDS) == []
 
 
 def test_time_loop_suggests_scan_not_bench_scan(corpus_runs: dict[str, Any]) -> None:

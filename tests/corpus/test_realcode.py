@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from helpers import EXAMPLES
+from helpers import EXAMPLES, TIMED_KINDS
 
 REALCODE = EXAMPLES / "realcode"
 sys.path.insert(0, str(EXAMPLES / "corpus"))
@@ -76,9 +76,11 @@ def test_realcode_setup(realcode_runs: dict[str, Any], name: str) -> None:
     # GIVEN training code built on a real library (or a public pattern in our words) WHEN it is
     # profiled as its manifest says and analyzed THEN every expected finding is there once at
     # the marked line with a fix that applies, no control fires, one step is one training
-    # iteration and xlaprof's compile count is the bare runtime's
+    # iteration and xlaprof's compile count is the bare runtime's. Kinds judged on durations
+    # this machine measured (helpers.TIMED_KINDS: tracing_bound_compiled expects one) are
+    # judged on their line and fix where found; their verdicts are tested on fixed inputs.
     result = realcode_runs[name]
     if isinstance(result, Exception):
         raise result
     document, steps, out = result
-    assert judge.problems(name, document, steps, corpus=REALCODE, out=out) == []
+    assert judge.problems(name, document, steps, REALCODE, out, timed=TIMED_KINDS) == []
