@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 from helpers import findings_for
 
-from xlaprof.findings import Kind
+from xlaprof.analyzers import slow_compile
+from xlaprof.findings import Kind, Severity
+from xlaprof.model.input import AnalysisInput
+from xlaprof.rundir.schema import StepRow
 
 
 def test_slow_compile_on_tpu_sized_report(data_dir) -> None:
@@ -14,3 +17,38 @@ def test_slow_compile_on_tpu_sized_report(data_dir) -> None:
     assert finding.kind == Kind.SLOW_COMPILE
     assert finding.evidence["mean_compile_seconds"] == pytest.approx(9774.123456789 / 4)
     assert "initialize_cache" in finding.suggestion
+
+
+def _steps(compile_s: list[float], execute_s: float) -> list[StepRow]:
+    """Step rows: one compile of each given length, and ``execute_s`` of execution a step."""
+    return [
+        StepRow(step=i, wall_s=c + execute_s, compiles=1, compile_s=c, execute_s=execute_s)
+        for i, c in enumerate(compile_s)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("compile_s", "execute_s", "expected"),
+    [
+        # a CPU test run: 2 compiles of 4 s against 1 s of execution: short in all, no verdict
+        ([4.0, 4.0], 0.5, None),
+        # compiles of 30 s on average: each is long
+        ([29.0, 31.0], 100.0, Severity.WARNING),
+        # 300 s of compile in all, whatever its share
+        ([25.0] * 12, 1000.0, Severity.WARNING),
+        # 12 s of compile, half of compile + execute time: a note
+        ([6.0, 6.0], 6.0, Severity.INFO),
+        # 12 s of compile but a quarter of the time: no verdict
+        ([6.0, 6.0], 18.0, None),
+    ],
+)
+def test_slow_compile_verdicts_on_fixed_steps(
+    compile_s: list[float], execute_s: float, expected: Severity | None
+) -> None:
+    # GIVEN step rows whose compile and execute seconds are written here (never timed on this
+    # machine) WHEN they are analyzed THEN the verdict follows the thresholds
+    findings = slow_compile.analyze(AnalysisInput(steps=_steps(compile_s, execute_s)))
+    assert [f.severity for f in findings] == ([] if expected is None else [expected])
+    for finding in findings:
+        assert finding.evidence["compiles"] == len(compile_s)
+        assert finding.evidence["compile_seconds"] == pytest.approx(sum(compile_s))
