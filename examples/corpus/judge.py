@@ -1,8 +1,9 @@
 """Compare xlaprof's findings on a corpus script with the manifest (corpus.toml).
 
-Used by tests/test_corpus.py (the fast scripts) and benchmarks/corpus.py (all of them), and by
-tests/test_realcode.py and benchmarks/realcode.py for the real-code corpus (examples/realcode):
-every function takes the corpus folder, ``corpus=``, this folder when left out. A script is
+Used by tests/corpus/test_corpus.py (the fast scripts) and benchmarks/corpus.py (all of them),
+and by tests/corpus/test_realcode.py and benchmarks/realcode.py for the real-code corpus
+(examples/realcode): every function takes the corpus folder, ``corpus=``, this folder when left
+out. A script is
 right when every expected kind is found exactly once, at the line the script marks
 ``# expect: <kind>`` (one line may name several kinds: ``# expect: host_sync, aten_fallback``);
 no control kind is found; xlaprof counted one step per training iteration; and the run compiled

@@ -1,4 +1,5 @@
-"""Unrolled-loop detection and recompilation diffs on hand-built HLO (no runtime needed)."""
+"""Unrolled loops (``xlaprof.analyzers.unrolled_loop``) on hand-built HLO: identical blocks
+found, named from the user's source or from the run's module tree (no runtime needed)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The capture side of the corpus work, in-process on the real torch: dynamo's records
-(capture/dynamo.py) and the module tree (capture/modules.py).
+"""dynamo's records (``xlaprof.capture.dynamo``), in-process on the real torch: recompile
+reasons and graph breaks, with their steps and the user's lines.
 
 torch.compile runs with the "eager" backend here (no XLA device needed: the records are
 dynamo's, whatever the backend); the corpus runs the openxla backend under `xlaprof run`.

@@ -1,8 +1,6 @@
-"""Source frames only while compiles happen, and a session that never raises into the job.
-
-On the real CPU runtime: IR debug switched between steps does not recompile, graphs traced
-while it is on carry the user's lines, the per-step scheme gives the same findings as frames
-always on, and an internal failure stops profiling without stopping the script.
+"""Source frames only while compiles happen (``xlaprof.capture.graphs``), on the real CPU
+runtime: IR debug switched between steps does not recompile, graphs traced while it is on carry
+the user's lines, and the per-step scheme gives the same findings as frames always on.
 """
 
 from __future__ import annotations

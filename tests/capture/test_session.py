@@ -1,10 +1,10 @@
-"""The step boundary's cheap paths keep every per-step figure it recorded before.
+"""The profiling session's step boundary (``xlaprof.capture.session``), on the real runtime.
 
-The boundary no longer reads the ``aten::`` counters when the fallback log did not grow, no
-longer collects the host sampler's ticks at each step (the sampler charges the step in progress
-itself) and reads log sizes from files it opened at the start. Expected values come from the
-bare runtime (the same script run without xlaprof prints its own counter deltas per step) and
-from the script's own clock.
+Its cheap paths keep every per-step figure it recorded before: it reads the ``aten::``
+counters only when the fallback log grew, leaves the host sampler to charge the step in
+progress itself and reads log sizes from files it opened at the start. And a boundary that
+fails stops profiling, never the job. Expected values come from the bare runtime (the same
+script run without xlaprof prints its own counter deltas per step) and from the script's clock.
 """
 
 from __future__ import annotations

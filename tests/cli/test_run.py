@@ -1,4 +1,6 @@
-"""`xlaprof run` on the real CPU runtime: diagnosis, pass-through, and every way a job ends."""
+"""`xlaprof run` on the real CPU runtime: each example diagnosed at the user's line, arguments,
+stdin and exit code passed through, and how a run ends (exit, exception, --max-steps); the
+signals that end a job are in test_run_signals.py."""
 
 from __future__ import annotations
 

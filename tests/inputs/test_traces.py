@@ -1,5 +1,6 @@
-"""``load_trace``: every event of a capture, the trace window of a run, sessions, hosts and
-captures that cannot be read.
+"""``load_trace``: every event of a capture, the trace window of a run, sessions, hosts, and
+captures that cannot be read (one line naming the file, or a fuzzed capture that never crashes
+the loader).
 
 Expected counts come from the input: the independent decode recorded beside each capture in
 ``../shared/traces`` (its ``.source.txt``), this suite's own decode of the H100 captures

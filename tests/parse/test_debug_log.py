@@ -1,4 +1,5 @@
-"""The PT_XLA_DEBUG parser: 2.x analysis blocks, pt-xla-profiler lines, fallback tracker."""
+"""The PT_XLA_DEBUG parser (``xlaprof.parse.debug_log``): 2.x analysis blocks, pt-xla-profiler
+lines, the fallback tracker; on real logs (the samples, the live runtime's own) and any text."""
 
 from __future__ import annotations
 

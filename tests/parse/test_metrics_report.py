@@ -1,4 +1,6 @@
-"""The metrics report parser on real captures and on the messy shapes found in logs."""
+"""The metrics report parser (``xlaprof.parse.metrics_report``) on real reports (the sample
+logs, the live runtime's own) and on the messy shapes found in logs: odd values, any text, and
+thousands of reports in bounded memory."""
 
 from __future__ import annotations
 

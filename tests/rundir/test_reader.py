@@ -1,4 +1,6 @@
-"""The run directory format, loaded without torch_xla: tolerance, versions, step attribution."""
+"""The run directory (``xlaprof.rundir.reader``), loaded without torch_xla: tolerance, versions,
+step attribution, and a damaged or hostile run (rows of any JSON type, a graph named outside
+the run, a gzip bomb, a FIFO where a file should be) read with warnings, never a crash."""
 
 from __future__ import annotations
 

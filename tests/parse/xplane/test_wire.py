@@ -1,11 +1,11 @@
 """The numpy XEvent decoder (``xlaprof.parse.xplane.wire``) against upb's own decoding.
 
-``reference_frame`` is the parser as it was before the wire decoder (commit bd30631): upb
-parses the file into full messages and a Python loop reads every event's fields, so every
-expected value here comes from protobuf's decoder, not from the code under test. Frames must
-be equal (columns, dtypes, values, row order, ``attrs``, the ``args`` dicts) on every real
-capture at hand, on hand-made edge cases of the wire format, and on seeded random events;
-where upb rejects a file, both raise the same ``BadCapture``.
+Every expected frame is the reference decoder's (``xplane_reference.py``: upb parses the file
+into full messages, a Python loop reads every event's fields), so every expected value comes
+from protobuf's decoder, not from the code under test. Frames must be equal (columns, dtypes,
+values, row order, ``attrs``, the ``args`` dicts) on every real capture at hand, on hand-made
+edge cases of the wire format, and on seeded random events; where upb rejects a file, both raise
+the same ``BadCapture``.
 """
 
 from __future__ import annotations
@@ -18,176 +18,45 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import DATA, REPO, SAMPLES, sample_capture
+from helpers import DATA, REPO, SAMPLE_RUNS, SHARED_XPLANES, sample_capture, shared_trace
+from xplane_reference import assert_same
 
-from xlaprof.errors import BadCapture
-from xlaprof.parse import events as event_frame
 from xlaprof.parse.xplane import schema as xplane
 from xlaprof.parse.xplane import xspace_frame
 from xlaprof.parse.xplane.wire import Buffer, varints
 
-SHARED_TRACES = REPO.parent / "shared" / "traces"
-CAPTURES = sorted(
-    [
-        *SAMPLES.glob("runs/*/*/plugins/profile/*/*.xplane.pb"),
-        *DATA.glob("fuzz_repro/*/plugins/profile/*/*.xplane.pb"),
-        *(SHARED_TRACES.glob("*.xplane.pb") if SHARED_TRACES.is_dir() else []),
-    ]
-)
-_MAX = 2**63 - 1
+# Every real capture at hand, by where it is: the sample runs', the fuzzing's reproducers
+# (tests/data/fuzz_repro) and ../shared/traces' (each found by a function that fails, naming
+# the file, where it is missing).
+REPROS = sorted(p.name for p in (DATA / "fuzz_repro").glob("xplane_*"))
+CAPTURES = [
+    *(("sample", name) for name in SAMPLE_RUNS),
+    *(("repro", name) for name in REPROS),
+    *(("shared", name) for name in SHARED_XPLANES),
+]
 
 
-# -- the reference: today's decoding loop over upb messages --------------------------------------
-def reference_frame(path: Path, host: str | None = None) -> pd.DataFrame:
-    """The event frame as the per-event loop over upb's messages made it (plus ``group_id``,
-    read from ``args`` as ``step_num`` is)."""
-    space = xplane.read_xspace(path)
-    if not space.planes:
-        size = Path(path).stat().st_size
-        what = "empty file" if size == 0 else f"{size} bytes with no profiler planes"
-        raise BadCapture(f"{path}: {what}, not an xplane capture")
-    planes = [p for p in space.planes if any(line.events for line in p.lines)]
-    stamps = [line.timestamp_ns for p in planes for line in p.lines if line.events]
-    base_ns = min(stamps, default=0)
-    rows: list[tuple[str, str, str, int, int, dict[str, Any], dict[str, Any] | None]] = []
-    for plane in planes:
-        stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
-        names, own, on_op_lines = {}, {}, {}
-        for key, meta in plane.event_metadata.items():
-            names[key] = meta.name
-            stats = {
-                stat_names.get(s.metadata_id, "?"): xplane.stat_value(s, stat_names)
-                for s in meta.stats
-            }
-            promoted = {k: stats[k] for k in (*TEXT, *NUMBERS) if k in stats}
-            own[key] = on_op_lines[key] = promoted
-            if meta.display_name and "hlo_op" not in promoted:
-                on_op_lines[key] = {**promoted, "hlo_op": meta.display_name}
-        for line in plane.lines:
-            line_name = line.display_name or line.name
-            lookup = on_op_lines if line_name in xplane.OP_LINES else own
-            base_ps = (line.timestamp_ns - base_ns) * 1000
-            for event in line.events:
-                args = None
-                if event.stats:
-                    args = {
-                        stat_names.get(s.metadata_id, "?"): xplane.stat_value(s, stat_names)
-                        for s in event.stats
-                    }
-                start, duration = base_ps + event.offset_ps, event.duration_ps
-                meta_values = lookup.get(event.metadata_id, {})
-                name = names.get(event.metadata_id, "")
-                rows.append((plane.name, line_name, name, start, duration, meta_values, args))
-    kept = [r for r in rows if -_MAX <= r[3] <= _MAX and r[4] >= 0 and r[3] + r[4] <= _MAX]
-    start_ps = np.array([r[3] for r in kept], np.int64)
-    duration_ps = np.array([r[4] for r in kept], np.int64)
-    columns: dict[str, Any] = {
-        "host": pd.Categorical([host or xplane.hostname(space, path)] * len(kept)),
-        "plane": pd.Categorical([r[0] for r in kept]),
-        "plane_kind": pd.Categorical([event_frame.plane_kind(r[0]) for r in kept]),
-        "device": pd.Categorical([event_frame.device_name(r[0]) for r in kept]),
-        "line": pd.Categorical([r[1] for r in kept]),
-        "name": pd.Categorical([r[2] for r in kept]),
-        "start_ns": base_ns + start_ps // 1000,
-        "end_ns": base_ns + (start_ps + duration_ps) // 1000,
-        "duration_ns": duration_ps / 1000.0,
-    }
-
-    def value(row: tuple, key: str) -> Any:
-        args = row[6] or {}
-        return args[key] if key in args else row[5].get(key)
-
-    for key in TEXT:
-        texts = [value(r, key) for r in kept]
-        columns[key] = pd.Categorical(
-            np.array([None if v is None else str(v) for v in texts], object)
-        )
-    args_of = [r[6] or {} for r in kept]
-    columns["step_num"] = pd.array(
-        [event_frame.step_number(a["step_num"]) if "step_num" in a else None for a in args_of],
-        dtype="Int64",
-    )
-    for key in NUMBERS:
-        columns[key] = np.array([event_frame.finite(value(r, key)) for r in kept], np.float64)
-    columns["group_id"] = pd.array(
-        [event_frame.step_number(a["group_id"]) if "group_id" in a else None for a in args_of],
-        dtype="Int64",
-    )
-    columns["args"] = [r[6] for r in kept]
-    frame = pd.DataFrame(columns).sort_values("start_ns", kind="stable", ignore_index=True)
-    frame.attrs["dropped_events"] = len(rows) - len(kept)
-    frame.attrs["profile_start_ns"] = xplane.profile_start_ns(space)
-    frame.attrs["devices"] = [
-        xplane.plane_info(p) for p in planes if event_frame.plane_kind(p.name) == "device"
-    ]
-    return frame
+def real_capture(where: str, name: str) -> Path:
+    if where == "sample":
+        return sample_capture(name)
+    if where == "shared":
+        return shared_trace(name)
+    (path,) = (DATA / "fuzz_repro" / name).glob("plugins/profile/*/*.xplane.pb")
+    return path
 
 
 TEXT = ("hlo_op", "hlo_module", "hlo_category", "program_id")
-NUMBERS = ("flops", "bytes_accessed", "device_offset_ps", "device_duration_ps")
 
 
-def _outcome(function: Any, path: Path, **kwargs: Any) -> pd.DataFrame | str:
-    try:
-        return function(path, **kwargs)
-    except BadCapture as error:
-        return f"BadCapture: {error}"
-
-
-def assert_same(path: Path) -> pd.DataFrame | str:
-    """``xspace_frame`` equals the reference on ``path``, with and without ``args``."""
-    expected = _outcome(reference_frame, path)
-    got = _outcome(xspace_frame, path)
-    if isinstance(expected, str) or isinstance(got, str):
-        assert got == expected
-        assert _outcome(xspace_frame, path, args=False) == expected
-        return expected
-    _assert_frames(got, expected)
-    without = xspace_frame(path, args=False)
-    assert without["args"].isna().all()
-    if len(expected):  # an empty frame's args column is float64, as it always was
-        expected["args"] = pd.Series([None] * len(expected), dtype=object)
-    _assert_frames(without, expected)
-    return got
-
-
-def _assert_frames(got: pd.DataFrame, expected: pd.DataFrame) -> None:
-    """Equal frames; ``args`` dicts compared key by key, value types included (``==`` alone
-    takes 1 for 1.0, and a NaN for unequal to itself)."""
-    for mine, theirs in zip(got["args"], expected["args"], strict=True):
-        assert (mine is None) == (theirs is None)
-        if theirs is not None:
-            assert list(mine) == list(theirs)
-            assert all(_same(mine[key], theirs[key]) for key in theirs), (mine, theirs)
-    plain = {"args": pd.Series([None] * len(got), dtype=object)}
-    pd.testing.assert_frame_equal(
-        got.assign(**plain), expected.assign(**plain), check_exact=True, check_categorical=True
-    )
-    assert got["args"].dtype == expected["args"].dtype
-    assert got.attrs == expected.attrs
-    for key in TEXT:
-        assert list(got[key].cat.categories) == list(expected[key].cat.categories)
-
-
-def _same(a: object, b: object) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float) and a != a:
-        return b != b
-    return a == b
-
-
-@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(REPO.parent)))
-def test_real_captures_decode_as_upb_does(path: Path) -> None:
-    assert_same(path)
+@pytest.mark.parametrize(("where", "name"), CAPTURES, ids=[f"{w}:{n}" for w, n in CAPTURES])
+def test_real_captures_decode_as_upb_does(where: str, name: str) -> None:
+    assert_same(real_capture(where, name))
 
 
 def test_there_are_real_captures_with_device_planes() -> None:
-    if not SHARED_TRACES.is_dir():
-        pytest.skip("no ../shared/traces here")
     kinds = set()
-    for path in SHARED_TRACES.glob("*.xplane.pb"):
-        kinds |= {d["kind"] for d in xspace_frame(path).attrs["devices"]}
+    for name in SHARED_XPLANES:
+        kinds |= {d["kind"] for d in xspace_frame(shared_trace(name)).attrs["devices"]}
     assert {"TPU", "GPU"} <= kinds
 
 
@@ -546,7 +415,7 @@ def test_walking_in_chunks_changes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_
     from xlaprof.parse.xplane import wire as xplane_wire
 
     monkeypatch.setattr(xplane_wire, "CHUNK", 5)
-    assert_same(next(SAMPLES.glob("runs/healthy_loop/*/plugins/profile/*/*.xplane.pb")))
+    assert_same(sample_capture("healthy_loop"))
     for name, events in (*OK_CASES.items(), *BAD_CASES.items()):
         assert_same(capture(tmp_path, [*events, *OK_CASES["stats of every kind"]], name=name))
 
@@ -570,41 +439,3 @@ def test_args_false_builds_no_dicts_but_keeps_group_id(tmp_path: Path) -> None:
     frame = xspace_frame(path, args=False)
     assert frame["args"].tolist() == [None]
     assert frame["group_id"].tolist() == [17] and frame["hlo_op"].tolist() == ["op"]
-
-
-def test_the_device_model_numbers_steps_the_same_without_args(tmp_path: Path) -> None:
-    """Steps named by their group_id stat: from the column, with or without args."""
-    from xlaprof.tables.device import device_steps
-
-    space = xplane.xspace_class()()
-    plane = space.planes.add(id=1, name="/device:GPU:0")
-    plane.stat_metadata[1].name = "group_id"
-    plane.event_metadata[1].name = "train step"
-    plane.event_metadata[2].name = "fusion.1"
-    steps = plane.lines.add(id=1, name="Steps", timestamp_ns=1_000)
-    kernels = plane.lines.add(id=2, name="Stream #7(Kernel)", timestamp_ns=1_000)
-    for index, group in enumerate((41, 42)):
-        step = steps.events.add(metadata_id=1, offset_ps=index * 10**9, duration_ps=9 * 10**8)
-        step.stats.add(metadata_id=1, int64_value=group)
-        kernels.events.add(metadata_id=2, offset_ps=index * 10**9 + 10**6, duration_ps=10**8)
-    path = tmp_path / "gpu.xplane.pb"
-    path.write_bytes(space.SerializeToString())
-    with_args = device_steps(xspace_frame(path))
-    assert with_args["step"].tolist() == [41, 42]
-    pd.testing.assert_frame_equal(device_steps(xspace_frame(path, args=False)), with_args)
-    old_style = xspace_frame(path).drop(columns="group_id")  # a frame before the column
-    pd.testing.assert_frame_equal(device_steps(old_style), with_args)
-
-
-@pytest.mark.parametrize(
-    "path",
-    [p for p in CAPTURES if "fuzz_repro" not in str(p)],
-    ids=lambda p: str(p.relative_to(REPO.parent)),
-)
-def test_the_device_model_reads_nothing_from_args_on_real_captures(path: Path) -> None:
-    """The pod cache keeps every column but args: its device tables must be the same."""
-    from xlaprof.tables import device
-
-    with_args, without = xspace_frame(path), xspace_frame(path, args=False)
-    for table in (device.device_steps, device.device_ops, device.device_utilization):
-        pd.testing.assert_frame_equal(table(without), table(with_args))
