@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.xlaprof-setup
 export PJRT_DEVICE ?= CPU
 
-.PHONY: setup browser demo test lint format bench samples clean
+.PHONY: setup browser demo test lint typecheck format bench samples clean
 
 setup: $(STAMP)
 
@@ -32,12 +32,19 @@ demo: setup
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
-test: setup browser
+# The type check runs first: it takes well under a minute from a cold cache, the tests ten.
+test: setup browser typecheck
 	@$(BIN)/python -m compileall -q xlaprof examples tests >/dev/null 2>&1 || true
 	$(BIN)/python -m pytest -q
 
 lint: setup
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# mypy, strict, on the whole package: [tool.mypy] in pyproject.toml says what it checks.
+typecheck: setup
+	$(BIN)/mypy
 
 format: setup
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
@@ -49,4 +56,4 @@ samples: setup
 	$(BIN)/python sample_traces/regenerate.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache runs
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache runs

@@ -1,15 +1,21 @@
 """Pod-scale trace analysis: wall time and peak RSS of `xlaprof analyze` on N hosts.
 
 Run: python benchmarks/pod_scale.py [--hosts 4 32 128] [--events N] [--workers W] [--nice 10]
+     python benchmarks/pod_scale.py --jax-steps 9000 [--hosts 4 32 128]   # many short steps
+     python benchmarks/pod_scale.py --capture PATH.xplane.pb [--hosts ...]
 
-One real CPU capture (sample_traces/runs/recompile_varying_batch) is repeated to >= N events
-(``trace_load.synthesize``); each pod is a logdir of N symbolic links to that one file, named
-host-000 ... host-NNN, so every host is a full-size capture and disk use stays small (the
-per-host Parquet caches are written beside the links). Each pod size runs `xlaprof analyze
+The host capture is one of: a real CPU capture (sample_traces/runs/recompile_varying_batch)
+repeated to >= N events (``trace_load.synthesize``; few, long steps), a JAX-on-CPU training
+capture of ``--jax-steps`` short steps made here (``jax_capture``: JAX from the package registry,
+``pip install jax``; thousands of steps a host, where per-step rows outgrow the events), or any
+``--capture``. Each pod is a logdir of N symbolic links to that one file, named host-000 ...
+host-NNN, so every host is a full-size capture and disk use stays small (the per-host Parquet
+caches and per-step tables are written beside the links). Each pod size runs `xlaprof analyze
 LOGDIR --json` in a fresh process, with fresh caches. Reported: wall time, events per second,
 seconds per million events (flat = time linear in the event count), the parent's peak RSS
 (``ru_maxrss`` of the process running the CLI), and the workers' (each worker reports its own
-``ru_maxrss``; the largest is shown, and ``RUSAGE_CHILDREN`` as a cross-check).
+``ru_maxrss``; the largest is shown, and ``RUSAGE_CHILDREN`` as a cross-check), the size of
+the ``--json`` document, and the load average while it ran (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ def measure(logdir: Path, workers: int | None) -> dict[str, float]:
         if stop.code:
             raise
     seconds = time.perf_counter() - started
-    document = json.loads(output.read_text())
+    text = output.read_text()
+    document = json.loads(text)
     pod = document["trace"].get("pod") or {}
     hosts = pod.get("hosts", [])
     return {
@@ -58,8 +65,41 @@ def measure(logdir: Path, workers: int | None) -> dict[str, float]:
         "host_seconds_median": sorted(h["seconds"] for h in hosts)[len(hosts) // 2]
         if hosts
         else 0.0,
-        "stragglers_rows": len(document.get("stragglers") or []),
+        "stragglers_rows": document.get("stragglers_total") or 0,
+        "json_bytes": len(text.encode()),
+        "load_average": os.getloadavg()[0],
     }
+
+
+# A JAX training loop on CPU, profiled: a jitted step per iteration, each inside a
+# StepTraceAnnotation (JAX's step marker, numbered from 0), Python tracing off.
+JAX_SCRIPT = """
+import sys
+import jax
+import jax.numpy as jnp
+
+logdir, steps = sys.argv[1], int(sys.argv[2])
+step = jax.jit(lambda x: jnp.tanh(x @ x.T).sum())
+x = jnp.ones((16, 16))
+options = jax.profiler.ProfileOptions()
+options.python_tracer_level = 0
+with jax.profiler.trace(logdir, profiler_options=options):
+    for number in range(steps):
+        with jax.profiler.StepTraceAnnotation("train", step_num=number):
+            step(x).block_until_ready()
+"""
+
+
+def jax_capture(root: Path, steps: int) -> Path:
+    """A JAX-on-CPU capture of ``steps`` steps (its ``.xplane.pb``), made in a subprocess."""
+    logdir = root / "jax-logdir"
+    subprocess.run(
+        [sys.executable, "-c", JAX_SCRIPT, str(logdir), str(steps)],
+        check=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    (capture,) = logdir.glob("plugins/profile/*/*.xplane.pb")
+    return capture
 
 
 def make_pod(root: Path, capture: Path, hosts: int) -> Path:
@@ -76,6 +116,8 @@ def main() -> dict[str, object]:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--nice", type=int, default=0, help="run the measured CLI under nice")
+    parser.add_argument("--jax-steps", type=int, help="hosts: a JAX CPU capture of this many steps")
+    parser.add_argument("--capture", type=Path, help="hosts: links to this capture")
     parser.add_argument("--measure", metavar="LOGDIR")
     args = parser.parse_args()
     if args.measure:
@@ -86,11 +128,19 @@ def main() -> dict[str, object]:
     results: dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="xlaprof-pod-") as tmp:
         root = Path(tmp)
-        capture = root / "capture" / "synthetic.xplane.pb"
-        capture.parent.mkdir()
-        events = synthesize(capture, args.events)
+        if args.capture:
+            capture = args.capture.resolve()
+            what = "links to a given capture"
+        elif args.jax_steps:
+            capture = jax_capture(root, args.jax_steps)
+            what = f"links to one JAX CPU capture of {args.jax_steps:,} steps"
+        else:
+            capture = root / "capture" / "synthetic.xplane.pb"
+            capture.parent.mkdir()
+            synthesize(capture, args.events)
+            what = "links to one real-capture copy"
         size_mb = capture.stat().st_size / 1e6
-        print(f"one host: {events:,} events, {size_mb:.0f} MB (links to one real-capture copy)")
+        print(f"one host: {size_mb:.1f} MB ({what})")
         env = {**os.environ, "XLAPROF_LAZY_BYTES": "0"}  # every pod size takes the pod path
         for hosts in args.hosts:
             logdir = make_pod(root, capture, hosts)
@@ -112,10 +162,12 @@ def main() -> dict[str, object]:
                 f"{row['seconds_per_million_events']:5.2f} s/M events  "
                 f"parent {row['parent_peak_rss_mb']:6.0f} MB  "
                 f"worker max {row['worker_peak_rss_mb']:6.0f} MB "
-                f"(children {row['children_peak_rss_mb']:.0f} MB)  workers {row['workers']}",
+                f"(children {row['children_peak_rss_mb']:.0f} MB)  workers {row['workers']}  "
+                f"--json {row['json_bytes'] / 1e6:.1f} MB  "
+                f"stragglers {row['stragglers_rows']:,} rows  load {row['load_average']:.1f}",
                 flush=True,
             )
-            for cache in logdir.rglob("*.xlaprof.parquet"):
+            for cache in logdir.rglob("*.xlaprof*.parquet"):
                 cache.unlink()  # keep disk use to one pod's caches at a time
     sizes = [str(h) for h in args.hosts]
     if len(sizes) > 1:

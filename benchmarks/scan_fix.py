@@ -1,6 +1,11 @@
-"""scan_layers before/after on the 32- and 64-block models of examples/unrolled_layers.py.
+"""scan_layers before/after: the 32- and 64-block models of examples/unrolled_layers.py, and two
+stacks whose layers take more than the state: the real-code decoder whose layers are called
+`layer(hidden, mask)` and return `(hidden, probs)` (examples/realcode/own_decoder_tuple_layers.py)
+and transformers' LlamaForCausalLM (keyword arguments: mask, rotary embeddings, integer position
+ids; examples/bench_targets.py:llama_decoder).
 
-Run: python benchmarks/scan_fix.py   (needs the runtime extra; CPU PJRT here)
+Run: python benchmarks/scan_fix.py [LABEL ...]   (needs the runtime and realcode extras; CPU
+PJRT here; labels select configurations, e.g. "tuple layers")
 
 Each configuration is one `xlaprof bench scan` (before and after in fresh processes, the
 numerical check included), with and without is_layer_pure. Printed as after/before ratios.
@@ -9,13 +14,20 @@ numerical check included), with and without is_layer_pure. Printed as after/befo
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-TARGETS = {"32 blocks": "bench_targets.py:stack", "64 blocks": "bench_targets.py:stack64"}
+# label: (folder, TARGET)
+TARGETS = {
+    "32 blocks": (EXAMPLES, "bench_targets.py:stack"),
+    "64 blocks": (EXAMPLES, "bench_targets.py:stack64"),
+    "tuple layers": (EXAMPLES / "realcode", "own_decoder_tuple_layers.py:make"),
+    "llama": (EXAMPLES, "bench_targets.py:llama_decoder"),
+}
 METRICS = (
     "first-step compile time",
     "largest graph (ops)",
@@ -24,7 +36,7 @@ METRICS = (
 )
 
 
-def bench(target: str, pure: bool, out: Path) -> dict:
+def bench(folder: Path, target: str, pure: bool, out: Path) -> dict:
     command = [
         sys.executable,
         "-m",
@@ -42,15 +54,20 @@ def bench(target: str, pure: bool, out: Path) -> dict:
     ]
     if pure:
         command.append("--layer-pure")
-    result = subprocess.run(command, capture_output=True, text=True, cwd=EXAMPLES, check=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        command, capture_output=True, text=True, cwd=folder, check=True, env=env
+    )
     return json.loads(result.stdout)
 
 
-def main() -> None:
+def main(labels: list[str]) -> None:
+    chosen = {k: v for k, v in TARGETS.items() if not labels or k in labels}
     with tempfile.TemporaryDirectory() as tmp:
-        for label, target in TARGETS.items():
+        for label, (folder, target) in chosen.items():
             for pure in (False, True):
-                document = bench(target, pure, Path(tmp) / f"{label}-{pure}".replace(" ", ""))
+                out = Path(tmp) / f"{label}-{pure}".replace(" ", "")
+                document = bench(folder, target, pure, out)
                 rows = {r["metric"]: r for r in document["comparison"]}
                 numerics = document["numerics"]
                 state = "agree" if numerics["ok"] else "DISAGREE"
@@ -68,4 +85,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

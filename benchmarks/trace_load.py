@@ -1,13 +1,27 @@
 """Trace loading speed: xlaprof.load_trace vs XProf's own conversion, on >= 1M events.
 
-Run: python benchmarks/trace_load.py [--events N]
+Run: python benchmarks/trace_load.py [--events N] [--path FILE] [--methods ...] [--repeats R]
+                                     [--before DIR]
 
 The input is synthesized by repeating the events of a real CPU capture
-(sample_traces/runs/recompile_varying_batch) with shifted timestamps until it holds N events.
-The path a user would otherwise take is XProf's trace_viewer conversion
-(xspace_to_tool_data(..., "trace_viewer")), json.loads, and a pandas DataFrame of the complete
-events. Each method runs in its own fresh process (alternating, REPEATS times) so peak memory
-(max RSS) is its own; times are the median.
+(sample_traces/runs/recompile_varying_batch) with shifted timestamps until it holds N events
+(or ``--path``, any capture). Methods:
+
+- ``xlaprof``: ``xlaprof.load_trace`` of the file (decode, step numbers, the device model);
+- ``pod-worker``: what a pod's worker does for one host (``inputs.pod.summarize_host``: decode
+  without ``args``, step numbers, device model, per-step tables and aggregates, and the Parquet
+  cache written, into a fresh folder);
+- ``xprof``: the path a user would otherwise take, XProf's trace_viewer conversion
+  (xspace_to_tool_data(..., "trace_viewer")), json.loads, and a pandas DataFrame of the
+  complete events.
+
+Each method runs in its own fresh process (alternating, ``--repeats`` times) so peak memory (max
+RSS) is its own; it loads a small capture first, so imports are not timed. Reported: the median
+and the best of wall time and of the process's CPU time (user and system; what the machine's
+other load disturbs least), events per second of each, and the load average. ``--before DIR``
+runs the xlaprof methods a second time with another checkout's package first on the path
+(``git worktree add DIR REV``), alternating with this one's, for a before/after ratio on the
+same machine at the same time.
 """
 
 from __future__ import annotations
@@ -56,11 +70,24 @@ def synthesize(path: Path, target: int) -> int:
 
 
 def measure(method: str, path: Path) -> dict[str, float]:
-    start = time.perf_counter()
-    if method == "xlaprof":
+    import os
+
+    if method != "xprof":  # imports and first calls outside the timing
         from xlaprof.inputs.traces import load_trace
 
+        warm = next(HERE.parent.glob("sample_traces/runs/healthy_loop/*/plugins/*/*/*.xplane.pb"))
+        load_trace(warm)
+    cache = tempfile.mkdtemp(prefix="xlaprof-cache-")
+    os.environ["XLAPROF_CACHE_DIR"] = cache  # the pod worker's cache goes to a fresh folder
+    if method == "pod-worker":
+        from xlaprof.inputs.pod.summary import summarize_host
+
+        summarize_host(warm)
+    start, cpu = time.perf_counter(), time.process_time()
+    if method == "xlaprof":
         events = len(load_trace(path).events)
+    elif method == "pod-worker":
+        events = summarize_host(path).events
     else:
         import pandas as pd
         from xprof.convert.raw_to_tool_data import xspace_to_tool_data
@@ -72,58 +99,105 @@ def measure(method: str, path: Path) -> dict[str, float]:
         frame = pd.DataFrame([e for e in document["traceEvents"] if e.get("ph") == "X"])
         events = len(frame)
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": seconds, "events": events, "peak_rss_mb": peak_mb}
+    import shutil
+
+    shutil.rmtree(cache, ignore_errors=True)
+    return {"seconds": seconds, "cpu_seconds": cpu, "events": events, "peak_rss_mb": peak_mb}
 
 
-def _run(method: str, path: Path) -> dict[str, float]:
+def _run(method: str, path: Path, code: Path | None = None) -> dict[str, float]:
+    import os
+
+    env = dict(os.environ)
+    if code is not None:  # another checkout's package first on the path
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
     output = subprocess.run(
         [sys.executable, __file__, "--measure", method, str(path)],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     ).stdout
     return json.loads(output.strip().splitlines()[-1])
 
 
-def main() -> dict[str, object]:
+def main() -> dict[str, dict[str, float]]:
+    import os
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--path", type=Path, help="a capture to load instead of a synthetic one")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=["xlaprof", "xprof"],
+        choices=["xlaprof", "pod-worker", "xprof"],
+    )
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--before", type=Path, help="another checkout to compare with")
     parser.add_argument("--measure", nargs=2, metavar=("METHOD", "PATH"))
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure[0], Path(args.measure[1]))))
         return {}
+    loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "plugins" / "profile" / "bench" / "synthetic.xplane.pb"
-        path.parent.mkdir(parents=True)
-        started = time.perf_counter()
-        events = synthesize(path, args.events)
-        print(
-            f"synthesized {events:,} events ({path.stat().st_size / 1e6:.0f} MB) in "
-            f"{time.perf_counter() - started:.0f} s"
-        )
-        runs: dict[str, list[dict[str, float]]] = {"xlaprof": [], "xprof": []}
-        for _ in range(REPEATS):
-            for method in runs:
-                runs[method].append(_run(method, path))
-    result = {}
+        if args.path:
+            path = args.path.resolve()
+        else:
+            path = Path(tmp) / "plugins" / "profile" / "bench" / "synthetic.xplane.pb"
+            path.parent.mkdir(parents=True)
+            started = time.perf_counter()
+            events = synthesize(path, args.events)
+            print(
+                f"synthesized {events:,} events ({path.stat().st_size / 1e6:.0f} MB) in "
+                f"{time.perf_counter() - started:.0f} s"
+            )
+        runs: dict[str, list[dict[str, float]]] = {}
+        for _ in range(args.repeats):
+            for method in args.methods:
+                runs.setdefault(method, []).append(_run(method, path))
+                if args.before and method != "xprof":
+                    runs.setdefault(f"{method} (before)", []).append(
+                        _run(method, path, args.before.resolve())
+                    )
+                loads.append(os.getloadavg()[0])
+    result: dict[str, dict[str, float]] = {}
+    print(f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
     for method, rows in runs.items():
-        seconds = statistics.median(r["seconds"] for r in rows)
+        events = int(rows[0]["events"])
+        wall = statistics.median(r["seconds"] for r in rows)
+        cpu = statistics.median(r["cpu_seconds"] for r in rows)
+        best_wall = min(r["seconds"] for r in rows)
+        best_cpu = min(r["cpu_seconds"] for r in rows)
+        peak = max(r["peak_rss_mb"] for r in rows)
         result[method] = {
-            "median_seconds": seconds,
-            "events": rows[0]["events"],
-            "events_per_second": rows[0]["events"] / seconds,
-            "peak_rss_mb": max(r["peak_rss_mb"] for r in rows),
+            "median_seconds": wall,
+            "best_seconds": best_wall,
+            "median_cpu_seconds": cpu,
+            "best_cpu_seconds": best_cpu,
+            "events": events,
+            "events_per_second": events / wall,
+            "peak_rss_mb": peak,
         }
         print(
-            f"  {method:8s} {seconds:7.2f} s  {rows[0]['events']:>9,} events  "
-            f"{rows[0]['events'] / seconds:>11,.0f} events/s  peak RSS "
-            f"{result[method]['peak_rss_mb']:,.0f} MB"
+            f"  {method:20s} {events:>9,} events  wall {wall:6.2f} s (best {best_wall:5.2f}) "
+            f"{events / wall / 1e6:5.2f} M/s (best {events / best_wall / 1e6:4.2f})  "
+            f"cpu {cpu:5.2f} s {events / cpu / 1e6:5.2f} M/s (best {events / best_cpu / 1e6:4.2f})"
+            f"  peak RSS {peak:,.0f} MB"
         )
-    ratio = result["xlaprof"]["median_seconds"] / result["xprof"]["median_seconds"]
-    print(f"  load time ratio xlaprof / XProf conversion: {ratio:.3f} (target <= 0.5)")
-    result["ratio"] = ratio
+    for method in args.methods:
+        before, after = result.get(f"{method} (before)"), result.get(method)
+        if before is not None and after is not None:
+            wall_ratio = before["median_seconds"] / after["median_seconds"]
+            cpu_ratio = before["median_cpu_seconds"] / after["median_cpu_seconds"]
+            print(f"  {method}: before / after: wall {wall_ratio:.2f}x, cpu {cpu_ratio:.2f}x")
+    if "xprof" in result and "xlaprof" in result:
+        ratio = result["xlaprof"]["median_seconds"] / result["xprof"]["median_seconds"]
+        print(f"  load time ratio xlaprof / XProf conversion: {ratio:.3f} (target <= 0.5)")
+        result["ratio"] = {"xlaprof_over_xprof": ratio}
     return result
 
 

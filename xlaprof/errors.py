@@ -87,6 +87,12 @@ class CaptureEmpty(CaptureError):
     exit_code = 15
 
 
+class CapturePartial(CaptureError):
+    """Some hosts of a capture were captured, others not: the good hosts' traces are kept."""
+
+    exit_code = 27
+
+
 class PortBusy(XlaprofError):
     """The port for the UI is taken."""
 

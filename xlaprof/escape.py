@@ -146,7 +146,7 @@ def safe_console(**options: Any) -> Console:
     from rich.segment import Segment
 
     class _SafeConsole(Console):
-        def render(self, renderable: Any, options: Any = None) -> Any:  # type: ignore[override]
+        def render(self, renderable: Any, options: Any = None) -> Any:
             for segment in super().render(renderable, options):
                 if segment.control or not segment.text:
                     yield segment

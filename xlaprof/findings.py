@@ -28,6 +28,7 @@ class Kind(StrEnum):
     ASYNC_WAIT = "async_wait"
     HOST_BOUND = "host_bound"
     COMPILE_IN_STEP = "compile_in_step"
+    EAGER_MODE = "eager_mode"
 
 
 class Severity(StrEnum):
@@ -49,6 +50,12 @@ class Location:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+    @classmethod
+    def parse(cls, text: str) -> Location | None:
+        """``"file:line"`` as a location; None when it has no file or no line number."""
+        file, _, line = text.rpartition(":")
+        return cls(file, int(line)) if file and line.isdigit() else None
 
 
 @dataclass
@@ -78,10 +85,20 @@ class Finding:
         }
 
 
-def bench_command(fix: str, script: str | None, options: str = "") -> str:
+def bench_command(
+    fix: str, script: str | None, options: str = "", factory: str | None = None
+) -> str:
     """The ``xlaprof bench FIX SCRIPT:FACTORY`` line a finding offers (one spelling everywhere).
 
-    ``FACTORY`` stays a placeholder: a run of a script has no model factory, so the user names
-    the function that returns ``(model, batch)``.
+    A command only where both are known: the profiled script and a function in it that returns
+    ``(model, batch)`` (``analyzers/shared/sourcecode.bench_factory``). Otherwise the text says
+    how to make one, and names no file the user never gave (a pasted report has no script).
     """
-    return f"xlaprof bench {fix} {script or 'train.py'}:FACTORY{options}"
+    if script and factory:
+        return f"xlaprof bench {fix} {script}:{factory}{options}"
+    where = f"in {script} (or a file beside it)" if script else "in a file of yours"
+    target = f"{script}:FUNCTION" if script else "FILE.py:FUNCTION"
+    return (
+        f"write a function {where} that builds the model and returns (model, example_batch), "
+        f"then run: xlaprof bench {fix} {target}{options}"
+    )

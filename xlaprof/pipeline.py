@@ -61,33 +61,40 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
         result = PartResult(part, run_analyzers(part.data))
         note_withheld(part, roots)
     if part.data.steps or trace is not None:
-        events = None if trace is None else trace.events
-        if trace is not None and trace.source is not None:  # a pod: the first host only
-            events = trace.select(hosts=trace.hosts[:1])
+        view = trace  # what the step timeline reads: a pod's first host, from its own files
+        if trace is not None and trace.source is not None:
+            from xlaprof.inputs.pod import first_host_trace
+
+            view = first_host_trace(trace)
+        events = None if view is None else view.events
         busy = windows = None
-        if trace is not None and events is not None:
-            busy = device_busy_by_step(trace.tracing_vs_device(), events)
-            windows = _device_windows(trace)
+        if view is not None and events is not None:
+            busy = device_busy_by_step(view.tracing_vs_device(), events)
+            windows = _device_windows(view)
         timeline = step_timeline(
             part.data.steps,
             events,
-            None if trace is None else trace.step_bounds,
+            None if view is None else view.step_bounds,
             busy,
             windows,
         )
         # the one step model: every per-step verdict and the story come from these bounds
-        bottleneck = None if trace is None else trace.summary().bottleneck
+        bottleneck = None if view is None else view.summary().bottleneck
         host = None if trace is None or not trace.hosts else trace.hosts[0]
         result.timeline = with_bounds(timeline, part.data.warmup_steps, bottleneck, host)
         result.story = step_story(result.timeline, part.data.warmup_steps)
         if result.story is not None:
             result.story.worth_most = worth_most(result.story, result.findings)
+        del view
     if trace is not None and len(trace.hosts) > 1:
-        from xlaprof.inputs.pod import host_steps
+        from xlaprof.inputs import pod as pods
 
-        result.host_skew = host_skew(trace.step_times())
-        result.host_steps = host_steps(trace)
-        result.stragglers = stragglers(result.host_steps)
+        if trace.source is not None:  # a range of steps at a time; the per-host rows stay on disk
+            result.host_skew, result.stragglers = pods.step_tables(trace)
+        else:
+            result.host_skew = host_skew(trace.step_times())
+            result.host_steps = pods.host_steps(trace)
+            result.stragglers = stragglers(result.host_steps)
     result.trace = trace
     return result
 

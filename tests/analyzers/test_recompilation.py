@@ -9,8 +9,9 @@ from helpers import dynamo_rows, findings_for, line_of
 from xlaprof.analyzers import recompilation, run_analyzers
 from xlaprof.findings import Kind, Location, Severity
 from xlaprof.model.input import AnalysisInput
-from xlaprof.parse.debug_log import DebugEvent, DebugLog, Frame
+from xlaprof.parse.debug_log import DebugEvent, DebugLog
 from xlaprof.parse.dynamo_log import parse_dynamo_records
+from xlaprof.parse.frames import Frame
 from xlaprof.rundir.schema import StepRow
 
 FILE = "/home/user/train.py"  # the script dynamo's messages in tests/data/dynamo.jsonl name

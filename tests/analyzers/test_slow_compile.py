@@ -3,8 +3,11 @@ inputs here (a TPU-sized report), never on a run this machine timed."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
-from helpers import findings_for
+from helpers import cli, findings_for
 
 from xlaprof.analyzers import slow_compile
 from xlaprof.findings import Kind, Severity
@@ -52,3 +55,14 @@ def test_slow_compile_verdicts_on_fixed_steps(
     for finding in findings:
         assert finding.evidence["compiles"] == len(compile_s)
         assert finding.evidence["compile_seconds"] == pytest.approx(sum(compile_s))
+
+
+def test_a_pasted_report_gets_no_bench_command_naming_a_file(data_dir: Path) -> None:
+    # GIVEN a pasted metrics report (no script: issue 29 got `bench cache train.py:FACTORY`)
+    result = cli("analyze", str(data_dir / "tpu_slow_compile.txt"), "--json")
+    assert result.returncode == 0, result.stderr
+    (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["kind"] == "slow_compile"]
+    # THEN the finding says how to make a bench target, and names no file
+    text = finding["evidence"]["bench_command"]
+    assert "train.py" not in text and "FACTORY" not in text
+    assert text.startswith("write a function in a file of yours")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -182,13 +183,16 @@ def test_analyze_says_host_bound_not_tracing(gpu_linked: dict[str, Path], name: 
     result = cli("analyze", str(gpu_linked[name]), env={"COLUMNS": "120"})
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    assert "Host vs device, per step" in text and "host-bound" in text
+    assert "Host vs device, per step" in text
+    assert re.search(r"the largest part of \d+ of \d+ steps is host", text)
     assert "tracing-bound" not in text and "the host traces" not in text
     assert "op time by category" in text
     assert "No Steps line" not in text  # steps came from the capture's own markers
     document = json.loads(cli("analyze", str(gpu_linked[name]), "--json").stdout)
     tracing = document["trace"]["tracing"]
-    assert {row["bound"] for row in tracing} == {"host"}
+    # bound by the host, but for a first step spent compiling (JAX's warm-up in the window)
+    assert {row["bound"] for row in tracing[1:]} == {"host"}
+    assert tracing[0]["bound"] in {"host", "compile"}
     assert all(row["tracing_s"] is None and row["lazy_tensor"] is False for row in tracing)
     timeline = document["timeline"]
     assert all(row["python_tracing_s"] is None and row["graph_build_s"] is None for row in timeline)

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from helpers import EXAMPLES, cli
 
-from xlaprof.rundir.reader import load_run
-
 
 def bench(kind: str, target: str, out: Path, *extra: str):  # type: ignore[no-untyped-def]
     return cli(
@@ -29,26 +27,11 @@ def bench(kind: str, target: str, out: Path, *extra: str):  # type: ignore[no-un
 
 
 @pytest.mark.runtime
-def test_scan_before_after(tmp_path: Path) -> None:
-    result = bench("scan", "bench_targets.py:small_stack", tmp_path / "b", "--json")
-    assert result.returncode == 0, result.stderr
-    document = json.loads(result.stdout)
-    assert document["numerics"]["ok"] and document["numerics"]["gradients_compared"] == 50
-    rows = {r["metric"]: r for r in document["comparison"]}
-    graph = rows["largest graph (ops)"]
-    assert graph["after"] < graph["before"] / 2  # 8 blocks -> one scanned block
-    for row in document["comparison"]:  # a worse figure is called worse, never better
-        if row["ratio"] is not None and row["ratio"] > 1.02:
-            assert "worse" in row["change"]
-    for side in ("before", "after"):
-        assert load_run(document[side]["run"]).info.status == "ok"  # both kept as runs
-
-
-@pytest.mark.runtime
 def test_scanning_a_non_homogeneous_stack_fails_the_numerical_check(tmp_path: Path) -> None:
     # auto-detection refuses a ModuleList of mixed classes ...
     refused = bench("scan", "bench_targets.py:mixed_stack", tmp_path / "a")
-    assert refused.returncode == 19 and "no nn.ModuleList of identical layers" in refused.stderr
+    assert refused.returncode == 19
+    assert "no nn.ModuleList or nn.Sequential of identical layers" in refused.stderr
     # ... and forcing it through scan_layers is caught by the numerical check
     forced = bench("scan", "bench_targets.py:mixed_stack", tmp_path / "b", "--layers", "blocks")
     assert forced.returncode == 18
@@ -84,10 +67,14 @@ def test_cache_says_whether_it_hit(tmp_path: Path) -> None:
     document = json.loads(result.stdout)
     cache = document["after"]["summary"]["persistent_cache"]
     note = document["notes"][0]
-    if cache["deserialize_failures"]:  # the CPU backend cannot load its entries
-        assert "could not load its cache entries" in note
+    if cache["deserialize_failures"] or not cache["hits"]:  # the CPU backend cannot load them
+        assert note.startswith("the cache did not load")
+        # and no row offers a difference as the cache's improvement (issue 29: "1.17x better"
+        # rows under a footnote saying the cache never loaded)
+        for row in document["comparison"]:
+            assert row["ratio"] is None and "better" not in row["change"]
     else:
-        assert "loaded" in note or "no cache hit" in note
+        assert "loaded" in note
 
 
 def test_bench_with_a_missing_target_is_17_and_leaves_nothing(tmp_path: Path) -> None:

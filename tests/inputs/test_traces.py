@@ -34,7 +34,7 @@ from fuzzing import (
     save_repro,
     xplane_sources,
 )
-from helpers import DATA, MI300, SHARED_CAPTURES, cli, sample_run, shared_trace
+from helpers import DATA, MI300, SHARED_CAPTURES, cli, sample_capture, sample_run, shared_trace
 
 from xlaprof.errors import BadCapture, InputNotRecognized, XlaprofError
 from xlaprof.inputs.traces import load_trace
@@ -240,3 +240,12 @@ def test_trace_reproducers(name: str) -> None:
 
     with contextlib.suppress(XlaprofError):
         load_trace(REPRO / name).step_times()
+
+
+def test_a_trace_window_file_loaded_alone_keeps_the_runs_step_numbers() -> None:
+    # GIVEN the trace window's capture file of a run, named alone (or its logdir in the run)
+    capture = sample_capture(RUN)
+    for path in (capture, capture.parent.parent.parent):
+        # WHEN it is loaded THEN its steps are the run's (--trace-steps 4:6), not 0 and 1
+        markers = load_trace(path).events.query("name == 'StepMarker'")
+        assert list(markers["step"]) == [4, 5], path

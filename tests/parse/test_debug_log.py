@@ -8,7 +8,8 @@ from helpers import live_runtime_line
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlaprof.parse.debug_log import Frame, parse_debug_log
+from xlaprof.parse.debug_log import parse_debug_log
+from xlaprof.parse.frames import Frame
 from xlaprof.parse.metrics_report import parse_metrics_report
 
 

@@ -22,6 +22,7 @@ from xlaprof.analyzers import (
     aten_fallback,
     collective_bound,
     compile_in_step,
+    eager_mode,
     graph_break,
     host_bound,
     host_sync,
@@ -60,6 +61,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
     Analyzer(Kind.ASYNC_WAIT, async_wait.analyze, async_wait.unmeasured),
     Analyzer(Kind.HOST_BOUND, host_bound.analyze, host_bound.unmeasured),
     Analyzer(Kind.COMPILE_IN_STEP, compile_in_step.analyze, compile_in_step.unmeasured),
+    Analyzer(Kind.EAGER_MODE, eager_mode.analyze, eager_mode.unmeasured),
 )
 
 

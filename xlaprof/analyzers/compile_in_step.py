@@ -75,7 +75,7 @@ def _compiling_steps(data: AnalysisInput, host: str, device: str) -> dict[int, f
     from xlaprof.tables.device.bottleneck import steady_steps
 
     assert data.trace is not None
-    table = data.trace.bottlenecks()
+    table = data.trace.bottlenecks(hosts=[host])  # a pod reads that host's rows only
     mine = table[(table["host"].astype(str) == host) & (table["device"].astype(str) == device)]
     steps = steady_steps(mine)
     steps = steps[steps["compilation_s"] > 0]

@@ -64,7 +64,4 @@ def analyze(data: AnalysisInput) -> list[Finding]:
 
 
 def _location(text: str | None) -> Location | None:
-    if not text:
-        return None
-    file, _, line = text.rpartition(":")
-    return Location(file, int(line)) if file and line.isdigit() else None
+    return Location.parse(text) if text else None

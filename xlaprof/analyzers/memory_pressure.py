@@ -8,8 +8,10 @@ Activations can be traded for compute (rematerialization) or moved to host memor
 
 from __future__ import annotations
 
+from xlaprof.analyzers.shared.sourcecode import bench_factory
 from xlaprof.findings import Finding, Kind, Severity, bench_command
 from xlaprof.model.input import AnalysisInput
+from xlaprof.parse.debug_log import DebugEvent, MemoryAnalysis
 from xlaprof.parse.units import format_bytes
 
 # Intermediate tensors at least this share of a graph's memory (inputs + outputs + temps) ...
@@ -30,16 +32,18 @@ def unmeasured(data: AnalysisInput) -> str | None:
 
 
 def analyze(data: AnalysisInput) -> list[Finding]:
-    worst = None
+    # The graph with the most intermediate bytes: its event, memory, total and those bytes.
+    worst: tuple[DebugEvent, MemoryAnalysis, float, float] | None = None
     for event in data.debug.compilations():
         memory = event.memory
         if memory is None or memory.intermediate_bytes is None:
             continue
+        intermediate = memory.intermediate_bytes
         live = (memory.input_bytes or 0) + (memory.output_bytes or 0)
         live -= memory.aliased_input_bytes or 0
-        total = max(live, 0) + memory.intermediate_bytes
-        if total and (worst is None or memory.intermediate_bytes > worst[1].intermediate_bytes):
-            worst = (event, memory, total)
+        total = max(live, 0) + intermediate
+        if total and (worst is None or intermediate > worst[3]):
+            worst = (event, memory, total, intermediate)
     device = data.device_memory or {}
     used, limit = device.get("bytes_used"), device.get("bytes_limit")
     device_share = used / limit if used and limit else None
@@ -49,8 +53,8 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     severity = Severity.WARNING
     fires = False
     if worst is not None:
-        event, memory, total = worst
-        share = memory.intermediate_bytes / total
+        event, memory, total, intermediate = worst
+        share = intermediate / total
         evidence.update(
             {
                 "graph_hash": event.graph_hash,
@@ -61,7 +65,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
                 "intermediate_share": round(share, 3),
             }
         )
-        fires = share >= ACTIVATION_SHARE and memory.intermediate_bytes >= MIN_INTERMEDIATE_BYTES
+        fires = share >= ACTIVATION_SHARE and intermediate >= MIN_INTERMEDIATE_BYTES
     if device_share is not None:
         evidence["device_memory_share"] = round(device_share, 3)
         evidence["device_bytes_used"] = used
@@ -71,12 +75,12 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     if not fires:
         return []
     title = (
-        f"Activations dominate memory: {format_bytes(worst[1].intermediate_bytes)} of "
+        f"Activations dominate memory: {format_bytes(worst[3])} of "
         f"intermediate tensors ({evidence['intermediate_share']:.0%} of the graph's memory)"
         if worst is not None
         else f"Device memory {device_share:.0%} full"
     )
-    script = data.script or "train.py"
+    script, factory = data.script, bench_factory(data.script)
     return [
         Finding(
             kind=Kind.MEMORY_PRESSURE,
@@ -85,8 +89,8 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             evidence={
                 **evidence,
                 "bench_commands": [
-                    bench_command("remat", script),
-                    bench_command("offload", script),
+                    bench_command("remat", script, factory=factory),
+                    bench_command("offload", script, factory=factory),
                 ],
             },
             suggestion=(
@@ -94,8 +98,8 @@ def analyze(data: AnalysisInput) -> list[Finding]:
                 "layer) to trade compute for memory, or offload them to host memory inside a "
                 "scan (a partition_fn using place_to_host/place_to_device, where the backend "
                 "has host memory). Measure both on your model: `xlaprof bench remat` and "
-                "`xlaprof bench offload` with a factory returning (model, batch); FACTORY is "
-                "that function's name."
+                "`xlaprof bench offload` with a factory returning (model, batch) (the commands "
+                "are in the evidence)."
             ),
         )
     ]

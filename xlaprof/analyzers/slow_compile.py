@@ -6,6 +6,7 @@ can take minutes per compile; unrolled layer stacks and recompilations multiply 
 
 from __future__ import annotations
 
+from xlaprof.analyzers.shared.sourcecode import bench_factory
 from xlaprof.findings import Finding, Kind, Severity, bench_command
 from xlaprof.model.input import COMPILE_METRICS, EXECUTE_METRICS, AnalysisInput
 from xlaprof.parse.units import format_seconds
@@ -23,7 +24,7 @@ SUGGESTION = (
     "Enable the persistent compilation cache with torch_xla.runtime.initialize_cache(path) so "
     "restarts reuse compiled programs; remove recompilations; and if the graph repeats a layer "
     "many times, compile one layer with torch_xla.experimental.scan_layers. Measure the cache "
-    "on your model with the bench command in the evidence (FACTORY: a function returning "
+    "on your model as the evidence says (`xlaprof bench cache`, given a function returning "
     "(model, batch))."
 )
 
@@ -56,7 +57,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         "mean_compile_seconds": round(mean, 6),
         "execute_seconds": None if execute_s is None else round(execute_s, 6),
         "compile_share": None if share is None else round(share, 4),
-        "bench_command": bench_command("cache", data.script),
+        "bench_command": bench_command("cache", data.script, factory=bench_factory(data.script)),
     }
     if mean >= SLOW_COMPILE_MEAN_SECONDS or compile_s >= SLOW_COMPILE_TOTAL_SECONDS:
         severity = Severity.WARNING

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
+from typing import Any
 
 from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Finding, Kind, Location, Severity
@@ -67,7 +68,7 @@ def unmeasured(data: AnalysisInput) -> str | None:
     steady = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles == 0]
     if len(steady) >= MIN_STEADY_STEPS:
         return None
-    if not data.steps and len(_traced_steps(data)) >= MIN_STEADY_STEPS:
+    if not data.steps and len(_traced_steps(data)["tracing_s"]) >= MIN_STEADY_STEPS:
         return None
     return (
         f"needs {MIN_STEADY_STEPS} steady steps (after warm-up, without compiling); "
@@ -155,25 +156,32 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     ]
 
 
-def _traced_steps(data: AnalysisInput) -> list[dict[str, object]]:
-    """The capture's steady host steps with lazy-tensor tracing measured (``tracing`` rows)."""
+def _traced_steps(data: AnalysisInput) -> dict[str, Any]:
+    """The capture's steady host steps with lazy-tensor tracing measured (``tracing`` rows):
+    their ``tracing_s``, ``device_busy_s`` and ``host_wall_s``, as arrays. Read host by host
+    (a pod's from each host's file), keeping only those three numbers a step."""
+    import numpy as np
+
+    columns = ("tracing_s", "device_busy_s", "host_wall_s")
+    found: dict[str, list[Any]] = {name: [] for name in columns}
     if data.trace is None or data.trace.device_summary is None:
-        return []
-    table = data.trace.tracing_vs_device()
-    if table.empty:
-        return []
-    lazy = table[
-        table["lazy_tensor"].fillna(False).astype(bool)
-        & table["tracing_s"].notna()
-        & table["device_busy_s"].notna()
-    ]
-    rows = []
-    for _, group in lazy.groupby("host", observed=True, sort=True):
-        group = group.sort_values("step")
-        if len(group) > _EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
-            group = group.iloc[1:-1]
-        rows += group.to_dict(orient="records")
-    return rows
+        return {name: np.zeros(0) for name in columns}
+    for host in data.trace.hosts:
+        table = data.trace.tracing_vs_device(hosts=[host])
+        if table.empty:
+            continue
+        lazy = table[
+            table["lazy_tensor"].fillna(False).astype(bool)
+            & table["tracing_s"].notna()
+            & table["device_busy_s"].notna()
+        ]
+        for _, group in lazy.groupby("host", observed=True, sort=True):
+            group = group.sort_values("step")
+            if len(group) > _EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
+                group = group.iloc[1:-1]
+            for name in columns:
+                found[name].append(group[name].to_numpy(dtype=np.float64))
+    return {name: np.concatenate(parts) if parts else np.zeros(0) for name, parts in found.items()}
 
 
 # XProf leaves out a capture's first and last step when it has more than this many.
@@ -182,12 +190,16 @@ _EDGE_STEPS = 5
 
 def _from_trace(data: AnalysisInput) -> list[Finding]:
     """The tracing-bound verdict from a capture's lazy-tensor steps (module docstring)."""
+    import numpy as np
+
     steps = _traced_steps(data)
-    if len(steps) < MIN_STEADY_STEPS:
+    count = len(steps["tracing_s"])
+    if count < MIN_STEADY_STEPS:
         return []
-    host_s = statistics.median(float(s["tracing_s"]) for s in steps)  # type: ignore[arg-type]
-    device_s = statistics.median(float(s["device_busy_s"]) for s in steps)  # type: ignore[arg-type]
-    wall = statistics.median(float(s["host_wall_s"]) for s in steps)  # type: ignore[arg-type]
+    # medians as statistics.median takes them (the mean of the two middle values), in numpy
+    host_s = float(np.median(steps["tracing_s"]))
+    device_s = float(np.median(steps["device_busy_s"]))
+    wall = float(np.median(steps["host_wall_s"]))
     if device_s <= 0 or wall <= 0:
         return []
     ratio = host_s / device_s
@@ -195,7 +207,7 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
     if ratio < HOST_TO_DEVICE_MIN_RATIO or idle < DEVICE_IDLE_MIN_SHARE:
         return []
     evidence: dict[str, object] = {
-        "steady_steps": len(steps),
+        "steady_steps": count,
         "host_seconds_per_step": round(host_s, 6),
         "host_basis": (
             "median step wall time minus the lazy-tensor runtime's own work on its main line "

@@ -24,14 +24,18 @@ the module tree or the source, and telling a layer stack from a time loop are on
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from xlaprof.analyzers.shared.scan_rewrite import blockers, call_in_words, carry_rewrite, simple
 from xlaprof.analyzers.shared.sourcecode import (
+    bench_factory,
     enclosing_class,
     enclosing_loop,
     find_layer_stack,
+    loop_call,
     time_loop_sketch,
 )
 from xlaprof.findings import Finding, Kind, Location, Severity, bench_command
@@ -128,7 +132,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     link_graphs(data.graphs, data.debug.compilations())
     executions = Counter(e.graph_hash for e in data.debug.executions() if e.graph_hash)
     findings = []
-    seen: set[tuple[int, int]] = set()  # (repeats, block ops): one finding per layer stack
+    seen: set[tuple[object, ...]] = set()  # one finding per layer stack
     for graph in data.graphs:
         if graph.hlo is None:
             continue
@@ -158,6 +162,9 @@ class ModuleMatch:
     name: str | None  # the module path in the tree
     location: Location | None  # the loop (or the call of the stack)
     call: Location | None  # the user line calling the repeated module (time loops)
+    signature: dict[str, Any] | None = None  # how each unit is called (modules.json "call")
+    applied_by: dict[str, Any] | None = None  # the code applying the stack (modules.json)
+    in_library: bool = False  # that code is a library's: the user's line only calls the model
 
 
 def _units(children: list[tuple[str, str]]) -> tuple[int, int, int]:
@@ -186,6 +193,16 @@ def _site(entry: dict[str, Any], direct: bool) -> Location | None:
     return None
 
 
+def _loop_line(call: Location, applied: dict[str, Any] | None) -> int | None:
+    """The loop around the user's call of each layer: from the source where it is readable,
+    else as the capture read it (``applied_by.loop_line``) for that same call."""
+    loop = enclosing_loop(call.file, call.line)
+    if loop is None and applied is not None and applied.get("file") == call.file:
+        recorded = applied.get("loop_line")
+        loop = recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else None
+    return loop
+
+
 def _match_modules(
     modules: dict[str, Any] | None, repeats: int, block_files: set[str]
 ) -> ModuleMatch | None:
@@ -202,13 +219,20 @@ def _match_modules(
         if not any(params for _cls, params in unit):
             continue  # no parameters: nothing scan_layers could stack
         unit_files = {c.get("file") for c in stack.get("children", [])[start : start + period]}
-        location = None
+        applied = stack.get("applied_by") if isinstance(stack.get("applied_by"), dict) else None
         child_call = _site({"sites": stack.get("child_sites")}, direct=True)
+        in_library = False
         if child_call is not None:
-            loop = enclosing_loop(child_call.file, child_call.line)
-            location = Location(child_call.file, loop) if loop is not None else child_call
+            location = Location(child_call.file, _loop_line(child_call, applied) or child_call.line)
         else:
             location = _site(stack, direct=True)
+        if location is None:
+            # The stack is applied inside a library (transformers' LlamaModel, timm's
+            # VisionTransformer): the user's line is the call that led there.
+            location = _site({"sites": stack.get("child_sites")}, direct=False) or _site(
+                stack, direct=False
+            )
+            in_library = applied is None or bool(applied.get("library", True))
         match = ModuleMatch(
             kind="stack",
             units=units,
@@ -219,6 +243,9 @@ def _match_modules(
             name=stack.get("name"),
             location=location,
             call=child_call,
+            signature=stack.get("call") if isinstance(stack.get("call"), dict) else None,
+            applied_by=applied,
+            in_library=in_library,
         )
         score = (abs(units - repeats), 0 if unit_files & block_files else 1, 0)
         candidates.append((score, match))
@@ -250,7 +277,7 @@ def _match_modules(
 
 def _graph_finding(
     graph: GraphInfo,
-    seen: set[tuple[int, int]],
+    seen: set[tuple[object, ...]],
     script: str | None = None,
     modules: dict[str, Any] | None = None,
 ) -> Finding | None:
@@ -284,10 +311,17 @@ def _graph_finding(
     ]
     covered = primary.ops + sum(r.ops for r in partners)
     share = covered / len(ops)
-    if share < MIN_GRAPH_SHARE or (primary.repeats, primary.block_ops) in seen:
+    # One finding per stack (named by the module tree), else per block shape, however many
+    # graphs (training, evaluation) unroll it.
+    key: tuple[object, ...] = (
+        ("stack", match.kind, match.name, match.units)
+        if match is not None
+        else (primary.repeats, primary.block_ops)
+    )
+    if share < MIN_GRAPH_SHARE or key in seen:
         return None
     lines = _user_lines(block)
-    seen.add((primary.repeats, primary.block_ops))
+    seen.add(key)
     evidence: dict[str, object] = {
         "graph": graph.module,
         "compiled_at_step": graph.step,
@@ -307,17 +341,31 @@ def _graph_finding(
     if match is not None:
         return _module_finding(match, primary, share, evidence, script)
     (block_file, block_line), _ = lines.most_common(1)[0]
-    layer_class = enclosing_class(block_file, min(line for f, line in lines if f == block_file))
     files = list(dict.fromkeys(f for f, _ in lines))
     files += sorted(
         {i.source_file for i in ops if i.source_file and not is_library_file(i.source_file)}
         - set(files)
     )
-    stack = find_layer_stack(files, layer_class) if layer_class else None
+    # The block's lines may span several of the user's classes (a Block and the RMSNorm it
+    # uses): the layer is the one held in a ModuleList/Sequential, else the first in the file.
+    classes: Counter[str] = Counter()
+    for (file, line), count in lines.items():
+        name = enclosing_class(file, line)
+        if name is not None:
+            classes[name] += count
+    layer_class = enclosing_class(block_file, min(line for f, line in lines if f == block_file))
+    stack = None
+    for name, _count in classes.most_common():
+        stack = find_layer_stack(files, name)
+        if stack is not None:
+            layer_class = name
+            break
     if layer_class:
         evidence["layer_class"] = layer_class
     layers_option = f" --layers {stack.attribute}" if stack is not None else ""
-    evidence["bench_command"] = bench_command("scan", script, layers_option)
+    evidence["bench_command"] = bench_command(
+        "scan", script, layers_option, factory=bench_factory(script)
+    )
     location = Location(block_file, block_line)
     if stack is not None:
         evidence["layer_stack_owner"] = stack.owner_class
@@ -392,7 +440,10 @@ def _module_finding(
             suggestion=suggestion,
         )
     owned = match.attribute is not None and match.owner_class is not None
-    if owned:
+    path = _model_path(match.name)
+    if match.in_library:
+        name = f"model.{path}" if path else "the model"
+    elif owned:
         name = f"self.{match.attribute}"
     elif match.name in (None, "<root>"):
         name = "the model"
@@ -405,35 +456,168 @@ def _module_finding(
     evidence["layer_stack"] = (
         f"{name} of {match.owner_class} ({stack_text})" if owned else f"{name} ({stack_text})"
     )
-    scannable = owned and single
-    if scannable:
+    if match.signature is not None:
+        evidence["layer_call"] = call_in_words(match.signature)
+    scannable = (
+        single
+        and (owned or match.in_library)
+        and not (match.signature is not None and blockers(match.signature))
+    )
+    if scannable and path:
         evidence["layer_stack_owner"] = match.owner_class
         evidence["layer_stack_attribute"] = match.attribute
-        evidence["bench_command"] = bench_command("scan", script, f" --layers {match.attribute}")
-    where = match.location
-    if scannable:
-        how = (
-            f"Replace the loop at {where} with:\n"
-            "    from torch_xla.experimental.scan_layers import scan_layers\n"
-            f"    x = scan_layers({name}, x)   # x: the loop's input and output\n"
+        evidence["bench_command"] = bench_command(
+            "scan", script, f" --layers {path}", factory=bench_factory(script)
         )
+    if match.in_library:
+        how = _library_text(match, name, unit, evidence)
+        title_where = f" inside {_package(match.applied_by)}"
     else:
-        how = (
+        how = _user_text(match, name, unit, single and owned)
+        title_where = ""
+    return Finding(
+        kind=Kind.UNROLLED_LOOP,
+        severity=Severity.WARNING,
+        title=(
+            f"Unrolled loop{title_where}: {name} ({stack_text}) traced as {primary.repeats} "
+            f"identical copies of a {primary.block_ops}-op block ({share:.0%} of the graph)"
+        ),
+        evidence=evidence,
+        location=match.location,
+        suggestion=how + _CAVEATS.format(repeats=primary.repeats),
+    )
+
+
+def _model_path(name: str | None) -> str | None:
+    """The stack's attribute path from the model the user calls (``model.layers``)."""
+    if not name or name == "<root>":
+        return None
+    return re.sub(r"^<root\d+>\.?", "", name) or None
+
+
+def _package(applied: dict[str, Any] | None) -> str:
+    """The library a stack's loop lives in: ``transformers``, ``timm`` (else "a library")."""
+    if applied is None:
+        return "a library"
+    module = str(applied.get("module") or "")
+    if module and module != "__main__":
+        return module.split(".")[0]
+    file = str(applied.get("file") or "")
+    inside = re.search(r"(?:site|dist)-packages/([^/]+)", file)
+    return inside.group(1) if inside else "a library"
+
+
+def _short_file(file: str) -> str:
+    """A library file from its package folder on (``timm/models/vision_transformer.py``)."""
+    inside = re.search(r"(?:site|dist)-packages/(.+)$", file)
+    return inside.group(1) if inside else file
+
+
+def _user_text(match: ModuleMatch, name: str, unit: str, scannable: bool) -> str:
+    """How to scan a stack the user's own code applies, following how its layers are called."""
+    where = match.location
+    if not scannable:
+        return (
             f"Group each repeating unit ({unit}) into one nn.Module, hold the {match.units} "
             "units in an nn.ModuleList and run them with "
             "torch_xla.experimental.scan_layers.scan_layers(layers, x) instead of calling the "
             f"stack at {where}.\n"
         )
-    return Finding(
-        kind=Kind.UNROLLED_LOOP,
-        severity=Severity.WARNING,
-        title=(
-            f"Unrolled loop: {name} ({stack_text}) traced as {primary.repeats} identical "
-            f"copies of a {primary.block_ops}-op block ({share:.0%} of the graph)"
-        ),
-        evidence=evidence,
-        location=where,
-        suggestion=how + _CAVEATS.format(repeats=primary.repeats),
+    signature = match.signature
+    loop = match.location.line if match.location is not None else None
+    source = loop_call(match.location.file, loop) if match.location and loop else None
+    if signature is None or simple(signature):
+        state = source.args[0] if source is not None and source.args else "x"
+        return (
+            f"Replace the loop at {where} with:\n"
+            "    from torch_xla.experimental.scan_layers import scan_layers\n"
+            f"    {state} = scan_layers({name}, {state})   # the loop's input and output\n"
+        )
+    rewrite = carry_rewrite(signature, source, name, unit, match.owner_class, loop)
+    words = call_in_words(signature)
+    if rewrite is None:
+        problems = blockers(signature)
+        why = (
+            "; ".join(problems)
+            if problems
+            else ("an integer tensor or a value computed in the loop is passed to each layer")
+        )
+        return (
+            f"Here {words}: scan_layers(layers, x) passes one carry from layer to layer and "
+            f"cannot take this call as it stands ({why}). Pass only tensors (the state first, "
+            "the rest unchanged) and return them all, then run the layers with "
+            "torch_xla.experimental.scan_layers.scan_layers; `xlaprof bench scan` shows "
+            "whether it applies.\n"
+        )
+    code, dropped = rewrite
+    extras = (
+        f"Each layer's other outputs ({', '.join(dropped)}) are dropped: scan keeps only the "
+        "carry, so only the last layer's state comes out. "
+        if dropped
+        else ""
+    )
+    return (
+        f"Here {words}, and scan_layers(layers, carry) calls layer(*carry) and needs the whole "
+        f"carry back, so `{name}` cannot be scanned as it stands: wrap each layer to carry its "
+        f"other arguments unchanged.\n{code}{extras}"
+    )
+
+
+def _library_text(match: ModuleMatch, name: str, unit: str, evidence: dict[str, object]) -> str:
+    """The loop is a library's: say whose and where, and what the user can do from their code."""
+    applied = match.applied_by or {}
+    package = _package(applied)
+    file = str(applied.get("file") or "")
+    line = applied.get("line")
+    loop_line = applied.get("loop_line") or line
+    function = applied.get("function") or "its forward"
+    loop_at = f"{_short_file(file)}:{loop_line}" if file and loop_line else "its own code"
+    evidence["stack_in_library"] = f"{package}: {function} ({loop_at})"
+    if file and loop_line:
+        evidence["loop"] = f"{file}:{loop_line}"
+    whose = f"{package}'" if package.endswith("s") else f"{package}'s"
+    is_call = match.container == "Sequential"
+    where = "calls the stack" if is_call else "loops over the layers"
+    said = (
+        f"The loop over these {match.units} {unit} is {whose}, not yours: {function} "
+        f"{where} at {loop_at}, and your line {match.location} only calls the model, so there "
+        "is no loop of yours to replace. "
+    )
+    signature = match.signature or {}
+    problems = blockers(signature) if signature else []
+    if is_call and signature and simple(signature):
+        return said + (
+            f"Its layers take one tensor and return one, and {package} calls the stack as a "
+            "whole, so you can swap it on your model object, without changing the library:\n"
+            "    from torch import nn\n"
+            "    from torch_xla.experimental.scan_layers import scan_layers\n\n"
+            "    class ScannedStack(nn.Module):\n"
+            "        def __init__(self, layers):\n"
+            "            super().__init__()\n"
+            "            self.layers = nn.ModuleList(layers)\n\n"
+            "        def forward(self, x):\n"
+            "            return scan_layers(self.layers, x)\n\n"
+            f"    {name} = ScannedStack({name})   # after building the model, before the "
+            "optimizer\n"
+            f"Its state-dict keys gain `.layers` ({name.removeprefix('model.')}.0. becomes "
+            f"{name.removeprefix('model.')}.layers.0.): load checkpoints before the swap. "
+            f"Code of {whose} that iterates or indexes the stack (feature extraction, "
+            "gradient checkpointing) needs the original.\n"
+        )
+    words = call_in_words(signature) if signature else "the layers' call was not recorded"
+    blocked = (
+        f" Of that, {'; '.join(problems)}: scan cannot carry it, so set it aside first."
+        if problems
+        else ""
+    )
+    return said + (
+        f"What you can do: leave it (the unrolled graph compiles once per input shape and is "
+        "reused; the persistent compilation cache, torch_xla.runtime.initialize_cache(DIR), "
+        f"keeps it across runs), or override {function} in a subclass of {match.owner_class} "
+        "so that it runs the layers with torch_xla.experimental.scan_layers.scan_layers, each "
+        f"wrapped to take and return the tensors {package} passes it: {words}.{blocked} "
+        f"`xlaprof bench scan` applies that wrapping to a live model (--layers "
+        f"{_model_path(match.name) or 'PATH'}) and measures it, without editing {package}.\n"
     )
 
 
@@ -442,32 +626,45 @@ _CAVEATS = (
     "layers must be homogeneous (same structure, parameter shapes and computation); no "
     "custom Pallas kernels inside them; pass is_layer_pure=True when each layer is a pure "
     "function of its inputs and parameters, so the layer is traced once and cached. "
-    "Measure before and after on your model (a bench command is in the evidence where "
-    "the stack is an attribute scan_layers can take): on some backends the scanned step runs "
-    "slower even as compilation gets faster."
+    "Measure before and after on your model (`xlaprof bench scan`, as the evidence says): on "
+    "some backends the scanned step runs slower even as compilation gets faster."
 )
 
 
 def _suggestion(stack, repeats: int) -> str:  # type: ignore[no-untyped-def]
+    """The fix where only the source names the stack (no module tree): the loop's own call
+    decides between ``x = scan_layers(...)`` and carrying its other arguments."""
+    source = (
+        loop_call(stack.file, stack.loop_line)
+        if stack is not None and stack.loop_line is not None
+        else None
+    )
     if stack is not None and stack.loop_line is not None:
         target = f"self.{stack.attribute}"
-        how = (
-            f"In {stack.owner_class}.{stack.owner_method}, replace the loop at "
-            f"{stack.file}:{stack.loop_line} with:\n"
-            "    from torch_xla.experimental.scan_layers import scan_layers\n"
-            f"    x = scan_layers({target}, x)   # x: the loop's input and output\n"
+        where = f"In {stack.owner_class}.{stack.owner_method}, replace the loop at "
+        where += f"{stack.file}:{stack.loop_line}"
+        plain = source is None or (
+            len(source.args) == 1 and not source.keywords and len(source.targets) <= 1
         )
+        if plain:
+            state = source.args[0] if source is not None else "x"
+            how = (
+                f"{where} with:\n"
+                "    from torch_xla.experimental.scan_layers import scan_layers\n"
+                f"    {state} = scan_layers({target}, {state})   # the loop's input and output\n"
+            )
+        else:
+            how = (
+                f"{where}: its layers are called with more than the state or return a tuple "
+                f"(line {source.line}), and scan_layers(layers, carry) calls layer(*carry) and "
+                "needs the whole carry back. Wrap each layer in a module whose forward takes "
+                "the tensors it is passed, calls the layer, and returns its new state with the "
+                "other tensors unchanged; then run scan_layers over the wrappers with that "
+                "tuple as the carry (other outputs of each layer are dropped).\n"
+            )
     else:
         how = (
             "Run the repeated layers with torch_xla.experimental.scan_layers.scan_layers(layers, "
             "x), or a non-module loop with torch_xla.experimental.scan.scan(fn, init, xs).\n"
         )
-    return (
-        how + f"XLA then compiles one layer instead of {repeats}. Caveats (torch_xla docs): the "
-        "layers must be homogeneous (same structure, parameter shapes and computation); no "
-        "custom Pallas kernels inside them; pass is_layer_pure=True when each layer is a pure "
-        "function of its inputs and parameters, so the layer is traced once and cached. "
-        "Measure before and after on your model with the bench command in the evidence "
-        "(FACTORY: a function returning (model, batch)): on some backends the scanned step runs "
-        "slower even as compilation gets faster."
-    )
+    return how + _CAVEATS.format(repeats=repeats)

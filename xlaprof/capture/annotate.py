@@ -69,6 +69,28 @@ def _trace_class() -> Any:
     return STATE.trace_cls
 
 
+# The TraceMe a session puts over each step it counts (``Session``): StepTrace semantics, the
+# step's number as ``steps.jsonl`` has it, so any capture of the job (a trace window, or
+# ``xlaprof capture`` from another machine) numbers its steps as the job does.
+SESSION_STEP = "xlaprof_step"
+
+
+def open_step_trace(number: int) -> Any:
+    """Start a session step's TraceMe (recorded only if a capture is running now and still is
+    when it is closed); None if the profiler cannot make one."""
+    try:
+        trace = _trace_class()(SESSION_STEP, _r=1, step_num=number)
+        trace.__enter__()
+    except Exception:  # the profiler must never reach the training job
+        return None
+    return trace
+
+
+def close_step_trace(trace: Any) -> None:
+    with contextlib.suppress(Exception):
+        trace.__exit__(None, None, None)
+
+
 def enable_annotations(enabled: bool = True) -> None:
     """Emit TraceMes even with no xlaprof session (for captures by other tools)."""
     STATE.emit = enabled
@@ -203,7 +225,9 @@ def annotate_module(model: nn.Module, root_name: str | None = None) -> ModuleAnn
         wrapped = region(name)(original)
         module.forward = wrapped  # instance attribute shadows the class method
 
-        def restore(module: nn.Module = module, had_own: bool = had_own, original=original):
+        def restore(
+            module: nn.Module = module, had_own: bool = had_own, original: Any = original
+        ) -> None:
             if had_own:
                 module.forward = original
             else:

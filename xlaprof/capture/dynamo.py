@@ -126,7 +126,7 @@ class DynamoRecorder:
 
     # -- records ---------------------------------------------------------------------------
     def _user_frames(self) -> list[str]:
-        frames = []
+        frames: list[str] = []
         frame: Any = sys._getframe(2)
         while frame is not None and len(frames) < _MAX_FRAMES:
             if not self.is_library(frame.f_code.co_filename):

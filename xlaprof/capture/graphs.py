@@ -2,8 +2,17 @@
 
 torch_xla dumps every module XLA compiles into a dump folder (``--xla_dump_to``). After a step
 that compiled, the new pre-optimization HLO files (which carry the user's source file:line in
-their metadata when IR debug is on) are gzipped into ``graphs/`` and everything else XLA wrote
-(LLVM IR, objects) is deleted, so the run directory stays small.
+their metadata when IR debug is on) are gzipped into ``graphs/``. In xlaprof's own dump folder
+everything else XLA wrote (LLVM IR, objects) is deleted, so the run directory stays small; a
+dump folder the user named in their own ``XLA_FLAGS`` is only read (its files are copied, never
+moved or deleted), and xlaprof adds no ``--xla_dump_to`` of its own, which would replace theirs.
+
+XLA reads ``XLA_FLAGS`` once, when torch_xla's runtime client is created
+(``torch_xla.device()``, the first tensor moved to the device). A session started after that
+cannot switch the dump on; ``LiveGraphs`` then takes each graph from the live tensors at the
+sync that compiles it (``torch_xla._XLAC._get_xla_tensors_hlo``: the same lowering, with the
+same source metadata), through warm-up and at the step after each compile only, as it costs a
+scan of the Python heap (left out of the steps' times).
 
 Source lines in a graph need torch_xla's IR debug, which records a Python stack for every op
 traced: 20-100% more host tracing time on op-heavy steps. Graphs only need it on the steps that
@@ -15,9 +24,15 @@ change the graph hash, so it never causes a compilation.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
+import os
+import re
+import shlex
 import shutil
+from collections.abc import Callable
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any
 
@@ -28,34 +43,98 @@ MAX_GRAPHS = 64
 MAX_GRAPH_BYTES = 64 * 1024**2
 DUMP_DIR = ".xla_dump"
 _BEFORE = ".before_optimizations.txt"
-# IR debug goes off after this many steps in a row without a compilation.
+# IR debug goes off after this many steps in a row without a compile.
 FLAT_STEPS = 3
+# Live graph capture (a heap scan per sync) goes off after this many: the steps that compile
+# and the one after each (a step that recompiles usually does so again, as in warm-up).
+LIVE_FLAT_STEPS = 1
 FRAMES_MODES = ("auto", "always")
+_DUMP_TO = "xla_dump_to"
+# --xla_dump_to values that name no folder (XLA writes to stdout or a test output location).
+_NOT_A_FOLDER = ("-", "sponge", "test_undeclared_outputs_dir")
+_TEXT_FORMATS = ("xla_dump_hlo_as_text", "xla_dump_hlo_as_proto", "xla_dump_hlo_as_dot")
+_TEXT_FORMATS += ("xla_dump_hlo_as_html", "xla_dump_hlo_as_url")
+_TENSOR_ID = re.compile(r"TensorID: (\d+)")
+
+
+def dump_folder(flags: str) -> str | None:
+    """The ``--xla_dump_to`` value in an ``XLA_FLAGS`` string (the last one wins, as in XLA)."""
+    value = None
+    try:
+        words = shlex.split(flags)
+    except ValueError:
+        words = flags.split()
+    for word in words:
+        name, sep, rest = word.lstrip("-").partition("=")
+        if name == _DUMP_TO and sep:
+            value = rest
+    return value or None
+
+
+def needs_text_flag(flags: str) -> bool:
+    """Whether XLA would dump no HLO text with these flags: it dumps text by default only when
+    no ``--xla_dump_hlo_as_*`` format is named."""
+    named = {w.lstrip("-").partition("=")[0] for w in flags.split()}
+    return bool(named & set(_TEXT_FORMATS)) and "xla_dump_hlo_as_text" not in named
+
+
+def user_dump(flags: str, cwd: str) -> Path | str | None:
+    """The folder the user's own ``--xla_dump_to`` names (a Path), the value itself when it
+    names no folder xlaprof can read (a str), or None without one."""
+    value = dump_folder(flags)
+    if value is None:
+        return None
+    if value in _NOT_A_FOLDER:
+        return value
+    return Path(cwd, value)
 
 
 class GraphHarvester:
-    """Moves new HLO dumps of one run directory into ``graphs/`` (bounded in count and size)."""
+    """Keeps new HLO of one run directory in ``graphs/`` (bounded in count and size).
 
-    def __init__(self, directory: Path) -> None:
+    ``dump`` is the folder XLA dumps into; ``owned`` says whether it is xlaprof's own (files
+    are moved out and the rest deleted) or the user's (files are copied, nothing deleted, and
+    files there before the session started are left alone). Without a dump folder only
+    ``keep_text`` (live capture) adds graphs.
+    """
+
+    def __init__(self, directory: Path, dump: Path | None = None, owned: bool = True) -> None:
         self.directory = directory
-        self.dump = directory / DUMP_DIR
+        self.dump = directory / DUMP_DIR if dump is None and owned else dump
+        self.owned = owned
         self.kept = 0
+        self.recorded = 0  # index entries written, kept or skipped
         self.frames_on: bool | None = None  # IR debug while the graphs being collected traced
+        self._seen: dict[str, int] = {}  # user dump: file -> mtime (ns) already read or old
+        self._live_order = 0
+        if not owned and self.dump is not None and self.dump.is_dir():
+            for path in self.dump.glob(f"module_*{_BEFORE}"):
+                self._seen[path.name] = _mtime(path)
 
     def xla_flags(self, flags: str) -> str:
         """``XLA_FLAGS`` with the dump options added (torch_xla reads them at first compile)."""
         return f"{flags} --xla_dump_to={self.dump} --xla_dump_hlo_as_text".strip()
 
     def collect(self, step: int, final: bool = False) -> None:
-        """Keep each new module's pre-optimization HLO (gzipped); drop the rest of the dump."""
-        if not self.dump.is_dir():
+        """Keep each new module's pre-optimization HLO (gzipped); in xlaprof's own dump folder,
+        drop the rest of the dump."""
+        if self.dump is None or not self.dump.is_dir():
             return
         graphs = self.directory / GRAPHS_DIR
         graphs.mkdir(exist_ok=True)
         with (graphs / GRAPH_INDEX).open("a") as index:
             for path in sorted(self.dump.glob(f"module_*{_BEFORE}")):
-                index.write(json.dumps(self._keep(path, step, graphs)) + "\n")
-                path.unlink()
+                if not self.owned:
+                    mtime = _mtime(path)
+                    if self._seen.get(path.name) == mtime:
+                        continue
+                    self._seen[path.name] = mtime
+                record = self._keep(path, step, graphs)
+                index.write(json.dumps(record) + "\n")
+                if self.owned:
+                    path.unlink()
+        if not self.owned:
+            return
         for path in self.dump.iterdir():  # LLVM IR, objects, reports: not needed, often large
             if path.is_file() and not path.name.endswith(_BEFORE):
                 path.unlink()
@@ -65,26 +144,163 @@ class GraphHarvester:
     def _keep(self, path: Path, step: int, graphs: Path) -> dict[str, object]:
         order, _, rest = path.name.partition(".")
         size = path.stat().st_size
-        record: dict[str, object] = {
-            "order": int(order.removeprefix("module_")),
-            "module": rest.removesuffix(_BEFORE),
-            "step": step,
-            "bytes": size,
-            "file": None,
-        }
-        if self.frames_on is not None:
-            record["source_lines"] = self.frames_on
-        if self.kept >= MAX_GRAPHS:
-            record["skipped"] = f"more than {MAX_GRAPHS} graphs"
-        elif size > MAX_GRAPH_BYTES:
+        number = int(order.removeprefix("module_"))
+        record = self._record(number, rest.removesuffix(_BEFORE), step, size, self.frames_on)
+        if "skipped" not in record and size > MAX_GRAPH_BYTES:
             record["skipped"] = f"larger than {MAX_GRAPH_BYTES} bytes"
-        else:
+        if "skipped" not in record:
             name = f"{path.name.removesuffix(_BEFORE)}.hlo.txt.gz"
             with path.open("rb") as source, gzip.open(graphs / name, "wb") as target:
                 shutil.copyfileobj(source, target)
             record["file"] = name
             self.kept += 1
         return record
+
+    def keep_text(self, text: str, step: int, frames_on: bool | None) -> None:
+        """Keep one graph's HLO text taken from the live tensors (``LiveGraphs``)."""
+        graphs = self.directory / GRAPHS_DIR
+        graphs.mkdir(exist_ok=True)
+        self._live_order += 1
+        data = text.encode("utf-8")
+        record = self._record(self._live_order, _module_name(text), step, len(data), frames_on)
+        record["captured"] = "live"
+        if "skipped" not in record and len(data) > MAX_GRAPH_BYTES:
+            record["skipped"] = f"larger than {MAX_GRAPH_BYTES} bytes"
+        if "skipped" not in record:
+            name = f"live_{self._live_order:04d}.hlo.txt.gz"
+            with gzip.open(graphs / name, "wb") as target:
+                target.write(data)
+            record["file"] = name
+            self.kept += 1
+        with (graphs / GRAPH_INDEX).open("a") as index:
+            index.write(json.dumps(record) + "\n")
+
+    def _record(
+        self, order: int, module: str, step: int, size: int, frames_on: bool | None
+    ) -> dict[str, object]:
+        record: dict[str, object] = {
+            "order": order,
+            "module": module,
+            "step": step,
+            "bytes": size,
+            "file": None,
+        }
+        if frames_on is not None:
+            record["source_lines"] = frames_on
+        if self.kept >= MAX_GRAPHS:
+            record["skipped"] = f"more than {MAX_GRAPHS} graphs"
+        self.recorded += 1
+        return record
+
+
+class LiveGraphs:
+    """Each graph a sync compiles, taken from the live tensors just before the sync runs.
+
+    For a session started after torch_xla's runtime client exists, when XLA's dump can no
+    longer be switched on. Before a sync (``before``) it finds the live XLA tensors whose
+    values are still pending (``gc``: the Python heap, ~0.1-0.5 s on a script that imported
+    transformers, measured on the 2-core CPU runtime), hashes their graph and, for a hash not
+    seen yet, lowers it to HLO text; after the sync (``after``) it keeps that text if the sync
+    compiled. It works only while ``wanted``: at the first step, and at the step after each
+    step that compiled (so through warm-up, and from the second of repeated recompiles on; a
+    single late recompile is missed, and the session says so). Graphs compiled outside
+    ``torch_xla.sync`` (a ``.item()`` mid-step, ``torch.compile``) are not seen either: the
+    session compares the graphs kept with the compiles. Its time is left out of the steps'.
+    """
+
+    def __init__(
+        self,
+        xlac: Any,
+        harvester: GraphHarvester,
+        compiles: Callable[[], int],
+        flat_steps: int = LIVE_FLAT_STEPS,
+    ) -> None:
+        self.xlac = xlac
+        self.harvester = harvester
+        self.compiles = compiles  # the runtime's CompileTime sample count
+        self.flat_steps = flat_steps
+        self.flat = 0
+        self.seen: set[bytes] = set()
+        self.error: str | None = None
+        self._pending: tuple[bytes, str] | None = None
+        self._before = 0
+
+    @property
+    def wanted(self) -> bool:
+        return self.error is None and self.flat < self.flat_steps
+
+    def before(self) -> None:
+        """Called by the sync hook before the sync runs; never raises."""
+        self._pending = None
+        try:
+            if not self.wanted:
+                return
+            self._before = self.compiles()
+            tensors = _pending_tensors(self.xlac)
+            if not tensors:
+                return
+            key = bytes(self.xlac._get_graph_hash(tensors))
+            if key not in self.seen:
+                self._pending = (key, self.xlac._get_xla_tensors_hlo(tensors))
+        except Exception as error:  # the training job must go on: stop capturing, say why
+            self.error = f"{type(error).__name__}: {error}"
+
+    def after(self, step: int, frames_on: bool | None) -> None:
+        """Called by the sync hook after the sync ran; keeps the graph if it compiled."""
+        try:
+            pending, self._pending = self._pending, None
+            if pending is None:
+                return
+            self.seen.add(pending[0])
+            if self.compiles() > self._before:
+                self.harvester.keep_text(pending[1], step, frames_on)
+        except Exception as error:
+            self.error = f"{type(error).__name__}: {error}"
+
+    def step(self, compiles: int) -> None:
+        """Account one finished step: capture stays on at the step after one that compiled."""
+        self.flat = 0 if compiles else self.flat + 1
+
+
+def _pending_tensors(xlac: Any) -> list[Any]:
+    """The live XLA tensors whose values a sync would compute now (not plain device data), in
+    the order a sync takes them: torch_xla keeps live tensors by id, in creation order, and the
+    graph's instructions follow that order (the unrolled-loop search reads it)."""
+    import torch
+
+    objects = gc.get_objects()
+    try:
+        tensors = list(compress(objects, map(isinstance, objects, repeat(torch._C.TensorBase))))
+    finally:
+        del objects
+    pending: dict[int, Any] = {}
+    for tensor in tensors:
+        try:
+            if tensor.device.type != "xla":
+                continue
+            info = xlac._get_xla_tensor_debug_info(tensor)
+        except Exception:  # a wrapper subclass, a tensor being freed: not a sync output
+            continue
+        if "XLAData:" in info and "XLAData: None" not in info:
+            continue  # device data: nothing to compute
+        match = _TENSOR_ID.search(info)
+        key = int(match.group(1)) if match else -len(pending) - 1
+        pending.setdefault(key, tensor)  # views of one tensor share its id: once is enough
+    return [pending[key] for key in sorted(pending)]
+
+
+def _module_name(text: str) -> str:
+    first = text.split("\n", 1)[0]
+    if first.startswith("HloModule "):
+        return first.split()[1].rstrip(",")
+    return "live"
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
 
 
 class SourceFrames:

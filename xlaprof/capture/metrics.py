@@ -8,6 +8,12 @@ so a boundary reads each value once: ``idle`` reads the two it needs (graph size
 records one ``LazyTracing`` sample with every ``xla::`` counter increment (both come from the
 same macro, ``TORCH_LAZY_FN_COUNTER_TIMED_TRACING``), so one metric read replaces summing
 dozens of ``xla::`` counters; only the ``aten::`` counters (CPU fallbacks) are read one by one.
+
+In eager mode (``torch_xla.experimental.eager_mode(True)``) every op is compiled and executed as
+its own graph, and torch_xla records those in ``EagerOpCompileTime`` and ``EagerOpExecuteTime``,
+not in ``CompileTime``/``ExecuteTime`` (checked on torch_xla 2.9: the two pairs add up to the
+``UncachedCompile`` and ``ExecuteComputation`` counters). They are read once eager mode has been
+seen on at a boundary, so a run that never uses it pays nothing for them.
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ TIME_METRICS = {
     "TransferToDeviceTime": ("transfers_to_device", "to_device_s"),
     "TransferFromDeviceTime": ("transfers_from_device", "from_device_s"),
     "LazyTracing": ("ops", "tracing_s"),
+    "EagerOpCompileTime": ("eager_compiles", "eager_compile_s"),
+    "EagerOpExecuteTime": ("eager_executions", "eager_execute_s"),
 }
+EAGER_METRICS = ("EagerOpCompileTime", "EagerOpExecuteTime")
 GRAPH_SIZE = "TensorsGraphSize"
 # torch_xla keeps each metric's last N samples (default 1024) and converts all of them to Python
 # tuples on every read: ~70-150 us for a full ``LazyTracing`` per step, ~9 us with 64. The
@@ -44,8 +53,10 @@ READ_ORDER = (
     "ExecuteTime",
     "TransferToDeviceTime",
     "TransferFromDeviceTime",
+    *EAGER_METRICS,  # read only once eager mode was seen on (``StepMetrics.eager_seen``)
 )
 _COMPILES = READ_ORDER.index("CompileTime")
+_EAGER = READ_ORDER.index(EAGER_METRICS[0])
 # A boundary's raw values: (samples, accumulator) of each metric in READ_ORDER.
 Reading = tuple[tuple[int, float], ...]
 
@@ -71,6 +82,20 @@ class StepMetrics:
         # The reading and ``aten::`` counters the next ``row`` takes its deltas from.
         self._row_base: Reading = self.last
         self._row_base_aten: dict[str, int] = {}
+        get = getattr(xlac, "_get_use_eager_mode", None)
+        self._eager_mode = get if callable(get) else None
+        self.eager_seen = False  # eager mode on at some boundary (or at the snapshot)
+
+    def eager_mode(self) -> bool | None:
+        """Whether torch_xla's eager mode is on now (None: this torch_xla cannot say)."""
+        if self._eager_mode is None:
+            return None
+        try:
+            on = bool(self._eager_mode())
+        except Exception:
+            return None
+        self.eager_seen = self.eager_seen or on
+        return on
 
     def metric(self, name: str) -> tuple[int, float]:
         """(samples, accumulator) of one metric; (0, 0.0) before its first sample."""
@@ -91,6 +116,7 @@ class StepMetrics:
     def snapshot(self) -> None:
         """Take the current values as the start of the next step."""
         self._head = None
+        self.eager_mode()
         self.last = self._row_base = tuple(self.metric(name) for name in READ_ORDER)
         self._row_base_aten = self.fallback_counters()
 
@@ -118,19 +144,34 @@ class StepMetrics:
         """
         head = self._head or (self.metric(GRAPH_SIZE), self.metric(TRACING))
         self._head = None
-        reading = (*head, *(self.metric(name) for name in READ_ORDER[2:]))
+        middle = (self.metric(name) for name in READ_ORDER[2:_EAGER])
+        if self.eager_seen:
+            eager = tuple(self.metric(name) for name in EAGER_METRICS)
+        else:
+            eager = self.last[_EAGER:]
+        reading = (*head, *middle, *eager)
         compiles = reading[_COMPILES][0] - self.last[_COMPILES][0]
         self.last = reading
         return reading, (self.fallback_counters() if fallbacks else None), compiles
 
-    def row(self, row: StepRow, reading: Reading, aten: dict[str, int] | None) -> StepRow:
+    def row(
+        self,
+        row: StepRow,
+        reading: Reading,
+        aten: dict[str, int] | None,
+        eager_read: bool = True,
+    ) -> StepRow:
         """Set ``row``'s counts and seconds to what happened between the previous reading
-        given to ``row`` (or the snapshot) and ``reading``. Called once per reading, in order."""
+        given to ``row`` (or the snapshot) and ``reading``. Called once per reading, in order.
+        ``eager_read`` says whether the eager-op metrics were read for it; if not, the row's
+        eager fields stay None (not measured: eager mode was never on)."""
         base, self._row_base = self._row_base, reading
         (graphs, nodes), (graphs_before, nodes_before) = reading[0], base[0]  # GRAPH_SIZE
         if graphs > graphs_before:
             row.graph_nodes = (nodes - nodes_before) / (graphs - graphs_before)
         for name, after, before in zip(READ_ORDER[1:], reading[1:], base[1:], strict=True):
+            if name in EAGER_METRICS and not eager_read:
+                continue
             count_field, seconds_field = TIME_METRICS[name]
             setattr(row, count_field, after[0] - before[0])
             setattr(row, seconds_field, (after[1] - before[1]) / 1e9)

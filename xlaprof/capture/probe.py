@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,8 @@ def device_memory() -> dict[str, int] | None:
     try:
         import torch_xla.core.xla_model as xm
 
-        info = xm.get_memory_info()
+        # Read as a mapping: some runtimes also report a key torch_xla's MemoryInfo lacks.
+        info: Mapping[str, Any] = xm.get_memory_info()
     except Exception as error:
         log.debug("no device memory info: %s", error)
         return None

@@ -6,6 +6,15 @@ and ``xlaprof run --server-port`` do it). The capture client here is XProf's own
 analysis box with no torch_xla. Several addresses go to the client in one request and come back
 as one session folder with one ``<host>_<port>.xplane.pb`` per host.
 
+One dead host does not cost the others: addresses where nothing listens are set aside before
+the capture, hosts whose trace comes back empty are retried with the rest, and when some hosts
+were captured and others not, the good hosts' traces are kept and the others named
+(``Capture.missing``; the CLI exits with ``CapturePartial``'s code).
+
+A job under xlaprof (``xlaprof run``, ``xlaprof.profile``) puts a ``step_num`` TraceMe over each
+step, so a capture numbers its steps as the job does; a bare job's steps (torch_xla's
+StepMarker carries no number) are numbered from 0 within the capture.
+
 The client library logs to the process's stderr from C++; those lines are kept out of the
 user's terminal and used to explain a failure in one line.
 """
@@ -68,18 +77,35 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def probe(service: Service, timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
-    """Fail fast and clearly when nothing accepts connections at ``service``."""
+_START_ONE = (
+    "Start one in the job with xp.start_server(PORT), xlaprof.profile(server_port=PORT) or "
+    "`xlaprof run --server-port PORT`, and check the host and port"
+)
+
+
+def unreachable(service: Service, timeout: float = CONNECT_TIMEOUT_SECONDS) -> str | None:
+    """Why nothing accepts connections at ``service`` (a few words), or None if something does."""
     try:
         with socket.create_connection((service.host, service.port), timeout=timeout):
-            return
+            return None
     except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise NothingListening(
-            f"{service}: no profiler server answers ({reason}). Start one in the job with "
-            "xp.start_server(PORT), xlaprof.profile(server_port=PORT) or "
-            "`xlaprof run --server-port PORT`, and check the host and port"
-        ) from None
+        return f"no profiler server answers ({error.strerror or type(error).__name__})"
+
+
+def probe(service: Service, timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
+    """Fail fast and clearly when nothing accepts connections at ``service``."""
+    reason = unreachable(service, timeout)
+    if reason is not None:
+        raise NothingListening(f"{service}: {reason}. {_START_ONE}")
+
+
+@dataclass
+class Capture:
+    """What a capture kept: one trace file per host captured, and the hosts left out (each
+    with why, in a few words)."""
+
+    files: list[Path]
+    missing: list[tuple[Service, str]]
 
 
 @contextlib.contextmanager
@@ -127,16 +153,30 @@ def capture(
     host_tracer_level: int = 2,
     device_tracer_level: int = 1,
     progress: Callable[[str, float], None] | None = None,
-) -> list[Path]:
-    """Capture every service concurrently into ``out``; return one trace file per host.
+) -> Capture:
+    """Capture every service concurrently into ``out``: one trace file per host captured.
 
-    ``progress(message, fraction)`` is called while the capture runs. Raises
-    ``NothingListening`` at once for a closed address, ``CaptureEmpty`` when a host's capture
-    has no events after ``retries`` more attempts, ``CaptureError`` otherwise.
+    ``progress(message, fraction)`` is called while the capture runs. Addresses where nothing
+    listens are left out at once (``NothingListening`` if that is all of them); an attempt that
+    leaves a host without events is retried (``retries`` more times) with every host still
+    reachable. When no attempt captured every host, the attempt that captured the most is kept,
+    the others' files removed, and the hosts it lacks are in ``Capture.missing``. With no host
+    captured at all: ``CaptureEmpty`` when the hosts' captures held no events, ``CaptureError``
+    when the client failed.
     """
     _check_client()
+    missing: list[tuple[Service, str]] = []
+    reachable: list[Service] = []
     for service in services:
-        probe(service)
+        reason = unreachable(service)
+        if reason is None:
+            reachable.append(service)
+        else:
+            missing.append((service, reason))
+    if not reachable:
+        first, reason = missing[0]
+        more = f" (nor at {len(missing) - 1} other address(es))" if len(missing) > 1 else ""
+        raise NothingListening(f"{first}: {reason}{more}. {_START_ONE}")
     out.mkdir(parents=True, exist_ok=True)
     options = {
         "host_tracer_level": host_tracer_level,
@@ -145,13 +185,14 @@ def capture(
     }
     last_problem = ""
     failed = False
+    best: tuple[list[Path], list[Path], list[Service], str] | None = None  # sessions, files, ...
     for attempt in range(retries + 1):
         before = set(out.glob("plugins/profile/*"))
         failure: list[BaseException] = []
 
         def work(failure: list[BaseException] = failure) -> None:
             try:
-                _client_trace(services, out, int(duration_s * 1000), options)
+                _client_trace(reachable, out, int(duration_s * 1000), options)
             except BaseException as error:
                 failure.append(error)
 
@@ -164,31 +205,57 @@ def capture(
                 if progress is not None:
                     elapsed = time.monotonic() - started
                     progress(
-                        f"capturing {len(services)} host(s), attempt {attempt + 1}",
+                        f"capturing {len(reachable)} host(s), attempt {attempt + 1}",
                         min(elapsed / duration_s, 1.0),
                     )
             log_text = client_log.read_text(errors="replace")
         sessions = sorted(set(out.glob("plugins/profile/*")) - before)
         files = sorted(p for s in sessions for p in s.glob("*.xplane.pb"))
-        empty = [s for s in services if not has_events(files, s)]
-        if not failure and not empty:
-            return files
+        good = [s for s in reachable if has_events(files, s)]
+        if not failure and len(good) == len(reachable):
+            if best is not None:
+                _remove(best[0])  # an earlier attempt's partial session
+            return Capture(files, missing)
+        empty = [s for s in reachable if s not in good]
         last_problem = _explain(failure, empty, log_text)
         failed = bool(failure) and not _says_empty(failure[0])
-        for session in sessions:  # an empty or partial session is no use to anyone
-            for path in session.iterdir():
-                path.unlink()
-            session.rmdir()
+        if good and (best is None or len(good) > len(best[2])):
+            if best is not None:
+                _remove(best[0])
+            best = (sessions, files, good, last_problem)
+        else:  # an empty or partial session no better than one kept is no use to anyone
+            _remove(sessions)
+    if best is not None:
+        sessions, files, good, problem = best
+        kept = [p for p in files if trace_file_of(p) in {s.file_stem for s in good}]
+        for path in set(files) - set(kept):
+            path.unlink()  # a host's empty trace: it is named as missing instead
+        reason = _short(problem)
+        return Capture(kept, missing + [(s, reason) for s in reachable if s not in good])
+    where = ",".join(map(str, reachable))
     if failed:
         # The client itself failed (not an empty trace): code 13, with its own words.
-        raise CaptureError(
-            f"{','.join(map(str, services))}: {last_problem} after {retries + 1} attempt(s)"
-        )
+        raise CaptureError(f"{where}: {last_problem} after {retries + 1} attempt(s)")
     raise CaptureEmpty(
-        f"{','.join(map(str, services))}: {last_problem} after {retries + 1} attempt(s). "
+        f"{where}: {last_problem} after {retries + 1} attempt(s). "
         "Capture while the job runs steps: after warm-up compiles, with a --duration that "
         "covers a few steps, and with --retries for busy hosts"
     )
+
+
+def _remove(sessions: list[Path]) -> None:
+    for session in sessions:
+        for path in session.iterdir():
+            path.unlink()
+        session.rmdir()
+
+
+def _short(problem: str) -> str:
+    """A problem of the whole attempt, as said of one host left out of it."""
+    if problem.startswith("no events from "):
+        hint = problem.partition(" (")[2]
+        return "its capture came back empty" + (f" ({hint}" if hint else "")
+    return problem
 
 
 def _check_client() -> None:

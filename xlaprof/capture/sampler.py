@@ -50,9 +50,9 @@ class HostSampler:
         # random sequence.
         self.random = random.Random()
         self.step = step
-        self.thread_id = threading.main_thread().ident
+        self.thread_id = threading.main_thread().ident or 0  # None only before it starts
         try:
-            self.clock: int | None = time.pthread_getcpuclockid(self.thread_id or 0)
+            self.clock: int | None = time.pthread_getcpuclockid(self.thread_id)
         except (AttributeError, OSError) as error:
             log.debug("no per-thread CPU clock (%s): charging wall time", error)
             self.clock = None  # no per-thread CPU clock here: charge wall intervals instead

@@ -45,12 +45,19 @@ from typing import Any, NamedTuple
 
 from xlaprof.capture import annotate, probe
 from xlaprof.capture.dynamo import DynamoRecorder
-from xlaprof.capture.graphs import GraphHarvester, SourceFrames
+from xlaprof.capture.eager import EagerSite
+from xlaprof.capture.graphs import (
+    GraphHarvester,
+    LiveGraphs,
+    SourceFrames,
+    needs_text_flag,
+    user_dump,
+)
 from xlaprof.capture.metrics import METRICS_SAMPLES, Reading, StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
 from xlaprof.capture.rows import FLUSH_SECONDS, MAX_FILE_ENV, LogSize, RowBuffer, file_limit
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
-from xlaprof.capture.synchook import install_sync_hook, uninstall_sync_hook
+from xlaprof.capture.synchook import hooked_session, install_sync_hook, uninstall_sync_hook
 from xlaprof.capture.tracewindow import TraceWindow
 from xlaprof.errors import RuntimeUnavailable
 from xlaprof.parse.frames import is_library_file
@@ -81,9 +88,15 @@ _SESSION_ENV = (
     "XLA_HLO_DEBUG",
     "XLA_METRICS_SAMPLES",
 )
-# Sessions started in this process: torch_xla reads the debug-file and dump settings when its
-# first graph runs, so a later session cannot point them at its own run directory.
+# Sessions started in this process: torch_xla reads the debug-file settings when its first graph
+# runs, so a later session cannot point them at its own run directory.
 _STARTED = {"sessions": 0}
+# The folder XLA dumps compiled modules into in this process, as xlaprof set it or found it
+# before the runtime client was created (XLA reads XLA_FLAGS then, once), and whether it is
+# xlaprof's own folder (files moved out) or the user's (files copied).
+_DUMP: dict[str, tuple[Path, bool] | None] = {"folder": None}
+# What a run loses without graphs, said wherever graphs are missing.
+_WITHOUT_GRAPHS = "no unrolled-loop findings and no 'what changed' for recompilations"
 
 
 def _import_runtime() -> tuple[Any, Any]:
@@ -129,6 +142,15 @@ class Session:
         self.source_frames = source_frames
         self.harvester: GraphHarvester | None = None
         self.frames: SourceFrames | None = None
+        self.live: LiveGraphs | None = None  # graphs from live tensors (runtime started first)
+        self.eager_site: EagerSite | None = None
+        self.outer: Session | None = None  # the session this one is nested in, if any
+        self.loud: list[str] = []  # warnings also printed when the session ends
+        self._compiles_at_start = 0
+        # Live graph capture's cost in the step in progress: wall s, CPU s, CPU s after the sync
+        # (inside the sync's own CPU time); and its wall seconds over the whole run.
+        self._capture = [0.0, 0.0, 0.0]
+        self._capture_total = 0.0
         # Guards the regions dict and the step state against another thread's region or a
         # signal handler's finish() arriving mid-boundary (reentrant: same thread).
         self.lock = threading.RLock()
@@ -141,6 +163,7 @@ class Session:
         self.step_index = 0
         self._info_written = 0.0  # monotonic time run.json was last rewritten mid-run
         self.user_steps = False
+        self._step_trace: Any = None  # the TraceMe over the step in progress (see _open_step)
         self.user_label: int | None = None
         self.step_start = 0.0
         self.step_start_wall = 0.0
@@ -170,19 +193,30 @@ class Session:
         self.metrics = StepMetrics(xlac)
         self.directory = _unique_directory(self.out)
         self._env_before = {name: os.environ.get(name) for name in _SESSION_ENV}
-        if _STARTED["sessions"]:
+        outer = hooked_session(torch_xla)
+        if outer is not None and outer.recording and outer.pid == self.pid:
+            self.outer = outer
             self.info_warnings.append(
-                "a second profiling session in this process: torch_xla read PT_XLA_DEBUG_FILE, "
-                "XLA_FNTRACKER_FILE and the HLO dump folder when the first session's graphs ran, "
-                "so this run has per-step metrics, regions and samples but no debug analysis, "
-                "fallback records or graphs (use one profile() per process, or xlaprof run)"
+                f"nested in the run {outer.directory} (started by xlaprof run or an enclosing "
+                "profile()), which records these steps too, with their debug analysis, fallback "
+                "records and graphs: this run has per-step metrics, regions and samples only"
+            )
+        elif _STARTED["sessions"]:
+            self.info_warnings.append(
+                "a second profiling session in this process: torch_xla read PT_XLA_DEBUG_FILE "
+                "and XLA_FNTRACKER_FILE when the first session's graphs ran, so this run has "
+                "no debug analysis or fallback records (use one profile() per process, or "
+                "xlaprof run)"
             )
         else:
-            self._enable_debug_output(xlac)
+            self._enable_debug_output()
+        if self.graphs and self.outer is None:
+            self._enable_graphs(xlac)
         _STARTED["sessions"] += 1
         graphs_before = (
             self.metrics.metric("CompileTime")[0] + self.metrics.metric("ExecuteTime")[0]
         )
+        self._compiles_at_start = self.metrics.metric("CompileTime")[0]
         self.info = RunInfo(
             xlaprof_version=probe.package_version("xlaprof"),
             torch_version=probe.module_version("torch"),
@@ -197,6 +231,8 @@ class Session:
             started=time.time(),
             trace_steps=list(self.trace_steps) if self.trace_steps else None,
             debug_level=self.debug_level,
+            graph_source=self._graph_source(),
+            outer_run=None if self.outer is None else str(self.outer.directory),
         )
         self.info.warnings.extend(self.info_warnings)
         self.window = TraceWindow(self.directory, self.info.warnings)
@@ -217,6 +253,10 @@ class Session:
             self._server = xp.start_server(self.server_port)
         self.metrics.snapshot()
         self._original_sync = install_sync_hook(torch_xla, self)
+        self.eager_site = EagerSite(xlac)
+        self.eager_site.start()
+        if self.outer is not None:
+            self.outer.note_nested(self)
         self._start_recorders()
         annotate.set_session(self)
         os.register_at_fork(after_in_child=self._forked)
@@ -233,7 +273,21 @@ class Session:
         self.step_cpu_start = time.thread_time()
         if self.trace_steps and self.trace_steps[0] == 0:
             self.window.start()
+        self._open_step()
         return self
+
+    def _open_step(self) -> None:
+        """Put a TraceMe over the step now starting, numbered as ``steps.jsonl`` numbers it
+        (not after ``xlaprof.step`` marks: those are the steps then). A capture records it only
+        if it runs from the step's start to its end, so a capture's partial first and last
+        steps carry no number, and every whole step carries the job's."""
+        if not self.user_steps:
+            self._step_trace = annotate.open_step_trace(self.step_index)
+
+    def _close_step(self) -> None:
+        trace, self._step_trace = self._step_trace, None
+        if trace is not None:
+            annotate.close_step_trace(trace)
 
     def _start_recorders(self) -> None:
         """Dynamo's recompile reasons for the whole run; module calls for the first step."""
@@ -244,7 +298,8 @@ class Session:
         self.dynamo.on_compile_start = self._dynamo_compiling
 
     def _start_module_recorder(self) -> None:
-        """Record the second step's module calls, unless dynamo is in use.
+        """Record the module calls of the first step after the first that runs a forward,
+        unless dynamo is in use (``ModuleRecorder.step_ended``).
 
         A global forward hook is a guard input for dynamo: present while ``torch.compile``
         compiles, it would make dynamo compile again once removed (and torch.compile warns).
@@ -278,7 +333,7 @@ class Session:
         except Exception as error:
             self.info.warnings.append(f"module calls not recorded: {error}")
 
-    def _enable_debug_output(self, xlac: Any) -> None:
+    def _enable_debug_output(self) -> None:
         # torch_xla reads these when its first graph is built, not at import.
         os.environ.setdefault("XLA_METRICS_SAMPLES", METRICS_SAMPLES)
         if self.debug_level > 0:
@@ -288,38 +343,184 @@ class Session:
             self._debug_log = LogSize(self.directory / DEBUG_LOG, file_limit())
         os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
         self._fallback_log = LogSize(self.directory / FALLBACK_LOG, file_limit())
-        if self.graphs:
-            # Each compiled module's HLO text. Its source file:line metadata needs IR debug
-            # while ops are traced (SourceFrames switches it) and XLA_HLO_DEBUG when graphs are
-            # lowered (read at the first lowering).
-            os.environ.setdefault("XLA_HLO_DEBUG", "1")
-            self.frames = SourceFrames(xlac, self.source_frames)
-            if not self.frames.available and os.environ.get("XLA_IR_DEBUG") != "1":
-                self.info_warnings.append(
-                    "graphs have no source lines: this torch_xla cannot switch IR debug at run "
-                    "time; set XLA_IR_DEBUG=1 before importing torch_xla (xlaprof run does)"
-                )
-            if os.environ.get("XLA_HLO_DEBUG") != "1":
-                self.info_warnings.append("graphs have no source lines: XLA_HLO_DEBUG is not 1")
+
+    def _enable_graphs(self, xlac: Any) -> None:
+        """Keep each compiled graph's HLO, from wherever this process can still get it.
+
+        XLA reads ``XLA_FLAGS`` once, when torch_xla's runtime client is created: before that,
+        a dump folder can be set (xlaprof's own, or the user's own ``--xla_dump_to`` is kept
+        and read); after it, only a folder already in place dumps, and otherwise the graphs
+        are taken from the live tensors at each sync (``LiveGraphs``).
+        """
+        # The graphs' source file:line metadata needs IR debug while ops are traced
+        # (SourceFrames switches it) and XLA_HLO_DEBUG when graphs are lowered (read at the
+        # first lowering).
+        os.environ.setdefault("XLA_HLO_DEBUG", "1")
+        self.frames = SourceFrames(xlac, self.source_frames)
+        if not self.frames.available and os.environ.get("XLA_IR_DEBUG") != "1":
+            self.info_warnings.append(
+                "graphs have no source lines: this torch_xla cannot switch IR debug at run "
+                "time; set XLA_IR_DEBUG=1 before importing torch_xla (xlaprof run does)"
+            )
+        if os.environ.get("XLA_HLO_DEBUG") != "1":
+            self.info_warnings.append("graphs have no source lines: XLA_HLO_DEBUG is not 1")
+        started = _runtime_started(xlac)
+        flags = os.environ.get("XLA_FLAGS", "")
+        users = user_dump(flags, os.getcwd())
+        if started and _DUMP["folder"] is not None:  # an earlier session's dump stays in force
+            folder, owned = _DUMP["folder"]
+            self.harvester = GraphHarvester(self.directory, folder, owned=owned)
+        elif isinstance(users, Path):
+            self.harvester = GraphHarvester(self.directory, users, owned=False)
+            if not started:
+                if needs_text_flag(flags):
+                    os.environ["XLA_FLAGS"] = f"{flags} --xla_dump_hlo_as_text"
+                    self.info_warnings.append(
+                        "added --xla_dump_hlo_as_text to XLA_FLAGS: graphs are read as text "
+                        f"from your dump folder {users} (copied, never moved)"
+                    )
+                _DUMP["folder"] = (users, False)
+        elif users is None and not started:
             self.harvester = GraphHarvester(self.directory)
-            os.environ["XLA_FLAGS"] = self.harvester.xla_flags(os.environ.get("XLA_FLAGS", ""))
+            os.environ["XLA_FLAGS"] = self.harvester.xla_flags(flags)
+            assert self.harvester.dump is not None
+            _DUMP["folder"] = (self.harvester.dump, True)
+        else:
+            self._start_live_graphs(xlac, users)
+
+    def _start_live_graphs(self, xlac: Any, users: str | Path | None) -> None:
+        """Take graphs from the live tensors: XLA's dump cannot be switched on any more."""
+        if isinstance(users, str):
+            why = f"your XLA_FLAGS --xla_dump_to={users} names no folder xlaprof can read"
+        else:
+            why = (
+                "torch_xla's runtime was started before profiling (torch_xla.device(), or a "
+                "tensor or model moved to the device, before profile()), and XLA reads "
+                "XLA_FLAGS only then, so its HLO dump cannot be switched on"
+            )
+        if not all(hasattr(xlac, n) for n in ("_get_xla_tensors_hlo", "_get_graph_hash")):
+            self._warn_loud(
+                f"graphs not captured: {why}, and this torch_xla cannot lower live tensors to "
+                f"HLO: {_WITHOUT_GRAPHS} (enter profile() before torch_xla.device(), or use "
+                "xlaprof run)"
+            )
+            return
+        assert self.metrics is not None
+        metrics = self.metrics
+        self.harvester = GraphHarvester(self.directory, None, owned=False)
+        self.live = LiveGraphs(xlac, self.harvester, lambda: metrics.metric("CompileTime")[0])
+        self.info_warnings.append(
+            f"graphs taken from the live tensors at each torch_xla.sync(): {why}. They are "
+            "taken through warm-up and at the step after each compile; a graph compiled "
+            "otherwise (a single late recompile, or outside a sync: a "
+            ".item() mid-step, torch.compile) is not (enter profile() before "
+            "torch_xla.device(), or use xlaprof run, to keep every graph)"
+        )
+
+    def _graph_source(self) -> str | None:
+        """Where this run's graphs come from (run.json ``graph_source``)."""
+        if self.harvester is None:
+            return None
+        if self.live is not None:
+            return "live"
+        return "dump" if self.harvester.owned else "user_dump"
+
+    def _warn_loud(self, message: str) -> None:
+        """A warning for run.json that is also printed when the session ends."""
+        self.loud.append(message)
+        if self.info.started is None:
+            self.info_warnings.append(message)
+        else:
+            self.info.warnings.append(message)
+
+    def before_sync(self, live: LiveGraphs, entered_cpu: float) -> float:
+        """Called by the sync hook before a sync while graphs come from the live tensors;
+        returns the thread's CPU clock after it. Its time is xlaprof's, not the step's: it is
+        taken out of the step's wall and CPU time (``_capture``) and counted in run.json."""
+        start = time.perf_counter()
+        live.before()
+        cpu = time.thread_time()
+        self._capture[0] += time.perf_counter() - start
+        self._capture[1] += cpu - entered_cpu
+        return cpu
+
+    def after_sync(self, live: LiveGraphs) -> None:
+        """Called by the sync hook after a sync, while graphs come from the live tensors."""
+        start, cpu = time.perf_counter(), time.thread_time()
+        live.after(self._step_label(), None if self.frames is None else self.frames.on)
+        cost = time.thread_time() - cpu
+        self._capture[0] += time.perf_counter() - start
+        self._capture[1] += cost
+        self._capture[2] += cost
+
+    def note_nested(self, inner: Session) -> None:
+        """An ``xlaprof.profile()`` started inside this session: say so in this run."""
+        with self.lock:
+            self.info.nested_runs.append(str(inner.directory))
+            self.info.warnings.append(
+                f"from step {self.step_index} on, an xlaprof.profile() nested in this run also "
+                f"profiled the steps, into {inner.directory}; this run kept recording them"
+            )
+
+    def _check_graphs(self) -> None:
+        """Say in run.json (and aloud) when compiled graphs were not captured."""
+        if not self.graphs or self.harvester is None or self.metrics is None:
+            return
+        if self.live is not None and self._capture_total:
+            self.info.warnings.append(
+                f"taking graphs from the live tensors took {self._capture_total:.2f} s in all, "
+                "left out of the steps' wall and CPU times"
+            )
+        compiled = self.metrics.metric("CompileTime")[0] - self._compiles_at_start
+        if compiled <= 0:
+            return
+        recorded = self.harvester.recorded
+        live = self.live
+        if recorded == 0:
+            reason = ""
+            if live is not None and live.error:
+                reason = f" (taking them from the live tensors failed: {live.error})"
+            elif live is None:
+                reason = f" (the dump folder {self.harvester.dump} held none)"
+            self._warn_loud(
+                f"{compiled} graph(s) compiled during this run but none was captured{reason}: "
+                f"{_WITHOUT_GRAPHS}"
+            )
+        elif live is not None and (recorded < compiled or live.error):
+            cause = (
+                f"capture failed: {live.error}"
+                if live.error
+                else "compiled outside a torch_xla.sync() (a .item(), print(tensor) or "
+                "torch.compile mid-step), or after warm-up while capture was off"
+            )
+            self._warn_loud(
+                f"{compiled - recorded} of {compiled} compiled graphs not captured ({cause}): "
+                "recompilations among them get no 'what changed'"
+            )
 
     # -- steps -----------------------------------------------------------------------------
     def begin_user_step(self, number: int) -> None:
         """Called by ``xlaprof.step``: from now on steps end at step exits, not at syncs."""
         if not self.user_steps:
             self.user_steps = True
+            self._close_step()  # the user's marks number the steps in the trace from now on
         self.user_label = number
+        if self.outer is not None and self.outer.recording:
+            self.outer.begin_user_step(number)
 
     def end_user_step(self, number: int) -> None:
         if self.recording and os.getpid() == self.pid:
             self.boundary()
+        if self.outer is not None and self.outer.recording:
+            self.outer.end_user_step(number)
 
     def record_region(self, name: str, seconds: float) -> None:
         with self.lock:
             entry = self.regions[name]
             entry[0] += 1
             entry[1] += seconds
+        if self.outer is not None and self.outer.recording:
+            self.outer.record_region(name, seconds)
 
     def boundary(self, graph_required: bool = False, sync_entered_cpu: float | None = None) -> None:
         """End the current step: write its row, then handle the trace window and max steps.
@@ -360,9 +561,20 @@ class Session:
         sync that ends the step was entered (None without one).
         """
         assert self.metrics is not None
+        self._close_step()  # the step ends here, as its row's wall time does (before the window
+        # stops below: a step the window traced is in it whole)
         step = self.user_label if self.user_label is not None else self.step_index
+        capture_wall, capture_cpu, capture_sync = self._capture
+        if capture_wall:
+            self._capture = [0.0, 0.0, 0.0]
+            self._capture_total += capture_wall
         debug_offset = self._debug_log.size()
         fallback_offset = self._fallback_log.size()
+        eager = self.metrics.eager_mode()
+        if eager:
+            self.info.eager_mode = True
+        elif eager is not None and self.info.eager_mode is None:
+            self.info.eager_mode = False
         reading, aten, compiles = self.metrics.take(
             fallbacks=not self._fallback_log.tracking or fallback_offset != self._fallback_seen
         )
@@ -371,6 +583,8 @@ class Session:
             frames_on = self.frames.step(compiles)
             if self.harvester is not None:
                 self.harvester.frames_on = frames_on
+        if self.live is not None:
+            self.live.step(compiles)
         if compiles and self.harvester is not None:
             self.harvester.collect(step)
         regions = None
@@ -380,18 +594,21 @@ class Session:
             _EndedStep(
                 step,
                 self.step_start_wall,
-                now - self.step_start,
-                cpu_now - self.step_cpu_start,
-                None if sync_entered_cpu is None else cpu_now - sync_entered_cpu,
+                now - self.step_start - capture_wall,
+                cpu_now - self.step_cpu_start - capture_cpu,
+                None if sync_entered_cpu is None else cpu_now - sync_entered_cpu - capture_sync,
                 debug_offset,
                 fallback_offset,
                 reading,
                 aten,
                 regions,
+                eager,
+                self.metrics.eager_seen,
             )
         )
         if self.modules is not None:
-            self._write_modules(step)
+            if self.modules.step_ended():  # a step that ran no forward leaves it recording
+                self._write_modules(step)
         elif self.step_index == 0:
             self._start_module_recorder()
         self.step_index += 1
@@ -408,6 +625,8 @@ class Session:
                 self.window.start()
             elif self.step_index == self.trace_steps[1] and self.window.tracing:
                 self.window.stop()
+        self._open_step()  # after the window starts: a step it traces is in it whole; where
+        # the next row's wall time begins
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
         self.step_cpu_start = time.thread_time()
@@ -438,9 +657,11 @@ class Session:
                 sync_cpu_s=ended.sync_cpu_s,
                 debug_offset=ended.debug_offset,
                 fallback_offset=ended.fallback_offset,
+                eager=ended.eager,
             )
+            self.metrics.row(row, ended.reading, ended.aten, ended.eager_read)
             # vars(), not asdict(): asdict deep-copies every field. The row is not touched again.
-            self._steps.add(vars(self.metrics.row(row, ended.reading, ended.aten)))
+            self._steps.add(vars(row))
             for name, (calls, seconds) in (ended.regions or {}).items():
                 self._regions.add(
                     {"step": ended.step, "name": name, "calls": calls, "seconds": seconds}
@@ -507,7 +728,8 @@ class Session:
                 return
             self.finished = True
             self.recording = False
-        annotate.set_session(None)
+        outer = self.outer if self.outer is not None and self.outer.recording else None
+        annotate.set_session(outer)
         if self.sampler is not None:
             self.sampler.stop()
             if self.sampler.error is not None:
@@ -516,10 +738,14 @@ class Session:
         self._attempt("module calls not written", self._write_modules)
         if self.dynamo is not None:
             self._attempt("dynamo recorder not stopped", self.dynamo.stop)
+        if self.eager_site is not None:
+            self.info.eager_mode_site = self.eager_site.site
+            self._attempt("eager mode hook not removed", self.eager_site.stop)
         if self.frames is not None:
             self._attempt("IR debug not restored", self.frames.close)
         if self.window is not None and self.window.tracing:
             self._attempt("trace not stopped", self.window.stop, wait=status in ("ok", "max_steps"))
+        self._close_step()  # after the window stopped: the unfinished step is not a step
         self._attempt(
             "sync hook not removed",
             uninstall_sync_hook,
@@ -532,6 +758,7 @@ class Session:
         )
         if self.harvester is not None:
             self._attempt("graphs not collected", self.harvester.collect, self.step_index, True)
+        self._attempt("graphs not checked", self._check_graphs)
         if self._steps is not None:
             self._attempt("step rows not built", self._write_pending)
         for rows in (self._steps, self._regions, self._samples):
@@ -549,6 +776,8 @@ class Session:
         self._attempt("dropped rows not counted", self._note_dropped)
         self._attempt("run.json not written", write_info, self.directory, self.info)
         self._restore_environment()
+        for message in self.loud:
+            print(f"xlaprof: warning: {message} [{self.directory}]", file=sys.stderr)
 
     def _restore_environment(self) -> None:
         """Put back the variables ``start`` set, so the process's environment is as it was."""
@@ -625,6 +854,7 @@ class Session:
             if rows is not None:
                 rows.discard()  # the parent's rows: the parent writes them
         self._pending = []
+        self._step_trace = None  # the parent's step, not the child's to end
         self.recording = False
         self.finished = True
         annotate.set_session(None)
@@ -644,6 +874,17 @@ class _EndedStep(NamedTuple):
     reading: Reading
     aten: dict[str, int] | None
     regions: dict[str, list[float]] | None
+    eager: bool | None  # eager mode on as the step ended (None: this torch_xla cannot say)
+    eager_read: bool  # the eager-op metrics were read for it
+
+
+def _runtime_started(xlac: Any) -> bool:
+    """Whether torch_xla's runtime client exists (XLA has read XLA_FLAGS); False if unknown."""
+    check = getattr(xlac, "_xla_runtime_is_initialized", None)
+    try:
+        return bool(check()) if check is not None else False
+    except Exception:
+        return False
 
 
 def _unique_directory(out: Path) -> Path:

@@ -6,6 +6,7 @@ import os
 import sys
 import weakref
 from time import thread_time
+from types import FrameType
 from typing import Any
 
 # The function torch_xla.compile calls to sync before the compiled function runs (2.x).
@@ -44,8 +45,17 @@ def _loader_seen(loader: Any) -> bool:
     return False
 
 
+# The code of ``install_sync_hook``'s wrapper: a caller frame running it is another session's.
+_WRAPPERS: set[Any] = set()
+
+
+def hooked_session(torch_xla: Any) -> Any:
+    """The session whose hook ``torch_xla.sync`` is now (the innermost), or None."""
+    return getattr(torch_xla.sync, "_xlaprof_session", None)
+
+
 def install_sync_hook(torch_xla: Any, session: Any) -> Any:
-    """Wrap ``torch_xla.sync`` so each call ends a step of ``session``; returns the original.
+    """Wrap ``torch_xla.sync`` so each call ends a step of ``session``; returns what it wrapped.
 
     ``xm.mark_step``, ``MpDeviceLoader`` and ``xp.StepTrace`` all call ``torch_xla.sync``, so
     every step boundary is seen without changing user code. One training iteration is one step:
@@ -53,43 +63,64 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     ``Session.boundary`` for syncs that ran no graph. The thread's CPU clock is read as the
     call enters, so the step's host CPU splits into the user's code (with its tracing) and
     torch_xla's work in the sync.
+
+    A sync that is already another session's wrapper (``xlaprof.profile()`` inside a script
+    run under ``xlaprof run``, or one ``profile()`` inside another) is wrapped in turn, so both
+    sessions see every sync; each judges the sync by the first caller outside the wrappers.
+    A finished session's wrapper passes calls straight through.
+
+    While ``session.live`` is set (graphs taken from the live tensors, see
+    ``capture.graphs.LiveGraphs``) it is called around the sync itself.
     """
     original = torch_xla.sync
-    if getattr(original, "_xlaprof_session", None) is not None:
-        original = original._xlaprof_original
 
     def sync(*args: Any, **kwargs: Any) -> Any:
         entered = thread_time()  # the step's CPU up to here is the user's code and its tracing
+        live = session.live if session.recording and os.getpid() == session.pid else None
+        if live is not None:
+            entered = session.before_sync(live, entered)  # its cost is not the step's
         result = original(*args, **kwargs)
-        if session.recording and not session.user_steps and os.getpid() == session.pid:
-            frame = sys._getframe(1)
-            caller = frame.f_code
-            if not caller.co_filename.endswith(_LOADER_FILE):
-                if _ends_step(caller):
-                    session.boundary(sync_entered_cpu=entered)
-            elif _loader_seen(frame.f_locals.get("self")):
-                # MpDeviceLoader syncs at every batch and twice at the end of an epoch: its
-                # syncs end a step only when a graph ran since the last one.
-                session.boundary(graph_required=True, sync_entered_cpu=entered)
-            del frame
+        if session.recording and os.getpid() == session.pid:
+            if live is not None:
+                session.after_sync(live)
+            if not session.user_steps:
+                frame = _caller(sys._getframe(1))
+                caller = frame.f_code
+                if not caller.co_filename.endswith(_LOADER_FILE):
+                    if _ends_step(caller):
+                        session.boundary(sync_entered_cpu=entered)
+                elif _loader_seen(frame.f_locals.get("self")):
+                    # MpDeviceLoader syncs at every batch and twice at the end of an epoch: its
+                    # syncs end a step only when a graph ran since the last one.
+                    session.boundary(graph_required=True, sync_entered_cpu=entered)
+                del frame
         return result
 
-    sync._xlaprof_session = session  # type: ignore[attr-defined]
-    sync._xlaprof_original = original  # type: ignore[attr-defined]
+    # Marks that tell a wrapper from the original (function attributes live in its __dict__).
+    sync.__dict__.update(_xlaprof_session=session, _xlaprof_original=original)
     sync.__doc__ = original.__doc__
+    _WRAPPERS.add(sync.__code__)
     torch_xla.sync = sync
-    inner = sys.modules.get("torch_xla.torch_xla")
+    inner: Any = sys.modules.get("torch_xla.torch_xla")
     if inner is not None and getattr(inner, "sync", None) is original:
         inner.sync = sync
     return original
 
 
+def _caller(frame: FrameType) -> FrameType:
+    """The first frame outside the sync wrappers (the user's, the loader's, torch_xla's)."""
+    while frame.f_back is not None and frame.f_code in _WRAPPERS:
+        frame = frame.f_back
+    return frame
+
+
 def uninstall_sync_hook(torch_xla: Any, session: Any, original: Any) -> None:
-    """Put ``original`` back where ``install_sync_hook`` wrapped it for ``session``."""
+    """Put ``original`` back where ``install_sync_hook`` wrapped it for ``session``: the raw
+    sync, or the enclosing session's wrapper when this one was nested."""
     if torch_xla is None or original is None:
         return
     if getattr(torch_xla.sync, "_xlaprof_session", None) is session:
         torch_xla.sync = original
-        inner = sys.modules.get("torch_xla.torch_xla")
+        inner: Any = sys.modules.get("torch_xla.torch_xla")
         if inner is not None and getattr(inner.sync, "_xlaprof_session", None) is session:
             inner.sync = original

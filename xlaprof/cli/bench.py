@@ -128,6 +128,15 @@ def _show(result, as_json: bool, options: str = "") -> None:  # type: ignore[no-
     console.print(f"runs: {result.before.run_dir}  {result.after.run_dir}")
 
 
+def _progress(kind: str):  # type: ignore[no-untyped-def]
+    """Progress on stderr (which side runs, steps done): a bench takes minutes, never silent."""
+
+    def say(line: str) -> None:
+        click.echo(f"xlaprof bench {kind}: {line}", err=True)
+
+    return say
+
+
 @click.group()
 def bench() -> None:
     """Try a fix on your own model in fresh processes and compare before/after."""
@@ -160,6 +169,7 @@ def _fix(
             backward=backward,
             layer_pure=layer_pure,
             repeats=repeats,
+            progress=_progress(kind),
         )
     # The header echoes the options that change what was measured.
     echoed = "".join(
@@ -258,5 +268,12 @@ def cache(target, steps, warmup, backward, out, as_json) -> None:  # type: ignor
 
     _check_target(target)
     with _cleaned_on_failure(_out(out, "cache")) as folder:
-        result = bench_cache(target, folder, steps=steps, warmup=warmup, backward=backward)
+        result = bench_cache(
+            target,
+            folder,
+            steps=steps,
+            warmup=warmup,
+            backward=backward,
+            progress=_progress("cache"),
+        )
     _show(result, as_json)

@@ -76,7 +76,9 @@ def capture(
     """Capture a trace from a running job's profiler server(s).
 
     The job must serve traces: xp.start_server(PORT), xlaprof.profile(server_port=PORT) or
-    `xlaprof run --server-port PORT`. Needs no torch_xla on this machine.
+    `xlaprof run --server-port PORT`. Needs no torch_xla on this machine. When some hosts are
+    captured and others not (nothing listening, an empty trace), the good hosts' traces are
+    kept, the others named in one line, and the exit code is 27.
     """
     import os
 
@@ -100,7 +102,7 @@ def capture(
         def progress(message: str, fraction: float) -> None:
             bar.update(task, description=message, completed=fraction)
 
-        files = run_capture(
+        result = run_capture(
             services,
             out,
             duration,
@@ -109,9 +111,18 @@ def capture(
             device_tracer_level=device_tracer_level,
             progress=progress,
         )
-    for path in files:
+    for path in result.files:
         click.echo(str(path))
+    if result.missing:
+        # the good hosts' traces are kept (listed above); one line names the others
+        from xlaprof.errors import CapturePartial
+
+        left_out = "; ".join(f"{service}: {reason}" for service, reason in result.missing)
+        raise CapturePartial(
+            f"captured {len(result.files)} of {len(services)} hosts into {out}; "
+            f"left out: {left_out}"
+        )
     console.print(
-        f"xlaprof: captured {len(files)} host trace(s) into {out}; "
+        f"xlaprof: captured {len(result.files)} host trace(s) into {out}; "
         f"load with xlaprof.load_trace('{out}') or view with: xlaprof view {out}"
     )

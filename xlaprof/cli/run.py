@@ -142,6 +142,7 @@ def run(
 
     runs = []
     statuses = []
+    nested = 0  # xlaprof.profile() runs inside this launch's sessions (same process)
     for directory in find_runs(out):
         try:
             info: RunInfo = read_info(directory)
@@ -150,6 +151,7 @@ def run(
         if info.env.get(ENV_LAUNCH) != launch:
             continue  # an earlier run, or another launch's into the same folder
         runs.append(directory)
+        nested += info.outer_run is not None
         if info.pid == child.pid:
             _record_exit(info, returncode)
         elif info.status == "running":
@@ -165,8 +167,9 @@ def run(
     code = exit_code(returncode, statuses, forwarder.interrupted)
     if not quiet:
         if runs:
+            inner = f" and {nested} nested profile() run(s)" if nested else ""
             click.echo(
-                f"xlaprof: {len(runs)} process run(s) written to {out}; "
+                f"xlaprof: {len(runs) - nested} process run(s){inner} written to {out}; "
                 f"analyze with: xlaprof analyze {out}",
                 err=True,
             )

@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,10 @@ from xlaprof.errors import FixFailed, TargetError
 # Outputs and gradients must agree this closely (float32 on one backend).
 NUMERIC_RTOL = 1e-4
 NUMERIC_ATOL = 1e-5
+# The worker's progress lines on stderr start with this (worker.py writes them).
+PROGRESS_PREFIX = "xlaprof-progress "
+
+Progress = Callable[[str], None]
 
 
 @dataclass
@@ -31,6 +37,7 @@ class Side:
     run_dir: Path | None
     summary: dict[str, Any] = field(default_factory=dict)
     check_path: Path | None = None
+    notes: list[str] = field(default_factory=list)  # what the worker said about its variant
 
 
 @dataclass
@@ -70,8 +77,17 @@ def run_variant(
     check: bool = True,
     layer_pure: bool = False,
     stack: str | None = None,
+    probe_scan: bool = False,
+    progress: Progress | None = None,
+    label: str | None = None,
 ) -> Side:
-    """Run one variant in a fresh Python process and load its run."""
+    """Run one variant in a fresh Python process and load its run.
+
+    ``progress`` gets one line per thing the worker reports (model built, each step done),
+    prefixed with ``label``, so a minute of compiling is never a minute of silence.
+    ``probe_scan`` (before side of ``bench scan``) makes the worker refuse, at the stack's first
+    call, a call scan could not take, before anything compiles.
+    """
     out.mkdir(parents=True, exist_ok=True)
     check_path = out / "check.pt" if check else None
     command = [
@@ -101,16 +117,55 @@ def run_variant(
         command += ["--check", str(check_path)]
     if cache_dir is not None:
         command += ["--cache-dir", str(cache_dir)]
+    if probe_scan:
+        command += ["--probe-scan", "1"]
     env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", "CPU")}
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    returncode, stdout, stderr = _run_worker(command, env, progress, label or variant)
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
     message = json.loads(lines[-1]) if lines else {}
-    if result.returncode != 0 or "run" not in message:
-        reason = message.get("error") or (result.stderr.strip().splitlines() or ["no output"])[-1]
+    if returncode != 0 or "run" not in message:
+        reason = message.get("error") or (stderr.strip().splitlines() or ["no output"])[-1]
         if reason.startswith("TargetError: "):  # the worker could not load TARGET: code 17
             raise TargetError(reason.removeprefix("TargetError: "))
+        if reason.startswith("FixFailed: "):  # the fix refused the model, with its reason
+            fix = "scan" if probe_scan else variant
+            raise FixFailed(
+                f"{fix} does not apply to {target}: {reason.removeprefix('FixFailed: ')}"
+            )
         raise FixFailed(f"{variant} run of {target} failed: {reason}")
-    return _side(variant, Path(message["run"]), check_path)
+    side = _side(variant, Path(message["run"]), check_path)
+    side.notes = [str(n) for n in message.get("notes") or []]
+    return side
+
+
+def _run_worker(
+    command: list[str], env: dict[str, str], progress: Progress | None, label: str
+) -> tuple[int, str, str]:
+    """Run the worker; pass its progress lines on as they come; (exit code, stdout, stderr).
+
+    stdout goes to a file (a factory may print a lot: a pipe left unread would block it);
+    stderr is read line by line, progress lines to ``progress``, the rest kept for the error.
+    """
+    started = time.monotonic()
+    if progress is not None:
+        progress(f"{label}: starting a fresh process")
+    kept: list[str] = []
+    with tempfile.TemporaryFile("w+") as stdout:
+        process = subprocess.Popen(
+            command, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env
+        )
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith(PROGRESS_PREFIX):
+                if progress is not None:
+                    what = line.removeprefix(PROGRESS_PREFIX).strip()
+                    progress(f"{label} ({time.monotonic() - started:.0f} s): {what}")
+            else:
+                kept.append(line)
+                del kept[:-200]  # only the last lines can be the reason
+        returncode = process.wait()
+        stdout.seek(0)
+        return returncode, stdout.read(), "".join(kept)
 
 
 def _side(name: str, run_dir: Path, check_path: Path | None) -> Side:
@@ -188,7 +243,14 @@ def _median_summary(sides: list[Side]) -> dict[str, Any]:
     return merged
 
 
-def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: Any) -> BenchResult:
+def bench_fix(
+    kind: str,
+    target: str,
+    out: Path,
+    repeats: int = 1,
+    progress: Progress | None = None,
+    **options: Any,
+) -> BenchResult:
     """``kind`` is scan or remat: before and after, numerics, comparison.
 
     With ``repeats`` > 1 both sides run that many times, alternating, in fresh processes, and
@@ -203,17 +265,36 @@ def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: An
     notes = []
     for index in range(repeats):
         suffix = "" if repeats == 1 else f"-{index}"
-        befores.append(run_variant(target, "before", out / f"before{suffix}", **options))
+        of = "" if repeats == 1 else f", run {index + 1} of {repeats}"
+        befores.append(
+            run_variant(
+                target,
+                "before",
+                out / f"before{suffix}",
+                probe_scan=kind == "scan" and index == 0,
+                progress=progress,
+                label=f"before{of}",
+                **options,
+            )
+        )
         if index == 0 and options.get("layers") is None and kind in ("scan", "remat"):
             stack = _stack_from_analysis(befores[0].run_dir)
             if stack:
                 notes.append(f"layers: {stack}, from the unrolled-loop analysis of the before run")
         afters.append(
             run_variant(
-                target, kind, out / f"after{suffix}", layer_pure=pure, stack=stack, **options
+                target,
+                kind,
+                out / f"after{suffix}",
+                layer_pure=pure,
+                stack=stack,
+                progress=progress,
+                label=f"{kind}{of}",
+                **options,
             )
         )
     before, after = befores[0], afters[0]
+    notes.extend(after.notes)
     before.summary, after.summary = _median_summary(befores), _median_summary(afters)
     assert before.check_path is not None and after.check_path is not None
     numerics = compare_numerics(before.check_path, after.check_path)
@@ -231,20 +312,45 @@ def bench_fix(kind: str, target: str, out: Path, repeats: int = 1, **options: An
     return result
 
 
-def bench_cache(target: str, out: Path, **options: Any) -> BenchResult:
-    """Two runs against one persistent compilation cache: the second should skip compiling."""
+def bench_cache(
+    target: str, out: Path, progress: Progress | None = None, **options: Any
+) -> BenchResult:
+    """Two runs against one persistent compilation cache: the second should skip compiling.
+
+    Unless the second run loaded programs from the cache, no row is offered as the cache's
+    effect: the figures stay, the ratios and their words go (run-to-run noise is not a gain).
+    """
     from xlaprof.tables.compare import compare
 
     cache = out / "cache"
-    first = run_variant(target, "cache", out / "first", cache_dir=cache, check=False, **options)
-    second = run_variant(target, "cache", out / "second", cache_dir=cache, check=False, **options)
-    result = BenchResult("cache", target, first, second, compare(first.summary, second.summary))
-    result.notes.append(_cache_verdict(second))
+    first, second = (
+        run_variant(
+            target,
+            "cache",
+            out / name,
+            cache_dir=cache,
+            check=False,
+            progress=progress,
+            label=f"{name} run",
+            **options,
+        )
+        for name in ("first", "second")
+    )
+    comparison = compare(first.summary, second.summary)
+    verdict, loaded = _cache_verdict(second)
+    if not loaded:
+        comparison["ratio"] = None
+        comparison["change"] = "not compared: nothing loaded from the cache"
+    result = BenchResult("cache", target, first, second, comparison)
+    result.notes.append(verdict)
     return result
 
 
-def _cache_verdict(second: Side) -> str:
-    """What the second run's cache counters say: a compile time is only the cache's if it hit."""
+def _cache_verdict(second: Side) -> tuple[str, bool]:
+    """What the second run's cache counters say, and whether it loaded anything from the cache.
+
+    A compile time is only the cache's doing if the cache hit and nothing failed to load.
+    """
     from xlaprof.rundir.reader import load_run
 
     assert second.run_dir is not None
@@ -259,13 +365,16 @@ def _cache_verdict(second: Side) -> str:
     }
     if failures:
         return (
-            f"the second run could not load its cache entries on this backend "
-            f"(PersistentCacheDeserializeFailure = {failures}): it compiled again, so any "
-            "difference in compile time is not the cache's doing"
-        )
+            f"the cache did not load: the second run could not read its entries on this backend "
+            f"(PersistentCacheDeserializeFailure = {failures}) and compiled again, so no "
+            "difference between the runs is the cache's doing (no ratio shown)"
+        ), False
     if hits:
-        return f"the second run loaded {hits} compiled program(s) from the cache"
-    return "the second run recorded no cache hit: compare the compile times with that in mind"
+        return f"the second run loaded {hits} compiled program(s) from the cache", True
+    return (
+        "the cache did not load: the second run recorded no cache hit, so no difference "
+        "between the runs is the cache's doing (no ratio shown)"
+    ), False
 
 
 OFFLOAD_PROBE = """

@@ -49,7 +49,7 @@ def load_factory(target: str) -> Callable[[], Any]:
             module = importlib.import_module(module_part)
         except ImportError as error:
             raise TargetError(f"{module_part}: cannot be imported ({error})") from None
-    factory = getattr(module, name, None)
+    factory: object = getattr(module, name, None)
     if not callable(factory):
         raise TargetError(f"{target}: {name!r} is not a function in {module_part}")
     return factory

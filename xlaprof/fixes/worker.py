@@ -30,7 +30,19 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cache-dir")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--layer-pure", type=int, default=0)
+    parser.add_argument(
+        "--probe-scan",
+        type=int,
+        default=0,
+        help="on the before side: refuse at the first forward a stack scan could not take",
+    )
     return parser.parse_args(argv)
+
+
+def _progress(what: str) -> None:
+    """One progress line on stderr for the parent (fixes/bench.py passes it on)."""
+    sys.stderr.write(f"xlaprof-progress {what}\n")
+    sys.stderr.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,21 +52,26 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["XLA_IR_DEBUG"] = "1"
     os.environ["XLA_HLO_DEBUG"] = "1"
     try:
-        run_dir = _run(args)
+        run_dir, notes = _run(args)
     except Exception as error:
         print(json.dumps({"error": f"{type(error).__name__}: {error}".splitlines()[0][:500]}))
         return 3
-    print(json.dumps({"run": run_dir}))
+    print(json.dumps({"run": run_dir, "notes": notes}))
     return 0
 
 
-def _run(args: argparse.Namespace) -> str:
+def _run(args: argparse.Namespace) -> tuple[str, list[str]]:
     import torch
     import torch_xla
 
     from xlaprof.capture.session import Session
     from xlaprof.fixes.target import build
-    from xlaprof.fixes.variants import apply_remat, apply_scan, homogeneous_stacks
+    from xlaprof.fixes.variants import (
+        apply_remat,
+        apply_scan,
+        check_scannable,
+        homogeneous_stacks,
+    )
 
     if args.variant == "cache":
         import torch_xla.runtime as xr
@@ -73,14 +90,23 @@ def _run(args: argparse.Namespace) -> str:
     if args.variant in ("scan", "remat") and layers is None:
         stacks = homogeneous_stacks(model)
         if not stacks:
-            raise ValueError("no nn.ModuleList of identical layers found; pass --layers ATTR")
+            raise ValueError(
+                "no nn.ModuleList or nn.Sequential of identical layers found; pass --layers ATTR"
+            )
         layers = stacks[0]
+    if args.variant == "before" and args.probe_scan:
+        probed = layers or next(iter(homogeneous_stacks(model)), None)
+        if probed is not None:
+            check_scannable(model, probed)
+    scanned = None
     if args.variant == "scan":
-        apply_scan(model, layers, pure=bool(args.layer_pure))
+        scanned = apply_scan(model, layers, pure=bool(args.layer_pure))
     elif args.variant == "remat":
         apply_remat(model, layers)
+    total = args.warmup + args.steps
+    _progress(f"model built; {total} steps to run ({args.warmup} warm-up)")
     try:
-        for step in range(args.warmup + args.steps):
+        for step in range(total):
             model.zero_grad(set_to_none=True)
             output = model(batch)
             loss = setup.loss_fn(output)
@@ -89,21 +115,30 @@ def _run(args: argparse.Namespace) -> str:
             torch_xla.sync()
             if step == 0 and args.check:
                 _save_check(args.check, model, output, loss)
+            _progress(f"step {step + 1} of {total} done")
     except BaseException as error:
         session.finish("exception", detail=f"{type(error).__name__}: {error}")
         raise
     session.finish("ok")
-    return str(session.directory)
+    notes = [f"scanned: {layers}"] if scanned is not None else []
+    if scanned is not None and scanned.dropped:
+        notes.append(
+            f"each layer of {layers} returns a tuple of {scanned.dropped + 1}: the scan passes "
+            f"its first element on and drops the other {scanned.dropped} per-layer output(s) "
+            "(the stand-in returns None in their place)"
+        )
+    return str(session.directory), notes
 
 
 def _stack_path(model, stack: str) -> str | None:  # type: ignore[no-untyped-def]
-    """``Stack.blocks`` -> the dotted path of that ModuleList inside ``model``."""
+    """``Stack.blocks`` -> the dotted path of that ModuleList/Sequential inside ``model``."""
     import torch
 
     owner, _, attribute = stack.rpartition(".")
     for name, module in model.named_modules():
         child = getattr(module, attribute, None)
-        if type(module).__name__ == owner and isinstance(child, torch.nn.ModuleList):
+        stack_types = (torch.nn.ModuleList, torch.nn.Sequential)
+        if type(module).__name__ == owner and isinstance(child, stack_types):
             return f"{name}.{attribute}" if name else attribute
     return None
 
@@ -116,7 +151,26 @@ def _save_check(path: str, model, output, loss) -> None:  # type: ignore[no-unty
         for name, p in model.named_parameters()
         if p.grad is not None
     }
-    torch.save({"output": output.detach().cpu(), "loss": loss.detach().cpu(), "grads": grads}, path)
+    first = _first_tensor(output)
+    saved = torch.zeros(0) if first is None else first.detach().cpu()
+    torch.save({"output": saved, "loss": loss.detach().cpu(), "grads": grads}, path)
+
+
+def _first_tensor(output):  # type: ignore[no-untyped-def]
+    """The model's output tensor: itself, or the first tensor of a tuple or a mapping (the
+    ``logits`` of a transformers ``ModelOutput``)."""
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return output
+    values = output.values() if hasattr(output, "values") else output
+    if isinstance(values, str) or not hasattr(values, "__iter__"):
+        return None
+    for value in values:
+        found = _first_tensor(value)
+        if found is not None:
+            return found
+    return None
 
 
 if __name__ == "__main__":

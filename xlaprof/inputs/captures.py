@@ -91,9 +91,10 @@ def pick_session(
 
 def load_capture_file(path: Path, args: bool = True) -> pd.DataFrame:
     """One capture file's events; ``args=False`` skips the per-event stat dicts of an xplane
-    (a pod worker's cache has no ``args`` column, and building them is a third of the parse)."""
+    (a pod worker's cache has no ``args`` column, and building them is a third of the parse),
+    keeping what the device model reads of them as a column (``framework_op``)."""
     if path.name.endswith(XPLANE_SUFFIX):
-        frame = xspace_frame(path, args=args)
+        frame = xspace_frame(path, args=args, framework_op=not args)
     else:
         frame = chrome_trace_frame(path)
     frame.attrs["source"] = str(path)
@@ -136,13 +137,14 @@ def hosts_named_apart(hosts: list[tuple[str, str | None]]) -> list[str]:
 
 def name_hosts_apart(frames: list[pd.DataFrame]) -> None:
     """Rename the ``host`` column of frames whose host another frame has too (in place)."""
+    import numpy as np
     import pandas as pd
 
     loaded = [frame for frame in frames if len(frame)]
     hosts = [(str(frame["host"].iloc[0]), frame.attrs.get("source")) for frame in loaded]
     for frame, (host, _), name in zip(loaded, hosts, hosts_named_apart(hosts), strict=True):
         if name != host:
-            frame["host"] = pd.Categorical([name] * len(frame))
+            frame["host"] = pd.Categorical.from_codes(np.zeros(len(frame), np.int8), [name])
 
 
 def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:

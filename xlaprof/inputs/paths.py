@@ -198,8 +198,7 @@ def load_parts(
             f"{others[0]}: give either run directories or report/log files, not both"
         )
     runs = [run for root in run_roots for run in load_runs(root)]
-    # A launcher process that never ran a step (xmp.spawn's parent) has nothing to say.
-    active = [r for r in runs if r.info.steps_recorded or r.step_rows()] or runs
+    active, notes = _runs_to_analyze(runs)
     parts = []
     for run in active:
         data = input_from_run(run, warmup_steps)
@@ -216,10 +215,40 @@ def load_parts(
                 data=data,
                 sources=[source],
                 run=run,
-                run_summary=_run_summary(run),
+                run_summary=_run_summary(run, notes.get(run.path, [])),
             )
         )
     return parts
+
+
+def _runs_to_analyze(runs: list[Run]) -> tuple[list[Run], dict[Path, list[str]]]:
+    """The runs analyzed, and for each the notes on runs left out because of it.
+
+    A run nested in another run given here (``xlaprof.profile()`` inside ``xlaprof run``)
+    holds the same steps as its outer run, which has the debug analysis and graphs: it is left
+    out, and the outer run says so. A launcher process that never ran a step (xmp.spawn's
+    parent) has nothing to say: it is left out too, with a note, unless no run has steps.
+    """
+    by_path = {str(run.path.resolve()): run for run in runs}
+    notes: dict[Path, list[str]] = {}
+    kept = []
+    for run in runs:
+        outer = by_path.get(str(Path(run.info.outer_run).resolve())) if run.info.outer_run else None
+        if outer is not None and outer is not run:
+            notes.setdefault(outer.path, []).append(
+                f"{run.path}: an xlaprof.profile() nested in this run, over the same steps "
+                f"({run.steps_recorded} steps): not analyzed here; name it to analyze it alone"
+            )
+        else:
+            kept.append(run)
+    active = [r for r in kept if r.info.steps_recorded or r.step_rows()] or kept
+    if len(active) < len(kept) and active:
+        idle = [str(r.path) for r in kept if r not in active]
+        notes.setdefault(active[0].path, []).append(
+            f"not analyzed: {', '.join(idle)} (no steps recorded: a launcher process, or one "
+            "that never synced)"
+        )
+    return active, notes
 
 
 def _trace_part(
@@ -239,7 +268,7 @@ def _trace_part(
     )
 
 
-def _run_summary(run: Run) -> RunSummary:
+def _run_summary(run: Run, notes: list[str] | None = None) -> RunSummary:
     info = run.info
     return RunSummary(
         path=str(run.path),
@@ -253,5 +282,5 @@ def _run_summary(run: Run) -> RunSummary:
         rank=info.rank,
         torch_xla_version=info.torch_xla_version,
         traces=[str(p) for p in run.trace_files()],
-        warnings=[*info.warnings, *run.load_warnings],
+        warnings=[*info.warnings, *run.load_warnings, *(notes or [])],
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlaprof.errors import BadCapture, XlaprofError
 from xlaprof.inputs.captures import (
@@ -35,6 +36,9 @@ from xlaprof.inputs.captures import (
 from xlaprof.model.trace import Trace
 from xlaprof.tables import device as device_model
 from xlaprof.tables.step_numbers import assign_steps
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def load_trace(
@@ -59,20 +63,13 @@ def load_trace(
         first_step = _first_step_from_run(root)
     if pod.wants_lazy(files, lazy, scheduler):
         return pod.load_pod(files, first_step or 0, workers, scheduler, chosen, list(sessions))
-    if len(files) == 1:
-        loaded = [load_safely(files[0])]
-    else:
-        workers = workers or min(len(files), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            loaded = list(pool.map(load_safely, files))
+    loaded = _load_files(files, workers)
     broken = [item for item in loaded if isinstance(item, XlaprofError)]
     frames = [item for item in loaded if not isinstance(item, XlaprofError)]
     if not frames:
         if len(broken) == 1:
             raise broken[0]
         raise BadCapture(f"{root}: every capture file is unreadable ({broken[0]}; ...)")
-    import pandas as pd  # after the files: a bad capture is reported without loading pandas
-
     warnings = [f"{error} (skipped; the other hosts are analyzed)" for error in broken]
     warnings += [
         f"{frame.attrs.get('source')}: {frame.attrs['dropped_events']} events with times out "
@@ -88,15 +85,7 @@ def load_trace(
     }
     devices = device_table(frames, chosen)
     sources = hlo_sources(frames, _run_graphs(root))  # before the frames' attrs are dropped
-    events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    events.attrs = {}
-    for column in ("host", "plane", "plane_kind", "device", "line", "name"):
-        if events[column].dtype != "category":
-            events[column] = events[column].astype("category")
-    for column in ("hlo_op", "hlo_module", "hlo_category", "program_id"):
-        if events[column].dtype != "category":
-            events[column] = events[column].astype("category")
-    events.insert(0, "session", pd.Categorical([chosen] * len(events)))
+    events = _session_events(frames, chosen)
     events["step"], bounds = assign_steps(events, first_step or 0, starts)
     bounds.insert(0, "session", chosen)
     summary = device_model.summarize_host(events, devices, bounds, sources)
@@ -124,12 +113,53 @@ def _run_graphs(root: Path) -> list[object]:
     return []
 
 
-def _first_step_from_run(root: Path) -> int | None:
-    from xlaprof.rundir.reader import find_runs, load_run
+def _load_files(files: list[Path], workers: int | None) -> list[pd.DataFrame | XlaprofError]:
+    """Each file's events (several files in a process pool of ``workers``), or why not."""
+    if len(files) == 1:
+        return [load_safely(files[0])]
+    workers = workers or min(len(files), os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(load_safely, files))
 
-    if root.is_dir() and find_runs(root):
-        runs = find_runs(root)
-        if len(runs) == 1:
-            window = load_run(runs[0]).info.trace_steps
-            return window[0] if window else None
-    return None
+
+def _session_events(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
+    """The hosts' events of one session as one frame: text columns categorical, and a
+    ``session`` column first."""
+    import numpy as np
+    import pandas as pd  # after the files: a bad capture is reported without loading pandas
+
+    events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    events.attrs = {}
+    for column in ("host", "plane", "plane_kind", "device", "line", "name"):
+        if events[column].dtype != "category":
+            events[column] = events[column].astype("category")
+    for column in ("hlo_op", "hlo_module", "hlo_category", "program_id"):
+        if events[column].dtype != "category":
+            events[column] = events[column].astype("category")
+    codes = np.zeros(len(events), np.int8)
+    events.insert(
+        0, "session", pd.Series(pd.Categorical.from_codes(codes, [session]), events.index)
+    )
+    return events
+
+
+def _first_step_from_run(root: Path) -> int | None:
+    """The first step of the trace window of the run directory ``root`` is, holds or lies in
+    (a capture file or logdir inside a run: ``run/plugins/profile/<time>/host.xplane.pb``).
+
+    Runs recorded since each step carries its number in the trace (``xlaprof_step``) need
+    this only for StepMarker numbering of older runs.
+    """
+    from xlaprof.rundir.reader import find_runs, load_run
+    from xlaprof.rundir.schema import RUN_JSON
+
+    runs = find_runs(root) if root.is_dir() else []
+    if not runs:  # inside a run directory: its trace window's files
+        runs = [p for p in list(root.absolute().parents)[:4] if (p / RUN_JSON).is_file()][:1]
+    if len(runs) != 1:
+        return None
+    try:
+        window = load_run(runs[0]).info.trace_steps
+    except XlaprofError:  # a damaged run: its capture still loads, numbered from 0
+        return None
+    return window[0] if window else None

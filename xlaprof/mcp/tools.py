@@ -34,6 +34,7 @@ from pydantic import Field
 from xlaprof.errors import InputNotFound, InputNotRecognized, OutsideRoots, RunDirError
 from xlaprof.mcp import models
 from xlaprof.mcp.roots import Roots, source_root_for
+from xlaprof.model.ondisk import HOST_STEPS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -692,13 +693,36 @@ def _step_tables(result: PartResult) -> dict[str, pd.DataFrame | None]:
         "device_steps": None if summary is None else summary.steps,
         "tracing": None if summary is None else summary.tracing,
         "stragglers": result.stragglers,
-        "host_steps": result.host_steps,
+        "host_steps": _host_steps(result),
         "host_skew": result.host_skew,
     }
 
 
+def _host_steps(result: PartResult) -> pd.DataFrame | None:
+    """Several hosts' per-host rows: a pod keeps them on disk (read here when asked for)."""
+    trace = result.trace
+    if result.host_steps is None and trace is not None and trace.source is not None:
+        return result.host_steps_frame() if len(trace.hosts) > 1 else None
+    return result.host_steps
+
+
 def _table_sizes(result: PartResult) -> dict[str, int]:
-    sizes = {name: len(frame) for name, frame in _step_tables(result).items() if frame is not None}
+    """Each table's row count; a pod's per-step tables are counted, not read."""
+    summary = result.trace.summary() if result.trace is not None else None
+    counted = {
+        "timeline": result.timeline,
+        "stragglers": result.stragglers,
+        "host_skew": result.host_skew,
+    }
+    sizes = {name: len(frame) for name, frame in counted.items() if frame is not None}
+    if summary is not None:
+        sizes["device_steps"] = summary.rows("steps")
+        sizes["tracing"] = summary.rows("tracing")
+    trace = result.trace
+    if result.host_steps is not None:
+        sizes["host_steps"] = len(result.host_steps)
+    elif trace is not None and trace.source is not None and len(trace.hosts) > 1:
+        sizes["host_steps"] = trace.source.table_rows(HOST_STEPS)
     if result.trace is not None:
         ops = result.trace.summary().ops
         sizes["ops"] = len(ops)

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 # Metric names differ across torch_xla generations (XRT said "Server").
 COMPILE_METRICS = ("CompileTime",)
 EXECUTE_METRICS = ("ExecuteTime",)
+# Eager mode compiles and runs each op as its own graph and records these instead (torch_xla
+# 2.x): a run's compiles and executions are both kinds together (the UncachedCompile and
+# ExecuteComputation counters), while graph-level analyses read the graph metrics alone.
+EAGER_COMPILE_METRICS = ("EagerOpCompileTime",)
+EAGER_EXECUTE_METRICS = ("EagerOpExecuteTime",)
 FROM_DEVICE_METRICS = ("TransferFromDeviceTime", "TransferFromServerTime")
 TO_DEVICE_METRICS = ("TransferToDeviceTime", "TransferToServerTime")
 HOST_SYNC_OP = "aten::_local_scalar_dense"
@@ -40,6 +45,13 @@ class AnalysisInput:
     dynamo: list[DynamoRecord] = field(default_factory=list)  # torch.compile's own records
     # module stacks and repeated module calls of one step (capture/modules.py), if recorded
     modules: dict[str, Any] | None = None
+    # steps a run directory recorded (None for text inputs): a run that recorded none shows 0,
+    # as its header does, not the MarkStep counter of its metrics report
+    run_steps: int | None = None
+    # torch_xla's eager mode: on at some step (None: not recorded), and the user's line that
+    # turned it on ("file:line"), where the session saw the call
+    eager_mode: bool | None = None
+    eager_mode_site: str | None = None
     # The profiler capture of this part (a capture, or a run's trace window) with its device
     # model: per-step bottlenecks, device time per line, host tracing against device busy.
     trace: Trace | None = None
@@ -69,6 +81,22 @@ class AnalysisInput:
         return merged
 
     def compiles(self) -> int | None:
+        """Graphs compiled: whole graphs and, in eager mode, single ops (None: unknown)."""
+        graphs = self.graph_compiles()
+        eager = self.eager_compiles()
+        if eager is None:
+            return graphs
+        return (graphs or 0) + eager
+
+    def executions(self) -> int | None:
+        """Graphs executed: whole graphs and, in eager mode, single ops (None: unknown)."""
+        graphs = self.graph_executions()
+        eager = self.eager_executions()
+        if eager is None:
+            return graphs
+        return (graphs or 0) + eager
+
+    def graph_compiles(self) -> int | None:
         if self.reports:
             value = self.metric_samples(*COMPILE_METRICS)
             if value is not None:
@@ -78,7 +106,7 @@ class AnalysisInput:
         compilations = self.debug.compilations()
         return len(compilations) if compilations else None
 
-    def executions(self) -> int | None:
+    def graph_executions(self) -> int | None:
         if self.reports:
             value = self.metric_samples(*EXECUTE_METRICS)
             if value is not None:
@@ -87,6 +115,24 @@ class AnalysisInput:
             return sum(s.executions for s in self.steps)
         executions = self.debug.executions()
         return len(executions) if executions else None
+
+    def eager_compiles(self) -> int | None:
+        """Single ops compiled in eager mode (None: none recorded)."""
+        if self.reports:
+            value = self.metric_samples(*EAGER_COMPILE_METRICS)
+            if value is not None:
+                return value
+        counts = [s.eager_compiles for s in self.steps if s.eager_compiles is not None]
+        return sum(counts) if counts else None
+
+    def eager_executions(self) -> int | None:
+        """Single ops executed in eager mode (None: none recorded)."""
+        if self.reports:
+            value = self.metric_samples(*EAGER_EXECUTE_METRICS)
+            if value is not None:
+                return value
+        counts = [s.eager_executions for s in self.steps if s.eager_executions is not None]
+        return sum(counts) if counts else None
 
     def device_to_host_transfers(self) -> int | None:
         if self.reports:
@@ -114,6 +160,8 @@ class AnalysisInput:
     def step_count(self) -> int | None:
         if self.steps:
             return len(self.steps)
+        if self.run_steps is not None:
+            return self.run_steps
         if self.reports:
             return self.counters().get("MarkStep")
         return None
@@ -121,7 +169,7 @@ class AnalysisInput:
 
 def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
     """Everything the analyzers read from one run directory."""
-    return AnalysisInput(
+    data = AnalysisInput(
         reports=run.metrics_reports(),
         debug=run.debug_log(),
         steps=run.step_rows(),
@@ -134,4 +182,14 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
         script=run.info.script,
         dynamo=parse_dynamo_records(run.dynamo_records()),
         modules=run.modules(),
+        run_steps=run.steps_recorded,
+        eager_mode=run.info.eager_mode,
+        eager_mode_site=run.info.eager_mode_site,
     )
+    if data.eager_executions() and not any(s.eager is not None for s in data.steps):
+        # Eager ops ran (the final report says so) but the rows do not split them per step
+        # (an older xlaprof): each step's compile and device time is then not measured.
+        for row in data.steps:
+            row.eager = True
+        data.eager_mode = True
+    return data

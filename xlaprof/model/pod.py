@@ -1,5 +1,6 @@
 """A pod load's data: what a worker returns per host, what failed, the merged load, and the
-events left in the per-host caches until a query asks for them (``EventSource``).
+events and per-step tables left in the per-host caches until a query asks for them
+(``EventSource``).
 
 Made by ``xlaprof.inputs.pod`` (the workers, the cache, the runner); read by ``Trace`` and the
 tables.
@@ -11,10 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xlaprof.model.ondisk import HOST_STEPS, STEP_BOUNDS
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.model.device import DeviceSummary
+    from xlaprof.model.stats import StepAggregates
 
 CATEGORY_COLUMNS = (
     "host",
@@ -43,20 +47,25 @@ HOST_STEP_COLUMNS = [
 
 @dataclass
 class HostSummary:
-    """What one worker sends back for one host: small, whatever the host's event count."""
+    """What one worker sends back for one host: small, whatever the host's event and step
+    counts. Its per-step tables (``xlaprof.model.ondisk.TABLES``: step bounds, device steps,
+    host vs device, the straggler rows) are in files beside its event cache (``tables``), or
+    held here (``frames``) when no cache could be written; ``aggregates`` is what the parent
+    needs of them."""
 
     host: str
     path: str
     events: int
     profile_start_ns: int | None
-    # host, step, start_ns, end_ns of each host step (``Trace.step_bounds`` rows)
-    step_bounds: pd.DataFrame
-    # one row per (device, step): HOST_STEP_COLUMNS
-    steps: pd.DataFrame
     # device ops of this host (``Trace.device_ops()`` rows)
     ops: pd.DataFrame
-    # the device model of this host (``xlaprof.tables.device.summarize``): merged by the parent
+    # the device model of this host (``xlaprof.tables.device.summarize``) without its per-step
+    # rows (``steps`` and ``tracing`` are empty): merged by the parent
     device: DeviceSummary | None = None
+    aggregates: StepAggregates | None = None
+    # per-step table name -> its Parquet file (``xlaprof.inputs.pod.cache``)
+    tables: dict[str, str] = field(default_factory=dict)
+    frames: dict[str, pd.DataFrame] | None = field(default=None, repr=False)
     cache: str | None = None
     cache_hit: bool = False
     seconds: float = 0.0
@@ -91,16 +100,13 @@ class PodLoad:
     def hosts(self) -> list[str]:
         return sorted(s.host for s in self.summaries)
 
-    def step_bounds(self) -> pd.DataFrame:
-        return concat_frames(
-            [s.step_bounds for s in self.summaries], ["host", "step", "start_ns", "end_ns"]
-        )
-
-    def host_steps(self) -> pd.DataFrame:
-        return concat_frames([s.steps for s in self.summaries], HOST_STEP_COLUMNS)
+    def in_order(self) -> list[HostSummary]:
+        """The summaries, hosts in order."""
+        return sorted(self.summaries, key=lambda s: s.host)
 
     def record(self) -> dict[str, Any]:
-        """The load, for ``--json`` (``trace.pod``): per host events, seconds, worker, RSS."""
+        """The load, for ``--json`` (``trace.pod``): per host events, seconds, worker, RSS,
+        and its host steps' wall time (count, mean, spread, extremes, slowest steps)."""
         return {
             "scheduler": self.scheduler,
             "workers": self.workers,
@@ -114,11 +120,32 @@ class PodLoad:
                     "seconds": s.seconds,
                     "worker": s.worker,
                     "worker_peak_rss_mb": s.worker_peak_rss_mb,
+                    "steps": _walls_record(s.aggregates),
                 }
-                for s in sorted(self.summaries, key=lambda s: s.host)
+                for s in self.in_order()
             ],
             "errors": [vars(e) for e in self.errors],
         }
+
+
+def _walls_record(aggregates: StepAggregates | None) -> dict[str, Any] | None:
+    """A host's host-step wall times (ms) for ``--json``: null for a host without markers."""
+    if aggregates is None or aggregates.host is None:
+        return None
+    walls = aggregates.host
+    digest = walls.wall
+    return {
+        "count": digest.count,
+        "mean_ms": digest.mean,
+        "std_ms": digest.std,
+        "fastest_ms": digest.low,
+        "fastest_step": walls.fastest_step,
+        "slowest_ms": digest.high,
+        "slowest_step": walls.slowest_step,
+        "median_ms": digest.approximate(0.5),  # within one 1/64-octave bin
+        "p90_ms": digest.approximate(0.9),
+        "slowest": [{"step": step, "wall_ms": wall} for step, wall in walls.slowest],
+    }
 
 
 def concat_frames(frames: Sequence[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -147,7 +174,8 @@ def typed_steps(steps: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass
 class EventSource:
-    """A pod capture's events, left in the per-host Parquet caches until asked for."""
+    """A pod capture's events and per-step tables, left in the per-host Parquet caches until
+    asked for (``xlaprof.model.ondisk.StepTables``)."""
 
     caches: dict[str, str]  # host -> cache file
     load: PodLoad | None = None  # the workers' summaries
@@ -157,6 +185,95 @@ class EventSource:
     @property
     def hosts(self) -> list[str]:
         return sorted(self.caches)
+
+    @property
+    def event_count(self) -> int:
+        return sum(s.events for s in self.load.summaries) if self.load is not None else 0
+
+    def _summaries(self, hosts: Sequence[str] | None = None) -> list[HostSummary]:
+        if self.load is None:
+            return []
+        chosen = self.load.in_order()
+        if hosts is not None:
+            wanted = set(hosts)
+            chosen = [s for s in chosen if s.host in wanted]
+        return chosen
+
+    def _read_table(
+        self, summary: HostSummary, name: str, columns: list[str] | None, filters: Any
+    ) -> pd.DataFrame:
+        """One host's rows of per-step table ``name``, its host column naming it."""
+        import pyarrow.parquet as pq
+
+        if summary.frames is not None:  # no cache could be written: held by the summary
+            frame = summary.frames[name]
+            if filters is not None:
+                import pyarrow as pa
+
+                if isinstance(filters, list):
+                    filters = pq.filters_to_expression(filters)
+                table = pa.Table.from_pandas(frame, preserve_index=False).filter(filters)
+                frame = table.to_pandas()
+            frame = frame[columns] if columns else frame
+        else:
+            path = summary.tables[name]
+            frame = pq.read_table(path, columns=columns, filters=filters).to_pandas()
+        if "host" in frame and summary.stored_host != summary.host:
+            frame["host"] = summary.host
+        return frame
+
+    def table(
+        self,
+        name: str,
+        hosts: list[str] | None = None,
+        columns: list[str] | None = None,
+        filters: Any = None,
+    ) -> pd.DataFrame:
+        """Rows of per-step table ``name`` (``xlaprof.model.ondisk.TABLES``) of ``hosts``
+        (every host by default), hosts in order; ``columns`` and pyarrow ``filters`` apply
+        while each host's file is read."""
+        import pandas as pd
+
+        frames = [self._read_table(s, name, columns, filters) for s in self._summaries(hosts)]
+        kept = [f for f in frames if len(f)] or frames[:1]
+        if not kept:
+            return pd.DataFrame(columns=columns)
+        frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
+        if name == STEP_BOUNDS and "host" in frame:
+            frame["host"] = frame["host"].astype(str).astype("category")
+        return frame
+
+    def table_head(self, name: str, rows: int) -> pd.DataFrame:
+        """The first ``rows`` rows of table ``name``, hosts in order: only the hosts they are
+        in are read (and the first host for the columns, when no host has a row)."""
+        import pandas as pd
+
+        summaries = self._summaries()
+        frames: list[pd.DataFrame] = []
+        count = 0
+        for summary in summaries:
+            if count >= rows:
+                break
+            if summary.aggregates is not None and not summary.aggregates.rows.get(name):
+                continue
+            frame = self._read_table(summary, name, None, None).head(rows - count)
+            frames.append(frame)
+            count += len(frame)
+        if not frames and summaries:
+            frames = [self._read_table(summaries[0], name, None, None).head(0)]
+        if not frames:
+            return pd.DataFrame()
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+    def table_rows(self, name: str) -> int:
+        return sum(
+            s.aggregates.rows.get(name, 0) for s in self._summaries() if s.aggregates is not None
+        )
+
+    def host_steps(self) -> pd.DataFrame:
+        """Every host's straggler rows (HOST_STEP_COLUMNS), read from disk."""
+        frame = self.table(HOST_STEPS)
+        return frame if len(frame) else concat_frames([], HOST_STEP_COLUMNS)
 
     def frame(self) -> Any:
         """A dask DataFrame over every host's cache: one partition per host."""
@@ -174,10 +291,11 @@ class EventSource:
 
     def _named(self, frame: pd.DataFrame, host: str) -> pd.DataFrame:
         """``frame`` with its host column naming ``host``, categoricals as ``load_trace`` makes."""
+        import numpy as np
         import pandas as pd
 
         if host and self.stored.get(host, host) != host and "host" in frame:
-            frame["host"] = pd.Categorical([host] * len(frame))
+            frame["host"] = pd.Categorical.from_codes(np.zeros(len(frame), np.int8), [host])
         for column in CATEGORY_COLUMNS:
             if column in frame and frame[column].dtype != "category":
                 frame[column] = frame[column].astype("category")

@@ -66,7 +66,8 @@ class PartResult:
     host_skew: pd.DataFrame | None = None
     # The profiler trace (a capture, or a run directory's trace window): device tables.
     trace: Trace | None = None
-    # several hosts: one row per (host, device, step), and the stragglers among them
+    # several hosts: one row per (host, device, step) (a pod's stay on disk: None here, read
+    # by ``host_steps_frame``), and the stragglers among them
     host_steps: pd.DataFrame | None = None
     stragglers: pd.DataFrame | None = None
     # The step model's summary: where a steady step goes (tables/story.py).
@@ -113,6 +114,10 @@ class PartResult:
         return _or_empty(self.host_skew)
 
     def host_steps_frame(self) -> pd.DataFrame:
+        """Several hosts: one row per (host, device, step); a pod's are read from disk."""
+        trace = self.trace
+        if self.host_steps is None and trace is not None and trace.source is not None:
+            return trace.source.host_steps()
         return _or_empty(self.host_steps)
 
     def stragglers_frame(self) -> pd.DataFrame:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
+
+from xlaprof.model.ondisk import BOTTLENECK, STEP_BOUNDS, TRACING, OnDisk, held
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,6 +43,20 @@ DEVICE_STEP_TIME_COLUMNS = [
     "busy_ms",
     "source",
 ]
+# A pod's host step bounds, read from its hosts' files when asked for (``model.ondisk``).
+_STEP_BOUNDS = OnDisk(STEP_BOUNDS, via="source", required=False)
+_ON_DISK = {"tracing": TRACING, "bottleneck": BOTTLENECK}
+
+
+class EventFilters(TypedDict, total=False):
+    """``Trace.select``'s filters, as ``select_frame`` and ``EventSource.select`` take them."""
+
+    steps: Sequence[int] | None
+    start_ns: int | None
+    end_ns: int | None
+    names: Sequence[str] | None
+    plane_kinds: Sequence[str] | None
+    columns: Sequence[str] | None
 
 
 @dataclass
@@ -59,8 +75,9 @@ class Trace:
     files: list[Path] = field(default_factory=list)
     # A capture starts and stops mid-step: its first and last step per host are partial.
     partial_edges: bool = False
-    # session, host, step, start_ns, end_ns of each host step (boundaries, not event extents)
-    step_bounds: pd.DataFrame | None = None
+    # session, host, step, start_ns, end_ns of each host step (boundaries, not event extents);
+    # a pod's are read from its hosts' files when asked for (``model.ondisk``)
+    step_bounds: pd.DataFrame | None = _STEP_BOUNDS
     # One row per device plane with events (DEVICE_COLUMNS): kind, type, peaks from plane stats.
     devices: pd.DataFrame | None = None
     # The session loaded, and every session found at the path (sorted, the latest last).
@@ -78,15 +95,24 @@ class Trace:
             return self.source.hosts
         return sorted(self.events["host"].cat.categories)
 
-    def select(self, hosts: Sequence[str] | None = None, **filters: object) -> pd.DataFrame:
+    @property
+    def event_count(self) -> int:
+        """How many events the trace holds (a pod's: counted by its workers, nothing read)."""
+        if self.source is not None:
+            return self.source.event_count
+        return len(self.events)
+
+    def select(
+        self, hosts: Sequence[str] | None = None, **filters: Unpack[EventFilters]
+    ) -> pd.DataFrame:
         """Events of ``hosts`` (all by default), filtered before they are read when lazy.
 
         Filters: ``steps``, ``start_ns``/``end_ns`` (overlapping the window), ``names``,
         ``plane_kinds``, ``columns`` (see ``pod.EventSource.select``).
         """
         if self.source is not None:
-            return self.source.select(hosts, **filters)  # type: ignore[arg-type]
-        return select_frame(self.events, hosts, **filters)  # type: ignore[arg-type]
+            return self.source.select(hosts, **filters)
+        return select_frame(self.events, hosts, **filters)
 
     def regions(self, names: Sequence[str] | None = None) -> pd.DataFrame:
         """Host events by name and step: count and total duration (ms)."""
@@ -116,9 +142,11 @@ class Trace:
         """Per device over the capture: span, busy, idle (s), duty cycle, how steps were found."""
         return self.summary().utilization
 
-    def tracing_vs_device(self) -> pd.DataFrame:
-        """Per host step: lazy-tensor tracing time against device busy time (tracing-bound?)."""
-        return self.summary().tracing
+    def tracing_vs_device(self, hosts: Sequence[str] | None = None) -> pd.DataFrame:
+        """Per host step: lazy-tensor tracing time against device busy time (tracing-bound?).
+
+        ``hosts``: those hosts' rows only (a pod reads only their files)."""
+        return self._of_hosts("tracing", hosts)
 
     def device_time_by_line(self, per_device: bool = False) -> pd.DataFrame:
         """Device op time (self time) per user source line, from the HLO the capture embeds.
@@ -135,14 +163,27 @@ class Trace:
         table = summary.lines if per_device else summary.line_totals
         return pd.DataFrame() if table is None else table
 
-    def bottlenecks(self) -> pd.DataFrame:
+    def bottlenecks(self, hosts: Sequence[str] | None = None) -> pd.DataFrame:
         """Per device and step: seconds per cause (compute, memory-bound ops, collectives,
         async waits, infeed/outfeed, input transfers and input, compilation, tracing, host) and
-        the one that bounds the step, with its share (``xlaprof.tables.device.bottleneck``)."""
+        the one that bounds the step, with its share (``xlaprof.tables.device.bottleneck``).
+
+        ``hosts``: those hosts' rows only (a pod reads only their files)."""
+        return self._of_hosts("bottleneck", hosts)
+
+    def _of_hosts(self, name: str, hosts: Sequence[str] | None) -> pd.DataFrame:
+        """The device model's per-step table ``name``, every host's or ``hosts``'."""
         import pandas as pd
 
-        table = self.summary().bottleneck
-        return pd.DataFrame() if table is None else table
+        summary = self.summary()
+        if hosts is not None and summary.tables is not None and held(summary, name) is None:
+            return summary.tables.table(_ON_DISK[name], hosts=list(hosts))
+        table = getattr(summary, name)
+        if table is None:
+            return pd.DataFrame()
+        if hosts is not None:
+            table = table[table["host"].astype(str).isin([str(h) for h in hosts])]
+        return table
 
     def step_times(self, per_device: bool = False) -> pd.DataFrame:
         """Per host and step: start, end and wall time (ms), and where the step came from.

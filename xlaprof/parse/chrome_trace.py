@@ -117,7 +117,9 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _plane_names(events: list[dict[str, Any]]) -> tuple[dict[Any, str], dict[tuple, str]]:
+def _plane_names(
+    events: list[dict[str, Any]],
+) -> tuple[dict[Any, str], dict[tuple[Any, Any], str]]:
     """Plane name per pid and line name per (pid, tid), from the ``ph: M`` metadata events."""
     names: dict[Any, str] = {}
     labels: dict[Any, str] = {}
@@ -209,7 +211,7 @@ def _devices(frame: pd.DataFrame, properties: Any) -> list[dict[str, Any]]:
 def _add(
     columns: Columns,
     planes: dict[Any, str],
-    threads: dict[tuple, str],
+    threads: dict[tuple[Any, Any], str],
     event: dict[str, Any],
     ts: float,
     duration_us: float,

@@ -14,8 +14,8 @@ Three formats, all of which can be mixed into one training log:
 Blocks that are cut off (a crashed job, a truncated file) are kept and flagged ``truncated``.
 Nothing here raises on malformed input.
 
-Longer than the ~350 lines a module here aims for, on purpose: the three formats interleave in
-one log, line by line, so one state machine reads them all and their record types stay beside it.
+The three formats interleave in one log, line by line, so one state machine reads them all,
+with their record types beside it; a frame and how it is read are ``xlaprof.parse.frames``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from xlaprof.parse.frames import Frame, parse_frame
 from xlaprof.parse.metrics_report import ParseWarning
 from xlaprof.parse.units import parse_quantity
 
@@ -33,9 +34,6 @@ EventKind = Literal["compilation", "execution"]
 _PREFIX_RE = re.compile(
     r"(Post Compilation Analysis|Compilation Analysis|Execution Analysis):[ \t]?(.*)$"
 )
-_FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\((.*)\)\s*$")
-# A frame cut off at the end of a paste: ``train_loop_fn (/home/user/train.py:4``
-_CUT_FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\(([^()]*)$")
 _HASH_RE = re.compile(r"Graph Hash:\s*(\S+)")
 _INPUTS_RE = re.compile(r"Number of Graph Inputs?:\s*(\d+)")
 _OUTPUTS_RE = re.compile(r"Number of Graph Outputs?:\s*(\d+)")
@@ -48,22 +46,6 @@ _FRAME_GROUP_RE = re.compile(r"FRAME \(count=(\d+)\):")
 _UNLOWERED_RE = re.compile(r'Unlowered Op:\s*"([^"]*)"')
 _TAG_RE = re.compile(r"\[TAG\s+(.*?)\s+From Thread\s+\d+\]")
 _CPP_OP_RE = re.compile(r"at::_ops::(\w+)::call\b")
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One python frame as torch_xla prints it: ``function (file:line)``."""
-
-    function: str
-    file: str | None
-    line: int | None
-    cut: bool = False  # the text ended inside the frame: file (and line) may be incomplete
-
-    def __str__(self) -> str:
-        if self.file is None:
-            return self.function
-        text = f"{self.file}:{self.line}" if self.line is not None else self.file
-        return f"{text}…" if self.cut else text
 
 
 @dataclass
@@ -170,22 +152,18 @@ def _aten(op: str) -> str:
     return op if "::" in op else f"aten::{op}"
 
 
-def parse_frame(text: str) -> Frame | None:
-    """``fn (/path/file.py:12)`` -> Frame; ``None`` if the text is no frame."""
-    match = _FRAME_RE.match(text)
-    if not match:
-        cut = _CUT_FRAME_RE.match(text)
-        if cut is None:
-            return None
-        # Kept as cut: the path or its line number may be missing characters, so the line
-        # number is not trusted (":4" may have been ":48").
-        file = cut.group(2).strip().rpartition(":")[0] or cut.group(2).strip()
-        return Frame(cut.group(1), file or None, None, cut=True)
-    function, location = match.group(1), match.group(2)
-    file, sep, line = location.rpartition(":")
-    if sep and line.isdigit():
-        return Frame(function, file, int(line))
-    return Frame(function, location or None, None)
+def _graph_info(event: DebugEvent, text: str) -> bool:
+    """Read a graph hash or a count of graph inputs or outputs into ``event``; whether ``text``
+    held one."""
+    if (match := _HASH_RE.search(text)) is not None:
+        event.graph_hash = match.group(1)
+    elif (match := _INPUTS_RE.search(text)) is not None:
+        event.graph_inputs = int(match.group(1))
+    elif (match := _OUTPUTS_RE.search(text)) is not None:
+        event.graph_outputs = int(match.group(1))
+    else:
+        return False
+    return True
 
 
 class _BlockState:
@@ -249,12 +227,16 @@ class _Parser:
         block = self.block
         if stripped.startswith("-----"):
             block.closing = True
-            return
-        if block.memory is not None:
+        elif block.memory is not None:
             self.memory_line(lineno, block.memory, body)
-            return
+        else:
+            self.event_line(lineno, block, body)
+
+    def event_line(self, lineno: int, block: _BlockState, body: str) -> None:
+        """A line of a compilation or execution block: a section's title, or what it holds."""
         event = block.event
-        assert event is not None
+        assert event is not None  # a block that is not post-compilation analysis has one
+        stripped = body.strip()
         if stripped in ("Compilation Cause", "Execution Cause"):
             block.section = "cause"
         elif stripped.startswith("Graph Info"):
@@ -265,12 +247,8 @@ class _Parser:
             return
         elif block.section == "cause":
             event.cause = stripped if event.cause is None else f"{event.cause} {stripped}"
-        elif (match := _HASH_RE.search(stripped)) is not None:
-            event.graph_hash = match.group(1)
-        elif (match := _INPUTS_RE.search(stripped)) is not None:
-            event.graph_inputs = int(match.group(1))
-        elif (match := _OUTPUTS_RE.search(stripped)) is not None:
-            event.graph_outputs = int(match.group(1))
+        elif _graph_info(event, stripped):
+            return
         elif block.section == "frames":
             frame = parse_frame(body)
             if frame is None:

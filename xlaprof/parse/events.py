@@ -181,11 +181,12 @@ def _drop_out_of_range(columns: Columns) -> None:
             setattr(columns, name, [values[i] for i in keep])
 
 
-def step_number(value: object) -> int | None:
+def step_number(value: Any) -> int | None:
     """A ``step_num`` stat as a step number, or None when it is not a whole number in range
-    (a string, NaN, infinity or 2^64-1 from a damaged capture)."""
+    (a string, NaN, infinity or 2^64-1 from a damaged capture). ``value`` is whatever the capture
+    held: a stat decoded from the wire or a JSON value."""
     try:
-        number = int(value) if isinstance(value, int) else float(value)  # type: ignore[arg-type]
+        number = int(value) if isinstance(value, int) else float(value)
     except (TypeError, ValueError, OverflowError):
         return None
     if isinstance(number, float):
@@ -195,10 +196,11 @@ def step_number(value: object) -> int | None:
     return number if -INT64_MAX <= number <= INT64_MAX else None
 
 
-def finite(value: object) -> float:
-    """A numeric stat as a float; NaN where it is missing or not a number."""
+def finite(value: Any) -> float:
+    """A numeric stat (whatever the capture held) as a float; NaN where it is missing or not a
+    number."""
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)
     except (TypeError, ValueError, OverflowError):
         return float("nan")
     return number
@@ -263,7 +265,7 @@ def events_frame(columns: Columns, host: str) -> pd.DataFrame:
     for key in NUMBER_STATS:
         frame[key] = numbers[key]
     frame["group_id"] = pd.array(whole["group_id"], dtype="Int64")
-    frame["args"] = columns.args
+    frame["args"] = pd.Series(columns.args, index=frame.index, dtype=object)
     frame = frame.sort_values("start_ns", kind="stable", ignore_index=True)
     frame.attrs["dropped_events"] = columns.dropped
     return frame

@@ -1,4 +1,4 @@
-"""Choosing the user's own frame from the python frames torch_xla prints.
+"""The python frames torch_xla prints (``fn (/path/file.py:12)``), and choosing the user's own.
 
 torch_xla prints frames innermost first, and the innermost ones are usually its own
 (``sync (.../torch_xla/torch_xla.py:87)``). A finding must point at the user's line, so library
@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from xlaprof.findings import Location
-from xlaprof.parse.debug_log import Frame
+
+_FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\((.*)\)\s*$")
+# A frame cut off at the end of a paste: ``train_loop_fn (/home/user/train.py:4``
+_CUT_FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\(([^()]*)$")
 
 _LIBRARY_RE = re.compile(
     r"([/\\](site|dist)-packages[/\\])"
@@ -26,6 +30,40 @@ _LIBRARY_RE = re.compile(
     # code torch.fx generates for a graph module (torch.compile): not the user's source
     r"|^<eval_with_key>"
 )
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One python frame as torch_xla prints it: ``function (file:line)``."""
+
+    function: str
+    file: str | None
+    line: int | None
+    cut: bool = False  # the text ended inside the frame: file (and line) may be incomplete
+
+    def __str__(self) -> str:
+        if self.file is None:
+            return self.function
+        text = f"{self.file}:{self.line}" if self.line is not None else self.file
+        return f"{text}…" if self.cut else text
+
+
+def parse_frame(text: str) -> Frame | None:
+    """``fn (/path/file.py:12)`` -> Frame; ``None`` if the text is no frame."""
+    match = _FRAME_RE.match(text)
+    if not match:
+        cut = _CUT_FRAME_RE.match(text)
+        if cut is None:
+            return None
+        # Kept as cut: the path or its line number may be missing characters, so the line
+        # number is not trusted (":4" may have been ":48").
+        file = cut.group(2).strip().rpartition(":")[0] or cut.group(2).strip()
+        return Frame(cut.group(1), file or None, None, cut=True)
+    function, location = match.group(1), match.group(2)
+    file, sep, line = location.rpartition(":")
+    if sep and line.isdigit():
+        return Frame(function, file, int(line))
+    return Frame(function, location or None, None)
 
 
 def is_library_file(path: str) -> bool:

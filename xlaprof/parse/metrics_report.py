@@ -10,8 +10,8 @@ Report boundaries: a ``[MetricsData; step=N]`` header, or a metric/counter name 
 the current report (a new snapshot). A full 2.x report has two Metric/Counter sections (lazy core
 and XLA runtime), so a Metric after Counters does *not* start a new report.
 
-Longer than the ~350 lines a module here aims for: one line-by-line state machine reads every
-report format listed above, with its record types beside it.
+One line-by-line state machine (``MetricsParser``) reads every report format listed above; its
+record types stand beside it.
 """
 
 from __future__ import annotations

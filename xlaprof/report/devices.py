@@ -1,7 +1,9 @@
 """The device sections of the console and HTML reports: devices, steps, top ops, tracing.
 
-Presentation only: every number comes from ``Trace.summary()`` (``xlaprof.tables.device``);
-here it is chosen, ordered and formatted. A value that was not measured shows as "—".
+Presentation only: every number comes from ``Trace.summary()`` (``xlaprof.tables.device``)
+and, for what is said of every step at once, its overview (``xlaprof.tables.step_stats``: a
+pod's is merged from its workers, its per-step rows stay on disk); here it is chosen, ordered
+and formatted. A value that was not measured shows as "—".
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from xlaprof.parse.units import (
     format_seconds,
     missing,
 )
+from xlaprof.tables.step_stats import by_device, device_bottlenecks, overview_of
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,7 +53,7 @@ def capture_line(trace: Trace) -> str:
     else:
         devices = 0 if trace.devices is None else len(trace.devices)
     parts = [
-        f"{len(trace.events):,} events",
+        f"{trace.event_count:,} events",
         f"{len(trace.hosts)} host(s)",
         f"{devices} device(s)",
     ]
@@ -130,21 +133,17 @@ def step_note(trace: Trace) -> str | None:
 
 def step_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     """The device steps to show: per device, median of its numbered steps and the slowest."""
-    steps = trace.summary().steps
     rows = []
-    numbered = steps[steps["step"].notna()]
-    for device, group in numbered.groupby("device", sort=True):
-        median = group[["wall_s", "busy_s", "idle_s"]].median()
-        slowest = group.loc[group["wall_s"].idxmax()]
+    for row in overview_of(trace.summary()).devices.itertuples(index=False):
         rows.append(
             {
-                "device": str(device),
-                "steps": str(len(group)),
-                "from": str(group["step_source"].iloc[0]),
-                "median wall": format_seconds(median["wall_s"]),
-                "median busy": format_seconds(median["busy_s"]),
-                "median idle": format_seconds(median["idle_s"]),
-                "slowest": f"{format_seconds(slowest['wall_s'])} (#{slowest['step']})",
+                "device": str(row.device),
+                "steps": str(row.steps),
+                "from": str(row.step_source),
+                "median wall": format_seconds(row.median_wall_s),
+                "median busy": format_seconds(row.median_busy_s),
+                "median idle": format_seconds(row.median_idle_s),
+                "slowest": f"{format_seconds(row.slowest_s)} (#{row.slowest_step})",
             }
         )
     return rows[:limit]
@@ -227,12 +226,13 @@ def _top_classes(values: dict[str, Any], wall: float, count: int = 3) -> str:
 
 def bottleneck_rows(trace: Trace, limit: int = 10) -> list[dict[str, str]]:
     """Per step of the first devices: wall, busy, the bottleneck and where the rest went."""
-    table = trace.bottlenecks()
+    summary = trace.summary()
+    table = summary.head("bottleneck", limit)  # a pod's first rows only are read
     if table.empty:
         return []
-    several_hosts = table["host"].nunique() > 1
+    several_hosts = by_device(summary)["host"].nunique() > 1
     rows = []
-    for row in table.head(limit).to_dict(orient="records"):
+    for row in table.to_dict(orient="records"):
         cells = {"host": str(row["host"])} if several_hosts else {}
         step = row["step"]
         cells.update(
@@ -254,12 +254,11 @@ def bottleneck_rows(trace: Trace, limit: int = 10) -> list[dict[str, str]]:
 
 def bottleneck_device_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     """Per device over its steady steps: the bottleneck and the largest classes."""
-    from xlaprof.tables.device.bottleneck import CLASSES, bottleneck_summary
+    from xlaprof.tables.device.bottleneck import CLASSES
 
-    table = trace.bottlenecks()
-    if table.empty:
+    if not trace.summary().rows("bottleneck"):
         return []
-    summary = bottleneck_summary(table)
+    summary = device_bottlenecks(by_device(trace.summary()))
     several_hosts = summary["host"].nunique() > 1
     rows = []
     for row in summary.head(limit).to_dict(orient="records"):
@@ -279,8 +278,7 @@ def bottleneck_device_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]
 
 
 def bottleneck_note(trace: Trace, shown: int) -> str | None:
-    table = trace.bottlenecks()
-    hidden = len(table) - shown
+    hidden = trace.summary().rows("bottleneck") - shown
     if hidden > 0:
         return (
             f"({hidden:,} more device steps in --json and Trace.bottlenecks(); the device table "
@@ -341,11 +339,9 @@ def autotune_note(trace: Trace) -> str | None:
     ops = summary.ops[summary.ops["category"] == "autotune"]
     if ops.empty:
         return None
-    steps = summary.steps
-    steps = steps[(steps["autotune_s"] > 0) & steps["step"].notna()]["step"]
+    numbers = overview_of(summary).autotune_steps  # the smallest, sorted
     where = ""
-    if len(steps):
-        numbers = sorted({int(step) for step in steps})
+    if numbers:
         shown = ", ".join(str(n) for n in numbers[:8]) + (", ..." if len(numbers) > 8 else "")
         where = f" in step{'s' if len(numbers) > 1 else ''} {shown}"
     return (
@@ -356,24 +352,19 @@ def autotune_note(trace: Trace) -> str | None:
     )
 
 
-def _lazy(tracing: Any) -> bool:
-    """Whether the host-vs-device table is about lazy tracing (a torch_xla capture)."""
-    return bool(tracing["lazy_tensor"].fillna(False).astype(bool).any())
-
-
 def tracing_title(trace: Trace) -> str:
     """The host-vs-device table's title: it names what the host figure is."""
-    if _lazy(trace.summary().tracing):
+    if overview_of(trace.summary()).tracing.lazy:
         return "Host tracing vs device busy, per step"
     return "Host vs device, per step"
 
 
 def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     """Per host step: host wall, the host figure (tracing or device idle), busy, verdict."""
-    tracing = trace.summary().tracing
-    lazy = _lazy(tracing)
+    summary = trace.summary()
+    lazy = overview_of(summary).tracing.lazy
     rows = []
-    for row in tracing.head(limit).itertuples(index=False):
+    for row in summary.head("tracing", limit).itertuples(index=False):
         bound = None if missing(row.bound) else str(row.bound)
         cells = {
             "host": str(row.host),
@@ -394,22 +385,23 @@ def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
 def tracing_verdict(trace: Trace) -> str | None:
     """One line saying what the traced steps' time went to most, from the one step model
     (``tables/story.py``: the same bounds the step timeline and the bottleneck table show), or
-    None. It describes the steps; whether that is worth a fix is the findings' call."""
-    tracing = trace.summary().tracing
-    known = tracing[tracing["bound"].notna()]
-    if known.empty:
+    None. It describes the steps; whether that is worth a fix is the findings' call. (A pod's
+    counts and medians come from its workers' aggregates: ``tables.step_stats``.)"""
+    overview = overview_of(trace.summary())
+    tracing = overview.tracing
+    known = tracing.known
+    if not known:
         return None
-    counts = known["bound"].astype(str).value_counts()
-    top = str(counts.index[0])
-    median_busy = format_seconds(known["device_busy_s"].median())
-    said = f"From the trace: the largest part of {counts.iloc[0]} of {len(known)} steps is {top}"
-    if _lazy(known):
+    top = max(tracing.bounds, key=tracing.bounds.__getitem__)  # the first of equals
+    median_busy = format_seconds(overview.median_busy_s)
+    said = f"From the trace: the largest part of {tracing.bounds[top]} of {known} steps is {top}"
+    if tracing.lazy_known:
         return (
-            f"{said}; the host traces for {format_seconds(known['tracing_s'].median())} per "
+            f"{said}; the host traces for {format_seconds(overview.median_tracing_s)} per "
             f"step (median) while the device is busy {median_busy}."
         )
     return (
-        f"{said}; the device idles {format_seconds(known['device_idle_s'].median())} of each "
+        f"{said}; the device idles {format_seconds(overview.median_idle_s)} of each "
         f"step (median) and is busy {median_busy}. No torch_xla (lazy-tensor) events in this "
         "capture: the host time is not tracing but whatever the host does between the device's "
         "work (Python, input batches, data loading, kernel launches)."
@@ -461,7 +453,7 @@ def render_console(console: Console, trace: Trace) -> None:
     tracing = tracing_rows(trace)
     if tracing:
         _table(console, tracing_title(trace), tracing)
-        hidden = len(trace.summary().tracing) - len(tracing)
+        hidden = trace.summary().rows("tracing") - len(tracing)
         if hidden > 0:  # the table is cut: say so rather than let 8 rows pass for all of them
             console.print(f"({hidden:,} more steps in --json)")
             console.print()
@@ -513,7 +505,7 @@ def render_html(trace: Trace) -> str:
     ):
         if rows:
             sections.append(f"<h3>{html_text(title)}</h3>{_html_table(rows)}")
-    hidden = len(trace.summary().tracing) - len(tracing_rows(trace))
+    hidden = trace.summary().rows("tracing") - len(tracing_rows(trace))
     more = f"({hidden:,} more steps in the JSON document.)" if hidden > 0 else None
     notes = (
         step_note(trace),

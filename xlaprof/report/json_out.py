@@ -124,7 +124,8 @@ MAX_DEVICE_OPS = 100
 # Per-step rows per document (device steps, tracing): one per host, device and step, so a pod
 # of 128 hosts x 730 steps has 93,000 of them. The first rows (hosts in order) are kept and the
 # total is given; the stragglers table is the pod's per-step view, and
-# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row.
+# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row. Stragglers and
+# host skew (one row per step, whatever the hosts) are cut at the same count.
 MAX_STEP_ROWS = 5000
 
 
@@ -147,13 +148,13 @@ def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
         "files": [str(f) for f in trace.files],
         "warnings": trace.warnings,
         "devices": _records(devices),
-        "device_steps": _records(summary.steps.head(MAX_STEP_ROWS)),
-        "device_steps_total": len(summary.steps),
+        "device_steps": _records(summary.head("steps", MAX_STEP_ROWS)),
+        "device_steps_total": summary.rows("steps"),
         "device_ops": _records(ops),
         "device_ops_total": len(summary.ops),
         "top_ops": _records(top_ops(summary.ops, limit=20)),
-        "tracing": _records(summary.tracing.head(MAX_STEP_ROWS)),
-        "tracing_total": len(summary.tracing),
+        "tracing": _records(summary.head("tracing", MAX_STEP_ROWS)),
+        "tracing_total": summary.rows("tracing"),
         **bottleneck_json(trace),
         **lines_json(trace),
     }
@@ -166,13 +167,14 @@ MAX_LINE_ROWS = 100
 def bottleneck_json(trace: Trace) -> dict[str, Any]:
     """``bottlenecks`` (per device and step, capped), ``bottlenecks_total`` and
     ``bottleneck_by_device`` (each device over its steady steps)."""
-    from xlaprof.tables.device.bottleneck import bottleneck_summary
+    from xlaprof.tables.step_stats import by_device, device_bottlenecks
 
-    table = trace.bottlenecks()
+    summary = trace.summary()  # a pod's: its first rows read, the rest counted and summed
+    total = summary.rows("bottleneck")
     return {
-        "bottlenecks": _records(table.head(MAX_STEP_ROWS)),
-        "bottlenecks_total": len(table),
-        "bottleneck_by_device": _records(bottleneck_summary(table)) if len(table) else [],
+        "bottlenecks": _records(summary.head("bottleneck", MAX_STEP_ROWS)) if total else [],
+        "bottlenecks_total": total,
+        "bottleneck_by_device": _records(device_bottlenecks(by_device(summary))) if total else [],
     }
 
 
@@ -207,11 +209,14 @@ def result_document(result: PartResult) -> dict[str, Any]:
     if result.timeline is not None:
         extra["timeline"] = _records(result.timeline)
     if result.host_skew is not None:
-        extra["host_skew"] = _records(result.host_skew)
+        extra["host_skew"] = _records(result.host_skew.head(MAX_STEP_ROWS))
+        extra["host_skew_total"] = len(result.host_skew)
     if result.stragglers is not None:
         # per step and device; the per-host rows (hosts x steps, the heat map's data) stay out
-        # of the document so its size does not grow with the pod: Analysis.host_steps() has them
-        extra["stragglers"] = _records(result.stragglers)
+        # of the document so its size does not grow with the pod: Analysis.host_steps() has them.
+        # The first MAX_STEP_ROWS (steps in order) are kept: Analysis.stragglers() has every row.
+        extra["stragglers"] = _records(result.stragglers.head(MAX_STEP_ROWS))
+        extra["stragglers_total"] = len(result.stragglers)
     return analysis_document(part.data, result.findings, part.sources, extra)
 
 

@@ -3,19 +3,18 @@
 Everything here is plain files read without torch or torch_xla, so a run captured on a TPU VM is
 analyzed anywhere. A cut last line of a JSON-lines file (a killed writer) is ignored.
 
-Longer than the ~350 lines a module here aims for: ``Run`` reads every file of the format, each
-in a short method, with its typed rows and its notebook DataFrame next to each other.
+``Run`` reads every file of the format, each in a short method, with its typed rows and its
+notebook DataFrame next to each other; ``xlaprof.rundir.jsonfiles`` reads the JSON files
+defensively (what does not fit the format is reported, not raised).
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-import logging
-import math
 import os
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.errors import RunDirError
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, parse_debug_log
 from xlaprof.parse.metrics_report import MetricsParser, MetricsReport
+from xlaprof.rundir.jsonfiles import fits, read_jsonl, reason, short, typed_fields
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
     DYNAMO,
@@ -50,8 +50,6 @@ from xlaprof.safeio import (
     resolve_inside,
 )
 
-log = logging.getLogger(__name__)
-
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -63,103 +61,6 @@ MAX_GRAPH_BYTES = 64 * 1024**2  # inflated: the writer keeps none larger (captur
 MAX_WARNINGS = 50
 
 
-def read_jsonl(path: Path, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file, streamed; what is not an object is skipped.
-
-    A cut last line (a killed writer) is dropped silently; other unreadable lines, lines that
-    are not objects (``[1,2,3]``), a folder or FIFO in the file's place are reported to ``warn``.
-    """
-    if not path.exists() and not path.is_symlink():
-        return []
-    rows: list[dict[str, Any]] = []
-    skipped = 0
-    last_error = ""
-    try:
-        for number, raw in enumerate(iter_lines(path), start=1):
-            if not raw.strip():
-                continue
-            try:
-                value = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
-                if raw.endswith(b"\n"):  # not a cut last line
-                    skipped += 1
-                    last_error = f"line {number}: {error}"
-                log.debug("%s: line %d skipped (%s)", path, number, error)
-                continue
-            if isinstance(value, dict):
-                rows.append(value)
-            else:
-                skipped += 1
-                last_error = f"line {number}: a {type(value).__name__}, not an object"
-    except (OSError, UnsafeFile) as error:
-        if warn is not None:
-            warn(f"{path.name}: not read ({_reason(error)})")
-        return rows
-    if skipped and warn is not None:
-        warn(f"{path.name}: {skipped} line(s) skipped ({last_error})")
-    return rows
-
-
-def _reason(error: Exception) -> str:
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror.lower()
-    return str(error)
-
-
-def _check(value: Any, spec: str) -> bool:
-    """Whether a JSON value fits a field's declared type (as written in the dataclass)."""
-    optional = spec.endswith(" | None")
-    base = spec.removesuffix(" | None")
-    if value is None:
-        return optional
-    if base == "int":
-        return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
-    if base == "float":
-        return (
-            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        )
-    if base == "str":
-        return isinstance(value, str)
-    if base == "bool":
-        return isinstance(value, bool)
-    if base == "list[str]":
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    if base == "list[int]":
-        return isinstance(value, list) and all(_check(v, "int") for v in value)
-    if base == "dict[str, str]":
-        return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
-    if base == "dict[str, int]":
-        return isinstance(value, dict) and all(_check(v, "int") for v in value.values())
-    return True
-
-
-def typed_fields(
-    cls: type, data: dict[str, Any], warn: Callable[[str], None], what: str
-) -> dict[str, Any]:
-    """The known fields of ``data`` whose values fit ``cls``'s field types; warn on the rest.
-
-    A field with a value of the wrong type (``"wall_s": "abc"``) is left out, so it takes the
-    dataclass default (None where the value was not measured) rather than crashing later.
-    """
-    kept = {}
-    for spec in fields(cls):
-        if spec.name not in data:
-            continue
-        value = data[spec.name]
-        if spec.type == "float" or spec.type == "float | None":
-            value = float(value) if _check(value, "float") else value
-        if _check(value, str(spec.type)):
-            kept[spec.name] = value
-        else:
-            warn(f"{what}: {spec.name} = {_short(value)} is not a {spec.type}; ignored")
-    return kept
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, float) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 @dataclass
 class Run:
     """A loaded run directory. DataFrame accessors are for notebooks; analyzers use the rows."""
@@ -167,7 +68,9 @@ class Run:
     path: Path
     info: RunInfo
     # Parsed files, read once: a loaded Run is a snapshot of its directory.
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _steps: list[StepRow] | None = field(default=None, repr=False, compare=False)
+    _debug_log: DebugLog | None = field(default=None, repr=False, compare=False)
+    _graphs: list[GraphInfo] | None = field(default=None, repr=False, compare=False)
     # What could not be read (damaged files): shown by analyze with the run's own warnings.
     load_warnings: list[str] = field(default_factory=list, repr=False, compare=False)
 
@@ -182,18 +85,18 @@ class Run:
 
     # -- typed data --------------------------------------------------------------------------
     def step_rows(self) -> list[StepRow]:
-        if "steps" not in self._cache:
+        if self._steps is None:
             rows = []
             for data in read_jsonl(self.path / STEPS, self.warn):
                 step = data.get("step")
-                if not _check(step, "int"):
-                    self.warn(f"{STEPS}: a row with step = {_short(step)} skipped")
+                if not fits(step, "int"):
+                    self.warn(f"{STEPS}: a row with step = {short(step)} skipped")
                     continue
                 row = StepRow(**typed_fields(StepRow, data, self.warn, STEPS))
                 row.aten = {k: v for k, v in row.aten.items() if v}
                 rows.append(row)
-            self._cache["steps"] = rows
-        return self._cache["steps"]
+            self._steps = rows
+        return self._steps
 
     def region_rows(self) -> list[RegionRow]:
         """``regions.jsonl`` as typed rows; rows with fields of the wrong type are skipped."""
@@ -211,11 +114,12 @@ class Run:
         second, and a tick can land just after its step's row was written): rows add up."""
         samples: dict[int, dict[str, float]] = {}
         for data in self.host_samples():
-            step, counts = data.get("step"), data.get("samples")
-            if not _check(step, "int") or not isinstance(counts, dict):
+            step: Any = data.get("step")  # a JSON value: checked before use
+            counts = data.get("samples")
+            if not fits(step, "int") or not isinstance(counts, dict):
                 self.warn(f"{SAMPLES}: a row without an integer step and a samples object")
                 continue
-            kept = {k: float(v) for k, v in counts.items() if _check(v, "float")}
+            kept = {k: float(v) for k, v in counts.items() if fits(v, "float")}
             if len(kept) < len(counts):
                 self.warn(f"{SAMPLES}: sample values that are not numbers ignored")
             mine = samples.setdefault(step, {})
@@ -225,9 +129,9 @@ class Run:
 
     def debug_log(self) -> DebugLog:
         """Debug analysis and fallback records, each event tagged with the step it fell in."""
-        if "debug_log" not in self._cache:
-            self._cache["debug_log"] = self._read_debug_log()
-        return self._cache["debug_log"]
+        if self._debug_log is None:
+            self._debug_log = self._read_debug_log()
+        return self._debug_log
 
     def _read_debug_log(self) -> DebugLog:
         log = DebugLog()
@@ -242,7 +146,7 @@ class Run:
             try:
                 parsed = parse_debug_log(_lines_with_offsets(path, line_starts))
             except (OSError, UnsafeFile) as error:
-                self.warn(f"{name}: not read ({_reason(error)})")
+                self.warn(f"{name}: not read ({reason(error)})")
                 continue
             ends = [getattr(r, offset_key) for r in rows]
             if all(isinstance(e, int) for e in ends) and ends and ends == sorted(ends):
@@ -263,7 +167,7 @@ class Run:
                     for number, raw in enumerate(iter_lines(path), start=1):
                         parser.line(number, raw.decode("utf-8", "replace").rstrip("\r\n"))
                 except (OSError, UnsafeFile) as error:
-                    self.warn(f"{METRICS_DIR}/{path.name}: not read ({_reason(error)})")
+                    self.warn(f"{METRICS_DIR}/{path.name}: not read ({reason(error)})")
                 reports.extend(parser.finish().reports)
         return reports
 
@@ -286,7 +190,7 @@ class Run:
         try:  # capped, regular files only (a FIFO or /dev/zero is refused), nesting bounded
             data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES))
         except (OSError, UnsafeFile, ValueError, RecursionError) as error:
-            self.warn(f"{MODULES}: not read ({_reason(error)})")
+            self.warn(f"{MODULES}: not read ({reason(error)})")
             return None
         return data if isinstance(data, dict) else None
 
@@ -311,7 +215,7 @@ class Run:
         except UnsafeFile as error:
             self.warn(f"{GRAPHS_DIR}/: graph not read: {error}")
         except OSError as error:
-            self.warn(f"{GRAPHS_DIR}/{_short(name)}: graph not read ({_reason(error)})")
+            self.warn(f"{GRAPHS_DIR}/{short(name)}: graph not read ({reason(error)})")
         return None
 
     def trace_files(self) -> list[Path]:
@@ -319,24 +223,25 @@ class Run:
 
     def graphs(self) -> list[GraphInfo]:
         """Every compiled graph, parsed, in compile order."""
-        if "graphs" not in self._cache:
-            self._cache["graphs"] = self._read_graphs()
-        return self._cache["graphs"]
+        if self._graphs is None:
+            self._graphs = self._read_graphs()
+        return self._graphs
 
     def _read_graphs(self) -> list[GraphInfo]:
         from xlaprof.parse.hlo import parse_hlo
 
-        graphs = []
+        graphs: list[GraphInfo] = []
         for entry in self.graph_index():
             text = self.graph_text(entry)
-            order, step, skipped = entry.get("order"), entry.get("step"), entry.get("skipped")
+            order: Any = entry.get("order")  # JSON values: checked before use
+            step, skipped = entry.get("step"), entry.get("skipped")
             graphs.append(
                 GraphInfo(
-                    order=order if _check(order, "int") else len(graphs),
-                    step=step if _check(step, "int | None") else None,
+                    order=order if fits(order, "int") else len(graphs),
+                    step=step if fits(step, "int | None") else None,
                     module=str(entry.get("module", "")),
                     hlo=None if text is None else parse_hlo(text),
-                    skipped=skipped if _check(skipped, "str | None") else str(skipped),
+                    skipped=skipped if fits(skipped, "str | None") else str(skipped),
                 )
             )
         return sorted(graphs, key=lambda g: g.order)
@@ -385,7 +290,7 @@ class Run:
         return pd.DataFrame(rows, columns=["step", "name", "calls", "seconds"])
 
 
-def _lines_with_offsets(path: Path, starts: array) -> Iterator[str]:
+def _lines_with_offsets(path: Path, starts: array[int]) -> Iterator[str]:
     """The decoded lines of ``path``; appends each next line's byte offset to ``starts``."""
     position = 0
     for raw in iter_lines(path):
@@ -441,7 +346,7 @@ def read_info(directory: Path) -> RunInfo:
     try:
         data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES))
     except (OSError, UnsafeFile, ValueError, RecursionError) as error:
-        raise RunDirError(f"{path}: unreadable run.json ({_reason(error)})") from None
+        raise RunDirError(f"{path}: unreadable run.json ({reason(error)})") from None
     if not isinstance(data, dict):
         raise RunDirError(f"{path}: run.json is not an object")
     schema = data.get("schema")
@@ -456,7 +361,7 @@ def read_info(directory: Path) -> RunInfo:
     info = RunInfo(**typed_fields(RunInfo, data, damaged.append, RUN_JSON))
     info.warnings = [*info.warnings, *damaged]
     if info.trace_steps is not None and len(info.trace_steps) != 2:
-        info.warnings.append(f"{RUN_JSON}: trace_steps = {_short(info.trace_steps)} ignored")
+        info.warnings.append(f"{RUN_JSON}: trace_steps = {short(info.trace_steps)} ignored")
         info.trace_steps = None
     return info
 

@@ -85,6 +85,17 @@ class RunInfo:
     script: str | None = None  # the profiled .py file, if the command ran one
     # per-step file -> rows (jsonl) or bytes (logs) dropped past the file's cap
     dropped: dict[str, int] = field(default_factory=dict)
+    # where graphs/ came from: "dump" (xlaprof's HLO dump), "user_dump" (copied from the
+    # user's own --xla_dump_to), "live" (taken from the live tensors at each sync: the runtime
+    # started before profiling), or None (no graphs asked for, or none could be taken)
+    graph_source: str | None = None
+    # nesting: the run an inner profile() is nested in, and the runs nested in this one
+    outer_run: str | None = None
+    nested_runs: list[str] = field(default_factory=list)
+    # whether torch_xla's eager mode was on at any step (None: not recorded, older runs), and
+    # the user's line that turned it on, where seen ("file:line")
+    eager_mode: bool | None = None
+    eager_mode_site: str | None = None
 
     def __post_init__(self) -> None:
         if self.script is None:
@@ -123,6 +134,14 @@ class StepRow:
     tracing_s: float = 0.0
     graph_nodes: float | None = None
     ops: int | None = None  # lowered (xla::) op calls traced in this step
+    # eager mode (each op compiled and run as its own graph): whether it was on when the step
+    # ended, and the per-op compiles and executions (EagerOpCompileTime/EagerOpExecuteTime);
+    # None where not recorded (older runs, or eager mode never on in the run)
+    eager: bool | None = None
+    eager_compiles: int | None = None
+    eager_compile_s: float | None = None
+    eager_executions: int | None = None
+    eager_execute_s: float | None = None
     aten: dict[str, int] = field(default_factory=dict)
     debug_offset: int | None = None
     fallback_offset: int | None = None

@@ -74,3 +74,11 @@ def numbers(column: pd.Series) -> np.ndarray:
         return float(value)
 
     return _per_category(column, parse, float)
+
+
+def contains(column: pd.Series, pattern: str) -> np.ndarray:
+    """``column.astype(str).str.contains(pattern)`` (a regular expression): a boolean array."""
+    import re
+
+    compiled = re.compile(pattern)
+    return _per_category(column, lambda text: compiled.search(text) is not None, bool)

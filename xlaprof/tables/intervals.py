@@ -49,7 +49,8 @@ class Coverage:
         return np.where(i >= 0, self.before[safe] + partial, 0)
 
     def within(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self.upto(b) - self.upto(a)
+        covered: np.ndarray = self.upto(b) - self.upto(a)
+        return covered
 
     @property
     def total(self) -> int:
@@ -67,7 +68,7 @@ def nesting(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarra
     import numpy as np
 
     order = np.lexsort((-ends, starts))
-    own = (ends - starts).astype(np.float64)
+    own: np.ndarray = (ends - starts).astype(np.float64)
     parent = np.full(len(starts), -1, dtype=np.int64)
     stack: list[int] = []
     s_list, e_list = starts.tolist(), ends.tolist()

@@ -13,6 +13,7 @@ from xlaprof.parse.events import STEP_MARKER, STEPS_LINE
 from xlaprof.tables import categorical as cols
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -30,27 +31,34 @@ def assign_steps(
 
     steps = np.full(len(events), -1, dtype=np.int64)
     bounds: list[tuple[str, int, int, int]] = []
+    start_ns = events["start_ns"].to_numpy()
+    end_ns = events["end_ns"].to_numpy()
+    step_num = events["step_num"].to_numpy(dtype="float64", na_value=np.nan)
+    # planes by code (a categorical's codes; never a million strings)
+    plane_codes = _codes(events["plane"])
+    on_steps_line = cols.equals(events["line"], STEPS_LINE)
+    on_device = cols.equals(events["plane_kind"], "device")
+    on_host_plane = cols.equals(events["plane_kind"], "host")
+    step_labels = None
     for host in events["host"].cat.categories:
-        on_host = (events["host"] == host).to_numpy()
-        host_plane = on_host & (events["plane_kind"] == "host").to_numpy()
-        marked = host_plane & events["step_num"].notna().to_numpy()
+        on_host = cols.equals(events["host"], host)
+        host_plane = on_host & on_host_plane
+        marked = host_plane & ~np.isnan(step_num)
         if marked.any():
-            _by_intervals(events, steps, host_plane, marked, labels=events["step_num"])
-            starts = events["start_ns"].to_numpy()[marked]
-            stops = events["end_ns"].to_numpy()[marked]
-            labels = events["step_num"].to_numpy()[marked]
+            _by_intervals(start_ns, end_ns, steps, host_plane, marked, step_num)
+            labels = events["step_num"].to_numpy(dtype="int64", na_value=0)[marked]
             bounds += [
                 (host, int(n), int(a), int(b))
-                for n, a, b in zip(labels, starts, stops, strict=True)
+                for n, a, b in zip(labels, start_ns[marked], end_ns[marked], strict=True)
             ]
         else:
-            markers = host_plane & (events["name"] == STEP_MARKER).to_numpy()
-            ends = np.sort(events["end_ns"].to_numpy()[markers])
+            markers = host_plane & cols.equals(events["name"], STEP_MARKER)
+            ends = np.sort(end_ns[markers])
             if len(ends):
-                index = np.searchsorted(ends, events["start_ns"].to_numpy(), side="left")
+                index = np.searchsorted(ends, start_ns, side="left")
                 inside = host_plane & (index < len(ends))
                 steps[inside] = first_step + index[inside]
-                begin = int(events["start_ns"].to_numpy()[host_plane].min())
+                begin = int(start_ns[host_plane].min())
                 start = (profile_starts or {}).get(str(host))
                 if start is not None and start <= begin:
                     begin = int(start)
@@ -61,31 +69,43 @@ def assign_steps(
                 ]
         # Each device plane's own Steps line numbers that plane's events: steps are never
         # stitched across devices (two GPUs' steps overlap in time but are not one step).
-        device = on_host & (events["plane_kind"] == "device").to_numpy()
-        on_steps_line = (events["line"] == STEPS_LINE).to_numpy()
-        planes = events["plane"].to_numpy()
-        labels = None
-        for plane in pd.unique(planes[device & on_steps_line]):
-            scope = device & (planes == plane)
-            if labels is None:  # the Steps events' names are their step numbers
-                labels = pd.Series(cols.numbers(events["name"]), index=events.index)
-                labels = labels.astype("Int64")
-            _by_intervals(events, steps, scope, scope & on_steps_line, labels=labels)
+        device = on_host & on_device
+        for plane in np.unique(plane_codes[device & on_steps_line]).tolist():
+            scope = device & (plane_codes == plane)
+            if step_labels is None:  # the Steps events' names are their step numbers
+                step_labels = cols.numbers(events["name"])
+            _by_intervals(start_ns, end_ns, steps, scope, scope & on_steps_line, step_labels)
     frame = pd.DataFrame(bounds, columns=["host", "step", "start_ns", "end_ns"])
     frame["host"] = frame["host"].astype("category")
-    return pd.array(np.where(steps >= 0, steps, None), dtype="Int64"), frame
+    return pd.arrays.IntegerArray(steps, steps < 0), frame  # type: ignore[return-value]
 
 
-def _by_intervals(events, steps, scope, definers, labels) -> None:  # type: ignore[no-untyped-def]
-    """Give each event in ``scope`` the label of the defining interval that contains it."""
+def _codes(column: pd.Series) -> np.ndarray:
+    """A column's values as integer codes (equal values, equal codes; missing: -1)."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy()
+    return pd.factorize(column)[0]
+
+
+def _by_intervals(
+    event_starts: np.ndarray,
+    event_ends: np.ndarray,
+    steps: np.ndarray,
+    scope: np.ndarray,
+    definers: np.ndarray,
+    labels: np.ndarray,
+) -> None:
+    """Give each event in ``scope`` the label (a float; NaN: none) of the defining interval
+    that contains it."""
     import numpy as np
 
-    starts = events["start_ns"].to_numpy()[definers]
-    ends = events["end_ns"].to_numpy()[definers]
-    values = labels.to_numpy(dtype="float64", na_value=np.nan)[definers]
+    starts = event_starts[definers]
+    ends = event_ends[definers]
+    values = labels[definers]
     order = np.argsort(starts)
     starts, ends, values = starts[order], ends[order], values[order]
-    event_starts = events["start_ns"].to_numpy()
     index = np.searchsorted(starts, event_starts, side="right") - 1
     candidates = scope & (index >= 0)
     chosen = index[candidates]

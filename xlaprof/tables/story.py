@@ -41,10 +41,12 @@ BOUND_WORDS = {
 }
 # The finding kinds that answer each bound, most specific first.
 _ANSWERS: dict[str, tuple[Kind, ...]] = {
-    "compile": (Kind.RECOMPILATION, Kind.SLOW_COMPILE),
-    "tracing": (Kind.TRACING_BOUND, Kind.UNROLLED_LOOP, Kind.HOST_SYNC),
-    "transfer": (Kind.HOST_SYNC, Kind.ATEN_FALLBACK),
-    "device": (Kind.MEMORY_PRESSURE,),
+    "compile": (Kind.EAGER_MODE, Kind.RECOMPILATION, Kind.COMPILE_IN_STEP, Kind.SLOW_COMPILE),
+    "tracing": (Kind.TRACING_BOUND, Kind.EAGER_MODE, Kind.UNROLLED_LOOP, Kind.HOST_SYNC),
+    "input": (Kind.INPUT_BOUND,),
+    "transfer": (Kind.HOST_SYNC, Kind.ATEN_FALLBACK, Kind.INPUT_BOUND),
+    "device": (Kind.EAGER_MODE, Kind.ASYNC_WAIT, Kind.COLLECTIVE_BOUND, Kind.MEMORY_PRESSURE),
+    "host": (Kind.HOST_BOUND, Kind.INPUT_BOUND),
 }
 # The parts of a step's wall time (``step_parts``), in words.
 PART_WORDS = {

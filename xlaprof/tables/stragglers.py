@@ -9,7 +9,7 @@ own Python, input pipeline, compiles, device compute). Input: ``pod.host_steps(t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,45 +41,61 @@ def stragglers(host_steps: pd.DataFrame) -> pd.DataFrame:
     host) or in the rest ("host work"). ``cause_host`` is the host with the most time outside
     collectives: the one the others waited for. When every host took the same time there is no
     straggler: ``slowest_host``, ``waiting_on`` and ``cause_host`` are None.
+
+    Computed per group with pandas' grouped reductions (no Python step per group), so a pod's
+    rows can be taken a range of steps at a time (``xlaprof.inputs.pod.step_tables``).
     """
+    import numpy as np
     import pandas as pd
 
-    rows = []
     if host_steps is None or host_steps.empty:
         return pd.DataFrame(columns=COLUMNS)
-    for (step, device), group in host_steps.groupby(["step", "device"], sort=True):
-        if group["host"].nunique() < 2:
-            continue
-        wall = group["wall_ms"].astype(float)
-        median = float(wall.median())
-        slowest = group.loc[wall.idxmax()]
-        behind = float(slowest["wall_ms"]) - median
-        row = {
-            "step": int(step),
-            "device": str(device),
-            "hosts": int(group["host"].nunique()),
-            "slowest_host": None,
-            "slowest_ms": float(slowest["wall_ms"]),
+    rows = host_steps[["host", "device", "step", "wall_ms", "collective_ms", "own_ms"]].copy()
+    rows["device"] = rows["device"].astype(str)
+    for column in ("wall_ms", "collective_ms", "own_ms"):
+        rows[column] = rows[column].astype("float64")
+    rows = rows.reset_index(drop=True)
+    groups = rows.groupby(["step", "device"], sort=True)
+    hosts = groups["host"].nunique()
+    medians = groups[["wall_ms", "collective_ms", "own_ms"]].median()
+    slowest = rows.loc[groups["wall_ms"].idxmax()].set_index(["step", "device"])
+    cause = rows.loc[groups["own_ms"].idxmax()].set_index(["step", "device"])
+    keep = hosts >= 2
+    hosts, medians = hosts[keep], medians[keep]
+    slowest, cause = slowest.loc[hosts.index], cause.loc[hosts.index]
+    median = medians["wall_ms"].to_numpy()
+    behind = slowest["wall_ms"].to_numpy() - median
+    late = behind > 0
+    extra_collective = slowest["collective_ms"].to_numpy() - medians["collective_ms"].to_numpy()
+    extra_own = slowest["own_ms"].to_numpy() - medians["own_ms"].to_numpy()
+    waiting = np.where(extra_collective > extra_own, WAITING_ON[0], WAITING_ON[1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(median > 0, behind / np.where(median > 0, median, 1.0), np.nan)
+    table = pd.DataFrame(
+        {
+            "step": hosts.index.get_level_values("step").astype("int64"),
+            "device": hosts.index.get_level_values("device").astype(str),
+            "hosts": hosts.to_numpy().astype("int64"),
+            "slowest_host": _where(late, slowest["host"].astype(str).to_numpy()),
+            "slowest_ms": slowest["wall_ms"].to_numpy(),
             "median_ms": median,
             "behind_ms": behind,
-            "behind": behind / median if median > 0 else None,
-            "collective_ms": float(slowest["collective_ms"]),
-            "own_ms": float(slowest["own_ms"]),
-            "waiting_on": None,
-            "cause_host": None,
-            "cause_own_ms": None,
-        }
-        if behind > 0:
-            extra_collective = float(slowest["collective_ms"]) - float(
-                group["collective_ms"].median()
-            )
-            extra_own = float(slowest["own_ms"]) - float(group["own_ms"].median())
-            cause = group.loc[group["own_ms"].astype(float).idxmax()]
-            row |= {
-                "slowest_host": str(slowest["host"]),
-                "waiting_on": WAITING_ON[0] if extra_collective > extra_own else WAITING_ON[1],
-                "cause_host": str(cause["host"]),
-                "cause_own_ms": float(cause["own_ms"]),
-            }
-        rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+            "behind": share,
+            "collective_ms": slowest["collective_ms"].to_numpy(),
+            "own_ms": slowest["own_ms"].to_numpy(),
+            "waiting_on": _where(late, waiting),
+            "cause_host": _where(late, cause["host"].astype(str).to_numpy()),
+            "cause_own_ms": np.where(late, cause["own_ms"].to_numpy(), np.nan),
+        },
+        columns=COLUMNS,
+    )
+    return table.reset_index(drop=True)
+
+
+def _where(keep: Any, values: Any) -> Any:
+    """``values`` where ``keep``, None elsewhere (an object array)."""
+    import numpy as np
+
+    out = np.asarray(values, dtype=object).copy()
+    out[~np.asarray(keep, dtype=bool)] = None
+    return out

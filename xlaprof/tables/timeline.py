@@ -34,6 +34,7 @@ from xlaprof.tables import categorical as cols
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 COLUMNS = [
@@ -72,10 +73,14 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
     for row in rows:
         wall = row.wall_s
         cpu, sync = row.host_cpu_s, row.sync_cpu_s
-        if cpu is None or row.compiles:
+        # A step that compiled mixes tracing with compiling; an eager step whose per-op
+        # compiles were not recorded may have compiled.
+        unknown_eager = row.eager and row.eager_compiles is None
+        if cpu is None or row.compiles or row.eager_compiles or unknown_eager:
             cpu = sync = None
         elif sync is not None:
             cpu -= sync
+        compile_s, busy = _with_eager(row)
         out.append(
             {
                 "step": row.step,
@@ -83,16 +88,30 @@ def from_metrics(rows: list[StepRow]) -> list[dict[str, object]]:
                 "python_tracing_s": cpu,
                 "tracing_s": row.tracing_s,
                 "graph_build_s": sync,
-                "compile_s": row.compile_s,
+                "compile_s": compile_s,
                 "transfer_s": row.to_device_s + row.from_device_s,
                 "device_wait_s": None,
                 # ExecuteTime can hold an execution queued in the step before: never above wall
-                "device_busy_s": row.execute_s if wall is None else min(row.execute_s, wall),
-                "device_idle_s": None if wall is None else max(wall - row.execute_s, 0.0),
+                "device_busy_s": busy if wall is None or busy is None else min(busy, wall),
+                "device_idle_s": None if wall is None or busy is None else max(wall - busy, 0.0),
                 "source": "metrics",
             }
         )
     return out
+
+
+def _with_eager(row: StepRow) -> tuple[float | None, float | None]:
+    """A step's compile and device-busy seconds, eager mode's per-op graphs included.
+
+    In eager mode torch_xla records per-op compiles and executions in their own metrics; a step
+    known to be eager whose row does not hold them (an older xlaprof) has neither measured.
+    """
+    if row.eager and row.eager_compile_s is None:
+        return None, None
+    return (
+        row.compile_s + (row.eager_compile_s or 0.0),
+        row.execute_s + (row.eager_execute_s or 0.0),
+    )
 
 
 def from_trace(
@@ -114,15 +133,19 @@ def from_trace(
     executions) gets one row per device step from ``device_windows`` (``Trace.step_times()``'s
     rows of that host: the slowest device's window per step, with ``busy_ms``): a step is one
     device's, never a window stitched over several devices' events.
+
+    Every step at once: a step's events are pairs (event, step), each figure a union of
+    intervals per step (``_covered_by_step``), so the work grows with the events, not with
+    events x steps.
     """
-    import pandas as pd
+    import numpy as np
 
     from xlaprof.tables.device import has_lazy_tensor_runtime
 
     if events.empty:
         return []
     host = events["host"].cat.categories[0]
-    events = events[events["host"] == host]
+    events = events[cols.equals(events["host"], host)]
     has_devices = bool((events["plane_kind"] == "device").any())
     has_modules = bool((events["line"] == MODULES_LINE).any())
     host_events = events[events["plane_kind"] == "host"]
@@ -131,90 +154,153 @@ def from_trace(
     # A PJRT client that records its calls records its compiles: a step without one compiled
     # nothing (0.0); a capture without PJRT calls (PyTorch eager) did not measure compiles.
     pjrt = not lazy and bool(cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any())
-    all_events = events
-    events = events[events["step"].notna()]
-    limits = {}
+    limits: dict[int, tuple[int, int]] = {}
     if bounds is not None and not bounds.empty:
-        mine = bounds[bounds["host"] == host]
-        limits = {int(r.step): (int(r.start_ns), int(r.end_ns)) for r in mine.itertuples()}
+        limits = _limits(bounds[bounds["host"].astype(str) == str(host)])
     by_device = not limits and device_windows is not None and not device_windows.empty
+    start_all = events["start_ns"].to_numpy(dtype=np.int64)
     if by_device:
         assert device_windows is not None
         mine = device_windows[device_windows["host"].astype(str) == str(host)]
-        limits = {int(r.step): (int(r.start_ns), int(r.end_ns)) for r in mine.itertuples()}
+        limits = _limits(mine)
         device_busy = {
             int(r.step): None if r.busy_ms != r.busy_ms else float(r.busy_ms) / 1e3
             for r in mine.itertuples()
         }
-        starts = all_events["start_ns"].to_numpy()
-        groups = [
-            (step, all_events[(starts >= start) & (starts < end)])
-            for step, (start, end) in sorted(limits.items())
-        ]
+        # each window's events: every event of the host that starts in it (by time)
+        numbers = np.array(sorted(limits), dtype=np.int64)
+        window_start = np.array([limits[n][0] for n in numbers.tolist()], dtype=np.int64)
+        window_end = np.array([limits[n][1] for n in numbers.tolist()], dtype=np.int64)
+        order = np.argsort(start_all, kind="stable")
+        first = np.searchsorted(start_all[order], window_start, side="left")
+        last = np.searchsorted(start_all[order], window_end, side="left")
+        sizes = np.maximum(last - first, 0)
+        pair_window = np.repeat(np.arange(len(numbers)), sizes)
+        offsets = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        pair_event = order[np.repeat(first, sizes) + offsets]
+    else:
+        labelled = np.flatnonzero(events["step"].notna().to_numpy())
+        if not len(labelled):
+            return []
+        label = events["step"].to_numpy(dtype=np.int64, na_value=0)[labelled]
+        numbers = np.unique(label)
+        pair_window = np.searchsorted(numbers, label)
+        pair_event = labelled
+    start = start_all[pair_event]
+    end = events["end_ns"].to_numpy(dtype=np.int64)[pair_event]
+    step = numbers[pair_window]
+
+    def of_pairs(mask: np.ndarray) -> np.ndarray:
+        """A mask over the host's events, as a mask over the pairs."""
+        return mask[pair_event]
+
+    def covered(mask: np.ndarray) -> np.ndarray:
+        return _covered_by_step(numbers, step[mask], start[mask], end[mask])
+
+    earliest = np.full(len(numbers), np.iinfo(np.int64).max)
+    latest = np.full(len(numbers), np.iinfo(np.int64).min)
+    np.minimum.at(earliest, pair_window, start)
+    np.maximum.at(latest, pair_window, end)
+    names = events["name"]
+    main = of_pairs(
+        cols.equals(events["plane_kind"], "host") & cols.equals(events["line"], main_line)
+    )
+    # Each category's own time is what it adds to the union of those before it (a transfer
+    # inside a compile counts once, as compile).
+    parts: dict[str, np.ndarray | None] = {}
+    taken = np.zeros(len(pair_event), bool)
+    before = np.zeros(len(numbers), np.int64)
+    for label_name, patterns in (
+        ("compile_s", _COMPILE),
+        ("transfer_s", _TRANSFER),
+        ("device_wait_s", _WAIT),
+        ("graph_build_s", _GRAPH),
+    ):
+        taken |= main & of_pairs(cols.contains(names, "|".join(patterns)))
+        now = covered(taken)
+        parts[label_name] = (now - before) / 1e9
+        before = now
+    if not lazy:
+        # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
+        # and the host's time is not lazy tracing. A PJRT client's compile calls are.
+        parts = dict.fromkeys(parts)
+        if pjrt:
+            compiles = main & of_pairs(cols.contains(names, "|".join(_PJRT_COMPILE)))
+            parts["compile_s"] = covered(compiles) / 1e9
+    device = of_pairs(cols.equals(events["plane_kind"], "device"))
+    device_events = np.bincount(pair_window[device], minlength=len(numbers))
+    modules = covered(device & of_pairs(cols.equals(events["line"], MODULES_LINE)))
+    cpu_execute = covered(of_pairs(cols.equals(names, _CPU_EXECUTE)))
     tracing = {row.step: row.tracing_s for row in rows}
     execute = {row.step: row.execute_s for row in rows}
-    if not by_device:
-        groups = list(events.groupby("step", observed=True))
     out = []
-    for step, group in groups:
-        if int(step) in limits:
-            start, end = limits[int(step)]
-        else:
-            start, end = int(group["start_ns"].min()), int(group["end_ns"].max())
-        wall = end - start
-        main = group[(group["plane_kind"] == "host") & (group["line"] == main_line)]
-        names = main["name"].astype(str)
-
-        def spans(patterns: tuple[str, ...], frame=main, names=names) -> pd.DataFrame:
-            return frame[names.str.contains("|".join(patterns), regex=True)]
-
-        # Each category's own time is what it adds to the union of those before it (a transfer
-        # inside a compile counts once, as compile).
-        parts: dict[str, float | None] = {}
-        taken = main.iloc[:0]
-        covered = 0
-        for label, patterns in (
-            ("compile_s", _COMPILE),
-            ("transfer_s", _TRANSFER),
-            ("device_wait_s", _WAIT),
-            ("graph_build_s", _GRAPH),
-        ):
-            taken = pd.concat([taken, spans(patterns)])
-            now = _covered_ns(taken)
-            parts[label] = (now - covered) / 1e9
-            covered = now
-        python_tracing: float | None = max(wall - covered, 0) / 1e9
-        if not lazy:
-            # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
-            # and the host's time is not lazy tracing. A PJRT client's compile calls are.
-            parts = dict.fromkeys(parts)
-            python_tracing = None
-            if pjrt:
-                parts["compile_s"] = _covered_ns(spans(_PJRT_COMPILE)) / 1e9
-        device = group[group["plane_kind"] == "device"]
+    for index, number in enumerate(numbers.tolist()):
+        begin, finish = limits.get(number, (int(earliest[index]), int(latest[index])))
+        wall = finish - begin
         busy: float | None
-        if device_busy and int(step) in device_busy:
-            busy = device_busy[int(step)]
-        elif has_modules and not device.empty:
-            busy = _covered_ns(device[device["line"] == MODULES_LINE]) / 1e9
+        if device_busy and number in device_busy:
+            busy = device_busy[number]
+        elif has_modules and device_events[index]:
+            busy = int(modules[index]) / 1e9
         elif has_devices:
-            busy = (device_busy or {}).get(int(step))
-        elif int(step) in execute:
-            busy = execute[int(step)]
+            busy = (device_busy or {}).get(number)
+        elif number in execute:
+            busy = execute[number]
         else:
-            busy = _covered_ns(group[group["name"] == _CPU_EXECUTE]) / 1e9
+            busy = int(cpu_execute[index]) / 1e9
         out.append(
             {
-                "step": int(step),
+                "step": number,
                 "wall_s": wall / 1e9,
-                "python_tracing_s": python_tracing,
-                "tracing_s": tracing.get(int(step)),
-                **parts,
+                "python_tracing_s": max(wall - int(before[index]), 0) / 1e9 if lazy else None,
+                "tracing_s": tracing.get(number),
+                **{
+                    name: None if values is None else float(values[index])
+                    for name, values in parts.items()
+                },
                 "device_busy_s": busy,
                 "device_idle_s": None if busy is None else max(wall / 1e9 - busy, 0.0),
                 "source": "trace",
             }
         )
+    return out
+
+
+def _limits(rows: pd.DataFrame) -> dict[int, tuple[int, int]]:
+    """Step -> (start_ns, end_ns) of ``rows`` (step bounds, or device windows)."""
+    import numpy as np
+
+    steps = rows["step"].to_numpy(dtype=np.int64).tolist()
+    starts = rows["start_ns"].to_numpy(dtype=np.int64).tolist()
+    ends = rows["end_ns"].to_numpy(dtype=np.int64).tolist()
+    return dict(zip(steps, zip(starts, ends, strict=True), strict=True))
+
+
+def _covered_by_step(
+    numbers: np.ndarray, step: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> np.ndarray:
+    """Per step in ``numbers`` (sorted), the length of the union of its intervals (0: none).
+
+    Sorted by step then start, each interval adds what reaches past every earlier interval of
+    its step: ``max(0, end - max(start, reach))``, ``reach`` the running maximum of the ends
+    before it in the step.
+    """
+    import numpy as np
+    import pandas as pd
+
+    out = np.zeros(len(numbers), np.int64)
+    if not len(step):
+        return out
+    order = np.lexsort((start, step))
+    step, start, end = step[order], start[order], end[order]
+    reach = pd.Series(end).groupby(step).cummax().to_numpy()
+    previous = np.empty_like(reach)
+    previous[1:] = reach[:-1]
+    first = np.ones(len(step), bool)
+    first[1:] = step[1:] != step[:-1]
+    previous[first] = np.iinfo(np.int64).min
+    added = np.maximum(end - np.maximum(start, previous), 0)
+    np.add.at(out, np.searchsorted(numbers, step), added)
     return out
 
 

@@ -72,8 +72,11 @@ def test_host_bound_verdict_agrees_with_xprofs_input_bound_conclusion(
     same = table.loc[1:10]
     mine = 100 * same["device_idle_s"].sum() / same["host_wall_s"].sum()
     assert abs(mine - theirs) <= 0.1
-    # every step is host-bound, and none is called tracing: JAX has no lazy tracing
-    assert set(table["bound"]) == {"host"}
+    # every step after the first is bound by the host, and none is called tracing: JAX has no
+    # lazy tracing; the first spent 2.85 s of its 2.92 s in XLA's compile calls (PJRT_Client_
+    # Compile), so it is bound by compiling (one step model: tables/story.py)
+    assert set(table.loc[1:, "bound"]) == {"host"}
+    assert table.loc[0, "bound"] == "compile"
     assert not table["lazy_tensor"].any()
     assert table["tracing_s"].isna().all() and table["tracing_bound"].isna().all()
     # the step the host slept in idles the device at least the 30 ms it slept, more than the

@@ -44,7 +44,8 @@ class ClassShare:
     steps: int  # steady steps judged (0: the whole capture, one window)
     wall_s: float
     seconds: float
-    bound_steps: list[int] = field(default_factory=list)  # steps this class bounds
+    # steps this class bounds: the smallest (``step_stats.BOUND_STEPS`` a class), sorted
+    bound_steps: list[int] = field(default_factory=list)
 
     @property
     def share(self) -> float:
@@ -59,43 +60,43 @@ class ClassShare:
 
 def trace_unmeasured(data: AnalysisInput) -> str | None:
     """Why a bottleneck analyzer cannot judge ``data`` (no capture, no device steps), or None."""
+    from xlaprof.tables.step_stats import by_device
+
     if data.trace is None or data.trace.device_summary is None:
         return "needs a profiler capture (an xplane, or a run directory's trace window)"
-    table = data.trace.bottlenecks()
-    if table.empty or not (table["wall_s"] > 0).any():
+    table = by_device(data.trace.summary())  # per device: a pod's from its workers
+    if table.empty or not table["any_wall"].astype(bool).any():
         return "the capture has no device events to split by cause"
     return None
 
 
 def class_shares(data: AnalysisInput, classes: Iterable[str]) -> list[ClassShare]:
-    """Per device: the share of its steady steps' wall time that ``classes`` take together."""
-    from xlaprof.tables.device.bottleneck import steady_steps
+    """Per device: the share of its steady steps' wall time that ``classes`` take together.
+
+    From the per-device sums over steady steps (``tables.step_stats.by_device``: a pod's made
+    by its workers, host by host), so a pod's per-step rows are not read."""
+    from xlaprof.tables.step_stats import by_device
 
     if trace_unmeasured(data) is not None:
         return []
     assert data.trace is not None
     names = list(classes)
-    table = data.trace.bottlenecks()
     found = []
-    for (session, host, device), group in table.groupby(
-        ["session", "host", "device"], observed=True, sort=True
-    ):
-        steps = steady_steps(group)
-        wall = float(steps["wall_s"].sum())
+    for row in by_device(data.trace.summary()).to_dict(orient="records"):
+        wall = float(row["wall_s"])
         if wall <= 0:
             continue
-        seconds = float(sum(steps[f"{name}_s"].sum() for name in names))
-        numbered = steps[steps["step"].notna()]
-        bound = numbered[numbered["bottleneck"].isin(names)]["step"]
+        seconds = float(sum(row[f"{name}_s"] for name in names))
+        bound = sorted({int(step) for name in names for step in row[f"bound_{name}"]})
         found.append(
             ClassShare(
-                session=str(session),
-                host=str(host),
-                device=str(device),
-                steps=len(numbered),
+                session=str(row["session"]),
+                host=str(row["host"]),
+                device=str(row["device"]),
+                steps=int(row["steps"]),
                 wall_s=wall,
                 seconds=seconds,
-                bound_steps=[int(s) for s in bound],
+                bound_steps=bound,
             )
         )
     # Devices with steps are judged on them; one with none (a GPU that ran a few copies, on a

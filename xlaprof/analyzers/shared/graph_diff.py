@@ -20,6 +20,7 @@ import difflib
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Location
@@ -28,6 +29,7 @@ from xlaprof.rundir.schema import GraphInfo
 
 DYNAMIC_SHAPE_OPS = ("nonzero", "masked_select", "unique", "unique2", "unique_consecutive")
 _MAX_VALUES = 12
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -71,8 +73,9 @@ class Explanation:
     first_difference: dict[str, object] | None = None
 
 
-def _dedupe(values: list) -> list:  # type: ignore[type-arg]
-    out = []
+def _dedupe(values: list[_T]) -> list[_T]:
+    """``values`` without repeats in a row."""
+    out: list[_T] = []
     for value in values:
         if not out or out[-1] != value:
             out.append(value)

@@ -11,14 +11,18 @@ from __future__ import annotations
 import ast
 import functools
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from xlaprof.inputs.sourcefiles import current_roots, on_new_roots, read_source
 
 log = logging.getLogger(__name__)
 
 _CONTAINERS = ("ModuleList", "Sequential")
+# The kinds of statement ``_innermost`` looks for: a loop, a function.
+_Statement = TypeVar("_Statement", bound=ast.stmt)
 
 
 @dataclass(frozen=True)
@@ -77,10 +81,11 @@ def enclosing_class(file: str, line: int) -> str | None:
     tree = _tree(file)
     if tree is None:
         return None
-    found = None
+    found: ast.ClassDef | None = None
     for node in ast.walk(tree):
-        inside = isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or 0)
-        if inside and (found is None or node.lineno > found.lineno):  # innermost
+        if not isinstance(node, ast.ClassDef) or not node.lineno <= line <= (node.end_lineno or 0):
+            continue
+        if found is None or node.lineno > found.lineno:  # innermost
             found = node
     return None if found is None else found.name
 
@@ -95,7 +100,7 @@ def _calls_class(node: ast.AST, class_name: str) -> bool:
     return False
 
 
-def _container_name(call: ast.AST) -> str | None:
+def _container_name(call: ast.AST | None) -> str | None:
     if not isinstance(call, ast.Call):
         return None
     func = call.func
@@ -120,8 +125,9 @@ def find_layer_stack(files: list[str], layer_class: str) -> LayerStack | None:
             for node in ast.walk(owner):
                 if not isinstance(node, ast.Assign | ast.AnnAssign):
                     continue
-                container = _container_name(node.value)
-                if container is None or not _calls_class(node.value, layer_class):
+                value = node.value
+                container = _container_name(value)
+                if value is None or container is None or not _calls_class(value, layer_class):
                     continue
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 attribute = next((t.attr for t in targets if isinstance(t, ast.Attribute)), None)
@@ -174,13 +180,24 @@ def _assigned_names(node: ast.AST) -> set[str]:
     }
 
 
-def _innermost(tree: ast.AST, line: int, kinds: tuple[type, ...]) -> ast.AST | None:
-    found = None
+def _innermost(tree: ast.AST, line: int, kinds: tuple[type[_Statement], ...]) -> _Statement | None:
+    found: _Statement | None = None
     for node in ast.walk(tree):
-        inside = isinstance(node, kinds) and node.lineno <= line <= (node.end_lineno or node.lineno)
+        if not isinstance(node, kinds):
+            continue
+        inside = node.lineno <= line <= (node.end_lineno or node.lineno)
         if inside and (found is None or node.lineno >= found.lineno):
             found = node
     return found
+
+
+def _statements_binding(tree: ast.AST, names: set[str]) -> Iterator[tuple[ast.stmt, set[str]]]:
+    """Each statement under ``tree`` that binds any of ``names``, with the ones it binds."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            bound = _assigned_names(node) & names
+            if bound:
+                yield node, bound
 
 
 def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None:
@@ -202,9 +219,8 @@ def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None
     if not names or loop is None or loop.lineno <= created_line <= (loop.end_lineno or 0):
         return None
     rebinding = []
-    for node in ast.walk(loop):
-        bound = _assigned_names(node) & names
-        if not bound or isinstance(node, ast.For):
+    for node, bound in _statements_binding(loop, names):
+        if isinstance(node, ast.For):
             continue
         value = getattr(node, "value", None)
         reads = value is not None and any(
@@ -224,7 +240,7 @@ def argument_origin(file: str, call_line: int, index: int) -> int | None:
     tree = _tree(file)
     if tree is None:
         return None
-    calls = []
+    calls: list[tuple[int, str]] = []  # each call's column and the argument's name
     for node in ast.walk(tree):
         if isinstance(node, ast.For) and node.lineno == call_line:
             return None
@@ -232,18 +248,16 @@ def argument_origin(file: str, call_line: int, index: int) -> int | None:
             isinstance(node, ast.Call)
             and node.lineno <= call_line <= (node.end_lineno or node.lineno)
             and len(node.args) > index
-            and isinstance(node.args[index], ast.Name)
         ):
-            calls.append(node)
+            argument = node.args[index]
+            if isinstance(argument, ast.Name):
+                calls.append((node.col_offset, argument.id))
     if not calls:
         return None
-    name = min(calls, key=lambda c: c.col_offset).args[index].id  # type: ignore[attr-defined]
+    name = min(calls, key=lambda call: call[0])[1]  # the leftmost call (the first if tied)
     scope = _innermost(tree, call_line, (ast.FunctionDef, ast.AsyncFunctionDef)) or tree
-    bound = [
-        node.lineno
-        for node in ast.walk(scope)
-        if name in _assigned_names(node) and node.lineno < call_line
-    ]
+    bound = [node.lineno for node, _ in _statements_binding(scope, {name})]
+    bound = [line for line in bound if line < call_line]
     return max(bound) if bound else None
 
 
@@ -288,7 +302,7 @@ def time_loop_sketch(file: str, call_line: int) -> str | None:
     if not carried:
         return None
     xs_expr = None
-    arguments = []
+    arguments: list[ast.expr] = []
     for arg in call.args:
         if xs_expr is None and isinstance(arg, ast.Subscript):
             parts = arg.slice.elts if isinstance(arg.slice, ast.Tuple) else [arg.slice]
@@ -345,3 +359,127 @@ def loop_call_of(file: str, line: int, function: str) -> int | None:
             if name == function:
                 return node.lineno
     return None
+
+
+def _returns_pair(function: ast.FunctionDef) -> bool:
+    """Whether ``function`` itself returns a tuple of 2 or 3 items: (model, batch[, loss_fn])."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue  # a nested function's returns are not this one's
+        value = node.value if isinstance(node, ast.Return) else None
+        if isinstance(value, ast.Tuple) and 2 <= len(value.elts) <= 3:
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _runs_on_import(tree: ast.Module) -> bool:
+    """Whether importing the module trains: a loop at top level, or a top-level call of one of
+    its own functions (``main()`` outside ``if __name__ == "__main__":``). Set-up calls such as
+    ``torch.manual_seed(0)`` or ``os.environ.setdefault(...)`` do not count."""
+    own = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    for node in tree.body:
+        if isinstance(node, ast.For | ast.While | ast.AsyncFor):
+            return True
+        call = node.value if isinstance(node, ast.Expr | ast.Assign) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in own:
+            return True
+    return False
+
+
+def bench_factory(script: str | None) -> str | None:
+    """A function of ``script`` that ``xlaprof bench`` can take as its factory, if there is one.
+
+    The factory contract (fixes/target.py): callable with no arguments, returning
+    ``(model, batch)`` or ``(model, batch, loss_fn)``; and importing the script must not train
+    (its loop under ``if __name__ == "__main__":``). Only a top-level function that takes no
+    required argument and returns a 2- or 3-item tuple is named; the first one defined wins.
+    None when the script is unreadable here, runs on import, or has no such function.
+    """
+    if not script:
+        return None
+    tree = _tree(script)
+    if tree is None or _runs_on_import(tree):
+        return None
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name == "main":
+            continue
+        arguments = node.args
+        required = len(arguments.posonlyargs) + len(arguments.args) - len(arguments.defaults)
+        required += sum(d is None for d in arguments.kw_defaults)
+        if required == 0 and _returns_pair(node):
+            return node.name
+    return None
+
+
+@dataclass(frozen=True)
+class LoopCall:
+    """The statement of a ``for layer in self.layers:`` loop that calls the loop variable.
+
+    ``hidden, _probs = layer(hidden, mask)`` gives targets ``("hidden", "_probs")``, args
+    ``("hidden", "mask")``; each argument is its source text.
+    """
+
+    line: int
+    targets: tuple[str, ...]
+    args: tuple[str, ...]
+    keywords: tuple[tuple[str, str], ...]
+
+
+def loop_call(file: str, loop_line: int) -> LoopCall | None:
+    """The call of the loop variable in the body of the ``for`` loop at ``loop_line``."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    loop = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == loop_line), None
+    )
+    if loop is None or not isinstance(loop.target, ast.Name):
+        return None
+    variable = loop.target.id
+    for statement in loop.body:
+        value = statement.value if isinstance(statement, ast.Assign | ast.Expr) else None
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == variable
+        ):
+            continue
+        targets: tuple[str, ...] = ()
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            parts = target.elts if isinstance(target, ast.Tuple) else [target]
+            if all(isinstance(p, ast.Name) for p in parts):
+                targets = tuple(p.id for p in parts)  # type: ignore[attr-defined]
+        if any(isinstance(a, ast.Starred) for a in value.args) or any(
+            k.arg is None for k in value.keywords
+        ):
+            return None  # *args / **kwargs: the call's shape is not in the text
+        return LoopCall(
+            line=statement.lineno,
+            targets=targets,
+            args=tuple(ast.unparse(a) for a in value.args),
+            keywords=tuple((str(k.arg), ast.unparse(k.value)) for k in value.keywords),
+        )
+    return None
+
+
+def calls_with_true(file: str, function: str) -> list[int]:
+    """Lines of ``file`` calling ``function`` (by its last name) with ``True`` as the first
+    argument, e.g. ``torch_xla.experimental.eager_mode(True)``; [] if the file is unreadable."""
+    tree = _tree(file)
+    if tree is None:
+        return []
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if isinstance(node.func, ast.Name):
+            name = node.func.id
+        first = node.args[0]
+        if name == function and isinstance(first, ast.Constant) and first.value is True:
+            lines.append(node.lineno)
+    return sorted(lines)

@@ -12,6 +12,8 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+from collections.abc import Sequence
+from types import ModuleType
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -30,7 +32,9 @@ class _TorchXlaImportHook(importlib.abc.MetaPathFinder):
     def __init__(self) -> None:
         self.busy = False
 
-    def find_spec(self, fullname, path, target=None):  # type: ignore[no-untyped-def]
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname != "torch_xla" or self.busy:
             return None
         self.busy = True
@@ -43,11 +47,12 @@ class _TorchXlaImportHook(importlib.abc.MetaPathFinder):
         loader = spec.loader
         original = loader.exec_module
 
-        def exec_module(module):  # type: ignore[no-untyped-def]
+        def exec_module(module: ModuleType) -> None:
             original(module)
             sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
             _on_import()
 
+        # The loader itself is patched (not wrapped), so the module keeps its own loader.
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 

@@ -8,43 +8,60 @@ cores by default, or a ``dask.distributed`` cluster with ``scheduler=ADDRESS``),
 2. writes the host's events once to a Parquet cache beside the capture (or under
    ``$XLAPROF_CACHE_DIR`` where the capture's folder is read-only), stamped with the capture's
    size and mtime so a second load reuses it,
-3. returns a ``HostSummary``: step bounds, one row per (device, step) and op totals -- kilobytes.
+3. writes the host's per-step tables (step bounds, device steps, host vs device, the straggler
+   rows) beside it, and returns a ``HostSummary``: op totals, per-device tables and aggregates
+   of the per-step tables (counts, digests, slowest steps) -- kilobytes, whatever the steps.
 
-The parent merges the summaries, so its memory is about one host's worth, whatever the pod size.
-``Trace.events`` is then a dask DataFrame over the caches (one partition per host), and
-``Trace.select`` reads only the hosts, steps, time window and names asked for (pyarrow filters
-push down into the Parquet read).
+The parent merges the summaries, so its memory is about one host's worth, whatever the pod size
+and the step count. ``Trace.events`` is then a dask DataFrame over the caches (one partition per
+host), and ``Trace.select`` reads only the hosts, steps, time window and names asked for
+(pyarrow filters push down into the Parquet read); the per-step tables are read when asked
+for (``Trace.device_steps()``), by their first rows (``--json``), one host (the timeline) or a
+range of steps at a time (``step_tables``: stragglers and host skew).
 
 A host whose capture cannot be read is named in ``PodLoad.errors`` (and a warning on stderr)
 and the others are analyzed.
 
-The per-(device, step) rows are built from what the trace model offers today (host step bounds,
-the device ``Steps`` line, event intervals); ``summarize_events`` is the one place to swap in
-``Trace.device_steps()``/``device_ops()`` when the device model lands.
-
 The package: ``summary`` (the per-host worker), ``cache`` (the Parquet cache) and ``runner``
 (local pool, dask, progress); the data they share (``HostSummary``, ``PodLoad``, ``EventSource``)
-is in ``xlaprof.model.pod``. This module holds ``load_pod``, ``wants_lazy`` and ``host_steps``.
+is in ``xlaprof.model.pod``. This module holds ``load_pod``, ``wants_lazy``, ``host_steps`` and
+what the analysis reads of a pod's per-step tables without holding them (``overview``,
+``step_tables``, ``first_host_trace``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import BadCapture, InputUnreadable
 from xlaprof.inputs.pod.cache import CACHE_DIR_ENV
-from xlaprof.inputs.pod.runner import SCHEDULER_ENV, summarize_hosts
-from xlaprof.inputs.pod.summary import summarize_events
+from xlaprof.inputs.pod.cluster import SCHEDULER_ENV
+from xlaprof.inputs.pod.runner import summarize_hosts
+from xlaprof.inputs.pod.summary import host_step_rows
+from xlaprof.model.device import DeviceSummary
+from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
 from xlaprof.model.pod import HOST_STEP_COLUMNS, EventSource, concat_frames
+from xlaprof.model.stats import AUTOTUNE_STEPS, StepOverview
 from xlaprof.model.trace import DEVICE_COLUMNS, Trace
 from xlaprof.tables import device as device_model
+from xlaprof.tables.hosts import host_skew, step_walls
+from xlaprof.tables.step_stats import (
+    STEP_STATS_COLUMNS,
+    by_device_columns,
+    merge_device_stats,
+    merge_tracing_stats,
+)
+from xlaprof.tables.stragglers import stragglers
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
+# Straggler rows read at once (a range of steps over every host): what the parent holds of them.
+STEP_CHUNK_ROWS = 200_000
 # Above this many bytes of trace files in all, a several-host capture loads lazily
 # (``$XLAPROF_LAZY_BYTES`` overrides it).
 LAZY_BYTES = 64 * 1024**2
@@ -89,15 +106,24 @@ def load_pod(
             f"{missing[0]}: the event cache could not be written; set {CACHE_DIR_ENV} "
             "to a writable folder"
         )
-    bounds = load.step_bounds()
-    bounds["host"] = bounds["host"].astype("category")
-    model = device_model.merge_summaries(s.device for s in load.summaries if s.device)
+    summaries = load.in_order()
+    model = device_model.merge_summaries(s.device for s in summaries if s.device)
     devices = model.devices if not model.devices.empty else pd.DataFrame(columns=DEVICE_COLUMNS)
     source = EventSource(
         {s.host: s.cache for s in load.summaries if s.cache},
         load,
         {s.host: s.stored_host for s in load.summaries},
     )
+    # the per-step rows stay on disk: read when asked for, every row (``model.ondisk``)
+    model.steps = None  # type: ignore[assignment]
+    model.tracing = None  # type: ignore[assignment]
+    model.bottleneck = None
+    per_host = [s.device.bottleneck_by_device for s in summaries if s.device is not None]
+    model.bottleneck_by_device = concat_frames(
+        [frame for frame in per_host if frame is not None], by_device_columns()
+    )
+    model.tables = source
+    model.overview = overview(source)
     warnings = [
         f"host {e.host} left out: {e.message} (the other hosts are analyzed)" for e in load.errors
     ]
@@ -106,7 +132,7 @@ def load_pod(
     return Trace(
         events=source.frame(),
         files=sorted(Path(s.path) for s in load.summaries),
-        step_bounds=bounds,
+        step_bounds=None,
         devices=devices,
         session=session,
         sessions=sessions or [session],
@@ -123,11 +149,148 @@ def host_steps(trace: Trace) -> pd.DataFrame:
     the same way.
     """
     if trace.source is not None and trace.source.load is not None:
-        return trace.source.load.host_steps()
+        return trace.source.host_steps()
     frames = []
-    events = trace.events
+    events, all_bounds = trace.events, trace.step_bounds
+    if all_bounds is None:  # a Trace made without a loader: no steps were found
+        return concat_frames(frames, HOST_STEP_COLUMNS)
+    device_steps = trace.device_steps()
     for host in trace.hosts:
         mine = events[events["host"] == host]
-        bounds = trace.step_bounds[trace.step_bounds["host"] == host]
-        frames.append(summarize_events(mine, bounds).steps)
+        bounds = all_bounds[all_bounds["host"] == host]
+        steps = device_steps[device_steps["host"].astype(str) == host]
+        frames.append(host_step_rows(mine, bounds, steps))
     return concat_frames(frames, HOST_STEP_COLUMNS)
+
+
+def overview(source: EventSource) -> StepOverview:
+    """What the reports say of every step (``tables.step_stats.StepOverview``), from the
+    workers' aggregates: counts and extremes merged, each median exact, found from the merged
+    histogram and the values of its one bin read back from the hosts' tables."""
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    summaries = source.load.in_order() if source.load is not None else []
+    aggregates = [s.aggregates for s in summaries if s.aggregates is not None]
+    rows = []
+    for name, stats in merge_device_stats(d for a in aggregates for d in a.devices).items():
+
+        def read(column: str, device: str = name) -> Callable[[float, float], np.ndarray]:
+            return lambda low, high: _values(
+                source,
+                DEVICE_STEPS,
+                column,
+                low,
+                high,
+                (pc.field("device") == device) & pc.field("step").is_valid(),
+            )
+
+        rows.append(
+            {
+                "device": name,
+                "steps": stats.steps,
+                "step_source": stats.source,
+                "median_wall_s": stats.wall.median(read("wall_s")),
+                "median_busy_s": stats.busy.median(read("busy_s")),
+                "median_idle_s": stats.idle.median(read("idle_s")),
+                "slowest_s": stats.slowest_s,
+                "slowest_step": stats.slowest_step,
+            }
+        )
+    tracing = merge_tracing_stats(a.tracing for a in aggregates)
+
+    def known(column: str) -> Callable[[float, float], np.ndarray]:
+        return lambda low, high: _values(
+            source, TRACING, column, low, high, pc.field("bound").is_valid()
+        )
+
+    autotune = sorted({s for a in aggregates for d in a.devices for s in d.autotune_steps})
+    return StepOverview(
+        devices=pd.DataFrame(rows, columns=STEP_STATS_COLUMNS),
+        autotune_steps=autotune[:AUTOTUNE_STEPS],
+        tracing=tracing,
+        median_busy_s=tracing.busy.median(known("device_busy_s")),
+        median_tracing_s=tracing.tracing.median(known("tracing_s")),
+        median_idle_s=tracing.idle.median(known("device_idle_s")),
+    )
+
+
+def _values(
+    source: EventSource, table: str, column: str, low: float, high: float, keep: Any
+) -> np.ndarray:
+    """Every host's values of ``column`` in [low, high] among the rows ``keep`` selects."""
+    import pyarrow.compute as pc
+
+    chosen = keep & (pc.field(column) >= low) & (pc.field(column) <= high)
+    frame = source.table(table, columns=[column], filters=chosen)
+    return frame[column].to_numpy(dtype="float64", na_value=float("nan"))
+
+
+def step_tables(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A pod's host skew and stragglers, from its hosts' straggler rows read a range of steps
+    at a time (at most ``STEP_CHUNK_ROWS`` rows held): the same tables ``host_skew`` and
+    ``stragglers`` make of every row at once."""
+    import pandas as pd
+
+    from xlaprof.tables.hosts import SKEW_COLUMNS
+    from xlaprof.tables.stragglers import COLUMNS
+
+    source = trace.source
+    summaries = source.load.in_order() if source is not None and source.load else []
+    aggregates = [(s.host, s.aggregates) for s in summaries if s.aggregates]
+    numbered = [a for _, a in aggregates if a.first_step is not None and a.last_step is not None]
+    if source is None or not numbered:
+        return pd.DataFrame(columns=SKEW_COLUMNS), pd.DataFrame(columns=COLUMNS)
+    import numpy as np
+
+    marked = {host for host, a in aggregates if a.host is not None}
+    steps = np.zeros(0, np.int64)  # the distinct step numbers, over hosts
+    for summary in summaries:
+        column = source.table(HOST_STEPS, hosts=[summary.host], columns=["step"])["step"]
+        steps = np.union1d(steps, column.to_numpy(dtype=np.int64))
+    rows = sum(a.rows.get(HOST_STEPS, 0) for a in numbered)
+    width = max(1, STEP_CHUNK_ROWS // max(1, rows // max(1, len(steps))))
+    skews, late = [], []
+    for at in range(0, len(steps), width):
+        low, high = int(steps[at]), int(steps[min(at + width, len(steps)) - 1])
+        chunk = source.table(HOST_STEPS, filters=[("step", ">=", low), ("step", "<=", high)])
+        skews.append(host_skew(step_walls(chunk, marked)))
+        late.append(stragglers(chunk))
+        del chunk
+    skew = pd.concat(skews, ignore_index=True) if skews else pd.DataFrame(columns=SKEW_COLUMNS)
+    behind = pd.concat(late, ignore_index=True) if late else pd.DataFrame(columns=COLUMNS)
+    return skew, behind
+
+
+def first_host_trace(trace: Trace) -> Trace:
+    """A pod's first host as an in-memory ``Trace`` (its events, step bounds and device model
+    with its per-step rows, each read from that host's files alone): what the step timeline
+    and the story read, as they read one host of any trace."""
+    source = trace.source
+    assert source is not None
+    hosts = trace.hosts[:1]
+    summary = trace.summary()
+
+    def mine(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        if frame is None or "host" not in frame:
+            return frame
+        return frame[frame["host"].astype(str).isin(hosts)]
+
+    model = DeviceSummary(
+        devices=mine(summary.devices),  # type: ignore[arg-type]
+        steps=source.table(DEVICE_STEPS, hosts=hosts),
+        ops=mine(summary.ops),  # type: ignore[arg-type]
+        utilization=mine(summary.utilization),  # type: ignore[arg-type]
+        tracing=source.table(TRACING, hosts=hosts),
+        events=sum(s.events for s in source.load.in_order()[:1]) if source.load else 0,
+        bottleneck=source.table(BOTTLENECK, hosts=hosts),
+    )
+    return Trace(
+        events=trace.select(hosts=hosts),
+        files=trace.files[:1],
+        step_bounds=source.table(STEP_BOUNDS, hosts=hosts),
+        devices=mine(trace.devices),
+        session=trace.session,
+        sessions=trace.sessions,
+        device_summary=model,
+    )

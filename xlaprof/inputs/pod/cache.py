@@ -1,17 +1,21 @@
-"""The per-host Parquet cache: a host's events and its summary, written once, reused.
+"""The per-host Parquet cache: a host's events, its per-step tables and its summary, written
+once, reused.
 
 Each host's events are written beside the capture (or under ``$XLAPROF_CACHE_DIR``), with the
-summary in the file's metadata: a second load reads only the metadata, and the lazy
-``Trace.events``/``Trace.select`` read the events from here.
+summary (small tables and the per-step aggregates) in the file's metadata: a second load reads
+only the metadata, and the lazy ``Trace.events``/``Trace.select`` read the events from here.
+The per-step tables (``xlaprof.model.ondisk.TABLES``) are files of their own beside it,
+``<capture>.xlaprof.<table>.parquet``, each signed as the cache is, read only when asked for.
 
-A capture folder may have come from anyone, and so may a cache in it. A cache is reused only when
-it is a regular file (not a link) owned by this user and its stamp verifies: an HMAC, under this
-user's private key (``safeio.user_key``), of the capture's *content* fingerprint (size and mtime
-survive ``cp -p``, ``rsync -t`` and tar), the step numbering, the cache's own column schema, row
-count and summary. Anything else (a planted cache, a stale one, junk columns, a read error) is a
-miss: the cache is rebuilt and the reason said once (``notes``, shown as a trace warning). The
-cache and its temporary file are created exclusively without following links; a link where the
-cache goes is refused, and the cache goes to the private cache folder instead.
+A capture folder may have come from anyone, and so may a cache in it. A cache is reused only
+when it and each of its tables is a regular file (not a link) owned by this user and its stamp
+verifies: an HMAC, under this user's private key (``safeio.user_key``), of the capture's
+*content* fingerprint (size and mtime survive ``cp -p``, ``rsync -t`` and tar), the step
+numbering, the file's own column schema and row count, and the summary (the table's name for a
+table). Anything else (a planted cache, a stale one, junk columns, a read error) is a miss: the
+cache is rebuilt and the reason said once (``notes``, shown as a trace warning). The cache, its
+tables and their temporary files are created exclusively without following links; a link where
+one goes is refused, and the cache goes to the private cache folder instead.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.device import DeviceSummary
-from xlaprof.model.pod import HostSummary, typed_steps
+from xlaprof.model.ondisk import HOST_STEPS, TABLES
+from xlaprof.model.pod import HostSummary
+from xlaprof.model.stats import StepAggregates
 from xlaprof.safeio import (
     DEFAULT_XPLANE_LIMIT,
     UnsafeFile,
@@ -43,8 +49,14 @@ if TYPE_CHECKING:
 CACHE_SUFFIX = ".xlaprof.parquet"
 # 2: events carry group_id; 3: the device tables have the autotune category and the host-vs-
 # device columns (device_idle_s, lazy_tensor, bound); 4: the bottleneck table, the host_transfer
-# category, and each step's bound from the one step model (tables/story.py)
-CACHE_VERSION = "4"
+# category, and each step's bound from the one step model (tables/story.py); 5: per-step tables
+# in files of their own, aggregates in the metadata
+CACHE_VERSION = "5"
+# Rows per row group of a per-step table: a read of a range of steps skips the others.
+TABLE_ROW_GROUP = 16384
+# Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
+# for every column is a third of the write's time.
+_STATISTICS = ["step", "start_ns", "end_ns"]
 CACHE_DIR_ENV = "XLAPROF_CACHE_DIR"
 
 
@@ -56,10 +68,16 @@ def cache_path_for(path: Path) -> Path:
     """
     beside = path.with_name(path.name + CACHE_SUFFIX)
     writable = os.access(path.parent, os.W_OK) and not os.environ.get(CACHE_DIR_ENV)
-    if writable and not os.path.islink(beside):  # a link there was planted: never used
+    planted = [beside, *(table_path(beside, name) for name in TABLES)]
+    if writable and not any(map(os.path.islink, planted)):  # a link there: never used
         return beside
     digest = hashlib.sha1(str(path.absolute()).encode()).hexdigest()[:16]
     return _private_root() / f"{digest}-{path.name}{CACHE_SUFFIX}"
+
+
+def table_path(cache: Path, name: str) -> Path:
+    """Where per-step table ``name`` of the cache ``cache`` is: beside it."""
+    return cache.with_name(cache.name.removesuffix(".parquet") + f".{name}.parquet")
 
 
 def _private_root() -> Path:
@@ -110,8 +128,8 @@ def _described(schema: object, rows: int, summary: bytes) -> str:
     return hashlib.sha256(f"{columns}|{rows}|{digest}".encode()).hexdigest()
 
 
-_SUMMARY_TABLES = ("step_bounds", "steps")
-_DEVICE_TABLES = ("devices", "steps", "ops", "utilization", "tracing", "bottleneck")
+# the small tables (the per-step ones are files of their own)
+_DEVICE_TABLES = ("devices", "ops", "utilization", "bottleneck_by_device")
 
 
 def _table_bytes(frame: pd.DataFrame) -> str:
@@ -138,48 +156,104 @@ def _table_from(text: str) -> pd.DataFrame:
 
 def _summary_record(summary: HostSummary) -> dict[str, Any]:
     model = summary.device
+    assert model is not None and summary.aggregates is not None
     return {
         "host": summary.host,
         "events": summary.events,
         "profile_start_ns": summary.profile_start_ns,
-        **{name: _table_bytes(getattr(summary, name)) for name in _SUMMARY_TABLES},
         "device": {name: _table_bytes(getattr(model, name)) for name in _DEVICE_TABLES},
         "device_events": model.events,
+        "aggregates": summary.aggregates.to_json(),
     }
+
+
+def _write_signed(
+    table: Any,
+    target: Path,
+    source: Path,
+    first_step: int,
+    session: str,
+    summary: bytes,
+    **options: Any,
+) -> None:
+    """Write an Arrow table to ``target`` (exclusively, through a temporary file, never
+    through a link), stamped over its columns, rows and ``summary`` (unsigned where this user
+    has no key: readable for this load, never reused)."""
+    import pyarrow.parquet as pq
+
+    metadata = dict(table.schema.metadata or {})
+    try:
+        described = _described(table.schema, table.num_rows, summary)
+        metadata[b"xlaprof.stamp"] = _stamp(source, first_step, session, described).encode()
+    except (OSError, UnsafeFile):
+        metadata[b"xlaprof.stamp"] = b""
+    table = table.replace_schema_metadata(metadata)
+    fd, partial = temp_beside(target)
+    with os.fdopen(fd, "wb") as handle:
+        pq.write_table(table, handle, compression="zstd", **options)
+    replace_into(partial, target)
 
 
 def write_cache(
     events: pd.DataFrame,
     summary: HostSummary,
+    tables: dict[str, pd.DataFrame],
     target: Path,
     source: Path,
     first_step: int,
     session: str,
 ) -> str | None:
-    """Write ``events`` (all columns but ``args``) and the summary; None if it cannot be."""
+    """Write ``events`` (all columns but ``args``) with the summary, and each per-step table
+    in ``tables`` beside it (``table_path``; their paths go to ``summary.tables``); None if
+    they cannot be written. The tables go first: a cache file names only tables written."""
+    import pandas as pd
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     columns = [c for c in events.columns if c != "args"]
     frame = events[columns]
     frame.attrs = {}
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    metadata = dict(table.schema.metadata or {})
-    record = json.dumps(_summary_record(summary)).encode()
-    try:
-        described = _described(table.schema, table.num_rows, record)
-        metadata[b"xlaprof.stamp"] = _stamp(source, first_step, session, described).encode()
-    except (OSError, UnsafeFile):
-        metadata[b"xlaprof.stamp"] = b""  # unsigned: readable for this load, never reused
-    metadata[b"xlaprof.summary"] = record
-    table = table.replace_schema_metadata(metadata)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, partial = temp_beside(target)
-        with os.fdopen(fd, "wb") as handle:
-            pq.write_table(table, handle, compression="zstd")
-        replace_into(partial, target)
+        paths = {}
+        for name in TABLES:
+            path = table_path(target, name)
+            rows = tables[name]
+            if name == HOST_STEPS:  # by step, so that a range of steps is a few row groups
+                rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
+            arrow = pa.Table.from_pandas(rows, preserve_index=False)
+            _write_signed(
+                arrow,
+                path,
+                source,
+                first_step,
+                session,
+                name.encode(),
+                row_group_size=TABLE_ROW_GROUP,
+            )
+            paths[name] = str(path)
+        summary.tables = paths
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        record = json.dumps(_summary_record(summary)).encode()
+        metadata = dict(table.schema.metadata or {})
+        metadata[b"xlaprof.summary"] = record
+        # dictionaries for the text columns only (a column of distinct times gains nothing)
+        texts = [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
+        # times as deltas: events are in start order, so these are small numbers (faster to
+        # write and read, and smaller, than zstd on the values)
+        deltas = {c: "DELTA_BINARY_PACKED" for c in ("start_ns", "end_ns") if c in frame}
+        _write_signed(
+            table.replace_schema_metadata(metadata),
+            target,
+            source,
+            first_step,
+            session,
+            record,
+            use_dictionary=texts,
+            write_statistics=_STATISTICS,
+            column_encoding=deltas,
+        )
     except (OSError, UnsafeFile):
+        summary.tables = {}
         return None
     return str(target)
 
@@ -209,33 +283,48 @@ class _Mismatch(ValueError):
 
 
 def _read_cached(target: Path, source: Path, first_step: int, session: str) -> HostSummary:
-    import pyarrow.parquet as pq
+    import pandas as pd
 
-    with os.fdopen(open_owned(target), "rb") as handle:
-        parquet = pq.ParquetFile(handle)
-        metadata = parquet.schema_arrow.metadata or {}
-        record_bytes = metadata[b"xlaprof.summary"]
-        described = _described(parquet.schema_arrow, parquet.metadata.num_rows, record_bytes)
-    stamp = metadata.get(b"xlaprof.stamp", b"").decode()
-    if not hmac.compare_digest(stamp, _stamp(source, first_step, session, described)):
-        raise _Mismatch(
-            "it does not match this capture: another or a changed capture, other columns, "
-            "or not written by xlaprof for this user"
-        )
+    _, record_bytes = _verified(target, source, first_step, session, None)
+    tables = {name: table_path(target, name) for name in TABLES}
+    for name, path in tables.items():  # each per-step table written with this cache
+        _verified(path, source, first_step, session, name.encode())
     record = json.loads(record_bytes)
-    tables = {name: _table_from(record[name]) for name in _SUMMARY_TABLES}
+    device = {name: _table_from(record["device"][name]) for name in _DEVICE_TABLES}
+    # the per-step rows stay in their files: the parent reads them when asked
+    empty = pd.DataFrame()
     model = DeviceSummary(
-        **{name: _table_from(record["device"][name]) for name in _DEVICE_TABLES},
-        events=record["device_events"],
+        **device, steps=empty, tracing=empty, bottleneck=empty, events=record["device_events"]
     )
     return HostSummary(
         host=record["host"],
         path=str(source),
         events=record["events"],
         profile_start_ns=record["profile_start_ns"],
-        step_bounds=tables["step_bounds"],
-        steps=typed_steps(tables["steps"]),
         ops=model.ops,
         device=model,
+        aggregates=StepAggregates.from_json(record["aggregates"]),
+        tables={name: str(path) for name, path in tables.items()},
         cache=str(target),
     )
+
+
+def _verified(
+    path: Path, source: Path, first_step: int, session: str, summary: bytes | None
+) -> tuple[dict[bytes, bytes], bytes]:
+    """The metadata of cache file ``path`` and the summary its stamp covers (the events
+    cache's ``xlaprof.summary`` when ``summary`` is None), if the stamp verifies."""
+    import pyarrow.parquet as pq
+
+    with os.fdopen(open_owned(path), "rb") as handle:
+        parquet = pq.ParquetFile(handle)
+        metadata = parquet.schema_arrow.metadata or {}
+        covered = metadata[b"xlaprof.summary"] if summary is None else summary
+        described = _described(parquet.schema_arrow, parquet.metadata.num_rows, covered)
+    stamp = metadata.get(b"xlaprof.stamp", b"").decode()
+    if not hmac.compare_digest(stamp, _stamp(source, first_step, session, described)):
+        raise _Mismatch(
+            f"{path.name} does not match this capture: another or a changed capture, other "
+            "columns, or not written by xlaprof for this user"
+        )
+    return metadata, covered

@@ -133,8 +133,8 @@ async def _run(
                 raise SchedulerError(f"{scheduler}: the scheduler lost its workers")
             for task in finished:
                 index = pending.pop(task)
-                result, error = task.result()
-                done(index, result, error)
+                result, failure = task.result()
+                done(index, result, failure)
         return workers
     finally:
         with contextlib.suppress(Exception):  # closing is best effort: the results are in

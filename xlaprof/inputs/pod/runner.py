@@ -14,7 +14,6 @@ from typing import Any
 
 from xlaprof.errors import XlaprofError
 from xlaprof.inputs.captures import hosts_named_apart
-from xlaprof.inputs.pod.cluster import SCHEDULER_ENV  # noqa: F401  (re-exported)
 from xlaprof.inputs.pod.summary import summarize_host
 from xlaprof.model.pod import HostError, HostSummary, PodLoad
 from xlaprof.parse.events import host_from_filename
@@ -59,19 +58,20 @@ def summarize_hosts(
 
 def _named_apart(summaries: list[HostSummary]) -> list[HostSummary]:
     """Hosts named apart as ``load_trace`` names them (``hosts_named_apart``). Each renamed
-    summary's tables are renamed; ``stored_host`` keeps the name its cache holds."""
+    summary's tables are renamed; ``stored_host`` keeps the name its cache and its per-step
+    tables hold (they are renamed as they are read)."""
     ordered = sorted(summaries, key=lambda s: s.path)
     names = hosts_named_apart([(s.host, s.path) for s in ordered])
     for summary, name in zip(ordered, names, strict=True):
         summary.stored_host = summary.host
         if name != summary.host:
             summary.host = name
-            summary.step_bounds = summary.step_bounds.assign(host=name)
-            summary.steps = summary.steps.assign(host=name)
             model = summary.device
-            for table in ("devices", "steps", "ops", "utilization", "tracing", "bottleneck"):
+            if model is None:
+                continue
+            for table in ("devices", "ops", "utilization", "bottleneck_by_device"):
                 frame = getattr(model, table)
-                if "host" in frame.columns:
+                if frame is not None and "host" in frame.columns:
                     setattr(model, table, frame.assign(host=name))
             summary.ops = model.ops
     return summaries

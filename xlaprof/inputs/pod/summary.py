@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.errors import InputNotRecognized, InputUnreadable, XlaprofError
 from xlaprof.inputs.captures import device_table, load_capture_file
 from xlaprof.inputs.pod.cache import cache_path_for, cached_summary, write_cache
+from xlaprof.model.device import DeviceSummary
+from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
 from xlaprof.model.pod import (
     CATEGORY_COLUMNS,
     HOST_STEP_COLUMNS,
@@ -26,6 +28,7 @@ from xlaprof.model.pod import (
 from xlaprof.tables import device as device_model
 from xlaprof.tables.intervals import Coverage
 from xlaprof.tables.step_numbers import assign_steps
+from xlaprof.tables.step_stats import by_device, host_aggregates
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,10 +47,12 @@ COLLECTIVE = re.compile(
 def summarize_host(
     path: str | os.PathLike[str], first_step: int = 0, cache: bool = True, session: str = ""
 ) -> HostSummary:
-    """One host's capture -> its ``HostSummary``, writing (or reusing) its Parquet cache.
+    """One host's capture -> its ``HostSummary``, writing (or reusing) its Parquet cache and
+    the per-step tables beside it.
 
     Runs in a worker process (local pool or dask worker); raises ``XlaprofError`` naming the
-    file when the capture cannot be read.
+    file when the capture cannot be read. Without a cache the per-step tables travel in the
+    summary (``frames``).
     """
     started = time.perf_counter()
     path = Path(path)
@@ -59,10 +64,14 @@ def summarize_host(
         summary.cache_hit = True
     else:
         events, bounds = read_host_events(path, first_step, session)
-        summary = summarize_events(events, bounds, path)
+        summary, tables = summarize_events(events, bounds, path)
         if cache_path is not None:
-            summary.cache = write_cache(events, summary, cache_path, path, first_step, session)
-        del events
+            summary.cache = write_cache(
+                events, summary, tables, cache_path, path, first_step, session
+            )
+        if summary.cache is None:
+            summary.frames = tables
+        del events, tables
     summary.notes = notes
     summary.seconds = time.perf_counter() - started
     summary.worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -77,6 +86,7 @@ def read_host_events(
 
     ``events.attrs["devices"]`` keeps the host's device table (``Trace.devices`` rows).
     """
+    import numpy as np
     import pandas as pd
 
     try:
@@ -93,7 +103,8 @@ def read_host_events(
     for column in CATEGORY_COLUMNS:
         if column in events and events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    events.insert(0, "session", pd.Categorical([session] * len(events)))
+    sessions = pd.Categorical.from_codes(np.zeros(len(events), np.int8), [session])
+    events.insert(0, "session", sessions)
     host = str(events["host"].iloc[0])
     events["step"], bounds = assign_steps(events, first_step, {host: start})
     bounds.insert(0, "session", session)
@@ -103,58 +114,99 @@ def read_host_events(
 
 def summarize_events(
     events: pd.DataFrame, bounds: pd.DataFrame, path: Path | str = ""
-) -> HostSummary:
-    """One host's events -> per (device, step) rows and device op totals.
-
-    Host rows: the step's wall time is boundary to boundary (``bounds``); ``collective_ms`` is
-    the union of the host's collective events in the step; ``own_ms`` the rest of the wall time
-    (the host's own work, or idle). Device rows (one per device plane): wall is the device's
-    ``Steps`` event when there is one, else the extent of its events in the step; busy is the
-    union of its events; collective and own as on the host.
-    """
+) -> tuple[HostSummary, dict[str, pd.DataFrame]]:
+    """One host's events -> its summary (device model without per-step rows, aggregates) and
+    its per-step tables (``xlaprof.model.ondisk.TABLES``), which the caller writes to disk."""
     import pandas as pd
 
     host = str(events["host"].iloc[0]) if len(events) else ""
-    rows: list[dict[str, Any]] = []
-    stepped = events[events["step"].notna()]
-    stepped = stepped.assign(_collective=_collective_mask(stepped))
-    host_events = stepped[stepped["plane_kind"] == "host"]
-    counts = host_events.groupby("step", observed=True).size()
-    # collectives by time, not by step label: a wait that crosses a step boundary counts in both
-    host_plane = events["plane_kind"] == "host"
-    waits = events[host_plane.to_numpy() & _collective_mask(events)]
-    coverage = Coverage.of(waits["start_ns"].to_numpy(), waits["end_ns"].to_numpy())
-    collectives = coverage.within(bounds["start_ns"].to_numpy(), bounds["end_ns"].to_numpy())
-    for bound, collective_ns in zip(bounds.itertuples(index=False), collectives, strict=True):
-        start, end = int(bound.start_ns), int(bound.end_ns)
-        collective = int(collective_ns)
-        rows.append(
-            _row(host, HOST_DEVICE, int(bound.step), start, end - start, None, collective)
-            | {"events": int(counts.get(bound.step, 0))}
-        )
     model = device_model.summarize_host(events, events.attrs.get("devices"), bounds)
-    for row in model.steps.itertuples(index=False):
-        if pd.isna(row.step):  # None, NaN or pd.NA (a device with no steps: "whole capture")
-            continue
-        wall = int(row.end_ns) - int(row.start_ns)
-        busy = round(float(row.busy_s) * 1e9)
-        collective = round(float(row.collective_s) * 1e9)
-        rows.append(
-            _row(host, str(row.device), int(row.step), int(row.start_ns), wall, busy, collective)
-            | {"events": None}
-        )
-    steps = typed_steps(pd.DataFrame(rows, columns=HOST_STEP_COLUMNS))
-    ops = model.ops
-    return HostSummary(
+    steps = host_step_rows(events, bounds, model.steps)
+    bottleneck = model.bottleneck if model.bottleneck is not None else pd.DataFrame()
+    tables = {
+        STEP_BOUNDS: bounds.assign(host=bounds["host"].astype(str)),
+        DEVICE_STEPS: model.steps,
+        TRACING: model.tracing,
+        HOST_STEPS: steps,
+        BOTTLENECK: bottleneck,
+    }
+    aggregates = host_aggregates(
+        steps, model.steps, model.tracing, {name: len(frame) for name, frame in tables.items()}
+    )
+    empty = pd.DataFrame()
+    device = DeviceSummary(
+        devices=model.devices,
+        steps=empty,
+        ops=model.ops,
+        utilization=model.utilization,
+        tracing=empty,
+        events=model.events,
+        warnings=model.warnings,
+        bottleneck=empty,
+        lines=model.lines,
+        line_totals=model.line_totals,
+        bottleneck_by_device=by_device(model),
+    )
+    summary = HostSummary(
         host=host,
         path=str(path),
         events=len(events),
         profile_start_ns=events.attrs.get("profile_start_ns"),
-        step_bounds=bounds.assign(host=bounds["host"].astype(str)),
-        steps=steps,
-        ops=ops,
-        device=model,
+        ops=model.ops,
+        device=device,
+        aggregates=aggregates,
     )
+    return summary, tables
+
+
+def host_step_rows(
+    events: pd.DataFrame, bounds: pd.DataFrame, device_steps: pd.DataFrame
+) -> pd.DataFrame:
+    """One host's straggler rows (HOST_STEP_COLUMNS): per host step and per (device, step).
+
+    Host rows: the step's wall time is boundary to boundary (``bounds``); ``collective_ms`` is
+    the union of the host's collective events in the step; ``own_ms`` the rest of the wall time
+    (the host's own work, or idle). Device rows (one per device plane, from the device model's
+    ``device_steps``): wall is the device's step window (its ``Steps`` event when there is one,
+    else the extent of its events in the step); busy is the union of its events; collective
+    and own as on the host.
+    """
+    import numpy as np
+    import pandas as pd
+
+    host = str(events["host"].iloc[0]) if len(events) else ""
+    stepped = events[events["step"].notna()]
+    counts = (
+        stepped[(stepped["plane_kind"] == "host").to_numpy()].groupby("step", observed=True).size()
+    )
+    # collectives by time, not by step label: a wait that crosses a step boundary counts in both
+    host_plane = (events["plane_kind"] == "host").to_numpy()
+    waits = events[host_plane & _collective_mask(events)]
+    coverage = Coverage.of(waits["start_ns"].to_numpy(), waits["end_ns"].to_numpy())
+    starts = bounds["start_ns"].to_numpy(dtype=np.int64)
+    ends = bounds["end_ns"].to_numpy(dtype=np.int64)
+    collective = np.asarray(coverage.within(starts, ends), dtype=np.int64)
+    numbers = bounds["step"].to_numpy(dtype=np.int64)
+    host_rows = _rows(host, HOST_DEVICE, numbers, starts, ends - starts, None, collective)
+    host_rows["events"] = pd.array(
+        counts.reindex(numbers, fill_value=0).to_numpy(dtype=np.int64), dtype="Int64"
+    )
+    mine = device_steps[device_steps["step"].notna()]
+    start = mine["start_ns"].to_numpy(dtype=np.int64)
+    device_rows = _rows(
+        host,
+        mine["device"].astype(str).to_numpy(),
+        mine["step"].to_numpy(dtype=np.int64),
+        start,
+        mine["end_ns"].to_numpy(dtype=np.int64) - start,
+        np.round(mine["busy_s"].to_numpy(dtype=np.float64) * 1e9).astype(np.int64),
+        np.round(mine["collective_s"].to_numpy(dtype=np.float64) * 1e9).astype(np.int64),
+    )
+    device_rows["events"] = pd.array([None] * len(device_rows), dtype="Int64")
+    frames = [f for f in (host_rows, device_rows) if len(f)]
+    if not frames:
+        return typed_steps(pd.DataFrame(columns=HOST_STEP_COLUMNS))
+    return typed_steps(pd.concat(frames, ignore_index=True)[HOST_STEP_COLUMNS])
 
 
 def _collective_mask(events: pd.DataFrame) -> Any:
@@ -174,16 +226,29 @@ def _collective_mask(events: pd.DataFrame) -> Any:
     return mask
 
 
-def _row(
-    host: str, device: str, step: int, start: int, wall_ns: int, busy: int | None, coll: int
-) -> dict[str, Any]:
-    return {
-        "host": host,
-        "device": device,
-        "step": step,
-        "start_ns": start,
-        "wall_ms": wall_ns / 1e6,
-        "busy_ms": None if busy is None else busy / 1e6,
-        "collective_ms": coll / 1e6,
-        "own_ms": max(wall_ns - coll, 0) / 1e6,
-    }
+def _rows(
+    host: str,
+    device: Any,
+    step: Any,
+    start: Any,
+    wall_ns: Any,
+    busy_ns: Any,
+    collective_ns: Any,
+) -> pd.DataFrame:
+    """Straggler rows from arrays (nanoseconds in, milliseconds out; busy None: not measured)."""
+    import numpy as np
+    import pandas as pd
+
+    count = len(step)
+    return pd.DataFrame(
+        {
+            "host": [host] * count,
+            "device": np.broadcast_to(np.asarray(device, dtype=object), (count,)),
+            "step": step,
+            "start_ns": start,
+            "wall_ms": wall_ns / 1e6,
+            "busy_ms": np.full(count, np.nan) if busy_ns is None else busy_ns / 1e6,
+            "collective_ms": collective_ns / 1e6,
+            "own_ms": np.maximum(wall_ns - collective_ns, 0) / 1e6,
+        }
+    )

@@ -16,6 +16,7 @@ copying them into blocks of one dtype.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,10 +56,14 @@ from xlaprof.parse.xplane.wire import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
 
-def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.DataFrame:
+def xspace_frame(
+    path: Path, host: str | None = None, args: bool = True, framework_op: bool = False
+) -> pd.DataFrame:
     """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring).
 
     ``frame.attrs`` holds ``profile_start_ns`` (when profiling began, None if not recorded),
@@ -66,6 +71,10 @@ def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.D
     ``dropped_events``. With ``args=False`` the ``args`` column is None on every row and no
     per-event dict is built (for callers that keep every column but ``args``, like the pod
     cache): what the analysis reads from ``args`` on an XSpace (``group_id``) is a column.
+    ``framework_op=True`` adds the one more thing it reads there as a column of its own,
+    ``framework_op``: the event's own ``name`` stat (JAX's name stack), else its ``tf_op``,
+    where that is text and not XLA's placeholder (``XlaModule:``); as
+    ``tables.device.events`` reads it from ``args``.
     """
     path = Path(path)
     raw = read_capture(path)
@@ -86,7 +95,7 @@ def xspace_frame(path: Path, host: str | None = None, args: bool = True) -> pd.D
     except WireError:
         raise undecodable(path, raw) from None
     del data, starts, ends
-    frame = layout.frame(events, host, args)
+    frame = layout.frame(events, host, args, framework_op)
     frame.attrs["profile_start_ns"] = start_ns
     frame.attrs["devices"] = devices
     return frame
@@ -109,7 +118,11 @@ class Strings:
             self.items.append(text)
         return code
 
-    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+    def text_code(self, value: object) -> int:
+        """The code of a promoted text stat's value, as the column holds it (added if new)."""
+        return self.code(_text(value))
+
+    def categorical(self, codes: np.ndarray) -> pd.Categorical[str]:
         """``codes`` (-1: missing) as the categorical ``pd.Categorical`` makes of the strings
         themselves: categories the strings used, sorted; codes as small as they allow."""
         import pandas as pd
@@ -120,7 +133,8 @@ class Strings:
         recode = np.full(len(self.items) + 1, -1, small)  # the last slot recodes -1
         recode[ordered] = np.arange(len(ordered))
         categories = [self.items[code] for code in ordered]
-        return pd.Categorical.from_codes(recode[codes], categories=categories)
+        dtype: pd.CategoricalDtype[str] = pd.CategoricalDtype(categories)
+        return pd.Categorical.from_codes(recode[codes], dtype=dtype)
 
 
 def _code_type(count: int) -> Any:
@@ -181,7 +195,9 @@ class Layout:
         named = sorted((key, self.stat_names.code(name)) for key, name in stat_names.items())
         self.stats.append(np.array(named, np.int64).reshape(-1, 2))
 
-    def frame(self, events: Events, host: str, args: bool) -> pd.DataFrame:
+    def frame(
+        self, events: Events, host: str, args: bool, framework_op: bool = False
+    ) -> pd.DataFrame:
         """The event frame (see the module docstring) of ``events``, in this layout's order.
 
         ``events`` is emptied: each array is dropped once used, and what comes of the stats
@@ -209,6 +225,9 @@ class Layout:
         del metadata_id
         values = StatValues(stats, self.stat_names.items, ref_name)
         promoted, texts = self._promoted(stats.event, values, stat_name, rank)
+        framework_ops = None
+        if framework_op:
+            framework_ops = self._framework_ops(stats.event, values, stat_name, rank, rows)
         if not rows:  # as events_frame gives it: pandas makes an empty list float64
             args_column: Any = []
         elif args:
@@ -237,7 +256,9 @@ class Layout:
         del plane_of, lines, names, times
         columns.update(self._stat_columns(meta[order], promoted, texts))
         columns["args"] = args_column
-        del meta, promoted, args_column
+        if framework_ops is not None:
+            columns["framework_op"] = framework_ops
+        del meta, promoted, args_column, framework_ops
         if rows:
             # The columns as they are: DataFrame() would copy each into a block of its dtype.
             series = [
@@ -301,7 +322,9 @@ class Layout:
         texts = {key: Strings() for key in TEXT_STATS}
         for key in (*TEXT_STATS, *WHOLE_STATS, *NUMBER_STATS):
             code = self.stat_names.codes.get(key)
-            rows = np.flatnonzero(stat_name == code) if code is not None else []
+            if code is None:
+                continue
+            rows = np.flatnonzero(stat_name == code)
             if not len(rows):
                 continue
             owner = owners[rows]
@@ -309,13 +332,44 @@ class Layout:
             rows, where = rows[last], rank[owner[last]]
             rows, where = rows[where >= 0], where[where >= 0]
             if key in texts:
-                code_of = texts[key].code
-                found[key] = (where, values.codes(rows, lambda v, c=code_of: c(_text(v))))
+                found[key] = (where, values.codes(rows, texts[key].text_code))
             elif key in WHOLE_STATS:
                 found[key] = (where, values.integers(rows, step_number))
             else:
                 found[key] = (where, values.floats(rows, finite))
         return found, texts
+
+    def _framework_ops(
+        self,
+        owners: np.ndarray,
+        values: StatValues,
+        stat_name: np.ndarray,
+        rank: np.ndarray,
+        rows: int,
+    ) -> pd.Categorical:
+        """Per frame row, its event's own ``name`` stat, else its ``tf_op`` (of two stats of
+        one name, the last, as in ``args``), where that is text and not ``XlaModule:``-like:
+        the framework op ``tables.device.events`` reads from ``args``."""
+        strings = Strings()
+
+        def code(value: object) -> int:
+            usable = isinstance(value, str) and value and not value.endswith(":")
+            return strings.code(value) if usable else -1  # type: ignore[arg-type]
+
+        codes = np.full(rows, -1, np.int64)
+        for key in ("tf_op", "name"):  # the name stack, where there is one, wins
+            stat = self.stat_names.codes.get(key)
+            found = np.flatnonzero(stat_name == stat) if stat is not None else []
+            if not len(found):
+                continue
+            owner = owners[found]
+            last = np.append(owner[1:] != owner[:-1], True)
+            found, where = found[last], rank[owner[last]]
+            found, where = found[where >= 0], where[where >= 0]
+            value = values.codes(found, code)
+            usable = value >= 0
+            codes[where[usable]] = value[usable]
+        return strings.categorical(codes)
 
     def _stat_columns(
         self,
@@ -379,7 +433,7 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _codes(strings: Strings, texts: list[str | None]) -> np.ndarray:
+def _codes(strings: Strings, texts: Sequence[str | None]) -> np.ndarray:
     return np.array([strings.code(text) for text in texts], np.int32).reshape(-1)
 
 
@@ -430,6 +484,25 @@ def _args(
     out = np.full(rows, None, object)
     if not len(stat_name):
         return out
+    # Hundreds of thousands of new dicts of plain values: none can be in a reference cycle, so
+    # the cycle collector, which their allocations would set off again and again, is held off.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _fill_args(out, first_stat, values, stat_name, rank)
+    finally:
+        if collecting:
+            gc.enable()
+    return out
+
+
+def _fill_args(
+    out: np.ndarray,
+    first_stat: np.ndarray,
+    values: StatValues,
+    stat_name: np.ndarray,
+    rank: np.ndarray,
+) -> None:
     keys = np.array(values.names, object)[stat_name]
     items = values.objects(np.arange(len(stat_name)))
     sizes = np.diff(first_stat)
@@ -447,4 +520,3 @@ def _args(
         else:
             dicts = list(map(dict, map(zip, zip(*k, strict=True), zip(*v, strict=True))))
         out[where] = dicts
-    return out

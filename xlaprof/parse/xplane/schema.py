@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from xlaprof.errors import BadCapture
 from xlaprof.parse.events import device_kind, device_name, host_from_filename
+
+if TYPE_CHECKING:
+    from google.protobuf.descriptor_pb2 import DescriptorProto
+    from google.protobuf.descriptor_pool import DescriptorPool
 
 # Lines whose events are HLO ops: there the metadata's display name is the op's name.
 OP_LINES = ("XLA Ops", "Async XLA Ops", "SparseCore Ops")
@@ -48,131 +52,152 @@ def message_class(name: str, events_as_bytes: bool) -> Any:
     from google.protobuf import message_factory
 
     pool = _schema_pool(events_as_bytes)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"xlaprof.xplane.{name}"))
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
+
+
+class _Field(NamedTuple):
+    """One field of a message, as ``xplane.proto`` declares it."""
+
+    name: str
+    number: int
+    type: str  # a ``FieldDescriptorProto.TYPE_*`` name without its prefix: "INT64", "MESSAGE"…
+    message: str | None = None  # the message type of a MESSAGE field
+    repeated: bool = False
+    in_oneof: bool = False  # a member of its message's oneof (a message here has at most one)
+    map_to: str | None = None  # a ``map<int64, map_to>`` field
+
+
+# The messages of the public schema, in its order: each with its oneof's name (or None) and its
+# fields.
+_SCHEMA: dict[str, tuple[str | None, tuple[_Field, ...]]] = {
+    "XStatMetadata": (
+        None,
+        (
+            _Field("id", 1, "INT64"),
+            _Field("name", 2, "STRING"),
+            _Field("description", 3, "STRING"),
+        ),
+    ),
+    "XStat": (
+        "value",
+        (
+            _Field("metadata_id", 1, "INT64"),
+            _Field("double_value", 2, "DOUBLE", in_oneof=True),
+            _Field("uint64_value", 3, "UINT64", in_oneof=True),
+            _Field("int64_value", 4, "INT64", in_oneof=True),
+            _Field("str_value", 5, "STRING", in_oneof=True),
+            _Field("bytes_value", 6, "BYTES", in_oneof=True),
+            _Field("ref_value", 7, "UINT64", in_oneof=True),
+        ),
+    ),
+    "XEventMetadata": (
+        None,
+        (
+            _Field("id", 1, "INT64"),
+            _Field("name", 2, "STRING"),
+            _Field("metadata", 3, "BYTES"),
+            _Field("display_name", 4, "STRING"),
+            _Field("stats", 5, "MESSAGE", "XStat", repeated=True),
+            _Field("child_id", 6, "INT64", repeated=True),
+        ),
+    ),
+    "XEvent": (
+        "data",
+        (
+            _Field("metadata_id", 1, "INT64"),
+            _Field("offset_ps", 2, "INT64", in_oneof=True),
+            _Field("num_occurrences", 5, "INT64", in_oneof=True),
+            _Field("duration_ps", 3, "INT64"),
+            _Field("stats", 4, "MESSAGE", "XStat", repeated=True),
+        ),
+    ),
+    "XLine": (
+        None,
+        (
+            _Field("id", 1, "INT64"),
+            _Field("name", 2, "STRING"),
+            _Field("timestamp_ns", 3, "INT64"),
+            _Field("events", 4, "MESSAGE", "XEvent", repeated=True),  # bytes in the shadow
+            _Field("duration_ps", 9, "INT64"),
+            _Field("display_id", 10, "INT64"),
+            _Field("display_name", 11, "STRING"),
+        ),
+    ),
+    "XPlane": (
+        None,
+        (
+            _Field("id", 1, "INT64"),
+            _Field("name", 2, "STRING"),
+            _Field("lines", 3, "MESSAGE", "XLine", repeated=True),
+            _Field("event_metadata", 4, "MESSAGE", map_to="XEventMetadata"),
+            _Field("stat_metadata", 5, "MESSAGE", map_to="XStatMetadata"),
+            _Field("stats", 6, "MESSAGE", "XStat", repeated=True),
+        ),
+    ),
+    "XSpace": (
+        None,
+        (
+            _Field("planes", 1, "MESSAGE", "XPlane", repeated=True),
+            _Field("errors", 2, "STRING", repeated=True),
+            _Field("warnings", 3, "STRING", repeated=True),
+            _Field("hostnames", 4, "STRING", repeated=True),
+        ),
+    ),
+}
+_PACKAGE = "xlaprof.xplane"
 
 
 @functools.cache
-def _schema_pool(events_as_bytes: bool) -> Any:
+def _schema_pool(events_as_bytes: bool) -> DescriptorPool:
+    """The schema (``_SCHEMA``) as a descriptor pool; with ``events_as_bytes``, the shadow."""
     from google.protobuf import descriptor_pb2, descriptor_pool
 
-    field = descriptor_pb2.FieldDescriptorProto
-    optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
     proto = descriptor_pb2.FileDescriptorProto(
-        name="xlaprof_xplane.proto", package="xlaprof.xplane", syntax="proto3"
+        name="xlaprof_xplane.proto", package=_PACKAGE, syntax="proto3"
     )
-
-    def message(name: str, fields: list[tuple], oneof: str | None = None) -> Any:
+    for name, (oneof, fields) in _SCHEMA.items():
         described = proto.message_type.add(name=name)
         if oneof:
             described.oneof_decl.add(name=oneof)
         for spec in fields:
-            fname, number, ftype, label, type_name, in_oneof = (*spec, None, None, None)[:6]
-            added = described.field.add(
-                name=fname, number=number, type=ftype, label=label or optional
-            )
-            if type_name:
-                added.type_name = f".xlaprof.xplane.{type_name}"
-            if in_oneof:
-                added.oneof_index = 0
-        return described
-
-    message(
-        "XStatMetadata",
-        [
-            ("id", 1, field.TYPE_INT64),
-            ("name", 2, field.TYPE_STRING),
-            ("description", 3, field.TYPE_STRING),
-        ],
-    )
-    message(
-        "XStat",
-        [
-            ("metadata_id", 1, field.TYPE_INT64),
-            ("double_value", 2, field.TYPE_DOUBLE, None, None, True),
-            ("uint64_value", 3, field.TYPE_UINT64, None, None, True),
-            ("int64_value", 4, field.TYPE_INT64, None, None, True),
-            ("str_value", 5, field.TYPE_STRING, None, None, True),
-            ("bytes_value", 6, field.TYPE_BYTES, None, None, True),
-            ("ref_value", 7, field.TYPE_UINT64, None, None, True),
-        ],
-        oneof="value",
-    )
-    message(
-        "XEventMetadata",
-        [
-            ("id", 1, field.TYPE_INT64),
-            ("name", 2, field.TYPE_STRING),
-            ("metadata", 3, field.TYPE_BYTES),
-            ("display_name", 4, field.TYPE_STRING),
-            ("stats", 5, field.TYPE_MESSAGE, repeated, "XStat"),
-            ("child_id", 6, field.TYPE_INT64, repeated),
-        ],
-    )
-    message(
-        "XEvent",
-        [
-            ("metadata_id", 1, field.TYPE_INT64),
-            ("offset_ps", 2, field.TYPE_INT64, None, None, True),
-            ("num_occurrences", 5, field.TYPE_INT64, None, None, True),
-            ("duration_ps", 3, field.TYPE_INT64),
-            ("stats", 4, field.TYPE_MESSAGE, repeated, "XStat"),
-        ],
-        oneof="data",
-    )
-    event_type = (
-        (field.TYPE_BYTES, repeated)
-        if events_as_bytes
-        else (field.TYPE_MESSAGE, repeated, "XEvent")
-    )
-    message(
-        "XLine",
-        [
-            ("id", 1, field.TYPE_INT64),
-            ("name", 2, field.TYPE_STRING),
-            ("timestamp_ns", 3, field.TYPE_INT64),
-            ("events", 4, *event_type),
-            ("duration_ps", 9, field.TYPE_INT64),
-            ("display_id", 10, field.TYPE_INT64),
-            ("display_name", 11, field.TYPE_STRING),
-        ],
-    )
-    plane = message(
-        "XPlane",
-        [
-            ("id", 1, field.TYPE_INT64),
-            ("name", 2, field.TYPE_STRING),
-            ("lines", 3, field.TYPE_MESSAGE, repeated, "XLine"),
-            ("event_metadata", 4, field.TYPE_MESSAGE, repeated, "XPlane.EventMetadataEntry"),
-            ("stat_metadata", 5, field.TYPE_MESSAGE, repeated, "XPlane.StatMetadataEntry"),
-            ("stats", 6, field.TYPE_MESSAGE, repeated, "XStat"),
-        ],
-    )
-    for entry_name, value_type in (
-        ("EventMetadataEntry", "XEventMetadata"),
-        ("StatMetadataEntry", "XStatMetadata"),
-    ):
-        entry = plane.nested_type.add(name=entry_name)
-        entry.options.map_entry = True
-        entry.field.add(name="key", number=1, type=field.TYPE_INT64, label=optional)
-        entry.field.add(
-            name="value",
-            number=2,
-            type=field.TYPE_MESSAGE,
-            label=optional,
-            type_name=f".xlaprof.xplane.{value_type}",
-        )
-    message(
-        "XSpace",
-        [
-            ("planes", 1, field.TYPE_MESSAGE, repeated, "XPlane"),
-            ("errors", 2, field.TYPE_STRING, repeated),
-            ("warnings", 3, field.TYPE_STRING, repeated),
-            ("hostnames", 4, field.TYPE_STRING, repeated),
-        ],
-    )
+            if events_as_bytes and (name, spec.name) == ("XLine", "events"):
+                spec = spec._replace(type="BYTES", message=None)
+            _add_field(described, spec)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
     return pool
+
+
+def _add_field(described: DescriptorProto, spec: _Field) -> None:
+    """One field on a message's descriptor; a map field as protoc declares one: repeated
+    entries of a nested ``<Name>Entry`` message with a key and a value."""
+    from google.protobuf.descriptor_pb2 import FieldDescriptorProto as Field
+
+    repeated = spec.repeated or spec.map_to is not None
+    message = spec.message
+    if spec.map_to is not None:
+        entry_name = "".join(part.capitalize() for part in spec.name.split("_")) + "Entry"
+        entry = described.nested_type.add(name=entry_name)
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=Field.TYPE_INT64, label=Field.LABEL_OPTIONAL)
+        entry.field.add(
+            name="value",
+            number=2,
+            type=Field.TYPE_MESSAGE,
+            label=Field.LABEL_OPTIONAL,
+            type_name=f".{_PACKAGE}.{spec.map_to}",
+        )
+        message = f"{described.name}.{entry_name}"
+    added = described.field.add(
+        name=spec.name,
+        number=spec.number,
+        type=Field.Type.Value(f"TYPE_{spec.type}"),
+        label=Field.LABEL_REPEATED if repeated else Field.LABEL_OPTIONAL,
+    )
+    if message:
+        added.type_name = f".{_PACKAGE}.{message}"
+    if spec.in_oneof:
+        added.oneof_index = 0
 
 
 def read_xspace(path: Path) -> Any:
@@ -323,4 +348,5 @@ def canonical_event(raw: bytes) -> bytes:
     except DecodeError as error:
         raise WireError(str(error)) from None
     event.DiscardUnknownFields()
-    return event.SerializeToString()
+    encoded: bytes = event.SerializeToString()
+    return encoded

@@ -281,21 +281,7 @@ def split_space(space: Any) -> tuple[bytes, np.ndarray, np.ndarray]:
     The layout is checked (sizes, and each event's tag); where it does not hold, the events are
     joined from their bytes instead.
     """
-    lines = []
-    for plane_index in reversed(range(len(space.planes))):
-        plane = space.planes[plane_index]
-        for line_index in reversed(range(len(plane.lines))):
-            if not plane.lines[line_index].events:
-                del plane.lines[line_index]
-        if not plane.lines:
-            del space.planes[plane_index]
-    for plane in space.planes:
-        _clear_all_but(plane, "lines")
-        for line in plane.lines:
-            _clear_all_but(line, "events")
-            lines.append(line)
-    _clear_all_but(space, "planes")
-    space.DiscardUnknownFields()
+    lines = _keep_events_only(space)
     if not lines:
         return bytes(PAD), np.zeros(0, np.int64), np.zeros(0, np.int64)
     # The padding is a last field of the space (a hostname of PAD zero bytes, after the
@@ -320,12 +306,38 @@ def split_space(space: Any) -> tuple[bytes, np.ndarray, np.ndarray]:
     data = space.SerializeToString()
     tags = np.frombuffer(data, np.uint8)[starts - np.concatenate(heads, dtype=index)]
     if len(data) != position + 2 + PAD or not (tags == _EVENTS_TAG).all():
-        pieces = [event for line in lines for event in line.events]
-        sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
-        ends = np.cumsum(sizes)
-        starts = ends - sizes
-        data = b"".join(pieces) + bytes(PAD)
+        return _joined(lines)
     return data, starts, ends
+
+
+def _keep_events_only(space: Any) -> list[Any]:
+    """Empty ``space`` of all but its lines' events (lines without events, planes without
+    lines, every other field and unknown fields); the lines left, in plane and line order."""
+    lines = []
+    for plane_index in reversed(range(len(space.planes))):
+        plane = space.planes[plane_index]
+        for line_index in reversed(range(len(plane.lines))):
+            if not plane.lines[line_index].events:
+                del plane.lines[line_index]
+        if not plane.lines:
+            del space.planes[plane_index]
+    for plane in space.planes:
+        _clear_all_but(plane, "lines")
+        for line in plane.lines:
+            _clear_all_but(line, "events")
+            lines.append(line)
+    _clear_all_but(space, "planes")
+    space.DiscardUnknownFields()
+    return lines
+
+
+def _joined(lines: list[Any]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """The lines' events joined from their bytes (a copy each), ``PAD`` zero bytes after them,
+    and where each begins and ends: where upb's layout is not what ``split_space`` expects."""
+    pieces = [event for line in lines for event in line.events]
+    sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    ends = np.cumsum(sizes)
+    return b"".join(pieces) + bytes(PAD), ends - sizes, ends
 
 
 def _clear_all_but(message: Any, keep: str) -> None:
@@ -441,6 +453,8 @@ def _decode_stats(
 
 
 _NAME = 8  # a ref_value that names a stat of the plane (a kind of StatValues' own)
+# The numeric kinds: the dtype their 8 raw bytes hold.
+_NUMBER_TYPES = {INT64: np.int64, UINT64: np.uint64, DOUBLE: np.float64}
 _INT64_MAX = 2**63 - 1
 
 
@@ -477,12 +491,10 @@ class StatValues:
         return groups
 
     def _python(self, kind: int, keys: np.ndarray) -> list[Any]:
-        if kind == INT64:
-            return keys.view(np.int64).tolist()
-        if kind == UINT64:
-            return keys.tolist()
-        if kind == DOUBLE:
-            return keys.view(np.float64).tolist()
+        number_type = _NUMBER_TYPES.get(kind)
+        if number_type is not None:
+            numbers: list[Any] = keys.view(number_type).tolist()
+            return numbers
         table = {STR: self.stats.texts, BYTES: self.stats.hexes, _NAME: self.names}.get(kind)
         if table is None:
             return [None] * len(keys)

@@ -90,7 +90,11 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     frame["parent_op"] = np.where(parents >= 0, ops[np.maximum(parents, 0)], None)
     shorts = {name: short_name(str(name)) for name in set(ops)}
     frame["short_name"] = [shorts[name] for name in ops]
-    frame["framework_op"] = frame["args"].map(_framework_op)
+    if "framework_op" in frame:  # made by the parse where the frame has no args (a pod's)
+        ops_of = frame["framework_op"].astype(object)
+        frame["framework_op"] = ops_of.where(ops_of.notna(), None)
+    else:
+        frame["framework_op"] = frame["args"].map(_framework_op)
     return frame
 
 

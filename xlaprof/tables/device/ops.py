@@ -153,7 +153,7 @@ def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
             peak_bytes = getattr(row, "peak_bytes_per_s", None)
             if peak_flops and peak_bytes and peak_flops == peak_flops and peak_bytes > 0:
                 ridge[f"{row.host}\0{row.device}"] = float(peak_flops) / float(peak_bytes)
-    bounds = []
+    bounds: list[str | None] = []
     for host, device, intensity in zip(
         table["host"].astype(str), table["device"].astype(str), table["intensity"], strict=True
     ):

@@ -92,7 +92,9 @@ def merge_summaries(summaries: Iterable[DeviceSummary]) -> DeviceSummary:
     summaries = list(summaries)
 
     def cat(name: str, columns: list[str] | None) -> pd.DataFrame:
-        frames = [getattr(s, name) for s in summaries if not getattr(s, name).empty]
+        frames: list[pd.DataFrame] = [
+            getattr(s, name) for s in summaries if not getattr(s, name).empty
+        ]
         if not frames:
             return pd.DataFrame(columns=columns)
         return pd.concat(frames, ignore_index=True)

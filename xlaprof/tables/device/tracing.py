@@ -12,6 +12,7 @@ from xlaprof.tables.device.events import device_events
 from xlaprof.tables.device.steps import event_coverage, with_session
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -76,7 +77,6 @@ def tracing_vs_device(
 
     A device that idles the whole step is bound by the host when the host took any time.
     """
-    import numpy as np
     import pandas as pd
 
     if host_bounds is None or host_bounds.empty:
@@ -84,45 +84,29 @@ def tracing_vs_device(
     events = with_session(events)
     frame = device_events(events) if frame is None else frame
     bounds = host_bounds if "session" in host_bounds.columns else with_session(host_bounds)
-    rows = []
+    rows: list[dict[str, object]] = []
     for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
         on_host = events[
             cols.equals(events["session"], session)
             & cols.equals(events["host"], host)
             & cols.equals(events["plane_kind"], "host")
         ]
-        lazy = has_lazy_tensor_runtime(on_host)
-        line = _main_line(on_host)
-        runtime = on_host[
-            cols.equals(on_host["line"], line) & cols.member(on_host["name"], HOST_RUNTIME_EVENTS)
-        ]
-        a = mine["start_ns"].to_numpy()
-        b = mine["end_ns"].to_numpy()
-        tracing = np.maximum((b - a) - event_coverage(runtime).within(a, b), 0) / 1e9
         compute = frame[
             cols.equals(frame["session"], session)
             & cols.equals(frame["host"], host)
             & frame["compute"].to_numpy()
         ]
-        per_device = [
-            event_coverage(group).within(a, b) for _, group in compute.groupby("device", sort=True)
-        ]
-        busy = np.max(per_device, axis=0) / 1e9 if per_device else None
+        lazy = has_lazy_tensor_runtime(on_host)
+        a = mine["start_ns"].to_numpy()
+        b = mine["end_ns"].to_numpy()
+        tracing = _tracing_s(on_host, a, b)
+        busy = _busy_s(compute, a, b)
         for index, step in enumerate(mine["step"]):
             wall = (b[index] - a[index]) / 1e9
             device_busy = None if busy is None else float(busy[index])
             idle = None if device_busy is None else max(wall - device_busy, 0.0)
             host_s = float(tracing[index]) if lazy else idle
-            ratio = host_s / device_busy if device_busy and host_s is not None else None
-            limit = TRACING_BOUND_RATIO if lazy else HOST_BOUND_RATIO
-            if device_busy is None or host_s is None:
-                bound = None
-            elif device_busy == 0:  # the device idled all step: bound by the host if it worked
-                bound = ("tracing" if lazy else "host") if host_s > 0 else "device"
-            elif host_s >= limit * device_busy:
-                bound = "tracing" if lazy else "host"
-            else:
-                bound = "device"
+            bound = _bound(host_s, device_busy, lazy)
             rows.append(
                 {
                     "session": session,
@@ -131,7 +115,7 @@ def tracing_vs_device(
                     "host_wall_s": wall,
                     "tracing_s": float(tracing[index]) if lazy else None,
                     "device_busy_s": device_busy,
-                    "ratio": ratio,
+                    "ratio": host_s / device_busy if device_busy and host_s is not None else None,
                     "tracing_bound": None if bound is None or not lazy else bound == "tracing",
                     "device_idle_s": idle,
                     "lazy_tensor": lazy,
@@ -139,6 +123,45 @@ def tracing_vs_device(
                 }
             )
     return pd.DataFrame(rows, columns=TRACING_COLUMNS)
+
+
+def _tracing_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per window [a, b): its length less the lazy-tensor runtime's own work on the host's
+    main line (seconds)."""
+    import numpy as np
+
+    line = _main_line(on_host)
+    runtime = on_host[
+        cols.equals(on_host["line"], line) & cols.member(on_host["name"], HOST_RUNTIME_EVENTS)
+    ]
+    covered: np.ndarray = np.maximum((b - a) - event_coverage(runtime).within(a, b), 0) / 1e9
+    return covered
+
+
+def _busy_s(compute: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """Per window [a, b): the busiest device's compute time in it (seconds); None without
+    compute events."""
+    import numpy as np
+
+    per_device = [
+        event_coverage(group).within(a, b) for _, group in compute.groupby("device", sort=True)
+    ]
+    if not per_device:
+        return None
+    busiest: np.ndarray = np.max(per_device, axis=0) / 1e9
+    return busiest
+
+
+def _bound(host_s: float | None, device_busy: float | None, lazy: bool) -> str | None:
+    """What bounds a step: "tracing" (lazy) or "host" when the host's time is at least the
+    ratio's share of the device's busy time, else "device"; None where either is unknown."""
+    if device_busy is None or host_s is None:
+        return None
+    host_bound = "tracing" if lazy else "host"
+    if device_busy == 0:  # the device idled all step: bound by the host if it worked
+        return host_bound if host_s > 0 else "device"
+    limit = TRACING_BOUND_RATIO if lazy else HOST_BOUND_RATIO
+    return host_bound if host_s >= limit * device_busy else "device"
 
 
 def has_lazy_tensor_runtime(host_events: pd.DataFrame) -> bool:

@@ -1,0 +1,116 @@
+"""Recompilation: the same code keeps producing new graphs, so XLA compiles again and again.
+
+Reads, best source first:
+1. compilation events (PT_XLA_DEBUG analysis), grouped by the user's source line. A site that
+   yields more distinct graphs than warm-up explains is recompiling. With step numbers (run
+   directories) the test is exact: a site that compiled before and compiles again after the
+   warm-up steps.
+2. ``pt-xla-profiler: CompileTime too frequent`` lines.
+3. metrics reports alone: compiles growing across snapshots, or many compiles per step.
+
+The first source is ``sites``, torch.compile's own reasons (which come before all three) are
+``dynamo``, and what each finding advises is ``advice``.
+"""
+
+from __future__ import annotations
+
+from xlaprof.analyzers.recompilation.advice import MAX_LISTED, SUGGESTION
+from xlaprof.analyzers.recompilation.dynamo import from_dynamo
+from xlaprof.analyzers.recompilation.sites import WARMUP_GRAPHS_PER_SITE, from_events
+from xlaprof.findings import Finding, Kind, Severity
+from xlaprof.model.input import COMPILE_METRICS, AnalysisInput
+
+# Metrics-only heuristics: more compiles than warm-up and either this many in all...
+METRICS_MIN_COMPILES_ABSOLUTE = 10
+# ... or at least this many compiles per step.
+METRICS_MIN_COMPILES_PER_STEP = 0.2
+
+
+def unmeasured(data: AnalysisInput) -> str | None:
+    """Why this analyzer could not have looked at ``data`` (no compilation data), or None."""
+    if data.compiles() is not None or data.debug.compilations():
+        return None
+    return "no compilation data in the input"
+
+
+def analyze(data: AnalysisInput) -> list[Finding]:
+    dynamo_findings, dynamo_sites = from_dynamo(data)
+    compilations = data.debug.compilations()
+    if compilations:
+        located = from_events(data, compilations, dynamo_sites)
+        if located or dynamo_findings:
+            return dynamo_findings + located
+    elif dynamo_findings:
+        return dynamo_findings
+    findings = [
+        Finding(
+            kind=Kind.RECOMPILATION,
+            severity=Severity.WARNING,
+            title=f"CompileTime too frequent: {note.count} compiles during {note.steps} steps",
+            evidence={"compiles": note.count, "steps": note.steps, "log_line": note.line},
+            suggestion=SUGGESTION,
+        )
+        for note in data.debug.too_frequent
+        if note.metric == "CompileTime"
+    ]
+    if findings or compilations:
+        # Compilation events are the best evidence: when they show no recompiling site, the
+        # weaker step and metrics heuristics must not say otherwise.
+        return findings
+    if data.steps:
+        return _from_steps(data)
+    return _from_metrics(data)
+
+
+def _from_steps(data: AnalysisInput) -> list[Finding]:
+    late = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles > 0]
+    if len(late) < 1 or not any(s.compiles for s in data.steps if s.step < data.warmup_steps):
+        return []
+    return [
+        Finding(
+            kind=Kind.RECOMPILATION,
+            severity=Severity.WARNING,
+            title=f"Compiling again after warm-up on {len(late)} steps",
+            evidence={
+                "compile_steps": [s.step for s in late][: MAX_LISTED * 4],
+                "compiles_after_warmup": sum(s.compiles for s in late),
+                "compile_seconds_after_warmup": round(sum(s.compile_s for s in late), 6),
+            },
+            suggestion=SUGGESTION,
+        )
+    ]
+
+
+def _from_metrics(data: AnalysisInput) -> list[Finding]:
+    counts = [r.metric_samples(*COMPILE_METRICS) for r in data.reports]
+    series = [c for c in counts if c is not None]
+    if not series:
+        return []
+    compiles = series[-1]
+    steps = data.step_count()
+    evidence: dict[str, object] = {"compiles": compiles, "steps": steps}
+    growing = len(series) >= 3 and series[-1] > series[1]
+    many = compiles > WARMUP_GRAPHS_PER_SITE and (
+        compiles >= METRICS_MIN_COMPILES_ABSOLUTE
+        or (steps is not None and steps > 0 and compiles / steps >= METRICS_MIN_COMPILES_PER_STEP)
+    )
+    if not (growing or many):
+        return []
+    if growing:
+        evidence["compiles_per_snapshot"] = series[: MAX_LISTED * 4]
+        title = f"Compile count kept growing across snapshots: {series[0]} → {series[-1]}"
+    else:
+        title = f"{compiles} compilations in {steps} steps: more than warm-up explains"
+    total = data.metric_total(*COMPILE_METRICS)
+    if total is not None:
+        evidence["compile_seconds"] = round(total, 6)
+    return [
+        Finding(
+            kind=Kind.RECOMPILATION,
+            severity=Severity.WARNING,
+            title=title,
+            evidence=evidence,
+            suggestion=SUGGESTION
+            + " Run with PT_XLA_DEBUG_LEVEL=2 (or under `xlaprof run`) to see the source line.",
+        )
+    ]

@@ -1,0 +1,84 @@
+"""Per-step tables that a pod keeps on disk: read when a caller asks for every row.
+
+A pod's per-step tables (host step bounds, per-device steps, host vs device per step, the
+straggler rows, per-step bottlenecks) grow with hosts x steps; the workers write them beside
+each host's event cache and the parent holds only aggregates (``xlaprof.model.stats``).
+``Trace.step_bounds`` and ``DeviceSummary.steps``/``.tracing``/``.bottleneck`` stay plain
+attributes: on a pod, reading one reads every host's rows from disk (``OnDisk``), while the
+analysis asks only for the first rows, a count or one host (``StepTables``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# The per-step tables a pod keeps on disk, by name.
+STEP_BOUNDS = "step_bounds"  # host, step, start_ns, end_ns (Trace.step_bounds)
+DEVICE_STEPS = "device_steps"  # DeviceSummary.steps
+TRACING = "tracing"  # DeviceSummary.tracing
+HOST_STEPS = "host_steps"  # HOST_STEP_COLUMNS: the straggler rows
+BOTTLENECK = "bottleneck"  # DeviceSummary.bottleneck: per device and step, seconds per cause
+TABLES = (STEP_BOUNDS, DEVICE_STEPS, TRACING, HOST_STEPS, BOTTLENECK)
+
+
+class StepTables(Protocol):
+    """Where a pod's per-step tables are (``xlaprof.model.pod.EventSource``)."""
+
+    def table(
+        self,
+        name: str,
+        hosts: list[str] | None = None,
+        columns: list[str] | None = None,
+        filters: Any = None,
+    ) -> pd.DataFrame:
+        """Rows of table ``name`` of ``hosts`` (every host by default), hosts in order."""
+        ...
+
+    def table_head(self, name: str, rows: int) -> pd.DataFrame:
+        """The first ``rows`` rows of table ``name``, hosts in order (reads no more hosts)."""
+        ...
+
+    def table_rows(self, name: str) -> int:
+        """How many rows table ``name`` has, over every host (nothing read)."""
+        ...
+
+
+class OnDisk:
+    """A table attribute that, when not held in memory, is read from the object's ``via``.
+
+    Used as a dataclass field's default: the field stays a constructor argument and an
+    attribute. Set to a DataFrame it is that frame; set to None on an object whose attribute
+    ``via`` (a ``StepTables``) is set, reading it reads every host's rows of table ``name``.
+    ``required`` fields have no default; others default to None.
+    """
+
+    def __init__(self, name: str, via: str, required: bool = True) -> None:
+        self.name = name
+        self.via = via
+        self.required = required
+        self.slot = ""
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        self.slot = f"_{attribute}"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:  # the dataclass asks for the field's default
+            if self.required:
+                raise AttributeError(self.slot)
+            return None
+        held = instance.__dict__.get(self.slot)
+        tables = instance.__dict__.get(self.via)
+        if held is None and tables is not None:
+            return tables.table(self.name)
+        return held
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        instance.__dict__[self.slot] = value
+
+
+def held(instance: Any, attribute: str) -> Any:
+    """The frame ``instance.attribute`` holds in memory (None for one left on disk)."""
+    return instance.__dict__.get(f"_{attribute}")
