@@ -9,9 +9,11 @@ skips it.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -142,10 +144,23 @@ def profiled_run(script: Path, out: Path, *options: str) -> Path:
     return run
 
 
+def interruptible() -> None:
+    """In a child before it runs: SIGINT back to its default action.
+
+    A shell without job control starts its background commands with SIGINT ignored, and an
+    ignored signal stays ignored through exec: a suite started that way (``make test &`` in a
+    script) would start every job with Ctrl-C ignored, which no terminal does. The tests that
+    interrupt a job start it with this (``preexec_fn``), so they test what a user's Ctrl-C does.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_run(out: Path, command: list[str], *options: str, **popen: Any) -> subprocess.Popen:
-    """``xlaprof run -q [options] --out OUT -- COMMAND`` in the background."""
+    """``xlaprof run -q [options] --out OUT -- COMMAND`` in the background (SIGINT at its
+    default, see ``interruptible``)."""
     popen.setdefault("stdout", subprocess.DEVNULL)
     popen.setdefault("stderr", subprocess.DEVNULL)
+    popen.setdefault("preexec_fn", interruptible)
     return subprocess.Popen(
         [sys.executable, "-m", "xlaprof", "run", "-q", *options, "--out", str(out), "--", *command],
         env={**os.environ, "PJRT_DEVICE": "CPU"},
@@ -193,10 +208,27 @@ def start_long_run(
     script.write_text(LONG_LOOP)
     out = tmp_path / name
     process = start_run(out, [sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
+    LONG_RUNS.append(process)
     if not wait_for_steps(out, steps):
-        process.kill()
         pytest.fail(f"the long run never reached {steps} steps")
     return process, out
+
+
+# The long runs a test started: a test that fails before its run ends would leave the job
+# stepping for hours; stop_long_runs (tests/cli/conftest.py, after each test) ends them.
+LONG_RUNS: list[subprocess.Popen] = []
+
+
+def stop_long_runs() -> None:
+    """Kill what is left of the long runs started so far: each job, then its ``xlaprof run``."""
+    while LONG_RUNS:
+        process = LONG_RUNS.pop()
+        if process.poll() is None:
+            for pid in children(process.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            process.kill()
+        process.wait(timeout=60)
 
 
 def free_port() -> int:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLES, cli
+from helpers import EXAMPLES, cli, stop_long_runs
 
 # The examples run under `xlaprof run` (each one's expected diagnosis: cli/test_run.py).
 EXAMPLE_RUNS = (
@@ -34,3 +35,9 @@ def example_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         assert "final" in result.stdout  # the script's own output passes through
         runs[name] = out
     return runs
+
+
+@pytest.fixture(autouse=True)
+def _no_long_run_outlives_its_test() -> Iterator[None]:
+    yield
+    stop_long_runs()

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, children, cli, start_long_run, start_run
+from helpers import REPO, children, cli, interruptible, start_long_run, start_run
 
 from xlaprof.rundir.reader import load_run, load_runs
 
@@ -97,6 +97,7 @@ def test_ctrl_c_before_the_run_starts_is_reported_as_an_interruption(tmp_path: P
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     # WHEN Ctrl-C reaches xlaprof once it has started the job (still sleeping before its
     # imports: its run has not started)
