@@ -5,8 +5,9 @@ Run: python benchmarks/corpus.py [SCRIPT ...] [--out DIR]   (PJRT_DEVICE=CPU is 
 Each script is profiled with `xlaprof run`, analyzed with `analyze --json`, and judged against
 examples/corpus/corpus.toml (examples/corpus/judge.py: expected findings at the marked lines,
 no control fires, one step per training iteration, compile count as in the bare runtime).
-tests/test_corpus.py runs only the scripts marked fast; this runs them all (about 20 to 100 s a
-script on a shared 2-core machine). Prints one line per script and writes corpus.json in --out.
+tests/corpus/test_corpus.py runs only the scripts marked fast; this runs them all (about 20 to
+100 s a script on a shared 2-core machine). Prints one line per script and writes corpus.json in
+--out.
 benchmarks/realcode.py runs the real-code corpus (examples/realcode) through the same table.
 """
 

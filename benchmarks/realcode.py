@@ -7,8 +7,8 @@ patterns of public training code reproduced in our own words, each profiled as i
 entry says (examples/realcode/corpus.toml: `xlaprof run`, the script's own `xlaprof.profile()`,
 or a pasted log) and judged by examples/corpus/judge.py: expected findings at the marked lines
 with a fix text that applies, no control fires, one step per training iteration, compile count
-as in the bare runtime. tests/test_realcode.py runs the fast ones; this runs all of them (about
-20 to 120 s each on a shared 2-core machine) and writes realcode.json in --out.
+as in the bare runtime. tests/corpus/test_realcode.py runs the fast ones; this runs all of them
+(about 20 to 120 s each on a shared 2-core machine) and writes realcode.json in --out.
 """
 
 from __future__ import annotations

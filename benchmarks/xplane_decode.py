@@ -16,8 +16,8 @@ timed, then times the call with ``time.process_time()`` (the process's CPU, user
 at a million events, first touching fresh memory is a good part of it). Peak RSS (VmHWM on
 Linux, else ``ru_maxrss``) is read after the warm-up and after the parse. Times are medians;
 the ratio is before / after within this run. ``--check`` also asserts, in one process, that
-the frame equals the one ``tests/test_xplane_decode.py``'s reference decoder makes from upb's
-messages.
+the frame equals the one the tests' reference decoder (``tests/xplane_reference.py``) makes from
+upb's messages.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _run(method: str, path: Path, rev: str) -> dict[str, float]:
 def check(path: Path) -> None:
     """The frame equals the reference decoder's (upb's messages), with and without args."""
     sys.path.insert(0, str(REPO / "tests"))
-    from test_xplane_decode import assert_same
+    from xplane_reference import assert_same
 
     started = time.perf_counter()
     frame = assert_same(path)

@@ -5,6 +5,8 @@ For each example it writes:
                     metrics_report(), as a user's job log would hold them;
   <name>.fallbacks  the fallback tracker's records (XLA_FNTRACKER_FILE);
   runs/<name>/      a run directory written by `xlaprof run` (once that exists).
+And ci_check/{base,slow}/: examples/ci_check.py under `xlaprof run --max-steps 6`, as docs/ci.md
+runs it, as it is and with each batch arriving 1 s later (CI_CHECK_LOADER_DELAY_S).
 
 Usage: python sample_traces/regenerate.py [NAME ...]   (needs the runtime extra installed)
 """
@@ -86,9 +88,34 @@ def regenerate(name: str) -> None:
     print(f"regenerated {name}")
 
 
+# examples/ci_check.py's two recorded runs: the step-time budget is a ratio of durations, so its
+# tests judge these runs, never runs this machine makes (and times) during the tests.
+CI_CHECK = {"base": "0", "slow": "1.0"}
+
+
+def regenerate_ci_check() -> None:
+    import shutil
+
+    for name, delay in CI_CHECK.items():
+        target = HERE / "ci_check" / name
+        shutil.rmtree(target, ignore_errors=True)
+        subprocess.run(
+            [sys.executable, "-m", "xlaprof", "run", "-q", "--max-steps", "6", "--out",
+             str(target), "--", sys.executable, str(EXAMPLES / "ci_check.py")],
+            env={**os.environ, "PJRT_DEVICE": "CPU", "CI_CHECK_LOADER_DELAY_S": delay},
+            check=True,
+            cwd=HERE.parent,
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+    print("regenerated ci_check")
+
+
 def main() -> None:
-    for name in sys.argv[1:] or NAMES:
-        regenerate(name)
+    for name in sys.argv[1:] or [*NAMES, "ci_check"]:
+        if name == "ci_check":
+            regenerate_ci_check()
+        else:
+            regenerate(name)
 
 
 if __name__ == "__main__":

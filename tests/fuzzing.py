@@ -1,4 +1,7 @@
-"""Mutators for the fuzz suite (tests/test_fuzz.py): deterministic, seeded, and typed per format.
+"""The fuzz harness and its mutators: deterministic, seeded, and typed per format.
+
+The fuzz tests sit with the loader each one fuzzes (inputs/test_paths.py, inputs/test_traces.py,
+inputs/pod/test_cache.py, rundir/test_reader.py, test_escape.py); what they share is here.
 
 Each mutator takes a ``random.Random`` and the bytes (or parsed form) of a real input and
 returns a damaged copy. Byte-level mutations find framing bugs (truncation, bad gzip, bad
@@ -12,10 +15,28 @@ import contextlib
 import gzip
 import json
 import math
+import os
 import random
+import re
+import resource
+import shutil
 import signal
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+from helpers import (
+    DATA,
+    SAMPLE_RUNS,
+    SAMPLES,
+    SHARED_CAPTURES,
+    SHARED_XPLANES,
+    sample_capture,
+    sample_run,
+    shared_trace,
+)
+
+from xlaprof.errors import XlaprofError
 
 # Values that break code assuming a type or a range.
 HOSTILE_JSON: list[Any] = [
@@ -379,3 +400,130 @@ def mutate_parquet_cache(rng: random.Random, data: bytes) -> tuple[str, bytes]:
     out = io.BytesIO()
     pq.write_table(table.replace_schema_metadata(metadata), out)
     return how, out.getvalue()
+
+
+# ---------------------------------------------------------------- the harness
+#
+# The property, per loader: given any bytes where a file is expected, the loader returns (with
+# warnings for what it could not read) or raises an ``XlaprofError`` (a one-line message and a
+# documented exit code). It never raises anything else (the CLI's exit 70), never runs past a
+# time limit, and never grows memory with the damage (bombs are capped while inflating).
+# Mutations are seeded, so a failure names a seed that reproduces it. The count per loader is
+# ``XLAPROF_FUZZ_MUTATIONS`` (default 500).
+
+MUTATIONS = int(os.environ.get("XLAPROF_FUZZ_MUTATIONS", "500"))
+# Each input is a whole load (a pod cache, a run through the renderers): fewer, but every kind.
+SMALL = max(MUTATIONS // 25, 20)
+# A bound on one call that only a hang reaches: inputs are at most a few hundred KB and load in
+# well under a second, on a machine busy with other work too.
+CALL_LIMIT_S = 120.0
+# Peak memory may not grow by more than this over the whole loop (inputs are < 2 MB).
+MEMORY_GROWTH_LIMIT = 1024**3
+REPRO_DIR = os.environ.get("XLAPROF_FUZZ_REPRO_DIR")
+# Runs with larger graphs are left out of the run templates: parsing a 2 MB HLO 500 times would
+# take minutes and test nothing the small graphs do not.
+MAX_TEMPLATE_GRAPH_BYTES = 64 * 1024
+
+
+class Outcomes:
+    """Counts per outcome, and the first input that crashed per distinct exception."""
+
+    def __init__(self, loader: str, required: int = MUTATIONS) -> None:
+        self.loader = loader
+        self.required = required
+        self.ok = 0
+        self.errors = 0
+        self.crashes: dict[str, tuple[int, str]] = {}
+        self.crash_count = 0
+        self.peak_before = peak_rss()
+
+    def call(self, seed: int, function: Callable[[], object], describe: str) -> None:
+        try:
+            with time_limit(CALL_LIMIT_S):
+                function()
+        except XlaprofError:
+            self.errors += 1
+        except (Exception, Hang) as error:  # the property under test
+            self.crash_count += 1
+            # Numbers (offsets, CRCs, values) vary between inputs that hit the same bug.
+            message = re.sub(r"0x[0-9a-fA-F]+|\d+", "#", str(error))[:120]
+            key = f"{type(error).__name__}: {message}"
+            self.crashes.setdefault(key, (seed, describe))
+        else:
+            self.ok += 1
+
+    def check(self) -> None:
+        total = self.ok + self.errors + self.crash_count
+        assert total >= self.required, f"{self.loader}: only {total} mutations ran"
+        growth = peak_rss() - self.peak_before
+        lines = [f"{k} (seed {s}, {d})" for k, (s, d) in sorted(self.crashes.items())]
+        assert not self.crashes, (
+            f"{self.loader}: {self.crash_count} of {total} mutated inputs crashed the loader, "
+            f"{len(self.crashes)} distinct:\n" + "\n".join(lines)
+        )
+        assert growth < MEMORY_GROWTH_LIMIT, f"{self.loader}: peak RSS grew by {growth} bytes"
+        # Both outcomes must occur, or the mutations are too weak (or too strong) to test much.
+        assert self.ok and self.errors, f"{self.loader}: ok={self.ok} errors={self.errors}"
+
+
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def save_repro(loader: str, seed: int, name: str, data: bytes) -> None:
+    """Keep a crashing input when XLAPROF_FUZZ_REPRO_DIR is set (for bug reports)."""
+    if REPRO_DIR:
+        target = Path(REPRO_DIR) / loader / f"{seed}-{name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def text_sources() -> list[Path]:
+    """Metrics reports and debug logs: the sample logs, tests/data, the sample runs' reports."""
+    files = sorted(SAMPLES.glob("*.log")) + sorted(SAMPLES.glob("*.fallbacks"))
+    files += sorted(DATA.glob("*.log")) + sorted(DATA.glob("*.txt"))
+    files += [next(sample_run(name).glob("*/metrics/final.txt")) for name in SAMPLE_RUNS]
+    return files
+
+
+def xplane_sources() -> list[Path]:
+    """Real xplane captures of at most a few hundred KB: ../shared/traces and the sample runs."""
+    shared = [shared_trace(name) for name in SHARED_XPLANES]
+    runs = [sample_capture(name) for name in SAMPLE_RUNS]
+    return [f for f in shared if f.stat().st_size < 400_000] + [
+        f for f in runs if f.stat().st_size < 250_000
+    ]
+
+
+def chrome_sources() -> list[Path]:
+    """Real Chrome traces: ../shared/traces and the sample runs'."""
+    shared = [shared_trace(name) for name in SHARED_CAPTURES if name.endswith(".trace.json.gz")]
+    runs = [
+        next(sample_run(name).glob("*/plugins/profile/*/*.trace.json.gz")) for name in SAMPLE_RUNS
+    ]
+    return shared + runs
+
+
+def load_trace_steps(path: Path) -> None:
+    """What a user's first look at a trace does: load it and take its step times."""
+    from xlaprof.inputs.traces import load_trace
+
+    load_trace(path).step_times()
+
+
+def run_templates(tmp_path: Path) -> list[Path]:
+    """The sample runs without their traces (fuzzed on their own), those with small graphs."""
+    templates = []
+    for name in SAMPLE_RUNS:
+        run = next(sample_run(name).glob("*/run.json")).parent
+        if sum(p.stat().st_size for p in run.glob("graphs/*")) > MAX_TEMPLATE_GRAPH_BYTES:
+            continue
+        target = tmp_path / "templates" / name
+        shutil.copytree(run, target, ignore=shutil.ignore_patterns("plugins"))
+        templates.append(target)
+    return templates
+
+
+def raw_controls(text: str) -> set[str]:
+    """Control characters that would reach a terminal or page raw."""
+    return {c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0}

@@ -1,12 +1,272 @@
-"""Test helpers: where a line is in an example, the JSON contract check, captures linked into
-folders of their own."""
+"""What the tests share, imported one way (``from helpers import ...``; ``tests/`` is on the
+path through pytest's ``pythonpath``): where the inputs are, the CLI in a subprocess, long runs
+under ``xlaprof run``, the JSON contract check and the names of the real captures.
+
+Inputs that tests read from disk are looked up through ``sample_run``, ``sample_capture`` and
+``shared_trace``: a missing file fails the test and names what was expected where, it never
+skips it.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "sample_traces"
+DATA = Path(__file__).resolve().parent / "data"
+EXAMPLES = REPO / "examples"
+GPU_SAMPLES = SAMPLES / "gpu"
+# Real TPU/GPU/Kineto captures with provenance: beside the project in CI, never copied into it.
+TRACES = REPO.parent / "shared" / "traces"
+
+# sample_traces/runs/<name>: `xlaprof run --trace-steps 4:6` of examples/<name>.py (README there)
+SAMPLE_RUNS = (
+    "cpu_fallback",
+    "data_dependent_shape",
+    "healthy_loop",
+    "host_sync_item",
+    "recompile_varying_batch",
+    "scanned_layers",
+    "tracing_bound_tiny_ops",
+    "unrolled_layers",
+)
+# ../shared/traces: each with its ``.source.txt`` (provenance and an independent event count)
+TPU = "xprof_tpu_inference_2_v1.xplane.pb"
+MI300 = "tracelens_mi300_jax_conv_minimal_08.xplane.pb"
+FUSED_ATTN = "tracelens_jax_te_fused_attn.xplane.pb"
+HTA = "hta_cupti_profiler_benchmark.trace.json.gz"
+MI210 = "tracelens_mi210_gpu_only.trace.json.gz"
+SHARED_XPLANES = (TPU, MI300, FUSED_ATTN)
+SHARED_CAPTURES = (*SHARED_XPLANES, HTA, MI210)
+# sample_traces/gpu: real H100 captures with step markers (README there)
+GPU_JAX = "jax_mlp_steps.xplane.pb"
+GPU_TORCH = "torch_mlp_steps.pt.trace.json.gz"
+# sample_traces/jax_cpu: a real JAX-on-CPU capture with step markers (README there)
+JAX_CPU = "jax_cpu_mlp_steps.xplane.pb"
+
+# Finding kinds whose verdict is a duration measured on this machine (compile seconds, host
+# against device time). A run made during the test session gets them or not with the machine's
+# speed, so end-to-end tests of fresh runs leave them out; their verdicts are tested on fixed
+# inputs (recorded runs, built AnalysisInputs: tests/analyzers/test_slow_compile.py and
+# test_tracing_bound.py).
+TIMED_KINDS = (
+    "slow_compile",
+    "tracing_bound",
+    "input_bound",
+    "collective_bound",
+    "async_wait",
+    "host_bound",
+)
+
+
+def missing_input(path: Path, what: str) -> None:
+    """Fail (never skip) the test that needs ``path``, saying what it is and where it comes from."""
+    pytest.fail(f"{path} is missing: {what}", pytrace=False)
+
+
+def sample_run(name: str) -> Path:
+    """``sample_traces/runs/<name>``, which the repository holds."""
+    path = SAMPLES / "runs" / name
+    if not any(path.glob("*/run.json")):
+        missing_input(path, "a sample run of the repository (make samples writes it)")
+    return path
+
+
+def sample_capture(name: str) -> Path:
+    """The xplane capture inside ``sample_traces/runs/<name>`` (its --trace-steps window)."""
+    found = sorted(sample_run(name).glob("*/plugins/profile/*/*.xplane.pb"))
+    if len(found) != 1:
+        missing_input(sample_run(name) / "*/plugins/profile/*/*.xplane.pb", "its one capture")
+    return found[0]
+
+
+def shared_trace(name: str) -> Path:
+    """``../shared/traces/<name>``: a real capture CI keeps beside the project."""
+    path = TRACES / name
+    if not path.is_file():
+        missing_input(
+            path,
+            "a real capture of ../shared/traces (CI checks the project out beside shared/; "
+            f"expected there: {', '.join(SHARED_CAPTURES)} and each one's .source.txt)",
+        )
+    return path
+
+
+def timeless(kinds: list[str]) -> list[str]:
+    """``kinds`` without those whose verdict depends on this machine's speed (TIMED_KINDS)."""
+    return [kind for kind in kinds if kind not in TIMED_KINDS]
+
+
+def timeless_findings(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``findings`` (JSON) without those of kinds whose verdict depends on this machine's speed."""
+    return [f for f in findings if f["kind"] not in TIMED_KINDS]
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout=300):
+    """Run ``python -m xlaprof ARGS`` and return the CompletedProcess (text mode)."""
+    full_env = {**os.environ, "PJRT_DEVICE": "CPU", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "xlaprof", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd or REPO,
+        timeout=timeout,
+    )
+
+
+def analyze_json(path: Path, *options: str) -> dict[str, Any]:
+    """The document of ``xlaprof analyze --json [options] PATH``, which must succeed cleanly."""
+    result = cli("analyze", "--json", *options, str(path))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return json.loads(result.stdout)
+
+
+def profiled_run(script: Path, out: Path, *options: str) -> Path:
+    """Run ``script`` under ``xlaprof run -q OPTIONS --out OUT``; its one run directory."""
+    done = cli("run", "-q", *options, "--out", str(out), "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = [p for p in out.iterdir() if p.is_dir()]
+    return run
+
+
+def interruptible() -> None:
+    """In a child before it runs: SIGINT back to its default action.
+
+    A shell without job control starts its background commands with SIGINT ignored, and an
+    ignored signal stays ignored through exec: a suite started that way (``make test &`` in a
+    script) would start every job with Ctrl-C ignored, which no terminal does. The tests that
+    interrupt a job start it with this (``preexec_fn``), so they test what a user's Ctrl-C does.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_run(out: Path, command: list[str], *options: str, **popen: Any) -> subprocess.Popen:
+    """``xlaprof run -q [options] --out OUT -- COMMAND`` in the background (SIGINT at its
+    default, see ``interruptible``)."""
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    popen.setdefault("preexec_fn", interruptible)
+    return subprocess.Popen(
+        [sys.executable, "-m", "xlaprof", "run", "-q", *options, "--out", str(out), "--", *command],
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        cwd=REPO,
+        **popen,
+    )
+
+
+def wait_for_steps(out: Path, steps: int, timeout: float = 300) -> bool:
+    """Wait until a run under ``out`` has recorded ``steps`` steps (warm-up compiles done).
+
+    The timeout only bounds a run that never gets there: a loaded machine takes longer, and
+    nothing is judged on how long it took.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        files = list(out.glob("*/steps.jsonl"))
+        if files and len(files[0].read_text().splitlines()) >= steps:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (the job under an ``xlaprof run``)."""
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+# A job that steps until it is stopped: a sync and a 10 ms sleep each step.
+LONG_LOOP = (
+    "import torch, torch_xla, time\n"
+    "w = torch.randn(16, 16, device=torch_xla.device())\n"
+    "for i in range(100000):\n"
+    "    w = (w @ w).tanh()\n"
+    "    torch_xla.sync()\n"
+    "    time.sleep(0.01)\n"
+)
+
+
+def start_long_run(
+    tmp_path: Path, name: str = "run", steps: int = 5
+) -> tuple[subprocess.Popen, Path]:
+    """``LONG_LOOP`` under ``xlaprof run --out tmp_path/name``, once it has recorded ``steps``."""
+    script = tmp_path / "long.py"
+    script.write_text(LONG_LOOP)
+    out = tmp_path / name
+    process = start_run(out, [sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
+    LONG_RUNS.append(process)
+    if not wait_for_steps(out, steps):
+        pytest.fail(f"the long run never reached {steps} steps")
+    return process, out
+
+
+# The long runs a test started: a test that fails before its run ends would leave the job
+# stepping for hours; stop_long_runs (tests/cli/conftest.py, after each test) ends them.
+LONG_RUNS: list[subprocess.Popen] = []
+
+
+def stop_long_runs() -> None:
+    """Kill what is left of the long runs started so far: each job, then its ``xlaprof run``."""
+    while LONG_RUNS:
+        process = LONG_RUNS.pop()
+        if process.poll() is None:
+            for pid in children(process.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            process.kill()
+        process.wait(timeout=60)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def view_runs(path: Path, timeout: float = 300) -> list[str]:
+    """Start ``xlaprof view PATH``, read the UI's run list (``run/``, sorted), stop it."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xlaprof", "view", str(path), "--port", str(port)],
+        cwd=REPO,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == f"http://localhost:{port}/"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                url = f"http://localhost:{port}/data/plugin/profile/runs"
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    body = response.read()
+                    if response.headers.get("Content-Encoding") == "gzip":
+                        body = gzip.decompress(body)
+                    return sorted(run.split("/")[0] + "/" for run in json.loads(body))
+            except OSError:
+                time.sleep(0.5)
+        raise AssertionError("the UI never answered")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def line_of(example: str, needle: str) -> int:
@@ -56,7 +316,7 @@ def check_contract(document: dict[str, Any]) -> None:
         assert isinstance(finding["suggestion"], str) and finding["suggestion"]
 
 
-def link_each(names: list[str], source: Path, root: Path) -> dict[str, Path]:
+def link_each(names: list[str] | tuple[str, ...], source: Path, root: Path) -> dict[str, Path]:
     """Each capture in ``source`` linked into a folder of its own under ``root``.
 
     XProf's converters and the pod cache write files beside a capture: linked, nothing lands
@@ -69,3 +329,59 @@ def link_each(names: list[str], source: Path, root: Path) -> dict[str, Path]:
         (folder / name).symlink_to(source / name)
         links[name] = folder / name
     return links
+
+
+def gpu_sample(name: str) -> Path:
+    """``sample_traces/gpu/<name>``: the H100 captures and the script's record of them."""
+    path = GPU_SAMPLES / name
+    if not path.is_file():
+        missing_input(path, "an H100 capture of the repository (sample_traces/gpu/README.md)")
+    return path
+
+
+def dynamo_rows() -> list[dict[str, Any]]:
+    """The rows of ``tests/data/dynamo.jsonl`` (dynamo's own messages; tests/data/README.md)."""
+    return [json.loads(line) for line in (DATA / "dynamo.jsonl").read_text().splitlines()]
+
+
+def findings_for(*paths: Path) -> list[Any]:
+    """The findings ``xlaprof analyze`` makes of these log files (load, then every analyzer)."""
+    from xlaprof.analyzers import run_analyzers
+    from xlaprof.inputs.paths import load_text_inputs
+
+    data, _sources = load_text_inputs(list(paths))
+    return run_analyzers(data)
+
+
+# A job on the live runtime that prints both metrics reports, with PT_XLA_DEBUG_LEVEL=2 and the
+# fallback tracker on (conftest.live_runtime_job runs it once a session): five batches of which
+# three sizes are new after the first (the loop's sync compiles each), then three reads of a
+# CPU fallback (torch.median).
+LIVE_RUNTIME_JOB = """
+import torch, torch_xla
+import torch_xla.debug.metrics as met
+device = torch_xla.device()
+w = torch.randn(8, 4, device=device)
+torch_xla.sync()  # materialize w so the loop's graphs differ only by batch size
+for batch in (4, 4, 6, 4, 3):
+    x = torch.randn(batch, 8, device=device)
+    y = (x @ w).relu().sum()
+    torch_xla.sync()  # LOOP SYNC
+for _ in range(3):
+    print(torch.median(x).item())  # MEDIAN
+print(met.metrics_report())
+print(met.short_metrics_report())
+"""
+
+
+def live_runtime_line(marker: str) -> int:
+    """The line of ``LIVE_RUNTIME_JOB`` that holds ``marker``."""
+    return next(i for i, text in enumerate(LIVE_RUNTIME_JOB.splitlines(), 1) if marker in text)
+
+
+def jax_cpu_sample(name: str = JAX_CPU) -> Path:
+    """``sample_traces/jax_cpu/<name>``: the JAX-on-CPU capture and the script's record of it."""
+    path = SAMPLES / "jax_cpu" / name
+    if not path.is_file():
+        missing_input(path, "a JAX-on-CPU capture of the repository (sample_traces/jax_cpu)")
+    return path

@@ -19,7 +19,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import REPO
+from helpers import REPO
 
 PACKAGE = REPO / "xlaprof"
 STAGES = (
@@ -212,3 +212,16 @@ def test_the_checks_see_lazy_and_type_checking_imports(tmp_path: Path) -> None:
     assert {i.target for i in found} == {"xlaprof.cli", "xlaprof.report.console", "xlaprof.api"}
     assert {i.private for i in found} == {None, "_helper", "_secret"}
     assert all(stage_of(i.target) > stage_of("xlaprof.parse.probe") for i in found)
+
+
+def test_no_test_takes_a_private_name_of_the_package() -> None:
+    # GIVEN every import in tests/ WHEN it names a private (_x) name of the package THEN none
+    # does: a test asserts what a user can call, see or read, not a helper's inside
+    modules = module_names()
+    wrong = [
+        f"{path.relative_to(REPO)}:{i.line} takes {i.private} from {i.target}"
+        for path in sorted((REPO / "tests").rglob("*.py"))
+        for i in imports_of(f"tests.{path.stem}", path, modules)
+        if i.private is not None
+    ]
+    assert not wrong, "\n".join(wrong)

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, cli
+from helpers import REPO, SAMPLES, cli
 
 # What a profiled job must never load: analysis, renderers and their heavy libraries.
 FORBIDDEN_PREFIXES = (
@@ -84,7 +84,7 @@ def test_analyze_is_a_function_after_loading_a_run() -> None:
     )
     # WHEN it calls xlaprof.analyze THEN it is still the function
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300
     )
     assert result.returncode == 0, result.stderr
     assert "host_sync" in result.stdout

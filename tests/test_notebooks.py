@@ -7,7 +7,7 @@ from pathlib import Path
 import nbclient
 import nbformat
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 

@@ -1,4 +1,4 @@
-"""Record the run directories the recompilation tests read (tests/test_recompilation_realcode.py).
+"""Record the run directories that tests/analyzers/test_recompilation_realcode.py reads.
 
 Each set-up of the real-code corpus (examples/realcode) that issue 29's recompilation classes are
 judged on runs once under `xlaprof run`, from the repository root, as

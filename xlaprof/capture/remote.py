@@ -183,7 +183,7 @@ def capture(
         report = None if progress is None else functools.partial(progress, message)
         sessions, failure, log_text = _capture_once(reachable, out, duration_s, options, report)
         files = sorted(p for s in sessions for p in s.glob("*.xplane.pb"))
-        good = [s for s in reachable if _has_events(files, s)]
+        good = [s for s in reachable if has_events(files, s)]
         if not failure and len(good) == len(reachable):
             if best is not None:
                 _remove(best[0])  # an earlier attempt's partial session
@@ -306,7 +306,10 @@ def trace_file_of(path: Path) -> str:
     return path.name.removesuffix(".xplane.pb")
 
 
-def _has_events(files: list[Path], service: Service) -> bool:
+def has_events(files: list[Path], service: Service) -> bool:
+    """Whether ``files`` hold ``service``'s capture with at least one event: the file named
+    exactly ``host_port.xplane.pb`` (``host_901`` is not ``host_9012``'s), as XProf's client
+    names each host's file."""
     for path in files:
         # Exact match: host_901 must not take host_9012.xplane.pb for its own.
         if trace_file_of(path) == service.file_stem and _count_events(path) > 0:

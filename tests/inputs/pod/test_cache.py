@@ -1,0 +1,184 @@
+"""The per-host Parquet cache (``xlaprof.inputs.pod.cache``): a cache someone sends you cannot
+write through a link, fake another capture's numbers, or crash the analysis (issue 31).
+
+Each attack is made in ``tmp_path`` and run through the real ``xlaprof`` command; expected
+numbers come from a fresh analysis of the same capture with no cache in the way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from builders import pod_env, two_pod_hosts, write_pod_host
+from fuzzing import CALL_LIMIT_S, SMALL, Hang, mutate_parquet_cache, time_limit
+from helpers import cli
+
+from xlaprof.parse.xplane import read_xspace
+
+
+def _host_walls(document: dict) -> dict[tuple[str, int], float]:
+    rows = document["trace"]["device_steps"]
+    return {(r["host"], r["step"]): r["wall_s"] for r in rows if r["step"] is not None}
+
+
+def _analyze(root: Path, env: dict[str, str]) -> tuple[int, dict | None, str]:
+    out = cli("analyze", str(root), "--json", "--workers", "1", env=env)
+    document = json.loads(out.stdout) if out.returncode == 0 else None
+    return out.returncode, document, out.stderr
+
+
+# -- 1, 5: the Parquet cache ------------------------------------------------------------------
+def test_planted_links_never_receive_the_cache(tmp_path: Path) -> None:
+    # GIVEN a logdir whose folder holds links named like the cache and like every temporary
+    # name an older xlaprof used (one per pid), all pointing at a file of the user's
+    session = two_pod_hosts(tmp_path / "logdir")
+    victim = tmp_path / "bashrc"
+    victim.write_text("export PATH=/usr/bin\n")
+    last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())  # the next pids come here
+    for pid in range(last, last + 3000):
+        for host in ("host-0", "host-1"):
+            (session / f".{host}.xplane.pb.xlaprof.parquet.{pid}.tmp").symlink_to(victim)
+    (session / "host-1.xplane.pb.xlaprof.parquet").symlink_to(victim)
+    # WHEN the logdir is analyzed
+    code, document, stderr = _analyze(tmp_path / "logdir", pod_env(tmp_path))
+    # THEN the victim is untouched, the link at the cache path is left alone (not written
+    # through, not reused), and the analysis has both hosts
+    assert code == 0, stderr
+    assert victim.read_text() == "export PATH=/usr/bin\n"
+    assert (session / "host-1.xplane.pb.xlaprof.parquet").is_symlink()
+    assert document["trace"]["hosts"] == ["host-0", "host-1"]
+    caches = {h["host"]: h["cache"] for h in document["trace"]["pod"]["hosts"]}
+    assert Path(caches["host-1"]).parent == tmp_path / "home" / ".cache" / "xlaprof"
+    assert not Path(caches["host-0"]).is_symlink()
+
+
+def test_a_planted_cache_of_another_capture_is_not_believed(tmp_path: Path) -> None:
+    # GIVEN a capture that is slower than its neighbour, and beside it the cache of the
+    # neighbour (stamp and all: what an attacker computes from the files they ship)
+    session = tmp_path / "logdir" / "plugins" / "profile" / "session"
+    write_pod_host(session / "host-0.xplane.pb")
+    write_pod_host(session / "host-1.xplane.pb", stretch=1.5)
+    env = pod_env(tmp_path)
+    code, truth, stderr = _analyze(tmp_path / "logdir", env)
+    assert code == 0, stderr
+    shutil.copy(
+        session / "host-0.xplane.pb.xlaprof.parquet", session / "host-1.xplane.pb.xlaprof.parquet"
+    )
+    # WHEN it is analyzed again
+    code, document, stderr = _analyze(tmp_path / "logdir", env)
+    # THEN the numbers are the capture's own, and the rebuilt cache is said once
+    assert code == 0, stderr
+    assert _host_walls(document) == _host_walls(truth)
+    said = [line for line in stderr.splitlines() if "host-1.xplane.pb.xlaprof.parquet" in line]
+    assert len(said) == 1 and "cache not reused" in said[0] and "rebuilt" in said[0]
+
+
+def _same_size_other_capture(path: Path) -> None:
+    """Rewrite ``path`` as a different capture of the same size and mtime (``cp -p``)."""
+    info = path.stat()
+    space = read_xspace(path)
+    host = next(p for p in space.planes if p.name == "/host:CPU")
+    names = {k: m.name for k, m in host.event_metadata.items()}
+    for line in host.lines:
+        for event in line.events:
+            if names.get(event.metadata_id) == "StepMarker":
+                event.duration_ps += 10**9 if event.duration_ps >= 10**9 else 0
+    data = space.SerializeToString()
+    assert len(data) == info.st_size  # durations stay within their varint length
+    path.write_bytes(data)
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def test_a_capture_replaced_with_size_and_mtime_kept_is_read_again(tmp_path: Path) -> None:
+    # GIVEN an analyzed (cached) logdir whose capture is then replaced by a different one of
+    # the same size and modification time
+    session = two_pod_hosts(tmp_path / "logdir")
+    env = pod_env(tmp_path)
+    code, before, stderr = _analyze(tmp_path / "logdir", env)
+    assert code == 0, stderr
+    _same_size_other_capture(session / "host-0.xplane.pb")
+    fresh = tmp_path / "fresh"
+    shutil.copytree(tmp_path / "logdir", fresh, ignore=shutil.ignore_patterns("*.parquet"))
+    _, truth, _ = _analyze(fresh, env)
+    # WHEN it is analyzed again
+    code, document, stderr = _analyze(tmp_path / "logdir", env)
+    # THEN the numbers are the new capture's, not the cache's
+    assert code == 0, stderr
+    assert _host_walls(document) == _host_walls(truth) != _host_walls(before)
+    assert "cache not reused" in stderr
+
+
+def test_a_cache_with_junk_columns_is_rebuilt_not_exit_70(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # GIVEN a cache whose stamp and summary are intact but whose columns are junk
+    session = two_pod_hosts(tmp_path / "logdir")
+    env = pod_env(tmp_path)
+    code, truth, stderr = _analyze(tmp_path / "logdir", env)
+    assert code == 0, stderr
+    cache = session / "host-0.xplane.pb.xlaprof.parquet"
+    table = pq.read_table(cache)
+    junk = pa.table({name: pa.array(["junk"] * table.num_rows) for name in table.column_names})
+    pq.write_table(junk.replace_schema_metadata(table.schema.metadata), cache)
+    # WHEN analyzed twice
+    code, document, stderr = _analyze(tmp_path / "logdir", env)
+    again, document_again, stderr_again = _analyze(tmp_path / "logdir", env)
+    # THEN the first analysis rebuilds it and says so once; the next reuses the rebuilt one
+    assert code == 0 and again == 0, stderr + stderr_again
+    assert _host_walls(document) == _host_walls(document_again) == _host_walls(truth)
+    assert stderr.count("cache not reused") == 1
+    assert "cache not reused" not in stderr_again
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away needs root")
+def test_a_cache_owned_by_someone_else_is_not_trusted(tmp_path: Path) -> None:
+    # GIVEN a valid cache that another user owns (a tarball extracted as root keeps owners)
+    session = two_pod_hosts(tmp_path / "logdir")
+    env = pod_env(tmp_path)
+    assert _analyze(tmp_path / "logdir", env)[0] == 0
+    os.chown(session / "host-0.xplane.pb.xlaprof.parquet", 4242, 4242)
+    # WHEN analyzed
+    code, _, stderr = _analyze(tmp_path / "logdir", env)
+    # THEN it is rebuilt, and the reason is said
+    assert code == 0, stderr
+    assert "owned by another user" in stderr
+
+
+def test_pod_cache_damage_is_a_miss_never_a_crash_or_a_wrong_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xlaprof.inputs import pod
+    from xlaprof.inputs.traces import load_trace
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    session = tmp_path / "logdir" / "plugins" / "profile" / "1"
+    for host in ("host-0", "host-1"):
+        write_pod_host(session / f"{host}.xplane.pb")
+    key = ["host", "device", "step"]
+
+    def steps() -> object:
+        trace = load_trace(tmp_path / "logdir", lazy=True, workers=1)
+        return pod.host_steps(trace).sort_values(key).reset_index(drop=True)
+
+    truth = steps()
+    cache = session / "host-0.xplane.pb.xlaprof.parquet"
+    good = cache.read_bytes()
+    crashes: dict[str, tuple[int, str]] = {}
+    for seed in range(SMALL):
+        rng = random.Random(seed)
+        how, damaged = mutate_parquet_cache(rng, good)
+        cache.write_bytes(damaged)
+        try:
+            with time_limit(CALL_LIMIT_S):
+                got = steps()
+            assert got.equals(truth), "other numbers than the capture's"
+        except (Exception, Hang) as error:  # XlaprofError included: a damaged cache is a miss
+            crashes.setdefault(f"{type(error).__name__}: {error}"[:160], (seed, how))
+        cache.write_bytes(good)
+    assert not crashes, "\n".join(f"{k} (seed {s}, {h})" for k, (s, h) in crashes.items())

@@ -1,0 +1,173 @@
+"""Loading a pod's captures (``xlaprof.inputs.pod``): per-host workers summarize each host
+into a cache beside its capture, lazily as one frame per host, the same as in memory.
+
+The hosts are copies of a real CPU capture (``builders.write_pod_host``), repeated so each holds
+six steps. Expected values are read from the written XSpaces themselves (StepMarker end times),
+never from what xlaprof printed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import POD_COPIES, STRETCH, marker_walls, pod_logdir
+from helpers import MI300, cli, shared_trace
+
+from xlaprof.errors import BadCapture
+from xlaprof.inputs import pod
+from xlaprof.inputs.traces import load_trace
+from xlaprof.tables.stragglers import stragglers
+
+
+def test_lazy_load_matches_the_in_memory_one(tmp_path: Path) -> None:
+    markers = pod_logdir(tmp_path, 3)
+    lazy = load_trace(tmp_path, lazy=True, workers=2)
+    eager = load_trace(tmp_path, lazy=False)
+    assert lazy.source is not None and eager.source is None
+    assert lazy.hosts == eager.hosts == ["host-0", "host-1", "host-2"]
+    assert lazy.events.npartitions == 3  # one partition per host
+    # every host's events are in its cache, beside its capture
+    for summary in lazy.source.load.summaries:
+        assert Path(summary.cache).parent == Path(summary.path).parent
+        assert summary.events == int((eager.events["host"] == summary.host).sum())
+    steps = pod.host_steps(lazy)
+    key = ["host", "device", "step"]
+    assert (
+        steps.sort_values(key)
+        .reset_index(drop=True)
+        .equals(pod.host_steps(eager).sort_values(key).reset_index(drop=True))
+    )
+    # step walls are the marker-to-marker times of the capture itself
+    host_rows = steps[steps["device"] == "host"]
+    mine = host_rows[host_rows["host"] == "host-1"].set_index("step")["wall_ms"]
+    for step, wall in marker_walls(markers["host-1"]).items():
+        assert mine[step] == pytest.approx(wall, abs=1e-6)
+    # filters apply before events are read, and mean the same in both modes
+    window = (markers["host-2"][1], markers["host-2"][2])
+    for filters in (
+        {"hosts": ["host-2"], "steps": [2, 3]},
+        {"names": ["StepMarker"]},
+        {"hosts": ["host-0"], "start_ns": window[0], "end_ns": window[1]},
+    ):
+        got, want = lazy.select(**filters), eager.select(**filters)
+        assert len(got) == len(want) > 0
+        assert sorted(got["start_ns"]) == sorted(want["start_ns"])
+    assert len(lazy.events[lazy.events["name"] == "StepMarker"].compute()) == 3 * 2 * POD_COPIES
+    # a second load reads the summaries back from the caches
+    again = load_trace(tmp_path, lazy=True, workers=1)
+    assert all(s.cache_hit for s in again.source.load.summaries)
+    assert (
+        pod.host_steps(again)
+        .sort_values(key)
+        .reset_index(drop=True)
+        .equals(steps.sort_values(key).reset_index(drop=True))
+    )
+
+
+def test_every_host_broken_is_an_input_error(tmp_path: Path) -> None:
+    session = tmp_path / "plugins" / "profile" / "session"
+    session.mkdir(parents=True)
+    for i in range(2):
+        (session / f"host-{i}.xplane.pb").write_bytes(b"\xff\xff\xff\xff")
+    out = cli("analyze", str(tmp_path), env={"XLAPROF_LAZY_BYTES": "0"})
+    assert out.returncode == BadCapture.exit_code, out.stderr
+    assert "every capture file is unreadable" in out.stderr and "Traceback" not in out.stderr
+
+
+def _same(left, right, key=None) -> bool:  # type: ignore[no-untyped-def]
+    """Two frames hold the same rows (any order of rows, NaN equal to NaN)."""
+    key = key or [c for c in ("host", "device", "step") if c in left.columns]
+    left = left.sort_values(key, kind="stable").reset_index(drop=True).astype(object)
+    right = right.sort_values(key, kind="stable").reset_index(drop=True).astype(object)
+    return left.where(left.notna(), None).equals(right.where(right.notna(), None))
+
+
+def test_a_pod_keeps_its_per_step_rows_on_disk_and_reads_them_when_asked(tmp_path: Path) -> None:
+    from xlaprof.model.ondisk import TABLES, held
+
+    # GIVEN three hosts loaded as a pod and in memory
+    pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
+    lazy = load_trace(tmp_path, lazy=True, workers=2)
+    eager = load_trace(tmp_path, lazy=False)
+    # THEN the parent holds no per-step rows: each host's tables are files beside its cache
+    summary = lazy.summary()
+    assert held(summary, "steps") is None and held(summary, "tracing") is None
+    assert held(lazy, "step_bounds") is None
+    for host in lazy.source.load.summaries:
+        assert host.frames is None and sorted(host.tables) == sorted(TABLES)
+        assert all(Path(path).parent == Path(host.path).parent for path in host.tables.values())
+    # AND asking for every row reads them back: the same rows as the in-memory trace
+    assert summary.rows("steps") == len(eager.device_steps()) > 0
+    assert _same(lazy.device_steps(), eager.device_steps())
+    assert _same(lazy.tracing_vs_device(), eager.tracing_vs_device())
+    assert _same(lazy.step_bounds.astype({"host": str}), eager.step_bounds.astype({"host": str}))
+    assert _same(lazy.step_times(), eager.step_times())
+
+
+def test_the_analyzers_find_the_same_in_a_pod_as_in_its_hosts_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.pipeline import analyze_parts
+
+    # GIVEN three hosts analyzed as a pod (per-step rows on disk) and in memory
+    pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
+
+    def analyzed(lazy_bytes: str) -> tuple[list, object]:
+        monkeypatch.setenv("XLAPROF_LAZY_BYTES", lazy_bytes)
+        (result,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
+        findings = [(f.kind.value, f.title, f.evidence) for f in result.findings]
+        return findings, result
+
+    pod_findings, pod_result = analyzed("0")
+    memory_findings, memory_result = analyzed(str(10**12))
+    assert pod_result.trace.source is not None and memory_result.trace.source is None
+    # THEN the findings (the capture's bottleneck analyzers among them) and the step story
+    # are the same
+    assert pod_findings == memory_findings
+    assert pod_result.timeline.equals(memory_result.timeline)
+
+
+def test_a_pods_stragglers_and_skew_taken_a_few_steps_at_a_time_are_every_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xlaprof.pipeline import analyze_parts
+    from xlaprof.tables.hosts import host_skew
+
+    # GIVEN a pod whose straggler rows are read two steps at a time
+    pod_logdir(tmp_path, 3, {"host-0": {"stretch": STRETCH}})
+    trace = load_trace(tmp_path, lazy=True, workers=2)
+    monkeypatch.setattr(pod, "STEP_CHUNK_ROWS", 2 * 2 * 3)  # 2 steps x (host, CPU) x 3 hosts
+    # WHEN its skew and stragglers are computed in ranges of steps
+    skew, late = pod.step_tables(trace)
+    # THEN they are the tables made of every row at once
+    every = pod.host_steps(trace)
+    assert _same(late, stragglers(every)) and len(late) > 2
+    assert _same(skew, host_skew(trace.step_times())) and len(skew) > 2
+    # AND the analysis of the pod uses them, and still gives every per-host row on demand
+    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+
+    monkeypatch.setenv("XLAPROF_LAZY_BYTES", "0")
+    (result,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
+    assert result.host_steps is None  # not held
+    assert _same(result.host_steps_frame(), every)
+    assert _same(result.stragglers, late)
+
+
+def test_a_pod_of_real_gpu_captures_has_the_framework_ops_of_the_capture_in_memory(
+    tmp_path: Path,
+) -> None:
+    # GIVEN two hosts, each the real MI300X JAX capture (its ops carry JAX's name stack)
+    capture = shared_trace(MI300)
+    session = tmp_path / "plugins" / "profile" / "session"
+    session.mkdir(parents=True)
+    for host in ("host-a", "host-b"):
+        (session / f"{host}.xplane.pb").write_bytes(capture.read_bytes())
+    # WHEN it is loaded as a pod (workers decode without args) and in memory
+    lazy = load_trace(tmp_path, lazy=True, workers=2)
+    eager = load_trace(tmp_path, lazy=False)
+    # THEN the device ops, framework ops included, are the same
+    got, want = lazy.device_ops(), eager.device_ops()
+    assert got["framework_op"].notna().any()
+    assert _same(got, want, key=["host", "device", "name", "category"])

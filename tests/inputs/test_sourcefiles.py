@@ -1,0 +1,101 @@
+"""Source lines are read only from a chosen root (``xlaprof.inputs.sourcefiles``): a run's
+recorded working directory counts only when it is a real project folder here, and only its
+Python files are quoted (issue 31)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+
+# -- 3: source lines only from a chosen root ----------------------------------------------------
+def _run_quoting(tmp_path: Path, samples: Path, cwd: str, source: str, line: int) -> Path:
+    """The recompiling sample run, its changing input's source line pointed at ``source``."""
+    run = tmp_path / "run"
+    shutil.copytree(
+        next((samples / "runs" / "recompile_varying_batch").glob("*")),
+        run,
+        ignore=shutil.ignore_patterns("plugins"),
+    )
+    for path in run.glob("graphs/*.gz"):
+        data = gzip.decompress(path.read_bytes()).replace(
+            b'source_file="/work/main/examples/_common.py" source_line=42',
+            f'source_file="{source}" source_line={line}'.encode(),
+        )
+        path.write_bytes(gzip.compress(data))
+    info = json.loads((run / "run.json").read_text())
+    info["cwd"] = cwd
+    (run / "run.json").write_text(json.dumps(info))
+    return run
+
+
+@pytest.mark.parametrize("cwd", ["/", "/usr/lib"])
+def test_a_recorded_system_folder_is_no_source_root(
+    tmp_path: Path, samples: Path, cwd: str
+) -> None:
+    # GIVEN a run that records a system folder as its working directory and whose graph
+    # metadata names /etc/passwd as a source file
+    run = _run_quoting(tmp_path, samples, cwd, "/etc/passwd", 1)
+    first_line = Path("/etc/passwd").read_text().splitlines()[0]
+    # WHEN it is analyzed (JSON, terminal) and reported (HTML)
+    document = cli("analyze", str(run), "--json")
+    console = cli("analyze", str(run), env={"COLUMNS": "300"})
+    html = cli("report", str(run), "-o", str(tmp_path / "r.html"))
+    # THEN no line of it is shown anywhere, and each output says so and how to allow it
+    assert document.returncode == console.returncode == html.returncode == 0
+    page = (tmp_path / "r.html").read_text()
+    for text in (document.stdout, console.stdout, page):
+        assert first_line not in text
+    notes = [w for w in json.loads(document.stdout)["run"]["warnings"] if "/etc/passwd" in w]
+    assert len(notes) == 1 and "not shown" in notes[0] and "--source-root" in notes[0]
+    assert "not shown" in console.stdout and "--source-root" in console.stdout
+    assert "not shown" in page and "--source-root" in page
+
+
+def test_a_real_project_folder_is_quoted_and_only_its_python_files(
+    tmp_path: Path, samples: Path
+) -> None:
+    # GIVEN a run whose recorded working directory is a project folder here, holding the
+    # script the graph names, and one whose graph names a non-Python file of that folder
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "model.py").write_text("x = torch.randn(batch_size, 16)  # changes per step\n")
+    (project / ".env").write_text("API_TOKEN=secret-token-123\n")
+    quoted = _run_quoting(tmp_path / "a", samples, str(project), str(project / "model.py"), 1)
+    hidden = _run_quoting(tmp_path / "b", samples, str(project), str(project / ".env"), 1)
+    # WHEN both are analyzed
+    shown = cli("analyze", str(quoted), "--json")
+    kept = cli("analyze", str(hidden), "--json")
+    # THEN the script's line is quoted, the other file's is withheld (and said)
+    assert shown.returncode == kept.returncode == 0
+    assert "torch.randn(batch_size, 16)" in shown.stdout
+    assert "secret-token-123" not in kept.stdout
+    assert any(".env" in w for w in json.loads(kept.stdout)["run"]["warnings"])
+
+
+# -- source lines only from the source root --------------------------------------------------------
+def test_source_files_are_read_only_inside_the_source_root(tmp_path: Path) -> None:
+    from xlaprof.analyzers.shared.sourcecode import source_line
+    from xlaprof.inputs.sourcefiles import MAX_SOURCE_BYTES, read_source, source_roots
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "train.py").write_text("import torch\nloss = model(x)\n")
+    (root / "link.py").symlink_to("/etc/passwd")
+    os.mkfifo(root / "fifo.py")
+    (root / "huge.py").write_bytes(b"#" * (MAX_SOURCE_BYTES + 1))
+    (root / "zero.py").symlink_to("/dev/zero")
+    with source_roots(root):
+        assert source_line(str(root / "train.py"), 2) == "loss = model(x)"
+        assert source_line("train.py", 1) == "import torch"  # relative to the root
+        for name in ("/etc/passwd", "../../../../etc/passwd", str(root / "link.py")):
+            assert read_source(name) is None, name
+        for name in ("fifo.py", "huge.py", "zero.py"):  # no hang, no memory blow-up
+            assert read_source(str(root / name)) is None, name
+    assert source_line(str(root / "train.py"), 2) is None  # no root: nothing is read

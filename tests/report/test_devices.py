@@ -1,0 +1,50 @@
+"""The device sections of the reports (``xlaprof.report.devices``): the rows every renderer
+shows of a capture's devices, the same for a pod read from its hosts' files as in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from builders import POD_COPIES, STRETCH, pod_logdir
+from helpers import sample_capture
+
+from xlaprof.inputs.traces import load_trace
+
+
+def test_the_header_counts_the_devices_of_the_table_below_it() -> None:
+    from xlaprof.report import devices
+
+    # GIVEN a CPU capture: no device plane, its XLA ops ran on the host's CPU
+    trace = load_trace(sample_capture("recompile_varying_batch"))
+    assert trace.devices is None or trace.devices.empty
+    # WHEN its header is written THEN it counts the one device its device table shows
+    rows = devices.device_rows(trace)
+    assert [row["device"] for row in rows] == ["CPU"]
+    assert "1 device(s)" in devices.capture_line(trace)
+
+
+def test_the_reports_say_the_same_of_a_pod_as_of_its_hosts_in_memory(tmp_path: Path) -> None:
+    from xlaprof.report import devices
+
+    # GIVEN four hosts, one slower, loaded as a pod (aggregates) and in memory (every row)
+    pod_logdir(tmp_path, 4, {"host-2": {"stretch": STRETCH}})
+    lazy = load_trace(tmp_path, lazy=True, workers=2)
+    eager = load_trace(tmp_path, lazy=False)
+    # WHEN the device sections are made THEN they say the same: medians exact, not binned
+    for section in (
+        devices.step_rows,
+        devices.tracing_rows,
+        devices.tracing_verdict,
+        devices.tracing_title,
+        devices.autotune_note,
+        devices.capture_line,
+        devices.bottleneck_rows,
+        devices.bottleneck_device_rows,
+        lambda trace: devices.bottleneck_note(trace, 3),
+    ):
+        got, want = section(lazy), section(eager)
+        if section is devices.capture_line:  # the pod is read from its files, not one file
+            got, want = got.split("(", 1)[1], want.split("(", 1)[1]
+        assert got == want, section.__name__
+    assert devices.step_rows(lazy)[0]["steps"] == str(4 * 2 * POD_COPIES)
+    assert devices.bottleneck_device_rows(lazy)  # four hosts' devices, from their workers

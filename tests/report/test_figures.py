@@ -1,0 +1,46 @@
+"""The figures (``xlaprof.report.figures``): from frames, empty ones included; what was not
+captured says so."""
+
+from __future__ import annotations
+
+from helpers import sample_run
+
+import xlaprof
+from xlaprof.report import figures
+
+
+def test_not_captured_rather_than_absent() -> None:
+    from xlaprof.report import figures
+
+    figure = figures.top_device_ops(None)
+    assert "not captured" in figure.layout.annotations[0].text
+    import pandas as pd
+
+    steps = pd.DataFrame({"step": [0, 1], "compiles": [1, 0], "compile_s": [0.1, 0.0]})
+    compiles = figures.compilations(steps, None)
+    assert compiles.layout.yaxis.rangemode == "tozero" == compiles.layout.yaxis2.rangemode
+
+
+def test_figures_take_frames_and_handle_empty_ones() -> None:
+    import pandas as pd
+
+    for make in (figures.step_timeline, figures.top_regions, figures.metric_deltas):
+        figure = make(pd.DataFrame())
+        assert figure.layout.annotations and not figure.data
+
+
+def test_the_step_chart_fits_the_steady_steps() -> None:
+    # GIVEN a run whose two warm-up steps compiled for about a second each
+    analysis = xlaprof.Analysis(sample_run("tracing_bound_tiny_ops"))
+    timeline = analysis.timeline()
+    steady_top = timeline[timeline["steady"]]["wall_s"].max() * 1e3
+    assert timeline["wall_s"].max() * 1e3 > 10 * steady_top
+    # WHEN the step chart is drawn
+    figure = analysis.plot_timeline()
+    # THEN its scale is the steady steps' and each compile step off the scale says its time
+    low, high = figure.layout.yaxis.range
+    assert low == 0 and steady_top < high < 3 * steady_top
+    labels = [a.text for a in figure.layout.annotations]
+    off = timeline[timeline["wall_s"] * 1e3 > high]
+    assert len(labels) == len(off) > 0
+    assert all("(compile)" in label for label in labels)

@@ -1,0 +1,42 @@
+"""The renderer contract (``xlaprof.report``): every result has its forms, picked by name or by
+the extension of the file written; a form a result has not is one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import SAMPLES
+
+import xlaprof
+
+
+def test_one_renderer_contract_picks_by_name_or_extension(tmp_path: Path) -> None:
+    # GIVEN one analysis, one check and one comparison of the sample runs
+    from xlaprof.errors import OutputError
+    from xlaprof.model.result import AnalysisResult, RunComparison
+    from xlaprof.pipeline import analyze_one
+    from xlaprof.report import render, renderer_for
+
+    result, _, _ = analyze_one(SAMPLES / "runs" / "host_sync_item")
+    analysis = AnalysisResult([result])
+    check = xlaprof.check(SAMPLES / "runs" / "host_sync_item", max_host_syncs_per_step=0)
+    comparison = RunComparison("a", "b", xlaprof.Analysis(SAMPLES / "runs" / "host_sync_item")
+                               .compare(xlaprof.Analysis(SAMPLES / "runs" / "healthy_loop")),
+                               ["gone"], [])  # fmt: skip
+    # WHEN renderers are picked by name, by an output file's extension, and by default
+    # THEN each kind of result gets its own form, and a form it has not is one clear error
+    assert renderer_for(analysis, path=Path("out.html")).name == "html"
+    assert renderer_for(analysis, path=Path("out.json")).name == "json"
+    assert renderer_for(check, path=Path("out.xml")).name == "junit"
+    assert renderer_for(comparison).name == "console"
+    assert json.loads(render(analysis, "json"))["findings"][0]["kind"] == "host_sync"
+    assert json.loads(render(check, "json"))["ok"] is False
+    assert json.loads(render(comparison, "json"))["findings_disappeared"] == ["gone"]
+    assert render(check, "text") == str(check) + "\n"
+    assert render(analysis, path=Path("r.html")).startswith("<!DOCTYPE html>")
+    with pytest.raises(OutputError, match=r"extension '\.xml'"):
+        renderer_for(analysis, path=Path("out.xml"))
+    with pytest.raises(OutputError, match="format 'junit'"):
+        renderer_for(comparison, "junit")

@@ -1,0 +1,44 @@
+"""Per-step bottlenecks (``xlaprof.tables.device.bottleneck``): what each step of a capture was
+bound by, per device where no host marks the steps.
+
+Expected values come from what the capturing script did (the JAX-on-CPU capture's README: steps
+104 and 107 sleep 40 ms in ``load_batch``, steps 100 and 108 compile) and from the capture.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from helpers import MI300, cli, shared_trace
+
+from xlaprof.inputs.traces import load_trace
+
+
+def test_jax_cpu_bottleneck_per_step_is_what_the_script_did(jax_cpu_trace: Any) -> None:
+    verdict = jax_cpu_trace.bottlenecks().set_index("step")["bottleneck"].to_dict()
+    # the script: compile in 100, 40 ms input pauses in 104 and 107, a recompile in 108
+    assert verdict[100] == verdict[108] == "compilation"
+    assert verdict[104] == verdict[107] == "input"
+    assert {verdict[s] for s in (101, 102, 103, 105, 106, 109)} == {"compute"}
+
+
+def test_two_hosts_of_gpus_without_step_markers_exit_zero_with_per_device_steps(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a logdir of two hosts: two copies of the MI300X capture (8 GPUs, no steps)
+    session = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    session.mkdir(parents=True)
+    for host in ("host-a", "host-b"):
+        shutil.copy(shared_trace(MI300), session / f"{host}.xplane.pb")
+    # WHEN analyzed
+    done = cli("analyze", "--json", str(tmp_path))
+    # THEN it exits 0 with each device's whole capture as one window and its bottleneck
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(done.stdout)["trace"]
+    assert len(trace["bottleneck_by_device"]) == 16
+    assert {row["bottleneck"] for row in trace["bottleneck_by_device"]} == {"host"}
+    per_device = load_trace(tmp_path).step_times(per_device=True)
+    assert len(per_device) == 16 and per_device["step"].isna().all()
