@@ -17,14 +17,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import EXAMPLES, REPO, SAMPLES
 
 from xlaprof import api
 from xlaprof.findings import Finding, Kind
 
-ROOT = Path(__file__).resolve().parent.parent
-RUNS = ROOT / "sample_traces" / "realcode_runs"
-REALCODE = ROOT / "examples" / "realcode"
-sys.path.insert(0, str(ROOT / "examples" / "corpus"))
+ROOT = REPO
+RUNS = SAMPLES / "realcode_runs"
+REALCODE = EXAMPLES / "realcode"
+sys.path.insert(0, str(EXAMPLES / "corpus"))
 import judge  # noqa: E402
 
 pytest.importorskip("google.protobuf")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import cli
+from helpers import cli
 
 from xlaprof.rundir.reader import load_run
 

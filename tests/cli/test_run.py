@@ -217,8 +217,12 @@ def test_varying_batch_names_the_input_and_its_dimension(example_runs) -> None:
     evidence = finding["evidence"]
     assert evidence["change_kind"] == "input_shapes"
     inputs = evidence["inputs"]
-    batch_sizes = [192, 136, 256, 72]  # after the warm-up graph, in compile order
+    # every compile's batch, in compile order: the example's BATCH_SIZES, warm-up included
+    batch_sizes = [256, 192, 136, 256, 72]
     assert all(i["varying_dims"] == {"0": batch_sizes} for i in inputs)
+    assert finding["location"]["line"] == line_of(
+        "recompile_varying_batch", "x, y = make_batch(next(sizes), device)"
+    )
     widths = sorted(i["shapes"][0][1] for i in inputs)
     assert widths == [1, 256]  # y and x
     assert all(

@@ -282,7 +282,22 @@ def _input_origin(change: InputChange, cut: Location | None) -> Origin | None:
         return step_frame, f"your call that runs aten::{change.data_dependent}", None
     if change.op_source == step_frame:  # the op that first used it is on this line
         return _made_origin(step_frame, cut)
+    maker = _made_by_call(frames, step_frame)
+    if maker is not None:  # x, y = make_batch(...): the step's call returned it
+        return step_frame, f"the call in the step that makes the input (created at {maker})", None
     return _passed_origin(step_frame, cut)
+
+
+def _made_by_call(frames: tuple[Location, ...], call: Location) -> Location | None:
+    """The user frame below ``call`` in the input's stack whose function ``call``'s line calls:
+    the input was made inside that call (a batch helper), not bound before it and passed."""
+    for frame in frames:
+        if frame == call:
+            continue
+        function = enclosing_function(frame.file, frame.line)
+        if function is not None and loop_call_of(call.file, call.line, function) == call.line:
+            return frame
+    return None
 
 
 def _made_origin(made: Location, cut: Location | None) -> Origin:
