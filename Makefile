@@ -32,10 +32,12 @@ demo: setup
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
-# The type check runs first: it takes well under a minute from a cold cache, the tests ten.
+# The type check runs first: it takes well under a minute from a cold cache. The tests run on two
+# workers (most of their time is torch_xla jobs in subprocesses): about 7 minutes on a quiet
+# 2-core machine. A file's tests stay on one worker, so its module fixtures are made once.
 test: setup browser typecheck
 	@$(BIN)/python -m compileall -q xlaprof examples tests >/dev/null 2>&1 || true
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check .

@@ -409,9 +409,10 @@ def mutate_parquet_cache(rng: random.Random, data: bytes) -> tuple[str, bytes]:
 # documented exit code). It never raises anything else (the CLI's exit 70), never runs past a
 # time limit, and never grows memory with the damage (bombs are capped while inflating).
 # Mutations are seeded, so a failure names a seed that reproduces it. The count per loader is
-# ``XLAPROF_FUZZ_MUTATIONS`` (default 500).
+# ``XLAPROF_FUZZ_MUTATIONS`` (default 200, about 30 s for the loaders on a 2-core machine; the
+# crashers earlier and longer runs found are replayed from tests/data/fuzz_repro every time).
 
-MUTATIONS = int(os.environ.get("XLAPROF_FUZZ_MUTATIONS", "500"))
+MUTATIONS = int(os.environ.get("XLAPROF_FUZZ_MUTATIONS", "200"))
 # Each input is a whole load (a pod cache, a run through the renderers): fewer, but every kind.
 SMALL = max(MUTATIONS // 25, 20)
 # A bound on one call that only a hang reaches: inputs are at most a few hundred KB and load in
