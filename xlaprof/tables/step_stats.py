@@ -297,35 +297,13 @@ def device_bottlenecks(table: pd.DataFrame) -> pd.DataFrame:
     its steady steps' seconds per cause as shares of their wall time, and the bottleneck."""
     import pandas as pd
 
-    from xlaprof.tables.device.bottleneck import CLASSES
+    from xlaprof.tables.device.bottleneck import CLASSES, SUMMARY_COLUMNS, summary_row
 
     rows = []
     for row in table.to_dict(orient="records"):
-        wall = float(row["wall_s"])
-        if wall <= 0:
-            continue
-        shares = {name: float(row[f"{name}_s"]) / wall for name in CLASSES}
-        top = max(shares, key=shares.__getitem__)
-        rows.append(
-            {
-                "session": row["session"],
-                "host": row["host"],
-                "device": row["device"],
-                "steps": int(row["steps"]),
-                "wall_s": wall,
-                **{f"{name}_share": share for name, share in shares.items()},
-                "bottleneck": top,
-                "share": shares[top],
-            }
-        )
-    columns = [
-        "session",
-        "host",
-        "device",
-        "steps",
-        "wall_s",
-        *[f"{name}_share" for name in CLASSES],
-        "bottleneck",
-        "share",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+        sums = {name: float(row[f"{name}_s"]) for name in CLASSES}
+        where = (row["session"], row["host"], row["device"])
+        found = summary_row(where, int(row["steps"]), row["wall_s"], sums)
+        if found is not None:
+            rows.append(found)
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)

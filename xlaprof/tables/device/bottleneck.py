@@ -250,34 +250,50 @@ def bottleneck_summary(table: pd.DataFrame, drop_edges: bool = True) -> pd.DataF
         ["session", "host", "device"], observed=True, sort=True
     ):
         steps = steady_steps(group) if drop_edges else group
-        wall = float(steps["wall_s"].sum())
-        if wall <= 0:
-            continue
-        shares = {name: float(steps[f"{name}_s"].sum()) / wall for name in CLASSES}
-        top = max(shares, key=shares.__getitem__)
-        rows.append(
-            {
-                "session": session,
-                "host": host,
-                "device": device,
-                "steps": int(steps["step"].notna().sum()),
-                "wall_s": wall,
-                **{f"{name}_share": share for name, share in shares.items()},
-                "bottleneck": top,
-                "share": shares[top],
-            }
+        sums = {name: float(steps[f"{name}_s"].sum()) for name in CLASSES}
+        row = summary_row(
+            (session, host, device), int(steps["step"].notna().sum()), steps["wall_s"].sum(), sums
         )
-    columns = [
-        "session",
-        "host",
-        "device",
-        "steps",
-        "wall_s",
-        *[f"{name}_share" for name in CLASSES],
-        "bottleneck",
-        "share",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+        if row is not None:
+            rows.append(row)
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+SUMMARY_COLUMNS = [
+    "session",
+    "host",
+    "device",
+    "steps",
+    "wall_s",
+    *[f"{name}_share" for name in CLASSES],
+    "bottleneck",
+    "share",
+]
+
+
+def summary_row(
+    where: tuple[object, object, object], steps: int, wall: float, sums: dict[str, float]
+) -> dict[str, object] | None:
+    """One device's row of the bottleneck summary from its steps' seconds per class (``sums``)
+    and their wall time: each class's share of the wall and the largest. None when no wall
+    time was measured (nothing to divide by). Shared by the in-memory trace and a pod's
+    per-device sums, so both tables have one layout and one rule."""
+    wall = float(wall)
+    if wall <= 0:
+        return None
+    shares = {name: sums[name] / wall for name in CLASSES}
+    top = max(shares, key=shares.__getitem__)
+    session, host, device = where
+    return {
+        "session": session,
+        "host": host,
+        "device": device,
+        "steps": steps,
+        "wall_s": wall,
+        **{f"{name}_share": share for name, share in shares.items()},
+        "bottleneck": top,
+        "share": shares[top],
+    }
 
 
 # XProf leaves out the first and last step when a device has more than this many.
