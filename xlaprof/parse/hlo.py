@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from xlaprof.parse.hlo_proto import Frame
+
 _INSTRUCTION_RE = re.compile(
     r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*(?P<shape>.+?)\s+(?P<opcode>[a-z][\w\-]*)\((?P<rest>.*)$"
 )
@@ -208,9 +210,6 @@ def parse_hlo(text: str) -> HloModule:
     return module
 
 
-Frame = tuple[str, int | None, str | None]  # file, line, function
-
-
 def with_stacks(module: HloModule, proto: bytes) -> HloModule:
     """``module`` with each instruction's Python stack from its serialized HloProto.
 
@@ -225,14 +224,14 @@ def with_stacks(module: HloModule, proto: bytes) -> HloModule:
     from google.protobuf.message import DecodeError
 
     from xlaprof.parse.frames import is_library_file
-    from xlaprof.parse.hlo_proto import hlo_proto_class
+    from xlaprof.parse.hlo_proto import StackFrames, hlo_proto_class
 
     message = hlo_proto_class()()
     try:
         message.ParseFromString(proto)
     except DecodeError:
         return module
-    stacks = _Stacks(message.hlo_module.stack_frame_index)
+    stacks = StackFrames(message.hlo_module.stack_frame_index)
     by_name: dict[str, tuple[Frame, ...]] = {}
     for computation in message.hlo_module.computations:
         for instruction in computation.instructions:
@@ -259,49 +258,3 @@ def with_stacks(module: HloModule, proto: bytes) -> HloModule:
         )
     module.instructions = updated
     return module
-
-
-class _Stacks:
-    """A module's stack frame index: frame id -> its stack, innermost first (ids count from 1)."""
-
-    _MAX_DEPTH = 1000  # a corrupt index with a cycle must not loop forever
-
-    def __init__(self, index: object) -> None:
-        self.files = list(index.file_names)  # type: ignore[attr-defined]
-        self.functions = list(index.function_names)  # type: ignore[attr-defined]
-        self.locations = [
-            (loc.file_name_id, loc.function_name_id, loc.line)
-            for loc in index.file_locations  # type: ignore[attr-defined]
-        ]
-        self.parents = [
-            (frame.file_location_id, frame.parent_frame_id)
-            for frame in index.stack_frames  # type: ignore[attr-defined]
-        ]
-        self.cache: dict[int, tuple[Frame, ...]] = {}
-
-    def _frame(self, location_id: int) -> Frame | None:
-        if not 0 < location_id <= len(self.locations):
-            return None
-        file_id, function_id, line = self.locations[location_id - 1]
-        file = self.files[file_id - 1] if 0 < file_id <= len(self.files) else ""
-        function = (
-            self.functions[function_id - 1] if 0 < function_id <= len(self.functions) else None
-        )
-        return file, line or None, function
-
-    def stack(self, frame_id: int) -> tuple[Frame, ...]:
-        if frame_id in self.cache:
-            return self.cache[frame_id]
-        chain: list[int] = []
-        current = frame_id
-        while 0 < current <= len(self.parents) and current not in self.cache:
-            if len(chain) >= self._MAX_DEPTH or current in chain:
-                break
-            chain.append(current)
-            current = self.parents[current - 1][1]
-        tail = self.cache.get(current, ())
-        for node in reversed(chain):
-            frame = self._frame(self.parents[node - 1][0])
-            tail = ((frame,) if frame is not None else ()) + tail
-            self.cache[node] = tail
-        return self.cache.get(frame_id, ())

@@ -206,7 +206,7 @@ def instruction_sources(
 
 
 def _module_rows(module: Any, program_id: str | None, is_library: Any) -> list[InstructionSource]:
-    frames = _Frames(module.stack_frame_index, is_library)
+    frames = StackFrames(module.stack_frame_index)
     rows: dict[int, InstructionSource] = {}
     called: dict[int, list[int]] = {}
     computation_rows: dict[int, list[int]] = {}
@@ -269,7 +269,7 @@ def _lines_from_callers(
 
 
 def _instruction_row(
-    inst: Any, module: str, program_id: str | None, frames: _Frames, is_library: Any
+    inst: Any, module: str, program_id: str | None, frames: StackFrames, is_library: Any
 ) -> InstructionSource:
     """One instruction's row: its own source line (else its innermost frame's) and the user's
     line (the innermost frame outside installed packages, else its own line if that is the
@@ -277,7 +277,7 @@ def _instruction_row(
     meta = inst.metadata
     source_file = meta.source_file or None
     source_line = meta.source_line or None
-    user = frames.user(meta.stack_frame_id) if meta.stack_frame_id else None
+    user = frames.user(meta.stack_frame_id, is_library) if meta.stack_frame_id else None
     if user is None and source_file and not is_library(source_file):
         user = (source_file, source_line, None)
     if source_file is None and meta.stack_frame_id:
@@ -316,10 +316,21 @@ def _called_rows(
             pending.extend(called.get(inner, []))
 
 
-class _Frames:
-    """A module's stack frame index: frame id -> (file, line, function), and the user's frame."""
+Frame = tuple[str, int | None, str | None]  # file, line, function
 
-    def __init__(self, index: Any, is_library: Any) -> None:
+
+class StackFrames:
+    """A module's stack frame index (``HloModuleProto.stack_frame_index``): a frame id's own
+    frame, its whole stack innermost first, and the user's frame in it.
+
+    Ids count from 1 and an id out of range is no frame. A corrupt index whose parents loop is
+    cut where the loop closes, or after ``MAX_DEPTH`` frames. Shared by the capture's HLO
+    (``instruction_sources``) and a run's graphs (``parse/hlo.py::with_stacks``).
+    """
+
+    MAX_DEPTH = 1000
+
+    def __init__(self, index: Any) -> None:
         self.files = list(index.file_names)
         self.functions = list(index.function_names)
         self.locations = [
@@ -328,10 +339,10 @@ class _Frames:
         self.parents = [
             (frame.file_location_id, frame.parent_frame_id) for frame in index.stack_frames
         ]
-        self.is_library = is_library
-        self._user: dict[int, tuple[str, int | None, str | None] | None] = {}
+        self._stacks: dict[int, tuple[Frame, ...]] = {}
 
-    def frame(self, frame_id: int) -> tuple[str, int | None, str | None] | None:
+    def frame(self, frame_id: int) -> Frame | None:
+        """The (file, line, function) of frame ``frame_id`` alone, or None."""
         if not 0 < frame_id <= len(self.parents):
             return None
         location_id = self.parents[frame_id - 1][0]
@@ -344,18 +355,25 @@ class _Frames:
         )
         return file, line or None, function
 
-    def user(self, frame_id: int) -> tuple[str, int | None, str | None] | None:
-        """The innermost frame of ``frame_id``'s stack in the user's code, or None."""
-        if frame_id in self._user:
-            return self._user[frame_id]
-        found = None
-        current, hops = frame_id, 0
-        while 0 < current <= len(self.parents) and hops < 1000:
-            got = self.frame(current)
-            if got is not None and got[0] and not self.is_library(got[0]):
-                found = got
+    def stack(self, frame_id: int) -> tuple[Frame, ...]:
+        """Frame ``frame_id`` and its parents' frames, innermost first (each id's stack is
+        built once and shared by the frames below it)."""
+        chain: list[int] = []
+        seen: set[int] = set()
+        current = frame_id
+        while 0 < current <= len(self.parents) and current not in self._stacks:
+            if len(chain) >= self.MAX_DEPTH or current in seen:
                 break
+            chain.append(current)
+            seen.add(current)
             current = self.parents[current - 1][1]
-            hops += 1
-        self._user[frame_id] = found
-        return found
+        tail = self._stacks.get(current, ())
+        for node in reversed(chain):
+            frame = self.frame(node)
+            tail = ((frame,) if frame is not None else ()) + tail
+            self._stacks[node] = tail
+        return self._stacks.get(frame_id, ())
+
+    def user(self, frame_id: int, is_library: Any) -> Frame | None:
+        """The innermost frame of ``frame_id``'s stack in the user's code, or None."""
+        return next((f for f in self.stack(frame_id) if f[0] and not is_library(f[0])), None)
