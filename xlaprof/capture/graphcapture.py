@@ -137,21 +137,24 @@ class GraphCapture:
             return "live"
         return "dump" if self.harvester.owned else "user_dump"
 
-    def before_sync(self, live: LiveGraphs, entered_cpu: float) -> float:
-        """Called by the sync hook before a sync while graphs come from the live tensors;
-        returns the thread's CPU clock after it. Its time is xlaprof's, not the step's: it is
-        taken out of the step's wall and CPU time (``take_cost``) and counted in run.json."""
+    def before_sync(self, entered_cpu: float) -> float:
+        """Called by the sync hook before a sync while graphs come from the live tensors
+        (``live`` is set); returns the thread's CPU clock after it. Its time is xlaprof's, not
+        the step's: it is taken out of the step's wall and CPU time (``take_cost``) and
+        counted in run.json."""
+        assert self.live is not None
         start = time.perf_counter()
-        live.before()
+        self.live.before()
         cpu = time.thread_time()
         self.cost[0] += time.perf_counter() - start
         self.cost[1] += cpu - entered_cpu
         return cpu
 
-    def after_sync(self, live: LiveGraphs, step: int) -> None:
+    def after_sync(self, step: int) -> None:
         """Called by the sync hook after a sync, while graphs come from the live tensors."""
+        assert self.live is not None
         start, cpu = time.perf_counter(), time.thread_time()
-        live.after(step, None if self.frames is None else self.frames.on)
+        self.live.after(step, None if self.frames is None else self.frames.on)
         spent = time.thread_time() - cpu
         self.cost[0] += time.perf_counter() - start
         self.cost[1] += spent
@@ -176,13 +179,13 @@ class GraphCapture:
         if compiles and self.harvester is not None:
             self.harvester.collect(step)
 
-    def check(self, warn: Callable[[str], None]) -> None:
-        """Say in run.json (``warn``, and aloud) when compiled graphs were not captured."""
+    def check(self) -> None:
+        """Say in run.json, and aloud, when compiled graphs were not captured."""
         if self.harvester is None:
             return
         live = self.live
         if live is not None and self.cost_total:
-            warn(
+            self.warn(
                 f"taking graphs from the live tensors took {self.cost_total:.2f} s in all, "
                 "left out of the steps' wall and CPU times"
             )

@@ -259,7 +259,7 @@ class Session:
             self._enable_debug_output()
         if self.graphs and self.outer is None:
             self.graph_capture = GraphCapture(
-                self.directory, self.metrics, self.info_warnings.append, self._warn_loud
+                self.directory, self.metrics, self._warn, self._warn_loud
             )
             self.graph_capture.setup(xlac, self.source_frames)
         _STARTED["sessions"] += 1
@@ -355,13 +355,17 @@ class Session:
         os.environ["XLA_FNTRACKER_FILE"] = str(self.directory / FALLBACK_LOG)
         self._fallback_log = LogSize(self.directory / FALLBACK_LOG, file_limit())
 
-    def _warn_loud(self, message: str) -> None:
-        """A warning for run.json that is also printed when the session ends."""
-        self.loud.append(message)
+    def _warn(self, message: str) -> None:
+        """A warning for run.json, said while the run starts or after."""
         if self.info.started is None:
             self.info_warnings.append(message)
         else:
             self.info.warnings.append(message)
+
+    def _warn_loud(self, message: str) -> None:
+        """A warning for run.json that is also printed when the session ends."""
+        self.loud.append(message)
+        self._warn(message)
 
     def note_nested(self, inner: Session) -> None:
         """An ``xlaprof.profile()`` started inside this session: say so in this run."""
@@ -627,7 +631,7 @@ class Session:
         if capture is not None and capture.harvester is not None:
             self._attempt("graphs not collected", capture.harvester.collect, self.step_index, True)
         if capture is not None:
-            self._attempt("graphs not checked", capture.check, self.info.warnings.append)
+            self._attempt("graphs not checked", capture.check)
         if self._steps is not None:
             self._attempt("step rows not built", self._write_pending)
         for rows in (self._steps, self._regions, self._samples):

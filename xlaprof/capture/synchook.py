@@ -169,18 +169,15 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
 
     def sync(*args: Any, **kwargs: Any) -> Any:
         entered = thread_time()  # the step's CPU up to here is the user's code and its tracing
-        capture = session.graph_capture
-        live = None
-        if capture is not None and session.recording and os.getpid() == session.pid:
-            live = capture.live
+        live = session.graph_capture  # taking graphs around this sync, or None
+        if live is None or live.live is None or not session.recording or os.getpid() != session.pid:
+            live = None
         if live is not None:
-            assert capture is not None
-            entered = capture.before_sync(live, entered)  # its cost is not the step's
+            entered = live.before_sync(entered)  # its cost is not the step's
         result = original(*args, **kwargs)
         if session.recording and os.getpid() == session.pid:
             if live is not None:
-                assert capture is not None
-                capture.after_sync(live, session.step_label())
+                live.after_sync(session.step_label())
             if not session.user_steps:
                 frame = _caller(sys._getframe(1))
                 grad = _grad_enabled()
