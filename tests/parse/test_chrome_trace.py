@@ -155,3 +155,34 @@ def test_a_gzip_bomb_of_events_is_refused_with_a_clear_message(tmp_path: Path) -
     # THEN it is refused before it is parsed: exit 8, saying how to read it anyway
     assert out.returncode == InputTooLarge.exit_code, out.stderr
     assert "inflates to more than" in out.stderr and "--max-size" in out.stderr
+
+
+def test_kineto_devices_are_found_from_categories_when_metadata_is_absent(tmp_path: Path) -> None:
+    """No public Kineto trace without process metadata was found, so this one is made from a
+    real one: the MI210 PyTorch-profiler trace (/work/shared/traces) with every ``ph: M``
+    metadata event stripped, which leaves the 562 ``kernel`` events on pid 1 (``args.device``
+    1) and the host's ``cuda_runtime`` events with nothing naming their processes, as in a
+    trace written without ``process_name``/``process_labels`` events."""
+    # GIVEN the real trace without its metadata events
+    document = json.loads(gzip.decompress(shared_trace(MI210).read_bytes()))
+    document["traceEvents"] = [e for e in document["traceEvents"] if e.get("ph") != "M"]
+    path = tmp_path / "mi210_no_metadata.pt.trace.json"
+    path.write_text(json.dumps(document))
+    # AND what is true of it, read from the JSON itself
+    kernels = [e for e in document["traceEvents"] if e.get("cat") == "kernel"]
+    devices = {f"GPU:{e['args']['device']}" for e in kernels}
+    # WHEN it is loaded
+    trace = load_trace(path)
+    # THEN the GPU the kernels ran on is a device, with all of its kernels, and the host's
+    # runtime calls stay on the host
+    assert set(trace.devices["device"]) == devices == {"GPU:1"}
+    on_device = trace.events[trace.events["plane_kind"] == "device"]
+    assert len(on_device) == len(kernels)
+    host = trace.events[trace.events["plane_kind"] == "host"]
+    assert (
+        (host["name"] == "hipLaunchKernel").sum()
+        == sum(1 for e in document["traceEvents"] if e.get("name") == "hipLaunchKernel")
+        > 0
+    )
+    # AND its busy time is the kernels' (the report read "0 device(s) ... No device events")
+    assert trace.device_utilization().iloc[0]["busy_s"] > 0

@@ -54,6 +54,24 @@ _MAX_PS = 2.0**63 - 1024
 # The PyTorch profiler's step range: ``ProfilerStep#12`` is step 12.
 _PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)")
 
+# Kineto's activity categories: those on a GPU (its pid is the device) and those on the host,
+# which name a plane when no metadata event does.
+_DEVICE_CATEGORIES = frozenset(
+    {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "gpu_instant_event"}
+)
+_HOST_CATEGORIES = frozenset(
+    {
+        "cpu_op",
+        "cuda_runtime",
+        "cuda_driver",
+        "python_function",
+        "user_annotation",
+        "cpu_instant_event",
+        "overhead",
+        "Trace",
+    }
+)
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -145,7 +163,31 @@ def _plane_names(
             planes[pid] = "/host:CPU"
         else:
             planes[pid] = names.get(pid) or str(pid)
+    planes.update(_unnamed_planes(events, planes))
     return planes, threads
+
+
+def _unnamed_planes(events: list[dict[str, Any]], named: dict[Any, str]) -> dict[Any, str]:
+    """Planes for the pids no metadata event names, from what their events are.
+
+    A trace cut down to its ``ph: X`` events (or written without ``process_name`` and
+    ``process_labels``) still says where each event ran: Kineto's GPU activities have GPU
+    categories (``kernel``, ``gpu_memcpy``, ...) and their device id in ``args.device`` (else
+    the pid, which Kineto sets to the device), and its host activities have host categories.
+    """
+    kinds: dict[Any, str] = {}
+    for event in events:
+        pid = _key(event.get("pid"))
+        if pid in named or kinds.get(pid, "").startswith("/device:"):
+            continue
+        category = event.get("cat")
+        if category in _DEVICE_CATEGORIES:
+            device = _args(event).get("device", pid)
+            number = device if isinstance(device, int) and not isinstance(device, bool) else None
+            kinds[pid] = f"/device:GPU:{number if number is not None else pid}"
+        elif category in _HOST_CATEGORIES:
+            kinds[pid] = "/host:CPU"
+    return kinds
 
 
 def chrome_trace_frame(path: Path, host: str | None = None) -> pd.DataFrame:

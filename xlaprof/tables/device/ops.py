@@ -8,12 +8,14 @@ an op ran inside (its most frequent enclosing op on the same line), so a table c
 nesting.
 
 **Async pairs.** An asynchronous op is a ``*-start`` that issues the work and a ``*-done`` that
-waits for it. The start takes nanoseconds whatever it moves, so it has no rate (bytes over its
-6 ns would be petabytes a second): its ``flops_per_s``/``bytes_per_s`` are None. The done's
-rate is bytes over its own time, what the chip waited (XProf's ``hlo_stats`` measured
-bandwidth, 25.72 GiB/s for the v6e's ``copy-done.4``); ``async_s`` is the pairs' whole span
-from the TPU's ``Async XLA Ops`` line (start issued to done finished), over which the transfer
-ran: bytes / ``async_s`` is its rate over the whole transfer (a lower bound).
+waits for it. Neither op's own time is the time that moved the bytes: the start takes
+nanoseconds whatever it moves, and the done lasts only as long as the chip still had to wait, 3 ns
+for a copy that had already landed (the v6e capture's ``copy-done.1``, 0.3 us over its 100 runs
+on a chip: XProf's ``hlo_stats`` "measured bandwidth" over that wait is 1.7e9 GiB/s, 1.8 EB/s). So a start has no rate, and a
+done's ``bytes_per_s`` is its bytes over ``async_s``, the pairs' whole span from the TPU's
+``Async XLA Ops`` line (start issued to done finished), over which the transfer ran (a lower
+bound on its rate); a done with no matched pair there has no rate (None), as a rate is only shown
+where the bytes and the time that moved them are both known.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ OP_COLUMNS = [
 
 # ``copy-start.4``, ``all-reduce-start``, ``collective-permute-start.1``: the start of a pair.
 _ASYNC_START = re.compile(r"-start(?:\.\d+)?$")
+# ``copy-done.4``, ``all-gather-done``: the done of a pair (its wait).
+_ASYNC_DONE = re.compile(r"-done(?:\.\d+)?$")
 
 
 def device_ops(
@@ -139,9 +143,19 @@ def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
     seconds = table["total_s"].to_numpy(dtype=np.float64)
     flops = table["flops"].to_numpy(dtype=np.float64)
     moved = table["bytes_accessed"].to_numpy(dtype=np.float64)
-    # The start of an async pair only issues the work: no rate (module docstring).
-    starts = table["name"].astype(str).str.contains(_ASYNC_START).to_numpy(dtype=bool)
+    # The start of an async pair only issues the work: no rate; its done's time is the pair's
+    # span, where the pair was matched, else unknown (module docstring).
+    names = table["name"].astype(str)
+    starts = names.str.contains(_ASYNC_START).to_numpy(dtype=bool)
     seconds = np.where(starts, np.nan, seconds)
+    dones = names.str.contains(_ASYNC_DONE).to_numpy(dtype=bool)
+    if dones.any():
+        spans = (
+            table["async_s"].to_numpy(dtype=np.float64)
+            if "async_s" in table.columns
+            else np.full(len(table), np.nan)
+        )
+        seconds = np.where(dones, spans, seconds)
     with np.errstate(divide="ignore", invalid="ignore"):
         table["flops_per_s"] = np.where(seconds > 0, flops / seconds, np.nan)
         table["bytes_per_s"] = np.where(seconds > 0, moved / seconds, np.nan)
