@@ -9,13 +9,13 @@ nesting.
 
 **Async pairs.** An asynchronous op is a ``*-start`` that issues the work and a ``*-done`` that
 waits for it. Neither op's own time is the time that moved the bytes: the start takes
-nanoseconds whatever it moves, and the done lasts only as long as the chip still had to wait, 3 ns
-for a copy that had already landed (the v6e capture's ``copy-done.1``, 0.3 us over its 100 runs
-on a chip: XProf's ``hlo_stats`` "measured bandwidth" over that wait is 1.7e9 GiB/s, 1.8 EB/s). So a start has no rate, and a
-done's ``bytes_per_s`` is its bytes over ``async_s``, the pairs' whole span from the TPU's
-``Async XLA Ops`` line (start issued to done finished), over which the transfer ran (a lower
-bound on its rate); a done with no matched pair there has no rate (None), as a rate is only shown
-where the bytes and the time that moved them are both known.
+nanoseconds whatever it moves, and the done lasts only as long as the chip still had to wait,
+3 ns for a copy that had already landed (the v6e capture's ``copy-done.1``, 0.3 us over its
+100 runs on a chip: XProf's ``hlo_stats`` "measured bandwidth" over that wait is 1.7e9 GiB/s,
+1.8 EB/s). So a start has no rate, and a done's ``bytes_per_s`` is its bytes over ``async_s``,
+the pairs' whole span from the TPU's ``Async XLA Ops`` line (start issued to done finished),
+over which the transfer ran (a lower bound on its rate); a done with no matched pair there has
+no rate (None): a rate is only shown where the bytes and the time that moved them are known.
 """
 
 from __future__ import annotations
