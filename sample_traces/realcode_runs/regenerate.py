@@ -35,14 +35,26 @@ SETUPS: dict[str, tuple[str, list[str]]] = {
     "hf_gpt2_decode": ("examples/realcode/hf_gpt2_decode.py", []),
     "wlm_get_batch": ("examples/realcode/wlm_get_batch.py", ["--max-steps", "5"]),
     "mixtral_one_layer": ("sample_traces/realcode_runs/mixtral_one_layer.py", []),
+    # issue 37 (B): read sites, fixed evaluation sets, split-off graphs, padding
+    "hf_generate_reads": ("examples/realcode/hf_generate_reads.py", []),
+    "wlm_item_reads": ("examples/realcode/wlm_item_reads.py", []),
+    "gat_three_index_sets": ("examples/realcode/gat_three_index_sets.py", []),
+    "dcgan_short_batch": ("examples/realcode/dcgan_short_batch.py", []),
+    "text_cls_dynamic_padding": ("examples/realcode/text_cls_dynamic_padding.py", []),
+    "text_cls_pad_multiple_16": ("examples/realcode/text_cls_dynamic_padding.py", []),
 }
+# Environment a recording adds (the padded variant that `xlaprof diff` compares).
+ENV: dict[str, dict[str, str]] = {"text_cls_pad_multiple_16": {"PAD_TO_MULTIPLE_OF": "16"}}
+# What the analysis of a run reads; a run judged on its reads alone keeps no graphs (the
+# generate run's 40 growing graphs are 4 MB of HLO).
+NO_GRAPHS = {"hf_generate_reads"}
 KEEP = ("run.json", "steps.jsonl", "debug.log", "fallbacks.log", "metrics", "graphs")
 BOOTSTRAP = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
 
 
 def regenerate(name: str) -> None:
     script, options = SETUPS[name]
-    env = dict(os.environ, PJRT_DEVICE="CPU", HF_HUB_OFFLINE="1")
+    env = dict(os.environ, PJRT_DEVICE="CPU", HF_HUB_OFFLINE="1", **ENV.get(name, {}))
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
         command = [sys.executable, "-m", "xlaprof", "run", "-q", "--out", str(out), *options]
@@ -53,6 +65,8 @@ def regenerate(name: str) -> None:
         shutil.rmtree(target, ignore_errors=True)
         (target / run.name).mkdir(parents=True)
         for kept in KEEP:
+            if kept == "graphs" and name in NO_GRAPHS:
+                continue
             source = run / kept
             if source.is_dir():
                 shutil.copytree(source, target / run.name / kept)

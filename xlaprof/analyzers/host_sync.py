@@ -16,11 +16,17 @@ the fix says what works from the user's side, as measured for the known ones.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from xlaprof.analyzers.shared.sites import Sites, attribute
+from xlaprof.analyzers.shared.sites import (
+    ReadSite,
+    Sites,
+    attribute,
+    below_packages,
+    library_frame,
+)
+from xlaprof.analyzers.shared.sourcecode import in_loop_over_data
 from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.inputs.sourcefiles import read_source
 from xlaprof.model.input import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
@@ -50,10 +56,6 @@ SUGGESTION = (
 _LOADER_FILE = "parallel_loader.py"
 _CLOSURE_RUNNER = "_run_step_closures"
 _CLOSURE_FUNCTIONS = ("_run_step_closures", "add_step_closure")
-# torch and torch_xla frames are the read's mechanism (``Tensor.item``, ``mesh_reduce``), not the
-# code that asked for it: the library named is the innermost frame outside them.
-_RUNTIME_RE = re.compile(r"[/\\](torch|torch_xla|typing_extensions\.py)([/\\]|$)")
-_PACKAGE_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\](.+)$")
 
 
 @dataclass(frozen=True)
@@ -142,42 +144,145 @@ def _site_finding(
     metrics_evidence: dict[str, object],
     closures: bool,
 ) -> Finding | None:
-    """The finding for ``count`` reads at ``location``, or None when they are no problem."""
+    """The finding for the reads at ``location`` (``count`` of them, or the sum over its read
+    sites where their frames are known), or None when they are no problem."""
     steps = data.step_count()
     forced = sites.forced.get(location, [])
     stack = sites.read_stacks.get(location, [])
+    listed = _listed_sites(sites, location)
+    if listed:
+        count = sum(site.reads for site in listed)
     if count < HOST_SYNC_MIN_COUNT or any(f.function == _CLOSURE_RUNNER for f in stack):
         return None  # a step closure's read is the one torch_xla recommends, after the graph ran
     split = _splits_step(data, forced, stack)
     holding = sites.read_steps.get(location)
     # steps holding a read, where steps are known; else the reads themselves
     share_count = len(holding) if holding else count
-    if not split and steps and share_count < HOST_SYNC_MIN_STEP_SHARE * steps:
+    looped = _reads_in_data_loop(location, count, holding)
+    if not split and not looped and steps and share_count < HOST_SYNC_MIN_STEP_SHARE * steps:
         return None  # an occasional read of a finished step's value (a per-epoch log line)
     evidence: dict[str, object] = {"reads_at_site": count, **metrics_evidence}
     if holding:
         evidence["steps_with_reads"] = len(holding)
-    library = library_frame(stack)
-    title = f"Host sync: a device tensor is read on the host {count} times"
+    cost = _seconds_per_execution(data)
+    if listed:
+        evidence["read_sites"] = [_site_evidence(site, location, cost) for site in listed]
+    library = listed[0].frame if len(listed) == 1 else library_frame(stack) if not listed else None
     if library is not None:
         evidence["library_frame"] = f"{library.function} ({library.file}:{library.line})"
-        title = (
-            f"Host sync: {_package(library)} reads a device tensor on the host {count} "
-            f"times, inside `{library.function}` ({_short(library)})"
-        )
+    title = _title(count, listed, library)
     if holding and steps:
         title += f" in {len(holding)} of {steps} steps"
+    if looped and not split:
+        title += (
+            f", {count // len(holding or {0})} per step in which it reads: once per "
+            "iteration of a loop over data, each waiting for that iteration's graph"
+        )
     evidence["splits_step_graph"] = split
     if split:
         title += _split_evidence(data, len(forced), evidence)
+    suggestion = (
+        _suggestion(library, _known(library), closures)
+        if len(listed) <= 1
+        else _per_site_suggestion(listed, closures)
+    )
     return Finding(
         kind=Kind.HOST_SYNC,
         severity=_severity(count, steps),
         title=title,
         evidence=evidence,
         location=location,
-        suggestion=_suggestion(library, _known(library), closures),
+        suggestion=suggestion,
     )
+
+
+def _title(count: int, listed: list[ReadSite], library: Frame | None) -> str:
+    """The finding's title: who reads, where, how often."""
+    if library is not None:
+        return (
+            f"Host sync: {_package(library)} reads a device tensor on the host {count} "
+            f"times, inside `{library.function}` ({_short(library)})"
+        )
+    if len(listed) > 1:
+        places = ", ".join(f"{_label(site)} {site.reads}" for site in listed[:_MAX_SITES_TITLED])
+        more = ", …" if len(listed) > _MAX_SITES_TITLED else ""
+        return (
+            f"Host sync: {count} host reads at {len(listed)} places below this line: {places}{more}"
+        )
+    return f"Host sync: a device tensor is read on the host {count} times"
+
+
+# A read site is titled with at most this many places (the rest are in the evidence).
+_MAX_SITES_TITLED = 4
+# Reads per step that holds one, from which a read inside a loop over data (an evaluation
+# loop's per-batch ``.item()``) counts even when few steps hold it.
+LOOP_READS_PER_STEP = 2
+
+
+def _reads_in_data_loop(location: Location, count: int, holding: set[int] | None) -> bool:
+    """Whether the reads at ``location`` happen once per iteration of a loop over data (several
+    per step that holds them, at a line in a ``for`` loop over something not fixed): each waits
+    for that iteration's graph, however rarely the loop runs (an evaluation loop)."""
+    if not holding or count < LOOP_READS_PER_STEP * len(holding):
+        return False
+    return in_loop_over_data(location.file, location.line)
+
+
+def _listed_sites(sites: Sites, location: Location) -> list[ReadSite]:
+    """The read sites under ``location``, most reads first. A CPU fallback's input copies are
+    listed only beside reads of another kind at the line: alone, the fallback is the finding
+    (aten_fallback) and its copies no separate host sync."""
+    found = list(sites.read_sites.get(location, {}).values())
+    if not any(site.fallback_op is None for site in found):
+        return []
+    return sorted(found, key=lambda site: -site.reads)
+
+
+def _label(site: ReadSite) -> str:
+    if site.frame is None:
+        return "your line"
+    return f"`{site.frame.function}` ({_short(site.frame)})"
+
+
+def _site_evidence(site: ReadSite, location: Location, cost: float | None) -> dict[str, object]:
+    """One read site as an evidence line: the user's line and library frame, its reads and the
+    wait they cost (executions they forced x the median execution time)."""
+    frame = site.frame
+    return {
+        "user_line": str(location),
+        "library_frame": None if frame is None else f"{frame.function} ({_short(frame)})",
+        "reads": site.reads,
+        "forced_executions": len(site.forced),
+        "cpu_fallback_op": site.fallback_op,
+        "steps_with_reads": len(site.steps) or None,
+        "wait_seconds": None if cost is None else round(len(site.forced) * cost, 6),
+    }
+
+
+def _per_site_suggestion(listed: list[ReadSite], closures: bool) -> str:
+    """Advice per read site: each place reads on its own, so each needs its own change."""
+    lines = ["Each place reads on its own; removing one leaves the others:"]
+    for site in listed:
+        frame = site.frame
+        if frame is None:
+            advice = SUGGESTION.format(closures="" if closures else _CLOSURE_ADVICE)
+        else:
+            known = _known(frame)
+            if known is not None:
+                advice = f"{known.what}. {known.fix}"
+            elif site.fallback_op is not None:
+                advice = (
+                    f"{site.fallback_op} has no XLA lowering: it runs on the CPU, copying its "
+                    "input to the host (the aten_fallback finding)."
+                )
+            else:
+                package = _package(frame)
+                advice = (
+                    f"reads a device value on the host below your line; look for a {package} "
+                    "option that avoids the read."
+                )
+        lines.append(f"- {_label(site)} ({site.reads} reads): {advice}")
+    return "\n".join(lines)
 
 
 def _split_evidence(data: AnalysisInput, forced: int, evidence: dict[str, object]) -> str:
@@ -308,37 +413,18 @@ def _step_graph(events: list[DebugEvent]) -> DebugEvent | None:
     return None
 
 
-def library_frame(stack: list[Frame]) -> Frame | None:
-    """The innermost frame of ``stack`` in an installed library other than torch/torch_xla,
-    if it comes before (inside) the user's first frame; None for a read in the user's code."""
-    for frame in stack:
-        if frame.file is None or frame.line is None:
-            continue
-        if not is_library_file(frame.file):
-            return None  # the user's own line reads
-        if _PACKAGE_RE.search(frame.file) and not _RUNTIME_RE.search(_below(frame.file)):
-            return frame
-    return None
-
-
-def _below(file: str) -> str:
-    """``file`` below site-packages (``/transformers/masking_utils.py``), or ``file``."""
-    match = _PACKAGE_RE.search(file)
-    return "/" + match.group(1).replace("\\", "/") if match else file
-
-
 def _package(frame: Frame) -> str:
-    return _below(frame.file or "").strip("/").split("/")[0]
+    return below_packages(frame.file or "").strip("/").split("/")[0]
 
 
 def _short(frame: Frame) -> str:
-    return f"{_below(frame.file or '').strip('/')}:{frame.line}"
+    return f"{below_packages(frame.file or '').strip('/')}:{frame.line}"
 
 
 def _known(frame: Frame | None) -> LibraryRead | None:
     if frame is None:
         return None
-    below = _below(frame.file or "")
+    below = below_packages(frame.file or "")
     for known in KNOWN_READS:
         if below.endswith("/" + known.path) and frame.function == known.function:
             return known

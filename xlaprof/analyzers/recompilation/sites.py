@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from xlaprof.analyzers.recompilation import padding
 from xlaprof.analyzers.recompilation.advice import MAX_LISTED, suggestion
 from xlaprof.analyzers.shared.graph_diff import (
     DYNAMIC_SHAPE_OPS,
@@ -28,7 +29,9 @@ from xlaprof.analyzers.shared.sourcecode import (
     enclosing_function,
     enclosing_loop,
     loop_call_of,
+    loop_of_moved_batch,
     loop_reassignment,
+    padding_call,
     source_line,
 )
 from xlaprof.findings import Finding, Kind, Location, Severity
@@ -100,6 +103,8 @@ class _Site:
     late: list[DebugEvent]  # recompilations: after warm-up, and not a graph first needed late
     explanation: Explanation | None
     first_needed: list[DebugEvent] = field(default_factory=list)  # new graphs compiled late
+    graph_of: dict[int, GraphInfo] = field(default_factory=dict)  # compile event id -> graph
+    executions: list[DebugEvent] = field(default_factory=list)  # the site's executions
 
     @property
     def late_steps(self) -> frozenset[int]:
@@ -308,6 +313,10 @@ def _made_origin(made: Location, cut: Location | None) -> Origin:
         if line is not None:
             how = f"reassigned inside the loop (created first at line {made.line})"
             return Location(made.file, line), how, line
+        loop = loop_of_moved_batch(made.file, made.line)
+        if loop is not None:
+            how = f"the loop that yields the batch (moved to the device at line {made.line})"
+            return Location(made.file, loop), how, None
         if made.file != cut.file:
             # made in a helper (make_batch): the step's call of it is the line to change
             function = enclosing_function(made.file, made.line)
@@ -373,9 +382,36 @@ def from_events(
             continue
         compiled = [e for e in events if e.kind == "compilation"]
         site = _judge_late(location, compiled, late, graph_of, dynamic)
-        if site is not None:
+        if site is not None and not _cached_per_value(site, events):
+            site.graph_of = graph_of
+            site.executions = [e for e in events if e.kind == "execution"]
             sites.append(site)
     return [_group_finding(data, group) for group in _grouped(sites)]
+
+
+# A site whose inputs take at most this many sizes, each compiled once and reused, serves fixed
+# shapes (evaluation sets, buckets): it is not recompiling.
+MAX_CACHED_SIZES = 3
+
+
+def _cached_per_value(site: _Site, events: list[DebugEvent]) -> bool:
+    """Whether the site's late compiles are only new sizes from a few fixed ones, each compiled
+    once and reused (the site runs more graphs than it compiles): three evaluation index sets,
+    or batches padded to two bucket sizes. A short last batch (one full size, then a smaller
+    one) is not: drop_last removes its compiles."""
+    explanation = site.explanation
+    if explanation is None or explanation.kind != "input_shapes" or not explanation.inputs:
+        return False
+    executions = [e for e in events if e.kind == "execution"]
+    if len(executions) <= len(site.events):
+        return False  # nothing reused
+    for change in explanation.inputs:
+        for dim, values in change.varying_dims.items():
+            if len(set(values)) > MAX_CACHED_SIZES:
+                return False
+            if dim == 0 and len(set(values)) == 2 and values[-1] < values[0]:
+                return False  # a short last batch
+    return True
 
 
 def _judge_late(
@@ -454,6 +490,13 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     if explanation is not None:
         evidence.update(_explanation_evidence(explanation))
     severity = _severity(data, events, late, evidence)
+    padded = _padded_sequence(primary, location) if grown is None else None
+    if padded is not None:
+        location, how, dim, lengths = padded
+        evidence["location_is"] = how
+        evidence["sequence_dim"] = dim
+        evidence["sequence_lengths_seen"] = lengths[: MAX_LISTED * 8]
+        evidence["padding_choices"] = [c.record() for c in padding.choices(lengths)]
     text = source_line(location.file, location.line) if location is not None else None
     if text:
         evidence["source_text"] = text
@@ -461,17 +504,108 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     headline = _headline(explanation)
     if batches is not None:
         headline = f"the loop's batches change size ({batches}): a short last batch"
+    fix = suggestion(explanation, grown, batches)
+    if padded is not None:
+        values = sorted(set(padded[3]))
+        headline = (
+            f"the sequence length (dim {padded[2]}) changes with each batch's padding "
+            f"({len(values)} lengths: {', '.join(map(str, values[:_MAX_VALUES_SHOWN]))}"
+            + (", …" if len(values) > _MAX_VALUES_SHOWN else "")
+            + ")"
+        )
+        fix = padding.advice(padded[3], str(location) if location else None, padded[2])
+    accounting = _accounting(events, late, first_needed, evidence)
     return Finding(
         kind=Kind.RECOMPILATION,
         severity=severity,
         title=(
-            f"Recompiling: {len(events)} compilations of {len(hashes)} different graphs "
-            f"({len(late)} after warm-up)" + (f": {headline}" if headline else "")
+            f"Recompiling: {len(late)} of {len(events)} compilations are recompiles a fix "
+            f"removes ({len(hashes)} different graphs)"
+            + (f": {headline}" if headline else "")
+            + accounting
         ),
         evidence=evidence,
         location=location,
-        suggestion=suggestion(explanation, grown, batches),
+        suggestion=fix,
     )
+
+
+_READ_CAUSE = "access tensor value"
+
+
+def _accounting(
+    events: list[DebugEvent],
+    late: list[DebugEvent],
+    first_needed: list[DebugEvent],
+    evidence: dict[str, object],
+) -> str:
+    """Which of the compiles are the cause, which warm-up, which graphs split off by mid-step
+    reads (a read runs the graph traced so far as a graph of its own) and which new graphs
+    first needed late; noted in ``evidence``, and the title's words for the rest."""
+    counted = {id(e) for e in (*late, *first_needed)}
+    rest = [e for e in events if id(e) not in counted]
+    split = [e for e in rest if e.cause and _READ_CAUSE in e.cause]
+    warm = len(rest) - len(split)
+    evidence["compiles"] = {
+        "total": len(events),
+        "recompiles": len(late),
+        "warm_up": warm,
+        "split_off_by_reads": len(split),
+        "first_needed_late": len(first_needed),
+    }
+    parts = [f"{warm} warm-up"] if warm else []
+    if split:
+        parts.append(f"{len(split)} graph(s) split off by mid-step reads in warm-up")
+    if first_needed:
+        parts.append(f"{len(first_needed)} new graph(s) first needed late")
+    if not parts:
+        return ""
+    return f"; the other {len(rest) + len(first_needed)}: " + ", ".join(parts)
+
+
+def _padded_sequence(
+    site: _Site, origin: Location | None
+) -> tuple[Location | None, str, int, list[int]] | None:
+    """For an input whose varying dimension is not the batch (dim 0 fixed, a later one
+    varies): the line that pads the batches (a collator, a tokenizer call), how it was found,
+    the dimension and the lengths each step's graph had. None for any other change."""
+    explanation = site.explanation
+    if explanation is None or explanation.kind != "input_shapes":
+        return None
+    change = explanation.inputs[0]
+    dims = sorted(change.varying_dims)
+    if not dims or dims[0] == 0 or len(change.shapes[0]) < 2:
+        return None
+    dim = dims[0]
+    lengths = _lengths_seen(site, change.parameter, dim)
+    if not lengths:
+        lengths = list(change.varying_dims[dim])
+    where = origin or site.location
+    found = padding_call(where.file) if where is not None else None
+    if where is None or found is None:
+        return None  # a length that varies for another reason (a grown input, a slice)
+    line, what = found
+    return Location(where.file, line), f"where batches are padded: {what}", dim, lengths
+
+
+def _lengths_seen(site: _Site, parameter: int, dim: int) -> list[int]:
+    """The size of ``dim`` of input ``parameter`` in the graph each step ran first at the site
+    (one per batch), from the site's compiled graphs."""
+    by_hash = {
+        event.graph_hash: graph
+        for event in site.events
+        if (graph := site.graph_of.get(id(event))) is not None and graph.hlo is not None
+    }
+    seen: dict[int, int] = {}
+    for event in site.executions:
+        graph = by_hash.get(event.graph_hash)
+        if graph is None or graph.hlo is None or event.step is None or event.step in seen:
+            continue
+        params = graph.hlo.parameters
+        dims = params[parameter].dims if parameter < len(params) else None
+        if dims is not None and len(dims[1]) > dim:
+            seen[event.step] = dims[1][dim]
+    return list(seen.values())
 
 
 def _explanation_evidence(explanation: Explanation) -> dict[str, object]:

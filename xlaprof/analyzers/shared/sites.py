@@ -19,13 +19,14 @@ unplaced.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from xlaprof.findings import Location
 from xlaprof.model.input import HOST_SYNC_OP, AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent, FallbackRecord
-from xlaprof.parse.frames import Frame, user_location
+from xlaprof.parse.frames import Frame, is_library_file, user_location
 
 _TENSOR_ACCESS_CAUSE = "access tensor value"
 
@@ -45,6 +46,38 @@ class Sites:
     forced: dict[Location, list[DebugEvent]] = field(default_factory=lambda: defaultdict(list))
     # per op, the "Op(s) not lowered" lines naming it (no frame, no call count: a pasted log)
     unplaced: Counter[str] = field(default_factory=Counter)
+    # Per user line, its read sites: the library frame that reads (None: the user's own line)
+    # with the reads made there, the executions they forced, and the CPU-fallback op whose
+    # input copy is the read (None for ``.item()``-like reads).
+    read_sites: dict[Location, dict[Frame | None, ReadSite]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+
+
+@dataclass
+class ReadSite:
+    """One place that reads a device value on the host, under one user line."""
+
+    frame: Frame | None  # the library's frame that reads; None where the user's line reads
+    item_calls: int = 0  # ``.item()``-like calls (the tracker's ``_local_scalar_dense``)
+    forced: list[DebugEvent] = field(default_factory=list)  # executions its reads forced
+    fallback_op: str | None = None  # a CPU fallback whose input copy is the read
+    fallback_calls: int = 0
+    steps: set[int] = field(default_factory=set)
+
+    @property
+    def reads(self) -> int:
+        """Reads at the site: each call reads once, and a call on a pending value forces one
+        execution (counted once, whichever source saw it)."""
+        return max(self.item_calls, len(self.forced), self.fallback_calls)
+
+
+def _read_site(sites: Sites, location: Location, frames: list[Frame]) -> ReadSite:
+    frame = library_frame(frames)
+    found = sites.read_sites[location].get(frame)
+    if found is None:
+        found = sites.read_sites[location][frame] = ReadSite(frame)
+    return found
 
 
 def attribute(data: AnalysisInput) -> Sites:
@@ -74,26 +107,78 @@ def _forced_reads(data: AnalysisInput, sites: Sites) -> Counter[Location]:
                 access[location] += 1
                 sites.forced[location].append(event)
                 _note_read(sites, location, event.step, event.frames)
+                site = _read_site(sites, location, event.frames)
+                site.forced.append(event)
+                if event.step is not None:
+                    site.steps.add(event.step)
     return access
+
+
+def counter_spelling(data: AnalysisInput) -> dict[str, str]:
+    """The metrics counters' name for each op the fallback tracker spells otherwise.
+
+    The tracker names an op by its C++ operator struct (``at::_ops::isin_Tensor_Tensor``: name
+    and overload joined by ``_``), the counters by its schema (``aten::isin.Tensor_Tensor``).
+    Both name one op: the counter's spelling is kept, so the op is reported once.
+    """
+    spelling = {}
+    for name in data.aten_counters():
+        if "." in name:
+            spelling[name.replace(".", "_", 1)] = name
+    return spelling
 
 
 def _tracked_calls(data: AnalysisInput, sites: Sites) -> Counter[Location]:
     """The ``.item()`` calls per user line; fallback calls go into ``sites`` (placed per op and
     line, or, for ``Op(s) not lowered`` lines, unplaced per op)."""
     scalar: Counter[Location] = Counter()
+    spelling = counter_spelling(data)
     for record in data.debug.fallbacks:
         location = user_location(record.frames)
         if record.op is None:
             continue
+        op = spelling.get(record.op, record.op)
         if location is None:
             if record.listed:
-                sites.unplaced[record.op] += record.count
-        elif record.op == HOST_SYNC_OP:
+                sites.unplaced[op] += record.count
+        elif op == HOST_SYNC_OP:
             scalar[location] += record.count
             _note_read(sites, location, record.step, record.frames)
+            site = _read_site(sites, location, record.frames)
+            site.item_calls += record.count
+            if record.step is not None:
+                site.steps.add(record.step)
         else:
-            sites.fallbacks[record.op][location] += record.count
+            sites.fallbacks[op][location] += record.count
+            site = _read_site(sites, location, record.frames)
+            site.fallback_op = op
+            site.fallback_calls += record.count
     return scalar
+
+
+# torch and torch_xla frames are the read's mechanism (``Tensor.item``, ``mesh_reduce``), not the
+# code that asked for it: the library named is the innermost frame outside them.
+_RUNTIME_RE = re.compile(r"[/\\](torch|torch_xla|typing_extensions\.py)([/\\]|$)")
+_PACKAGE_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\](.+)$")
+
+
+def library_frame(stack: list[Frame]) -> Frame | None:
+    """The innermost frame of ``stack`` in an installed library other than torch/torch_xla,
+    if it comes before (inside) the user's first frame; None for a read in the user's code."""
+    for frame in stack:
+        if frame.file is None or frame.line is None:
+            continue
+        if not is_library_file(frame.file):
+            return None  # the user's own line reads
+        if _PACKAGE_RE.search(frame.file) and not _RUNTIME_RE.search(below_packages(frame.file)):
+            return frame
+    return None
+
+
+def below_packages(file: str) -> str:
+    """``file`` below site-packages (``/transformers/masking_utils.py``), or ``file``."""
+    match = _PACKAGE_RE.search(file)
+    return "/" + match.group(1).replace("\\", "/") if match else file
 
 
 def _note_read(sites: Sites, location: Location, step: int | None, frames: list[Frame]) -> None:

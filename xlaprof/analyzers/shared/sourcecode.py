@@ -168,7 +168,7 @@ def _assigned_names(node: ast.AST) -> set[str]:
     """Names bound by an assignment or a for loop's target."""
     if isinstance(node, ast.Assign):
         targets: list[ast.AST] = list(node.targets)
-    elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For):
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
         targets = [node.target]
     else:
         return set()
@@ -270,6 +270,90 @@ def enclosing_loop(file: str, line: int) -> int | None:
     if loop is None or loop.lineno == line:
         return None
     return loop.lineno
+
+
+def in_loop_over_data(file: str, line: int) -> bool:
+    """Whether ``line`` is in the body of a ``for`` loop (in its own function) over something
+    other than a literal display: ``for i in range(0, n, bptt)`` or ``for batch in loader`` run
+    once per batch, ``for name, index in (("train", a), ("val", b))`` a fixed few times."""
+    tree = _tree(file)
+    if tree is None:
+        return False
+    function = _innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
+    loop = _innermost(function or tree, line, (ast.For, ast.AsyncFor))
+    if loop is None or loop.lineno == line:
+        return False
+    assert isinstance(loop, (ast.For, ast.AsyncFor))
+    return not isinstance(loop.iter, (ast.Tuple, ast.List, ast.Set, ast.Dict))
+
+
+def _call_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _pads_to_longest(call: ast.Call) -> str | None:
+    """What makes ``call`` pad a batch to its longest sequence, or None."""
+    name = _call_name(call)
+    padding = next((k.value for k in call.keywords if k.arg == "padding"), None)
+    if isinstance(padding, ast.Constant) and padding.value in ("longest", True):
+        return f"padding={padding.value!r}"
+    if name.endswith("CollatorWithPadding"):
+        if isinstance(padding, ast.Constant) and padding.value == "max_length":
+            return None
+        return f'{name} (padding="longest" by default)'
+    if name == "pad_sequence":
+        return "pad_sequence (to the batch's longest)"
+    return None
+
+
+def padding_call(file: str) -> tuple[int, str] | None:
+    """The line in ``file`` where batches are padded to their longest sequence (a collator, a
+    tokenizer call with padding="longest"/True, pad_sequence), and what does it; else the
+    DataLoader call that names a collate function; None if neither is there."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    collate: tuple[int, str] | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        what = _pads_to_longest(node)
+        if what is not None:
+            return node.lineno, what
+        if collate is None and any(k.arg == "collate_fn" for k in node.keywords):
+            collate = node.lineno, "the collate function"
+    return collate
+
+
+def loop_of_moved_batch(file: str, line: int) -> int | None:
+    """The ``for`` loop header that yields the batch ``line`` moves to the device:
+    ``real = real_cpu.to(device)`` or ``batch = {k: v.to(device) for k, v in batch.items()}``
+    inside ``for ... real_cpu ... in loader``; None when the line is no such move."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    statement = _innermost(tree, line, (ast.Assign,))
+    if statement is None:
+        return None
+    moved: set[str] = set()
+    for node in ast.walk(statement.value):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("to", "cuda")
+        ):
+            moved |= {n.id for n in ast.walk(node.func.value) if isinstance(n, ast.Name)}
+        if isinstance(node, ast.comprehension):
+            moved |= {n.id for n in ast.walk(node.iter) if isinstance(n, ast.Name)}
+    function = _innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
+    for loop in ast.walk(function or tree):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        inside = loop.lineno < line <= (loop.end_lineno or loop.lineno)
+        if inside and moved & _assigned_names(loop):
+            return loop.lineno
+    return None
 
 
 def time_loop_sketch(file: str, call_line: int) -> str | None:
