@@ -99,6 +99,26 @@ KNOWN_READS = (
         "(use_cache=True), which skips the check.",
     ),
     LibraryRead(
+        "transformers/generation/stopping_criteria.py",
+        "__call__",
+        "is generate()'s EOS check: `torch.isin(new tokens, eos_token_id)` after every new "
+        "token; isin has no XLA lowering, so it runs on the CPU and copies the tokens to the host",
+        "generate() adds this check only when the generation config has an EOS id: with "
+        "`model.generation_config.eos_token_id = None` it is gone (0 isin calls instead of one "
+        "per token, measured with transformers 5 on the CPU), and every call generates "
+        "max_new_tokens; cut the outputs at the EOS afterwards.",
+    ),
+    LibraryRead(
+        "transformers/generation/utils.py",
+        "__call__",
+        "is generate()'s own loop deciding whether to stop: `unfinished_sequences.max() == 0` "
+        "read on the host after every new token",
+        "No generate() option removes this read: it is how generate() stops. To decode without "
+        "it, write the loop yourself: a fixed number of tokens into a preallocated buffer (or "
+        "transformers' static cache), torch_xla.sync() after each token, and finished sequences "
+        "masked on the device instead of tested on the host.",
+    ),
+    LibraryRead(
         "transformers/models/mixtral/modeling_mixtral.py",
         "forward",
         "loops over the experts hit in Python, comparing each expert id on the host "
