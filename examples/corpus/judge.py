@@ -57,6 +57,18 @@ def marked_line(script: str, kind: str, corpus: Path = CORPUS) -> int:
     raise LookupError(f"{script}.py marks no line `# expect: {kind}`")
 
 
+def marked_lines(script: str, kind: str, corpus: Path = CORPUS) -> list[int]:
+    """Every 1-based line of ``script`` marked ``# expect: <kind>``: a kind true at two lines
+    (a read in the training loop and one in the evaluation loop) is expected once at each."""
+    lines = (corpus / f"{script}.py").read_text().splitlines()
+    found = []
+    for number, text in enumerate(lines, start=1):
+        marker = re.search(r"# expect: ([\w, ]+)$", text.rstrip())
+        if marker and kind in {k.strip() for k in marker.group(1).split(",")}:
+            found.append(number)
+    return found
+
+
 def _environment(entry: dict[str, Any], out: Path) -> dict[str, str]:
     env = {**os.environ, "PJRT_DEVICE": "CPU", "HF_HUB_OFFLINE": "1"}
     for name, value in entry.get("env", {}).items():
@@ -157,6 +169,10 @@ def _expected_problems(
         found = [f for f in findings if f["kind"] == kind]
         if kind in timed and not found:
             continue
+        lines = [] if kind in entry.get("unlocated", []) else marked_lines(script, kind, corpus)
+        if len(lines) > 1:
+            wrong.extend(_at_each_line(script, kind, lines, found))
+            continue
         if len(found) != 1:
             wrong.append(f"expected one {kind} finding, got {len(found)}")
             continue
@@ -170,6 +186,20 @@ def _expected_problems(
         elif location["line"] != line:
             wrong.append(f"{kind}: at line {location['line']}, expected line {line}")
     return wrong
+
+
+def _at_each_line(
+    script: str, kind: str, lines: list[int], found: list[dict[str, Any]]
+) -> list[str]:
+    """What is wrong with the findings of a kind the script marks at several lines: one each."""
+    at = sorted(
+        f["location"]["line"]
+        for f in found
+        if f["location"] is not None and f["location"]["file"].endswith(f"{script}.py")
+    )
+    if at != lines or len(found) != len(lines):
+        return [f"expected one {kind} finding at each of lines {lines}, got {at or len(found)}"]
+    return []
 
 
 def _fix_problems(entry: dict[str, Any], kind: str, finding: dict[str, Any]) -> list[str]:

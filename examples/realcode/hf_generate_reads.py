@@ -43,7 +43,7 @@ def main() -> None:
     mask = torch.ones_like(prompt)
     for _call in range(CALLS):
         with torch.no_grad():
-            out = model.generate(  # expect: host_sync aten_fallback
+            out = model.generate(  # expect: host_sync, aten_fallback
                 input_ids=prompt,
                 attention_mask=mask,
                 max_new_tokens=NEW_TOKENS,
