@@ -7,9 +7,9 @@ whose collate function is `DataCollatorWithPadding(tokenizer)`: each batch is pa
 longest sequence (padding="longest"). Reproduced in our own words with a word-level tokenizer
 built in memory, 48 synthetic sentences of 4 to 40 words, a tiny random-init
 BertForSequenceClassification, AdamW; 2 epochs of 6 batches of 8 (12 iterations), a
-`torch_xla.sync()` after each. The loader does not shuffle, so each batch's length is the data's
-(its longest sentence + [CLS] and [SEP]) and epoch 2 repeats epoch 1's lengths. Set PAD_TO_MULTIPLE_OF=N to pad each batch to a multiple of N
-(the collator's own option): the variant whose run `xlaprof diff` compares.
+`torch_xla.sync()` after each. No shuffling: each batch's length is its longest sentence in words
+(the tokenizer adds no special tokens), epoch 2 repeats epoch 1's. PAD_TO_MULTIPLE_OF=N pads to a
+multiple of N (the collator's own option): the variant whose run `xlaprof diff` compares.
 
 What is true (bare runtime): the batch size is 8 throughout; what varies is the sequence length
 of each batch (its longest sentence), shared by input_ids, token_type_ids and attention_mask.
@@ -72,9 +72,9 @@ def main() -> None:
     )
     dataset = dataset.remove_columns(["text"]).rename_column("label", "labels")
     multiple = int(os.environ.get("PAD_TO_MULTIPLE_OF", "0")) or None
-    collator = DataCollatorWithPadding(
+    collator = DataCollatorWithPadding(  # expect: recompilation
         tokenizer, pad_to_multiple_of=multiple
-    )  # expect: recompilation
+    )
     loader = DataLoader(dataset, batch_size=BATCH, collate_fn=collator)
     config = BertConfig(
         vocab_size=len(WORDS) + 4,
@@ -91,7 +91,7 @@ def main() -> None:
     for epoch in range(EPOCHS):
         for batch in loader:
             batch = {key: value.to(device) for key, value in batch.items()}
-            loss = model(**batch).loss
+            loss = model(**batch).loss  # expect: host_sync
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()

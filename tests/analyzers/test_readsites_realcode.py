@@ -152,12 +152,12 @@ def test_a_padded_sequence_length_is_found_at_the_padding_with_bucket_sizes() ->
     # in data order, 2 epochs
     (finding,) = findings("text_cls_dynamic_padding", Kind.RECOMPILATION)
     # AND the lengths each batch had, from the data (the script's own generator: each batch is
-    # padded to its longest sentence plus [CLS] and [SEP])
+    # padded to its longest sentence, in words; the tokenizer adds no special tokens)
     import torch
 
     generator = torch.Generator().manual_seed(0)
     words = torch.randint(4, 41, (48,), generator=generator).tolist()
-    lengths = [max(words[i : i + 8]) + 2 for i in range(0, 48, 8)] * 2
+    lengths = [max(words[i : i + 8]) for i in range(0, 48, 8)] * 2
     # THEN one finding, at the collator, naming the sequence length, never a batch dimension
     assert where(finding) == marked("text_cls_dynamic_padding", "recompilation")
     assert "sequence length (dim 1)" in finding.title

@@ -190,13 +190,17 @@ def _cause_key(site: _Site) -> tuple[object, ...]:
     if explanation is None:
         return ("site", site.location)
     if explanation.kind == "input_shapes":
+        # two inputs sharing the varying dimension (input_ids and attention_mask padded to
+        # one length) are one cause: each (dimension, values) pair counts once
         return (
             "shapes",
             tuple(
                 sorted(
-                    (dim, tuple(sorted(set(values))))
-                    for change in explanation.inputs
-                    for dim, values in change.varying_dims.items()
+                    {
+                        (dim, tuple(sorted(set(values))))
+                        for change in explanation.inputs
+                        for dim, values in change.varying_dims.items()
+                    }
                 )
             ),
         )
