@@ -15,7 +15,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlaprof.pipeline import analyze_one, check_budgets, findings_of
+from xlaprof import pipeline
+from xlaprof.model.request import AnalysisRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,8 +34,14 @@ def analyze(
     warmup_steps: int = 2,
     source_root: str | os.PathLike[str] | None = None,
 ) -> list[Finding]:
-    """Findings for report/log files, run directories or trace logdirs, most severe first."""
-    return findings_of([Path(p) for p in paths], warmup_steps, source_root)
+    """Findings for report/log files, run directories or trace logdirs, most severe first
+    (a folder of several runs: its latest)."""
+    request = AnalysisRequest.of(*paths, warmup_steps=warmup_steps, source_root=_path(source_root))
+    return [f for result in pipeline.analyze(request).parts for f in result.findings]
+
+
+def _path(path: str | os.PathLike[str] | None) -> Path | None:
+    return None if path is None else Path(path)
 
 
 # Public API: each budget is a keyword argument, as ``xlaprof check`` has a flag for each.
@@ -79,7 +86,7 @@ def check(  # noqa: PLR0913
         warmup_steps=warmup_steps,
         allow_unmeasured=allow_unmeasured,
     )
-    return check_budgets([Path(r) for r in runs], budgets)
+    return pipeline.check(AnalysisRequest.of(*runs), budgets)
 
 
 class Analysis:
@@ -95,9 +102,17 @@ class Analysis:
         warn: bool = True,
     ) -> None:
         self.path = Path(path)
-        self.result, self.processes, self.note = analyze_one(
-            self.path, process, warmup_steps, session, source_root
+        self.request = AnalysisRequest(
+            (self.path,),
+            process=process,
+            session=session,
+            warmup_steps=warmup_steps,
+            source_root=_path(source_root),
         )
+        analyzed = pipeline.analyze(self.request).one()
+        self.result = analyzed.parts[0]
+        self.processes = analyzed.processes
+        self.note = "; ".join(analyzed.notes) or None
         # A run of several processes: one is analyzed here, and the user is told which.
         if self.note and warn:
             warnings.warn(self.note, stacklevel=2)
@@ -107,6 +122,7 @@ class Analysis:
         """The facade over an analysis already made."""
         analysis = cls.__new__(cls)
         analysis.path = Path(result.part.sources[0].path if result.part.sources else ".")
+        analysis.request = AnalysisRequest((analysis.path,))
         analysis.processes = [result.part.name]
         analysis.note = None
         analysis.result = result

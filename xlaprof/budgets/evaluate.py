@@ -12,7 +12,6 @@ from xlaprof.budgets.result import CheckResult, Outcome, RunCheck, Status
 from xlaprof.findings import Finding, Kind
 from xlaprof.model.input import COMPILE_METRICS, HOST_SYNC_OP, AnalysisInput
 from xlaprof.parse.units import format_seconds
-from xlaprof.tables.compare import run_summary
 
 if TYPE_CHECKING:
     from xlaprof.model.result import PartResult
@@ -33,6 +32,14 @@ class _Context:
 
 
 Measure = Callable[[_Context, Any], list[Outcome]]
+
+
+def _figures(result: PartResult) -> dict[str, Any]:
+    """The part's figures as the pipeline made them (diff shows the same); a result made
+    by hand has them computed from its input."""
+    from xlaprof.tables.compare import run_summary
+
+    return result.figures or run_summary(result.part.data)
 
 
 def evaluate(
@@ -235,7 +242,7 @@ def _step_time_ratio(ctx: _Context, limit: float) -> list[Outcome]:
     budget = "max-step-time-ratio"
     if ctx.baseline is None:
         return [_verdict(budget, None, limit, "x", "no baseline run to compare with")]
-    mine, base = run_summary(ctx.data), run_summary(ctx.baseline.part.data)
+    mine, base = _figures(ctx.result), _figures(ctx.baseline)
     evidence = {
         "median_s": mine["step_median_s"],
         "spread_s": mine["step_spread_s"],

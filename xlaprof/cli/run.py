@@ -18,9 +18,10 @@ from xlaprof.capture.metrics import METRICS_SAMPLES
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ
 from xlaprof.cli import INTERRUPTED_EXIT
 from xlaprof.errors import CommandNotFound, RunDirError
+from xlaprof.rundir.schema import LAUNCH_ENV
 
 # Set in the job's environment; each run directory records it (run.json "env").
-ENV_LAUNCH = "XLAPROF_LAUNCH_ID"
+ENV_LAUNCH = LAUNCH_ENV
 
 
 def _window(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:

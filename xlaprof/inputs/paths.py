@@ -27,13 +27,13 @@ from xlaprof.errors import (
 )
 from xlaprof.model.input import AnalysisInput, input_from_run
 from xlaprof.model.parts import Part, RunSummary, SourceInfo
+from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
 from xlaprof.parse.debug_log import DebugLog, parse_debug_log
 from xlaprof.parse.metrics_report import MetricsParser, MetricsParseResult
 from xlaprof.parse.units import format_bytes
 from xlaprof.rundir.reader import Run, find_runs, load_runs
 from xlaprof.safeio import UnsafeFile, iter_lines
 
-DEFAULT_MAX_INPUT_BYTES = 256 * 1024**2
 _SNIFF_BYTES = 8192
 # Share of undecodable bytes in the first block above which a file is taken as binary.
 _BINARY_REPLACEMENT_SHARE = 0.05

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.model.parts import Part
+    from xlaprof.model.request import AnalysisRequest
     from xlaprof.model.result import PartResult
 
 # Analyses kept for paging (a pod's can hold a few hundred MB: a handful at most).
@@ -104,6 +105,7 @@ class Analyzed:
     path: Path
     results: list[PartResult]
     document: dict[str, Any]
+    notes: list[str] = field(default_factory=list)  # which run was read, of several
 
     def part(self, process: str | None) -> tuple[PartResult, dict[str, Any], list[str]]:
         """One part's result and document (the first, or ``process``), with a note when the
@@ -118,8 +120,8 @@ class Analyzed:
                 )
             index = names.index(process)
         if len(self.results) == 1:
-            return self.results[0], self.document, []
-        notes = []
+            return self.results[0], self.document, list(self.notes)
+        notes = list(self.notes)
         if process is None:
             notes.append(
                 f"{self.path} holds {len(names)} process runs ({', '.join(names[:8])}"
@@ -155,27 +157,52 @@ class Tools:
         return offered
 
     # -- the analysis, once per input ---------------------------------------------------------
-    def analysis(self, path: str, session: str | None = None, warmup_steps: int = 2) -> Analyzed:
-        """``path`` analyzed as ``xlaprof analyze`` does, reused while it has not changed."""
+    def analysis(
+        self,
+        path: str,
+        session: str | None = None,
+        warmup_steps: int = 2,
+        process: str | None = None,
+    ) -> Analyzed:
+        """``path`` analyzed as ``xlaprof analyze`` does (its latest run, or ``process``),
+        reused while it has not changed."""
         real, fingerprint = self.roots.resolve_input(path)
-        key = (str(real), session, warmup_steps, fingerprint)
+        key = (str(real), session, warmup_steps, process, fingerprint)
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        analyzed = self._analyze(real, session, warmup_steps)
+        analyzed = self._analyze(self.request(real, session, warmup_steps, process))
         self._cache[key] = analyzed
         while len(self._cache) > CACHED_ANALYSES:
             self._cache.popitem(last=False)
         return analyzed
 
-    def _analyze(self, path: Path, session: str | None, warmup_steps: int) -> Analyzed:
-        from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
-        from xlaprof.pipeline import analyze_parts
+    def request(
+        self,
+        path: Path,
+        session: str | None = None,
+        warmup_steps: int = 2,
+        process: str | None = None,
+    ) -> AnalysisRequest:
+        """The request a tool makes of ``path``: source lines from inside the roots only."""
+        from xlaprof.model.request import AnalysisRequest
+
+        return AnalysisRequest(
+            (path,),
+            process=process,
+            session=session,
+            warmup_steps=warmup_steps,
+            source_root_of=self.source_root,
+        )
+
+    def _analyze(self, request: AnalysisRequest) -> Analyzed:
+        from xlaprof.pipeline import analyze
         from xlaprof.report.json_out import results_document
 
-        parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, warmup_steps, session)
-        results = analyze_parts(parts, self.source_root)
-        return Analyzed(path, results, results_document(results))
+        result = analyze(request)
+        return Analyzed(
+            request.inputs[0], result.parts, results_document(result.parts), result.notes
+        )
 
     def source_root(self, part: Part) -> Path:
         """Where findings on ``part`` may quote source lines from: its run's recorded working
@@ -226,18 +253,18 @@ class Tools:
         capture's devices and top ops, and how many rows each per-step and per-op table has
         (page through them with steps and device_ops). Without process, a folder of several
         process runs is analyzed whole (findings tagged with evidence.process)."""
-        analyzed = self.analysis(path, session, warmup_steps)
+        analyzed = self.analysis(path, session, warmup_steps, process)
         return self._overview(analyzed, process, max_findings)
 
     def _overview(
         self, analyzed: Analyzed, process: str | None, max_findings: int
     ) -> models.AnalyzeOutput:
-        notes: list[str] = []
+        notes: list[str] = list(analyzed.notes)
         if process is None:
             document = analyzed.document
             result = analyzed.results[0] if len(analyzed.results) == 1 else None
         else:
-            result, document, notes = analyzed.part(process)
+            result, document, notes = analyzed.part(process)  # its notes include the run's
         for part in analyzed.results if result is None else [result]:
             if part.trace is not None and len(part.trace.sessions) > 1:
                 notes.append(
@@ -300,7 +327,7 @@ class Tools:
 
         seconds_columns = COLUMNS[1:-1]
 
-        result, _, notes = self.analysis(path, session, warmup_steps).part(process)
+        result, _, notes = self.analysis(path, session, warmup_steps, process).part(process)
         frame = _step_tables(result).get(table)
         steady = None
         if table == "timeline" and frame is not None and len(frame):
@@ -356,7 +383,7 @@ class Tools:
         ops are those of `xlaprof analyze --json`'s trace.device_ops; paging goes past them."""
         from xlaprof.report.json_out import devices_table, frame_records
 
-        result, _, notes = self.analysis(path, session).part(process)
+        result, _, notes = self.analysis(path, session, process=process).part(process)
         trace = result.trace
         frame = devices = None
         if trace is None:
@@ -391,12 +418,12 @@ class Tools:
         """Compare two runs, as `xlaprof diff --json`: each figure (steps, compilations, step
         time, compile time, host syncs, ...) before and after with their ratio, and the
         findings that disappeared and appeared."""
-        from xlaprof.pipeline import compare_runs
+        from xlaprof.pipeline import compare
         from xlaprof.report.json_out import comparison_document
 
         a, b = self.roots.resolve(before), self.roots.resolve(after)
-        comparison, notes = compare_runs(a, b, self.source_root)
-        return models.CompareOutput(**comparison_document(comparison), notes=notes)
+        comparison = compare(self.request(a), self.request(b))
+        return models.CompareOutput(**comparison_document(comparison), notes=comparison.notes)
 
     # The parameters are the tool's arguments (``xlaprof check``'s budgets, one each): the SDK
     # reads them as its input schema.
@@ -443,7 +470,7 @@ class Tools:
         value, limit and verdict (pass, fail, unmeasured, skipped), with the findings that
         explain a failure at the user's line. ok is false when any budget fails."""
         from xlaprof.budgets import Budgets
-        from xlaprof.pipeline import check_budgets
+        from xlaprof.pipeline import check
         from xlaprof.report.ci import check_document
 
         runs = [self.roots.resolve(p) for p in paths]
@@ -465,7 +492,8 @@ class Tools:
         )
         if budgets.baseline is not None:
             self.roots.resolve(str(budgets.baseline))  # a file's baseline: inside too
-        result = check_budgets(runs, budgets, self.source_root)
+        request = self.request(runs[0]).but(inputs=tuple(runs))
+        result = check(request, budgets)
         return models.CheckOutput(**check_document(result))
 
     def explain_finding(

@@ -9,7 +9,7 @@ HTML report and the console show the same tables without computing anything agai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,6 +72,9 @@ class PartResult:
     stragglers: pd.DataFrame | None = None
     # The step model's summary: where a steady step goes (tables/story.py).
     story: StepStory | None = None
+    # The part's figures as diff, check, MCP and the notebook quote them
+    # (``tables.compare.run_summary``, its median step the story's): set by the pipeline.
+    figures: dict[str, Any] = field(default_factory=dict)
 
     @property
     def run(self) -> Run | None:
@@ -156,9 +159,25 @@ def _or_empty(frame: pd.DataFrame | None) -> pd.DataFrame:
 
 @dataclass
 class AnalysisResult:
-    """One ``xlaprof analyze`` or ``xlaprof report``: every part analyzed, in input order."""
+    """One analysis (``xlaprof.pipeline.analyze``): every part it read, in input order, the
+    names of every process run found, and the notes saying which were chosen."""
 
     parts: list[PartResult]
+    processes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def one(self) -> AnalysisResult:
+        """This result with its first part only (``report``, ``diff``, the notebook), and a
+        note naming it when there were several."""
+        if len(self.parts) <= 1:
+            return self
+        names = [p.part.name for p in self.parts]
+        note = (
+            f"{len(names)} process runs ({', '.join(names[:8])}"
+            f"{', ...' if len(names) > 8 else ''}): showing {names[0]} only; "
+            "--process NAME (process=NAME) for another"
+        )
+        return AnalysisResult(self.parts[:1], self.processes, [*self.notes, note])
 
 
 @dataclass
@@ -171,3 +190,6 @@ class RunComparison:
     table: pd.DataFrame
     gone: list[str]
     came: list[str]
+    notes: list[str] = field(default_factory=list)
+    # the two analyses compared (not part of the document)
+    sides: tuple[AnalysisResult, AnalysisResult] | None = None

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Hashable
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from xlaprof.findings import Finding
@@ -312,3 +313,20 @@ def comparison_document(comparison: RunComparison) -> dict[str, Any]:
         "findings_appeared": comparison.came,
     }
     return strict_document(document)
+
+
+def saved_analysis(path: Path, max_size: int | None = None) -> AnalysisResult | None:
+    """The result a document saved with ``xlaprof analyze --json`` holds, or None when
+    ``path`` is not one (``xlaprof analyze saved.json``, ``xlaprof report saved.json``)."""
+    from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
+    from xlaprof.safeio import UnsafeFile, read_capped
+
+    if not path.is_file() or path.suffix.lower() != ".json":
+        return None
+    try:
+        raw = read_capped(path, max_size or DEFAULT_MAX_INPUT_BYTES)
+    except (OSError, UnsafeFile):
+        return None
+    if f'"schema": "{SCHEMA}"' not in raw[:4096].decode("utf-8", errors="replace"):
+        return None
+    return None

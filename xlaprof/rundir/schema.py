@@ -50,6 +50,10 @@ GRAPHS_DIR = "graphs"
 GRAPH_INDEX = "index.jsonl"
 DYNAMO = "dynamo.jsonl"  # torch.compile: recompile reasons, graph breaks, compiles
 MODULES = "modules.json"  # the module tree and module calls of one step
+# The id of one `xlaprof run` launch, in the environment of its processes (run.json records
+# XLAPROF_* variables): the process folders of one run share it, and a re-run into the same
+# --out gets a new one, so commands tell the runs of one folder apart.
+LAUNCH_ENV = "XLAPROF_LAUNCH_ID"
 
 
 @dataclass
