@@ -40,6 +40,12 @@ def analyze(
     return [f for result in pipeline.analyze(request).parts for f in result.findings]
 
 
+def _empty() -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame()
+
+
 def _path(path: str | os.PathLike[str] | None) -> Path | None:
     return None if path is None else Path(path)
 
@@ -137,16 +143,16 @@ class Analysis:
         return self.result.findings_frame()
 
     def steps(self) -> pd.DataFrame:
-        return self.result.steps_frame()
+        return self.run.steps() if self.run is not None else _empty()
 
     def events(self) -> pd.DataFrame:
-        return self.result.events_frame()
+        return self.run.events() if self.run is not None else _empty()
 
     def compiles(self) -> pd.DataFrame:
-        return self.result.compiles_frame()
+        return self.run.compiles() if self.run is not None else _empty()
 
     def regions(self) -> pd.DataFrame:
-        return self.result.regions_frame()
+        return self.run.regions_frame() if self.run is not None else _empty()
 
     def timeline(self) -> pd.DataFrame:
         return self.result.timeline_frame()
@@ -155,7 +161,11 @@ class Analysis:
         return self.result.host_skew_frame()
 
     def host_steps(self) -> pd.DataFrame:
-        """Several hosts: one row per (host, device, step) (``pod.host_steps``)."""
+        """Several hosts: one row per (host, device, step) (``pod.host_steps``; a pod's are
+        read from its workers' files)."""
+        trace = self.result.trace
+        if self.result.host_steps is None and trace is not None and trace.source is not None:
+            return trace.source.host_steps()
         return self.result.host_steps_frame()
 
     def stragglers(self) -> pd.DataFrame:

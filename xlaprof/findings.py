@@ -84,6 +84,19 @@ class Finding:
             "suggestion": self.suggestion,
         }
 
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Finding:
+        """A finding from its JSON object (``to_json``): a saved result read back."""
+        where = document.get("location")
+        return cls(
+            kind=Kind(document["kind"]),
+            severity=Severity(document["severity"]),
+            title=str(document["title"]),
+            evidence=dict(document.get("evidence") or {}),
+            location=None if not where else Location(str(where["file"]), int(where["line"])),
+            suggestion=str(document.get("suggestion") or ""),
+        )
+
 
 def bench_command(
     fix: str, script: str | None, options: str = "", factory: str | None = None

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from xlaprof.budgets import Budgets, CheckResult
     from xlaprof.findings import Finding
+    from xlaprof.model.input import AnalysisInput
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
 
@@ -119,12 +120,32 @@ def _findings(part: Part, request: AnalysisRequest, trace: Trace | None) -> Part
     holds it (with the withheld-sources note, when there is one)."""
     data = dataclasses.replace(part.data, trace=trace)
     with source_roots(source_root_of(part, request)) as roots:
-        findings = run_analyzers(data)
+        findings = [_plain(finding) for finding in run_analyzers(data)]
         note = withheld_note(withheld(), roots)
     shown = dataclasses.replace(part, data=data)
     if note is not None:
         shown = _with_note(shown, note)
     return PartResult(shown, findings)
+
+
+def _plain(finding: Finding) -> Finding:
+    """``finding`` as its JSON says it (tuples as lists, a number not measured as None): the
+    result is the same whether rendered now or read back from ``--json``."""
+    import json
+
+    from xlaprof.findings import Finding
+
+    def strict(value: object) -> object:
+        if (isinstance(value, float) and value != value) or value in (float("inf"), -float("inf")):
+            return None
+        if isinstance(value, dict):
+            return {str(k): strict(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [strict(v) for v in value]
+        return value
+
+    document = json.loads(json.dumps(finding.to_json(), default=str))
+    return Finding.from_json(strict(document))  # type: ignore[arg-type]  # a dict in, a dict out
 
 
 def _with_note(part: Part, note: str) -> Part:
@@ -156,7 +177,95 @@ def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
         # the one step model: the median steady step the story names is the run's median step
         figures["step_median_s"] = story.median_wall_s
     result.figures = figures
+    _finish(result)
     return result
+
+
+def _finish(result: PartResult) -> None:
+    """Everything the renderers show that the tables above did not make: the counts, the
+    device view and the figures' tables, so that no renderer computes or reads a file."""
+    from xlaprof.model.result import Counts
+
+    data = result.part.data
+    result.counts = Counts(
+        steps=data.step_count(),
+        compiles=data.compiles(),
+        executions=data.executions(),
+        device_to_host_transfers=data.device_to_host_transfers(),
+        aten_fallbacks=data.aten_fallbacks(),
+        fallbacks_named=_named_in_logs(data),
+        measured=bool(data.reports or data.steps),
+        warmup_steps=data.warmup_steps,
+    )
+    trace = result.trace
+    if trace is not None:
+        from xlaprof.tables.device.view import device_view
+
+        result.devices = device_view(trace)
+    result.frames = _figure_frames(result)
+
+
+def _named_in_logs(data: AnalysisInput) -> str:
+    """Ops a log names as not lowered (``Op(s) not lowered`` lines: no call counts), or ""."""
+    lines: dict[str, int] = {}
+    for record in data.debug.fallbacks:
+        if record.listed and record.op:
+            lines[record.op] = lines.get(record.op, 0) + record.count
+    return ", ".join(f"{op} (named in {n} line(s); calls not counted)" for op, n in lines.items())
+
+
+# The run's per-step columns the figures draw (compilations, metric deltas).
+STEP_FIGURE_COLUMNS = (
+    "step",
+    "compiles",
+    "compile_s",
+    "executions",
+    "transfers_to_device",
+    "transfers_from_device",
+)
+# Ops and device steps drawn at most (``report.figures``' own limits).
+TOP_FIGURE_OPS = 15
+DEVICE_FIGURE_STEPS = 200
+
+
+def _figure_frames(result: PartResult) -> dict[str, pd.DataFrame]:
+    """The tables the HTML report's and the notebook's figures draw, as numbers: a run's
+    per-step rows and compilations, each region's host seconds, the top device ops, each
+    device's first steps, and the per-host steps of the device the heat map shows."""
+    frames: dict[str, pd.DataFrame] = {}
+    run = result.part.run
+    if run is not None:
+        steps = run.steps()
+        if not steps.empty:
+            frames["steps"] = steps[[c for c in STEP_FIGURE_COLUMNS if c in steps.columns]]
+        compiles = run.compiles()
+        if not compiles.empty:
+            frames["compiles"] = compiles[["step", "cause", "location", "graph_hash"]]
+        regions = run.regions_frame()
+        if not regions.empty:
+            totals = regions.groupby("name", sort=True)["seconds"].sum()
+            frames["regions"] = totals.reset_index()
+    trace = result.trace
+    if trace is not None:
+        from xlaprof.tables.device import top_ops
+
+        frames["device_ops"] = top_ops(trace.device_ops(), TOP_FIGURE_OPS)
+        steps = trace.device_steps()
+        columns = [c for c in ("device", "step", "busy_s", "idle_s") if c in steps.columns]
+        frames["device_steps"] = (
+            steps.groupby("device", sort=True).head(DEVICE_FIGURE_STEPS)[columns]
+            if len(steps)
+            else steps[columns]
+        )
+        host_steps = result.host_steps
+        if host_steps is None and trace.source is not None and len(trace.hosts) > 1:
+            host_steps = trace.source.host_steps()
+        if host_steps is not None and not host_steps.empty:
+            devices = sorted(host_steps["device"].unique(), key=lambda d: (d == "host", str(d)))
+            device = devices[-1] if "host" in devices else devices[0]
+            mine = host_steps[host_steps["device"] == device]
+            frames["host_steps"] = mine[["host", "device", "step", "wall_ms"]]
+    return frames
 
 
 def _add_tables(result: PartResult, trace: Trace | None) -> None:

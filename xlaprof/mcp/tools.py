@@ -342,11 +342,7 @@ class Tools:
                     median_s=strict_json(seconds),
                     bound=median.get("bound"),
                 )
-        verdict = None
-        if result.trace is not None:
-            from xlaprof.report.devices import tracing_verdict
-
-            verdict = tracing_verdict(result.trace)
+        verdict = None if result.devices is None else result.devices.verdict
         if frame is None:
             notes.append(_absent(table))
         page = _page(frame, host, device, offset, limit)
@@ -726,7 +722,7 @@ def _host_steps(result: PartResult) -> pd.DataFrame | None:
     """Several hosts' per-host rows: a pod keeps them on disk (read here when asked for)."""
     trace = result.trace
     if result.host_steps is None and trace is not None and trace.source is not None:
-        return result.host_steps_frame() if len(trace.hosts) > 1 else None
+        return trace.source.host_steps() if len(trace.hosts) > 1 else None
     return result.host_steps
 
 

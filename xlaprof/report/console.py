@@ -96,10 +96,10 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         console.print()
     elif result.host_skew is not None and len(result.host_skew):
         _skew(console, result.host_skew)
-    if result.trace is not None:
+    if result.devices is not None:
         from xlaprof.report.devices import render_console
 
-        render_console(console, result.trace)
+        render_console(console, result.devices)
     _findings(console, result)
     _notes(console, sources, verbose)
 
@@ -123,10 +123,8 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
         for warning in run.warnings:
             console.print(Text(f"note: {warning}", style="yellow"))
         return []
-    if part.trace_only and part.trace is not None:  # a capture: what it holds, not "0 reports"
-        from xlaprof.report.devices import capture_line
-
-        console.print(Text.assemble(("xlaprof analyze ", "bold"), capture_line(part.trace)))
+    if result.trace_only and result.devices is not None:  # a capture: what it holds
+        console.print(Text.assemble(("xlaprof analyze ", "bold"), result.devices.capture))
         return []
     for source in part.sources:
         console.print(
@@ -204,25 +202,24 @@ def _story(console: Console, story: StepStory | None) -> None:
 
 def _counts(console: Console, result: PartResult) -> None:
     """Steps, compilations, executions, reads and fallbacks of the whole part."""
-    data = result.part.data
+    counts = result.counts
+    if counts is None:
+        return
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
-    fallbacks = data.aten_fallbacks()
     # Counters come from metrics reports or per-step rows: with neither, "none" would claim
     # an absence nobody measured.
-    measured = bool(data.reports or data.steps)
-    named = _named_in_logs(result)
     rows = [
-        ("steps", data.step_count()),
-        ("compilations", data.compiles()),
-        ("executions", data.executions()),
-        ("device→host transfers", data.device_to_host_transfers()),
+        ("steps", counts.steps),
+        ("compilations", counts.compiles),
+        ("executions", counts.executions),
+        ("device→host transfers", counts.device_to_host_transfers),
         (
             "CPU fallback ops",
-            ", ".join(f"{k} ×{_fmt(v)}" for k, v in fallbacks.items())
-            or named
-            or ("none" if measured else NOT_CAPTURED),
+            ", ".join(f"{k} ×{_fmt(v)}" for k, v in counts.aten_fallbacks.items())
+            or counts.fallbacks_named
+            or ("none" if counts.measured else NOT_CAPTURED),
         ),
     ]
     for label, value in rows:
@@ -231,18 +228,9 @@ def _counts(console: Console, result: PartResult) -> None:
     console.print()
 
 
-def _named_in_logs(result: PartResult) -> str:
-    """Ops a log names as not lowered (``Op(s) not lowered`` lines: no call counts), or ""."""
-    lines: dict[str, int] = {}
-    for record in result.part.data.debug.fallbacks:
-        if record.listed and record.op:
-            lines[record.op] = lines.get(record.op, 0) + record.count
-    return ", ".join(f"{op} (named in {n} line(s); calls not counted)" for op, n in lines.items())
-
-
 def _findings(console: Console, result: PartResult) -> None:
     findings = result.findings
-    if not findings and result.part.trace_only:
+    if not findings and result.trace_only:
         console.print(
             "No findings: no bottleneck in this capture reaches a finding's threshold "
             "(the bottleneck tables above show where each step's time went).",

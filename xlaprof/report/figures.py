@@ -155,7 +155,8 @@ def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
 
 
 def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
-    """Total host seconds per user region (``xlaprof.region``/``annotate_module``)."""
+    """Total host seconds per user region (``xlaprof.region``/``annotate_module``): the
+    rows of each call, or each region's total (the pipeline's)."""
     import plotly.graph_objects as go
 
     title = "Top host regions"
@@ -169,16 +170,21 @@ def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
 
 def top_device_ops(ops: pd.DataFrame | None, limit: int = 15) -> go.Figure:
     """Total device time per op over all devices (``Trace.device_ops``), by category."""
-    import plotly.graph_objects as go
-
     from xlaprof.tables.device import top_ops
 
+    return top_ops_chart(None if ops is None else top_ops(ops, limit))
+
+
+def top_ops_chart(top: pd.DataFrame | None) -> go.Figure:
+    """The top ops (``tables.device.top_ops``' rows, most time first) as horizontal bars."""
+    import plotly.graph_objects as go
+
     title = "Top device ops"
-    if ops is None:
+    if top is None:
         return _empty(title, NOT_CAPTURED)
-    if ops.empty:
+    if top.empty:
         return _empty(title, "no device ops in this trace (a CPU capture without XLA op events)")
-    top = top_ops(ops, limit).iloc[::-1]
+    top = top.iloc[::-1]
     figure = go.Figure()
     for category, rows in top.groupby("category", sort=False):
         figure.add_bar(
@@ -320,23 +326,25 @@ def before_after(comparison: pd.DataFrame) -> go.Figure:
 # -- one analysis result's figures (the notebook facade's plot_* and the HTML report) ---------
 
 
-def _traced(result: PartResult, frame: pd.DataFrame) -> pd.DataFrame | None:
-    """``frame`` where the result has a trace; None (shown as "not captured") where it has not."""
-    return frame if result.trace is not None else None
-
-
 def result_figures(result: PartResult) -> list[tuple[str, go.Figure]]:
     """Every figure of ``result`` by name, in the HTML report's order (the per-host heat map
-    only for several hosts)."""
+    only for several hosts), from the tables the pipeline made (``PartResult.frames``)."""
+    import pandas as pd
+
+    def frame(name: str) -> pd.DataFrame:
+        found = result.frame(name)
+        return pd.DataFrame() if found is None else found
+
+    traced = result.devices is not None  # no trace at all is "not captured"
     figures = [
         ("timeline", step_timeline(result.timeline_frame())),
-        ("compilations", compilations(result.steps_frame(), result.compiles_frame())),
-        ("regions", top_regions(result.regions_frame())),
-        ("device-ops", top_device_ops(_traced(result, result.device_ops()))),
-        ("device-steps", device_steps(_traced(result, result.device_steps()))),
+        ("compilations", compilations(frame("steps"), frame("compiles"))),
+        ("regions", top_regions(frame("regions"))),
+        ("device-ops", top_ops_chart(frame("device_ops") if traced else None)),
+        ("device-steps", device_steps(frame("device_steps") if traced else None)),
     ]
-    if not result.host_steps_frame().empty:
-        heatmap = host_step_heatmap(result.host_steps_frame(), result.stragglers_frame())
-        figures.append(("host-steps", heatmap))
-    figures.append(("metric-deltas", metric_deltas(result.steps_frame())))
+    host_steps = frame("host_steps")
+    if not host_steps.empty:
+        figures.append(("host-steps", host_step_heatmap(host_steps, result.stragglers_frame())))
+    figures.append(("metric-deltas", metric_deltas(frame("steps"))))
     return figures

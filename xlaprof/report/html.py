@@ -80,11 +80,8 @@ def _device_line(run: RunSummary | None, result: PartResult) -> str:
     """``TPU x4`` from the run, else ``4 x TPU v6 Lite`` from the trace's device planes."""
     if run is not None and run.device_kind:
         return f"{run.device_kind} x{run.device_count or NOT_MEASURED}"
-    devices = None if result.trace is None else result.trace.devices
-    if devices is None or devices.empty:
-        return NOT_MEASURED
-    kinds = devices["type"].fillna(devices["kind"]).astype(str).value_counts()
-    return ", ".join(f"{count} x {kind}" for kind, count in kinds.items())
+    types = None if result.devices is None else result.devices.device_types
+    return types or NOT_MEASURED
 
 
 def _status(run: RunSummary | None) -> str:
@@ -115,7 +112,7 @@ def page(result: PartResult) -> str:
     from xlaprof.report.figures import result_figures
 
     part = result.part
-    data = part.data
+    counts = result.counts
     run = part.run_summary
     title = f"xlaprof report: {part.name}"
     meta = [
@@ -124,10 +121,10 @@ def page(result: PartResult) -> str:
             "status",
             "- (exit code -)" if run is None else f"{run.status} (exit code {run.exit_code})",
         ),
-        ("steps", data.step_count()),
-        ("compilations", data.compiles()),
-        ("executions", data.executions()),
-        ("device→host transfers", data.device_to_host_transfers()),
+        ("steps", None if counts is None else counts.steps),
+        ("compilations", None if counts is None else counts.compiles),
+        ("executions", None if counts is None else counts.executions),
+        ("device→host transfers", None if counts is None else counts.device_to_host_transfers),
         ("device", _device_line(run, result)),
         ("torch_xla", (run.torch_xla_version if run is not None else None) or NOT_MEASURED),
         *(("note", note) for note in (run.warnings if run is not None else [])),
@@ -137,7 +134,7 @@ def page(result: PartResult) -> str:
         f"<tr><td>{html_text(k)}</td><td>{html_text(_value(v))}</td></tr>" for k, v in meta
     )
     findings = result.findings_frame()
-    if findings.empty and part.trace_only:
+    if findings.empty and result.trace_only:
         body_findings = (
             '<p class="none">No findings: no bottleneck in this capture reaches a finding\'s '
             "threshold (the bottleneck tables below show where each step's time went).</p>"
@@ -148,10 +145,10 @@ def page(result: PartResult) -> str:
         body_findings = "".join(_finding(row) for _, row in findings.iterrows())
     figures = result_figures(result)
     body_devices = ""
-    if result.trace is not None:
+    if result.devices is not None:
         from xlaprof.report.devices import render_html
 
-        body_devices = f"<h2>Devices</h2>{render_html(result.trace)}"
+        body_devices = f"<h2>Devices</h2>{render_html(result.devices)}"
     body_figures = "".join(
         f'<div class="figure">{_figure(figure, f"fig-{name}", index == 0)}</div>'
         for index, (name, figure) in enumerate(figures)

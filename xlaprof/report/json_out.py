@@ -212,9 +212,12 @@ def lines_json(trace: Trace) -> dict[str, Any]:
 
 
 def result_document(result: PartResult) -> dict[str, Any]:
-    """One part's document: the contract plus ``timeline``, ``host_skew`` and ``trace``."""
+    """One part's document: the contract plus ``timeline``, ``host_skew``, ``trace`` and
+    ``view`` (what the renderers show beyond them: a saved document re-renders the same)."""
+    if result.saved is not None:
+        return result.saved
     part = result.part
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"view": result.view_json()}
     if part.run_summary is not None:
         extra["run"] = part.run_summary.to_json()
     trace = result.trace
@@ -236,7 +239,19 @@ def result_document(result: PartResult) -> dict[str, Any]:
         # The first MAX_STEP_ROWS (steps in order) are kept: Analysis.stragglers() has every row.
         extra["stragglers"] = _records(result.stragglers.head(MAX_STEP_ROWS))
         extra["stragglers_total"] = len(result.stragglers)
-    return analysis_document(part.data, result.findings, part.sources, extra)
+    document = analysis_document(part.data, result.findings, part.sources, extra)
+    if result.counts is not None:
+        counts = result.counts
+        document["summary"] = strict_document(
+            {
+                "compiles": counts.compiles,
+                "executions": counts.executions,
+                "device_to_host_transfers": counts.device_to_host_transfers,
+                "aten_fallbacks": counts.aten_fallbacks,
+                "steps": counts.steps,
+            }
+        )
+    return document
 
 
 def results_document(results: list[PartResult]) -> dict[str, Any]:
@@ -288,9 +303,21 @@ def dumps(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, allow_nan=False)
 
 
+def analysis_json(result: AnalysisResult) -> dict[str, Any]:
+    """The whole ``--json`` document of ``result``: its parts' (``results_document``) and,
+    under ``view``, every process found and the notes on which were read."""
+    document = results_document(result.parts)
+    if len(result.parts) == 1 and result.parts[0].saved is not None:
+        document = dict(document)
+    view = dict(document.get("view") or {})
+    view.update({"processes": result.processes, "notes": result.notes})
+    document["view"] = view
+    return document
+
+
 def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
     """The ``--json`` document (``xlaprof.analysis/1``)."""
-    out.write(dumps(results_document(result.parts)) + "\n")
+    out.write(dumps(analysis_json(result)) + "\n")
 
 
 DIFF_SCHEMA = "xlaprof.diff/1"
@@ -329,4 +356,13 @@ def saved_analysis(path: Path, max_size: int | None = None) -> AnalysisResult | 
         return None
     if f'"schema": "{SCHEMA}"' not in raw[:4096].decode("utf-8", errors="replace"):
         return None
-    return None
+    from xlaprof.errors import InputNotRecognized
+
+    try:
+        document = json.loads(raw)
+        return AnalysisResult.from_json(document)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise InputNotRecognized(
+            f"{path}: an {SCHEMA} document that cannot be read back ({type(error).__name__}: "
+            f"{error}); analyze the run again"
+        ) from None

@@ -151,7 +151,7 @@ def test_a_pods_stragglers_and_skew_taken_a_few_steps_at_a_time_are_every_rows(
     monkeypatch.setenv("XLAPROF_LAZY_BYTES", "0")
     (result,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
     assert result.host_steps is None  # not held
-    assert _same(result.host_steps_frame(), every)
+    assert _same(result.trace.source.host_steps(), every)
     assert _same(result.stragglers, late)
 
 
