@@ -201,9 +201,9 @@ class Analysis:
         return self.result.device_time_by_line(per_device)
 
     def summary(self) -> dict[str, object]:
-        from xlaprof.tables.compare import run_summary
-
-        return run_summary(self.result.part.data)
+        """The run's figures as ``xlaprof diff`` compares them (the pipeline's: its median
+        step is the story's)."""
+        return dict(self.result.figures)
 
     def compare(self, after: Analysis) -> pd.DataFrame:
         """This run as *before*, ``after`` as after: figures, ratios and the change in words."""

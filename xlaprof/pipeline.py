@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from xlaprof.analyzers import run_analyzers
 from xlaprof.inputs.choose import choose
 from xlaprof.inputs.paths import load_parts
-from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, withheld_note
+from xlaprof.inputs.sourcefiles import SourceFiles, recorded_root, withheld_note
 from xlaprof.model.request import ALL_PROCESSES, DEFAULT_MAX_INPUT_BYTES, AnalysisRequest
 from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
 
@@ -67,6 +67,7 @@ def _load(request: AnalysisRequest) -> tuple[list[Part], list[str], list[str]]:
         request.session,
         scheduler=request.scheduler,
         workers=request.workers,
+        capture_limit=_capture_limit(request),
     )
     if not any(p.run is not None for p in parts) or len(request.inputs) == 1:
         chosen = choose(parts, request.process, str(request.inputs[0]))
@@ -118,10 +119,10 @@ def source_root_of(part: Part, request: AnalysisRequest) -> Path | None:
 def _findings(part: Part, request: AnalysisRequest, trace: Trace | None) -> PartResult:
     """The part's findings, on a new analyzer input carrying its trace; the part as the result
     holds it (with the withheld-sources note, when there is one)."""
-    data = dataclasses.replace(part.data, trace=trace)
-    with source_roots(source_root_of(part, request)) as roots:
-        findings = [_plain(finding) for finding in run_analyzers(data)]
-        note = withheld_note(withheld(), roots)
+    sources = SourceFiles([source_root_of(part, request)])
+    data = dataclasses.replace(part.data, trace=trace, sources=sources)
+    findings = [_plain(finding) for finding in run_analyzers(data)]
+    note = withheld_note(sources.withheld(), sources.roots)
     shown = dataclasses.replace(part, data=data)
     if note is not None:
         shown = _with_note(shown, note)
@@ -168,7 +169,7 @@ def _with_note(part: Part, note: str) -> Part:
 def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
     from xlaprof.tables.compare import run_summary
 
-    trace = part.trace if part.trace is not None else _trace_window(part)
+    trace = part.trace if part.trace is not None else _trace_window(part, request)
     result = _findings(part, request, trace)
     _add_tables(result, trace)
     figures = run_summary(result.part.data)
@@ -327,13 +328,19 @@ def _device_windows(trace: Trace) -> pd.DataFrame | None:
     return windows.merge(per_device, on=["host", "device", "step"], how="left")
 
 
-def _trace_window(part: Part) -> Trace | None:
+def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
     """The trace a run directory captured (``--trace-steps``), or None."""
     if part.run is None or not part.run.trace_files():
         return None
     from xlaprof.inputs.traces import load_trace
 
-    return load_trace(part.run.path)  # steps numbered from the run's trace window
+    # steps numbered from the run's trace window
+    return load_trace(part.run.path, max_size=_capture_limit(request))
+
+
+def _capture_limit(request: AnalysisRequest) -> int | None:
+    """The cap on each capture file: the user's ``--max-size``, else each reader's own."""
+    return request.max_size if request.max_size_given else None
 
 
 def analyze_parts(parts: list[Part], request: AnalysisRequest | None = None) -> list[PartResult]:

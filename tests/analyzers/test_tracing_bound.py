@@ -8,21 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from decode import Iterator
 
 from xlaprof.analyzers import tracing_bound
 from xlaprof.findings import Location, Severity
 from xlaprof.model.input import AnalysisInput
+from xlaprof.model.sources import SourceFiles
 from xlaprof.rundir.schema import StepRow
-
-
-@pytest.fixture(autouse=True)
-def _sources_under_tmp_path(tmp_path: Path) -> Iterator[None]:
-    """Source lines are read only under a source root (issue 16): here, the test's folder."""
-    from xlaprof.inputs.sourcefiles import source_roots
-
-    with source_roots(tmp_path):
-        yield
 
 
 def steps(host: float, device: float, wall: float, count: int = 8) -> list[StepRow]:
@@ -55,6 +46,7 @@ def test_tracing_bound_is_placed_where_host_cpu_goes_not_at_the_sync(tmp_path: P
     script.write_text("x = step(x)\ntorch_xla.sync()\n")
     samples = {f"{script}:2": 0.6, f"{script}:1": 0.3, "<library>": 0.1}
     data = AnalysisInput(steps=steps(3e-3, 1e-3, 3e-3), host_samples={i: samples for i in range(8)})
+    data.sources = SourceFiles([tmp_path])  # read only under a source root (issue 16)
     (finding,) = tracing_bound.analyze(data)
     assert finding.location == Location(str(script), 1)
 

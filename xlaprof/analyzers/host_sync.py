@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from xlaprof.analyzers.shared.sites import Sites, attribute
 from xlaprof.findings import Finding, Kind, Location, Severity
-from xlaprof.inputs.sourcefiles import read_source
 from xlaprof.model.input import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.frames import Frame, is_library_file
@@ -370,7 +369,7 @@ def _uses_step_closures(data: AnalysisInput, lines: list[Location]) -> bool:
         if any(frame.function in _CLOSURE_FUNCTIONS for frame in event.frames):
             return True
     for file in {location.file for location in lines}:
-        text = read_source(file)
+        text = data.sources.text(file)
         if text is not None and "add_step_closure" in text:
             return True
     return False

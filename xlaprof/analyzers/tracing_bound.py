@@ -46,8 +46,8 @@ from typing import Any
 
 from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Finding, Kind, Location, Severity
-from xlaprof.inputs.sourcefiles import read_source
 from xlaprof.model.input import EXECUTE_METRICS, AnalysisInput
+from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.frames import is_library_file
 
 # Host time per step must be at least this many times the device time per step ...
@@ -291,7 +291,9 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
                 f"the device's {device_s * 1e3:.2f} ms; the device idles {idle:.0%} of the step"
             ),
             evidence=evidence,
-            suggestion=_suggestion(None, 0, _InUse()) + " " + _abi_note(data.cxx11_abi),
+            suggestion=_suggestion(data.sources, None, 0, _InUse())
+            + " "
+            + _abi_note(data.cxx11_abi),
         )
     ]
 
@@ -338,11 +340,15 @@ def _place_and_fix(
     if top_ops:
         evidence["graph_ops"] = graph_ops
         evidence["graph_ops_by_user_line"] = {str(loc): n for loc, n in top_ops[:_TOP]}
-    location = top_ops[0][0] if top_ops else _work_location([line for line, _ in sampled_lines])
+    location = (
+        top_ops[0][0]
+        if top_ops
+        else _work_location(data.sources, [line for line, _ in sampled_lines])
+    )
     in_use = _in_use(data, location)
     if in_use.evidence():
         evidence["already_in_use"] = in_use.evidence()
-    return location, _suggestion(top_ops[0] if top_ops else None, graph_ops, in_use)
+    return location, _suggestion(data.sources, top_ops[0] if top_ops else None, graph_ops, in_use)
 
 
 def _traced_ops_by_line(data: AnalysisInput, steady: set[int]) -> tuple[Counter[Location], int]:
@@ -388,7 +394,7 @@ def _in_use(data: AnalysisInput, location: Location | None) -> _InUse:
         seen.scan = "graph ops traced in torch_xla's scan"
     files = {f for f in (data.script, location.file if location else None) if f}
     for file in sorted(files):
-        text = read_source(file)
+        text = data.sources.text(file)
         for name, words in _SOURCE_WORDS.items():
             if text is not None and getattr(seen, name) is None and any(w in text for w in words):
                 setattr(seen, name, f"the script's source ({words[0].rstrip('(')})")
@@ -407,12 +413,14 @@ def _note_event(seen: _InUse, cause: str, files: list[str]) -> None:
         seen.dynamo = "executions made by the openxla dynamo backend"
 
 
-def _suggestion(top: tuple[Location, int] | None, graph_ops: int, in_use: _InUse) -> str:
+def _suggestion(
+    sources: SourceFiles, top: tuple[Location, int] | None, graph_ops: int, in_use: _InUse
+) -> str:
     """The fix, from where the ops come from and what the script already uses."""
     text = TRACE_LESS
     if top is not None:
         location, ops = top
-        code = source_line(location.file, location.line)
+        code = source_line(sources, location.file, location.line)
         quoted = f" (`{code}`)" if code else ""
         text = (
             f"Line {location.line}{quoted} accounts for {ops} of the {graph_ops} HLO "
@@ -430,11 +438,11 @@ def _suggestion(top: tuple[Location, int] | None, graph_ops: int, in_use: _InUse
     return text
 
 
-def _work_location(lines: list[str]) -> Location | None:
+def _work_location(sources: SourceFiles, lines: list[str]) -> Location | None:
     """The top sampled line that is not a step-ending call (where tracing work is written)."""
     located = [loc for loc in map(_location, lines) if loc is not None]
     for location in located:
-        text = source_line(location.file, location.line) or ""
+        text = source_line(sources, location.file, location.line) or ""
         if not any(call in text for call in _STEP_END_CALLS):
             return location
     return located[0] if located else None

@@ -130,7 +130,7 @@ def check(
     process: str | None,
     session: str | None,
     source_root: Path | None,
-    max_size: int,
+    max_size: int | None,
     **limits: Any,
 ) -> None:
     """Check RUNs (run directories from `xlaprof run`) against budgets, for CI.

@@ -14,7 +14,6 @@ that runs again), which is rewritten.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +25,6 @@ from xlaprof.errors import OutputError
 from xlaprof.escape import terminal
 from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
 from xlaprof.parse.units import parse_size
-from xlaprof.safeio import MAX_SIZE_ENV
 
 if TYPE_CHECKING:
     from xlaprof.model.request import AnalysisRequest
@@ -119,7 +117,7 @@ def with_options(*names: str) -> Callable[[Command], Command]:
 def request_from(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any]) -> AnalysisRequest:
     """The request ``analysis_options``' values make for ``paths`` (a bad ``--scheduler``
     address is one line and its exit code, at once)."""
-    from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES, AnalysisRequest
+    from xlaprof.model.request import AnalysisRequest
 
     scheduler = settings.get("scheduler")
     if scheduler:
@@ -134,7 +132,7 @@ def request_from(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any])
         warmup_steps=settings.get("warmup_steps", 2),
         source_root=settings.get("source_root"),
         max_size=DEFAULT_MAX_INPUT_BYTES if max_size is None else max_size,
-        max_size_given=max_size is not None and max_size != DEFAULT_MAX_INPUT_BYTES,
+        max_size_given=max_size is not None,
         scheduler=scheduler,
         workers=settings.get("workers"),
     )
@@ -157,16 +155,15 @@ def said(result: AnalysisResult) -> None:
         trace_notes(part.trace, part.part.name)
 
 
-def size_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int:
-    """``--max-size`` (``512MB``, ``2GB``) as bytes; the default limit when not given."""
+def size_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    """``--max-size`` (``512MB``, ``2GB``) as bytes; None when not given (each reader's own)."""
     if value is None:
-        return DEFAULT_MAX_INPUT_BYTES
+        return None
     try:
         size = parse_size(value)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
-    os.environ[MAX_SIZE_ENV] = str(size)  # capture readers and their worker processes
-    return size
+    return size  # into the request (``request_from``), which takes it to every reader
 
 
 def trace_notes(trace: Trace | None, name: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugLog
 from xlaprof.parse.dynamo_log import DynamoRecord, parse_dynamo_records
 from xlaprof.parse.metrics_report import MetricsReport
@@ -55,6 +56,9 @@ class AnalysisInput:
     # The profiler capture of this part (a capture, or a run's trace window) with its device
     # model: per-step bottlenecks, device time per line, host tracing against device busy.
     trace: Trace | None = None
+    # The user's source files the analyzers may read (the request's source roots; none by
+    # default): findings quote their lines and read their loops from here, and nowhere else.
+    sources: SourceFiles = field(default_factory=SourceFiles)
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.

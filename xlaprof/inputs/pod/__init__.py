@@ -86,6 +86,7 @@ def load_pod(
     session: str = "",
     sessions: list[str] | None = None,
     progress: bool | None = None,
+    limit: int | None = None,
 ) -> Trace:
     """A lazy ``Trace`` of many hosts: summaries merged, events left in the caches.
 
@@ -94,7 +95,9 @@ def load_pod(
     """
     import pandas as pd
 
-    load = summarize_hosts(files, first_step, workers, scheduler, progress, session=session)
+    load = summarize_hosts(
+        files, first_step, workers, scheduler, progress, session=session, limit=limit
+    )
     if not load.summaries:
         first = load.errors[0]
         raise BadCapture(

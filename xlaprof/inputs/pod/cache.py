@@ -36,7 +36,6 @@ from xlaprof.safeio import (
     DEFAULT_XPLANE_LIMIT,
     UnsafeFile,
     file_digest,
-    input_limit,
     open_owned,
     replace_into,
     temp_beside,
@@ -87,7 +86,7 @@ def _private_root() -> Path:
 @functools.lru_cache(maxsize=256)
 def _content(path: str, size: int, mtime_ns: int, inode: int) -> str:
     """The capture's content fingerprint (read once per process per version of the file)."""
-    return file_digest(Path(path), input_limit(DEFAULT_XPLANE_LIMIT))
+    return file_digest(Path(path), DEFAULT_XPLANE_LIMIT)  # protobuf's cap: no capture is larger
 
 
 def _stamp(path: Path, first_step: int, session: str, table: str = "") -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, input_limit, read_capped
+from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, read_capped
 
 METADATA_PLANE = "/host:metadata"
 # The stat holding a module's serialized HloProto (``StatType::kHloProto``, "Hlo Proto").
@@ -70,11 +70,11 @@ def hlo_module_name(hlo_proto: bytes) -> str | None:
     return name.decode("utf-8", "replace") if isinstance(name, bytes) else None
 
 
-def module_names(path: Path) -> list[str]:
+def module_names(path: Path, limit: int = DEFAULT_XPLANE_LIMIT) -> list[str]:
     """The HLO module names in one ``.xplane.pb``'s metadata plane (read with the size cap)."""
     from xlaprof.parse.xplane.schema import message_class, parse_space
 
-    data = read_capped(path, input_limit(DEFAULT_XPLANE_LIMIT))
+    data = read_capped(path, limit)
     space = parse_space(path, data, message_class("XSpace", events_as_bytes=True))
     names = []
     for plane in space.planes:
