@@ -34,6 +34,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
     for steps in ("8", "10"):
         done = cli("run", "--out", str(out), "--", sys.executable, script, "--steps", steps)
         assert done.returncode == 0, done.stderr[-3000:]
+    # the second recording says it is a new run beside an earlier one
+    assert "also holds 1 process folder(s) of earlier runs" in done.stderr
     runs = sorted(find_runs(out), key=lambda p: load_run(p).info.started or 0)
     assert len(runs) == 2
     return out, runs[0], runs[1]

@@ -1,7 +1,7 @@
 """The tools of ``xlaprof mcp``, as plain methods: typed arguments in, typed models out.
 
-Each analysis is ``xlaprof.pipeline.analyze_parts`` on ``xlaprof.inputs.paths.load_parts``, as
-in ``xlaprof analyze``, and its answer is cut from ``results_document`` (the ``--json``
+Each analysis is ``xlaprof.pipeline.analyze`` of the request ``Tools.request`` makes, as in
+``xlaprof analyze``, and its answer is cut from ``results_document`` (the ``--json``
 document) or, for tables the document keeps only the head of, paged with ``frame_records`` (the
 document's own row writer): the numbers an agent gets are those the CLI prints. An analysis is
 kept (``CACHED_ANALYSES``) while its input's files, sizes and times stay the same, so paging
@@ -132,8 +132,8 @@ class Analyzed:
 
 
 class Tools:
-    """The tools over ``roots``. Calls are served one at a time (``lock``): an analysis sets
-    its source roots for the duration, and the machine it runs on is usually a laptop."""
+    """The tools over ``roots``. Calls are served one at a time (``lock``): an analysis reads
+    only its own source files (inside the roots), and the machine it runs on is usually a laptop."""
 
     def __init__(self, roots: Roots, settings: Settings | None = None) -> None:
         self.roots = roots

@@ -109,7 +109,7 @@ class DeviceView:
 
 @dataclass
 class PartResult:
-    """One part analyzed (``xlaprof.pipeline.analyze_parts``)."""
+    """One part analyzed (``xlaprof.pipeline.analyze``), finished: everything a renderer shows."""
 
     part: Part
     findings: list[Finding]

@@ -2,7 +2,7 @@
 
 One file that works offline: plotly.js is inlined once (no CDN), figures follow as divs. Every
 string that comes from a trace, a log or the user's code is escaped. The report presents what
-``xlaprof.pipeline.analyze_parts`` computed; it computes nothing itself.
+``xlaprof.pipeline.analyze`` computed; it computes nothing itself.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from xlaprof.parse.units import (
 from xlaprof.tables.step_stats import by_device, device_bottlenecks, overview_of
 
 if TYPE_CHECKING:
+    from xlaprof.model.stats import StepOverview
     from xlaprof.model.trace import Trace
 
 TOP_OPS = 10
@@ -134,10 +135,13 @@ def step_note(trace: Trace) -> str | None:
     return None
 
 
-def step_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+def step_rows(
+    trace: Trace, limit: int = 8, overview: StepOverview | None = None
+) -> list[dict[str, str]]:
     """The device steps to show: per device, median of its numbered steps and the slowest."""
     rows = []
-    for row in overview_of(trace.summary()).devices.itertuples(index=False):
+    overview = overview or overview_of(trace.summary())
+    for row in overview.devices.itertuples(index=False):
         rows.append(
             {
                 "device": str(row.device),
@@ -338,13 +342,13 @@ def _short_path(path: str, parts: int = 1) -> str:
     return "/".join(pieces[-parts:]) if len(pieces) > parts else path
 
 
-def autotune_note(trace: Trace) -> str | None:
+def autotune_note(trace: Trace, overview: StepOverview | None = None) -> str | None:
     """Say what the top ops leave out: GPU work the compiler ran while compiling."""
     summary = trace.summary()
     ops = summary.ops[summary.ops["category"] == "autotune"]
     if ops.empty:
         return None
-    numbers = overview_of(summary).autotune_steps  # the smallest, sorted
+    numbers = (overview or overview_of(summary)).autotune_steps  # the smallest, sorted
     where = ""
     if numbers:
         shown = ", ".join(str(n) for n in numbers[:8]) + (", ..." if len(numbers) > 8 else "")
@@ -357,17 +361,19 @@ def autotune_note(trace: Trace) -> str | None:
     )
 
 
-def tracing_title(trace: Trace) -> str:
+def tracing_title(trace: Trace, overview: StepOverview | None = None) -> str:
     """The host-vs-device table's title: it names what the host figure is."""
-    if overview_of(trace.summary()).tracing.lazy:
+    if (overview or overview_of(trace.summary())).tracing.lazy:
         return "Host tracing vs device busy, per step"
     return "Host vs device, per step"
 
 
-def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+def tracing_rows(
+    trace: Trace, limit: int = 8, overview: StepOverview | None = None
+) -> list[dict[str, str]]:
     """Per host step: host wall, the host figure (tracing or device idle), busy, verdict."""
     summary = trace.summary()
-    lazy = overview_of(summary).tracing.lazy
+    lazy = (overview or overview_of(summary)).tracing.lazy
     rows = []
     for row in summary.head("tracing", limit).itertuples(index=False):
         bound = None if missing(row.bound) else str(row.bound)
@@ -387,12 +393,12 @@ def tracing_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     return rows
 
 
-def tracing_verdict(trace: Trace) -> str | None:
+def tracing_verdict(trace: Trace, overview: StepOverview | None = None) -> str | None:
     """One line saying what the traced steps' time went to most, from the one step model
     (``tables/story.py``: the same bounds the step timeline and the bottleneck table show), or
     None. It describes the steps; whether that is worth a fix is the findings' call. (A pod's
     counts and medians come from its workers' aggregates: ``tables.step_stats``.)"""
-    overview = overview_of(trace.summary())
+    overview = overview or overview_of(trace.summary())
     tracing = overview.tracing
     known = tracing.known
     if not known:
@@ -421,7 +427,8 @@ def device_view(trace: Trace) -> DeviceView:
     if len(trace.sessions) > 1:
         meta += f" (of {len(trace.sessions)} sessions: {', '.join(trace.sessions)})"
     devices = device_rows(trace)
-    tracing = tracing_rows(trace) if devices else []
+    overview = overview_of(trace.summary()) if devices else None  # once: a pod's is merged
+    tracing = tracing_rows(trace, overview=overview) if devices else []
     bottlenecks = bottleneck_rows(trace) if devices else []
     return DeviceView(
         where=where,
@@ -431,19 +438,19 @@ def device_view(trace: Trace) -> DeviceView:
         capture=capture_line(trace),
         device_types=_device_types(trace),
         devices=devices,
-        steps=step_rows(trace) if devices else [],
+        steps=step_rows(trace, overview=overview) if devices else [],
         step_note=step_note(trace) if devices else None,
         ops=op_rows(trace) if devices else [],
-        autotune_note=autotune_note(trace) if devices else None,
+        autotune_note=autotune_note(trace, overview) if devices else None,
         bottleneck_devices=bottleneck_device_rows(trace) if devices else [],
         bottlenecks=bottlenecks,
         bottleneck_note=bottleneck_note(trace, len(bottlenecks)) if devices else None,
         lines=line_rows(trace) if devices else [],
         line_note=line_note(trace) if devices else None,
-        tracing_title=tracing_title(trace) if devices else "",
+        tracing_title=tracing_title(trace, overview) if devices else "",
         tracing=tracing,
         tracing_hidden=max(trace.summary().rows("tracing") - len(tracing), 0) if devices else 0,
-        verdict=tracing_verdict(trace) if devices else None,
+        verdict=tracing_verdict(trace, overview) if devices else None,
     )
 
 
