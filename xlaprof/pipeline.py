@@ -201,8 +201,17 @@ def _finish(result: PartResult) -> None:
     trace = result.trace
     if trace is not None:
         from xlaprof.tables.device.view import device_view
+        from xlaprof.tables.document import trace_json
 
         result.devices = device_view(trace)
+        result.trace_json = trace_json(trace, result.part.trace_path)
+        if (
+            result.part.trace is not None
+            and trace.source is not None
+            and trace.source.load is not None
+        ):
+            # hosts read by workers (inputs.pod): where, how long, failures
+            result.trace_json["pod"] = trace.source.load.record()
     result.frames = _figure_frames(result)
 
 

@@ -133,6 +133,8 @@ class PartResult:
     # per-host steps): made by the pipeline, so no renderer reads a file.
     counts: Counts | None = None
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # The ``trace`` object of the ``--json`` document (``tables.document.trace_json``).
+    trace_json: dict[str, Any] | None = None
     # A capture alone (no report, log or run): set where the part has no trace (read back).
     capture_only: bool | None = None
     # The document this result was read from (``from_json``): written again as it was.

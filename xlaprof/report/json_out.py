@@ -7,8 +7,6 @@ The keys listed in the contract are stable; more keys may be added. Non-finite n
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Hashable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -20,31 +18,43 @@ from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
 from xlaprof.report.base import RenderOptions
+from xlaprof.tables.document import (
+    MAX_DEVICE_OPS,
+    MAX_LINE_ROWS,
+    MAX_STEP_ROWS,
+    bottleneck_json,
+    devices_table,
+    frame_records,
+    lines_json,
+    records,
+    strict_document,
+    strict_json,
+    trace_json,
+)
+
+__all__ = [
+    "MAX_DEVICE_OPS",
+    "MAX_LINE_ROWS",
+    "MAX_STEP_ROWS",
+    "SCHEMA",
+    "analysis_json",
+    "bottleneck_json",
+    "comparison_document",
+    "devices_table",
+    "frame_records",
+    "lines_json",
+    "result_document",
+    "results_document",
+    "saved_analysis",
+    "strict_document",
+    "strict_json",
+    "trace_json",
+]
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from xlaprof.model.trace import Trace
+    pass
 
 SCHEMA = "xlaprof.analysis/1"
-
-
-def strict_json(value: Any) -> Any:
-    """Strict JSON: NaN, infinities and pandas' NA become null (the one place this is done)."""
-    if type(value).__name__ == "NAType":
-        return None
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): strict_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [strict_json(v) for v in value]
-    return value
-
-
-def strict_document(document: dict[Any, Any]) -> dict[str, Any]:
-    """``strict_json`` of a dict (a document, a table's row), typed as one: keys as strings."""
-    return {str(k): strict_json(v) for k, v in document.items()}
 
 
 def report_json(report: MetricsReport) -> dict[str, Any]:
@@ -116,101 +126,6 @@ def analysis_document(
     return strict_document(document)
 
 
-def _records(frame: pd.DataFrame | None) -> list[dict[Hashable, Any]] | None:
-    if frame is None:
-        return None
-    return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
-
-
-def frame_records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
-    """A table's rows exactly as the document writes them (strict JSON: not measured is null):
-    for readers that page through a whole table the document cuts (``xlaprof mcp``)."""
-    records = _records(frame)
-    return None if records is None else [strict_document(row) for row in records]
-
-
-# The longest ops per document: a pod capture has thousands of distinct ops per device.
-MAX_DEVICE_OPS = 100
-# Per-step rows per document (device steps, tracing): one per host, device and step, so a pod
-# of 128 hosts x 730 steps has 93,000 of them. The first rows (hosts in order) are kept and the
-# total is given; the stragglers table is the pod's per-step view, and
-# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row. Stragglers and
-# host skew (one row per step, whatever the hosts) are cut at the same count.
-MAX_STEP_ROWS = 5000
-
-
-def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
-    """The ``trace`` object: session, hosts, devices, per-device steps, top ops, tracing."""
-    from xlaprof.tables.device import top_ops
-
-    summary = trace.summary()
-    devices = devices_table(trace)
-    ops = summary.ops.head(MAX_DEVICE_OPS)
-    return {
-        "path": path,
-        "session": trace.session,
-        "sessions": trace.sessions,
-        "hosts": trace.hosts,
-        "files": [str(f) for f in trace.files],
-        "warnings": trace.warnings,
-        "devices": _records(devices),
-        "device_steps": _records(summary.head("steps", MAX_STEP_ROWS)),
-        "device_steps_total": summary.rows("steps"),
-        "device_ops": _records(ops),
-        "device_ops_total": len(summary.ops),
-        "top_ops": _records(top_ops(summary.ops, limit=20)),
-        "tracing": _records(summary.head("tracing", MAX_STEP_ROWS)),
-        "tracing_total": summary.rows("tracing"),
-        **bottleneck_json(trace),
-        **lines_json(trace),
-    }
-
-
-def devices_table(trace: Trace) -> pd.DataFrame:
-    """Per device: its utilization over the capture and what its plane says of it (type,
-    vendor, peaks); the utilization alone for a trace made without a device table."""
-    utilization = trace.summary().utilization
-    if trace.devices is None:
-        return utilization
-    return utilization.merge(
-        trace.devices.drop(columns=["plane"], errors="ignore"),
-        on=["session", "host", "device", "kind"],
-        how="left",
-    )
-
-
-# Source lines per document: the ones with the most device time (the total is given).
-MAX_LINE_ROWS = 100
-
-
-def bottleneck_json(trace: Trace) -> dict[str, Any]:
-    """``bottlenecks`` (per device and step, capped), ``bottlenecks_total`` and
-    ``bottleneck_by_device`` (each device over its steady steps)."""
-    from xlaprof.tables.step_stats import by_device, device_bottlenecks
-
-    summary = trace.summary()  # a pod's: its first rows read, the rest counted and summed
-    total = summary.rows("bottleneck")
-    return {
-        "bottlenecks": _records(summary.head("bottleneck", MAX_STEP_ROWS)) if total else [],
-        "bottlenecks_total": total,
-        "bottleneck_by_device": _records(device_bottlenecks(by_device(summary))) if total else [],
-    }
-
-
-def lines_json(trace: Trace) -> dict[str, Any]:
-    """``device_time_by_line`` (per user line over all devices, capped), its total and the
-    share of op time with a line (``device_time_by_line_coverage``; null without HLO)."""
-    from xlaprof.tables.device.lines import line_coverage
-
-    lines = trace.summary().lines
-    table = trace.device_time_by_line()
-    return {
-        "device_time_by_line": _records(table.head(MAX_LINE_ROWS)),
-        "device_time_by_line_total": len(table),
-        "device_time_by_line_coverage": None if lines is None else line_coverage(lines),
-    }
-
-
 def result_document(result: PartResult) -> dict[str, Any]:
     """One part's document: the contract plus ``timeline``, ``host_skew``, ``trace`` and
     ``view`` (what the renderers show beyond them: a saved document re-renders the same)."""
@@ -220,24 +135,20 @@ def result_document(result: PartResult) -> dict[str, Any]:
     extra: dict[str, Any] = {"view": result.view_json()}
     if part.run_summary is not None:
         extra["run"] = part.run_summary.to_json()
-    trace = result.trace
-    if trace is not None:
-        extra["trace"] = trace_json(trace, part.trace_path)
-        if part.trace is not None and trace.source is not None and trace.source.load is not None:
-            # hosts read by workers (inputs.pod): where, how long, failures
-            extra["trace"]["pod"] = trace.source.load.record()
+    if result.trace_json is not None:
+        extra["trace"] = result.trace_json
     if result.story is not None:
         extra["story"] = result.story.to_json()
     if result.timeline is not None:
-        extra["timeline"] = _records(result.timeline)
+        extra["timeline"] = records(result.timeline)
     if result.host_skew is not None:
-        extra["host_skew"] = _records(result.host_skew.head(MAX_STEP_ROWS))
+        extra["host_skew"] = records(result.host_skew.head(MAX_STEP_ROWS))
         extra["host_skew_total"] = len(result.host_skew)
     if result.stragglers is not None:
         # per step and device; the per-host rows (hosts x steps, the heat map's data) stay out
         # of the document so its size does not grow with the pod: Analysis.host_steps() has them.
         # The first MAX_STEP_ROWS (steps in order) are kept: Analysis.stragglers() has every row.
-        extra["stragglers"] = _records(result.stragglers.head(MAX_STEP_ROWS))
+        extra["stragglers"] = records(result.stragglers.head(MAX_STEP_ROWS))
         extra["stragglers_total"] = len(result.stragglers)
     document = analysis_document(part.data, result.findings, part.sources, extra)
     if result.counts is not None:
@@ -335,7 +246,7 @@ def comparison_document(comparison: RunComparison) -> dict[str, Any]:
         "schema": DIFF_SCHEMA,
         "before": comparison.before,
         "after": comparison.after,
-        "comparison": _records(comparison.table),
+        "comparison": records(comparison.table),
         "findings_disappeared": comparison.gone,
         "findings_appeared": comparison.came,
     }
