@@ -24,7 +24,7 @@ from xlaprof.inputs.choose import choose
 from xlaprof.inputs.paths import load_parts
 from xlaprof.inputs.sourcefiles import SourceFiles, recorded_root, withheld_note
 from xlaprof.model.request import ALL_PROCESSES, DEFAULT_MAX_INPUT_BYTES, AnalysisRequest
-from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
+from xlaprof.model.result import AnalysisResult, Counts, PartResult, RunComparison
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,9 +49,10 @@ def analyze(request: AnalysisRequest) -> AnalysisResult:
     """Load ``request``'s inputs, choose the process runs it names (the latest run's, unless
     ``process`` says otherwise), analyze each, and return the finished result."""
     parts, processes, notes = _load(request)
-    return AnalysisResult(
-        [_analyze_part(part, request) for part in parts], processes=processes, notes=notes
-    )
+    results = [_analyze_part(part, request) for part in parts]
+    counts = [r.counts for r in results if r.counts is not None]
+    totals = Counts.total(counts) if len(results) > 1 else None
+    return AnalysisResult(results, processes=processes, notes=notes, totals=totals)
 
 
 def _load(request: AnalysisRequest) -> tuple[list[Part], list[str], list[str]]:
@@ -185,8 +186,6 @@ def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
 def _finish(result: PartResult) -> None:
     """Everything the renderers show that the tables above did not make: the counts, the
     device view and the figures' tables, so that no renderer computes or reads a file."""
-    from xlaprof.model.result import Counts
-
     data = result.part.data
     result.counts = Counts(
         steps=data.step_count(),

@@ -200,9 +200,8 @@ class Tools:
         from xlaprof.report.json_out import results_document
 
         result = analyze(request)
-        return Analyzed(
-            request.inputs[0], result.parts, results_document(result.parts), result.notes
-        )
+        document = results_document(result.parts, result.totals)
+        return Analyzed(request.inputs[0], result.parts, document, result.notes)
 
     def source_root(self, part: Part) -> Path:
         """Where findings on ``part`` may quote source lines from: its run's recorded working

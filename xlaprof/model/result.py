@@ -291,6 +291,8 @@ class AnalysisResult:
     parts: list[PartResult]
     processes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The parts' counts summed (several processes), as the document heads them.
+    totals: Counts | None = None
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> AnalysisResult:
@@ -298,10 +300,12 @@ class AnalysisResult:
         part, as the renderers show it."""
         documents = document.get("processes") or [document]
         view = document.get("view") or {}
+        several = "processes" in document and "summary" in document
         return cls(
             [PartResult.from_json(d) for d in documents],
             processes=list(view.get("processes") or []),
             notes=list(view.get("notes") or []),
+            totals=Counts.from_summary(document["summary"]) if several else None,
         )
 
     def one(self) -> AnalysisResult:
@@ -315,7 +319,7 @@ class AnalysisResult:
             f"{', ...' if len(names) > 8 else ''}): showing {names[0]} only; "
             "--process NAME (process=NAME) for another"
         )
-        return AnalysisResult(self.parts[:1], self.processes, [*self.notes, note])
+        return AnalysisResult(self.parts[:1], self.processes, [*self.notes, note], None)
 
 
 @dataclass
@@ -400,6 +404,44 @@ class Counts:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    @classmethod
+    def total(cls, parts: list[Counts]) -> Counts:
+        """Several processes' counts summed (a count none measured stays None; fallback
+        counts by op), as the document of a folder of process runs heads them."""
+
+        def summed(values: list[int | None]) -> int | None:
+            known = [v for v in values if v is not None]
+            return sum(known) if known else None
+
+        fallbacks: dict[str, int | None] = {}
+        for counts in parts:
+            for name, value in counts.aten_fallbacks.items():
+                fallbacks[name] = (fallbacks.get(name) or 0) + (value or 0)
+        return cls(
+            steps=summed([c.steps for c in parts]),
+            compiles=summed([c.compiles for c in parts]),
+            executions=summed([c.executions for c in parts]),
+            device_to_host_transfers=summed([c.device_to_host_transfers for c in parts]),
+            aten_fallbacks=fallbacks,
+            fallbacks_named=", ".join(c.fallbacks_named for c in parts if c.fallbacks_named),
+            measured=any(c.measured for c in parts),
+            warmup_steps=parts[0].warmup_steps if parts else 2,
+        )
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any]) -> Counts:
+        """The counts a document's ``summary`` holds (the contract's keys)."""
+        return cls(
+            steps=summary.get("steps"),
+            compiles=summary.get("compiles"),
+            executions=summary.get("executions"),
+            device_to_host_transfers=summary.get("device_to_host_transfers"),
+            aten_fallbacks=dict(summary.get("aten_fallbacks") or {}),
+            fallbacks_named="",
+            measured=True,
+            warmup_steps=2,
+        )
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> Counts:

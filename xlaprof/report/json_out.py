@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from xlaprof.findings import Finding
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.parts import SourceInfo
-from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
+from xlaprof.model.result import AnalysisResult, Counts, PartResult, RunComparison
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
 from xlaprof.report.base import RenderOptions
@@ -165,12 +165,13 @@ def result_document(result: PartResult) -> dict[str, Any]:
     return document
 
 
-def results_document(results: list[PartResult]) -> dict[str, Any]:
+def results_document(results: list[PartResult], totals: Counts | None = None) -> dict[str, Any]:
     """One document for one or more analysis parts (processes of a run).
 
     With one part this is exactly ``result_document``. With several, the contract's lists are
-    concatenated (findings tagged with ``evidence.process``), the summary's counts are summed,
-    and ``processes`` holds each part's own document.
+    concatenated (findings tagged with ``evidence.process``), the summary is the parts' counts
+    summed (``totals``, the pipeline's ``AnalysisResult.totals``), and ``processes`` holds each
+    part's own document.
     """
     documents = [result_document(result) for result in results]
     if len(documents) == 1:
@@ -180,7 +181,7 @@ def results_document(results: list[PartResult]) -> dict[str, Any]:
         "sources": [s for d in documents for s in d["sources"]],
         "reports": [r for d in documents for r in d["reports"]],
         "debug_events": [e for d in documents for e in d["debug_events"]],
-        "summary": _sum_summaries([d["summary"] for d in documents]),
+        "summary": _summary(totals, documents),
         "findings": [],
         "processes": documents,
     }
@@ -192,22 +193,20 @@ def results_document(results: list[PartResult]) -> dict[str, Any]:
     return merged
 
 
-def _sum_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    def total(key: str) -> int | None:
-        values = [s[key] for s in summaries if s[key] is not None]
-        return sum(values) if values else None
-
-    fallbacks: dict[str, int | None] = {}
-    for summary in summaries:
-        for name, value in summary["aten_fallbacks"].items():
-            fallbacks[name] = (fallbacks.get(name) or 0) + (value or 0)
-    return {
-        "compiles": total("compiles"),
-        "executions": total("executions"),
-        "device_to_host_transfers": total("device_to_host_transfers"),
-        "aten_fallbacks": fallbacks,
-        "steps": total("steps"),
-    }
+def _summary(totals: Counts | None, documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """The merged document's ``summary``: the pipeline's summed counts (parts given without
+    them: their documents' summaries, summed by ``Counts.total``)."""
+    if totals is None:
+        totals = Counts.total([Counts.from_summary(d["summary"]) for d in documents])
+    return strict_document(
+        {
+            "compiles": totals.compiles,
+            "executions": totals.executions,
+            "device_to_host_transfers": totals.device_to_host_transfers,
+            "aten_fallbacks": totals.aten_fallbacks,
+            "steps": totals.steps,
+        }
+    )
 
 
 def dumps(document: dict[str, Any]) -> str:
@@ -217,7 +216,7 @@ def dumps(document: dict[str, Any]) -> str:
 def analysis_json(result: AnalysisResult) -> dict[str, Any]:
     """The whole ``--json`` document of ``result``: its parts' (``results_document``) and,
     under ``view``, every process found and the notes on which were read."""
-    document = results_document(result.parts)
+    document = results_document(result.parts, result.totals)
     if len(result.parts) == 1 and result.parts[0].saved is not None:
         document = dict(document)
     view = dict(document.get("view") or {})
