@@ -136,18 +136,11 @@ def _plain(finding: Finding) -> Finding:
     import json
 
     from xlaprof.findings import Finding
+    from xlaprof.tables.document import strict_document
 
-    def strict(value: object) -> object:
-        if (isinstance(value, float) and value != value) or value in (float("inf"), -float("inf")):
-            return None
-        if isinstance(value, dict):
-            return {str(k): strict(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [strict(v) for v in value]
-        return value
-
-    document = json.loads(json.dumps(finding.to_json(), default=str))
-    return Finding.from_json(strict(document))  # type: ignore[arg-type]  # a dict in, a dict out
+    return Finding.from_json(
+        strict_document(json.loads(json.dumps(finding.to_json(), default=str)))
+    )
 
 
 def _with_note(part: Part, note: str) -> Part:
