@@ -7,6 +7,7 @@ The keys listed in the contract are stable; more keys may be added. Non-finite n
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -256,15 +257,25 @@ def saved_analysis(path: Path, max_size: int | None = None) -> AnalysisResult | 
     """The result a document saved with ``xlaprof analyze --json`` holds, or None when
     ``path`` is not one (``xlaprof analyze saved.json``, ``xlaprof report saved.json``)."""
     from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
-    from xlaprof.safeio import UnsafeFile, read_capped
+    from xlaprof.safeio import UnsafeFile, open_regular, read_capped
 
     if not path.is_file() or path.suffix.lower() != ".json":
         return None
-    try:
-        raw = read_capped(path, max_size or DEFAULT_MAX_INPUT_BYTES)
+    try:  # the head first: a Chrome trace (*.trace.json) is not read twice
+        fd = open_regular(path)
+        with os.fdopen(fd, "rb") as handle:
+            head = handle.read(4096).decode("utf-8", errors="replace")
     except (OSError, UnsafeFile):
         return None
-    if f'"schema": "{SCHEMA}"' not in raw[:4096].decode("utf-8", errors="replace"):
+    if f'"schema": "{SCHEMA}"' not in head:
+        return None
+    from xlaprof.errors import InputTooLarge
+
+    try:
+        raw = read_capped(path, max_size or DEFAULT_MAX_INPUT_BYTES)
+    except UnsafeFile as error:
+        raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
+    except OSError:
         return None
     from xlaprof.errors import InputNotRecognized
 
