@@ -50,9 +50,7 @@ def analyze_parts(parts: list[Part], source_root: SourceRoot = None) -> list[Par
 
 
 def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
-    from xlaprof.tables.hosts import host_skew
     from xlaprof.tables.story import step_story, with_bounds, worth_most
-    from xlaprof.tables.stragglers import stragglers
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
     trace = part.trace if part.trace is not None else _trace_window(part)
@@ -61,11 +59,8 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
         result = PartResult(part, run_analyzers(part.data))
         note_withheld(part, roots)
     if part.data.steps or trace is not None:
-        view = trace  # what the step timeline reads: a pod's first host, from its own files
-        if trace is not None and trace.source is not None:
-            from xlaprof.inputs.pod import first_host_trace
-
-            view = first_host_trace(trace)
+        # what the step timeline reads: a pod's first host, from its own files
+        view = None if trace is None else trace.step_view()
         events = None if view is None else view.events
         busy = windows = None
         if view is not None and events is not None:
@@ -87,26 +82,25 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
             result.story.worth_most = worth_most(result.story, result.findings)
         del view
     if trace is not None and len(trace.hosts) > 1:
-        from xlaprof.inputs import pod as pods
+        from xlaprof.inputs.pod import host_tables
 
-        if trace.source is not None:  # a range of steps at a time; the per-host rows stay on disk
-            result.host_skew, result.stragglers = pods.step_tables(trace)
-        else:
-            result.host_skew = host_skew(trace.step_times())
-            result.host_steps = pods.host_steps(trace)
-            result.stragglers = stragglers(result.host_steps)
+        tables = host_tables(trace)  # a pod's: a range of steps at a time, its rows on disk
+        result.host_skew, result.host_steps = tables.skew, tables.host_steps
+        result.stragglers = tables.stragglers
     result.trace = trace
     return result
 
 
 def _device_windows(trace: Trace) -> pd.DataFrame | None:
     """Per host step from the devices' own steps (hosts without step markers): the slowest
-    device's window (``Trace.step_times()``) with that device's busy time, or None."""
-    windows = trace.step_times()
+    device's window (``step_times``) with that device's busy time, or None."""
+    from xlaprof.tables.step_times import step_times
+
+    windows = step_times(trace)
     windows = windows[windows["source"] != "host steps"]
     if windows.empty:
         return None
-    per_device = trace.step_times(per_device=True)[["host", "device", "step", "busy_ms"]]
+    per_device = step_times(trace, per_device=True)[["host", "device", "step", "busy_ms"]]
     per_device = per_device.astype({"host": str, "device": str})
     windows = windows.astype({"host": str, "device": str})
     return windows.merge(per_device, on=["host", "device", "step"], how="left")

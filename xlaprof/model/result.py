@@ -115,9 +115,8 @@ class PartResult:
 
     def host_steps_frame(self) -> pd.DataFrame:
         """Several hosts: one row per (host, device, step); a pod's are read from disk."""
-        trace = self.trace
-        if self.host_steps is None and trace is not None and trace.source is not None:
-            return trace.source.host_steps()
+        if self.host_steps is None and self.trace is not None:
+            return _or_empty(self.trace.events_source.stored_host_steps())
         return _or_empty(self.host_steps)
 
     def stragglers_frame(self) -> pd.DataFrame:

@@ -219,9 +219,9 @@ def result_document(result: PartResult) -> dict[str, Any]:
     trace = result.trace
     if trace is not None:
         extra["trace"] = trace_json(trace, part.trace_path)
-        if part.trace is not None and trace.source is not None and trace.source.load is not None:
-            # hosts read by workers (inputs.pod): where, how long, failures
-            extra["trace"]["pod"] = trace.source.load.record()
+        pod = None if part.trace is None else trace.events_source.load_record()
+        if pod is not None:  # hosts read by workers (inputs.pod): where, how long, failures
+            extra["trace"]["pod"] = pod
     if result.story is not None:
         extra["story"] = result.story.to_json()
     if result.timeline is not None:
