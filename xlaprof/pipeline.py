@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlaprof.analyzers import run_analyzers
+from xlaprof.analyzers import answer_of, run_analyzers, story_answers
 from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
 from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, withheld_note
 from xlaprof.model.result import PartResult, RunComparison
@@ -79,7 +79,10 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
         result.timeline = with_bounds(timeline, part.data.warmup_steps, bottleneck, host)
         result.story = step_story(result.timeline, part.data.warmup_steps)
         if result.story is not None:
-            result.story.worth_most = worth_most(result.story, result.findings)
+            chosen = worth_most(result.story, result.findings, story_answers())
+            result.story.worth_most = chosen
+            if chosen is not None:
+                result.story.worth_most_answer = answer_of(result.story.bound, chosen.kind)
         del view
     if trace is not None and len(trace.hosts) > 1:
         from xlaprof.inputs.pod import host_tables

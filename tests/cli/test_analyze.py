@@ -31,6 +31,9 @@ from helpers import (
     shared_trace,
 )
 
+from xlaprof.analyzers import analyzer_of
+from xlaprof.findings import Kind
+
 SAMPLE_EXPECTATIONS = {
     "healthy_loop": [],
     "recompile_varying_batch": ["recompilation"],
@@ -364,6 +367,8 @@ def test_the_console_and_json_open_with_the_story(tmp_path: Path) -> None:
     # AND the JSON story is the same numbers
     story = document["story"]
     assert story["bound"] == "tracing" and story["worth_most"]["kind"] == "tracing_bound"
+    # AND says why that kind answers the bound: its registry entry's story sentence
+    assert story["worth_most_answer"] == analyzer_of(Kind.TRACING_BOUND).story.sentence
     rows = [r for r in document["timeline"] if r["steady"]]
     assert story["steady_steps"] == len(rows)
     assert {r["step"] for r in rows} >= {story["median_step"]}

@@ -485,7 +485,7 @@ class Tools:
         except ValueError:
             kinds = ", ".join(k.value for k in Kind)
             raise InputNotRecognized(f"{kind!r}: no such finding kind (kinds: {kinds})") from None
-        module = sys.modules[analyzer_of(known).analyze.__module__]
+        module = analyzer_of(known).module
         page_path = DOCS / f"{known.value}.md"
         page = page_path.read_text(encoding="utf-8") if page_path.is_file() else None
         constants = {

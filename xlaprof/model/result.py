@@ -31,7 +31,8 @@ class StepStory:
     and ``parts`` its wall time by part (compile, tracing, transfer, device), which add up to
     it; ``bound`` is its largest part and ``bound_share`` that part's share; ``bound_steps``
     counts the steady steps by bound. ``worth_most`` is the finding that answers the bound
-    (set by the pipeline, which has the findings).
+    (set by the pipeline, which has the findings) and ``worth_most_answer`` why its kind
+    answers it (the kind's story sentence; None where it was picked as the most severe).
     """
 
     steps: int
@@ -48,6 +49,7 @@ class StepStory:
     bound_share: float | None = None
     bound_steps: dict[str, int] = field(default_factory=dict)
     worth_most: Finding | None = None
+    worth_most_answer: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The ``story`` object of the ``--json`` document (docs/json-format.md)."""
