@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlaprof.analyzers import answer_of, run_analyzers, story_answers
+from xlaprof.analyzers import answer_of, examine, story_answers
 from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
 from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, withheld_note
 from xlaprof.model.result import PartResult, RunComparison
@@ -56,7 +56,8 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
     trace = part.trace if part.trace is not None else _trace_window(part)
     part.data.trace = trace  # the capture's analyzers read its device model
     with source_roots(source_root_of(part, source_root)) as roots:
-        result = PartResult(part, run_analyzers(part.data))
+        findings, coverage = examine(part.data)
+        result = PartResult(part, findings, analyzers=coverage)
         note_withheld(part, roots)
     if part.data.steps or trace is not None:
         # what the step timeline reads: a pod's first host, from its own files
@@ -199,7 +200,8 @@ def check_budgets(
         checked = []
         for part in parts:
             with source_roots(source_root_of(part, source_root)) as roots:
-                checked.append(PartResult(part, run_analyzers(part.data)))
+                findings, coverage = examine(part.data)
+                checked.append(PartResult(part, findings, analyzers=coverage))
                 note_withheld(part, roots)
         return checked
 

@@ -38,7 +38,7 @@ from xlaprof.analyzers import (
     tracing_bound,
     unrolled_loop,
 )
-from xlaprof.findings import Finding, Kind
+from xlaprof.findings import Coverage, Finding, Kind, KindCoverage
 from xlaprof.model.input import AnalysisInput
 
 
@@ -190,10 +190,25 @@ def analyzer_of(kind: Kind) -> Analyzer:
 
 def run_analyzers(data: AnalysisInput) -> list[Finding]:
     """All findings for ``data``, most severe first (stable within a severity)."""
+    return examine(data)[0]
+
+
+def examine(data: AnalysisInput) -> tuple[list[Finding], list[KindCoverage]]:
+    """All findings for ``data``, most severe first (stable within a severity), and for each
+    kind, in registry order, whether it found something, could look and found nothing, or
+    could not look (its ``unmeasured`` reason)."""
     findings: list[Finding] = []
+    coverage: list[KindCoverage] = []
     for analyzer in ANALYZERS:
-        findings.extend(analyzer.analyze(data))
-    return sorted(findings, key=lambda f: -f.severity.rank)
+        found = analyzer.analyze(data)
+        findings.extend(found)
+        if found:
+            coverage.append(KindCoverage(analyzer.kind, Coverage.FOUND))
+            continue
+        why = analyzer.unmeasured(data)
+        status = Coverage.NOTHING_FOUND if why is None else Coverage.NOT_MEASURED
+        coverage.append(KindCoverage(analyzer.kind, status, why))
+    return sorted(findings, key=lambda f: -f.severity.rank), coverage
 
 
 __all__ = [
@@ -203,6 +218,7 @@ __all__ = [
     "StoryAnswer",
     "analyzer_of",
     "answer_of",
+    "examine",
     "run_analyzers",
     "story_answers",
 ]

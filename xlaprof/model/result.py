@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-    from xlaprof.findings import Finding
+    from xlaprof.findings import Finding, KindCoverage
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
@@ -74,6 +74,9 @@ class PartResult:
     stragglers: pd.DataFrame | None = None
     # The step model's summary: where a steady step goes (tables/story.py).
     story: StepStory | None = None
+    # For each finding kind, in registry order: found, measured and found nothing, or not
+    # measured and why (``xlaprof.analyzers.examine``).
+    analyzers: list[KindCoverage] = field(default_factory=list)
 
     @property
     def run(self) -> Run | None:

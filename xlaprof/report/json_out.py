@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
-from xlaprof.findings import Finding
+from xlaprof.findings import Finding, merged_coverage
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.parts import SourceInfo
 from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
@@ -222,6 +222,7 @@ def result_document(result: PartResult) -> dict[str, Any]:
         pod = None if part.trace is None else trace.events_source.load_record()
         if pod is not None:  # hosts read by workers (inputs.pod): where, how long, failures
             extra["trace"]["pod"] = pod
+    extra["analyzers"] = [entry.to_json() for entry in result.analyzers]
     if result.story is not None:
         extra["story"] = result.story.to_json()
     if result.timeline is not None:
@@ -255,6 +256,7 @@ def results_document(results: list[PartResult]) -> dict[str, Any]:
         "debug_events": [e for d in documents for e in d["debug_events"]],
         "summary": _sum_summaries([d["summary"] for d in documents]),
         "findings": [],
+        "analyzers": [e.to_json() for e in merged_coverage([r.analyzers for r in results])],
         "processes": documents,
     }
     for result, document in zip(results, documents, strict=True):
