@@ -349,9 +349,7 @@ class StackFrames:
             return None
         file_id, function_id, line = self.locations[location_id - 1]
         file = self.files[file_id - 1] if 0 < file_id <= len(self.files) else ""
-        function = (
-            self.functions[function_id - 1] if 0 < function_id <= len(self.functions) else ""
-        )
+        function = self.functions[function_id - 1] if 0 < function_id <= len(self.functions) else ""
         return Frame(function, file, line or None)
 
     def stack(self, frame_id: int) -> tuple[Frame, ...]:
