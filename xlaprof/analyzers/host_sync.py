@@ -25,7 +25,7 @@ from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.inputs.sourcefiles import read_source
 from xlaprof.model.input import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent
-from xlaprof.parse.frames import Frame, is_library_file
+from xlaprof.parse.frames import LOADER_FILE, Frame, is_library_file
 
 _TENSOR_ACCESS_CAUSE = "access tensor value"
 
@@ -47,7 +47,6 @@ SUGGESTION = (
     "N steps{closures}. Avoid .item(), .cpu(), .tolist() and print() of device tensors inside "
     "the step, and Python `if` on tensor values."
 )
-_LOADER_FILE = "parallel_loader.py"
 _CLOSURE_RUNNER = "_run_step_closures"
 _CLOSURE_FUNCTIONS = ("_run_step_closures", "add_step_closure")
 # torch and torch_xla frames are the read's mechanism (``Tensor.item``, ``mesh_reduce``), not the
@@ -286,7 +285,7 @@ def _after_sync(stack: list[Frame], sync: DebugEvent) -> bool:
     """Whether the read at ``stack`` comes after the sync that ran ``sync`` in the user function
     holding both (its line is further down). A loader's sync sits at the loop's header, before
     the whole body, so it says nothing about the order and gives False."""
-    if any(frame.file and frame.file.endswith(_LOADER_FILE) for frame in sync.frames):
+    if any(frame.file and frame.file.endswith(LOADER_FILE) for frame in sync.frames):
         return False
     sync_lines = {
         (frame.file, frame.function): frame.line
