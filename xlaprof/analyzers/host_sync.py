@@ -20,14 +20,13 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from xlaprof.analyzers.shared.sites import Sites, attribute
+from xlaprof.analyzers.shared.sites import TENSOR_ACCESS_CAUSE, Sites, attribute
 from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.inputs.sourcefiles import read_source
-from xlaprof.model.input import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
+from xlaprof.model.input import FROM_DEVICE_METRICS, AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.frames import LOADER_FILE, Frame, is_library_file
-
-_TENSOR_ACCESS_CAUSE = "access tensor value"
+from xlaprof.parse.metrics_report import HOST_SYNC_OP
 
 # Reading a value once or twice (a final loss print) is normal; from this many on, report it.
 HOST_SYNC_MIN_COUNT = 3
@@ -302,7 +301,7 @@ def _after_sync(stack: list[Frame], sync: DebugEvent) -> bool:
 def _step_graph(events: list[DebugEvent]) -> DebugEvent | None:
     """The last execution of a step that no read forced: the step's own graph."""
     for event in reversed(events):
-        if not (event.cause and _TENSOR_ACCESS_CAUSE in event.cause):
+        if not (event.cause and TENSOR_ACCESS_CAUSE in event.cause):
             return event
     return None
 

@@ -49,6 +49,7 @@ from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.inputs.sourcefiles import read_source
 from xlaprof.model.input import EXECUTE_METRICS, AnalysisInput
 from xlaprof.parse.frames import DYNAMO_DIR, LOADER_FILE, is_library_file
+from xlaprof.rundir.schema import SAMPLE_LIBRARY
 from xlaprof.tables.device.bottleneck import EDGE_STEPS
 
 # Host time per step must be at least this many times the device time per step ...
@@ -61,7 +62,6 @@ DEVICE_IDLE_WARNING_SHARE = 0.50
 _STEP_END_CALLS = ("sync(", "mark_step(", "optimizer_step(")
 # Fewer steady steps than this give no verdict.
 MIN_STEADY_STEPS = 3
-LIBRARY = "<library>"
 _TOP = 5
 
 # Op kinds that are no traced work of their own: graph inputs and literals.
@@ -187,7 +187,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     lines = [
         (line, n)
         for line, n in where.most_common()
-        if line != LIBRARY and not is_library_file(line.rpartition(":")[0])
+        if line != SAMPLE_LIBRARY and not is_library_file(line.rpartition(":")[0])
     ][:_TOP]
     if lines:
         # share of the host thread's sampled CPU time spent with this line innermost

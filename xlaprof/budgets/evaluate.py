@@ -10,7 +10,8 @@ from xlaprof.analyzers import analyzer_of
 from xlaprof.budgets.config import LIMITS, Budgets
 from xlaprof.budgets.result import CheckResult, Outcome, RunCheck, Status
 from xlaprof.findings import Coverage, Finding, Kind
-from xlaprof.model.input import COMPILE_METRICS, HOST_SYNC_OP, AnalysisInput
+from xlaprof.model.input import COMPILE_METRICS, AnalysisInput
+from xlaprof.parse.metrics_report import HOST_SYNC_OP
 from xlaprof.parse.units import format_seconds
 from xlaprof.tables.compare import run_summary
 
