@@ -314,6 +314,15 @@ def check_contract(document: dict[str, Any]) -> None:
         )
         assert isinstance(finding["evidence"], dict)
         assert isinstance(finding["suggestion"], str) and finding["suggestion"]
+    # one entry per finding kind: found, measured and found nothing, or not measured and why
+    statuses = {entry["kind"]: entry for entry in document["analyzers"]}
+    assert len(statuses) == len(document["analyzers"])
+    for entry in document["analyzers"]:
+        assert entry["status"] in ("found", "nothing_found", "not_measured")
+        assert (entry["why"] is not None) == (entry["status"] == "not_measured")
+        assert entry["why"] is None or isinstance(entry["why"], str)
+    found = {f["kind"] for f in document["findings"]}
+    assert found == {k for k, e in statuses.items() if e["status"] == "found"}
 
 
 def link_each(names: list[str] | tuple[str, ...], source: Path, root: Path) -> dict[str, Path]:

@@ -163,9 +163,6 @@ class Analysis:
     def host_steps(self) -> pd.DataFrame:
         """Several hosts: one row per (host, device, step) (``pod.host_steps``; a pod's are
         read from its workers' files)."""
-        trace = self.result.trace
-        if self.result.host_steps is None and trace is not None and trace.source is not None:
-            return trace.source.host_steps()
         return self.result.host_steps_frame()
 
     def stragglers(self) -> pd.DataFrame:

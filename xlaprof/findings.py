@@ -98,6 +98,55 @@ class Finding:
         )
 
 
+class Coverage(StrEnum):
+    """What one analyzer made of one input (``KindCoverage``)."""
+
+    FOUND = "found"  # it found something
+    NOTHING_FOUND = "nothing_found"  # it could look, and found nothing
+    NOT_MEASURED = "not_measured"  # it could not look: the input lacks what it reads
+
+
+@dataclass(frozen=True)
+class KindCoverage:
+    """Whether one finding kind was looked for: found, measured and found nothing, or not
+    measured, and why not (the analyzer's own ``unmeasured``). A kind not measured has not
+    been shown absent."""
+
+    kind: Kind
+    status: Coverage
+    why: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of the ``--json`` document's ``analyzers`` list (docs/json-format.md)."""
+        return {"kind": self.kind.value, "status": self.status.value, "why": self.why}
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> KindCoverage:
+        """An entry of the ``analyzers`` list read back (a saved result re-renders the same)."""
+        return cls(Kind(document["kind"]), Coverage(document["status"]), document.get("why"))
+
+
+def merged_coverage(parts: list[list[KindCoverage]]) -> list[KindCoverage]:
+    """Several parts' coverage as one (a run of several processes): a kind is found where any
+    part found it, else measured where any part could look, else not measured (each part's
+    distinct reason, in order)."""
+    by_kind: dict[Kind, list[KindCoverage]] = {}
+    for entries in parts:
+        for entry in entries:
+            by_kind.setdefault(entry.kind, []).append(entry)
+    merged: list[KindCoverage] = []
+    for kind, entries in by_kind.items():
+        statuses = {e.status for e in entries}
+        if Coverage.FOUND in statuses:
+            merged.append(KindCoverage(kind, Coverage.FOUND))
+        elif Coverage.NOTHING_FOUND in statuses:
+            merged.append(KindCoverage(kind, Coverage.NOTHING_FOUND))
+        else:
+            whys = dict.fromkeys(e.why for e in entries if e.why)
+            merged.append(KindCoverage(kind, Coverage.NOT_MEASURED, "; ".join(whys) or None))
+    return merged
+
+
 def bench_command(
     fix: str, script: str | None, options: str = "", factory: str | None = None
 ) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlaprof.analyzers import run_analyzers
+from xlaprof.analyzers import answer_of, examine, story_answers
 from xlaprof.inputs.choose import choose
 from xlaprof.inputs.paths import load_parts
 from xlaprof.inputs.sourcefiles import SourceFiles, recorded_root, withheld_note
@@ -122,12 +122,13 @@ def _findings(part: Part, request: AnalysisRequest, trace: Trace | None) -> Part
     holds it (with the withheld-sources note, when there is one)."""
     sources = SourceFiles([source_root_of(part, request)])
     data = dataclasses.replace(part.data, trace=trace, sources=sources)
-    findings = [_plain(finding) for finding in run_analyzers(data)]
+    found, coverage = examine(data)
+    findings = [_plain(finding) for finding in found]
     note = withheld_note(sources.withheld(), sources.roots)
     shown = dataclasses.replace(part, data=data)
     if note is not None:
         shown = _with_note(shown, note)
-    return PartResult(shown, findings)
+    return PartResult(shown, findings, analyzers=coverage)
 
 
 def _plain(finding: Finding) -> Finding:
@@ -197,13 +198,9 @@ def _finish(result: PartResult) -> None:
 
         result.devices = device_view(trace)
         result.trace_json = trace_json(trace, result.part.trace_path)
-        if (
-            result.part.trace is not None
-            and trace.source is not None
-            and trace.source.load is not None
-        ):
-            # hosts read by workers (inputs.pod): where, how long, failures
-            result.trace_json["pod"] = trace.source.load.record()
+        pod = None if result.part.trace is None else trace.events_source.load_record()
+        if pod is not None:  # hosts read by workers (inputs.pod): where, how long, failures
+            result.trace_json["pod"] = pod
     result.frames = _figure_frames(result)
 
 
@@ -260,8 +257,8 @@ def _figure_frames(result: PartResult) -> dict[str, pd.DataFrame]:
             else steps[columns]
         )
         host_steps = result.host_steps
-        if host_steps is None and trace.source is not None and len(trace.hosts) > 1:
-            host_steps = trace.source.host_steps()
+        if host_steps is None and len(trace.hosts) > 1:
+            host_steps = trace.events_source.stored_host_steps()
         if host_steps is not None and not host_steps.empty:
             devices = sorted(host_steps["device"].unique(), key=lambda d: (d == "host", str(d)))
             device = devices[-1] if "host" in devices else devices[0]
@@ -272,18 +269,13 @@ def _figure_frames(result: PartResult) -> dict[str, pd.DataFrame]:
 
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
     """The step timeline, the story and the host tables of ``result`` (made here, once)."""
-    from xlaprof.tables.hosts import host_skew
     from xlaprof.tables.story import step_story, with_bounds, worth_most
-    from xlaprof.tables.stragglers import stragglers
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
     data = result.part.data
     if data.steps or trace is not None:
-        view = trace  # what the step timeline reads: a pod's first host, from its own files
-        if trace is not None and trace.source is not None:
-            from xlaprof.inputs.pod import first_host_trace
-
-            view = first_host_trace(trace)
+        # what the step timeline reads: a pod's first host, from its own files
+        view = None if trace is None else trace.step_view()
         events = None if view is None else view.events
         busy = windows = None
         if view is not None and events is not None:
@@ -302,28 +294,30 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
         result.timeline = with_bounds(timeline, data.warmup_steps, bottleneck, host)
         result.story = step_story(result.timeline, data.warmup_steps)
         if result.story is not None:
-            result.story.worth_most = worth_most(result.story, result.findings)
+            chosen = worth_most(result.story, result.findings, story_answers())
+            result.story.worth_most = chosen
+            if chosen is not None:
+                result.story.worth_most_answer = answer_of(result.story.bound, chosen.kind)
         del view
     if trace is not None and len(trace.hosts) > 1:
-        from xlaprof.inputs import pod as pods
+        from xlaprof.inputs.pod import host_tables
 
-        if trace.source is not None:  # a range of steps at a time; the per-host rows stay on disk
-            result.host_skew, result.stragglers = pods.step_tables(trace)
-        else:
-            result.host_skew = host_skew(trace.step_times())
-            result.host_steps = pods.host_steps(trace)
-            result.stragglers = stragglers(result.host_steps)
+        tables = host_tables(trace)  # a pod's: a range of steps at a time, its rows on disk
+        result.host_skew, result.host_steps = tables.skew, tables.host_steps
+        result.stragglers = tables.stragglers
     result.trace = trace
 
 
 def _device_windows(trace: Trace) -> pd.DataFrame | None:
     """Per host step from the devices' own steps (hosts without step markers): the slowest
-    device's window (``Trace.step_times()``) with that device's busy time, or None."""
-    windows = trace.step_times()
+    device's window (``step_times``) with that device's busy time, or None."""
+    from xlaprof.tables.step_times import step_times
+
+    windows = step_times(trace)
     windows = windows[windows["source"] != "host steps"]
     if windows.empty:
         return None
-    per_device = trace.step_times(per_device=True)[["host", "device", "step", "busy_ms"]]
+    per_device = step_times(trace, per_device=True)[["host", "device", "step", "busy_ms"]]
     per_device = per_device.astype({"host": str, "device": str})
     windows = windows.astype({"host": str, "device": str})
     return windows.merge(per_device, on=["host", "device", "step"], how="left")

@@ -48,7 +48,9 @@ from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.model.input import EXECUTE_METRICS, AnalysisInput
 from xlaprof.model.sources import SourceFiles
-from xlaprof.parse.frames import is_library_file
+from xlaprof.parse.frames import DYNAMO_DIR, LOADER_FILE, is_library_file
+from xlaprof.rundir.schema import SAMPLE_LIBRARY
+from xlaprof.tables.device.bottleneck import EDGE_STEPS
 
 # Host time per step must be at least this many times the device time per step ...
 HOST_TO_DEVICE_MIN_RATIO = 1.5
@@ -60,7 +62,6 @@ DEVICE_IDLE_WARNING_SHARE = 0.50
 _STEP_END_CALLS = ("sync(", "mark_step(", "optimizer_step(")
 # Fewer steady steps than this give no verdict.
 MIN_STEADY_STEPS = 3
-LIBRARY = "<library>"
 _TOP = 5
 
 # Op kinds that are no traced work of their own: graph inputs and literals.
@@ -68,8 +69,6 @@ _NOT_OPS = ("parameter", "constant")
 # The execution causes and frames that name how a step was synced.
 _COMPILE_CAUSE = "torch_xla.compile"
 _LOADER_CAUSE = "parallel loader"
-_LOADER_FILE = "parallel_loader.py"
-_DYNAMO_DIR = "torch_xla/_dynamo/"
 _SCAN_FILE = "torch_xla/experimental/scan"
 # How a script spells what it uses, where its source may be read (a second witness when the
 # run itself does not show it: a loader whose syncs ran no graph leaves no event).
@@ -188,7 +187,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     lines = [
         (line, n)
         for line, n in where.most_common()
-        if line != LIBRARY and not is_library_file(line.rpartition(":")[0])
+        if line != SAMPLE_LIBRARY and not is_library_file(line.rpartition(":")[0])
     ][:_TOP]
     if lines:
         # share of the host thread's sampled CPU time spent with this line innermost
@@ -235,15 +234,11 @@ def _traced_steps(data: AnalysisInput) -> dict[str, Any]:
         ]
         for _, group in lazy.groupby("host", observed=True, sort=True):
             group = group.sort_values("step")
-            if len(group) > _EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
+            if len(group) > EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
                 group = group.iloc[1:-1]
             for name in columns:
                 found[name].append(group[name].to_numpy(dtype=np.float64))
     return {name: np.concatenate(parts) if parts else np.zeros(0) for name, parts in found.items()}
-
-
-# XProf leaves out a capture's first and last step when it has more than this many.
-_EDGE_STEPS = 5
 
 
 def _from_trace(data: AnalysisInput) -> list[Finding]:
@@ -406,10 +401,10 @@ def _note_event(seen: _InUse, cause: str, files: list[str]) -> None:
     if seen.compile is None and _COMPILE_CAUSE in cause:
         seen.compile = "executions caused by torch_xla.compile"
     if seen.loader is None and (
-        _LOADER_CAUSE in cause or any(f.endswith(_LOADER_FILE) for f in files)
+        _LOADER_CAUSE in cause or any(f.endswith(LOADER_FILE) for f in files)
     ):
         seen.loader = "syncs made by the parallel loader"
-    if seen.dynamo is None and any(_DYNAMO_DIR in f.replace("\\", "/") for f in files):
+    if seen.dynamo is None and any(DYNAMO_DIR in f.replace("\\", "/") for f in files):
         seen.dynamo = "executions made by the openxla dynamo backend"
 
 

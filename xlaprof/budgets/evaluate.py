@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.analyzers import analyzer_of
 from xlaprof.budgets.config import LIMITS, Budgets
 from xlaprof.budgets.result import CheckResult, Outcome, RunCheck, Status
-from xlaprof.findings import Finding, Kind
-from xlaprof.model.input import COMPILE_METRICS, HOST_SYNC_OP, AnalysisInput
+from xlaprof.findings import Coverage, Finding, Kind
+from xlaprof.model.input import COMPILE_METRICS, AnalysisInput
+from xlaprof.parse.metrics_report import HOST_SYNC_OP
 from xlaprof.parse.units import format_seconds
 
 if TYPE_CHECKING:
@@ -29,6 +30,14 @@ class _Context:
 
     def findings(self, *kinds: Kind) -> list[Finding]:
         return [f for f in self.result.findings if f.kind in kinds]
+
+    def unmeasured(self, kind: Kind) -> str | None:
+        """Why ``kind`` could not be looked for here, as the analysis recorded it (asked of its
+        analyzer where the result has no record), or None."""
+        for entry in self.result.analyzers:
+            if entry.kind is kind:
+                return entry.why if entry.status is Coverage.NOT_MEASURED else None
+        return analyzer_of(kind).unmeasured(self.data)
 
 
 Measure = Callable[[_Context, Any], list[Outcome]]
@@ -280,7 +289,7 @@ def _forbid(ctx: _Context, kinds: tuple[str, ...]) -> list[Outcome]:
     for name in kinds:
         kind = Kind(name)
         found = ctx.findings(kind)
-        missing = analyzer_of(kind).unmeasured(ctx.data)
+        missing = ctx.unmeasured(kind)
         budget = f"forbid {name}"
         if missing is not None and not found:
             outcomes.append(_verdict(budget, None, 0, "", missing))

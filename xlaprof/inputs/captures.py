@@ -166,7 +166,7 @@ def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
 
 
 def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> pd.DataFrame:
-    """Where each compiled instruction came from, per host (``parse.hlo_proto.SOURCE_COLUMNS``
+    """Where each compiled instruction came from, per host (``parse.hlo_sources.SOURCE_COLUMNS``
     and ``host``): the HLO protos each xplane embeds and, for a run directory, its harvested
     graphs (``graphs``: ``rundir.schema.GraphInfo``; their text carries the innermost frame
     only, so they fill in instructions the protos do not name). A file whose metadata plane
@@ -177,7 +177,7 @@ def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> 
     import pandas as pd
 
     from xlaprof.parse.frames import is_library_file
-    from xlaprof.parse.hlo_proto import SOURCE_COLUMNS, embedded_hlo_protos, instruction_sources
+    from xlaprof.parse.hlo_sources import SOURCE_COLUMNS, embedded_hlo_protos, instruction_sources
     from xlaprof.parse.xplane.schema import message_class, parse_space
 
     rows: list[dict[str, Any]] = []

@@ -36,6 +36,7 @@ from xlaprof.inputs.captures import (
 from xlaprof.model.trace import Trace
 from xlaprof.tables import device as device_model
 from xlaprof.tables.step_numbers import assign_steps
+from xlaprof.tables.step_times import step_times
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,6 +105,7 @@ def load_trace(
         sessions=list(sessions),
         warnings=warnings,
         device_summary=summary,
+        step_table=step_times,
     )
 
 

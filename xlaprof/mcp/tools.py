@@ -34,7 +34,6 @@ from pydantic import Field
 from xlaprof.errors import InputNotFound, InputNotRecognized, OutsideRoots, RunDirError
 from xlaprof.mcp import models
 from xlaprof.mcp.roots import Roots, source_root_for
-from xlaprof.model.ondisk import HOST_STEPS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -509,7 +508,7 @@ class Tools:
         except ValueError:
             kinds = ", ".join(k.value for k in Kind)
             raise InputNotRecognized(f"{kind!r}: no such finding kind (kinds: {kinds})") from None
-        module = sys.modules[analyzer_of(known).analyze.__module__]
+        module = analyzer_of(known).module
         page_path = DOCS / f"{known.value}.md"
         page = page_path.read_text(encoding="utf-8") if page_path.is_file() else None
         constants = {
@@ -720,8 +719,8 @@ def _step_tables(result: PartResult) -> dict[str, pd.DataFrame | None]:
 def _host_steps(result: PartResult) -> pd.DataFrame | None:
     """Several hosts' per-host rows: a pod keeps them on disk (read here when asked for)."""
     trace = result.trace
-    if result.host_steps is None and trace is not None and trace.source is not None:
-        return trace.source.host_steps() if len(trace.hosts) > 1 else None
+    if result.host_steps is None and trace is not None and len(trace.hosts) > 1:
+        return trace.events_source.stored_host_steps()
     return result.host_steps
 
 
@@ -738,10 +737,11 @@ def _table_sizes(result: PartResult) -> dict[str, int]:
         sizes["device_steps"] = summary.rows("steps")
         sizes["tracing"] = summary.rows("tracing")
     trace = result.trace
+    stored = None if trace is None else trace.events_source.stored_host_step_count()
     if result.host_steps is not None:
         sizes["host_steps"] = len(result.host_steps)
-    elif trace is not None and trace.source is not None and len(trace.hosts) > 1:
-        sizes["host_steps"] = trace.source.table_rows(HOST_STEPS)
+    elif stored is not None and trace is not None and len(trace.hosts) > 1:
+        sizes["host_steps"] = stored
     if result.trace is not None:
         ops = result.trace.summary().ops
         sizes["ops"] = len(ops)

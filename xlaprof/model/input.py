@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugLog
 from xlaprof.parse.dynamo_log import DynamoRecord, parse_dynamo_records
-from xlaprof.parse.metrics_report import MetricsReport
+from xlaprof.parse.metrics_report import HOST_SYNC_OP, MetricsReport
 from xlaprof.rundir.schema import GraphInfo, RegionRow, StepRow
 
 if TYPE_CHECKING:
@@ -25,7 +25,6 @@ EAGER_COMPILE_METRICS = ("EagerOpCompileTime",)
 EAGER_EXECUTE_METRICS = ("EagerOpExecuteTime",)
 FROM_DEVICE_METRICS = ("TransferFromDeviceTime", "TransferFromServerTime")
 TO_DEVICE_METRICS = ("TransferToDeviceTime", "TransferToServerTime")
-HOST_SYNC_OP = "aten::_local_scalar_dense"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from xlaprof.findings import Finding
+    from xlaprof.findings import Finding, KindCoverage
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
@@ -32,7 +32,8 @@ class StepStory:
     and ``parts`` its wall time by part (compile, tracing, transfer, device), which add up to
     it; ``bound`` is its largest part and ``bound_share`` that part's share; ``bound_steps``
     counts the steady steps by bound. ``worth_most`` is the finding that answers the bound
-    (set by the pipeline, which has the findings).
+    (set by the pipeline, which has the findings) and ``worth_most_answer`` why its kind
+    answers it (the kind's story sentence; None where it was picked as the most severe).
     """
 
     steps: int
@@ -49,6 +50,7 @@ class StepStory:
     bound_share: float | None = None
     bound_steps: dict[str, int] = field(default_factory=dict)
     worth_most: Finding | None = None
+    worth_most_answer: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The ``story`` object of the ``--json`` document (docs/json-format.md)."""
@@ -139,6 +141,9 @@ class PartResult:
     capture_only: bool | None = None
     # The document this result was read from (``from_json``): written again as it was.
     saved: dict[str, Any] | None = field(default=None, repr=False)
+    # For each finding kind, in registry order: found, measured and found nothing, or not
+    # measured and why (``xlaprof.analyzers.examine``).
+    analyzers: list[KindCoverage] = field(default_factory=list)
 
     @property
     def run(self) -> Run | None:
@@ -175,7 +180,7 @@ class PartResult:
     def from_json(cls, document: dict[str, Any]) -> PartResult:
         """A part's result from its ``--json`` document (one of ``processes``, or the whole
         document of one part): what the renderers show, without the trace or the run."""
-        from xlaprof.findings import Finding
+        from xlaprof.findings import Finding, KindCoverage
         from xlaprof.model.input import AnalysisInput
         from xlaprof.model.parts import Part, RunSummary, SourceInfo
         from xlaprof.parse.metrics_report import ParseWarning
@@ -219,6 +224,7 @@ class PartResult:
             },
             capture_only=bool(view.get("trace_only")),
             saved=document,
+            analyzers=[KindCoverage.from_json(e) for e in document.get("analyzers") or []],
         )
 
     def findings_frame(self) -> pd.DataFrame:
@@ -245,8 +251,10 @@ class PartResult:
         return _or_empty(self.host_skew)
 
     def host_steps_frame(self) -> pd.DataFrame:
-        """Several hosts: one row per (host, device, step) (a pod keeps them on disk: its
-        ``Trace.source.host_steps()`` reads them; the heat map's device is in ``frames``)."""
+        """Several hosts: one row per (host, device, step); a pod's are read from disk (the heat
+        map's device is in ``frames``)."""
+        if self.host_steps is None and self.trace is not None:
+            return _or_empty(self.trace.events_source.stored_host_steps())
         return _or_empty(self.host_steps)
 
     def stragglers_frame(self) -> pd.DataFrame:

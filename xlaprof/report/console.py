@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from xlaprof import escape
-from xlaprof.findings import Finding, Severity
+from xlaprof.findings import Coverage, Finding, KindCoverage, Severity
 from xlaprof.model.parts import SourceInfo
 from xlaprof.model.result import AnalysisResult, PartResult, RunComparison, StepStory
 from xlaprof.parse.units import NOT_MEASURED, format_bytes, format_seconds, missing
@@ -101,6 +101,7 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
 
         render_console(console, result.devices)
     _findings(console, result)
+    _coverage(console, result.analyzers, verbose)
     _notes(console, sources, verbose)
 
 
@@ -264,6 +265,34 @@ def _finding(console: Console, index: int, finding: Finding) -> None:
     console.print(Text(f"   evidence: {evidence_line(items)}", style="dim"))
     console.print(Text(f"   fix: {finding.suggestion}"))
     console.print()
+
+
+def coverage_line(entries: list[KindCoverage]) -> str | None:
+    """The kinds that were not measured, grouped by why, on one line (None: every kind was)."""
+    reasons: dict[str, list[str]] = {}
+    for entry in entries:
+        if entry.status is Coverage.NOT_MEASURED:
+            reasons.setdefault(entry.why or "no reason given", []).append(entry.kind.value)
+    if not reasons:
+        return None
+    groups = [f"{', '.join(kinds)} ({why})" for why, kinds in reasons.items()]
+    return "Not measured: " + "; ".join(groups)
+
+
+def _coverage(console: Console, entries: list[KindCoverage], verbose: bool) -> None:
+    """Which kinds were looked for: with ``verbose`` every kind's status and why, else one
+    line of the kinds not measured (a kind not measured has not been shown absent)."""
+    if verbose and entries:
+        table = Table(title="analyzers", title_justify="left", box=None)
+        for column in ("kind", "status", "why"):
+            table.add_column(column)
+        for entry in entries:
+            table.add_row(entry.kind.value, entry.status.value.replace("_", " "), entry.why or "")
+        console.print(table)
+        return
+    line = coverage_line(entries)
+    if line is not None:
+        console.print(Text(line, style="dim"))
 
 
 def _notes(console: Console, sources: list[SourceInfo], verbose: bool) -> None:

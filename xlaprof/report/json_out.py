@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from xlaprof.findings import Finding
+from xlaprof.findings import Finding, merged_coverage
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.parts import SourceInfo
 from xlaprof.model.result import AnalysisResult, Counts, PartResult, RunComparison
@@ -138,6 +138,7 @@ def result_document(result: PartResult) -> dict[str, Any]:
         extra["run"] = part.run_summary.to_json()
     if result.trace_json is not None:
         extra["trace"] = result.trace_json
+    extra["analyzers"] = [entry.to_json() for entry in result.analyzers]
     if result.story is not None:
         extra["story"] = result.story.to_json()
     if result.timeline is not None:
@@ -184,6 +185,7 @@ def results_document(results: list[PartResult], totals: Counts | None = None) ->
         "debug_events": [e for d in documents for e in d["debug_events"]],
         "summary": _summary(totals, documents),
         "findings": [],
+        "analyzers": [e.to_json() for e in merged_coverage([r.analyzers for r in results])],
         "processes": documents,
     }
     for result, document in zip(results, documents, strict=True):

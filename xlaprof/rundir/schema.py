@@ -40,6 +40,8 @@ RUN_JSON = "run.json"
 STEPS = "steps.jsonl"
 REGIONS = "regions.jsonl"
 SAMPLES = "samples.jsonl"
+# The key of ``samples.jsonl`` for host CPU time with no user frame on the stack.
+SAMPLE_LIBRARY = "<library>"
 EVENTS = "events.jsonl"
 DEBUG_LOG = "debug.log"
 FALLBACK_LOG = "fallbacks.log"

@@ -40,15 +40,6 @@ BOUND_WORDS = {
     "device": "the device (busy, or the host waiting on it)",
     "host": "other host work (the device idle)",
 }
-# The finding kinds that answer each bound, most specific first.
-_ANSWERS: dict[str, tuple[Kind, ...]] = {
-    "compile": (Kind.EAGER_MODE, Kind.RECOMPILATION, Kind.COMPILE_IN_STEP, Kind.SLOW_COMPILE),
-    "tracing": (Kind.TRACING_BOUND, Kind.EAGER_MODE, Kind.UNROLLED_LOOP, Kind.HOST_SYNC),
-    "input": (Kind.INPUT_BOUND,),
-    "transfer": (Kind.HOST_SYNC, Kind.ATEN_FALLBACK, Kind.INPUT_BOUND),
-    "device": (Kind.EAGER_MODE, Kind.ASYNC_WAIT, Kind.COLLECTIVE_BOUND, Kind.MEMORY_PRESSURE),
-    "host": (Kind.HOST_BOUND, Kind.INPUT_BOUND),
-}
 # The parts of a step's wall time (``step_parts``), in words.
 PART_WORDS = {
     "compile": "compiling",
@@ -157,13 +148,17 @@ def step_story(timeline: pd.DataFrame, warmup_steps: int) -> StepStory | None:
     return story
 
 
-def worth_most(story: StepStory | None, findings: Sequence[Finding]) -> Finding | None:
+def worth_most(
+    story: StepStory | None, findings: Sequence[Finding], answers: Mapping[str, Sequence[Kind]]
+) -> Finding | None:
     """The one change worth most: the finding that answers what bounds the steady step (its
-    bound's kinds, most specific first), else the most severe finding. None without findings."""
+    bound's kinds in ``answers``, most specific first: ``xlaprof.analyzers.story_answers``, from
+    each kind's registry entry), else the most severe finding. None without findings."""
     if not findings:
         return None
-    if story is not None and story.bound in _ANSWERS:
-        for kind in _ANSWERS[story.bound]:
+    bound = None if story is None else story.bound
+    if bound is not None and bound in answers:
+        for kind in answers[bound]:
             match = [f for f in findings if f.kind is kind]
             if match:
                 return max(match, key=lambda f: f.severity.rank)

@@ -259,9 +259,9 @@ def user_frames(instruction: Instruction) -> tuple[Location, ...]:
     """The user's frames of an op's stack, innermost first (its own line without a stack)."""
     if instruction.stack:
         return tuple(
-            Location(file, line)
-            for file, line, _function in instruction.stack
-            if file and line and not is_library_file(file)
+            Location(frame.file, frame.line)
+            for frame in instruction.stack
+            if frame.file and frame.line and not is_library_file(frame.file)
         )
     user = _user(instruction)
     return () if user is None else (user,)

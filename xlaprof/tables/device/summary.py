@@ -36,7 +36,7 @@ def summarize_host(
 ) -> DeviceSummary:
     """Reduce one host's (or any) events to a ``DeviceSummary`` (see the module docstring).
 
-    ``sources``: the HLO instructions' source lines (``xlaprof.parse.hlo_proto``, with a
+    ``sources``: the HLO instructions' source lines (``xlaprof.parse.hlo_sources``, with a
     ``host`` column), for device time per user line; without them ``lines`` is None.
     """
     import pandas as pd
