@@ -61,18 +61,43 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+# The width of output that is not a terminal (a file, a pipe): wide enough that no line is
+# wrapped, so text that tools read (grep, an agent, CI logs) keeps one line per line.
+UNWRAPPED_WIDTH = 100_000
+
+
+def console_for(out: TextIO, options: RenderOptions) -> Console:
+    """The console to write ``out`` with: ``options.width`` where given, else a terminal's own
+    width, else (a file or a pipe) ``COLUMNS`` where set, else no wrapping."""
+    import os
+
+    width = options.width
+    if width is None and not (hasattr(out, "isatty") and out.isatty()):
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else UNWRAPPED_WIDTH
+    return escape.safe_console(file=out, width=width)
+
+
+def _rule(console: Console, name: str) -> None:
+    """A part's heading line: rich's rule at a terminal, a short plain one elsewhere."""
+    if console.width < UNWRAPPED_WIDTH:
+        console.rule(Text(name))
+    else:
+        console.print(Text(f"── {name} ──"))
+
+
 def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
     """Each part's summary, step timeline and findings, for a person at a terminal."""
-    console = escape.safe_console(file=out, width=options.width)
+    console = console_for(out, options)
     for part in result.parts:
         if len(result.parts) > 1:
-            console.rule(Text(part.part.name))
+            _rule(console, part.part.name)
         _render_part(console, part, options.verbose)
 
 
 def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOptions) -> None:
     """``xlaprof diff``: the figures side by side, then the findings that went and came."""
-    console = escape.safe_console(file=out, width=options.width)
+    console = console_for(out, options)
     comparison_table(
         console, comparison.table, f"xlaprof diff {comparison.before} {comparison.after}"
     )
