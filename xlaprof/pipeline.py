@@ -51,7 +51,7 @@ def analyze_parts(parts: list[Part], source_root: SourceRoot = None) -> list[Par
 
 def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
     from xlaprof.tables.hosts import host_skew
-    from xlaprof.tables.story import step_story, with_bounds, worth_most
+    from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
     from xlaprof.tables.stragglers import stragglers
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
@@ -78,11 +78,10 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
             busy,
             windows,
         )
-        # the one step model: every per-step verdict and the story come from these bounds
-        bottleneck = None if view is None else view.summary().bottleneck
-        host = None if trace is None or not trace.hosts else trace.hosts[0]
-        result.timeline = with_bounds(timeline, part.data.warmup_steps, bottleneck, host)
+        # the one step model: every per-step verdict and the story come from its parts
+        result.timeline = with_bounds(timeline, part.data.warmup_steps)
         result.story = step_story(result.timeline, part.data.warmup_steps)
+        finding_costs(result.findings, part.data.steps, result.timeline, part.data.warmup_steps)
         if result.story is not None:
             result.story.worth_most = worth_most(result.story, result.findings)
         del view

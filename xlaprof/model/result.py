@@ -28,10 +28,15 @@ class StepStory:
     (``xlaprof.tables.story``). Seconds; None where not measured.
 
     ``median_step`` is the steady step (after warm-up, compiling nothing) of median wall time
-    and ``parts`` its wall time by part (compile, tracing, transfer, device), which add up to
-    it; ``bound`` is its largest part and ``bound_share`` that part's share; ``bound_steps``
-    counts the steady steps by bound. ``worth_most`` is the finding that answers the bound
-    (set by the pipeline, which has the findings).
+    and ``parts`` its wall time by measured part (compile, tracing, transfer, device) and
+    ``unattributed`` (the rest: never a cause), which add up to it; ``part_sources`` says where
+    each measured part comes from and ``median_source`` whether the step was traced.
+    ``bound`` is its largest measured part and ``bound_share`` that part's share;
+    ``bound_steps`` counts the steady steps by bound. ``traced_steps`` are the steps a trace
+    window covered and ``traced_compile_steps`` those of them that compiled (the window's
+    device tables are then not steady-state). ``worth_most`` is the finding with the largest
+    measured cost per step (set by the pipeline, which has the findings) and
+    ``worth_most_basis`` how it was ranked.
     """
 
     steps: int
@@ -48,6 +53,12 @@ class StepStory:
     bound_share: float | None = None
     bound_steps: dict[str, int] = field(default_factory=dict)
     worth_most: Finding | None = None
+    median_source: str | None = None
+    unattributed_s: float | None = None
+    part_sources: dict[str, str] = field(default_factory=dict)
+    traced_steps: list[int] = field(default_factory=list)
+    traced_compile_steps: list[int] = field(default_factory=list)
+    worth_most_basis: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The ``story`` object of the ``--json`` document (docs/json-format.md)."""

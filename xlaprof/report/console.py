@@ -14,7 +14,7 @@ from xlaprof.model.parts import SourceInfo
 from xlaprof.model.result import AnalysisResult, PartResult, RunComparison, StepStory
 from xlaprof.parse.units import NOT_MEASURED, format_bytes, format_seconds, missing
 from xlaprof.report.base import RenderOptions
-from xlaprof.tables.story import BOUND_WORDS, PART_WORDS
+from xlaprof.tables.story import BOUND_WORDS, PART_WORDS, UNATTRIBUTED
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 # Evidence worth a line of its own; the rest is one compact line (all of it is in --json).
@@ -167,8 +167,9 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
 
 def story_lines(story: StepStory | None) -> list[str]:
     """The story a report opens with, as plain lines (the console and HTML both show them):
-    how many steps warmed up and what that cost, where the median steady step's time went,
-    what bounds the steady steps, and the one change worth most."""
+    how many steps warmed up and what that cost, where the median steady step's time went
+    (its measured parts, then what is unattributed), what bounds the steady steps, whether
+    the trace window held a compile, and the one change worth most and how it was ranked."""
     if story is None or not story.steps:
         return []
     lines = []
@@ -181,28 +182,7 @@ def story_lines(story: StepStory | None) -> list[str]:
             "nothing) to say where a step's time goes."
         )
     else:
-        lines.append(
-            f"{story.steps} steps: {warm}, {story.steady_steps} steady. The median steady step "
-            f"(step {story.median_step}) took {format_seconds(story.median_wall_s)}:"
-        )
-        wall = story.median_wall_s or 0.0
-        parts = sorted(
-            ((name, seconds) for name, seconds in story.parts.items() if seconds),
-            key=lambda item: -item[1],
-        )
-        shown = [
-            f"{PART_WORDS.get(name, name)} {format_seconds(seconds)}"
-            + (f" ({seconds / wall:.0%})" if wall else "")
-            for name, seconds in parts
-        ]
-        if shown:
-            lines.append("  " + ", ".join(shown))
-        if story.bound is not None:
-            count = story.bound_steps.get(story.bound, 0)
-            lines.append(
-                f"  Largest part: {BOUND_WORDS.get(story.bound, story.bound)}"
-                f" (in {count} of {story.steady_steps} steady steps)"
-            )
+        lines.extend(_median_step_lines(story, warm))
     if story.later_compile_steps:
         steps = ", ".join(str(s) for s in story.later_compile_steps[:8])
         more = ", …" if len(story.later_compile_steps) > 8 else ""
@@ -210,11 +190,69 @@ def story_lines(story: StepStory | None) -> list[str]:
             f"Compiled again after warm-up in step(s) {steps}{more}"
             + (f" ({format_seconds(story.later_compile_s)})" if story.later_compile_s else "")
         )
+    if story.traced_compile_steps:
+        compiled = ", ".join(str(s) for s in story.traced_compile_steps[:8])
+        lines.append(
+            f"The trace window (step(s) {_span(story.traced_steps)}) holds a compile in step(s) "
+            f"{compiled}: its device tables below include compiling, not only steady steps."
+        )
     finding = story.worth_most
     if finding is not None:
         where = f" at {finding.location}" if finding.location is not None else ""
         lines.append(f"Worth most: [{finding.kind.value}] {finding.title}{where}")
+        if story.worth_most_basis:
+            lines.append(f"  ranked by {story.worth_most_basis}")
     return lines
+
+
+def _median_step_lines(story: StepStory, warm: str) -> list[str]:
+    """The median steady step: its measured parts, largest first, each with its share; the
+    unattributed rest, said as such; and its largest measured part."""
+    traced = ", traced" if story.median_source == "trace" else ""
+    lines = [
+        f"{story.steps} steps: {warm}, {story.steady_steps} steady. The median steady step "
+        f"(step {story.median_step}{traced}) took {format_seconds(story.median_wall_s)}:"
+    ]
+    wall = story.median_wall_s or 0.0
+    measured = sorted(
+        (
+            (name, seconds)
+            for name, seconds in story.parts.items()
+            if seconds and name != UNATTRIBUTED
+        ),
+        key=lambda item: -item[1],
+    )
+    shown = [
+        f"{PART_WORDS.get(name, name)} {format_seconds(seconds)}"
+        + (f" ({seconds / wall:.0%})" if wall else "")
+        for name, seconds in measured
+    ]
+    not_measured = [PART_WORDS[name] for name, seconds in story.parts.items() if seconds is None]
+    if shown:
+        lines.append("  measured: " + ", ".join(shown))
+    rest = story.unattributed_s
+    if rest and wall and rest >= 0.005 * wall:
+        lines.append(
+            f"  unattributed: {format_seconds(rest)} ({rest / wall:.0%}): time no measured "
+            "part covers; not a cause"
+            + (f" (not measured here: {', '.join(not_measured)})" if not_measured else "")
+        )
+    elif not_measured:
+        lines.append(f"  not measured: {', '.join(not_measured)}")
+    if story.bound is not None:
+        count = story.bound_steps.get(story.bound, 0)
+        lines.append(
+            f"  Largest measured part: {BOUND_WORDS.get(story.bound, story.bound)}"
+            f" (in {count} of {story.steady_steps} steady steps)"
+        )
+    return lines
+
+
+def _span(steps: list[int]) -> str:
+    if not steps:
+        return "—"
+    first, last = min(steps), max(steps)
+    return str(first) if first == last else f"{first}–{last}"
 
 
 def _story(console: Console, story: StepStory | None) -> None:
