@@ -5,6 +5,7 @@ step, on the real run directories (sample_traces/runs)."""
 from __future__ import annotations
 
 import functools
+import statistics
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from xlaprof.inputs.traces import load_trace
 from xlaprof.model.result import PartResult
 from xlaprof.pipeline import analyze_one
 from xlaprof.report.console import story_lines
-from xlaprof.tables.story import with_bounds
+from xlaprof.tables.story import with_bounds, worth_most
 from xlaprof.tables.timeline import step_timeline
 
 STEP_MODEL_RUNS = ("device_bound_logging", "tracing_bound_tiny_ops")
@@ -175,3 +176,28 @@ def test_the_story_is_the_median_steady_step_whose_parts_add_up() -> None:
     # AND its largest part and the change worth most are the tracing and its finding
     assert story.bound == "tracing"
     assert story.worth_most is not None and story.worth_most.kind.value == "tracing_bound"
+
+
+def test_worth_most_is_the_largest_cost_per_step_and_says_so() -> None:
+    # GIVEN the findings of two real runs, with the costs their runs measured: a recompile paid
+    # once (the varying batch: compile time after warm-up) and a read in every step (.item())
+    recompiled = _analyzed(sample_run("recompile_varying_batch"))
+    reading = _analyzed(sample_run("host_sync_item"))
+    (recompile,) = [f for f in recompiled.findings if f.kind.value == "recompilation"]
+    (read,) = [f for f in reading.findings if f.kind.value == "host_sync"]
+    steps = recompiled.part.data.steps
+    later = [s.compile_s for s in steps if s.step >= 2 and s.compiles]
+    assert recompile.cost.one_time_s == pytest.approx(sum(later))
+    assert recompile.cost.per_step_s is None
+    rows = reading.part.data.steps
+    steady = [r for r in rows if r.step >= 2 and not r.compiles and r.transfers_from_device]
+    assert read.cost.per_step_s == statistics.median(r.from_device_s for r in steady)
+    assert recompile.cost.one_time_s > read.cost.per_step_s  # the one-time cost is larger
+    # WHEN the change worth most is chosen among both
+    story = recompiled.story
+    chosen = worth_most(story, [recompile, read])
+    # THEN it is the cost paid in every step, and the story says it was ranked by that
+    assert chosen is read
+    assert story.worth_most_basis.startswith("the largest cost per step")
+    # AND the finding's cost is in its JSON
+    assert read.to_json()["cost"]["per_step_s"] == read.cost.per_step_s

@@ -278,8 +278,9 @@ def finding_costs(
     import statistics
 
     by_step = {row.step: row for row in rows}
-    compile_s = {}
-    if timeline is not None and not timeline.empty:
+    # the run's CompileTime per step; a capture alone: the timeline's (its compile spans)
+    compile_s = {row.step: row.compile_s + (row.eager_compile_s or 0.0) for row in rows}
+    if not compile_s and timeline is not None and not timeline.empty:
         compile_s = {
             int(s): float(c)
             for s, c in zip(timeline["step"], timeline["compile_s"], strict=True)
@@ -305,7 +306,8 @@ def finding_costs(
                 one_time_s=None if recurs else total,
                 run_s=total,
                 steps=len(paid),
-                basis="compile time (CompileTime) of the steps after warm-up it compiled in",
+                basis="compile time (CompileTime; a capture alone: its compile spans) of the "
+                "steps after warm-up it compiled in",
             )
         elif finding.kind is Kind.HOST_SYNC:
             reading = [r for r in rows if r.transfers_from_device > 0]
