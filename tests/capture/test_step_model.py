@@ -150,8 +150,14 @@ with xlaprof.profile(out=sys.argv[1], trace_steps=(5, 8)):
 )
 
 
+# The same torch_xla.compile'd step without xlaprof.steps: its syncs mark the steps.
+COMPILE_ONLY = STEPS_OVER_COMPILE.replace("xlaprof.steps(data)", "data")
+
+
 @pytest.mark.parametrize(
-    "script", [README_LOOP, STEPS_OVER_COMPILE], ids=["readme_mpdeviceloader", "steps_compile"]
+    "script",
+    [README_LOOP, STEPS_OVER_COMPILE, COMPILE_ONLY],
+    ids=["readme_mpdeviceloader", "steps_compile", "compile_only"],
 )
 def test_marked_steps_are_iterations_and_pass_check(tmp_path: Path, script: str) -> None:
     # GIVEN a 12-iteration loop marked with xlaprof.steps under xlaprof.profile(), whose graph

@@ -255,6 +255,25 @@ def _span(steps: list[int]) -> str:
     return str(first) if first == last else f"{first}–{last}"
 
 
+def cost_line(finding: Finding) -> str | None:
+    """What the finding costs, where measured: per step, one-time, over the run, and how
+    measured; None where nothing was measured."""
+    cost = finding.cost
+    if cost is None:
+        return None
+    said = []
+    if cost.per_step_s is not None:
+        said.append(f"{format_seconds(cost.per_step_s)} per step")
+    if cost.one_time_s is not None:
+        said.append(f"{format_seconds(cost.one_time_s)} once")
+    if cost.run_s is not None:
+        steps = f" in {cost.steps} step(s)" if cost.steps is not None else ""
+        said.append(f"{format_seconds(cost.run_s)} over the run{steps}")
+    if not said:
+        return None
+    return ", ".join(said) + (f" ({cost.basis})" if cost.basis else "")
+
+
 def _story(console: Console, story: StepStory | None) -> None:
     lines = story_lines(story)
     if not lines:
@@ -337,6 +356,9 @@ def _finding(console: Console, index: int, finding: Finding) -> None:
         if k not in _HEADLINE_KEYS and k not in _VERBOSE_ONLY
     ]
     console.print(Text(f"   evidence: {evidence_line(items)}", style="dim"))
+    cost = cost_line(finding)
+    if cost:
+        console.print(Text(f"   cost: {cost}"))
     console.print(Text(f"   fix: {finding.suggestion}"))
     console.print()
 
