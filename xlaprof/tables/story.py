@@ -278,9 +278,10 @@ def finding_costs(
     import statistics
 
     by_step = {row.step: row for row in rows}
-    # the run's CompileTime per step; a capture alone: the timeline's (its compile spans)
-    compile_s = {row.step: row.compile_s + (row.eager_compile_s or 0.0) for row in rows}
-    if not compile_s and timeline is not None and not timeline.empty:
+    # the step model's compile part, as the story's "compiled again" line says it (the run's
+    # CompileTime; in a traced step, its compile spans)
+    compile_s: dict[int, float] = {}
+    if timeline is not None and not timeline.empty:
         compile_s = {
             int(s): float(c)
             for s, c in zip(timeline["step"], timeline["compile_s"], strict=True)
@@ -306,7 +307,7 @@ def finding_costs(
                 one_time_s=None if recurs else total,
                 run_s=total,
                 steps=len(paid),
-                basis="compile time (CompileTime; a capture alone: its compile spans) of the "
+                basis="compile time (CompileTime; in a traced step its compile spans) of the "
                 "steps after warm-up it compiled in",
             )
         elif finding.kind is Kind.HOST_SYNC:
