@@ -285,7 +285,7 @@ def bottleneck_note(trace: Trace, shown: int) -> str | None:
     if hidden > 0:
         return (
             f"({hidden:,} more device steps in --json and Trace.bottlenecks(); the device table "
-            "above judges each device over its steady steps: the first and last of more than "
+            "above judges each device over its captured steps: the first and last of more than "
             "five left out, as XProf does.)"
         )
     return None
@@ -443,7 +443,7 @@ def _render_bottlenecks(console: Console, trace: Trace) -> None:
     """The bottleneck tables: by device, then per step (when any step has a number)."""
     by_device = bottleneck_device_rows(trace)
     if by_device:
-        _table(console, "Bottleneck by device (steady steps)", by_device)
+        _table(console, "Bottleneck by device (captured steps)", by_device)
     per_step = bottleneck_rows(trace)
     if per_step and any(row["step"] != NOT_MEASURED for row in per_step):
         _table(console, "Bottleneck per step", per_step)
@@ -508,7 +508,7 @@ def render_html(trace: Trace) -> str:
         ("Each device over the capture", device_rows(trace)),
         ("Device steps", step_rows(trace)),
         ("Top device ops (all devices)", op_rows(trace)),
-        ("Bottleneck by device (steady steps)", bottleneck_device_rows(trace)),
+        ("Bottleneck by device (captured steps)", bottleneck_device_rows(trace)),
         ("Bottleneck per step", bottleneck_rows(trace)),
         ("Device time by source line", line_rows(trace)),
         (tracing_title(trace), tracing_rows(trace)),

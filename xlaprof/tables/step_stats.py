@@ -234,8 +234,9 @@ def _number(value: Any) -> float | None:
     return None if number != number else number
 
 
-# Per device over its steady steps (``bottleneck.steady_steps``, less the steps that compiled:
-# steady means compiling nothing, as in the step model): how many numbered steps, their
+# Per device over its captured steps (``bottleneck.steady_steps``: XProf's rule, the first and
+# last of more than five left out; steps that compiled stay, compile_in_step reads them): how
+# many numbered steps, their
 # summed wall time and seconds per cause, the smallest step numbers each cause bounds, and
 # whether any step of the device (edges too) has wall time. Sums, so a pod's workers make it
 # per host and the parent only puts hosts side by side.
@@ -273,8 +274,6 @@ def by_device(summary: DeviceSummary) -> pd.DataFrame:
             ["session", "host", "device"], observed=True, sort=True
         ):
             steps = steady_steps(group)
-            # steady means compiling nothing: a trace window's compile step is left out
-            steps = steps[~(steps["compilation_s"].fillna(0.0) > 0).to_numpy(dtype=bool)]
             numbered = steps[steps["step"].notna()]
             rows.append(
                 {
