@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
 
-FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence"]
+FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence", "cost"]
 
 
 @dataclass
@@ -89,7 +89,8 @@ class PartResult:
         return self.part.run
 
     def findings_frame(self) -> pd.DataFrame:
-        """One row per finding: severity, kind, title, location, suggestion, evidence."""
+        """One row per finding: severity, kind, title, location, suggestion, evidence, and
+        (added) cost: ``Cost.to_json()`` where measured, else None."""
         import pandas as pd
 
         rows = [
@@ -100,6 +101,7 @@ class PartResult:
                 "location": None if f.location is None else str(f.location),
                 "suggestion": f.suggestion,
                 "evidence": f.evidence,
+                "cost": None if f.cost is None else f.cost.to_json(),
             }
             for f in self.findings
         ]
