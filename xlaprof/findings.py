@@ -58,9 +58,46 @@ class Location:
         return cls(file, int(line)) if file and line.isdigit() else None
 
 
+@dataclass(frozen=True)
+class Cost:
+    """What a finding costs the run, where measured (seconds; None where not measured).
+
+    ``per_step_s``: paid again in every step it is in (the recurring cost a fix saves each
+    step: a read's wait, tracing the device waits through); ``one_time_s``: paid once, in the
+    steps named (a recompile); ``run_s``: all of it over the run; ``steps``: how many steps
+    paid it. ``basis`` says what was measured, in words.
+    """
+
+    per_step_s: float | None = None
+    one_time_s: float | None = None
+    run_s: float | None = None
+    steps: int | None = None
+    basis: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "per_step_s": self.per_step_s,
+            "one_time_s": self.one_time_s,
+            "run_s": self.run_s,
+            "steps": self.steps,
+            "basis": self.basis,
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Cost:
+        """A cost from its JSON object (``to_json``): a saved result read back."""
+        return cls(
+            per_step_s=document.get("per_step_s"),
+            one_time_s=document.get("one_time_s"),
+            run_s=document.get("run_s"),
+            steps=document.get("steps"),
+            basis=str(document.get("basis") or ""),
+        )
+
+
 @dataclass
 class Finding:
-    """One diagnosis with its evidence and the fix to try."""
+    """One diagnosis with its evidence and the fix to try; ``cost`` where it was measured."""
 
     kind: Kind
     severity: Severity
@@ -68,6 +105,7 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     location: Location | None = None
     suggestion: str = ""
+    cost: Cost | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON contract's finding object (docs/json-format.md)."""
@@ -82,6 +120,7 @@ class Finding:
             ),
             "evidence": self.evidence,
             "suggestion": self.suggestion,
+            "cost": None if self.cost is None else self.cost.to_json(),
         }
 
     @classmethod
@@ -95,6 +134,7 @@ class Finding:
             evidence=dict(document.get("evidence") or {}),
             location=None if not where else Location(str(where["file"]), int(where["line"])),
             suggestion=str(document.get("suggestion") or ""),
+            cost=None if not document.get("cost") else Cost.from_json(document["cost"]),
         )
 
 

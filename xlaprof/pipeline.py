@@ -269,7 +269,7 @@ def _figure_frames(result: PartResult) -> dict[str, pd.DataFrame]:
 
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
     """The step timeline, the story and the host tables of ``result`` (made here, once)."""
-    from xlaprof.tables.story import step_story, with_bounds, worth_most
+    from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
     data = result.part.data
@@ -288,11 +288,10 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
             busy,
             windows,
         )
-        # the one step model: every per-step verdict and the story come from these bounds
-        bottleneck = None if view is None else view.summary().bottleneck
-        host = None if trace is None or not trace.hosts else trace.hosts[0]
-        result.timeline = with_bounds(timeline, data.warmup_steps, bottleneck, host)
+        # the one step model: every per-step verdict and the story come from its parts
+        result.timeline = with_bounds(timeline, data.warmup_steps)
         result.story = step_story(result.timeline, data.warmup_steps)
+        finding_costs(result.findings, data.steps, result.timeline, data.warmup_steps)
         if result.story is not None:
             chosen = worth_most(result.story, result.findings, story_answers())
             result.story.worth_most = chosen

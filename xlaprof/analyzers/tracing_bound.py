@@ -30,10 +30,17 @@ step and traces every call all the same: its own run shows the tracing), a data 
 
 From a capture alone (no run steps, ``AnalysisInput.trace`` set): where the host lines show
 torch_xla's lazy-tensor runtime, the same verdict with the same thresholds, read from the
-trace's per-step table (``Trace.tracing_vs_device()``): host time is the step's wall time minus
-the runtime's own work on its main line (lazy tracing and user Python), device time the
-busiest device's busy time in the step, over the steady steps (the first and last of more than
-five left out, as XProf does).
+trace's per-step table (``Trace.tracing_vs_device()``): host time is what the trace measured of
+the stepping thread's own work (``host_busy_s``: the graph build at each sync, which grows with
+the ops traced, host-to-device copies and dispatch; waits and compiles left out), never the
+step's wall time less what the runtime did (that rest holds every wait the trace does not name,
+and would call a device-bound loop tracing-bound). Untraced Python is not in it, so the host
+time is a lower bound and the verdict errs toward *not* calling a step tracing-bound. Device
+time is the busiest device's busy time in the step, over the steady steps (the first and last
+of more than five left out, as XProf does).
+
+The finding's cost (``Finding.cost``) is per step: the host time beyond the device's, which
+the device idles through and a faster host would give back at most.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlaprof.analyzers.shared.sourcecode import source_line
-from xlaprof.findings import Finding, Kind, Location, Severity
+from xlaprof.findings import Cost, Finding, Kind, Location, Severity
 from xlaprof.model.input import EXECUTE_METRICS, AnalysisInput
 from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.frames import DYNAMO_DIR, LOADER_FILE, is_library_file
@@ -125,7 +132,7 @@ def unmeasured(data: AnalysisInput) -> str | None:
     steady = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles == 0]
     if len(steady) >= MIN_STEADY_STEPS:
         return None
-    if not data.steps and len(_traced_steps(data)["tracing_s"]) >= MIN_STEADY_STEPS:
+    if not data.steps and len(_traced_steps(data)["host_busy_s"]) >= MIN_STEADY_STEPS:
         return None
     return (
         f"needs {MIN_STEADY_STEPS} steady steps (after warm-up, without compiling); "
@@ -209,17 +216,18 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             evidence=evidence,
             location=location,
             suggestion=fix + " " + _abi_note(data.cxx11_abi),
+            cost=_cost(host_s, device_s, len(steady)),
         )
     ]
 
 
 def _traced_steps(data: AnalysisInput) -> dict[str, Any]:
-    """The capture's steady host steps with lazy-tensor tracing measured (``tracing`` rows):
-    their ``tracing_s``, ``device_busy_s`` and ``host_wall_s``, as arrays. Read host by host
+    """The capture's steady host steps with the host's work measured (``tracing`` rows):
+    their ``host_busy_s``, ``device_busy_s`` and ``host_wall_s``, as arrays. Read host by host
     (a pod's from each host's file), keeping only those three numbers a step."""
     import numpy as np
 
-    columns = ("tracing_s", "device_busy_s", "host_wall_s")
+    columns = ("host_busy_s", "device_busy_s", "host_wall_s")
     found: dict[str, list[Any]] = {name: [] for name in columns}
     if data.trace is None or data.trace.device_summary is None:
         return {name: np.zeros(0) for name in columns}
@@ -229,7 +237,7 @@ def _traced_steps(data: AnalysisInput) -> dict[str, Any]:
             continue
         lazy = table[
             table["lazy_tensor"].fillna(False).astype(bool)
-            & table["tracing_s"].notna()
+            & table["host_busy_s"].notna()
             & table["device_busy_s"].notna()
         ]
         for _, group in lazy.groupby("host", observed=True, sort=True):
@@ -246,11 +254,11 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
     import numpy as np
 
     steps = _traced_steps(data)
-    count = len(steps["tracing_s"])
+    count = len(steps["host_busy_s"])
     if count < MIN_STEADY_STEPS:
         return []
     # medians as statistics.median takes them (the mean of the two middle values), in numpy
-    host_s = float(np.median(steps["tracing_s"]))
+    host_s = float(np.median(steps["host_busy_s"]))
     device_s = float(np.median(steps["device_busy_s"]))
     wall = float(np.median(steps["host_wall_s"]))
     if device_s <= 0 or wall <= 0:
@@ -263,8 +271,8 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
         "steady_steps": count,
         "host_seconds_per_step": round(host_s, 6),
         "host_basis": (
-            "median step wall time minus the lazy-tensor runtime's own work on its main line "
-            "(from the capture)"
+            "median of the stepping thread's measured work in the capture (graph build at the "
+            "sync, host-to-device copies, dispatch; waits and compiles left out): a lower bound"
         ),
         "device_seconds_per_step": round(device_s, 6),
         "device_basis": "median busy time of the busiest device per step (from the capture)",
@@ -289,8 +297,21 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
             suggestion=_suggestion(data.sources, None, 0, _InUse())
             + " "
             + _abi_note(data.cxx11_abi),
+            cost=_cost(host_s, device_s, count),
         )
     ]
+
+
+def _cost(host_s: float, device_s: float, steps: int) -> Cost:
+    """Per step, the host time beyond the device's: what the device idles through waiting for
+    the host, and the most a faster host gives back."""
+    per_step = max(host_s - device_s, 0.0)
+    return Cost(
+        per_step_s=per_step,
+        run_s=per_step * steps,
+        steps=steps,
+        basis="host time per step less device time per step (the device idles through it)",
+    )
 
 
 def _device_seconds_per_step(data: AnalysisInput, steps: int) -> float | None:

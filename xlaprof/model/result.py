@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
 
-FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence"]
+FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence", "cost"]
 
 
 @dataclass
@@ -29,11 +29,16 @@ class StepStory:
     (``xlaprof.tables.story``). Seconds; None where not measured.
 
     ``median_step`` is the steady step (after warm-up, compiling nothing) of median wall time
-    and ``parts`` its wall time by part (compile, tracing, transfer, device), which add up to
-    it; ``bound`` is its largest part and ``bound_share`` that part's share; ``bound_steps``
-    counts the steady steps by bound. ``worth_most`` is the finding that answers the bound
-    (set by the pipeline, which has the findings) and ``worth_most_answer`` why its kind
-    answers it (the kind's story sentence; None where it was picked as the most severe).
+    and ``parts`` its wall time by measured part (compile, tracing, transfer, device) and
+    ``unattributed`` (the rest: never a cause), which add up to it; ``part_sources`` says where
+    each measured part comes from and ``median_source`` whether the step was traced.
+    ``bound`` is its largest measured part and ``bound_share`` that part's share;
+    ``bound_steps`` counts the steady steps by bound. ``traced_steps`` are the steps a trace
+    window covered and ``traced_compile_steps`` those of them that compiled (the window's
+    device tables are then not steady-state). ``worth_most`` is the finding with the largest
+    measured cost per step (set by the pipeline, which has the findings) and
+    ``worth_most_basis`` how it was ranked, and ``worth_most_answer`` why its kind answers the
+    bound (the kind's story sentence, from its registry entry; None where no bound picked it).
     """
 
     steps: int
@@ -51,6 +56,12 @@ class StepStory:
     bound_steps: dict[str, int] = field(default_factory=dict)
     worth_most: Finding | None = None
     worth_most_answer: str | None = None
+    median_source: str | None = None
+    unattributed_s: float | None = None
+    part_sources: dict[str, str] = field(default_factory=dict)
+    traced_steps: list[int] = field(default_factory=list)
+    traced_compile_steps: list[int] = field(default_factory=list)
+    worth_most_basis: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The ``story`` object of the ``--json`` document (docs/json-format.md)."""
@@ -228,7 +239,8 @@ class PartResult:
         )
 
     def findings_frame(self) -> pd.DataFrame:
-        """One row per finding: severity, kind, title, location, suggestion, evidence."""
+        """One row per finding: severity, kind, title, location, suggestion, evidence, and
+        (added) cost: ``Cost.to_json()`` where measured, else None."""
         import pandas as pd
 
         rows = [
@@ -239,6 +251,7 @@ class PartResult:
                 "location": None if f.location is None else str(f.location),
                 "suggestion": f.suggestion,
                 "evidence": f.evidence,
+                "cost": None if f.cost is None else f.cost.to_json(),
             }
             for f in self.findings
         ]

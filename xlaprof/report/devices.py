@@ -63,7 +63,7 @@ def render_console(console: Console, view: DeviceView) -> None:
         _table(console, "Top device ops (all devices)", view.ops)
     _note(console, view.autotune_note)
     if view.bottleneck_devices:
-        _table(console, "Bottleneck by device (steady steps)", view.bottleneck_devices)
+        _table(console, "Bottleneck by device (captured steps)", view.bottleneck_devices)
     per_step = view.bottlenecks
     if per_step and any(row["step"] != NOT_MEASURED for row in per_step):
         _table(console, "Bottleneck per step", per_step)
@@ -118,7 +118,7 @@ def render_html(view: DeviceView) -> str:
         ("Each device over the capture", view.devices),
         ("Device steps", view.steps),
         ("Top device ops (all devices)", view.ops),
-        ("Bottleneck by device (steady steps)", view.bottleneck_devices),
+        ("Bottleneck by device (captured steps)", view.bottleneck_devices),
         ("Bottleneck per step", view.bottlenecks),
         ("Device time by source line", view.lines),
         (view.tracing_title, view.tracing),

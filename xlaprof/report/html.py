@@ -57,6 +57,9 @@ def _finding(row: Any) -> str:
     # A DataFrame holds a missing location as NaN (a float), not None.
     location = row["location"] if isinstance(row["location"], str) else ""
     where = f'<div class="where">at {html_text(location)}</div>' if location else ""
+    cost = _cost(row.get("cost"))
+    if cost:
+        where += f'<div class="where">cost: {html_text(cost)}</div>'
     return (
         f'<div class="finding {html_text(row["severity"])}">'
         f'<span class="sev">{html_text(row["severity"])}</span> '
@@ -64,6 +67,25 @@ def _finding(row: Any) -> str:
         f'{where}<pre class="fix">{html_text(row["suggestion"])}</pre>'
         f'<details><summary>evidence</summary><table class="kv">{evidence}</table></details></div>'
     )
+
+
+def _cost(cost: Any) -> str | None:
+    """A finding's measured cost in words (``Finding.cost``), or None."""
+    from xlaprof.parse.units import format_seconds
+
+    if not isinstance(cost, dict):
+        return None
+    said = []
+    if cost.get("per_step_s") is not None:
+        said.append(f"{format_seconds(cost['per_step_s'])} per step")
+    if cost.get("one_time_s") is not None:
+        said.append(f"{format_seconds(cost['one_time_s'])} once")
+    if cost.get("run_s") is not None:
+        said.append(f"{format_seconds(cost['run_s'])} over the run")
+    if not said:
+        return None
+    basis = cost.get("basis")
+    return ", ".join(said) + (f" ({basis})" if basis else "")
 
 
 def _figure(figure: go.Figure, element_id: str, with_library: bool) -> str:

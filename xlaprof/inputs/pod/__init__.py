@@ -215,7 +215,7 @@ def overview(source: CachedEvents) -> StepOverview:
         autotune_steps=autotune[:AUTOTUNE_STEPS],
         tracing=tracing,
         median_busy_s=tracing.busy.median(known("device_busy_s")),
-        median_tracing_s=tracing.tracing.median(known("tracing_s")),
+        median_tracing_s=tracing.tracing.median(known("host_busy_s")),
         median_idle_s=tracing.idle.median(known("device_idle_s")),
     )
 

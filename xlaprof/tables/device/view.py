@@ -213,7 +213,7 @@ BOTTLENECK_NAMES = {
     "memory_bound": "memory-bound ops",
     "compute": "compute",
     "input": "input (host)",
-    "tracing": "tracing (host)",
+    "tracing": "idle: host, unattributed",
     "host": "host (other)",
 }
 
@@ -291,7 +291,7 @@ def bottleneck_note(trace: Trace, shown: int) -> str | None:
     if hidden > 0:
         return (
             f"({hidden:,} more device steps in --json and Trace.bottlenecks(); the device table "
-            "above judges each device over its steady steps: the first and last of more than "
+            "above judges each device over its captured steps: the first and last of more than "
             "five left out, as XProf does.)"
         )
     return None
@@ -364,7 +364,7 @@ def autotune_note(trace: Trace, overview: StepOverview | None = None) -> str | N
 def tracing_title(trace: Trace, overview: StepOverview | None = None) -> str:
     """The host-vs-device table's title: it names what the host figure is."""
     if (overview or overview_of(trace.summary())).tracing.lazy:
-        return "Host tracing vs device busy, per step"
+        return "Host work vs device busy, per step"
     return "Host vs device, per step"
 
 
@@ -383,7 +383,7 @@ def tracing_rows(
             "host wall": format_seconds(row.host_wall_s),
         }
         if lazy:
-            cells["tracing"] = format_seconds(row.tracing_s)
+            cells["host work"] = format_seconds(getattr(row, "host_busy_s", None))
             cells["device busy"] = format_seconds(row.device_busy_s)
         else:
             cells["device busy"] = format_seconds(row.device_busy_s)
@@ -408,8 +408,9 @@ def tracing_verdict(trace: Trace, overview: StepOverview | None = None) -> str |
     said = f"From the trace: the largest part of {tracing.bounds[top]} of {known} steps is {top}"
     if tracing.lazy_known:
         return (
-            f"{said}; the host traces for {format_seconds(overview.median_tracing_s)} per "
-            f"step (median) while the device is busy {median_busy}."
+            f"{said}; the host's measured work (graph build, copies, dispatch) takes "
+            f"{format_seconds(overview.median_tracing_s)} per step (median) while the device "
+            f"is busy {median_busy}."
         )
     return (
         f"{said}; the device idles {format_seconds(overview.median_idle_s)} of each "
