@@ -13,6 +13,7 @@ from decode import clipped_union_ns
 from helpers import SAMPLE_RUNS, sample_run, step_model_run
 
 import xlaprof
+from xlaprof.analyzers import story_answers
 from xlaprof.inputs.traces import load_trace
 from xlaprof.model.result import PartResult
 from xlaprof.pipeline import analyze_one
@@ -198,7 +199,7 @@ def test_worth_most_is_the_largest_cost_per_step_and_says_so() -> None:
     assert recompile.cost.one_time_s > read.cost.per_step_s  # the one-time cost is larger
     # WHEN the change worth most is chosen among both
     story = recompiled.story
-    chosen = worth_most(story, [recompile, read])
+    chosen = worth_most(story, [recompile, read], story_answers())
     # THEN it is the cost paid in every step, and the story says it was ranked by that
     assert chosen is read
     assert story.worth_most_basis.startswith("the largest cost per step")
