@@ -143,3 +143,13 @@ def test_nothing_blocks_reading_a_budget_in_a_thread(tmp_path: Path) -> None:
     reader.start()
     reader.join(60)
     assert not reader.is_alive() and isinstance(outcome[0], BudgetError)
+
+
+def test_analyze_text_output_cannot_start_a_workflow_command(tmp_path: Path) -> None:
+    # GIVEN the same run; WHEN `xlaprof analyze` prints its report under GitHub Actions
+    runs = _forged_run(tmp_path)
+    result = cli("analyze", str(runs), env={"GITHUB_ACTIONS": "true"})
+    assert result.returncode == 0, result.stderr
+    # THEN the process name shows (escaped), and no line of the report starts a command
+    assert "stop-commands" in result.stdout
+    assert not any(line.lstrip().startswith("::") for line in result.stdout.splitlines())

@@ -1,12 +1,19 @@
 """Plotly figures for notebooks and the HTML report. Each takes DataFrames, returns a figure.
 
 They never show anything themselves (the caller does ``fig.show()`` or embeds it), and they
-compute nothing the analysis did not: they present.
+compute nothing the analysis did not: they present. Names in them come from someone's capture
+or run: every figure is returned with its labels inert (``escape.plotly_figure``: an op named
+``<a href=...>`` shows as that text, never as a link), here, so that a notebook's
+``Analysis.plot_*`` is as safe as the HTML report.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec
+
+from xlaprof import escape
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -25,6 +32,20 @@ HOST_PARTS = (
 )
 
 
+_Args = ParamSpec("_Args")
+
+
+def _inert(make: Callable[_Args, go.Figure]) -> Callable[_Args, go.Figure]:
+    """``make``, its figure returned with every label from data inert."""
+
+    @functools.wraps(make)
+    def made(*args: _Args.args, **kwargs: _Args.kwargs) -> go.Figure:
+        figure: go.Figure = escape.plotly_figure(make(*args, **kwargs))
+        return figure
+
+    return made
+
+
 # Said when there is no trace at all, rather than implying the trace showed nothing.
 NOT_CAPTURED = "not captured: no trace was taken (xlaprof run --trace-steps A:B)"
 
@@ -38,6 +59,7 @@ def _empty(title: str, message: str) -> go.Figure:
     return figure
 
 
+@_inert
 def step_timeline(timeline: pd.DataFrame) -> go.Figure:
     """Stacked host time per step (ms), with device busy time as a line."""
     import plotly.graph_objects as go
@@ -107,6 +129,7 @@ def _scale_to_steady(figure: go.Figure, timeline: pd.DataFrame) -> None:
             figure.add_annotation(x=int(step), y=limit * 1.08, text=f"↑ {label}", showarrow=False)
 
 
+@_inert
 def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
     """Compilations per step, one marker per compilation with its cause and source line."""
     import plotly.graph_objects as go
@@ -154,6 +177,7 @@ def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
     return figure
 
 
+@_inert
 def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
     """Total host seconds per user region (``xlaprof.region``/``annotate_module``)."""
     import plotly.graph_objects as go
@@ -167,6 +191,7 @@ def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
     return figure
 
 
+@_inert
 def top_device_ops(ops: pd.DataFrame | None, limit: int = 15) -> go.Figure:
     """Total device time per op over all devices (``Trace.device_ops``), by category."""
     import plotly.graph_objects as go
@@ -199,6 +224,7 @@ def top_device_ops(ops: pd.DataFrame | None, limit: int = 15) -> go.Figure:
     return figure
 
 
+@_inert
 def device_steps(steps: pd.DataFrame | None, limit: int = 200) -> go.Figure:
     """Busy and idle time of each device's steps (``Trace.device_steps``), device by device."""
     import plotly.graph_objects as go
@@ -221,6 +247,7 @@ def device_steps(steps: pd.DataFrame | None, limit: int = 200) -> go.Figure:
     return figure
 
 
+@_inert
 def host_step_heatmap(
     host_steps: pd.DataFrame, stragglers: pd.DataFrame | None = None
 ) -> go.Figure:
@@ -270,6 +297,7 @@ def host_step_heatmap(
     return figure
 
 
+@_inert
 def metric_deltas(
     steps: pd.DataFrame,
     columns: tuple[str, ...] = (
@@ -293,6 +321,7 @@ def metric_deltas(
     return figure
 
 
+@_inert
 def before_after(comparison: pd.DataFrame) -> go.Figure:
     """Before/after ratios of two runs (``analyze.compare.compare``): below 1 is better."""
     import plotly.graph_objects as go

@@ -405,11 +405,14 @@ def load_runs(path: str | os.PathLike[str]) -> list[Run]:
     return runs
 
 
-def read_info(directory: Path) -> RunInfo:
-    """``run.json`` of one run directory, or ``RunDirError`` saying what is wrong with it."""
+def read_info(directory: Path, follow: bool = True) -> RunInfo:
+    """``run.json`` of one run directory, or ``RunDirError`` saying what is wrong with it.
+
+    ``follow=False`` refuses a ``run.json`` that is a link (the MCP server's listings, which
+    read nothing through a link)."""
     path = directory / RUN_JSON
     try:
-        data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES))
+        data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES, follow))
     except (OSError, UnsafeFile, ValueError, RecursionError) as error:
         raise RunDirError(f"{path}: unreadable run.json ({reason(error)})") from None
     if not isinstance(data, dict):
