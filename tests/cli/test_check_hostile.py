@@ -150,6 +150,8 @@ def test_analyze_text_output_cannot_start_a_workflow_command(tmp_path: Path) -> 
     runs = _forged_run(tmp_path)
     result = cli("analyze", str(runs), env={"GITHUB_ACTIONS": "true"})
     assert result.returncode == 0, result.stderr
-    # THEN the process name shows (escaped), and no line of the report starts a command
-    assert "stop-commands" in result.stdout
+    # THEN the process name shows on its line, its newlines escaped, and no line of the
+    # report starts a command
+    assert "::stop-commands::TOKEN\\x0areal" in result.stdout
+    assert not any(line.startswith("real") for line in result.stdout.splitlines())
     assert not any(line.lstrip().startswith("::") for line in result.stdout.splitlines())
