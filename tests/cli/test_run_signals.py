@@ -119,12 +119,12 @@ def test_ctrl_c_before_the_run_starts_is_reported_as_an_interruption(tmp_path: P
 
 
 def test_a_signal_while_the_job_is_being_started_reaches_it() -> None:
-    from xlaprof.cli.run import _SignalForwarder
+    from xlaprof.cli.run import SignalForwarder
 
     # GIVEN xlaprof run's forwarder, SIGINT handled (not ignored, as in a terminal)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with _SignalForwarder() as forwarder:
+        with SignalForwarder() as forwarder:
             # WHEN SIGINT arrives before the job exists (a `kill -INT` while xlaprof starts it)
             os.kill(os.getpid(), signal.SIGINT)
             # (a job with no SIGINT handler of its own: it ends by the signal, whenever it

@@ -105,7 +105,7 @@ def run(
     env = _job_environment(
         out, launch, trace_steps, max_steps, debug_level, server_port, graphs, sample_hz
     )
-    with _SignalForwarder() as forwarder:
+    with SignalForwarder() as forwarder:
         try:
             child = subprocess.Popen(list(command), env=env)
         except (FileNotFoundError, PermissionError) as error:
@@ -241,7 +241,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-class _SignalForwarder:
+class SignalForwarder:
     """Pass SIGINT and SIGTERM sent to ``xlaprof run`` on to the job, once.
 
     Ctrl-C in a terminal goes to the whole foreground process group, the job included: that
@@ -270,7 +270,7 @@ class _SignalForwarder:
             if signal.getsignal(number) is not signal.SIG_IGN
         )
 
-    def __enter__(self) -> _SignalForwarder:
+    def __enter__(self) -> SignalForwarder:
         # Until the mask is set (just after the child starts), a signal is forwarded by these.
         for number in self._signals:
             self._previous[number] = signal.signal(number, self._early)
