@@ -55,14 +55,23 @@ class TooLarge(UnsafeFile):
         self.size, self.limit = size, limit
 
 
-def open_regular(path: Path) -> int:
+def open_regular(path: Path, follow: bool = True) -> int:
     """Open ``path`` read-only and return the descriptor, or raise if it is no regular file.
 
     ``O_NONBLOCK`` keeps ``open`` from waiting for a FIFO's writer; ``fstat`` on the opened
     descriptor (not the name) decides, so a swapped-in symlink cannot slip past the check.
+    ``follow=False`` refuses a link in the last component (``O_NOFOLLOW``): for paths already
+    resolved and checked (the MCP server's), where a link swapped in afterwards must not count.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if not follow and os.path.islink(path):
+            raise UnsafeFile(f"{path}: a symbolic link; refused") from None
+        raise error
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -75,13 +84,14 @@ def open_regular(path: Path) -> int:
     return fd
 
 
-def read_capped(path: Path, limit: int) -> bytes:
+def read_capped(path: Path, limit: int, follow: bool = True) -> bytes:
     """The bytes of regular file ``path``; ``TooLarge`` if it holds more than ``limit``.
 
     The size is asked of the open file first, so a (sparse) file far over the cap is refused
     before a byte is read; the read itself stops at ``limit`` for a file that grows meanwhile.
+    ``follow=False``: a link in the last component is refused (``open_regular``).
     """
-    fd = open_regular(path)
+    fd = open_regular(path, follow)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:

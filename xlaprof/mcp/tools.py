@@ -25,13 +25,20 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from xlaprof.errors import InputNotFound, InputNotRecognized, OutsideRoots, RunDirError
+from xlaprof.errors import (
+    InputNotFound,
+    InputNotRecognized,
+    OutsideRoots,
+    RunDirError,
+    ServerBusy,
+)
 from xlaprof.mcp import models
 from xlaprof.mcp.roots import Roots, source_root_for
 
@@ -52,6 +59,9 @@ DEFAULT_FINDINGS = 20
 OVERVIEW_DEVICES = 16
 OVERVIEW_TOP_OPS = 10
 OVERVIEW_WARNINGS = 5
+# How long a call waits for the one before it to end: past this it answers ServerBusy instead
+# of waiting on (a call that never ends then holds the server for itself only).
+BUSY_WAIT_SECONDS = 300.0
 # What a script or benchmark run hands back of its own output.
 OUTPUT_TAIL_CHARS = 4000
 # The docs pages of the analyzers, where the package runs from a checkout.
@@ -154,6 +164,20 @@ class Tools:
         if self.settings.allow_run:
             offered += [self.run_script, self.bench_fix]
         return offered
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The server for one call: ``lock`` within ``BUSY_WAIT_SECONDS``, else ``ServerBusy``
+        (a later call is answered, never queued behind one that does not end)."""
+        if not self.lock.acquire(timeout=BUSY_WAIT_SECONDS):
+            raise ServerBusy(
+                f"another call has held the server for over {BUSY_WAIT_SECONDS:.0f} s; try "
+                "again later"
+            )
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     # -- the analysis, once per input ---------------------------------------------------------
     def analysis(
@@ -470,7 +494,8 @@ class Tools:
         runs = [self.roots.resolve(p) for p in paths]
         budgets = Budgets()
         if budget_file is not None:
-            budgets = Budgets.from_file(self.roots.resolve(budget_file))
+            # resolved inside the roots first, then read with no link followed, regular only
+            budgets = Budgets.from_file(self.roots.resolve(budget_file), follow=False)
         budgets = budgets.updated(
             max_recompilations=max_recompilations,
             max_host_syncs_per_step=max_host_syncs_per_step,
@@ -570,7 +595,7 @@ class Tools:
         done.pop("stdout")
         analysis = None
         if folder.is_dir() and find_runs(folder):
-            with self.lock:
+            with self.held():
                 analysis = self._overview(self.analysis(str(folder)), None, DEFAULT_FINDINGS)
         return models.RunOutput(**done, out=str(folder), analysis=analysis)
 

@@ -91,7 +91,7 @@ def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) 
     console = console_for(out, options)
     for part in result.parts:
         if len(result.parts) > 1:
-            _rule(console, part.part.name)
+            _rule(console, escape.terminal(part.part.name))
         _render_part(console, part, options.verbose)
 
 
@@ -99,12 +99,14 @@ def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOpti
     """``xlaprof diff``: the figures side by side, then the findings that went and came."""
     console = console_for(out, options)
     comparison_table(
-        console, comparison.table, f"xlaprof diff {comparison.before} {comparison.after}"
+        console,
+        comparison.table,
+        escape.terminal(f"xlaprof diff {comparison.before} {comparison.after}"),
     )
     for title in comparison.gone:
-        console.print(Text.assemble(("gone: ", "green"), title))
+        console.print(Text.assemble(("gone: ", "green"), escape.terminal(title)))
     for title in comparison.came:
-        console.print(Text.assemble(("new: ", "red"), title))
+        console.print(Text.assemble(("new: ", "red"), escape.terminal(title)))
     if not comparison.gone and not comparison.came:
         console.print("findings: the same in both runs")
 
@@ -139,7 +141,7 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
         console.print(
             Text.assemble(
                 ("xlaprof analyze ", "bold"),
-                run.path,
+                escape.terminal(run.path),
                 f"  (run: {run.steps_recorded} steps, ended {run.status}"
                 + (f", exit code {run.exit_code}" if run.exit_code is not None else "")
                 + (f", {run.device_kind} x{run.device_count}" if run.device_kind else "")
@@ -147,16 +149,17 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
             )
         )
         for warning in run.warnings:
-            console.print(Text(f"note: {warning}", style="yellow"))
+            console.print(Text(f"note: {escape.terminal(warning)}", style="yellow"))
         return []
     if result.trace_only and result.devices is not None:  # a capture: what it holds
-        console.print(Text.assemble(("xlaprof analyze ", "bold"), result.devices.capture))
+        capture = escape.terminal(result.devices.capture)
+        console.print(Text.assemble(("xlaprof analyze ", "bold"), capture))
         return []
     for source in part.sources:
         console.print(
             Text.assemble(
                 ("xlaprof analyze ", "bold"),
-                source.path,
+                escape.terminal(source.path),
                 f"  ({', '.join(source.kinds)}; {source.reports} metrics report(s), "
                 f"{source.debug_events} debug event(s))",
             )
@@ -331,11 +334,11 @@ def _finding(console: Console, index: int, finding: Finding) -> None:
         Text.assemble(
             (f"{index}. {finding.severity.value.upper()} ", style),
             (f"[{finding.kind.value}] ", "bold"),
-            finding.title,
+            escape.terminal(finding.title),
         )
     )
     if finding.location is not None:
-        console.print(Text(f"   at {finding.location}", style="bold"))
+        console.print(Text(f"   at {escape.terminal(finding.location)}", style="bold"))
     for key, label in _HEADLINE_EVIDENCE:
         if finding.evidence.get(key):
             console.print(Text(f"   {label}: {_fmt(finding.evidence[key])}"))
@@ -385,14 +388,19 @@ def _notes(console: Console, sources: list[SourceInfo], verbose: bool) -> None:
     not be read: each with ``verbose``, else a count."""
     for source in sources:
         for note in (w for w in source.warnings if w.line == 0):
-            console.print(Text(f"note: {source.path}: {note.reason}", style="yellow"))
+            note_line = escape.terminal(f"note: {source.path}: {note.reason}")
+            console.print(Text(note_line, style="yellow"))
     warnings = [(s.path, w) for s in sources for w in s.warnings if w.line != 0]
     if not warnings:
         return
     if verbose:
         for path, warning in warnings:
             console.print(
-                Text(f"warning: {path}:{warning.line}: {warning.reason}: {warning.text}"),
+                Text(
+                    escape.terminal(
+                        f"warning: {path}:{warning.line}: {warning.reason}: {warning.text}"
+                    )
+                ),
                 style="dim",
             )
     else:

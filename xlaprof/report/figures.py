@@ -1,12 +1,19 @@
 """Plotly figures for notebooks and the HTML report. Each takes DataFrames, returns a figure.
 
 They never show anything themselves (the caller does ``fig.show()`` or embeds it), and they
-compute nothing the analysis did not: they present.
+compute nothing the analysis did not: they present. Names in them come from someone's capture
+or run: every figure is returned with its labels inert (``escape.plotly_figure``: an op named
+``<a href=...>`` shows as that text, never as a link), here, so that a notebook's
+``Analysis.plot_*`` is as safe as the HTML report.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec
+
+from xlaprof import escape
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -27,6 +34,20 @@ STEP_PARTS = (
 )
 
 
+_Args = ParamSpec("_Args")
+
+
+def _inert(make: Callable[_Args, go.Figure]) -> Callable[_Args, go.Figure]:
+    """``make``, its figure returned with every label from data inert."""
+
+    @functools.wraps(make)
+    def made(*args: _Args.args, **kwargs: _Args.kwargs) -> go.Figure:
+        figure: go.Figure = escape.plotly_figure(make(*args, **kwargs))
+        return figure
+
+    return made
+
+
 # Said when there is no trace at all, rather than implying the trace showed nothing.
 NOT_CAPTURED = "not captured: no trace was taken (xlaprof run --trace-steps A:B)"
 
@@ -40,6 +61,7 @@ def _empty(title: str, message: str) -> go.Figure:
     return figure
 
 
+@_inert
 def step_timeline(timeline: pd.DataFrame) -> go.Figure:
     """Each step's wall time, stacked by the step model's parts (ms), which add up to it; the
     wall time as markers on top, with the device's busy time in its hover. A part measured in
@@ -145,6 +167,7 @@ def _scale_to_steady(figure: go.Figure, timeline: pd.DataFrame) -> None:
         )
 
 
+@_inert
 def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
     """Compilations per step, one marker per compilation with its cause and source line."""
     import plotly.graph_objects as go
@@ -192,6 +215,7 @@ def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
     return figure
 
 
+@_inert
 def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
     """Total host seconds per user region (``xlaprof.region``/``annotate_module``): the
     rows of each call, or each region's total (the pipeline's)."""
@@ -206,6 +230,7 @@ def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
     return figure
 
 
+@_inert
 def top_device_ops(ops: pd.DataFrame | None, limit: int = 15) -> go.Figure:
     """Total device time per op over all devices (``Trace.device_ops``), by category."""
     from xlaprof.tables.device import top_ops
@@ -243,6 +268,7 @@ def top_ops_chart(top: pd.DataFrame | None) -> go.Figure:
     return figure
 
 
+@_inert
 def device_steps(steps: pd.DataFrame | None, limit: int = 200) -> go.Figure:
     """Busy and idle time of each device's steps (``Trace.device_steps``), device by device."""
     import plotly.graph_objects as go
@@ -265,6 +291,7 @@ def device_steps(steps: pd.DataFrame | None, limit: int = 200) -> go.Figure:
     return figure
 
 
+@_inert
 def host_step_heatmap(
     host_steps: pd.DataFrame, stragglers: pd.DataFrame | None = None
 ) -> go.Figure:
@@ -314,6 +341,7 @@ def host_step_heatmap(
     return figure
 
 
+@_inert
 def metric_deltas(
     steps: pd.DataFrame,
     columns: tuple[str, ...] = (
@@ -337,6 +365,7 @@ def metric_deltas(
     return figure
 
 
+@_inert
 def before_after(comparison: pd.DataFrame) -> go.Figure:
     """Before/after ratios of two runs (``analyze.compare.compare``): below 1 is better."""
     import plotly.graph_objects as go

@@ -121,16 +121,32 @@ def _run_dask(
     outcomes: list[HostSummary | HostError],
     advance: Callable[[], None],
 ) -> int:
+    from xlaprof.errors import SchedulerError
     from xlaprof.inputs.pod import cluster as dask_client
+    from xlaprof.inputs.pod.plain import decode, summarize_host_plain
 
     def done(index: int, result: Any, error: BaseException | None) -> None:
-        outcomes.append(result if error is None else _failure(Path(files[index]), error))
+        if error is not None:
+            # a task that failed without answering (the worker answers a capture it cannot
+            # read with its message): said in words, its exception never loaded
+            raise SchedulerError(
+                f"{scheduler}: no answer for {files[index]} ({type(error).__name__}); its "
+                "workers must run the same xlaprof and see the captures at the same paths"
+            )
+        try:
+            outcomes.append(decode(result))
+        except ValueError as problem:
+            raise SchedulerError(
+                f"{scheduler}: a worker's answer for {files[index]} is not a host summary "
+                f"({problem}); only plain data is read from a cluster"
+            ) from None
         advance()
 
     cache, session, limit = settings
     keywords = {"first_step": first_step, "cache": cache, "session": session, "limit": limit}
     # every client call under one timeout; see dask_client for what is trusted
-    return dask_client.run(scheduler, summarize_host, [str(p) for p in files], keywords, done)
+    paths = [str(p) for p in files]
+    return dask_client.run(scheduler, summarize_host_plain, paths, keywords, done)
 
 
 class _Progress:
