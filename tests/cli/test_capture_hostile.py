@@ -69,10 +69,10 @@ def fake_server() -> Iterator[Callable[[bytes], int]]:
         server.stop(0)
 
 
-def _capture(port: int, out: Path, env: dict[str, str] | None = None):
+def _capture(port: int, out: Path, *more: str):
     return cli(
         "capture", "--service", f"127.0.0.1:{port}", "--duration", "200ms", "--out", str(out),
-        env=env, timeout=120,
+        *more, timeout=120,
     )  # fmt: skip
 
 
@@ -110,7 +110,7 @@ def test_an_answer_over_the_size_cap_is_a_clean_error(tmp_path: Path, fake_serve
     out = tmp_path / "out"
     cap = len(xspace) // 2
     # WHEN it is captured under that cap
-    result = _capture(port, out, env={"XLAPROF_MAX_SIZE": str(cap)})
+    result = _capture(port, out, "--max-size", str(cap))
     # THEN one line says the answer is over the cap; nothing is kept
     assert result.returncode == CaptureError.exit_code, result.stderr
     line = result.stderr.strip()

@@ -167,21 +167,23 @@ class AnswerError(Exception):
     (its message is a few words on why)."""
 
 
-def answer_limit() -> int:
-    """The most bytes one answer may hold: the capture size cap (the largest capture analysis
-    reads by default), within gRPC's own maximum."""
-    return min(DEFAULT_XPLANE_LIMIT, 2**31 - 1)
+def answer_limit(max_bytes: int | None = None) -> int:
+    """The most bytes one answer may hold: ``max_bytes`` (``xlaprof capture --max-size``), else
+    the largest capture analysis reads by default, within gRPC's own maximum."""
+    return min(DEFAULT_XPLANE_LIMIT if max_bytes is None else max_bytes, 2**31 - 1)
 
 
-def profile(address: str, request: Request, timeout_s: float) -> Answer:
+def profile(
+    address: str, request: Request, timeout_s: float, max_bytes: int | None = None
+) -> Answer:
     """Ask the server at ``address`` (``host:port``) for ``request``'s capture; its answer.
 
     ``AnswerError`` when it does not answer in ``timeout_s``, refuses, sends more than
-    ``answer_limit()`` bytes or sends bytes that are not a ``ProfileResponse``.
+    ``answer_limit(max_bytes)`` bytes or sends bytes that are not a ``ProfileResponse``.
     """
     import grpc
 
-    limit = answer_limit()
+    limit = answer_limit(max_bytes)
     options = [
         ("grpc.max_receive_message_length", limit),
         ("grpc.max_send_message_length", 1024**2),

@@ -158,10 +158,12 @@ def capture(
     host_tracer_level: int = 2,
     device_tracer_level: int = 1,
     progress: Callable[[str, float], None] | None = None,
+    max_bytes: int | None = None,
 ) -> Capture:
     """Capture every service concurrently into ``out``: one trace file per host captured.
 
-    ``progress(message, fraction)`` is called while the capture runs. Addresses where nothing
+    ``progress(message, fraction)`` is called while the capture runs; a host's answer larger
+    than ``max_bytes`` (default: the capture size cap) is refused. Addresses where nothing
     listens are left out at once (``NothingListening`` if that is all of them); an attempt that
     leaves a host without events is retried (``retries`` more times) with every host still
     reachable. When no attempt captured every host, the attempt that captured the most is kept,
@@ -176,6 +178,7 @@ def capture(
         "host_tracer_level": host_tracer_level,
         "device_tracer_level": device_tracer_level,
         "delay_ms": 0,
+        "max_bytes": 0 if max_bytes is None else max_bytes,
     }
     last_problem = ""
     failed = False
@@ -305,7 +308,8 @@ def _capture_host(
         host_name=service.file_stem,
     )
     try:
-        answer = profile(str(service), request, duration_s + ANSWER_GRACE_SECONDS)
+        timeout_s = duration_s + ANSWER_GRACE_SECONDS
+        answer = profile(str(service), request, timeout_s, options["max_bytes"] or None)
     except AnswerError as error:
         raise CaptureError(f"{service}: {error}") from None
     if answer.empty_trace:

@@ -83,8 +83,9 @@ def _options() -> dict[str, Callable[[Any], Any]]:
             "--scheduler",
             metavar="ADDRESS",
             help="Trace logdirs of many hosts: read each host on this dask.distributed cluster "
-            "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes. Its "
-            "workers' results are unpickled here: name only a cluster you trust. "
+            "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes. Workers' "
+            "answers are read as plain data, but dask's own protocol trusts the scheduler: "
+            "name only a cluster you trust. "
             "$XLAPROF_DASK_SCHEDULER does the same, announced on stderr.",
         ),
         click.option(

@@ -69,8 +69,8 @@ def chosen(scheduler: str | None) -> str | None:
         return None
     checked = address(from_env)
     print(
-        f"xlaprof: using the dask scheduler {checked} from ${SCHEDULER_ENV} (its workers' "
-        "results are unpickled here: unset it unless you trust that cluster)",
+        f"xlaprof: using the dask scheduler {checked} from ${SCHEDULER_ENV} (dask's protocol "
+        "trusts the scheduler: unset it unless you trust that cluster)",
         file=sys.stderr,
     )
     return checked
