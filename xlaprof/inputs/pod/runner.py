@@ -14,7 +14,7 @@ from typing import Any
 
 from xlaprof.errors import XlaprofError
 from xlaprof.inputs.captures import hosts_named_apart
-from xlaprof.inputs.pod.summary import summarize_host
+from xlaprof.inputs.pod.summary import summarize_capture
 from xlaprof.model.pod import HostError, HostSummary, PodLoad
 from xlaprof.parse.events import host_from_filename
 
@@ -96,14 +96,14 @@ def _run_local(
     if workers <= 1 or len(files) == 1:
         for path in files:
             try:
-                outcomes.append(summarize_host(path, first_step, cache, session))
+                outcomes.append(summarize_capture(path, first_step, cache, session))
             except Exception as error:
                 outcomes.append(_failure(path, error))
             advance()
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {
-            pool.submit(summarize_host, path, first_step, cache, session): path for path in files
+            pool.submit(summarize_capture, path, first_step, cache, session): path for path in files
         }
         for future in as_completed(futures):
             try:
@@ -130,7 +130,7 @@ def _run_dask(
 
     keywords = {"first_step": first_step, "cache": cache, "session": session}
     # every client call under one timeout; see dask_client for what is trusted
-    return dask_client.run(scheduler, summarize_host, [str(p) for p in files], keywords, done)
+    return dask_client.run(scheduler, summarize_capture, [str(p) for p in files], keywords, done)
 
 
 class _Progress:
