@@ -46,6 +46,7 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     TPU events are on the device clock (module docstring).
     """
     import numpy as np
+    import pandas as pd
 
     # Categorical comparisons and per-category lookups: astype(str) on every event is slow.
     on_device = (events["plane_kind"] == "device").to_numpy()
@@ -65,7 +66,8 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     line = frame["line"].astype(object)
     kind = frame["kind"].to_numpy()
     hlo_category = frame["hlo_category"].astype(object)
-    cat = frame["args"].map(lambda a: a.get("cat") if isinstance(a, dict) else None)
+    args = frame["args"].to_numpy(dtype=object)
+    cat = pd.Series(_stat(args, "cat"), index=frame.index, dtype=object)
     tpu = kind == "TPU"
     op_lines = line.isin(TPU_OP_LINES).to_numpy()
     compute = np.where(
@@ -96,21 +98,36 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
         ops_of = frame["framework_op"].astype(object)
         frame["framework_op"] = ops_of.where(ops_of.notna(), None)
     else:
-        frame["framework_op"] = frame["args"].map(_framework_op)
+        frame["framework_op"] = _framework_ops(args)
     return frame
 
 
-def _framework_op(args: object) -> str | None:
-    """The framework op of an event from its stats: ``name`` (JAX's name stack, e.g.
+def _stat(args: np.ndarray, key: str) -> np.ndarray:
+    """Per event (``args``: its stats' dict or None), its stat ``key``, None where absent: one
+    dictionary lookup an event, no Python call."""
+    import numpy as np
+
+    found = np.empty(len(args), dtype=object)
+    found[:] = [a.get(key) if isinstance(a, dict) else None for a in args]
+    return found
+
+
+def _framework_ops(args: np.ndarray) -> np.ndarray:
+    """Per event, its framework op from its stats: ``name`` (JAX's name stack, e.g.
     ``jit(loss_fn)/jvp()/convert_element_type``), else ``tf_op`` unless it is only XLA's
-    placeholder (``XlaModule:``)."""
-    if not isinstance(args, dict):
-        return None
-    for key in ("name", "tf_op"):
-        value = args.get(key)
-        if isinstance(value, str) and value and not value.endswith(":"):
-            return value
-    return None
+    placeholder (``XlaModule:``); None where neither is usable text. Each distinct value is
+    judged once."""
+    import numpy as np
+    import pandas as pd
+
+    chosen = np.full(len(args), None, dtype=object)
+    for key in ("tf_op", "name"):  # the name stack, where usable, wins: it is set last
+        values = _stat(args, key)
+        codes, distinct = pd.factorize(values)
+        usable = [isinstance(v, str) and v != "" and not v.endswith(":") for v in distinct]
+        take = np.asarray([*usable, False], dtype=bool)[codes]  # code -1 (None): the last
+        chosen[take] = values[take]
+    return chosen
 
 
 def _to_device_clock(frame: pd.DataFrame) -> None:
