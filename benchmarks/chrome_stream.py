@@ -115,7 +115,7 @@ def _run(path: Path, cap_bytes: int | None, code: Path | None, max_size: int) ->
             text=True,
             env=env,
             cwd=tmp,  # not the checkout: its package would come first on the path
-            preexec_fn=limit,  # noqa: PLW1509 - the cap must be set in the child before it runs
+            preexec_fn=limit,  # the cap is set in the child before it runs
         )
         lines = done.stdout.strip().splitlines()
         row: dict[str, object] = json.loads(lines[-1]) if lines else {}
@@ -133,7 +133,8 @@ def _show(label: str, row: dict[str, object]) -> None:
         f"wall {float(str(row.get('wall_s', 'nan'))):7.1f} s  "
         f"cpu {float(str(row.get('cpu_s', 'nan'))):7.1f} s  "
         f"peak RSS {float(str(row.get('peak_rss_mb', 'nan'))):8,.0f} MB  "
-        f"device steps {row.get('device_steps')}  {' '.join(map(str, row.get('stderr') or []))[:160]}",
+        f"device steps {row.get('device_steps')}  "
+        f"{' '.join(map(str, row.get('stderr') or []))[:160]}",
         flush=True,
     )
 
