@@ -31,6 +31,7 @@ import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 # One HLO text of a graph: the writer keeps graphs up to 64 MB (before compression).
 DEFAULT_GZIP_LIMIT = 256 * 1024**2
@@ -253,6 +254,57 @@ def gunzip_capped(data: bytes, limit: int = DEFAULT_GZIP_LIMIT, name: str = "dat
     if not data:
         raise UnsafeFile(f"{name}: empty gzip data")
     return bytes(out)
+
+
+def iter_gunzip_capped(
+    handle: BinaryIO, limit: int, name: str, size: int | None = None
+) -> Iterator[bytes]:
+    """``gunzip_capped`` as a stream: the inflated bytes of the gzip file open in ``handle``
+    (all members, zero padding between them), a piece at a time, refusing output beyond
+    ``limit`` bytes as it goes (``size``: the compressed size, for the error)."""
+    member = _Member(limit, name, size)
+    read_any = False
+    while data := member.pending or handle.read(_CHUNK):
+        read_any = True
+        yield from member.inflate(data)
+    if not read_any:
+        raise UnsafeFile(f"{name}: empty gzip data")
+    if not member.ended:
+        raise UnsafeFile(f"{name}: truncated gzip data")
+
+
+class _Member:
+    """The gzip member being inflated, and the bytes after its end (``pending``)."""
+
+    def __init__(self, limit: int, name: str, size: int | None) -> None:
+        self.limit, self.name, self.size = limit, name, size
+        self.inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.total = 0
+        self.ended = False  # after a member's end: zero padding, or another member
+        self.pending = b""
+
+    def inflate(self, data: bytes) -> Iterator[bytes]:
+        self.pending = b""
+        if self.ended:
+            data = data.lstrip(b"\x00")
+            if not data:
+                return
+            self.inflater, self.ended = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+        while data:
+            try:
+                piece = self.inflater.decompress(data, self.limit - self.total + 1)
+            except zlib.error as error:
+                raise UnsafeFile(f"{self.name}: corrupt gzip data ({error})") from None
+            self.total += len(piece)
+            if self.total > self.limit:
+                message = f"{self.name}: inflates to more than {self.limit} bytes"
+                raise TooLarge(message, self.size, self.limit)
+            if piece:
+                yield piece
+            if self.inflater.eof:
+                self.pending, self.ended = self.inflater.unused_data, True
+                return
+            data = self.inflater.unconsumed_tail
 
 
 def read_gzip_capped(path: Path, limit: int = DEFAULT_GZIP_LIMIT) -> bytes:

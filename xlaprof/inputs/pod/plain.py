@@ -39,13 +39,13 @@ def summarize_host_plain(
     session: str = "",
     limit: int | None = None,
 ) -> bytes:
-    """``summarize_host`` on a worker (``limit``: the request's size cap, None for the
+    """``summarize_capture`` on a worker (``limit``: the request's size cap, None for the
     default), its summary (or its failure) as plain bytes."""
     from xlaprof.errors import XlaprofError
-    from xlaprof.inputs.pod.summary import summarize_host
+    from xlaprof.inputs.pod.summary import summarize_capture
 
     try:
-        summary = summarize_host(path, first_step, cache, session, limit=limit)
+        summary = summarize_capture(path, first_step, cache, session, limit=limit)
     except Exception as error:  # the host's failure travels as its message
         message = str(error) if isinstance(error, XlaprofError) else f"{path}: {error}"
         return _dumps({"format": FORMAT, "error": message})

@@ -14,7 +14,7 @@ from typing import Any
 
 from xlaprof.errors import XlaprofError
 from xlaprof.inputs.captures import hosts_named_apart
-from xlaprof.inputs.pod.summary import summarize_host
+from xlaprof.inputs.pod.summary import summarize_capture
 from xlaprof.model.pod import HostError, HostSummary, PodLoad
 from xlaprof.parse.events import host_from_filename
 
@@ -98,13 +98,15 @@ def _run_local(
     if workers <= 1 or len(files) == 1:
         for path in files:
             try:
-                outcomes.append(summarize_host(path, first_step, *settings))
+                outcomes.append(summarize_capture(path, first_step, *settings))
             except Exception as error:
                 outcomes.append(_failure(path, error))
             advance()
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(summarize_host, path, first_step, *settings): path for path in files}
+        futures = {
+            pool.submit(summarize_capture, path, first_step, *settings): path for path in files
+        }
         for future in as_completed(futures):
             try:
                 outcomes.append(future.result())

@@ -26,6 +26,7 @@ from xlaprof.model.pod import (
     typed_steps,
 )
 from xlaprof.tables import device as device_model
+from xlaprof.tables.device.categories import COLLECTIVE_NAMES
 from xlaprof.tables.intervals import Coverage
 from xlaprof.tables.step_numbers import assign_steps
 from xlaprof.tables.step_stats import by_device, host_aggregates
@@ -34,17 +35,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 HOST_DEVICE = "host"  # the ``device`` of host-plane rows
-# Collective communication, by event or HLO op name: XLA HLO (all-reduce.3, all-gather-start),
-# NCCL/RCCL kernels, and torch_xla's host-side collective calls.
-COLLECTIVE = re.compile(
-    r"all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all|allreduce|allgather|"
-    r"reducescatter|alltoall|nccl|rccl|AllReduce|AllGather|ReduceScatter|AllToAll|"
-    r"CollectivePermute",
-    re.IGNORECASE,
-)
+# Collective communication, by event or HLO op name (``categories.COLLECTIVE_NAMES``, any case).
+COLLECTIVE = re.compile("|".join(map(re.escape, COLLECTIVE_NAMES)), re.IGNORECASE)
 
 
-def summarize_host(
+def summarize_capture(
     path: str | os.PathLike[str],
     first_step: int = 0,
     cache: bool = True,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlaprof.parse.hlo_sources import embedded_hlo_protos
+from xlaprof.parse.xplane.wire import read_varint
 from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, read_capped
 
 
@@ -26,16 +27,8 @@ def _fields(data: bytes) -> list[tuple[int, int, bytes | int]]:
 
     def varint() -> int:
         nonlocal position
-        value = shift = 0
-        while True:
-            if position >= len(data) or shift > 63:
-                raise ValueError("truncated varint")
-            byte = data[position]
-            position += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
+        value, position = read_varint(data, position)  # ValueError where it does not parse
+        return value
 
     while position < len(data):
         key = varint()

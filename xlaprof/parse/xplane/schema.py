@@ -248,28 +248,20 @@ def _why_undecodable(data: bytes) -> str:
     the outer layer can be walked without decoding: a cut-off file is one whose last field
     claims more bytes than are left.
     """
+    from xlaprof.parse.xplane.wire import Truncated, read_varint
+
     position = 0
-
-    def varint() -> int | None:
-        nonlocal position
-        value = shift = 0
-        while position < len(data):
-            byte = data[position]
-            position += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-        return None
-
     while position < len(data):
-        tag = varint()
-        if tag is None:
+        try:
+            tag, position = read_varint(data, position)
+            if tag & 7 != 2 or not 1 <= tag >> 3 <= 4:
+                return "corrupt"
+            length, position = read_varint(data, position)
+        except Truncated:
             return "truncated"
-        if tag & 7 != 2 or not 1 <= tag >> 3 <= 4:
+        except ValueError:  # a varint over 10 bytes
             return "corrupt"
-        length = varint()
-        if length is None or position + length > len(data):
+        if position + length > len(data):
             return "truncated"
         position += length
     return "corrupt"

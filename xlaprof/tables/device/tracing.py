@@ -97,6 +97,7 @@ def tracing_vs_device(
 
     A device that idles the whole step is bound by the host when the host took any time.
     """
+    import numpy as np
     import pandas as pd
 
     if host_bounds is None or host_bounds.empty:
@@ -104,7 +105,7 @@ def tracing_vs_device(
     events = with_session(events)
     frame = device_events(events) if frame is None else frame
     bounds = host_bounds if "session" in host_bounds.columns else with_session(host_bounds)
-    rows: list[dict[str, object]] = []
+    columns: dict[str, list[object]] = {name: [] for name in TRACING_COLUMNS}
     for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
         on_host = events[
             cols.equals(events["session"], session)
@@ -119,32 +120,53 @@ def tracing_vs_device(
         lazy = has_lazy_tensor_runtime(on_host)
         a = mine["start_ns"].to_numpy()
         b = mine["end_ns"].to_numpy()
-        tracing = _tracing_s(on_host, a, b)
-        host_busy = _host_busy_s(on_host, a, b)
-        busy = _busy_s(compute, a, b)
-        for index, step in enumerate(mine["step"]):
-            wall = (b[index] - a[index]) / 1e9
-            device_busy = None if busy is None else float(busy[index])
-            idle = None if device_busy is None else max(wall - device_busy, 0.0)
-            host_s = float(host_busy[index]) if lazy else idle
-            bound = _bound(host_s, device_busy, lazy)
-            rows.append(
-                {
-                    "session": session,
-                    "host": host,
-                    "step": int(step),
-                    "host_wall_s": wall,
-                    "tracing_s": float(tracing[index]) if lazy else None,
-                    "host_busy_s": float(host_busy[index]) if lazy else None,
-                    "device_busy_s": device_busy,
-                    "ratio": host_s / device_busy if device_busy and host_s is not None else None,
-                    "tracing_bound": None if bound is None or not lazy else bound == "tracing",
-                    "device_idle_s": idle,
-                    "lazy_tensor": lazy,
-                    "bound": bound,
-                }
-            )
-    return pd.DataFrame(rows, columns=TRACING_COLUMNS)
+        _host_rows(
+            columns,
+            (session, host, lazy),
+            mine["step"].to_numpy(dtype=np.int64),
+            (b - a) / 1e9,
+            (_tracing_s(on_host, a, b), _host_busy_s(on_host, a, b)),
+            _busy_s(compute, a, b),
+        )
+    return pd.DataFrame(columns, columns=TRACING_COLUMNS)
+
+
+def _host_rows(
+    columns: dict[str, list[object]],
+    where: tuple[object, object, bool],
+    steps: np.ndarray,
+    walls: np.ndarray,
+    host: tuple[np.ndarray, np.ndarray],
+    busy: np.ndarray | None,
+) -> None:
+    """One host's rows of ``tracing_vs_device`` appended to ``columns`` (a list per column):
+    per step, its wall, tracing and the host's measured work (lazy hosts: ``host`` holds both),
+    the busiest device's busy and idle time, the ratio and the bound (see
+    ``tracing_vs_device``)."""
+    session, host_name, lazy = where
+    count = len(steps)
+    wall_list = walls.tolist()
+    busy_list: list[float | None] = [None] * count if busy is None else busy.tolist()
+    tracing_list, host_busy_list = host[0].tolist(), host[1].tolist()
+    for index in range(count):
+        wall, device_busy = wall_list[index], busy_list[index]
+        idle = None if device_busy is None else max(wall - device_busy, 0.0)
+        host_s = host_busy_list[index] if lazy else idle
+        bound = _bound(host_s, device_busy, lazy)
+        columns["tracing_s"].append(tracing_list[index] if lazy else None)
+        columns["host_busy_s"].append(host_busy_list[index] if lazy else None)
+        columns["device_busy_s"].append(device_busy)
+        columns["ratio"].append(
+            host_s / device_busy if device_busy and host_s is not None else None
+        )
+        columns["tracing_bound"].append(None if bound is None or not lazy else bound == "tracing")
+        columns["device_idle_s"].append(idle)
+        columns["bound"].append(bound)
+    columns["session"] += [session] * count
+    columns["host"] += [host_name] * count
+    columns["step"] += steps.tolist()
+    columns["host_wall_s"] += wall_list
+    columns["lazy_tensor"] += [lazy] * count
 
 
 def _tracing_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
