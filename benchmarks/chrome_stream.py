@@ -9,7 +9,7 @@ tests), repeated with their timestamps shifted by the trace's span each copy unt
 Kineto writes them). It is a scale test: the repeated events say nothing new about a workload.
 
 ``xlaprof analyze FILE --json`` runs in a fresh process whose address space is capped
-(``resource.setrlimit(RLIMIT_AS)``, as ``ulimit -v``) with ``XLAPROF_MAX_SIZE`` above the file's
+(``resource.setrlimit(RLIMIT_AS)``, as ``ulimit -v``) with ``--max-size`` above the file's
 inflated size (the default caps refuse a Chrome trace over 1 GiB of JSON). Reported: exit status,
 wall and CPU seconds, peak RSS (the child's ``ru_maxrss``), events in the frame. ``--before DIR``
 runs the same command with another checkout's package first on the path (``git worktree add DIR
@@ -83,7 +83,7 @@ def _inflated_size(path: Path) -> int:
 
 def _run(path: Path, cap_bytes: int | None, code: Path | None, max_size: int) -> dict[str, object]:
     """``xlaprof analyze`` in a child under the cap; its figures."""
-    env = {**os.environ, "XLAPROF_MAX_SIZE": str(max_size), "PJRT_DEVICE": "CPU"}
+    env = {**os.environ, "PJRT_DEVICE": "CPU"}
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
     script = (
@@ -92,7 +92,8 @@ def _run(path: Path, cap_bytes: int | None, code: Path | None, max_size: int) ->
         "wall, cpu = time.perf_counter(), time.process_time()\n"
         "code = 0\n"
         "try:\n"
-        "    main(['analyze', sys.argv[1], '--json', '-o', sys.argv[2], '--force'],"
+        "    main(['analyze', sys.argv[1], '--json', '-o', sys.argv[2], '--force',"
+        " '--max-size', sys.argv[3]],"
         " standalone_mode=False)\n"
         "except SystemExit as stop:\n"
         "    code = stop.code or 0\n"
@@ -110,7 +111,7 @@ def _run(path: Path, cap_bytes: int | None, code: Path | None, max_size: int) ->
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "analysis.json"
         done = subprocess.run(
-            [sys.executable, "-c", script, str(path), str(out)],
+            [sys.executable, "-c", script, str(path), str(out), str(max_size)],
             capture_output=True,
             text=True,
             env=env,
