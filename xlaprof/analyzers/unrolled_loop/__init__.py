@@ -30,6 +30,7 @@ from xlaprof.analyzers.shared.sourcecode import (
     find_layer_stack,
     time_loop_sketch,
 )
+from xlaprof.analyzers.unrolled_loop import unsynced
 from xlaprof.analyzers.unrolled_loop.advice import (
     CAVEATS,
     library_text,
@@ -84,17 +85,26 @@ def unmeasured(data: AnalysisInput) -> str | None:
     return "needs the compiled graphs (a run made with `xlaprof run --graphs`)"
 
 
+def never_steps(data: AnalysisInput) -> bool:
+    """Whether ``data`` is a run that reached at most one step boundary: its graphs, each run
+    once, are the job itself (a sampling loop read at the end), not set-up code before the
+    steps; and no module tree was recorded (it is, from the second step on)."""
+    return data.run_steps is not None and data.run_steps <= 1 and data.modules is None
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     link_graphs(data.graphs, data.debug.compilations())
     executions = Counter(e.graph_hash for e in data.debug.executions() if e.graph_hash)
     findings = []
     seen: set[tuple[object, ...]] = set()  # one finding per layer stack
+    unstepped = never_steps(data)
     for graph in data.graphs:
         if graph.hlo is None:
             continue
-        if executions and graph.graph_hash and executions[graph.graph_hash] < MIN_EXECUTIONS:
+        run_once = executions and graph.graph_hash and executions[graph.graph_hash] < MIN_EXECUTIONS
+        if run_once and not unstepped:
             continue  # set-up code run once (initializing weights in a loop) costs one compile
-        finding = _graph_finding(graph, seen, data.script, data.modules)
+        finding = _graph_finding(graph, seen, data.script, data.modules, unstepped)
         if finding is not None:
             findings.append(finding)
     return findings
@@ -105,10 +115,11 @@ def _graph_finding(
     seen: set[tuple[object, ...]],
     script: str | None = None,
     modules: dict[str, Any] | None = None,
+    unstepped: bool = False,
 ) -> Finding | None:
     assert graph.hlo is not None
     ops = _ops(graph.hlo)
-    chosen = _repeated_block(ops, modules)
+    chosen = _repeated_block(ops, modules, unstepped)
     if chosen is None:
         return None
     primary, block, kept, match = chosen
@@ -146,14 +157,20 @@ def _graph_finding(
     }
     if match is not None:
         return _module_finding(match, primary, share, evidence, script)
+    if not lines:  # only the ops' stacks name the user's lines (unstepped runs)
+        found = unsynced.finding(block, primary, share, evidence)
+        if found is None:
+            seen.discard(key)
+        return found
     return _source_finding(ops, lines, primary, share, evidence, script)
 
 
 def _repeated_block(
-    ops: list[Instruction], modules: dict[str, Any] | None
+    ops: list[Instruction], modules: dict[str, Any] | None, unstepped: bool = False
 ) -> tuple[Repeat, list[Instruction], _Runs, ModuleMatch | None] | None:
     """The graph's main run of identical blocks and its first block, every run kept, and what
-    the module tree says the block is; None without a run worth a finding."""
+    the module tree says the block is; None without a run worth a finding. In a run that never
+    stepped, a block all of whose ops come from libraries is named by its ops' stacks."""
     if not ops:
         return None
     runs = find_repeats([i.signature for i in ops])
@@ -172,6 +189,8 @@ def _repeated_block(
     if match is None:
         # Without the module tree the block must name itself by the user's own lines.
         with_lines = [(r, b) for r, b in kept if _user_lines(b)]
+        if not with_lines and unstepped:
+            with_lines = [(r, b) for r, b in kept if unsynced.stack_lines(b)]
         if not with_lines:
             return None
         primary, block = max(with_lines, key=lambda rb: (rb[0].repeats, rb[0].ops))
