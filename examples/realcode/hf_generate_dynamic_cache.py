@@ -1,5 +1,5 @@
 """Greedy generation with transformers' `model.generate()` on the XLA device, default (dynamic)
-KV cache: a tiny random-init LlamaForCausalLM, a batch of 2 prompts, 12 new tokens, called the
+KV cache: a tiny random-init LlamaForCausalLM, a batch of 2 prompts, 6 new tokens, called the
 way transformers' text-generation docs call it.
 
 Source: huggingface/transformers docs/source/en/llm_tutorial.md (`model.generate(**inputs,
@@ -24,7 +24,7 @@ import torch
 import torch_xla
 from transformers import LlamaConfig, LlamaForCausalLM
 
-NEW_TOKENS = 12
+NEW_TOKENS = 6
 
 
 def main() -> None:
@@ -34,7 +34,7 @@ def main() -> None:
         vocab_size=512,
         hidden_size=64,
         intermediate_size=128,
-        num_hidden_layers=2,
+        num_hidden_layers=1,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=128,

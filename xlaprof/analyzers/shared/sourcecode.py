@@ -545,3 +545,15 @@ def loop_body(file: str, loop_line: int) -> LoopBody | None:
                         uses.append(use)
     last = max((s.end_lineno or s.lineno) for s in loop.body)
     return LoopBody(header, variable, tuple(uses), last)
+
+
+def call_source(file: str, line: int) -> str | None:
+    """The whole call that starts on ``line`` (the outermost, spanning lines), as source text."""
+    tree = _tree(file)
+    if tree is None:
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line]
+    if not calls:
+        return None
+    outer = max(calls, key=lambda n: (n.end_lineno or n.lineno, -n.col_offset))
+    return ast.unparse(outer)
