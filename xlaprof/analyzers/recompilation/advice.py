@@ -190,14 +190,11 @@ _SYNC_PER_TOKEN = (
     "    model.generate(..., stopping_criteria=StoppingCriteriaList([SyncPerToken()]))\n"
     "Each token then compiles graphs of one token's work instead of all tokens so far. "
 )
-_DYNAMIC_CACHE = (
-    "With the default (dynamic) cache those graphs still change shape with every token; add "
-    'cache_implementation="static" to the generate call so that every token has the same '
-    "shapes and its graphs are compiled once and reused."
-)
-_STATIC_CACHE = (
-    "The static cache this call already uses keeps every token's shapes the same, so with the "
-    "sync its graphs are compiled once and reused."
+_GENERATE_LENGTHS = (
+    "generate itself still grows input_ids by one token a step (its torch.cat), so each new "
+    "length compiles its own graphs, whatever the cache{static}; for one set of graphs reused "
+    "every token, decode in a loop of your own over a buffer allocated at its final length with "
+    "transformers' StaticCache, and sync once per token."
 )
 _SYNC_PER_ITERATION = (
     "Nothing syncs inside the loop{loop}: every read here compiles and runs everything traced "
@@ -217,7 +214,9 @@ def growth_suggestion(growth: Growth, where: Location | None) -> str:
         )
         call = call_source(where.file, where.line) if where is not None else None
         static = call is not None and "cache_implementation" in call and "static" in call
-        return text + (_STATIC_CACHE if static else _DYNAMIC_CACHE)
+        return text + _GENERATE_LENGTHS.format(
+            static=" (the static cache this call uses included)" if static else ""
+        )
     loop = enclosing_loop(where.file, where.line) if where is not None else None
     body = loop_body(where.file, loop) if where is not None and loop is not None else None
     return _SYNC_PER_ITERATION.format(

@@ -503,6 +503,7 @@ class LoopBody:
     variable: str | None  # the loop variable's name (None: a tuple or no plain name)
     host_uses: tuple[str, ...]  # e.g. "`t` passed to scheduler.step() (line 49)"
     last_line: int
+    calls_variable: bool = False  # the body calls the loop variable: a loop over layers
 
 
 def _host_use(node: ast.AST, parents: dict[ast.AST, ast.AST], variable: str) -> str | None:
@@ -512,6 +513,8 @@ def _host_use(node: ast.AST, parents: dict[ast.AST, ast.AST], variable: str) -> 
         if isinstance(parent, ast.Subscript) and node is not parent.value:
             return None  # indexes a tensor: x[t], x[:, t]
         if isinstance(parent, ast.Call):
+            if node is parent.func:
+                return None  # the loop calls it (a layer): calls_variable says so
             callee = ast.unparse(parent.func)
             return f"`{variable}` passed to {callee}() (line {parent.lineno})"
         if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.Compare | ast.Assert):
@@ -535,16 +538,19 @@ def loop_body(file: str, loop_line: int) -> LoopBody | None:
     header = f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}:"
     variable = loop.target.id if isinstance(loop.target, ast.Name) else None
     uses: list[str] = []
+    called = False
     if variable is not None:
         parents = {child: node for node in ast.walk(loop) for child in ast.iter_child_nodes(node)}
         for statement in loop.body:
             for node in ast.walk(statement):
-                if isinstance(node, ast.Name) and node.id == variable:
+                if isinstance(node, ast.Call) and ast.unparse(node.func) == variable:
+                    called = True
+                elif isinstance(node, ast.Name) and node.id == variable:
                     use = _host_use(node, parents, variable)
                     if use is not None and use not in uses:
                         uses.append(use)
     last = max((s.end_lineno or s.lineno) for s in loop.body)
-    return LoopBody(header, variable, tuple(uses), last)
+    return LoopBody(header, variable, tuple(uses), last, called)
 
 
 def call_source(file: str, line: int) -> str | None:

@@ -157,11 +157,13 @@ def _graph_finding(
     }
     if match is not None:
         return _module_finding(match, primary, share, evidence, script)
-    if not lines:  # only the ops' stacks name the user's lines (unstepped runs)
+    if unstepped:  # a loop of the user's that never syncs, named by the ops' stacks
         found = unsynced.finding(block, primary, share, evidence)
-        if found is None:
-            seen.discard(key)
-        return found
+        if found is not None:
+            return found
+    if not lines:
+        seen.discard(key)
+        return None
     return _source_finding(ops, lines, primary, share, evidence, script)
 
 

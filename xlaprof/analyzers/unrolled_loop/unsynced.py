@@ -75,8 +75,8 @@ def finding(
     (file, line), _count = lines.most_common(1)[0]
     loop_line = enclosing_loop(file, line)
     body = None if loop_line is None else loop_body(file, loop_line)
-    if loop_line is None or body is None:
-        return None
+    if loop_line is None or body is None or body.calls_variable:
+        return None  # no loop of the user's, or a loop over layers (a layer stack's finding)
     calls = library_calls(block)
     evidence["block_source_lines"] = [f"{f}:{n}" for (f, n), _ in lines.most_common(6)]
     evidence["loop"] = f"{file}:{loop_line}"
