@@ -123,7 +123,7 @@ def test_reads_in_a_loop_that_never_syncs_are_growth_fixed_by_a_sync_per_iterati
     )
     assert finding.evidence["change_kind"] == "growth"
     assert "constant" not in finding.title
-    last = line_of("pt_examples_regression", "param.data.add_")
     loop = line_of("pt_examples_regression", "for batch_idx in count(1):")
+    last = line_of("pt_examples_regression", "            break")
     assert f"loop at line {loop}" in finding.suggestion
-    assert f"(after line {last + 2})" in finding.suggestion
+    assert f"(after line {last})" in finding.suggestion
