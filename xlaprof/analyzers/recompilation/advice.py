@@ -188,7 +188,9 @@ _SYNC_PER_TOKEN = (
     "            return torch.zeros(input_ids.shape[0], dtype=torch.bool, "
     "device=input_ids.device)\n\n"
     "    model.generate(..., stopping_criteria=StoppingCriteriaList([SyncPerToken()]))\n"
-    "Each token then compiles graphs of one token's work instead of all tokens so far. "
+    "Each token then compiles graphs of one token's work instead of all tokens so far "
+    "(measured on examples/realcode/hf_generate_dynamic_cache.py, 6 new tokens: the largest "
+    "graph 1,716 -> 330 ops, all compiled ops 8,334 -> 3,461, 20 -> 21 compiles). "
 )
 _GENERATE_LENGTHS = (
     "generate itself still grows input_ids by one token a step (its torch.cat), so each new "
