@@ -20,9 +20,10 @@ the repeat count names the block (``modules``); else the block's own source line
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
+from xlaprof.analyzers.recompilation.growth import find_growth
 from xlaprof.analyzers.shared.scan_rewrite import blockers, call_in_words
 from xlaprof.analyzers.shared.sourcecode import (
     bench_factory,
@@ -44,7 +45,8 @@ from xlaprof.analyzers.unrolled_loop.modules import ModuleMatch, match_modules
 from xlaprof.analyzers.unrolled_loop.repeats import EDGE_BLOCKS, Repeat, find_repeats
 from xlaprof.findings import Finding, Kind, Location, Severity, bench_command
 from xlaprof.model.input import AnalysisInput
-from xlaprof.parse.frames import is_library_file
+from xlaprof.parse.debug_log import DebugEvent
+from xlaprof.parse.frames import is_library_file, user_location
 from xlaprof.parse.hlo import HloModule, Instruction
 from xlaprof.rundir.reader import link_graphs
 from xlaprof.rundir.schema import GraphInfo
@@ -92,14 +94,30 @@ def never_steps(data: AnalysisInput) -> bool:
     return data.run_steps is not None and data.run_steps <= 1 and data.modules is None
 
 
+def _grown_graphs(data: AnalysisInput) -> set[str]:
+    """The graphs of sites whose graphs grow with every read (recompilation's growth): each
+    holds the iterations traced so far, which that finding tells; the same loop found again
+    in each would be the one cause told once per read."""
+    sites: dict[object, list[DebugEvent]] = defaultdict(list)
+    for event in data.debug.compilations():
+        sites[user_location(event.frames)].append(event)
+    graph_of = link_graphs(data.graphs, data.debug.compilations())
+    grown: set[str] = set()
+    for events in sites.values():
+        if find_growth(events, graph_of) is not None:
+            grown |= {e.graph_hash for e in events if e.graph_hash}
+    return grown
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     link_graphs(data.graphs, data.debug.compilations())
     executions = Counter(e.graph_hash for e in data.debug.executions() if e.graph_hash)
     findings = []
     seen: set[tuple[object, ...]] = set()  # one finding per layer stack
     unstepped = never_steps(data)
+    grown = _grown_graphs(data) if unstepped else set()
     for graph in data.graphs:
-        if graph.hlo is None:
+        if graph.hlo is None or graph.graph_hash in grown:
             continue
         run_once = executions and graph.graph_hash and executions[graph.graph_hash] < MIN_EXECUTIONS
         if run_once and not unstepped:
