@@ -81,9 +81,7 @@ def main() -> None:
         for batch in eval_loader:
             with torch.no_grad():
                 predictions = model(**batch).logits.argmax(dim=-1)
-            predictions, references = accelerator.gather_for_metrics(
-                (predictions, batch["labels"])
-            )
+            predictions, references = accelerator.gather_for_metrics((predictions, batch["labels"]))
             correct += (predictions == references).sum().item()
             total += references.numel()
         accelerator.print(f"accuracy {correct / total:.3f}")
