@@ -1,4 +1,5 @@
-"""Record the run directories that tests/analyzers/test_recompilation_realcode.py reads.
+"""Record the run directories that tests/analyzers/test_recompilation_realcode.py and
+tests/analyzers/test_unsynced_realcode.py read.
 
 Each set-up of the real-code corpus (examples/realcode) that issue 29's recompilation classes are
 judged on runs once under `xlaprof run`, from the repository root, as
@@ -35,6 +36,11 @@ SETUPS: dict[str, tuple[str, list[str]]] = {
     "hf_gpt2_decode": ("examples/realcode/hf_gpt2_decode.py", []),
     "wlm_get_batch": ("examples/realcode/wlm_get_batch.py", ["--max-steps", "5"]),
     "mixtral_one_layer": ("sample_traces/realcode_runs/mixtral_one_layer.py", []),
+    # issue 37: loops that never sync, graphs that grow
+    "diffusers_sampling_loop": ("examples/realcode/diffusers_sampling_loop.py", []),
+    "neural_ode_euler": ("examples/realcode/neural_ode_euler.py", []),
+    "hf_generate_dynamic_cache": ("examples/realcode/hf_generate_dynamic_cache.py", []),
+    "pt_examples_regression": ("examples/realcode/pt_examples_regression.py", []),
 }
 KEEP = ("run.json", "steps.jsonl", "debug.log", "fallbacks.log", "metrics", "graphs")
 BOOTSTRAP = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"

@@ -10,7 +10,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from xlaprof.analyzers.recompilation.advice import MAX_LISTED, suggestion
+from xlaprof.analyzers.recompilation.advice import MAX_LISTED, growth_suggestion, suggestion
+from xlaprof.analyzers.recompilation.growth import Growth, find_growth
 from xlaprof.analyzers.shared.graph_diff import (
     DYNAMIC_SHAPE_OPS,
     KINDS,
@@ -101,6 +102,7 @@ class _Site:
     late: list[DebugEvent]  # recompilations: after warm-up, and not a graph first needed late
     explanation: Explanation | None
     first_needed: list[DebugEvent] = field(default_factory=list)  # new graphs compiled late
+    growth: Growth | None = None  # its graphs grow with every read (nothing syncs)
 
     @property
     def late_steps(self) -> frozenset[int]:
@@ -183,6 +185,8 @@ def _split_warmup_by_count(
 def _cause_key(site: _Site) -> tuple[object, ...]:
     """Sites with one root cause share a key: the same varying dimension values, the same op."""
     explanation = site.explanation
+    if site.growth is not None:
+        return ("growth", site.location)
     if explanation is None:
         return ("site", site.location)
     if explanation.kind == "input_shapes":
@@ -400,6 +404,10 @@ def _judge_late(
     graph), a one-time cost. Without graphs every late compile counts.
     """
     site_graphs = [graph_of[id(e)] for e in compiled if id(e) in graph_of]
+    growth = find_growth(compiled, graph_of)
+    if growth is not None:
+        # every late graph is the same work grown by what was traced since: no diff explains it
+        return _Site(location, compiled, late, None, [], growth)
     keys = Keys()
     recompiles: list[DebugEvent] = []
     first_needed: list[DebugEvent] = []
@@ -441,6 +449,9 @@ def _diff_earlier(
 
 def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     """One finding for the sites that recompile for one cause, at the line that causes it."""
+    growing = [s for s in sites if s.growth is not None]
+    if growing:
+        return _growth_finding(data, growing)
     primary = min(sites, key=lambda s: (s.rank, -len(s.late)))
     events = [e for s in sites for e in s.events]
     late = [e for s in sites for e in s.late]
@@ -480,6 +491,53 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         evidence=evidence,
         location=location,
         suggestion=suggestion(data.sources, explanation, grown, batches),
+    )
+
+
+def _growth_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
+    """Sites whose graphs grow with every read: one finding at the line that runs the reads."""
+    primary = max(sites, key=lambda s: s.growth.ops[-1] if s.growth else 0)
+    growth = primary.growth
+    assert growth is not None
+    events = [e for s in sites for e in s.events]
+    late = [e for s in sites for e in s.late]
+    hashes = list(dict.fromkeys(e.graph_hash for e in events if e.graph_hash))
+    ops = growth.ops
+    shown = " → ".join(f"{n:,}" for n in (ops if len(ops) <= 4 else (*ops[:2], ops[-1])))
+    if len(ops) > 4:
+        shown = shown.replace(f" → {ops[-1]:,}", f" → … → {ops[-1]:,}")
+    location = primary.location
+    evidence: dict[str, object] = {
+        "compiles_at_site": len(events),
+        "distinct_graphs": len(hashes),
+        "recompiles_after_warmup": len(late),
+        "graph_hashes": hashes[:MAX_LISTED],
+        "causes": sorted({e.cause for e in events if e.cause}),
+        "cut_sites": [str(s.location) for s in sites if s.location is not None],
+        "change_kind": "growth",
+        "what_changed": (
+            f"the graphs grow: {len(ops)} compiles read at {growth.read_at} hold "
+            f"{ops[0]:,} to {ops[-1]:,} ops, more at every read"
+        ),
+        "graph_ops": list(ops[: MAX_LISTED * 4]),
+        "read_at": growth.read_at,
+        "growing_series": growth.series,
+    }
+    text = source_line(data.sources, location.file, location.line) if location else None
+    if text:
+        evidence["source_text"] = text
+    severity = _severity(data, events, late, evidence)
+    return Finding(
+        kind=Kind.RECOMPILATION,
+        severity=severity,
+        title=(
+            f"Recompiling: {len(events)} compilations of {len(hashes)} different graphs at one "
+            f"site, growing ({shown} ops): nothing syncs inside the loop, so each read compiles "
+            "everything traced so far"
+        ),
+        evidence=evidence,
+        location=location,
+        suggestion=growth_suggestion(data.sources, growth, location),
     )
 
 

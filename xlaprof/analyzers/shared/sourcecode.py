@@ -454,3 +454,82 @@ def calls_with_true(sources: SourceFiles, file: str, function: str) -> list[int]
         if name == function and isinstance(first, ast.Constant) and first.value is True:
             lines.append(node.lineno)
     return sorted(lines)
+
+
+@dataclass(frozen=True)
+class LoopBody:
+    """What a user's ``for`` loop is and what its body does with the value each iteration gets.
+
+    ``host_uses`` are the places the loop variable reaches Python rather than a tensor index:
+    passed to a call (``scheduler.step(noise, t, x)``), tested (``if t > 0``), used in
+    arithmetic outside a subscript. Such a body traces differently with each value (a library
+    may index its host tables with it, or branch on it), so ``scan``, which traces the body
+    once, is no drop-in. A body whose loop variable is unused, or only indexes tensors
+    (``x[:, t]``), is one scan can run. ``last_line`` is the body's last line, where a sync per
+    iteration goes.
+    """
+
+    header: str  # the loop's header, ``for t in scheduler.timesteps:``
+    variable: str | None  # the loop variable's name (None: a tuple or no plain name)
+    host_uses: tuple[str, ...]  # e.g. "`t` passed to scheduler.step() (line 49)"
+    last_line: int
+    calls_variable: bool = False  # the body calls the loop variable: a loop over layers
+
+
+def _host_use(node: ast.AST, parents: dict[ast.AST, ast.AST], variable: str) -> str | None:
+    """How the loop variable at ``node`` reaches host code, or None for a tensor index."""
+    parent = parents.get(node)
+    while parent is not None:
+        if isinstance(parent, ast.Subscript) and node is not parent.value:
+            return None  # indexes a tensor: x[t], x[:, t]
+        if isinstance(parent, ast.Call):
+            if node is parent.func:
+                return None  # the loop calls it (a layer): calls_variable says so
+            callee = ast.unparse(parent.func)
+            return f"`{variable}` passed to {callee}() (line {parent.lineno})"
+        if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.Compare | ast.Assert):
+            return f"`{variable}` tested (line {parent.lineno})"
+        if isinstance(parent, ast.stmt):
+            return f"`{variable}` used in Python (line {parent.lineno})"
+        node, parent = parent, parents.get(parent)
+    return None
+
+
+def loop_body(sources: SourceFiles, file: str, loop_line: int) -> LoopBody | None:
+    """The ``for`` loop at ``loop_line`` of ``file`` and its body's uses of the loop variable."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    loop = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == loop_line), None
+    )
+    if loop is None:
+        return None
+    header = f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}:"
+    variable = loop.target.id if isinstance(loop.target, ast.Name) else None
+    uses: list[str] = []
+    called = False
+    if variable is not None:
+        parents = {child: node for node in ast.walk(loop) for child in ast.iter_child_nodes(node)}
+        for statement in loop.body:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Call) and ast.unparse(node.func) == variable:
+                    called = True
+                elif isinstance(node, ast.Name) and node.id == variable:
+                    use = _host_use(node, parents, variable)
+                    if use is not None and use not in uses:
+                        uses.append(use)
+    last = max((s.end_lineno or s.lineno) for s in loop.body)
+    return LoopBody(header, variable, tuple(uses), last, called)
+
+
+def call_source(sources: SourceFiles, file: str, line: int) -> str | None:
+    """The whole call that starts on ``line`` (the outermost, spanning lines), as source text."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line]
+    if not calls:
+        return None
+    outer = max(calls, key=lambda n: (n.end_lineno or n.lineno, -n.col_offset))
+    return ast.unparse(outer)
