@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,8 +43,8 @@ def main(corpus: Path = EXAMPLES / "corpus", description: str | None = None) -> 
             document = judge.profile(name, out / name, corpus=corpus)
             steps = judge.steps_recorded(out / name)
             wrong = judge.problems(name, document, steps, corpus=corpus, out=out / name)
-        except (RuntimeError, OSError) as error:
-            wrong = [f"did not run: {error}"]
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            wrong = [f"did not run: {error}"]  # a timeout on a loaded machine, not a crash
         seconds = time.perf_counter() - began
         results[name] = {"right": not wrong, "problems": wrong, "seconds": round(seconds, 1)}
         verdict = "right" if not wrong else "WRONG"

@@ -110,6 +110,41 @@ def make_pod(root: Path, capture: Path, hosts: int) -> Path:
     return root / f"pod-{hosts}"
 
 
+def _pod(
+    logdir: Path, hosts: int, args: argparse.Namespace, env: dict[str, str], code: Path | None
+) -> dict[str, float]:
+    """One pod's figures, from a fresh process (``code``: another checkout's package first)."""
+    command = [sys.executable, __file__, "--measure", str(logdir)]
+    if args.workers:
+        command += ["--workers", str(args.workers)]
+    if args.nice:
+        command = ["nice", "-n", str(args.nice), *command]
+    if code is not None:
+        env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(code.resolve())]))}
+    output = subprocess.run(command, capture_output=True, text=True, env=env)
+    if output.returncode:
+        print(output.stderr[-2000:])
+        raise SystemExit(f"pod of {hosts} hosts failed")
+    row: dict[str, float] = json.loads(output.stdout.strip().splitlines()[-1])
+    row["seconds_per_million_events"] = row["seconds"] / (row["events"] / 1e6)
+    return row
+
+
+def _print(hosts: int, row: dict[str, float], label: str) -> None:
+    print(
+        f"  {hosts:4d} hosts {label:6s} {row['events'] / 1e6:7.1f} M events  "
+        f"{row['seconds']:8.1f} s  {row['events'] / row['seconds']:>9,.0f} events/s  "
+        f"{row['seconds_per_million_events']:5.2f} s/M events  "
+        f"host median {row['host_seconds_median']:5.2f} s  "
+        f"parent {row['parent_peak_rss_mb']:6.0f} MB  "
+        f"worker max {row['worker_peak_rss_mb']:6.0f} MB "
+        f"(children {row['children_peak_rss_mb']:.0f} MB)  workers {row['workers']}  "
+        f"--json {row['json_bytes'] / 1e6:.1f} MB  "
+        f"stragglers {row['stragglers_rows']:,} rows  load {row['load_average']:.1f}",
+        flush=True,
+    )
+
+
 def main() -> dict[str, object]:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hosts", type=int, nargs="+", default=[4, 32, 128])
@@ -118,6 +153,7 @@ def main() -> dict[str, object]:
     parser.add_argument("--nice", type=int, default=0, help="run the measured CLI under nice")
     parser.add_argument("--jax-steps", type=int, help="hosts: a JAX CPU capture of this many steps")
     parser.add_argument("--capture", type=Path, help="hosts: links to this capture")
+    parser.add_argument("--before", type=Path, help="also run another checkout (git worktree)")
     parser.add_argument("--measure", metavar="LOGDIR")
     args = parser.parse_args()
     if args.measure:
@@ -144,31 +180,12 @@ def main() -> dict[str, object]:
         env = {**os.environ, "XLAPROF_LAZY_BYTES": "0"}  # every pod size takes the pod path
         for hosts in args.hosts:
             logdir = make_pod(root, capture, hosts)
-            command = [sys.executable, __file__, "--measure", str(logdir)]
-            if args.workers:
-                command += ["--workers", str(args.workers)]
-            if args.nice:
-                command = ["nice", "-n", str(args.nice), *command]
-            output = subprocess.run(command, capture_output=True, text=True, env=env)
-            if output.returncode:
-                print(output.stderr[-2000:])
-                raise SystemExit(f"pod of {hosts} hosts failed")
-            row = json.loads(output.stdout.strip().splitlines()[-1])
-            row["seconds_per_million_events"] = row["seconds"] / (row["events"] / 1e6)
-            results[str(hosts)] = row
-            print(
-                f"  {hosts:4d} hosts {row['events'] / 1e6:7.1f} M events  "
-                f"{row['seconds']:8.1f} s  {row['events'] / row['seconds']:>9,.0f} events/s  "
-                f"{row['seconds_per_million_events']:5.2f} s/M events  "
-                f"parent {row['parent_peak_rss_mb']:6.0f} MB  "
-                f"worker max {row['worker_peak_rss_mb']:6.0f} MB "
-                f"(children {row['children_peak_rss_mb']:.0f} MB)  workers {row['workers']}  "
-                f"--json {row['json_bytes'] / 1e6:.1f} MB  "
-                f"stragglers {row['stragglers_rows']:,} rows  load {row['load_average']:.1f}",
-                flush=True,
-            )
-            for cache in logdir.rglob("*.xlaprof*.parquet"):
-                cache.unlink()  # keep disk use to one pod's caches at a time
+            for code in [None, args.before] if args.before else [None]:
+                row = _pod(logdir, hosts, args, env, code)
+                results[str(hosts) + (" (before)" if code else "")] = row
+                _print(hosts, row, "before" if code else "")
+                for cache in logdir.rglob("*.xlaprof*.parquet"):
+                    cache.unlink()  # keep disk use to one pod's caches at a time; fresh caches
     sizes = [str(h) for h in args.hosts]
     if len(sizes) > 1:
         small, large = results[sizes[0]], results[sizes[-1]]

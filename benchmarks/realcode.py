@@ -2,7 +2,8 @@
 
 Run: python benchmarks/realcode.py [SETUP ...] [--out DIR]   (PJRT_DEVICE=CPU is set here)
 
-Model and training code from real libraries (transformers, torchvision, timm, accelerate) and
+Model and training code from real libraries (transformers, torchvision, timm, accelerate,
+diffusers, peft, datasets) and
 patterns of public training code reproduced in our own words, each profiled as its manifest
 entry says (examples/realcode/corpus.toml: `xlaprof run`, the script's own `xlaprof.profile()`,
 or a pasted log) and judged by examples/corpus/judge.py: expected findings at the marked lines

@@ -7,10 +7,12 @@ The input is synthesized by repeating the events of a real CPU capture
 (sample_traces/runs/recompile_varying_batch) with shifted timestamps until it holds N events
 (or ``--path``, any capture). Methods:
 
-- ``xlaprof``: ``xlaprof.load_trace`` of the file (decode, step numbers, the device model);
-- ``pod-worker``: what a pod's worker does for one host (``inputs.pod.summarize_host``: decode
-  without ``args``, step numbers, device model, per-step tables and aggregates, and the Parquet
-  cache written, into a fresh folder);
+- ``xlaprof``: ``xlaprof.load_trace`` of the file, then ``.events`` (decode, step numbers, the
+  device model);
+- ``decode``: ``xspace_frame`` of the file alone (the XSpace decode, ``args`` included);
+- ``pod-worker``: what a pod's worker does for one host (``inputs.pod.summary.summarize_capture``:
+  decode without ``args``, step numbers, device model, per-step tables and aggregates, and the
+  Parquet cache written, into a fresh folder);
 - ``xprof``: the path a user would otherwise take, XProf's trace_viewer conversion
   (xspace_to_tool_data(..., "trace_viewer")), json.loads, and a pandas DataFrame of the
   complete events.
@@ -80,14 +82,25 @@ def measure(method: str, path: Path) -> dict[str, float]:
     cache = tempfile.mkdtemp(prefix="xlaprof-cache-")
     os.environ["XLAPROF_CACHE_DIR"] = cache  # the pod worker's cache goes to a fresh folder
     if method == "pod-worker":
-        from xlaprof.inputs.pod.summary import summarize_host
+        try:
+            from xlaprof.inputs.pod.summary import summarize_capture
+        except ImportError:  # a checkout before the worker was renamed (--before)
+            from xlaprof.inputs.pod.summary import (
+                summarize_host as summarize_capture,
+            )
 
-        summarize_host(warm)
+        summarize_capture(warm)
+    if method == "decode":
+        from xlaprof.parse.xplane import xspace_frame
+
+        xspace_frame(warm)
     start, cpu = time.perf_counter(), time.process_time()
     if method == "xlaprof":
         events = len(load_trace(path).events)
     elif method == "pod-worker":
-        events = summarize_host(path).events
+        events = summarize_capture(path).events
+    elif method == "decode":
+        events = len(xspace_frame(path))
     else:
         import pandas as pd
         from xprof.convert.raw_to_tool_data import xspace_to_tool_data
@@ -133,7 +146,7 @@ def main() -> dict[str, dict[str, float]]:
         "--methods",
         nargs="+",
         default=["xlaprof", "xprof"],
-        choices=["xlaprof", "pod-worker", "xprof"],
+        choices=["xlaprof", "decode", "pod-worker", "xprof"],
     )
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--before", type=Path, help="another checkout to compare with")

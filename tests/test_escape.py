@@ -153,3 +153,38 @@ def test_hostile_names_render_inertly(tmp_path: Path) -> None:
             failures.setdefault(f"{type(error).__name__}: {error}"[:160], (seed, repr(names)))
         path.unlink()
     assert not failures, "\n".join(f"{k} (seed {s}, {n})" for k, (s, n) in failures.items())
+
+
+def test_notebook_figures_hold_no_live_link(tmp_path: Path) -> None:
+    from builders import copy_run
+
+    from xlaprof import Analysis
+
+    # GIVEN a capture whose kernels, and a run whose regions, are named as plotly links
+    trace = tmp_path / "evil.trace.json"
+    hostile_chrome_trace(trace)
+    run = copy_run(tmp_path)
+    steps = [json.loads(line)["step"] for line in (run / "steps.jsonl").read_text().splitlines()]
+    regions = [
+        {"step": step, "name": name, "calls": 1, "seconds": 0.01}
+        for step in steps
+        for name in ('<a href="https://evil.example">x</a><br>y', "forward")
+    ]  # as xlaprof.region writes them, one row per region and step
+    (run / "regions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in regions))
+    # WHEN a notebook draws them through the facade, and the figures are rendered
+    drawn = [Analysis(trace).plot_device_ops(), Analysis(run, warn=False).plot_regions()]
+    for figure in drawn:
+        page = figure.to_html(include_plotlyjs=False, full_html=False)
+        data = page[page.index("Plotly.newPlot(") :]
+        # THEN the names are in the figure as text, and no link or line break from data is live
+        assert "evil.example" in data
+        assert '<a href="https://evil' not in data
+        assert '\\u003ca href=\\"https:\\u002f\\u002fevil' not in data
+        assert '&lt;a href=\\"https:\\u002f\\u002fevil.example\\"&gt;x&lt;\\u002fa&gt;' in data
+        # AND drawing it into the HTML report again does not escape it twice
+        from xlaprof.escape import plotly_figure
+
+        assert (
+            plotly_figure(figure).to_html(include_plotlyjs=False, full_html=False).count("&amp;lt;")
+            == 0
+        )

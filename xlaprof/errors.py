@@ -161,6 +161,13 @@ class ExtraMissing(XlaprofError):
     exit_code = 26
 
 
+class ServerBusy(XlaprofError):
+    """``xlaprof mcp``: another tool call has held the server longer than a call waits for it
+    (``BUSY_WAIT_SECONDS``); try again, or start the server again."""
+
+    exit_code = 28
+
+
 class CommandNotFound(XlaprofError):
     """The command after ``--`` of ``xlaprof run`` could not be started."""
 

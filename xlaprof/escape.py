@@ -11,6 +11,10 @@ through it:
 * ``terminal``: control characters (C0, DEL, C1) and invisible direction/format characters
   shown visibly, as ``\\x1b`` or ``\\u202e``; ``safe_console`` is a rich console that does that
   to every line it prints and never reads markup (styles are given as ``Text`` styles);
+* ``no_commands``: text output (every line xlaprof prints for people) in which no line can be
+  read as a GitHub workflow command (``::error``, ``::stop-commands::``): a line that starts
+  with ``::`` (after white space, which the runner trims) shows its first ``:`` as ``\\x3a``;
+  ``safe_console`` applies it to every line it prints;
 * ``github_data``/``github_property``: a workflow command's message and its properties;
 * ``xml_text``: text and attributes of XML 1.0 (JUnit): always well-formed;
 * ``html_text``: HTML text and attributes;
@@ -51,6 +55,50 @@ def terminal(text: object, newlines: bool = False) -> str:
     of data is always one line on the screen.
     """
     return str(text).translate(_TABLE_LINES if newlines else _TABLE)
+
+
+def no_commands(text: str) -> str:
+    """``text`` with no line a GitHub runner reads as a workflow command.
+
+    The runner (actions/runner, ``ActionCommand.TryParseV2``) trims a line's leading white
+    space and takes it as a command when it then starts with ``::``. Only xlaprof's own
+    annotations (``report.ci.github_annotations``) may start so; any other line that would is
+    shown with its first ``:`` as ``\\x3a``, as ``terminal`` shows characters it escapes.
+    """
+    if "::" not in text:
+        return text
+    return "".join(_no_command(line) for line in text.splitlines(keepends=True))
+
+
+def _no_command(line: str) -> str:
+    body = line.lstrip()
+    if not body.startswith("::"):
+        return line
+    return line[: len(line) - len(body)] + "\\x3a" + body[1:]
+
+
+class _CommandGuard:
+    """A text stream that writes through ``no_commands``, a line at a time."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._line = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._line + text).splitlines(keepends=True)
+        self._line = lines.pop() if lines and not lines[-1].endswith(("\n", "\r")) else ""
+        if lines:
+            self._stream.write(no_commands("".join(lines)))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._line:
+            self._stream.write(no_commands(self._line))
+            self._line = ""
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding: the stream's own
+        return getattr(self._stream, name)
 
 
 def markup(text: object) -> str:
@@ -114,7 +162,14 @@ def _labels(value: Any) -> Any:
 
 def plotly_figure(figure: Any) -> Any:
     """``figure`` with every data string its traces show made inert (``plotly_label``),
-    and its titles too; templates (``hovertemplate``, ours) are left as they are."""
+    and its titles too; templates (``hovertemplate``, ours) are left as they are.
+
+    Done once per figure: the figures of ``xlaprof.report.figures`` come back inert (so no
+    notebook caller can forget), and the HTML report passing them through again changes
+    nothing (``&lt;`` is not escaped twice).
+    """
+    if getattr(figure, "_xlaprof_inert", False):
+        return figure
     for trace in figure.data:
         for key in _TRACE_KEYS:
             value = getattr(trace, key, None)
@@ -131,6 +186,7 @@ def plotly_figure(figure: Any) -> Any:
         for key in ("categoryarray", "ticktext"):
             if axis[key] is not None:
                 axis[key] = _labels(axis[key])
+    figure._xlaprof_inert = True  # plotly keeps attributes named with "_" off the figure's JSON
     return figure
 
 
@@ -140,7 +196,8 @@ def safe_console(**options: Any) -> Console:
     Markup is never read (styles of xlaprof's own text are ``Text`` styles), so an op named
     ``[link=...]`` or ``[/oops]`` prints as itself; every segment of text is passed through
     ``terminal`` after layout, so no control sequence from data reaches the terminal (rich's
-    own styling is emitted apart from the text and is untouched).
+    own styling is emitted apart from the text and is untouched); and every line it writes
+    goes through ``no_commands``, so no line of data can be a GitHub workflow command.
     """
     from rich.console import Console
     from rich.segment import Segment
@@ -156,4 +213,10 @@ def safe_console(**options: Any) -> Console:
 
     options.setdefault("highlight", False)
     options.setdefault("markup", False)
+    stream = options.get("file")
+    if stream is None:
+        import sys
+
+        stream = sys.stderr if options.get("stderr") else sys.stdout
+    options["file"] = _CommandGuard(stream)
     return _SafeConsole(**options)

@@ -31,6 +31,7 @@ import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 # One HLO text of a graph: the writer keeps graphs up to 64 MB (before compression).
 DEFAULT_GZIP_LIMIT = 256 * 1024**2
@@ -39,9 +40,6 @@ MAX_LINE_BYTES = 1024**2
 _CHUNK = 1024**2
 
 
-# The size cap on inputs whose reader has no cap of its own (xplanes): ``--max-size`` sets it
-# for this process and the worker processes it starts (they inherit the environment).
-MAX_SIZE_ENV = "XLAPROF_MAX_SIZE"
 # The default cap of a protobuf capture: protobuf cannot parse a message of 2 GiB or more.
 DEFAULT_XPLANE_LIMIT = 2 * 1024**3 - 1
 
@@ -58,25 +56,23 @@ class TooLarge(UnsafeFile):
         self.size, self.limit = size, limit
 
 
-def input_limit(default: int) -> int:
-    """The size cap set with ``--max-size`` (``$XLAPROF_MAX_SIZE``), else ``default``."""
-    value = os.environ.get(MAX_SIZE_ENV, "")
-    return int(value) if value.isdigit() and int(value) > 0 else default
-
-
-def limit_given() -> bool:
-    """Whether the user set a size cap (``--max-size``): ratio caps on inflation then yield."""
-    return input_limit(0) > 0
-
-
-def open_regular(path: Path) -> int:
+def open_regular(path: Path, follow: bool = True) -> int:
     """Open ``path`` read-only and return the descriptor, or raise if it is no regular file.
 
     ``O_NONBLOCK`` keeps ``open`` from waiting for a FIFO's writer; ``fstat`` on the opened
     descriptor (not the name) decides, so a swapped-in symlink cannot slip past the check.
+    ``follow=False`` refuses a link in the last component (``O_NOFOLLOW``): for paths already
+    resolved and checked (the MCP server's), where a link swapped in afterwards must not count.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if not follow and os.path.islink(path):
+            raise UnsafeFile(f"{path}: a symbolic link; refused") from None
+        raise error
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -89,13 +85,14 @@ def open_regular(path: Path) -> int:
     return fd
 
 
-def read_capped(path: Path, limit: int) -> bytes:
+def read_capped(path: Path, limit: int, follow: bool = True) -> bytes:
     """The bytes of regular file ``path``; ``TooLarge`` if it holds more than ``limit``.
 
     The size is asked of the open file first, so a (sparse) file far over the cap is refused
     before a byte is read; the read itself stops at ``limit`` for a file that grows meanwhile.
+    ``follow=False``: a link in the last component is refused (``open_regular``).
     """
-    fd = open_regular(path)
+    fd = open_regular(path, follow)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:
@@ -257,6 +254,57 @@ def gunzip_capped(data: bytes, limit: int = DEFAULT_GZIP_LIMIT, name: str = "dat
     if not data:
         raise UnsafeFile(f"{name}: empty gzip data")
     return bytes(out)
+
+
+def iter_gunzip_capped(
+    handle: BinaryIO, limit: int, name: str, size: int | None = None
+) -> Iterator[bytes]:
+    """``gunzip_capped`` as a stream: the inflated bytes of the gzip file open in ``handle``
+    (all members, zero padding between them), a piece at a time, refusing output beyond
+    ``limit`` bytes as it goes (``size``: the compressed size, for the error)."""
+    member = _Member(limit, name, size)
+    read_any = False
+    while data := member.pending or handle.read(_CHUNK):
+        read_any = True
+        yield from member.inflate(data)
+    if not read_any:
+        raise UnsafeFile(f"{name}: empty gzip data")
+    if not member.ended:
+        raise UnsafeFile(f"{name}: truncated gzip data")
+
+
+class _Member:
+    """The gzip member being inflated, and the bytes after its end (``pending``)."""
+
+    def __init__(self, limit: int, name: str, size: int | None) -> None:
+        self.limit, self.name, self.size = limit, name, size
+        self.inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.total = 0
+        self.ended = False  # after a member's end: zero padding, or another member
+        self.pending = b""
+
+    def inflate(self, data: bytes) -> Iterator[bytes]:
+        self.pending = b""
+        if self.ended:
+            data = data.lstrip(b"\x00")
+            if not data:
+                return
+            self.inflater, self.ended = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+        while data:
+            try:
+                piece = self.inflater.decompress(data, self.limit - self.total + 1)
+            except zlib.error as error:
+                raise UnsafeFile(f"{self.name}: corrupt gzip data ({error})") from None
+            self.total += len(piece)
+            if self.total > self.limit:
+                message = f"{self.name}: inflates to more than {self.limit} bytes"
+                raise TooLarge(message, self.size, self.limit)
+            if piece:
+                yield piece
+            if self.inflater.eof:
+                self.pending, self.ended = self.inflater.unused_data, True
+                return
+            data = self.inflater.unconsumed_tail
 
 
 def read_gzip_capped(path: Path, limit: int = DEFAULT_GZIP_LIMIT) -> bytes:

@@ -1,4 +1,5 @@
-"""Record the run directories that tests/analyzers/test_recompilation_realcode.py reads.
+"""Record the run directories that tests/analyzers/test_recompilation_realcode.py and
+tests/analyzers/test_unsynced_realcode.py read.
 
 Each set-up of the real-code corpus (examples/realcode) that issue 29's recompilation classes are
 judged on runs once under `xlaprof run`, from the repository root, as
@@ -42,6 +43,11 @@ SETUPS: dict[str, tuple[str, list[str]]] = {
     "dcgan_short_batch": ("examples/realcode/dcgan_short_batch.py", []),
     "text_cls_dynamic_padding": ("examples/realcode/text_cls_dynamic_padding.py", []),
     "text_cls_pad_multiple_16": ("examples/realcode/text_cls_dynamic_padding.py", []),
+    # issue 37: loops that never sync, graphs that grow
+    "diffusers_sampling_loop": ("examples/realcode/diffusers_sampling_loop.py", []),
+    "neural_ode_euler": ("examples/realcode/neural_ode_euler.py", []),
+    "hf_generate_dynamic_cache": ("examples/realcode/hf_generate_dynamic_cache.py", []),
+    "pt_examples_regression": ("examples/realcode/pt_examples_regression.py", []),
 }
 # Environment a recording adds (the padded variant that `xlaprof diff` compares).
 ENV: dict[str, dict[str, str]] = {"text_cls_pad_multiple_16": {"PAD_TO_MULTIPLE_OF": "16"}}

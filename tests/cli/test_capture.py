@@ -228,9 +228,9 @@ def test_an_empty_capture_is_explained_and_leaves_nothing(tmp_path: Path) -> Non
 
 
 def test_capture_without_the_client_is_13(tmp_path: Path) -> None:
-    fake = tmp_path / "fake" / "xprof"
+    fake = tmp_path / "fake" / "grpc"
     fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('no XProf here')\n")
+    (fake / "__init__.py").write_text("raise ImportError('no gRPC here')\n")
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "fake"), str(REPO)])}
     result = cli("capture", "--service", "localhost:1", "--out", str(tmp_path / "c"), env=env)
-    assert result.returncode == 13 and "pip install xprof" in result.stderr
+    assert result.returncode == 13 and "pip install grpcio" in result.stderr

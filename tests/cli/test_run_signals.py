@@ -86,12 +86,17 @@ def test_sigint_to_xlaprof_alone_reaches_the_job_and_exits_130(tmp_path: Path) -
 
 
 def test_ctrl_c_before_the_run_starts_is_reported_as_an_interruption(tmp_path: Path) -> None:
-    # GIVEN a job that is still importing (it sleeps before importing torch_xla)
+    # GIVEN a job that is still importing: it says it is ready, then sleeps before importing
+    # torch_xla (longer than any test waits: only the Ctrl-C ends it)
+    ready = tmp_path / "ready"
     script = tmp_path / "slow_import.py"
-    script.write_text("import time\ntime.sleep(60)\nimport torch_xla\n")
+    script.write_text(
+        "import sys, time\nopen(sys.argv[1], 'w').close()\ntime.sleep(3600)\nimport torch_xla\n"
+    )
     out = tmp_path / "run"
+    command = [sys.executable, str(script), str(ready)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "xlaprof", "run", "--out", str(out), "--", sys.executable, script],
+        [sys.executable, "-m", "xlaprof", "run", "--out", str(out), "--", *command],
         env={**os.environ, "PJRT_DEVICE": "CPU"},
         cwd=REPO,
         stdout=subprocess.DEVNULL,
@@ -99,18 +104,38 @@ def test_ctrl_c_before_the_run_starts_is_reported_as_an_interruption(tmp_path: P
         text=True,
         preexec_fn=interruptible,
     )
-    # WHEN Ctrl-C reaches xlaprof once it has started the job (still sleeping before its
-    # imports: its run has not started)
+    # WHEN Ctrl-C reaches xlaprof once the job says it runs (still before its imports: its run
+    # has not started); the deadlines bound a hang, not a slow machine
     deadline = time.monotonic() + 300
-    while not children(process.pid) and time.monotonic() < deadline:
+    while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert children(process.pid), "xlaprof run never started the job"
+    assert ready.exists(), "the job never started"
     process.send_signal(signal.SIGINT)
-    _stdout, stderr = process.communicate(timeout=60)
+    _stdout, stderr = process.communicate(timeout=300)
     # THEN it says the job was interrupted, not that it never imported torch_xla
     assert process.returncode == 128 + signal.SIGINT
     assert "interrupted before the command started a run" in stderr
     assert "never imported torch_xla" not in stderr
+
+
+def test_a_signal_while_the_job_is_being_started_reaches_it() -> None:
+    from xlaprof.cli.run import SignalForwarder
+
+    # GIVEN xlaprof run's forwarder, SIGINT handled (not ignored, as in a terminal)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with SignalForwarder() as forwarder:
+            # WHEN SIGINT arrives before the job exists (a `kill -INT` while xlaprof starts it)
+            os.kill(os.getpid(), signal.SIGINT)
+            # (a job with no SIGINT handler of its own: it ends by the signal, whenever it
+            # comes; a Python job interrupted during its start-up exits 1 instead)
+            child = subprocess.Popen(["sleep", "300"])
+            returncode = forwarder.wait(child)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    # THEN the job gets it as soon as it is started (it was lost: the job slept on), and ends
+    assert forwarder.interrupted
+    assert returncode == -signal.SIGINT
 
 
 def test_run_json_is_kept_current_while_the_job_runs(tmp_path: Path) -> None:

@@ -255,3 +255,60 @@ def test_with_allow_run_a_script_runs_capped_and_is_analyzed(tmp_path: Path) -> 
     # AND the script that never ends was stopped at its timeout
     stopped = answer(hung)
     assert stopped["timed_out"] and stopped["exit_code"] is None
+
+
+# -- a root someone else filled (issue 38) ----------------------------------------------------
+# A folder of process runs in which one process's run.json is a link to a file outside every
+# root (its fields must not reach the answer), and a FIFO named as a budget file (reading it
+# must not hold the server: the next call is answered).
+MARKER = "outside-the-roots-7f3a"
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("root")
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (real,) = RUN.glob("*/run.json")
+    # a run.json outside the roots, whose fields would show in a listing if it were read
+    secret = json.loads(real.read_text())
+    secret.update(status=MARKER, command=[MARKER], cwd=f"/{MARKER}")
+    (elsewhere / "run.json").write_text(json.dumps(secret))
+    runs = root / "runs"
+    shutil.copytree(real.parent, runs / "p1")
+    (runs / "p0").mkdir()
+    (runs / "p0" / "run.json").symlink_to(elsewhere / "run.json")
+    os.mkfifo(root / "budget.toml")
+    return {"root": root, "runs": runs, "p1": runs / "p1"}
+
+
+def _error(result: Any) -> dict[str, Any]:
+    assert result.is_error, result.content[0].text
+    return result.structured_content["error"]
+
+
+def test_listings_and_tools_read_nothing_through_a_link_out(hostile: dict[str, Path]) -> None:
+    # GIVEN the root; WHEN an agent lists it, analyzes the folder of runs, checks budgets with
+    # the FIFO as budget file, and lists again
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("list_inputs", {}),
+        ("analyze", {"path": str(hostile["runs"])}),
+        ("check_budgets", {"paths": [str(hostile["p1"])], "budget_file": "budget.toml"}),
+        ("list_inputs", {"under": "runs/p1"}),
+    ]
+    _tools, results = converse([hostile["root"]], calls)
+    listing, analysis, budgets, again = results
+    # THEN the listing names the folder's runs but holds nothing of the file outside: the
+    # process whose run.json is a link is unreadable, not read through the link
+    text = listing.content[0].text
+    assert not listing.is_error and MARKER not in text
+    (entry,) = [e for e in listing.structured_content["entries"] if e["path"].endswith("runs")]
+    assert entry["processes"] == ["p0", "p1"]
+    assert "unreadable" in entry["status"]
+    # AND the folder cannot be analyzed: it holds a link out of the roots
+    refused = _error(analysis)
+    assert refused["class"] == "OutsideRoots" and MARKER not in analysis.content[0].text
+    # AND the FIFO is refused at once as no regular file, without holding the server
+    fifo = _error(budgets)
+    assert fifo["class"] == "BudgetError" and "not a regular file" in fifo["message"]
+    # AND the next call is answered
+    assert not again.is_error and again.structured_content["total"] == 1

@@ -106,6 +106,14 @@ def test_several_processes_are_each_analyzed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert len(document["processes"]) == 2 and document["summary"]["steps"] == 8
+    # AND each kind's status over the run: found in any process, else measured in any
+    per_process = [{e["kind"]: e["status"] for e in p["analyzers"]} for p in document["processes"]]
+    merged = {e["kind"]: e["status"] for e in document["analyzers"]}
+    assert set(merged) == set(per_process[0]) == set(per_process[1])
+    for kind, status in merged.items():
+        seen = {statuses[kind] for statuses in per_process}
+        first = next(s for s in ("found", "nothing_found", "not_measured") if s in seen)
+        assert status == first, kind
 
 
 def test_not_a_run_directory(tmp_path: Path) -> None:
@@ -306,3 +314,53 @@ def test_sample_rows_of_one_step_add_up(tmp_path: Path) -> None:
         '{"step": 1, "samples": {"a.py:3": 0.5, "a.py:4": 0.1}}\n'
     )
     assert load_run(run).host_sample_map() == {1: {"a.py:3": 0.75, "a.py:4": 0.1}}
+
+
+def _index_entries(run: Path) -> list[dict]:
+    index = run / "graphs" / "index.jsonl"
+    return [json.loads(line) for line in index.read_text().split("\n") if line]
+
+
+def test_one_graph_listed_200_times_is_parsed_once(tmp_path: Path, monkeypatch) -> None:
+    import xlaprof.parse.hlo as hlo_module
+
+    # GIVEN a run whose graphs/index.jsonl lists one compressed graph 200 times
+    run = copy_run(tmp_path)
+    first = next(e for e in _index_entries(run) if e.get("file"))
+    repeated = [{**first, "order": order} for order in range(200)]
+    (run / "graphs" / "index.jsonl").write_text("".join(json.dumps(e) + "\n" for e in repeated))
+    parsed: list[int] = []
+    real_parse = hlo_module.parse_hlo
+
+    def counting_parse(text: str):  # the real parser, counted
+        parsed.append(len(text))
+        return real_parse(text)
+
+    monkeypatch.setattr(hlo_module, "parse_hlo", counting_parse)
+    # WHEN its graphs are read
+    loaded = load_run(run)
+    graphs = loaded.graphs()
+    # THEN the file is inflated and parsed once; the other 199 entries are damage, said once
+    assert len(parsed) == 1
+    assert len(graphs) == 200 and sum(g.hlo is not None for g in graphs) == 1
+    assert all("read once" in (g.skipped or "") for g in graphs[1:])
+    damaged = [w for w in loaded.load_warnings if "index.jsonl: damaged" in w]
+    assert len(damaged) == 1 and "199 entries" in damaged[0]
+
+
+def test_a_runs_graphs_are_capped_in_total_inflated_bytes(tmp_path: Path, monkeypatch) -> None:
+    import xlaprof.rundir.reader as reader
+
+    # GIVEN a run with several distinct graph files, and a total cap that the first one spends
+    run = copy_run(tmp_path)
+    files = [e["file"] for e in _index_entries(run) if e.get("file")]
+    assert len(files) >= 3
+    first_size = len(gzip.decompress((run / "graphs" / files[0]).read_bytes()))
+    monkeypatch.setattr(reader, "MAX_RUN_GRAPH_BYTES", first_size)
+    # WHEN its graphs are read
+    loaded = load_run(run)
+    graphs = loaded.graphs()
+    # THEN the first is read and no other: a warning counts the files left unread
+    kept = [g for g in graphs if g.hlo is not None]
+    assert len(kept) == 1
+    assert any(f"{len(files) - 1} graph files not read" in w for w in loaded.load_warnings)

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from xlaprof.analyzers.shared.sites import (
+    TENSOR_ACCESS_CAUSE,
     ReadSite,
     Sites,
     attribute,
@@ -28,12 +29,10 @@ from xlaprof.analyzers.shared.sites import (
 )
 from xlaprof.analyzers.shared.sourcecode import in_loop_over_data
 from xlaprof.findings import Finding, Kind, Location, Severity
-from xlaprof.inputs.sourcefiles import read_source
-from xlaprof.model.input import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
+from xlaprof.model.input import FROM_DEVICE_METRICS, AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent
-from xlaprof.parse.frames import Frame, is_library_file
-
-_TENSOR_ACCESS_CAUSE = "access tensor value"
+from xlaprof.parse.frames import LOADER_FILE, Frame, is_library_file
+from xlaprof.parse.metrics_report import HOST_SYNC_OP
 
 # Reading a value once or twice (a final loss print) is normal; from this many on, report it.
 HOST_SYNC_MIN_COUNT = 3
@@ -53,7 +52,6 @@ SUGGESTION = (
     "N steps{closures}. Avoid .item(), .cpu(), .tolist() and print() of device tensors inside "
     "the step, and Python `if` on tensor values."
 )
-_LOADER_FILE = "parallel_loader.py"
 _CLOSURE_RUNNER = "_run_step_closures"
 _CLOSURE_FUNCTIONS = ("_run_step_closures", "add_step_closure")
 
@@ -178,7 +176,7 @@ def _site_finding(
     holding = sites.read_steps.get(location)
     # steps holding a read, where steps are known; else the reads themselves
     share_count = len(holding) if holding else count
-    looped = _reads_in_data_loop(location, count, holding)
+    looped = _reads_in_data_loop(data, location, count, holding)
     if not split and not looped and steps and share_count < HOST_SYNC_MIN_STEP_SHARE * steps:
         return None  # an occasional read of a finished step's value (a per-epoch log line)
     evidence: dict[str, object] = {"reads_at_site": count, **metrics_evidence}
@@ -239,13 +237,15 @@ _MAX_SITES_TITLED = 4
 LOOP_READS_PER_STEP = 2
 
 
-def _reads_in_data_loop(location: Location, count: int, holding: set[int] | None) -> bool:
+def _reads_in_data_loop(
+    data: AnalysisInput, location: Location, count: int, holding: set[int] | None
+) -> bool:
     """Whether the reads at ``location`` happen once per iteration of a loop over data (several
     per step that holds them, at a line in a ``for`` loop over something not fixed): each waits
     for that iteration's graph, however rarely the loop runs (an evaluation loop)."""
     if not holding or count < LOOP_READS_PER_STEP * len(holding):
         return False
-    return in_loop_over_data(location.file, location.line)
+    return in_loop_over_data(data.sources, location.file, location.line)
 
 
 def _listed_sites(sites: Sites, location: Location) -> list[ReadSite]:
@@ -411,7 +411,7 @@ def _after_sync(stack: list[Frame], sync: DebugEvent) -> bool:
     """Whether the read at ``stack`` comes after the sync that ran ``sync`` in the user function
     holding both (its line is further down). A loader's sync sits at the loop's header, before
     the whole body, so it says nothing about the order and gives False."""
-    if any(frame.file and frame.file.endswith(_LOADER_FILE) for frame in sync.frames):
+    if any(frame.file and frame.file.endswith(LOADER_FILE) for frame in sync.frames):
         return False
     sync_lines = {
         (frame.file, frame.function): frame.line
@@ -428,7 +428,7 @@ def _after_sync(stack: list[Frame], sync: DebugEvent) -> bool:
 def _step_graph(events: list[DebugEvent]) -> DebugEvent | None:
     """The last execution of a step that no read forced: the step's own graph."""
     for event in reversed(events):
-        if not (event.cause and _TENSOR_ACCESS_CAUSE in event.cause):
+        if not (event.cause and TENSOR_ACCESS_CAUSE in event.cause):
             return event
     return None
 
@@ -476,7 +476,7 @@ def _uses_step_closures(data: AnalysisInput, lines: list[Location]) -> bool:
         if any(frame.function in _CLOSURE_FUNCTIONS for frame in event.frames):
             return True
     for file in {location.file for location in lines}:
-        text = read_source(file)
+        text = data.sources.text(file)
         if text is not None and "add_step_closure" in text:
             return True
     return False

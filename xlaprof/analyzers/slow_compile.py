@@ -2,10 +2,16 @@
 
 Reads the ``CompileTime`` and ``ExecuteTime`` metrics (or per-step rows). On TPU a large model
 can take minutes per compile; unrolled layer stacks and recompilations multiply it.
+
+The fix named is one that applies to the run: where the compile time is a user loop that never
+syncs (``unrolled_loop.unsynced``: a sampling loop traced whole into the run's one graph), it is
+that loop's fix, not a persistent cache (the graph grows with the iteration count and is
+compiled once a process) or ``scan_layers`` (the repeated block is no layer stack).
 """
 
 from __future__ import annotations
 
+from xlaprof.analyzers import unrolled_loop
 from xlaprof.analyzers.shared.sourcecode import bench_factory
 from xlaprof.findings import Finding, Kind, Severity, bench_command
 from xlaprof.model.input import COMPILE_METRICS, EXECUTE_METRICS, AnalysisInput
@@ -57,7 +63,9 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         "mean_compile_seconds": round(mean, 6),
         "execute_seconds": None if execute_s is None else round(execute_s, 6),
         "compile_share": None if share is None else round(share, 4),
-        "bench_command": bench_command("cache", data.script, factory=bench_factory(data.script)),
+        "bench_command": bench_command(
+            "cache", data.script, factory=bench_factory(data.sources, data.script)
+        ),
     }
     if mean >= SLOW_COMPILE_MEAN_SECONDS or compile_s >= SLOW_COMPILE_TOTAL_SECONDS:
         severity = Severity.WARNING
@@ -80,6 +88,29 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             severity=severity,
             title=title,
             evidence=evidence,
-            suggestion=SUGGESTION,
+            suggestion=_unsynced_loop_fix(data, evidence) or SUGGESTION,
         )
     ]
+
+
+def _unsynced_loop_fix(data: AnalysisInput, evidence: dict[str, object]) -> str | None:
+    """The fix where the compile time is an unrolled loop that never syncs, or None."""
+    if not unrolled_loop.never_steps(data):
+        return None
+    loops = [f for f in unrolled_loop.analyze(data) if f.evidence.get("fix_kind")]
+    if not loops:
+        return None
+    loop = loops[0]
+    evidence["unrolled_loop"] = str(loop.location)
+    evidence.pop("bench_command", None)  # a cache measured on one graph run once says nothing
+    how = (
+        "sync once per iteration (torch_xla.sync() at the end of its body)"
+        if loop.evidence["fix_kind"] == "sync_per_iteration"
+        else "run its body with torch_xla.experimental.scan, or sync once per iteration"
+    )
+    return (
+        f"This is the compile of the loop at {loop.location}, all of whose iterations were "
+        f"traced into one graph ({loop.evidence['repeats']} identical copies): {how}, as the "
+        "unrolled_loop finding says. One iteration's graph then compiles once, whatever the "
+        "number of iterations."
+    )

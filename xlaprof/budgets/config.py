@@ -149,26 +149,56 @@ class Budgets:
             raise BudgetError(f"{source}: {error}") from None
 
     @classmethod
-    def from_file(cls, path: Path) -> Budgets:
+    def from_file(cls, path: Path, follow: bool = True) -> Budgets:
         """Read budgets from a TOML file: its ``[tool.xlaprof.check]`` table if it has one
-        (a pyproject.toml), else its top level (a budget file of its own)."""
+        (a pyproject.toml), else its top level (a budget file of its own).
+
+        The file may come with a repository someone sent (``xlaprof check`` reads the
+        checkout's pyproject.toml): it is read only if it is a regular file (a FIFO or a device
+        is refused before a byte is read), at most ``MAX_BUDGET_FILE_BYTES``, and TOML nested
+        too deep for the parser is a ``BudgetError`` like any other invalid file.
+        ``follow=False`` refuses a link in its last component (the MCP server's, whose paths
+        are resolved first).
+        """
+        text = _read_budget_file(Path(path), follow)
         try:
-            with Path(path).open("rb") as handle:
-                document = tomllib.load(handle)
-        except FileNotFoundError:
-            from xlaprof.errors import InputNotFound
-
-            raise InputNotFound(f"{path}: no such budget file") from None
-        except OSError as error:
-            from xlaprof.errors import InputUnreadable
-
-            raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
+            document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise BudgetError(f"{path}: not valid TOML ({error})") from None
+        except RecursionError:
+            raise BudgetError(f"{path}: not valid TOML (nested too deep to read)") from None
         table = _table(document)
         if table is None:
             table = {} if Path(path).name == "pyproject.toml" else document
         return cls.from_table(table, str(path), Path(path).resolve().parent)
+
+
+# A budget file, or a project's pyproject.toml: a large one is a few tens of KB.
+MAX_BUDGET_FILE_BYTES = 4 * 1024**2
+
+
+def _read_budget_file(path: Path, follow: bool) -> str:
+    """The text of budget file ``path``: a regular file, capped, UTF-8 (``BudgetError``)."""
+    from xlaprof.errors import InputNotFound, InputUnreadable
+    from xlaprof.safeio import TooLarge, UnsafeFile, read_capped
+
+    try:
+        data = read_capped(path, MAX_BUDGET_FILE_BYTES, follow)
+    except FileNotFoundError:
+        raise InputNotFound(f"{path}: no such budget file") from None
+    except TooLarge as error:
+        size = f" ({error.size} bytes)" if error.size is not None else ""
+        raise BudgetError(
+            f"{path}: larger than {MAX_BUDGET_FILE_BYTES} bytes{size}; not a budget file"
+        ) from None
+    except UnsafeFile as error:
+        raise BudgetError(f"{error}; budgets are read from regular files only") from None
+    except OSError as error:
+        raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BudgetError(f"{path}: not valid TOML (not UTF-8: {error.reason})") from None
 
 
 def find_pyproject(start: Path) -> Path | None:

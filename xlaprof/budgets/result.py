@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from xlaprof import escape
 from xlaprof.findings import Finding
 from xlaprof.parse.units import NOT_MEASURED, format_seconds
 
@@ -161,7 +162,9 @@ def _report(runs: list[RunCheck]) -> str:
             if explanation is not None:
                 lines.append(f"        why: {explanation}")
     lines.append(_summary(runs))
-    return "\n".join(lines)
+    # Paths, names and finding titles come from the run: each line stays one line, with no
+    # control character, and none can be read as a GitHub workflow command.
+    return escape.no_commands("\n".join(escape.terminal(line) for line in lines))
 
 
 def _format(value: float | None, unit: str) -> str:

@@ -1,10 +1,15 @@
 """Remote capture from profiler servers, one host or many, without torch_xla.
 
 A job serves traces once it calls ``xp.start_server(port)`` (``xlaprof.profile(server_port=..)``
-and ``xlaprof run --server-port`` do it). The capture client here is XProf's own (the
-``profiler_plugin_c_api`` library that ships in the ``xprof`` package), so this runs on an
-analysis box with no torch_xla. Several addresses go to the client in one request and come back
-as one session folder with one ``<host>_<port>.xplane.pb`` per host.
+and ``xlaprof run --server-port`` do it). The client is xlaprof's own
+(``xlaprof.capture.profiler_service``, over gRPC), so this runs on an analysis box with no
+torch_xla. Every address is asked concurrently, and one capture comes back as one session
+folder with one ``<host>_<port>.xplane.pb`` per host.
+
+A server's answer never names a path: the capture writes only the XSpace of each host, under
+the host name the user gave (sanitized), into a session folder it creates itself, each file
+created exclusively (``safeio.create_exclusive``). Whatever else a server sends (tool-data
+entries named ``x/../../.bashrc``, as XProf's client would save them) is dropped.
 
 One dead host does not cost the others: addresses where nothing listens are set aside before
 the capture, hosts whose trace comes back empty are retried with the rest, and when some hosts
@@ -15,8 +20,8 @@ A job under xlaprof (``xlaprof run``, ``xlaprof.profile``) puts a ``step_num`` T
 step, so a capture numbers its steps as the job does; a bare job's steps (torch_xla's
 StepMarker carries no number) are numbered from 0 within the capture.
 
-The client library logs to the process's stderr from C++; those lines are kept out of the
-user's terminal and used to explain a failure in one line.
+gRPC's C core may log to the process's stderr; those lines are kept out of the user's
+terminal and used to explain a failure in one line.
 """
 
 from __future__ import annotations
@@ -33,10 +38,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from xlaprof.capture.profiler_service import ANSWER_GRACE_SECONDS
 from xlaprof.errors import CaptureEmpty, CaptureError, NothingListening
 
 CONNECT_TIMEOUT_SECONDS = 2.0
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min)?\s*$")
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,11 @@ class Service:
 
     @property
     def file_stem(self) -> str:
-        return f"{self.host}_{self.port}"
+        """``host_port``, the name of this host's trace file: letters, digits, ``.``, ``_``
+        and ``-`` only (anything else, ``/`` and ``:`` included, becomes ``_``), never a
+        hidden name."""
+        host = _UNSAFE_NAME.sub("_", self.host)
+        return f"{'_' if host.startswith('.') else ''}{host}_{self.port}"
 
 
 def parse_services(text: str) -> list[Service]:
@@ -132,15 +143,6 @@ def _quiet_client() -> Iterator[Path]:
                 os.close(fd)
 
 
-def _client_trace(
-    services: list[Service], out: Path, duration_ms: int, options: dict[str, int]
-) -> None:
-    from xprof.convert import _pywrap_profiler_plugin as client
-
-    address = ",".join(str(s) for s in services)
-    client.trace(address, str(out), "", False, duration_ms, 1, options)
-
-
 def _count_events(path: Path) -> int:
     from xlaprof.parse.xplane.schema import read_xspace
 
@@ -156,10 +158,12 @@ def capture(
     host_tracer_level: int = 2,
     device_tracer_level: int = 1,
     progress: Callable[[str, float], None] | None = None,
+    max_bytes: int | None = None,
 ) -> Capture:
     """Capture every service concurrently into ``out``: one trace file per host captured.
 
-    ``progress(message, fraction)`` is called while the capture runs. Addresses where nothing
+    ``progress(message, fraction)`` is called while the capture runs; a host's answer larger
+    than ``max_bytes`` (default: the capture size cap) is refused. Addresses where nothing
     listens are left out at once (``NothingListening`` if that is all of them); an attempt that
     leaves a host without events is retried (``retries`` more times) with every host still
     reachable. When no attempt captured every host, the attempt that captured the most is kept,
@@ -174,6 +178,7 @@ def capture(
         "host_tracer_level": host_tracer_level,
         "device_tracer_level": device_tracer_level,
         "delay_ms": 0,
+        "max_bytes": 0 if max_bytes is None else max_bytes,
     }
     last_problem = ""
     failed = False
@@ -240,27 +245,80 @@ def _capture_once(
     options: dict[str, int],
     progress: Callable[[float], None] | None,
 ) -> tuple[list[Path], list[BaseException], str]:
-    """One attempt: the session folders it made under ``out``, the client's error (if it
-    raised one) and what the client logged. ``progress(fraction)`` is called while it runs."""
-    before = set(out.glob("plugins/profile/*"))
-    failure: list[BaseException] = []
+    """One attempt: the session folder it made under ``out`` (as a list: none when it could
+    not be made), the first host's error (if any host's call failed) and what was logged
+    meanwhile. ``progress(fraction)`` is called while it runs."""
+    session = _new_session(out)
+    failures: dict[Service, BaseException] = {}
+    with tempfile.TemporaryDirectory(prefix="xlaprof-capture-") as private, _quiet_client() as log:
 
-    def work() -> None:
-        try:
-            _client_trace(services, out, int(duration_s * 1000), options)
-        except BaseException as error:
-            failure.append(error)
+        def work(service: Service) -> None:
+            try:
+                _capture_host(service, session, Path(private), duration_s, options)
+            except BaseException as error:
+                failures[service] = error
 
-    with _quiet_client() as client_log:
-        worker = threading.Thread(target=work, name="xlaprof-capture", daemon=True)
+        workers = [
+            threading.Thread(target=work, args=(s,), name=f"xlaprof-capture-{s}", daemon=True)
+            for s in services
+        ]
         started = time.monotonic()
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.1)
-            if progress is not None:
-                progress(min((time.monotonic() - started) / duration_s, 1.0))
-        log_text = client_log.read_text(errors="replace")
-    return sorted(set(out.glob("plugins/profile/*")) - before), failure, log_text
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            while worker.is_alive():
+                worker.join(0.1)
+                if progress is not None:
+                    progress(min((time.monotonic() - started) / duration_s, 1.0))
+        log_text = log.read_text(errors="replace")
+    failure = [failures[s] for s in services if s in failures]
+    return [session], failure, log_text
+
+
+def _new_session(out: Path) -> Path:
+    """A new session folder ``out/plugins/profile/<time>``, made by this call (never one that
+    was there: a name taken gets a suffix)."""
+    profile = out / "plugins" / "profile"
+    profile.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y_%m_%d_%H_%M_%S")
+    for suffix in ("", *(f"_{n}" for n in range(1, 1000))):
+        session = profile / f"{stamp}{suffix}"
+        try:
+            session.mkdir()
+        except FileExistsError:
+            continue
+        return session
+    raise CaptureError(f"{profile}: no free session folder name for {stamp}")
+
+
+def _capture_host(
+    service: Service, session: Path, private: Path, duration_s: float, options: dict[str, int]
+) -> None:
+    """Ask ``service`` for its trace and keep its XSpace as ``session/<host>_<port>.xplane.pb``
+    (created exclusively: nothing is written through a name someone planted)."""
+    from xlaprof.capture.profiler_service import AnswerError, Request, profile
+    from xlaprof.safeio import create_exclusive
+
+    request = Request(
+        duration_ms=max(1, int(duration_s * 1000)),
+        host_tracer_level=options["host_tracer_level"],
+        device_tracer_level=options["device_tracer_level"],
+        repository_root=private,
+        session_id=session.name,
+        host_name=service.file_stem,
+    )
+    try:
+        timeout_s = duration_s + ANSWER_GRACE_SECONDS
+        answer = profile(str(service), request, timeout_s, options["max_bytes"] or None)
+    except AnswerError as error:
+        raise CaptureError(f"{service}: {error}") from None
+    if answer.empty_trace:
+        raise CaptureError(f"{service}: the server collected no trace data")
+    if not answer.xspace:
+        return  # no trace came back: the host is named as missing
+    fd = create_exclusive(session / f"{service.file_stem}.xplane.pb", 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(answer.xspace)
 
 
 def _partial(
@@ -291,13 +349,12 @@ def _short(problem: str) -> str:
 
 
 def _check_client() -> None:
-    """The capture client is XProf's library: say so plainly when it is not installed."""
+    """The client speaks gRPC: say so plainly when it is not installed."""
     try:
-        from xprof.convert import _pywrap_profiler_plugin  # noqa: F401
-    except (ImportError, OSError) as error:
+        import grpc  # noqa: F401  (imported to learn whether it can be)
+    except ImportError as error:
         raise CaptureError(
-            f"XProf's capture client cannot be loaded ({error}); install it "
-            "with `pip install xprof`"
+            f"the gRPC library cannot be loaded ({error}); install it with `pip install grpcio`"
         ) from None
 
 

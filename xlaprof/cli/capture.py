@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from xlaprof.cli.common import size_option
+
 if TYPE_CHECKING:
     from xlaprof.capture.remote import Service
 
@@ -69,6 +71,12 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
     type=click.IntRange(0, 1),
     help="Device (TPU/GPU) events: 1 on, 0 off.",
 )
+@click.option(
+    "--max-size",
+    callback=size_option,
+    metavar="SIZE",
+    help="Largest answer to accept from one host (default 2GB), e.g. 512MB.",
+)
 def capture(
     services: list[Service],
     duration: float,
@@ -76,6 +84,7 @@ def capture(
     retries: int,
     host_tracer_level: int,
     device_tracer_level: int,
+    max_size: int | None,
 ) -> None:
     """Capture a trace from a running job's profiler server(s).
 
@@ -114,6 +123,7 @@ def capture(
             host_tracer_level=host_tracer_level,
             device_tracer_level=device_tracer_level,
             progress=progress,
+            max_bytes=max_size,
         )
     for path in result.files:
         click.echo(str(path))

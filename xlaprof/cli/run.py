@@ -18,9 +18,10 @@ from xlaprof.capture.metrics import METRICS_SAMPLES
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ
 from xlaprof.cli import INTERRUPTED_EXIT
 from xlaprof.errors import CommandNotFound, RunDirError
+from xlaprof.rundir.schema import LAUNCH_ENV
 
 # Set in the job's environment; each run directory records it (run.json "env").
-ENV_LAUNCH = "XLAPROF_LAUNCH_ID"
+ENV_LAUNCH = LAUNCH_ENV
 
 
 def _window(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -99,13 +100,14 @@ def run(
     if out is None:
         out = Path("xlaprof-runs") / time.strftime("run-%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
+    earlier = _earlier_runs(out)
     # Runs of this launch carry its id (run.json records XLAPROF_* variables), so runs another
     # `xlaprof run` writes into the same --out at the same time are never touched here.
     launch = uuid.uuid4().hex
     env = _job_environment(
         out, launch, trace_steps, max_steps, debug_level, server_port, graphs, sample_hz
     )
-    with _SignalForwarder() as forwarder:
+    with SignalForwarder() as forwarder:
         try:
             child = subprocess.Popen(list(command), env=env)
         except (FileNotFoundError, PermissionError) as error:
@@ -115,7 +117,22 @@ def run(
     code = exit_code(returncode, statuses, forwarder.interrupted)
     if not quiet:
         _say_where(out, runs, nested, returncode, code, forwarder.interrupted)
+        if runs and earlier:
+            click.echo(
+                f"xlaprof: {out} also holds {len(earlier)} process folder(s) of earlier runs "
+                f"({', '.join(p.name for p in earlier[:4])}{', ...' if len(earlier) > 4 else ''}"
+                "): this run is a new one, which commands read (the latest); --process NAME "
+                "reads an earlier one",
+                err=True,
+            )
     sys.exit(code)
+
+
+def _earlier_runs(out: Path) -> list[Path]:
+    """The process folders already in ``out`` before this launch (a re-run into one --out)."""
+    from xlaprof.rundir.reader import find_runs
+
+    return find_runs(out)
 
 
 def _job_environment(
@@ -241,7 +258,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-class _SignalForwarder:
+class SignalForwarder:
     """Pass SIGINT and SIGTERM sent to ``xlaprof run`` on to the job, once.
 
     Ctrl-C in a terminal goes to the whole foreground process group, the job included: that
@@ -249,12 +266,19 @@ class _SignalForwarder:
     would see two. A signal sent by a process (``kill``, a scheduler) to xlaprof alone has
     ``si_code`` <= 0 and is forwarded. The signals are blocked and fetched with
     ``sigtimedwait``, which is what gives the ``si_code``.
+
+    Before the job exists (``Popen`` has not returned) a signal is caught by ``_early`` and
+    kept, and sent to the job as soon as it is started: a Ctrl-C while the job starts is never
+    lost (it was, when such a signal found no child to send to). A terminal's Ctrl-C in the
+    moment between the job's fork and ``Popen`` returning reaches the job directly too, and so
+    twice; one lost was worse.
     """
 
     def __init__(self) -> None:
         self.interrupted = False
         self.child: subprocess.Popen[bytes] | None = None
         self._previous: dict[int, Any] = {}
+        self._pending: list[int] = []  # signals caught before the job was started
         # A signal xlaprof was started ignoring (a background job's SIGINT) stays ignored, and
         # the job inherits that, as it did without xlaprof.
         self._signals = frozenset(
@@ -263,7 +287,7 @@ class _SignalForwarder:
             if signal.getsignal(number) is not signal.SIG_IGN
         )
 
-    def __enter__(self) -> _SignalForwarder:
+    def __enter__(self) -> SignalForwarder:
         # Until the mask is set (just after the child starts), a signal is forwarded by these.
         for number in self._signals:
             self._previous[number] = signal.signal(number, self._early)
@@ -275,14 +299,20 @@ class _SignalForwarder:
     def _handle(self, number: int, from_kernel: bool) -> None:
         if number == signal.SIGINT:
             self.interrupted = True
-        if self.child is not None and not (from_kernel and number == signal.SIGINT):
+        if self.child is None:
+            self._pending.append(number)  # sent once the job is started
+        elif not (from_kernel and number == signal.SIGINT):
             with contextlib.suppress(ProcessLookupError):
                 self.child.send_signal(number)
 
     def wait(self, child: subprocess.Popen[bytes]) -> int:
-        self.child = child
         signal.pthread_sigmask(signal.SIG_BLOCK, self._signals)
+        self.child = child
         try:
+            for number in dict.fromkeys(self._pending):  # caught while the job was starting
+                with contextlib.suppress(ProcessLookupError):
+                    child.send_signal(number)
+            self._pending.clear()
             while True:
                 info = signal.sigtimedwait(self._signals, 0.1) if self._signals else None
                 if not self._signals:

@@ -27,13 +27,13 @@ from xlaprof.errors import (
 )
 from xlaprof.model.input import AnalysisInput, input_from_run
 from xlaprof.model.parts import Part, RunSummary, SourceInfo
+from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
 from xlaprof.parse.debug_log import DebugLog, parse_debug_log
 from xlaprof.parse.metrics_report import MetricsParser, MetricsParseResult
 from xlaprof.parse.units import format_bytes
 from xlaprof.rundir.reader import Run, find_runs, load_runs
 from xlaprof.safeio import UnsafeFile, iter_lines
 
-DEFAULT_MAX_INPUT_BYTES = 256 * 1024**2
 _SNIFF_BYTES = 8192
 # Share of undecodable bytes in the first block above which a file is taken as binary.
 _BINARY_REPLACEMENT_SHARE = 0.05
@@ -184,9 +184,13 @@ def load_parts(
     session: str | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
+    capture_limit: int | None = None,
 ) -> list[Part]:
+    """``paths`` as parts: captures (each file capped at ``capture_limit``, ``--max-size``;
+    None: each reader's own cap), run directories, or report and log files taken as one job's
+    output (each capped at ``max_bytes``)."""
     if paths and all(is_trace_input(p) for p in paths):
-        return [_trace_part(p, session, scheduler, workers) for p in paths]
+        return [_trace_part(p, session, scheduler, workers, capture_limit) for p in paths]
     run_roots = [p for p in paths if p.is_dir() and find_runs(p)]
     if not run_roots:
         data, sources = load_text_inputs(paths, max_bytes)
@@ -256,11 +260,12 @@ def _trace_part(
     session: str | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
+    limit: int | None = None,
 ) -> Part:
     """A capture file or a logdir of captures: device tables, timeline and host skew."""
     from xlaprof.inputs.traces import load_trace
 
-    trace = load_trace(path, session=session, workers=workers, scheduler=scheduler)
+    trace = load_trace(path, session=session, workers=workers, scheduler=scheduler, max_size=limit)
     trace.partial_edges = True
     source = SourceInfo(path=str(path), kinds=["trace"], reports=0, debug_events=0)
     return Part(

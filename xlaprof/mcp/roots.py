@@ -12,7 +12,11 @@ the link. Inside a run directory the reader's own sandbox applies as well
 ``inventory`` lists what an agent can analyze under the roots: run directories, captures and
 capture logdirs, and text files that hold a metrics report or PT_XLA_DEBUG output, with sizes.
 It walks without following links, skips hidden folders, and stops at ``MAX_LISTED_ENTRIES``
-files and folders.
+files and folders. A listing reads a few files itself (a run's ``run.json``, a log's first and
+last bytes): each is opened as every file someone sent is (``xlaprof.safeio``): a regular file,
+never through a link (``O_NOFOLLOW``, on top of the ``lstat`` that chose it), capped. A run
+whose ``run.json`` is a link is listed by name only, ``unreadable``: a link is never followed
+to say what is behind it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -233,7 +237,7 @@ def _list_folder(folder: Path, depth: int, found: Inventory, budget: list[int]) 
     runs = [
         Path(c.path)
         for c in children
-        if c.is_dir(follow_symlinks=False) and (Path(c.path) / RUN_JSON).is_file()
+        if c.is_dir(follow_symlinks=False) and _lexists(Path(c.path) / RUN_JSON)
     ]
     if runs:
         found.entries.append(_run_entry(folder, runs))
@@ -241,12 +245,25 @@ def _list_folder(folder: Path, depth: int, found: Inventory, budget: list[int]) 
 
 
 def _folder_entry(folder: Path) -> Entry | None:
-    """A folder listed as one entry: a run directory, or a logdir of captures."""
-    if (folder / RUN_JSON).is_file() and not (folder / RUN_JSON).is_symlink():
+    """A folder listed as one entry: a run directory, or a logdir of captures (each told by
+    what is there, links not followed)."""
+    if _is(folder / RUN_JSON, stat.S_ISREG):
         return _run_entry(folder, [folder])
-    if (folder / "plugins" / "profile").is_dir():
+    if _is(folder / "plugins", stat.S_ISDIR) and _is(folder / "plugins" / "profile", stat.S_ISDIR):
         return _logdir_entry(folder)
     return None
+
+
+def _is(path: Path, kind: Callable[[int], bool]) -> bool:
+    """Whether ``path`` itself (not what a link there points to) is of ``kind``."""
+    try:
+        return kind(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _lexists(path: Path) -> bool:
+    return os.path.lexists(path)
 
 
 def _list_children(
@@ -301,7 +318,7 @@ def _run_entry(folder: Path, runs: list[Path]) -> Entry:
     steps: int | None = None
     for run in runs:
         try:
-            info = read_info(run)
+            info = read_info(run, follow=False)  # a run.json that is a link: unreadable
         except RunDirError:
             statuses.append("unreadable")
             continue
@@ -346,7 +363,7 @@ def _file_entry(path: Path) -> Entry | None:
 def _text_contents(path: Path, size: int) -> list[str]:
     """Which text inputs ``path`` looks like, from its first and last ``SNIFF_BYTES``."""
     try:
-        fd = open_regular(path)
+        fd = open_regular(path, follow=False)
     except (OSError, UnsafeFile):
         return []
     with os.fdopen(fd, "rb") as handle:

@@ -86,7 +86,7 @@ def _registered(method: Callable[..., BaseModel], tools: Tools, runs_code: bool)
         def call() -> BaseModel:
             if runs_code:
                 return method(**arguments)
-            with tools.lock:
+            with tools.held():
                 return method(**arguments)
 
         try:

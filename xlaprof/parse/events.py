@@ -12,14 +12,14 @@ numbers ``Steps`` line events; like ``step_num``, a stat of the event itself), a
 dict of the event's own stats, only on events that have stats, else None). ``COLUMNS`` lists
 them in order.
 
-Here are the schema, the naming of planes and devices, and ``events_frame``, which builds the
-frame from Python lists (the Chrome-trace reader's path; the XSpace reader builds the same frame
-from numpy arrays in ``xlaprof.parse.xplane.frame``).
+Here are the schema, the naming of planes and devices, and ``EventColumns``, which builds the
+frame from the Chrome-trace reader's arrays (the XSpace reader builds the same frame from its
+own arrays in ``xlaprof.parse.xplane.frame``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,24 +80,116 @@ def device_kind(device: str) -> str:
 
 
 @dataclass
-class Columns:
-    """Column lists being gathered for one file (shared with the Chrome-trace reader).
+class EventColumns:
+    """One file's events as arrays (the Chrome-trace stream's): each event's start and
+    duration (picoseconds after ``base_ns``), its (plane, line) as a code into ``planes`` and
+    ``lines``, its name as a code into ``names``, its ``args`` (None: no stats), which rows'
+    args hold a promoted stat (``promoted``), and which events to keep (``keep``: those whose
+    times fit). ``frame`` makes the event frame of them, without a
+    Python list per column: start and end must fit int64 picoseconds (a damaged or hostile
+    capture holds a timestamp of 1e308 or 2^64; the caller counts what it drops)."""
 
-    ``meta`` indexes ``meta_rows``: per event-metadata values (display name, metadata stats)
-    are decoded once per metadata entry, then spread to events with one numpy ``take``.
-    """
+    host: str
+    base_ns: int
+    start_ps: Any
+    duration_ps: Any
+    planes: list[str]
+    lines: list[str]
+    where: Any
+    names: list[str]
+    name: Any
+    args: list[dict[str, Any] | None]
+    promoted: list[int]
+    keep: Any
 
-    plane: list[str] = field(default_factory=list)
-    line: list[str] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    start: list[int] = field(default_factory=list)
-    duration: list[int] = field(default_factory=list)
-    args: list[dict[str, Any] | None] = field(default_factory=list)
-    meta: list[int] = field(default_factory=list)
-    meta_rows: list[dict[str, Any]] = field(default_factory=lambda: [{}])
-    # Starts are picoseconds after base_ns: epoch nanoseconds times 1000 overflow int64.
-    base_ns: int = 0
-    dropped: int = 0  # events whose times did not fit int64 picoseconds
+    def frame(self) -> pd.DataFrame:
+        """The event frame (``COLUMNS``), events in the (stable) order of their starts."""
+        import numpy as np
+        import pandas as pd
+
+        kept = np.flatnonzero(self.keep)
+        start_ps, duration_ps = self.start_ps[kept], self.duration_ps[kept]
+        start_ns = self.base_ns + start_ps // 1000
+        order = np.argsort(start_ns, kind="stable")  # as sort_values(kind="stable")
+        rows = kept[order]
+        start_ns, start_ps, duration_ps = start_ns[order], start_ps[order], duration_ps[order]
+        where, name = self.where[rows], self.name[rows]
+        planes = _categorical(self.planes, where)
+        categories = [str(c) for c in planes.categories]
+        kinds = [plane_kind(c) for c in categories]
+        devices = [device_name(c) for c in categories]
+        count = len(rows)
+        frame = pd.DataFrame(
+            {
+                "host": _categorical([self.host], np.zeros(count, np.int64)),
+                "plane": planes,
+                "plane_kind": _categorical(kinds, planes.codes),
+                "device": _categorical(devices, planes.codes),
+                "line": _categorical(self.lines, where),
+                "name": _categorical(self.names, name),
+                "start_ns": start_ns,
+                "end_ns": self.base_ns + (start_ps + duration_ps) // 1000,
+                "duration_ns": duration_ps / 1000.0,
+            }
+        )
+        position = np.full(len(self.keep), -1, np.int64)
+        position[rows] = np.arange(count)
+        found: list[tuple[int, dict[str, Any]]] = []  # (frame row, args) of kept events
+        for row in self.promoted:
+            at, args = int(position[row]), self.args[row]
+            if at >= 0 and args:
+                found.append((at, args))
+        for key, column in _promoted_columns(found, count).items():
+            frame[key] = column
+        args_column = np.empty(count, dtype=object)
+        args_column[:] = [self.args[row] for row in rows.tolist()]
+        frame["args"] = pd.Series(args_column, index=frame.index, dtype=object)
+        return frame
+
+
+def _promoted_columns(found: list[tuple[int, dict[str, Any]]], count: int) -> dict[str, Any]:
+    """The promoted stat columns of ``count`` rows, in frame order, from the args of the rows
+    that hold one (``found``: frame row, args); the event's own stat, as in XProf."""
+    import numpy as np
+    import pandas as pd
+
+    columns: dict[str, Any] = {}
+    for key in TEXT_STATS:
+        text: list[str | None] = [None] * count
+        for at, args in found:
+            if key in args:
+                text[at] = None if args[key] is None else str(args[key])
+        present = any(value is not None for value in text)
+        columns[key] = pd.Categorical(text) if present else _categorical([], np.full(count, -1))
+    for key in ("step_num", *NUMBER_STATS, "group_id"):
+        if key in WHOLE_STATS:
+            values, missing = np.zeros(count, np.int64), np.ones(count, bool)
+            for at, args in found:
+                if key in args and (number := step_number(args[key])) is not None:
+                    values[at], missing[at] = number, False
+            columns[key] = pd.arrays.IntegerArray(values, missing)
+            continue
+        numbers = np.full(count, np.nan)
+        for at, args in found:
+            if key in args:
+                numbers[at] = finite(args[key])
+        columns[key] = numbers
+    return columns
+
+
+def _categorical(texts: list[str], codes: Any) -> pd.Categorical[str]:
+    """``pd.Categorical(texts[codes])`` (-1: missing) from codes: the categories used, sorted,
+    without hashing a string per row."""
+    import numpy as np
+    import pandas as pd
+
+    codes = np.asarray(codes, np.int64)
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(texts)))
+    distinct = sorted({texts[code] for code in used.tolist()})
+    position = {text: index for index, text in enumerate(distinct)}
+    recode = np.array([position.get(text, -1) for text in texts] + [-1], np.int64)
+    dtype: pd.CategoricalDtype[str] = pd.CategoricalDtype(distinct)
+    return pd.Categorical.from_codes(recode[codes], dtype=dtype)
 
 
 def host_from_filename(path: Path) -> str:
@@ -161,26 +253,6 @@ COMPILE_EVENTS = (
 INT64_MAX = 2**63 - 1
 
 
-def _drop_out_of_range(columns: Columns) -> None:
-    """Drop events whose start or end does not fit int64 picoseconds (a damaged or hostile
-    capture: a timestamp of 1e308 or 2^64), counting them in ``columns.dropped``."""
-    keep = [
-        i
-        for i, (start, duration) in enumerate(zip(columns.start, columns.duration, strict=True))
-        if -INT64_MAX <= start <= INT64_MAX
-        and 0 <= duration <= INT64_MAX
-        and start + duration <= INT64_MAX
-    ]
-    if len(keep) == len(columns.start):
-        return
-    count = len(columns.start)
-    columns.dropped += count - len(keep)
-    for name in ("plane", "line", "names", "start", "duration", "args", "meta"):
-        values = getattr(columns, name)
-        if len(values) == count:
-            setattr(columns, name, [values[i] for i in keep])
-
-
 def step_number(value: Any) -> int | None:
     """A ``step_num`` stat as a step number, or None when it is not a whole number in range
     (a string, NaN, infinity or 2^64-1 from a damaged capture). ``value`` is whatever the capture
@@ -204,68 +276,3 @@ def finite(value: Any) -> float:
     except (TypeError, ValueError, OverflowError):
         return float("nan")
     return number
-
-
-def events_frame(columns: Columns, host: str) -> pd.DataFrame:
-    """The event DataFrame from gathered columns (start and duration in picoseconds): the
-    Chrome-trace reader's; ``xspace_frame`` builds the same frame from decoded arrays."""
-    import numpy as np
-    import pandas as pd
-
-    _drop_out_of_range(columns)
-    start_ps = np.asarray(columns.start, dtype=np.int64)  # relative to columns.base_ns
-    duration_ps = np.asarray(columns.duration, dtype=np.int64)
-    start_ns = columns.base_ns + start_ps // 1000
-    planes = pd.Categorical(columns.plane)
-    categories = [str(c) for c in planes.categories]
-    kinds = np.array([plane_kind(c) for c in categories] or [""], dtype=object)
-    devices = np.array([device_name(c) for c in categories] or [""], dtype=object)
-    frame = pd.DataFrame(
-        {
-            "host": pd.Categorical([host] * len(start_ns)),
-            "plane": planes,
-            "plane_kind": pd.Categorical(kinds[planes.codes]),
-            "device": pd.Categorical(devices[planes.codes]),
-            "line": pd.Categorical(columns.line),
-            "name": pd.Categorical(columns.names),
-            "start_ns": start_ns,
-            "end_ns": columns.base_ns + (start_ps + duration_ps) // 1000,
-            "duration_ns": duration_ps / 1000.0,
-        }
-    )
-    # Promoted stats: decoded once per event metadata (meta_rows), spread to events with one
-    # numpy take, then overridden by the event's own stats (an event's stat wins, as in XProf).
-    count = len(start_ns)
-    meta = np.asarray(columns.meta, dtype=np.int64) if columns.meta else np.zeros(0, np.int64)
-    text: dict[str, np.ndarray] = {}
-    for key in TEXT_STATS:
-        table = [row.get(key) for row in columns.meta_rows]
-        table_array = np.array([None if v is None else str(v) for v in table], dtype=object)
-        text[key] = table_array[meta] if len(meta) == count else np.full(count, None, object)
-    numbers: dict[str, np.ndarray] = {}
-    for key in NUMBER_STATS:
-        table = [row.get(key) for row in columns.meta_rows]
-        table_array = np.array([finite(v) for v in table], np.float64)
-        numbers[key] = table_array[meta] if len(meta) == count else np.full(count, np.nan)
-    whole: dict[str, list[int | None]] = {key: [None] * count for key in WHOLE_STATS}
-    promoted = {*TEXT_STATS, *NUMBER_STATS, *WHOLE_STATS}
-    for index, args in enumerate(columns.args):
-        if args:
-            for key in promoted.intersection(args):
-                value = args[key]
-                if key in whole:
-                    whole[key][index] = step_number(value)
-                elif key in text:
-                    text[key][index] = None if value is None else str(value)
-                else:
-                    numbers[key][index] = finite(value)
-    for key in TEXT_STATS:
-        frame[key] = pd.Categorical(text[key])
-    frame["step_num"] = pd.array(whole["step_num"], dtype="Int64")
-    for key in NUMBER_STATS:
-        frame[key] = numbers[key]
-    frame["group_id"] = pd.array(whole["group_id"], dtype="Int64")
-    frame["args"] = pd.Series(columns.args, index=frame.index, dtype=object)
-    frame = frame.sort_values("start_ns", kind="stable", ignore_index=True)
-    frame.attrs["dropped_events"] = columns.dropped
-    return frame

@@ -179,7 +179,8 @@ def github_annotations(result: CheckResult, workspace: str | None = None) -> lis
 
 
 def write_text(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
-    out.write(escape.terminal(result, newlines=True) + "\n")  # names from the run: controls visible
+    # names from the run: controls visible, no line a workflow command
+    out.write(escape.no_commands(escape.terminal(result, newlines=True)) + "\n")
 
 
 def write_json(result: CheckResult, out: TextIO, options: RenderOptions) -> None:

@@ -14,14 +14,14 @@ import bisect
 import json
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import RunDirError
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, parse_debug_log
-from xlaprof.parse.metrics_report import MetricsParser, MetricsReport
+from xlaprof.parse.metrics_report import HOST_SYNC_OP, MetricsParser, MetricsReport
 from xlaprof.rundir.jsonfiles import fits, read_jsonl, reason, short, typed_fields
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
@@ -58,6 +58,9 @@ if TYPE_CHECKING:
 # what would hurt the analysing machine.
 MAX_RUN_JSON_BYTES = 16 * 1024**2
 MAX_GRAPH_BYTES = 64 * 1024**2  # inflated: the writer keeps none larger (capture/graphs.py)
+# Every graph file of one run together, inflated: the writer keeps at most 64 graphs, and real
+# runs' graphs are a few MB each; past this the rest are not read (a warning says so).
+MAX_RUN_GRAPH_BYTES = 1024**3
 MAX_WARNINGS = 50
 
 
@@ -212,18 +215,26 @@ class Run:
         """The serialized HloProto kept beside an entry's text (its Python stacks), or None."""
         return self._graph_file(entry, "proto")
 
-    def _graph_file(self, entry: dict[str, Any], key: str) -> bytes | None:
+    def _graph_file(
+        self, entry: dict[str, Any], key: str, reading: _GraphReading | None = None
+    ) -> bytes | None:
         name = entry.get(key)
         if not name or not isinstance(name, str):
             return None
         graphs = self.path / GRAPHS_DIR
         try:
             path = resolve_inside(graphs, name)
-            return read_gzip_capped(path, MAX_GRAPH_BYTES)
+            if reading is not None and not reading.admit(path):
+                return None
+            data = read_gzip_capped(path, MAX_GRAPH_BYTES)
         except UnsafeFile as error:
             self.warn(f"{GRAPHS_DIR}/: graph not read: {error}")
         except OSError as error:
             self.warn(f"{GRAPHS_DIR}/{short(name)}: graph not read ({reason(error)})")
+        else:
+            if reading is not None:
+                reading.inflated += len(data)
+            return data
         return None
 
     def trace_files(self) -> list[Path]:
@@ -236,17 +247,23 @@ class Run:
         return self._graphs
 
     def _read_graphs(self) -> list[GraphInfo]:
+        """The index's graphs, each file read and parsed once at most: work is bounded by the
+        distinct bytes in the directory, not by how often its index names them."""
         from xlaprof.parse.hlo import parse_hlo, with_stacks
 
         graphs: list[GraphInfo] = []
+        reading = _GraphReading()
         for entry in self.graph_index():
-            text = self.graph_text(entry)
-            hlo = None if text is None else parse_hlo(text)
-            proto = None if hlo is None else self.graph_proto(entry)
+            repeats = reading.repeated
+            text = self._graph_file(entry, "file", reading)
+            hlo = None if text is None else parse_hlo(text.decode("utf-8", errors="replace"))
+            proto = None if hlo is None else self._graph_file(entry, "proto", reading)
             if hlo is not None and proto is not None:
                 hlo = with_stacks(hlo, proto)
             order: Any = entry.get("order")  # JSON values: checked before use
             step, skipped = entry.get("step"), entry.get("skipped")
+            if reading.repeated > repeats and text is None:
+                skipped = "its file is named by an earlier index entry (read once)"
             graphs.append(
                 GraphInfo(
                     order=order if fits(order, "int") else len(graphs),
@@ -256,6 +273,7 @@ class Run:
                     skipped=skipped if fits(skipped, "str | None") else str(skipped),
                 )
             )
+        reading.report(self.warn)
         return sorted(graphs, key=lambda g: g.order)
 
     # -- DataFrames --------------------------------------------------------------------------
@@ -267,9 +285,7 @@ class Run:
         for row in self.step_rows():
             record = asdict(row)
             aten = record.pop("aten")
-            record["aten_fallback_calls"] = sum(
-                v for k, v in aten.items() if k != "aten::_local_scalar_dense"
-            )
+            record["aten_fallback_calls"] = sum(v for k, v in aten.items() if k != HOST_SYNC_OP)
             rows.append(record)
         columns = [f.name for f in fields(StepRow) if f.name != "aten"]
         return pd.DataFrame(rows, columns=[*columns, "aten_fallback_calls"])
@@ -300,6 +316,41 @@ class Run:
 
         rows = [asdict(row) for row in self.region_rows()]
         return pd.DataFrame(rows, columns=["step", "name", "calls", "seconds"])
+
+
+@dataclass
+class _GraphReading:
+    """What one pass over ``graphs/index.jsonl`` has read: each file once, and the inflated
+    bytes of all of them together up to ``MAX_RUN_GRAPH_BYTES``."""
+
+    seen: set[Path] = field(default_factory=set)
+    inflated: int = 0
+    repeated: int = 0
+    over: int = 0
+
+    def admit(self, path: Path) -> bool:
+        """Whether ``path`` (resolved) is to be read: not read before, and the run's graph
+        bytes not spent yet."""
+        if path in self.seen:
+            self.repeated += 1
+            return False
+        if self.inflated >= MAX_RUN_GRAPH_BYTES:
+            self.over += 1
+            return False
+        self.seen.add(path)
+        return True
+
+    def report(self, warn: Callable[[str], None]) -> None:
+        if self.repeated:
+            warn(
+                f"{GRAPHS_DIR}/{GRAPH_INDEX}: damaged: {self.repeated} entries name a graph "
+                "file an earlier entry names; each file is read once"
+            )
+        if self.over:
+            warn(
+                f"{GRAPHS_DIR}/: {self.over} graph files not read: the run's graphs inflate "
+                f"to more than {MAX_RUN_GRAPH_BYTES} bytes together"
+            )
 
 
 def _lines_with_offsets(path: Path, starts: array[int]) -> Iterator[str]:
@@ -352,11 +403,14 @@ def load_runs(path: str | os.PathLike[str]) -> list[Run]:
     return runs
 
 
-def read_info(directory: Path) -> RunInfo:
-    """``run.json`` of one run directory, or ``RunDirError`` saying what is wrong with it."""
+def read_info(directory: Path, follow: bool = True) -> RunInfo:
+    """``run.json`` of one run directory, or ``RunDirError`` saying what is wrong with it.
+
+    ``follow=False`` refuses a ``run.json`` that is a link (the MCP server's listings, which
+    read nothing through a link)."""
     path = directory / RUN_JSON
     try:
-        data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES))
+        data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES, follow))
     except (OSError, UnsafeFile, ValueError, RecursionError) as error:
         raise RunDirError(f"{path}: unreadable run.json ({reason(error)})") from None
     if not isinstance(data, dict):

@@ -138,3 +138,59 @@ def test_a_scheduler_from_the_environment_is_announced_and_no_workers_is_an_erro
     assert "XLAPROF_DASK_SCHEDULER" in out.stderr
     assert out.returncode == SchedulerError.exit_code, out.stderr
     assert "has no workers" in out.stderr
+
+
+# -- a hostile worker (issue 38) -------------------------------------------------------------
+# The worker's task is replaced in a cluster running in this process (processes=False, over
+# TCP, so every answer crosses distributed's wire format as from a remote worker).
+
+UNPICKLED: list[str] = []
+
+
+def _unpickled(marker: str) -> str:
+    """What a hostile pickle runs when loaded: here, a note that it ran."""
+    UNPICKLED.append(marker)
+    return marker
+
+
+class _Payload:
+    """A result whose unpickling runs code (as any pickle may)."""
+
+    def __reduce__(self):
+        return (_unpickled, ("code ran in the xlaprof process",))
+
+
+def _answers_a_pickle(path: str, **_keywords) -> object:
+    return _Payload()
+
+
+def _answers_junk(path: str, **_keywords) -> object:
+    return b'{"format": "xlaprof.host-summary/1", "host": 3}'
+
+
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [(_answers_a_pickle, "no answer for"), (_answers_junk, "is not a host summary")],
+)
+def test_a_hostile_workers_answer_is_never_unpickled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task, said: str
+) -> None:
+    distributed = pytest.importorskip("distributed")
+    from xlaprof.errors import SchedulerError
+    from xlaprof.inputs.pod import plain
+
+    # GIVEN a cluster whose worker answers with a pickle that runs code, or with junk
+    pod_logdir(tmp_path, 2)
+    monkeypatch.setattr(plain, "summarize_host_plain", task)
+    UNPICKLED.clear()
+    with (
+        distributed.LocalCluster(
+            n_workers=1, processes=False, protocol="tcp://", dashboard_address=None
+        ) as cluster,
+        pytest.raises(SchedulerError) as raised,
+    ):
+        # WHEN a pod is read on it
+        load_trace(tmp_path, scheduler=cluster.scheduler_address)
+    # THEN the answer is refused in one clean error, and nothing it holds was unpickled here
+    assert said in str(raised.value) and "\n" not in str(raised.value)
+    assert UNPICKLED == []

@@ -23,7 +23,7 @@ from xplane_reference import assert_same
 
 from xlaprof.parse.xplane import schema as xplane
 from xlaprof.parse.xplane import xspace_frame
-from xlaprof.parse.xplane.wire import Buffer, varints
+from xlaprof.parse.xplane.wire import Buffer, Truncated, read_varint, varints
 
 # Every real capture at hand, by where it is: the sample runs', the fuzzing's reproducers
 # (tests/data/fuzz_repro) and ../shared/traces' (each found by a function that fails, naming
@@ -337,6 +337,25 @@ def test_varints_report_their_size_and_overlong_ones() -> None:
     assert values.tolist() == [*numbers, 0, 2**64 - 1]
     assert sizes.tolist() == [*(len(varint(n)) for n in numbers), 2, 11]
     assert varints(Buffer(bytes(24)), np.arange(3))[0].tolist() == [0, 0, 0]
+
+
+def test_the_scalar_varint_reads_as_the_rounds_do() -> None:
+    """``read_varint`` (a file's outer layer, an HLO proto's fields) keeps the rounds' rule:
+    the same values, sizes past 10 bytes refused, and where the bytes end inside one."""
+    numbers = [5, 300, 2**64 - 1, 2**63, 2**56 - 1, 2**56, 2**49, 0]
+    data = b"".join(map(varint, numbers)) + b"\x80\x00"
+    position, found = 0, []
+    while position < len(data):
+        value, after = read_varint(data, position)
+        found.append((value, after - position))
+        position = after
+    expected, sizes = varints(Buffer(data + bytes(16)), np.cumsum([0, *(s for _, s in found)])[:-1])
+    assert found == list(zip(expected.tolist(), sizes.tolist(), strict=True))
+    assert [v for v, _ in found] == [*numbers, 0]
+    with pytest.raises(Truncated):
+        read_varint(b"\x80\x80", 0)
+    with pytest.raises(ValueError, match="10 bytes"):
+        read_varint(b"\xff" * 11 + b"\x01", 0)
 
 
 def test_a_field_running_past_its_event_goes_to_upb_and_is_not_read() -> None:

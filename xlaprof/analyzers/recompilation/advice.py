@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import re
 
+from xlaprof.analyzers.recompilation.growth import Growth
 from xlaprof.analyzers.shared.graph_diff import Explanation
-from xlaprof.analyzers.shared.sourcecode import enclosing_class, source_line
+from xlaprof.analyzers.shared.sourcecode import (
+    call_source,
+    enclosing_class,
+    enclosing_loop,
+    loop_body,
+    source_line,
+)
 from xlaprof.findings import Location
+from xlaprof.model.sources import SourceFiles
 
 SUGGESTION = (
     "Keep tensor shapes static between steps: pad or bucket variable dimensions to a few fixed "
@@ -125,7 +133,10 @@ _SHORT_BATCH = (
 
 
 def suggestion(
-    explanation: Explanation | None, grown: int | None, batches: str | None = None
+    sources: SourceFiles,
+    explanation: Explanation | None,
+    grown: int | None,
+    batches: str | None = None,
 ) -> str:
     """The fix text for the cause the graphs show, with the library's own remedy where known."""
     if explanation is None:
@@ -136,14 +147,14 @@ def suggestion(
     if explanation.kind == "data_dependent":
         change = next(c for c in explanation.inputs if c.data_dependent)
         where = change.op_source
-        if where is not None and _in_transformers_experts(where):
+        if where is not None and _in_transformers_experts(sources, where):
             text += _TRANSFORMERS_EXPERTS.format(where=_short(where))
     elif explanation.kind == "input_shapes" and grown is not None:
         text = _GROWN.format(line=grown)
     elif explanation.kind == "baked_value" and explanation.first_difference:
         where = Location.parse(str(explanation.first_difference.get("op_source") or ""))
         if where is not None and re.search(r"[/\\]torch[/\\]optim[/\\]", where.file):
-            source = source_line(where.file, where.line) or ""
+            source = source_line(sources, where.file, where.line) or ""
             if "weight_decay" in source:
                 text += _WEIGHT_DECAY.format(where=_short(where))
             elif "beta" in source:
@@ -153,14 +164,14 @@ def suggestion(
     return text
 
 
-def _in_transformers_experts(where: Location) -> bool:
+def _in_transformers_experts(sources: SourceFiles, where: Location) -> bool:
     """A line in transformers' mixture-of-experts code (an experts loop)."""
     if not re.search(r"[/\\]transformers[/\\]", where.file):
         return False
     if re.search(r"(moe|mixtral|experts)", where.file, re.IGNORECASE):
         return True
-    text = source_line(where.file, where.line) or ""
-    owner = enclosing_class(where.file, where.line) or ""
+    text = source_line(sources, where.file, where.line) or ""
+    owner = enclosing_class(sources, where.file, where.line) or ""
     return "expert" in text.lower() or "expert" in owner.lower()
 
 
@@ -168,3 +179,58 @@ def _short(where: Location) -> str:
     """``.../site-packages/transformers/models/x.py:85`` -> ``transformers/models/x.py:85``."""
     match = re.search(r"[/\\](?:site|dist)-packages[/\\](.+)$", where.file)
     return f"{match.group(1) if match else where.file}:{where.line}"
+
+
+_SYNC_PER_TOKEN = (
+    "Nothing syncs inside model.generate() on XLA: each token's forward is traced onto the "
+    "last, and every host read inside generate (here `{function}` at {read_at}) compiles and "
+    "runs all the tokens traced so far, because a read materializes only the value it reads "
+    "(the KV cache stays pending). Sync once per token with a stopping criterion:\n"
+    "    class SyncPerToken(transformers.StoppingCriteria):\n"
+    "        def __call__(self, input_ids, scores, **kwargs):\n"
+    "            torch_xla.sync()\n"
+    "            return torch.zeros(input_ids.shape[0], dtype=torch.bool, "
+    "device=input_ids.device)\n\n"
+    "    model.generate(..., stopping_criteria=StoppingCriteriaList([SyncPerToken()]))\n"
+    "Each token then compiles graphs of one token's work instead of all tokens so far "
+    "(measured on examples/realcode/hf_generate_dynamic_cache.py, 6 new tokens: the largest "
+    "graph 1,716 -> 330 ops, all compiled ops 8,334 -> 3,461, 20 -> 21 compiles). "
+)
+_GENERATE_LENGTHS = (
+    "generate itself still grows input_ids by one token a step (its torch.cat), so each new "
+    "length compiles its own graphs, whatever the cache{static}; for one set of graphs reused "
+    "every token, decode in a loop of your own over a buffer allocated at its final length with "
+    "transformers' StaticCache, and sync once per token."
+)
+_SYNC_PER_ITERATION = (
+    "Nothing syncs inside the loop{loop}: every read here compiles and runs everything traced "
+    "since the start, because a read materializes only the value it reads and the state the "
+    "loop carries (weights updated in place, a cache) stays pending, one iteration more at "
+    "each read. Add torch_xla.sync() once per iteration, as the last statement of the loop "
+    "body{after}: each iteration then runs one graph of one size, compiled once and reused."
+)
+
+
+def growth_suggestion(sources: SourceFiles, growth: Growth, where: Location | None) -> str:
+    """The fix for graphs that grow: a sync per token inside generate (and a static cache where
+    the call has none), else a sync per iteration of the user's loop around the read."""
+    if growth.in_generate:
+        text = _SYNC_PER_TOKEN.format(
+            function=growth.function or "a read", read_at=_short_text(growth.read_at)
+        )
+        call = call_source(sources, where.file, where.line) if where is not None else None
+        static = call is not None and "cache_implementation" in call and "static" in call
+        return text + _GENERATE_LENGTHS.format(
+            static=" (the static cache this call uses included)" if static else ""
+        )
+    loop = enclosing_loop(sources, where.file, where.line) if where is not None else None
+    body = loop_body(sources, where.file, loop) if where is not None and loop is not None else None
+    return _SYNC_PER_ITERATION.format(
+        loop="" if loop is None else f" at line {loop}",
+        after="" if body is None else f" (after line {body.last_line})",
+    )
+
+
+def _short_text(where: str) -> str:
+    match = re.search(r"[/\\](?:site|dist)-packages[/\\](.+)$", where)
+    return match.group(1) if match else where

@@ -11,7 +11,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from xlaprof.analyzers.recompilation import padding
-from xlaprof.analyzers.recompilation.advice import MAX_LISTED, suggestion
+from xlaprof.analyzers.recompilation.advice import MAX_LISTED, growth_suggestion, suggestion
+from xlaprof.analyzers.recompilation.growth import Growth, find_growth
 from xlaprof.analyzers.shared.graph_diff import (
     DYNAMIC_SHAPE_OPS,
     KINDS,
@@ -24,6 +25,7 @@ from xlaprof.analyzers.shared.graph_diff import (
     merge,
     most_similar,
 )
+from xlaprof.analyzers.shared.sites import TENSOR_ACCESS_CAUSE
 from xlaprof.analyzers.shared.sourcecode import (
     argument_origin,
     enclosing_function,
@@ -36,6 +38,7 @@ from xlaprof.analyzers.shared.sourcecode import (
 )
 from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.model.input import AnalysisInput
+from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.frames import is_library_file, user_location
 from xlaprof.rundir.reader import link_graphs
@@ -105,6 +108,7 @@ class _Site:
     first_needed: list[DebugEvent] = field(default_factory=list)  # new graphs compiled late
     graph_of: dict[int, GraphInfo] = field(default_factory=dict)  # compile event id -> graph
     executions: list[DebugEvent] = field(default_factory=list)  # the site's executions
+    growth: Growth | None = None  # its graphs grow with every read (nothing syncs)
 
     @property
     def late_steps(self) -> frozenset[int]:
@@ -187,6 +191,8 @@ def _split_warmup_by_count(
 def _cause_key(site: _Site) -> tuple[object, ...]:
     """Sites with one root cause share a key: the same varying dimension values, the same op."""
     explanation = site.explanation
+    if site.growth is not None:
+        return ("growth", site.location)
     if explanation is None:
         return ("site", site.location)
     if explanation.kind == "input_shapes":
@@ -241,14 +247,14 @@ def _grouped(sites: list[_Site]) -> list[list[_Site]]:
     return list(groups.values())
 
 
-def _origin(site: _Site) -> tuple[Location | None, str | None, int | None]:
+def _origin(sources: SourceFiles, site: _Site) -> tuple[Location | None, str | None, int | None]:
     """The user's line that causes the site's recompiles, how it was found, and the loop line
     that regrows the input (when that is the cause)."""
     explanation = site.explanation
     cut = site.location
     if explanation is not None and explanation.kind in ("input_shapes", "data_dependent"):
         change = next((c for c in explanation.inputs if c.data_dependent), explanation.inputs[0])
-        found = _input_origin(change, cut)
+        found = _input_origin(sources, change, cut)
         if found is not None:
             return found
     elif explanation is not None and explanation.first_difference is not None:
@@ -274,7 +280,7 @@ _FOUND_BY = {
 Origin = tuple[Location, str, int | None]  # the line, how it was found, a regrowing loop line
 
 
-def _input_origin(change: InputChange, cut: Location | None) -> Origin | None:
+def _input_origin(sources: SourceFiles, change: InputChange, cut: Location | None) -> Origin | None:
     """Where a changing input comes from, in the user's code.
 
     The input's stack (HloProto) holds the user's frames that led to its first use. The frame
@@ -286,59 +292,63 @@ def _input_origin(change: InputChange, cut: Location | None) -> Origin | None:
     frames = change.user_frames or ((change.source,) if change.source is not None else ())
     if not frames:
         return None
-    step_frame = _frame_in_loop(frames, cut) or frames[0]
+    step_frame = _frame_in_loop(sources, frames, cut) or frames[0]
     if change.data_dependent:
         return step_frame, f"your call that runs aten::{change.data_dependent}", None
     if change.op_source == step_frame:  # the op that first used it is on this line
-        return _made_origin(step_frame, cut)
-    maker = _made_by_call(frames, step_frame)
+        return _made_origin(sources, step_frame, cut)
+    maker = _made_by_call(sources, frames, step_frame)
     if maker is not None:  # x, y = make_batch(...): the step's call returned it
         return step_frame, f"the call in the step that makes the input (created at {maker})", None
-    return _passed_origin(step_frame, cut)
+    return _passed_origin(sources, step_frame, cut)
 
 
-def _made_by_call(frames: tuple[Location, ...], call: Location) -> Location | None:
+def _made_by_call(
+    sources: SourceFiles, frames: tuple[Location, ...], call: Location
+) -> Location | None:
     """The user frame below ``call`` in the input's stack whose function ``call``'s line calls:
     the input was made inside that call (a batch helper), not bound before it and passed."""
     for frame in frames:
         if frame == call:
             continue
-        function = enclosing_function(frame.file, frame.line)
-        if function is not None and loop_call_of(call.file, call.line, function) == call.line:
+        function = enclosing_function(sources, frame.file, frame.line)
+        if function is None:
+            continue
+        if loop_call_of(sources, call.file, call.line, function) == call.line:
             return frame
     return None
 
 
-def _made_origin(made: Location, cut: Location | None) -> Origin:
+def _made_origin(sources: SourceFiles, made: Location, cut: Location | None) -> Origin:
     """An input made on the user's line ``made``: its rebinding in the loop, the step's call of
     the helper that made it, or that line."""
     if cut is not None:
-        line = loop_reassignment(made.file, made.line, cut.line)
+        line = loop_reassignment(sources, made.file, made.line, cut.line)
         if line is not None:
             how = f"reassigned inside the loop (created first at line {made.line})"
             return Location(made.file, line), how, line
-        loop = loop_of_moved_batch(made.file, made.line)
+        loop = loop_of_moved_batch(sources, made.file, made.line)
         if loop is not None:
             how = f"the loop that yields the batch (moved to the device at line {made.line})"
             return Location(made.file, loop), how, None
         if made.file != cut.file:
             # made in a helper (make_batch): the step's call of it is the line to change
-            function = enclosing_function(made.file, made.line)
-            line = loop_call_of(cut.file, cut.line, function) if function else None
+            function = enclosing_function(sources, made.file, made.line)
+            line = loop_call_of(sources, cut.file, cut.line, function) if function else None
             if line is not None:
                 how = f"the call in the step that makes the input (created at {made})"
                 return Location(cut.file, line), how, None
     return made, "where the input was created", None
 
 
-def _passed_origin(passed: Location, cut: Location | None) -> Origin:
+def _passed_origin(sources: SourceFiles, passed: Location, cut: Location | None) -> Origin:
     """An input passed at the user's line ``passed`` (to the model): where that argument was
     bound, or the rebinding in the loop that grows it."""
-    bound = argument_origin(passed.file, passed.line, 0)
+    bound = argument_origin(sources, passed.file, passed.line, 0)
     if bound is None:
         return passed, "your call that passes the input", None
     if cut is not None and cut.file == passed.file:
-        grown = loop_reassignment(passed.file, bound, cut.line)
+        grown = loop_reassignment(sources, passed.file, bound, cut.line)
         if grown is not None:
             how = (
                 f"reassigned inside the loop (created first at line {bound}; passed at "
@@ -352,14 +362,16 @@ def _passed_origin(passed: Location, cut: Location | None) -> Origin:
     )
 
 
-def _frame_in_loop(frames: tuple[Location, ...], cut: Location | None) -> Location | None:
+def _frame_in_loop(
+    sources: SourceFiles, frames: tuple[Location, ...], cut: Location | None
+) -> Location | None:
     """The user frame inside the loop that holds the sync ``cut`` (or that ``cut`` heads)."""
     if cut is None:
         return None
-    loops = {enclosing_loop(cut.file, cut.line), cut.line} - {None}
+    loops = {enclosing_loop(sources, cut.file, cut.line), cut.line} - {None}
     for frame in frames:
         if frame.file == cut.file and (
-            frame.line == cut.line or enclosing_loop(frame.file, frame.line) in loops
+            frame.line == cut.line or enclosing_loop(sources, frame.file, frame.line) in loops
         ):
             return frame
     return None
@@ -385,7 +397,7 @@ def from_events(
         if not late:
             continue
         compiled = [e for e in events if e.kind == "compilation"]
-        site = _judge_late(location, compiled, late, graph_of, dynamic)
+        site = _judge_late(data.sources, location, compiled, late, graph_of, dynamic)
         if site is not None and not _cached_per_value(site, events):
             site.graph_of = graph_of
             site.executions = [e for e in events if e.kind == "execution"]
@@ -419,6 +431,7 @@ def _cached_per_value(site: _Site, events: list[DebugEvent]) -> bool:
 
 
 def _judge_late(
+    sources: SourceFiles,
     location: Location | None,
     compiled: list[DebugEvent],
     late: list[DebugEvent],
@@ -432,12 +445,16 @@ def _judge_late(
     graph), a one-time cost. Without graphs every late compile counts.
     """
     site_graphs = [graph_of[id(e)] for e in compiled if id(e) in graph_of]
+    growth = find_growth(compiled, graph_of)
+    if growth is not None:
+        # every late graph is the same work grown by what was traced since: no diff explains it
+        return _Site(location, compiled, late, None, growth=growth)
     keys = Keys()
     recompiles: list[DebugEvent] = []
     first_needed: list[DebugEvent] = []
     diffs = []
     for event in late:
-        graph_diff = _diff_earlier(graph_of.get(id(event)), site_graphs, dynamic, keys)
+        graph_diff = _diff_earlier(sources, graph_of.get(id(event)), site_graphs, dynamic, keys)
         if graph_diff is not None and not graph_diff.variant:
             first_needed.append(event)
             continue
@@ -450,14 +467,15 @@ def _judge_late(
     if diffs:
         # the warm-up graphs' own changes: the first values of what later changes
         warm = [graph_of.get(id(e)) for e in compiled if e not in late]
-        context = [_diff_earlier(g, site_graphs, dynamic, keys) for g in warm]
-        explanation = merge(diffs, [d for d in context if d is not None])
+        context = [_diff_earlier(sources, g, site_graphs, dynamic, keys) for g in warm]
+        explanation = merge(diffs, [d for d in context if d is not None], sources)
     elif len([g for g in site_graphs if g.hlo is not None]) >= 2:
-        explanation = explain(site_graphs, dynamic)
+        explanation = explain(site_graphs, dynamic, sources=sources)
     return _Site(location, compiled, recompiles, explanation, first_needed)
 
 
 def _diff_earlier(
+    sources: SourceFiles,
     graph: GraphInfo | None,
     site_graphs: list[GraphInfo],
     dynamic: dict[Location, str],
@@ -467,17 +485,20 @@ def _diff_earlier(
     if graph is None or graph.hlo is None:
         return None
     before = most_similar(graph, [g for g in site_graphs if g.order < graph.order], keys)
-    return None if before is None else diff(before, graph, dynamic, keys)
+    return None if before is None else diff(before, graph, dynamic, keys, sources)
 
 
 def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     """One finding for the sites that recompile for one cause, at the line that causes it."""
+    growing = [s for s in sites if s.growth is not None]
+    if growing:
+        return _growth_finding(data, growing)
     primary = min(sites, key=lambda s: (s.rank, -len(s.late)))
     events = [e for s in sites for e in s.events]
     late = [e for s in sites for e in s.late]
     explanation = primary.explanation
     hashes = list(dict.fromkeys(e.graph_hash for e in events if e.graph_hash))
-    location, how, grown = _origin(primary)
+    location, how, grown = _origin(data.sources, primary)
     evidence: dict[str, object] = {
         "compiles_at_site": len(events),
         "distinct_graphs": len(hashes),
@@ -492,23 +513,23 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     if how is not None:
         evidence["location_is"] = how
     if explanation is not None:
-        evidence.update(_explanation_evidence(explanation))
+        evidence.update(_explanation_evidence(data.sources, explanation))
     severity = _severity(data, events, late, evidence)
-    padded = _padded_sequence(primary, location) if grown is None else None
+    padded = _padded_sequence(data.sources, primary, location) if grown is None else None
     if padded is not None:
         location, how, dim, lengths = padded
         evidence["location_is"] = how
         evidence["sequence_dim"] = dim
         evidence["sequence_lengths_seen"] = lengths[: MAX_LISTED * 8]
         evidence["padding_choices"] = [c.record() for c in padding.choices(lengths)]
-    text = source_line(location.file, location.line) if location is not None else None
+    text = source_line(data.sources, location.file, location.line) if location else None
     if text:
         evidence["source_text"] = text
     batches = _batch_sizes(explanation, text)
     headline = _headline(explanation)
     if batches is not None:
         headline = f"the loop's batches change size ({batches}): a short last batch"
-    fix = suggestion(explanation, grown, batches)
+    fix = suggestion(data.sources, explanation, grown, batches)
     if padded is not None:
         values = sorted(set(padded[3]))
         headline = (
@@ -534,9 +555,6 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     )
 
 
-_READ_CAUSE = "access tensor value"
-
-
 def _accounting(
     events: list[DebugEvent],
     late: list[DebugEvent],
@@ -548,7 +566,7 @@ def _accounting(
     first needed late; noted in ``evidence``, and the title's words for the rest."""
     counted = {id(e) for e in (*late, *first_needed)}
     rest = [e for e in events if id(e) not in counted]
-    split = [e for e in rest if e.cause and _READ_CAUSE in e.cause]
+    split = [e for e in rest if e.cause and TENSOR_ACCESS_CAUSE in e.cause]
     warm = len(rest) - len(split)
     evidence["compiles"] = {
         "total": len(events),
@@ -568,7 +586,7 @@ def _accounting(
 
 
 def _padded_sequence(
-    site: _Site, origin: Location | None
+    sources: SourceFiles, site: _Site, origin: Location | None
 ) -> tuple[Location | None, str, int, list[int]] | None:
     """For an input whose varying dimension is not the batch (dim 0 fixed, a later one
     varies): the line that pads the batches (a collator, a tokenizer call), how it was found,
@@ -585,7 +603,7 @@ def _padded_sequence(
     if not lengths:
         lengths = list(change.varying_dims[dim])
     where = origin or site.location
-    found = padding_call(where.file) if where is not None else None
+    found = padding_call(sources, where.file) if where is not None else None
     if where is None or found is None:
         return None  # a length that varies for another reason (a grown input, a slice)
     line, what = found
@@ -612,7 +630,55 @@ def _lengths_seen(site: _Site, parameter: int, dim: int) -> list[int]:
     return list(seen.values())
 
 
-def _explanation_evidence(explanation: Explanation) -> dict[str, object]:
+def _growth_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
+    """Sites whose graphs grow with every read: one finding at the line that runs the reads."""
+    primary = max(sites, key=lambda s: s.growth.ops[-1] if s.growth else 0)
+    growth = primary.growth
+    assert growth is not None
+    events = [e for s in sites for e in s.events]
+    late = [e for s in sites for e in s.late]
+    hashes = list(dict.fromkeys(e.graph_hash for e in events if e.graph_hash))
+    ops = growth.ops
+    shown = " → ".join(f"{n:,}" for n in (ops if len(ops) <= 4 else (*ops[:2], ops[-1])))
+    if len(ops) > 4:
+        shown = shown.replace(f" → {ops[-1]:,}", f" → … → {ops[-1]:,}")
+    location = primary.location
+    evidence: dict[str, object] = {
+        "compiles_at_site": len(events),
+        "distinct_graphs": len(hashes),
+        "recompiles_after_warmup": len(late),
+        "graph_hashes": hashes[:MAX_LISTED],
+        "causes": sorted({e.cause for e in events if e.cause}),
+        "cut_sites": [str(s.location) for s in sites if s.location is not None],
+        "change_kind": "growth",
+        "what_changed": (
+            f"the graphs grow: {len(ops)} compiles read at {growth.read_at} hold "
+            f"{ops[0]:,} to {ops[-1]:,} ops, more at every read"
+        ),
+        "graph_ops": list(ops[: MAX_LISTED * 4]),
+        "read_at": growth.read_at,
+        "growing_series": growth.series,
+    }
+    text = source_line(data.sources, location.file, location.line) if location else None
+    if text:
+        evidence["source_text"] = text
+    severity = _severity(data, events, late, evidence)
+    _accounting(events, late, [], evidence)  # the compiles' accounting, as for other sites
+    return Finding(
+        kind=Kind.RECOMPILATION,
+        severity=severity,
+        title=(
+            f"Recompiling: {len(events)} compilations of {len(hashes)} different graphs at one "
+            f"site, growing ({shown} ops): nothing syncs inside the loop, so each read compiles "
+            "everything traced so far"
+        ),
+        evidence=evidence,
+        location=location,
+        suggestion=growth_suggestion(data.sources, growth, location),
+    )
+
+
+def _explanation_evidence(sources: SourceFiles, explanation: Explanation) -> dict[str, object]:
     """What the graphs showed changed, as finding evidence."""
     evidence: dict[str, object] = {
         "what_changed": explanation.summary,
@@ -632,7 +698,9 @@ def _explanation_evidence(explanation: Explanation) -> dict[str, object]:
             for c in explanation.inputs[:MAX_LISTED]
         ]
     if explanation.changes:
-        evidence["graph_differences"] = [c.detail() for c in explanation.changes[:MAX_LISTED]]
+        evidence["graph_differences"] = [
+            c.detail(sources) for c in explanation.changes[:MAX_LISTED]
+        ]
     if explanation.first_difference is not None:
         evidence["first_difference"] = explanation.first_difference
     if explanation.diffs:

@@ -2,21 +2,21 @@
 
 Given the lines a repeated block came from, find the class whose method holds them (``Block``),
 the attribute holding a list of those (``self.blocks = nn.ModuleList([Block() ...])``), and the
-loop that applies them (``for blk in self.blocks:``). Source files may be missing (a capture
-analyzed on another machine): every function here then returns None rather than guessing.
+loop that applies them (``for blk in self.blocks:``). The files come from the analyzer's input
+(``AnalysisInput.sources``: only those the request allows). Source files may be missing (a
+capture analyzed on another machine): every function here then returns None rather than
+guessing.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
-from xlaprof.inputs.sourcefiles import current_roots, on_new_roots, read_source
+from xlaprof.model.sources import SourceFiles
 
 log = logging.getLogger(__name__)
 
@@ -39,46 +39,14 @@ class LayerStack:
     owner_method: str | None  # the method holding the loop, e.g. "forward"
 
 
-def _tree(file: str) -> ast.Module | None:
-    return _parsed(file, current_roots())
+def source_line(sources: SourceFiles, file: str, line: int) -> str | None:
+    """The text of one source line, stripped, if the file may be read (``SourceFiles``)."""
+    return sources.line(file, line)
 
 
-@functools.lru_cache(maxsize=64)
-def _parsed(file: str, roots: tuple[Path, ...]) -> ast.Module | None:
-    text = read_source(file, roots)  # None outside the source roots (sourcefiles.py)
-    if text is None:
-        return None
-    try:
-        return ast.parse(text, filename=file)
-    except (SyntaxError, ValueError, RecursionError) as error:
-        log.debug("no syntax tree for %s: %s", file, error)
-        return None
-
-
-on_new_roots(_parsed.cache_clear)
-
-
-def source_line(file: str, line: int) -> str | None:
-    """The text of one source line, stripped, if the file may be read (see sourcefiles.py)."""
-    return _source_line(file, line, current_roots())
-
-
-@functools.lru_cache(maxsize=64)
-def _source_line(file: str, line: int, roots: tuple[Path, ...]) -> str | None:
-    text = read_source(file, roots)
-    if text is None:
-        log.debug("source line %s:%s not readable here", file, line)
-        return None
-    lines = text.split("\n")
-    return lines[line - 1].strip() if 0 < line <= len(lines) else None
-
-
-on_new_roots(_source_line.cache_clear)
-
-
-def enclosing_class(file: str, line: int) -> str | None:
+def enclosing_class(sources: SourceFiles, file: str, line: int) -> str | None:
     """The class whose body (at any depth) holds ``line``."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     found: ast.ClassDef | None = None
@@ -115,10 +83,10 @@ def _iterates(node: ast.For, attribute: str) -> bool:
     return False
 
 
-def find_layer_stack(files: list[str], layer_class: str) -> LayerStack | None:
+def find_layer_stack(sources: SourceFiles, files: list[str], layer_class: str) -> LayerStack | None:
     """The ModuleList/Sequential of ``layer_class`` in ``files`` and the loop that applies it."""
     for file in files:
-        tree = _tree(file)
+        tree = sources.tree(file)
         if tree is None:
             continue
         for owner in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
@@ -200,7 +168,9 @@ def _statements_binding(tree: ast.AST, names: set[str]) -> Iterator[tuple[ast.st
                 yield node, bound
 
 
-def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None:
+def loop_reassignment(
+    sources: SourceFiles, file: str, created_line: int, cut_line: int
+) -> int | None:
     """The line inside the loop around ``cut_line`` that rebinds the name bound at
     ``created_line`` (``tokens = torch.cat([tokens, nxt], 1)``), if any.
 
@@ -208,7 +178,7 @@ def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None
     rebinding, so that line, not the first one, is where a changing input comes from. A
     rebinding that reads the name itself (a growing update) is preferred.
     """
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     names: set[str] = set()
@@ -230,14 +200,14 @@ def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None
     return min(rebinding)[1] if rebinding else None
 
 
-def argument_origin(file: str, call_line: int, index: int) -> int | None:
+def argument_origin(sources: SourceFiles, file: str, call_line: int, index: int) -> int | None:
     """Where the ``index``-th argument of the call at ``call_line`` was last bound.
 
     For ``loss = step_fn(x)``: the latest ``x = ...`` (or ``for x in ...``) before it in the
     same function. None when the line is a loop header (the value comes from the iteration
     itself), when the argument is not a plain name, or when the source is unreadable.
     """
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     calls: list[tuple[int, str]] = []  # each call's column and the argument's name
@@ -261,9 +231,9 @@ def argument_origin(file: str, call_line: int, index: int) -> int | None:
     return max(bound) if bound else None
 
 
-def enclosing_loop(file: str, line: int) -> int | None:
+def enclosing_loop(sources: SourceFiles, file: str, line: int) -> int | None:
     """The header line of the innermost ``for``/``while`` loop whose body holds ``line``."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     loop = _innermost(tree, line, (ast.For, ast.While))
@@ -272,11 +242,11 @@ def enclosing_loop(file: str, line: int) -> int | None:
     return loop.lineno
 
 
-def in_loop_over_data(file: str, line: int) -> bool:
+def in_loop_over_data(sources: SourceFiles, file: str, line: int) -> bool:
     """Whether ``line`` is in the body of a ``for`` loop (in its own function) over something
     other than a literal display: ``for i in range(0, n, bptt)`` or ``for batch in loader`` run
     once per batch, ``for name, index in (("train", a), ("val", b))`` a fixed few times."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return False
     function = _innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -307,11 +277,11 @@ def _pads_to_longest(call: ast.Call) -> str | None:
     return None
 
 
-def padding_call(file: str) -> tuple[int, str] | None:
+def padding_call(sources: SourceFiles, file: str) -> tuple[int, str] | None:
     """The line in ``file`` where batches are padded to their longest sequence (a collator, a
     tokenizer call with padding="longest"/True, pad_sequence), and what does it; else the
     DataLoader call that names a collate function; None if neither is there."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     collate: tuple[int, str] | None = None
@@ -326,11 +296,11 @@ def padding_call(file: str) -> tuple[int, str] | None:
     return collate
 
 
-def loop_of_moved_batch(file: str, line: int) -> int | None:
+def loop_of_moved_batch(sources: SourceFiles, file: str, line: int) -> int | None:
     """The ``for`` loop header that yields the batch ``line`` moves to the device:
     ``real = real_cpu.to(device)`` or ``batch = {k: v.to(device) for k, v in batch.items()}``
     inside ``for ... real_cpu ... in loader``; None when the line is no such move."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     statement = _innermost(tree, line, (ast.Assign,))
@@ -356,14 +326,14 @@ def loop_of_moved_batch(file: str, line: int) -> int | None:
     return None
 
 
-def time_loop_sketch(file: str, call_line: int) -> str | None:
+def time_loop_sketch(sources: SourceFiles, file: str, call_line: int) -> str | None:
     """A ``scan`` rewrite of the time loop around ``h = self.cell(seq[:, t], h)``.
 
     The carried variable is the name the call assigns and also reads (``h``); ``xs`` is the
     argument indexed by the loop variable, moved so that the indexed dimension comes first.
     None when the line is not of that shape: the suggestion then stays in words.
     """
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     loop = _innermost(tree, call_line, (ast.For,))
@@ -419,18 +389,18 @@ def time_loop_sketch(file: str, call_line: int) -> str | None:
     )
 
 
-def enclosing_function(file: str, line: int) -> str | None:
+def enclosing_function(sources: SourceFiles, file: str, line: int) -> str | None:
     """The name of the innermost function whose body holds ``line``."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     function = _innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
     return getattr(function, "name", None)
 
 
-def loop_call_of(file: str, line: int, function: str) -> int | None:
+def loop_call_of(sources: SourceFiles, file: str, line: int, function: str) -> int | None:
     """The line in the loop around ``line`` that calls ``function`` (``make_batch(...)``)."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     loop = _innermost(tree, line, (ast.For, ast.While))
@@ -473,7 +443,7 @@ def _runs_on_import(tree: ast.Module) -> bool:
     return False
 
 
-def bench_factory(script: str | None) -> str | None:
+def bench_factory(sources: SourceFiles, script: str | None) -> str | None:
     """A function of ``script`` that ``xlaprof bench`` can take as its factory, if there is one.
 
     The factory contract (fixes/target.py): callable with no arguments, returning
@@ -484,7 +454,7 @@ def bench_factory(script: str | None) -> str | None:
     """
     if not script:
         return None
-    tree = _tree(script)
+    tree = sources.tree(script)
     if tree is None or _runs_on_import(tree):
         return None
     for node in tree.body:
@@ -512,9 +482,9 @@ class LoopCall:
     keywords: tuple[tuple[str, str], ...]
 
 
-def loop_call(file: str, loop_line: int) -> LoopCall | None:
+def loop_call(sources: SourceFiles, file: str, loop_line: int) -> LoopCall | None:
     """The call of the loop variable in the body of the ``for`` loop at ``loop_line``."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     loop = next(
@@ -551,10 +521,10 @@ def loop_call(file: str, loop_line: int) -> LoopCall | None:
     return None
 
 
-def calls_with_true(file: str, function: str) -> list[int]:
+def calls_with_true(sources: SourceFiles, file: str, function: str) -> list[int]:
     """Lines of ``file`` calling ``function`` (by its last name) with ``True`` as the first
     argument, e.g. ``torch_xla.experimental.eager_mode(True)``; [] if the file is unreadable."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return []
     lines = []
@@ -568,3 +538,82 @@ def calls_with_true(file: str, function: str) -> list[int]:
         if name == function and isinstance(first, ast.Constant) and first.value is True:
             lines.append(node.lineno)
     return sorted(lines)
+
+
+@dataclass(frozen=True)
+class LoopBody:
+    """What a user's ``for`` loop is and what its body does with the value each iteration gets.
+
+    ``host_uses`` are the places the loop variable reaches Python rather than a tensor index:
+    passed to a call (``scheduler.step(noise, t, x)``), tested (``if t > 0``), used in
+    arithmetic outside a subscript. Such a body traces differently with each value (a library
+    may index its host tables with it, or branch on it), so ``scan``, which traces the body
+    once, is no drop-in. A body whose loop variable is unused, or only indexes tensors
+    (``x[:, t]``), is one scan can run. ``last_line`` is the body's last line, where a sync per
+    iteration goes.
+    """
+
+    header: str  # the loop's header, ``for t in scheduler.timesteps:``
+    variable: str | None  # the loop variable's name (None: a tuple or no plain name)
+    host_uses: tuple[str, ...]  # e.g. "`t` passed to scheduler.step() (line 49)"
+    last_line: int
+    calls_variable: bool = False  # the body calls the loop variable: a loop over layers
+
+
+def _host_use(node: ast.AST, parents: dict[ast.AST, ast.AST], variable: str) -> str | None:
+    """How the loop variable at ``node`` reaches host code, or None for a tensor index."""
+    parent = parents.get(node)
+    while parent is not None:
+        if isinstance(parent, ast.Subscript) and node is not parent.value:
+            return None  # indexes a tensor: x[t], x[:, t]
+        if isinstance(parent, ast.Call):
+            if node is parent.func:
+                return None  # the loop calls it (a layer): calls_variable says so
+            callee = ast.unparse(parent.func)
+            return f"`{variable}` passed to {callee}() (line {parent.lineno})"
+        if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.Compare | ast.Assert):
+            return f"`{variable}` tested (line {parent.lineno})"
+        if isinstance(parent, ast.stmt):
+            return f"`{variable}` used in Python (line {parent.lineno})"
+        node, parent = parent, parents.get(parent)
+    return None
+
+
+def loop_body(sources: SourceFiles, file: str, loop_line: int) -> LoopBody | None:
+    """The ``for`` loop at ``loop_line`` of ``file`` and its body's uses of the loop variable."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    loop = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == loop_line), None
+    )
+    if loop is None:
+        return None
+    header = f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}:"
+    variable = loop.target.id if isinstance(loop.target, ast.Name) else None
+    uses: list[str] = []
+    called = False
+    if variable is not None:
+        parents = {child: node for node in ast.walk(loop) for child in ast.iter_child_nodes(node)}
+        for statement in loop.body:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Call) and ast.unparse(node.func) == variable:
+                    called = True
+                elif isinstance(node, ast.Name) and node.id == variable:
+                    use = _host_use(node, parents, variable)
+                    if use is not None and use not in uses:
+                        uses.append(use)
+    last = max((s.end_lineno or s.lineno) for s in loop.body)
+    return LoopBody(header, variable, tuple(uses), last, called)
+
+
+def call_source(sources: SourceFiles, file: str, line: int) -> str | None:
+    """The whole call that starts on ``line`` (the outermost, spanning lines), as source text."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line]
+    if not calls:
+        return None
+    outer = max(calls, key=lambda n: (n.end_lineno or n.lineno, -n.col_offset))
+    return ast.unparse(outer)

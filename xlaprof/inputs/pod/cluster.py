@@ -1,10 +1,18 @@
 """Talking to a dask scheduler the user named: checked address, one timeout on every call.
 
-A dask cluster runs xlaprof's per-host worker and sends back each host's summary, which
-``distributed`` unpickles in this process: whoever runs the scheduler and its workers can run
-code here. So xlaprof uses one only when the user asked for it (``--scheduler``, or
-``$XLAPROF_DASK_SCHEDULER``, which is announced on stderr every time it is used), and never
-unpickles anything from a peer otherwise. Name only a cluster you trust (docs/pod-scale.md).
+A dask cluster runs xlaprof's per-host worker and sends back each host's summary. By default
+``distributed`` moves results with pickle, and unpickling runs whatever code the bytes name. So
+the worker's task answers with plain bytes (``xlaprof.inputs.pod.plain``: JSON, its tables
+Parquet), and the client here (``_plain_client``) reads what workers send with msgpack only
+(``deserializers=["msgpack"]``: a result or an error a worker pickled is refused, not loaded),
+takes no pickled type from a finished task and subscribes to no worker's pickled warnings or
+prints. An answer that is not a summary is a ``SchedulerError``.
+
+What this cannot change: ``distributed``'s own protocol unpickles any part of any message
+marked as pickled, so a *scheduler* that is hostile (or a worker that takes it over) can still
+run code here. xlaprof therefore uses a cluster only when the user asked for it
+(``--scheduler``, or ``$XLAPROF_DASK_SCHEDULER``, which is announced on stderr every time it is
+used). Name only a scheduler you trust (docs/pod-scale.md, docs/security.md).
 
 What the user named is checked before anything connects (``address``): ``tcp://`` or
 ``tls://`` host and port, or a bare ``host:port``; ``inproc://``, ``ucx://``, ``http://`` and
@@ -23,7 +31,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from xlaprof.errors import SchedulerError, XlaprofError
 
@@ -61,8 +69,8 @@ def chosen(scheduler: str | None) -> str | None:
         return None
     checked = address(from_env)
     print(
-        f"xlaprof: using the dask scheduler {checked} from ${SCHEDULER_ENV} (its workers' "
-        "results are unpickled here: unset it unless you trust that cluster)",
+        f"xlaprof: using the dask scheduler {checked} from ${SCHEDULER_ENV} (dask's protocol "
+        "trusts the scheduler: unset it unless you trust that cluster)",
         file=sys.stderr,
     )
     return checked
@@ -93,7 +101,30 @@ def run(
             "--scheduler needs dask.distributed: pip install 'xlaprof[pod]'"
         ) from None
     limit = timeout()
-    return asyncio.run(_run(Client, scheduler, function, items, keywords, done, limit))
+    return asyncio.run(
+        _run(_plain_client(Client), scheduler, function, items, keywords, done, limit)
+    )
+
+
+def _plain_client(client_class: Any) -> Any:
+    """``distributed.Client`` reading nothing a worker pickled: results with msgpack only, no
+    pickled type of a finished task, no pickled warning or print event."""
+
+    class PlainClient(client_class):  # type: ignore[misc]  # distributed's Client: untyped base
+        # "print"/"warn" events carry pickles: not subscribed to
+        _default_event_handlers: ClassVar[dict[str, Any]] = {}
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["deserializers"] = ["msgpack"]
+            super().__init__(*args, **kwargs)
+
+        def _handle_key_in_memory(
+            self, key: Any = None, type: Any = None, workers: Any = None
+        ) -> None:
+            # the result's type comes pickled from the worker: not loaded
+            super()._handle_key_in_memory(key=key, type=None, workers=workers)
+
+    return PlainClient
 
 
 async def _run(

@@ -26,6 +26,7 @@ from xlaprof.model.pod import (
     typed_steps,
 )
 from xlaprof.tables import device as device_model
+from xlaprof.tables.device.categories import COLLECTIVE_NAMES
 from xlaprof.tables.intervals import Coverage
 from xlaprof.tables.step_numbers import assign_steps
 from xlaprof.tables.step_stats import by_device, host_aggregates
@@ -34,25 +35,24 @@ if TYPE_CHECKING:
     import pandas as pd
 
 HOST_DEVICE = "host"  # the ``device`` of host-plane rows
-# Collective communication, by event or HLO op name: XLA HLO (all-reduce.3, all-gather-start),
-# NCCL/RCCL kernels, and torch_xla's host-side collective calls.
-COLLECTIVE = re.compile(
-    r"all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all|allreduce|allgather|"
-    r"reducescatter|alltoall|nccl|rccl|AllReduce|AllGather|ReduceScatter|AllToAll|"
-    r"CollectivePermute",
-    re.IGNORECASE,
-)
+# Collective communication, by event or HLO op name (``categories.COLLECTIVE_NAMES``, any case).
+COLLECTIVE = re.compile("|".join(map(re.escape, COLLECTIVE_NAMES)), re.IGNORECASE)
 
 
-def summarize_host(
-    path: str | os.PathLike[str], first_step: int = 0, cache: bool = True, session: str = ""
+def summarize_capture(
+    path: str | os.PathLike[str],
+    first_step: int = 0,
+    cache: bool = True,
+    session: str = "",
+    limit: int | None = None,
 ) -> HostSummary:
     """One host's capture -> its ``HostSummary``, writing (or reusing) its Parquet cache and
     the per-step tables beside it.
 
     Runs in a worker process (local pool or dask worker); raises ``XlaprofError`` naming the
     file when the capture cannot be read. Without a cache the per-step tables travel in the
-    summary (``frames``).
+    summary (``frames``). ``limit`` caps the capture's size (``--max-size``; None: the
+    reader's own cap).
     """
     started = time.perf_counter()
     path = Path(path)
@@ -63,7 +63,7 @@ def summarize_host(
         summary = hit
         summary.cache_hit = True
     else:
-        events, bounds = read_host_events(path, first_step, session)
+        events, bounds = read_host_events(path, first_step, session, limit)
         summary, tables = summarize_events(events, bounds, path)
         if cache_path is not None:
             summary.cache = write_cache(
@@ -80,7 +80,7 @@ def summarize_host(
 
 
 def read_host_events(
-    path: Path, first_step: int = 0, session: str = ""
+    path: Path, first_step: int = 0, session: str = "", limit: int | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One host's events with session and step numbers, and its step bounds.
 
@@ -90,7 +90,8 @@ def read_host_events(
     import pandas as pd
 
     try:
-        events = load_capture_file(path, args=False)  # the cache keeps every column but args
+        # the cache keeps every column but args
+        events = load_capture_file(path, args=False, limit=limit)
     except XlaprofError:
         raise
     except (ValueError, UnicodeDecodeError, EOFError, OSError) as error:

@@ -2,7 +2,7 @@
 
 ``xspace_frame`` reads the small parts of a capture from upb's messages (planes, lines, event
 and stat metadata: ``Layout``) and the events from their bytes (``xlaprof.parse.xplane.wire``);
-this module joins the two into the frame ``xlaprof.parse.events.events_frame`` makes for Chrome
+this module joins the two into the frame ``xlaprof.parse.events.EventColumns`` makes for Chrome
 traces from Python lists, with the same columns, values, order and quirks, but without a Python
 step per event: names and stats are looked up by metadata id with ``searchsorted``, text columns are
 categoricals made from codes (``pd.Categorical.from_codes``, not from a million strings),
@@ -62,7 +62,11 @@ if TYPE_CHECKING:
 
 
 def xspace_frame(
-    path: Path, host: str | None = None, args: bool = True, framework_op: bool = False
+    path: Path,
+    host: str | None = None,
+    args: bool = True,
+    framework_op: bool = False,
+    limit: int | None = None,
 ) -> pd.DataFrame:
     """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring).
 
@@ -77,7 +81,7 @@ def xspace_frame(
     ``tables.device.events`` reads it from ``args``.
     """
     path = Path(path)
-    raw = read_capture(path)
+    raw = read_capture(path, limit)  # limit: --max-size (None: protobuf's own cap)
     space = parse_space(path, raw, message_class("XSpace", events_as_bytes=True))
     if not space.planes:
         size = path.stat().st_size
@@ -150,7 +154,7 @@ class Layout:
     ``wire.split_space`` empties it): per plane with events, its metadata tables; per
     line with events, its name, time base and event count.
 
-    Event metadata is decoded once per entry, as ``events_frame`` expects it: its name and
+    Event metadata is decoded once per entry, as the frame holds it: its name and
     promoted stats (``meta_rows``; a second row per entry carries the display name as
     ``hlo_op``, for events on op lines).
     """
@@ -228,7 +232,7 @@ class Layout:
         framework_ops = None
         if framework_op:
             framework_ops = self._framework_ops(stats.event, values, stat_name, rank, rows)
-        if not rows:  # as events_frame gives it: pandas makes an empty list float64
+        if not rows:  # as the Chrome reader's did: pandas makes an empty list float64
             args_column: Any = []
         elif args:
             args_column = _args(first_stat, values, stat_name, rank, rows)
@@ -454,7 +458,7 @@ def _place(
     bases: list[int], counts: np.ndarray, offset_ps: np.ndarray, duration_ps: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each event's start (picoseconds after the capture's base: its line's base plus its
-    offset) and whether it is kept: as ``events_frame``, start and end must fit
+    offset) and whether it is kept: as ``EventColumns``, start and end must fit
     int64 picoseconds and the duration must not be negative. Exact: in int64 where the sums
     cannot overflow, else (a damaged capture) in Python integers."""
     limit = 2**62

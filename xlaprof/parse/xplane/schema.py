@@ -200,23 +200,23 @@ def _add_field(described: DescriptorProto, spec: _Field) -> None:
         added.oneof_index = 0
 
 
-def read_xspace(path: Path) -> Any:
+def read_xspace(path: Path, limit: int | None = None) -> Any:
     """Parse one ``.xplane.pb``; bytes that do not decode raise ``BadCapture`` naming the file.
 
     An empty file decodes as an empty XSpace (a capture with no events): callers decide.
     """
     path = Path(path)
-    return parse_space(path, read_capture(path), xspace_class())
+    return parse_space(path, read_capture(path, limit), xspace_class())
 
 
-def read_capture(path: Path) -> bytes:
+def read_capture(path: Path, limit: int | None = None) -> bytes:
     """The bytes of a ``.xplane.pb``: a regular file (no FIFO or device) under the size cap
-    (``--max-size``, else protobuf's own 2 GiB), checked before a byte is read."""
+    (``limit``: ``--max-size``, else protobuf's own 2 GiB), checked before a byte is read."""
     from xlaprof.errors import InputTooLarge, InputUnreadable
-    from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, TooLarge, UnsafeFile, input_limit, read_capped
+    from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, TooLarge, UnsafeFile, read_capped
 
     try:
-        return read_capped(path, input_limit(DEFAULT_XPLANE_LIMIT))
+        return read_capped(path, DEFAULT_XPLANE_LIMIT if limit is None else limit)
     except TooLarge as error:
         raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
     except UnsafeFile as error:
@@ -248,28 +248,20 @@ def _why_undecodable(data: bytes) -> str:
     the outer layer can be walked without decoding: a cut-off file is one whose last field
     claims more bytes than are left.
     """
+    from xlaprof.parse.xplane.wire import Truncated, read_varint
+
     position = 0
-
-    def varint() -> int | None:
-        nonlocal position
-        value = shift = 0
-        while position < len(data):
-            byte = data[position]
-            position += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-        return None
-
     while position < len(data):
-        tag = varint()
-        if tag is None:
+        try:
+            tag, position = read_varint(data, position)
+            if tag & 7 != 2 or not 1 <= tag >> 3 <= 4:
+                return "corrupt"
+            length, position = read_varint(data, position)
+        except Truncated:
             return "truncated"
-        if tag & 7 != 2 or not 1 <= tag >> 3 <= 4:
+        except ValueError:  # a varint over 10 bytes
             return "corrupt"
-        length = varint()
-        if length is None or position + length > len(data):
+        if position + length > len(data):
             return "truncated"
         position += length
     return "corrupt"

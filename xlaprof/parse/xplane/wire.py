@@ -131,6 +131,29 @@ def varints(buffer: Buffer, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return word, sizes
 
 
+class Truncated(ValueError):
+    """Bytes that end inside a varint."""
+
+
+def read_varint(data: bytes, position: int) -> tuple[int, int]:
+    """The one varint at ``data[position:]``, and the position after it: the scalar form of
+    ``varints`` (the same rule: at most 10 bytes, bits past 64 dropped, as upb does), for the
+    few fields read outside the event rounds (a file's outer layer, an HLO proto's name).
+    ``Truncated`` when the data ends inside it, ``ValueError`` when it runs past 10 bytes."""
+    value = shift = 0
+    while True:
+        if position >= len(data):
+            raise Truncated("truncated varint")
+        if shift > 63:
+            raise ValueError("a varint over 10 bytes")
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value & 0xFFFFFFFFFFFFFFFF, position
+        shift += 7
+
+
 def varint_sizes(values: np.ndarray) -> np.ndarray:
     """Bytes each non-negative value takes as a varint."""
     sizes = np.ones(len(values), np.int64)

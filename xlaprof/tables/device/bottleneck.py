@@ -186,8 +186,8 @@ def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
     compute = frame["compute"].to_numpy()
     op_line = frame["op_line"].to_numpy()
     # one regex per distinct op, not per event
-    names, codes = np.unique(frame["op"].astype(str).to_numpy(), return_inverse=True)
-    done = np.array([bool(_ASYNC_DONE.search(n)) for n in names], dtype=bool)[codes]
+    codes, names = pd.factorize(frame["op"].to_numpy(dtype=object))
+    done = np.array([bool(_ASYNC_DONE.search(str(n))) for n in names] + [False], bool)[codes]
     klass = np.full(len(frame), "", dtype=object)
     klass[compute] = "compute"
     if ops is not None and not ops.empty and (ops["bound"] == "memory").any():

@@ -47,22 +47,6 @@ _HOST_MEMORY_SPACE = "S(5)"
 _COLLECTIVE_PREFIXES = ("all-", "reduce-scatter", "collective", "send", "recv")
 _MATMUL_CATEGORIES = ("dot", "output fusion", "gemm")
 _LAYOUT_CATEGORIES = ("data formatting", "dynamic-update-slice", "dynamic-slice", "transpose")
-# Words in an op's name (lowercase) by category, tried in this order, for ops without one.
-_NAME_WORDS = {
-    "collective": (
-        *("nccl", "rccl", "all-reduce", "allreduce", "all-gather"),
-        *("reduce-scatter", "reducescatter", "all-to-all", "alltoall"),
-    ),
-    "matmul_conv": (
-        *("gemm", "cijk_", "cublas", "cutlass", "matmul", "dot", "conv", "cudnn"),
-        *("im2col", "im3d2col", "fmha", "flash", "fused_attn"),
-    ),
-    "copy": ("copybuffer", "memset", "fillbuffer", "copy"),
-    "fusion": ("fusion",),
-}
-# A memcpy between host and device (else it is a copy on the device).
-_HOST_DEVICE_COPIES = ("htod", "dtoh", "htoh", "h2d", "d2h", "h2h")
-
 # Words (whole) that name a matrix multiply, a convolution or an attention kernel.
 _MATMUL_WORDS = frozenset(
     {"conv", "convolution", "convolve", "dot", "matmul", "attn", "attention", "fmha", "xmma"}
@@ -72,7 +56,11 @@ _MATMUL_WORDS = frozenset(
 _MATMUL_WORD_START = re.compile(r"^([a-z]{0,2}gemm|conv\d*d$|fft\d*d|cijk|cublas|cutlass|cudnn)")
 # Text that names one wherever it appears (long enough to mean nothing else).
 _MATMUL_TEXT = ("im2col", "im3d2col", "flash_attn", "fused_attn", "cublas", "cutlass")
-_COLLECTIVE_TEXT = (
+# Collective communication, by name (lowercase text anywhere in a kernel's, op's or event's
+# name): XLA's HLO ops (all-reduce.3, all-gather-start, collective-permute-done), NCCL/RCCL
+# kernels, and camel-case runtime names lower-cased (AllReduce, CollectivePermute). The one list:
+# the device model's categories and a pod's collective waits (``inputs.pod.summary``) read it.
+COLLECTIVE_NAMES = (
     "nccl",
     "rccl",
     "all-reduce",
@@ -84,6 +72,7 @@ _COLLECTIVE_TEXT = (
     "all-to-all",
     "alltoall",
     "collective-permute",
+    "collectivepermute",
 )
 _COPY_TEXT = ("copybuffer", "memset", "fillbuffer")
 # Memcpy kinds between host and device memory: Kineto "Memcpy HtoD (Pageable -> Device)",
@@ -201,7 +190,7 @@ def _copy_category(name: str, text: str, kineto_cat: str | None) -> str | None:
 
 def _by_words(function: str, text: str) -> str:
     """A kernel's category from its function name (``text``: lower-cased) and its words."""
-    if any(k in text for k in _COLLECTIVE_TEXT):
+    if any(k in text for k in COLLECTIVE_NAMES):
         return "collective"
     parts = words(function)
     if any(w in _MATMUL_WORDS or _MATMUL_WORD_START.match(w) for w in parts) or any(

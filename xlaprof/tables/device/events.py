@@ -18,7 +18,8 @@ XProf's ``op_profile`` to the microsecond.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import COMPILE_EVENTS, DERIVED_LINES, TPU_OP_LINES
 from xlaprof.tables import categorical as cols
@@ -46,6 +47,7 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     TPU events are on the device clock (module docstring).
     """
     import numpy as np
+    import pandas as pd
 
     # Categorical comparisons and per-category lookups: astype(str) on every event is slow.
     on_device = (events["plane_kind"] == "device").to_numpy()
@@ -60,12 +62,12 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     devices[host_plane] = "CPU"
     frame["device"] = devices
     _to_device_clock(frame)
-    kind_of = {d: str(d).split(":", 1)[0].upper() for d in set(devices)}
-    frame["kind"] = [kind_of[d] for d in devices]
+    frame["kind"] = _each_distinct(devices, lambda d: str(d).split(":", 1)[0].upper())
     line = frame["line"].astype(object)
     kind = frame["kind"].to_numpy()
     hlo_category = frame["hlo_category"].astype(object)
-    cat = frame["args"].map(lambda a: a.get("cat") if isinstance(a, dict) else None)
+    args = frame["args"].to_numpy(dtype=object)
+    cat = pd.Series(_stat(args, "cat"), index=frame.index, dtype=object)
     tpu = kind == "TPU"
     op_lines = line.isin(TPU_OP_LINES).to_numpy()
     compute = np.where(
@@ -81,36 +83,102 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     # TPU ops are categorized by their HLO category and text (the memory space of a copy is
     # in the shapes of the event name); GPU kernels by their op or kernel name.
     text = names.where(hlo_category.notna(), frame["op"])
-    keys = list(zip(hlo_category.where(hlo_category.notna(), None), text, cat, strict=True))
-    labels = {key: categorize(key[0], str(key[1]), key[2]) for key in set(keys)}
-    frame["category"] = [labels[key] for key in keys]
+    frame["category"] = _categories(
+        hlo_category.where(hlo_category.notna(), None).to_numpy(dtype=object),
+        text.to_numpy(dtype=object),
+        cat.to_numpy(dtype=object),
+    )
     frame.loc[_while_compiling(events, frame), "category"] = "autotune"
     time_ns, self_ns, parents = _op_times(frame)
     frame["time_ns"], frame["self_ns"] = time_ns, self_ns
     ops = frame["op"].to_numpy()
     not_nested = np.array(None)  # an object array: None where an op is in no other op
     frame["parent_op"] = np.where(parents >= 0, ops[np.maximum(parents, 0)], not_nested)
-    shorts = {name: short_name(str(name)) for name in set(ops)}
-    frame["short_name"] = [shorts[name] for name in ops]
+    frame["short_name"] = _each_distinct(ops, lambda name: short_name(str(name)))
     if "framework_op" in frame:  # made by the parse where the frame has no args (a pod's)
         ops_of = frame["framework_op"].astype(object)
         frame["framework_op"] = ops_of.where(ops_of.notna(), None)
     else:
-        frame["framework_op"] = frame["args"].map(_framework_op)
+        frame["framework_op"] = _framework_ops(args)
     return frame
 
 
-def _framework_op(args: object) -> str | None:
-    """The framework op of an event from its stats: ``name`` (JAX's name stack, e.g.
+_NONE = object()  # None as a value of its own (pandas counts None and NaN as one missing value)
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """Codes and distinct values of an object array, None a value like any other (NaN and
+    other missing floats still get code -1)."""
+    import numpy as np
+    import pandas as pd
+
+    keyed = values.copy()
+    keyed[np.equal(values, np.array(None, dtype=object))] = _NONE
+    codes, distinct = pd.factorize(keyed)
+    return codes, [None if value is _NONE else value for value in distinct.tolist()]
+
+
+def _each_distinct(values: np.ndarray, convert: Callable[[Any], Any]) -> np.ndarray:
+    """``convert(value)`` per row (an object array), called once per distinct value."""
+    import numpy as np
+
+    codes, distinct = _factorize(values)
+    out = np.empty(len(distinct) + 1, dtype=object)
+    out[:-1] = [convert(value) for value in distinct]
+    result = np.asarray(out[codes], dtype=object)
+    missing = np.flatnonzero(codes < 0)  # NaN and the like: each from its own value
+    result[missing] = [convert(value) for value in values[missing].tolist()]
+    return result
+
+
+def _categories(hlo_category: np.ndarray, text: np.ndarray, cat: np.ndarray) -> np.ndarray:
+    """``categorize`` per row, called once per distinct (XLA category, text, Kineto cat)."""
+    import numpy as np
+    import pandas as pd
+
+    group = np.zeros(len(text), np.int64)
+    missing = np.zeros(len(text), bool)  # NaN and the like: such rows go one by one
+    for column in (hlo_category, text, cat):
+        codes, distinct = _factorize(column)
+        missing |= codes < 0
+        group, _ = pd.factorize(group * (len(distinct) + 1) + (codes + 1))
+    first = np.unique(group, return_index=True)[1]
+    labels = np.array(
+        [categorize(hlo_category[row], str(text[row]), cat[row]) for row in first.tolist()],
+        dtype=object,
+    )
+    result = np.asarray(labels[group], dtype=object)
+    for row in np.flatnonzero(missing).tolist():
+        result[row] = categorize(hlo_category[row], str(text[row]), cat[row])
+    return result
+
+
+def _stat(args: np.ndarray, key: str) -> np.ndarray:
+    """Per event (``args``: its stats' dict or None), its stat ``key``, None where absent: one
+    dictionary lookup an event, no Python call."""
+    import numpy as np
+
+    found = np.empty(len(args), dtype=object)
+    found[:] = [a.get(key) if isinstance(a, dict) else None for a in args]
+    return found
+
+
+def _framework_ops(args: np.ndarray) -> np.ndarray:
+    """Per event, its framework op from its stats: ``name`` (JAX's name stack, e.g.
     ``jit(loss_fn)/jvp()/convert_element_type``), else ``tf_op`` unless it is only XLA's
-    placeholder (``XlaModule:``)."""
-    if not isinstance(args, dict):
-        return None
-    for key in ("name", "tf_op"):
-        value = args.get(key)
-        if isinstance(value, str) and value and not value.endswith(":"):
-            return value
-    return None
+    placeholder (``XlaModule:``); None where neither is usable text. Each distinct value is
+    judged once."""
+    import numpy as np
+    import pandas as pd
+
+    chosen = np.full(len(args), None, dtype=object)
+    for key in ("tf_op", "name"):  # the name stack, where usable, wins: it is set last
+        values = _stat(args, key)
+        codes, distinct = pd.factorize(values)
+        usable = [isinstance(v, str) and v != "" and not v.endswith(":") for v in distinct]
+        take = np.asarray([*usable, False], dtype=bool)[codes]  # code -1 (None): the last
+        chosen[take] = values[take]
+    return chosen
 
 
 def _to_device_clock(frame: pd.DataFrame) -> None:

@@ -2,7 +2,7 @@
 
 A device op event names its program and instruction: ``hlo_module`` and ``hlo_op`` on GPU and
 CPU events, ``program_id`` and the op name on TPU ones. The instruction's source
-(``xlaprof.parse.hlo_proto.instruction_sources``: the capture's embedded HLO protos; in a run
+(``xlaprof.parse.hlo_sources.instruction_sources``: the capture's embedded HLO protos; in a run
 directory also its harvested graphs) gives the innermost frame in the user's code. Device time
 is **self time** (a wrapper such as ``call.4`` adds only its own microseconds; the fusions
 inside it carry theirs), so the lines add up to the device's op time, never more.
@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -58,7 +59,7 @@ BY_LINE_COLUMNS = [
 def event_lines(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFrame:
     """``file``, ``line``, ``function`` of each op-line event of ``frame`` (None where unknown).
 
-    ``sources`` has ``SOURCE_COLUMNS`` (``xlaprof.parse.hlo_proto``) and a ``host`` column.
+    ``sources`` has ``SOURCE_COLUMNS`` (``xlaprof.parse.hlo_sources``) and a ``host`` column.
     An event is looked up by (host, module, program id, instruction), else by program id and
     instruction (TPU events name no module), else by module and instruction.
     """
@@ -133,33 +134,67 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
     if ops.empty or sources is None or sources.empty:
         return pd.DataFrame(columns=LINE_COLUMNS)
     where = event_lines(ops, sources)
-    table = pd.DataFrame(
+    keys = {
+        "session": ops["session"],
+        "host": ops["host"],
+        "device": ops["device"],
+        "category": ops["category"],
+        "file": where["file"].fillna(""),
+        "line": where["line"].fillna(0).astype("int64"),
+        "function": where["function"].fillna(""),
+        "module": ops["hlo_module"].astype(object).fillna(""),
+    }
+    # One integer per distinct key (in order of first appearance, as groupby(sort=False)
+    # orders groups), so each group is summed over the same events in the same order as
+    # grouping by the text columns would, without hashing eight strings an event.
+    group, firsts = _group_ids(list(keys.values()))
+    op_codes, op_names = pd.factorize(ops["op"].to_numpy(dtype=object))
+    self_ns = np.nan_to_num(ops["self_ns"].to_numpy(dtype=np.float64))
+    table = pd.DataFrame({"group": group, "op": op_codes, "self_ns": self_ns})
+    sums = table.groupby("group", sort=False).agg(
+        device_s=("self_ns", "sum"), executions=("op", "size"), ops=("op", "nunique")
+    )
+    result = pd.DataFrame(
         {
-            "session": ops["session"].astype(str).to_numpy(),
-            "host": ops["host"].astype(str).to_numpy(),
-            "device": ops["device"].astype(str).to_numpy(),
-            "category": ops["category"].astype(str).to_numpy(),
-            "file": where["file"].fillna("").to_numpy(),
-            "line": where["line"].fillna(0).to_numpy(dtype=np.int64),
-            "function": where["function"].fillna("").to_numpy(),
-            "module": ops["hlo_module"].astype(object).fillna("").astype(str).to_numpy(),
-            "op": ops["op"].astype(str).to_numpy(),
-            "self_ns": np.nan_to_num(ops["self_ns"].to_numpy(dtype=np.float64)),
+            name: (
+                values.to_numpy(dtype=np.int64)[firsts]
+                if name == "line"
+                else [str(v) for v in values.to_numpy(dtype=object)[firsts].tolist()]
+            )
+            for name, values in keys.items()
         }
     )
-    keys = ["session", "host", "device", "category", "file", "line", "function", "module"]
-    grouped = table.groupby(keys, sort=False)
-    result = grouped.agg(
-        device_s=("self_ns", "sum"), executions=("op", "size"), ops=("op", "nunique")
-    ).reset_index()
-    result["device_s"] = result["device_s"] / 1e9
-    per_op = table.groupby([*keys, "op"], sort=False)["self_ns"].sum().reset_index()
-    top = per_op.sort_values("self_ns", ascending=False).drop_duplicates(keys)
-    result = result.merge(top[[*keys, "op"]].rename(columns={"op": "top_op"}), on=keys)
+    result["device_s"] = sums["device_s"].to_numpy() / 1e9
+    result["executions"] = sums["executions"].to_numpy()
+    result["ops"] = sums["ops"].to_numpy()
+    per_op, first_op = _group_ids([pd.Series(group), pd.Series(op_codes)])
+    per_group = table.groupby(per_op, sort=False)["self_ns"].sum().reset_index(drop=True)
+    top = pd.DataFrame(
+        {"group": group[first_op], "op": op_codes[first_op], "self_ns": per_group.to_numpy()}
+    )
+    top = top.sort_values("self_ns", ascending=False).drop_duplicates("group")
+    names = np.array([str(name) for name in op_names], dtype=object)
+    top_op = np.empty(len(result), dtype=object)
+    top_op[top["group"].to_numpy()] = names[top["op"].to_numpy()]
+    result["top_op"] = top_op.tolist()
     for column in ("file", "function", "module"):
         result[column] = result[column].replace("", None)
     result["line"] = result["line"].astype("Int64").where(result["file"].notna())
     return result.sort_values("device_s", ascending=False, ignore_index=True)[LINE_COLUMNS]
+
+
+def _group_ids(columns: list[pd.Series]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the code of its tuple of values across ``columns`` (0, 1, ... in order of first
+    appearance), and the first row of each code."""
+    import numpy as np
+    import pandas as pd
+
+    group = np.zeros(len(columns[0]), np.int64)
+    for column in columns:
+        codes, distinct = pd.factorize(column.to_numpy(dtype=object))
+        group, _ = pd.factorize(group * (len(distinct) + 1) + (codes + 1))
+    firsts = np.unique(group, return_index=True)[1]
+    return group, firsts
 
 
 def by_line(table: pd.DataFrame, categories: set[str] | None = None) -> pd.DataFrame:

@@ -74,10 +74,19 @@ def step_windows(
             continue
         mine = _host_bounds_of(host_bounds, session, host)
         if mine is not None and len(mine):
-            for row in mine.itertuples(index=False):
-                rows.append(
-                    (session, host, device, kind, row.step, "host steps", row.start_ns, row.end_ns)
-                )
+            count = len(mine)
+            # zip of columns: a step per row, no namedtuple per row
+            rows += zip(
+                [session] * count,
+                [host] * count,
+                [device] * count,
+                [kind] * count,
+                mine["step"].tolist(),
+                ["host steps"] * count,
+                mine["start_ns"].tolist(),
+                mine["end_ns"].tolist(),
+                strict=True,
+            )
             continue
         modules = group[cols.equals(group["line"], MODULES_LINE)].sort_values("start_ns")
         if len(modules):

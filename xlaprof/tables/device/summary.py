@@ -36,7 +36,7 @@ def summarize_host(
 ) -> DeviceSummary:
     """Reduce one host's (or any) events to a ``DeviceSummary`` (see the module docstring).
 
-    ``sources``: the HLO instructions' source lines (``xlaprof.parse.hlo_proto``, with a
+    ``sources``: the HLO instructions' source lines (``xlaprof.parse.hlo_sources``, with a
     ``host`` column), for device time per user line; without them ``lines`` is None.
     """
     import pandas as pd
@@ -67,19 +67,34 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
     number keeps the table's own host-vs-device answer."""
     if tracing.empty:
         return tracing
+    import numpy as np
+    import pandas as pd
+
     table = busiest_bounds(bottleneck)
-    known = {
-        (str(session), str(host), int(step)): str(bound)
-        for session, host, step, bound in table[["session", "host", "step", "bound"]].itertuples(
-            index=False, name=None
-        )
-    }
     tracing = tracing.copy()
-    sessions, hosts = tracing["session"].astype(str), tracing["host"].astype(str)
-    keys = zip(sessions, hosts, tracing["step"], tracing["bound"], strict=True)
-    bounds = [known.get((s, h, int(n)), b) for s, h, n, b in keys]
+
+    def keys(frame: pd.DataFrame) -> pd.MultiIndex:
+        return pd.MultiIndex.from_arrays(
+            [
+                frame["session"].astype(str),
+                frame["host"].astype(str),
+                frame["step"].to_numpy(dtype=np.int64),
+            ]
+        )
+
+    # busiest_bounds has one row per (session, host, step): a lookup, not a join per row
+    found = keys(table).get_indexer(keys(tracing)) if len(table) else np.full(len(tracing), -1)
+    known = table["bound"].to_numpy(dtype=object)[np.maximum(found, 0)] if len(table) else None
+    own = tracing["bound"].to_numpy(dtype=object)
+    # the bottleneck's "tracing" is the device's idle time the host spent on nothing measured
+    # (a remainder): such a step keeps the table's own answer, from the host's measured work
+    if known is None:
+        bounds = own.tolist()
+    else:
+        use = (found >= 0) & pd.notna(known) & (known != "tracing")
+        bounds = np.where(use, known, own).tolist()
     tracing["bound"] = bounds
-    lazy = tracing["lazy_tensor"].astype(bool)
+    lazy = tracing["lazy_tensor"].astype(bool).tolist()
     tracing["tracing_bound"] = [
         (bound == "tracing") if is_lazy and bound is not None else None
         for bound, is_lazy in zip(bounds, lazy, strict=True)

@@ -4,6 +4,7 @@ time) against the busiest device's busy time.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from xlaprof.parse.events import LAZY_TENSOR_EVENTS
@@ -28,6 +29,19 @@ HOST_RUNTIME_EVENTS = (
 )
 
 
+# The lazy-tensor runtime's host work on the stepping thread: the graph build at the sync,
+# host-to-device copies, handing the graph to the runtime. Matched as parts of the name
+# (torch_xla 2.9 names its copies ``PjRtComputationClient::TransferToDevice``). Waits are not
+# host work: ``WaitDeviceOps`` and the device-to-host copy (it waits for the graph to finish).
+HOST_WORK_EVENTS = (
+    "SyncTensorsGraphInternal",
+    "TransferToDevice",
+    "ExecuteComputation",
+)
+# Time on the stepping thread spent waiting on the device, and compiling.
+_HOST_NOT_WORK = ("WaitDeviceOps", "TransferFromDevice", "XLAGraphExecutor::Compile")
+
+
 # A step is called tracing-bound when host tracing takes at least this share of device busy.
 TRACING_BOUND_RATIO = 1.0
 
@@ -43,6 +57,7 @@ TRACING_COLUMNS = [
     "step",
     "host_wall_s",
     "tracing_s",
+    "host_busy_s",
     "device_busy_s",
     "ratio",
     "tracing_bound",
@@ -66,9 +81,14 @@ def tracing_vs_device(
     - With lazy-tensor runtime events (torch_xla): tracing time is the step's wall time minus
       the runtime's own work on its main line (graph build at sync, compile, transfers,
       waiting on the device, execution): what is left is user Python and building the lazy
-      IR. The step is tracing-bound (``bound`` "tracing") when tracing takes at least
+      IR, and whatever else the thread did or waited on that the trace does not show (a
+      remainder, not a measurement). ``host_busy_s`` is what the trace does measure of the
+      thread's own work: the runtime's host work on its main line (``HOST_WORK_EVENTS``: the
+      graph build at the sync, which grows with the ops traced, host-to-device copies,
+      dispatch), waits and compiles left out; a lower bound of the host's time. The step is
+      tracing-bound (``bound`` "tracing") when that measured host work takes at least
       ``TRACING_BOUND_RATIO`` x the device's busy time, else "device"; ``ratio`` is
-      tracing / busy.
+      host work / busy.
     - Without them (JAX, PyTorch eager): there is no lazy tracing to measure (``tracing_s``
       and ``tracing_bound`` are None). The device's idle time in the step is host time it
       waited through (Python, input batches, data loading, sleeps). The step is host-bound
@@ -77,6 +97,7 @@ def tracing_vs_device(
 
     A device that idles the whole step is bound by the host when the host took any time.
     """
+    import numpy as np
     import pandas as pd
 
     if host_bounds is None or host_bounds.empty:
@@ -84,7 +105,7 @@ def tracing_vs_device(
     events = with_session(events)
     frame = device_events(events) if frame is None else frame
     bounds = host_bounds if "session" in host_bounds.columns else with_session(host_bounds)
-    rows: list[dict[str, object]] = []
+    columns: dict[str, list[object]] = {name: [] for name in TRACING_COLUMNS}
     for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
         on_host = events[
             cols.equals(events["session"], session)
@@ -99,30 +120,53 @@ def tracing_vs_device(
         lazy = has_lazy_tensor_runtime(on_host)
         a = mine["start_ns"].to_numpy()
         b = mine["end_ns"].to_numpy()
-        tracing = _tracing_s(on_host, a, b)
-        busy = _busy_s(compute, a, b)
-        for index, step in enumerate(mine["step"]):
-            wall = (b[index] - a[index]) / 1e9
-            device_busy = None if busy is None else float(busy[index])
-            idle = None if device_busy is None else max(wall - device_busy, 0.0)
-            host_s = float(tracing[index]) if lazy else idle
-            bound = _bound(host_s, device_busy, lazy)
-            rows.append(
-                {
-                    "session": session,
-                    "host": host,
-                    "step": int(step),
-                    "host_wall_s": wall,
-                    "tracing_s": float(tracing[index]) if lazy else None,
-                    "device_busy_s": device_busy,
-                    "ratio": host_s / device_busy if device_busy and host_s is not None else None,
-                    "tracing_bound": None if bound is None or not lazy else bound == "tracing",
-                    "device_idle_s": idle,
-                    "lazy_tensor": lazy,
-                    "bound": bound,
-                }
-            )
-    return pd.DataFrame(rows, columns=TRACING_COLUMNS)
+        _host_rows(
+            columns,
+            (session, host, lazy),
+            mine["step"].to_numpy(dtype=np.int64),
+            (b - a) / 1e9,
+            (_tracing_s(on_host, a, b), _host_busy_s(on_host, a, b)),
+            _busy_s(compute, a, b),
+        )
+    return pd.DataFrame(columns, columns=TRACING_COLUMNS)
+
+
+def _host_rows(
+    columns: dict[str, list[object]],
+    where: tuple[object, object, bool],
+    steps: np.ndarray,
+    walls: np.ndarray,
+    host: tuple[np.ndarray, np.ndarray],
+    busy: np.ndarray | None,
+) -> None:
+    """One host's rows of ``tracing_vs_device`` appended to ``columns`` (a list per column):
+    per step, its wall, tracing and the host's measured work (lazy hosts: ``host`` holds both),
+    the busiest device's busy and idle time, the ratio and the bound (see
+    ``tracing_vs_device``)."""
+    session, host_name, lazy = where
+    count = len(steps)
+    wall_list = walls.tolist()
+    busy_list: list[float | None] = [None] * count if busy is None else busy.tolist()
+    tracing_list, host_busy_list = host[0].tolist(), host[1].tolist()
+    for index in range(count):
+        wall, device_busy = wall_list[index], busy_list[index]
+        idle = None if device_busy is None else max(wall - device_busy, 0.0)
+        host_s = host_busy_list[index] if lazy else idle
+        bound = _bound(host_s, device_busy, lazy)
+        columns["tracing_s"].append(tracing_list[index] if lazy else None)
+        columns["host_busy_s"].append(host_busy_list[index] if lazy else None)
+        columns["device_busy_s"].append(device_busy)
+        columns["ratio"].append(
+            host_s / device_busy if device_busy and host_s is not None else None
+        )
+        columns["tracing_bound"].append(None if bound is None or not lazy else bound == "tracing")
+        columns["device_idle_s"].append(idle)
+        columns["bound"].append(bound)
+    columns["session"] += [session] * count
+    columns["host"] += [host_name] * count
+    columns["step"] += steps.tolist()
+    columns["host_wall_s"] += wall_list
+    columns["lazy_tensor"] += [lazy] * count
 
 
 def _tracing_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -132,10 +176,28 @@ def _tracing_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarra
 
     line = _main_line(on_host)
     runtime = on_host[
-        cols.equals(on_host["line"], line) & cols.member(on_host["name"], HOST_RUNTIME_EVENTS)
+        cols.equals(on_host["line"], line)
+        & cols.contains(on_host["name"], "|".join(map(re.escape, HOST_RUNTIME_EVENTS)))
     ]
     covered: np.ndarray = np.maximum((b - a) - event_coverage(runtime).within(a, b), 0) / 1e9
     return covered
+
+
+def _host_busy_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per window [a, b): the runtime's host work on the host's main line (seconds): the union
+    of its ``HOST_WORK_EVENTS`` less the time they spend in waits or compiles within them."""
+    import numpy as np
+
+    from xlaprof.tables.intervals import Coverage
+
+    line = on_host[cols.equals(on_host["line"], _main_line(on_host))]
+    work = line[cols.contains(line["name"], "|".join(map(re.escape, HOST_WORK_EVENTS)))]
+    waits = line[cols.contains(line["name"], "|".join(map(re.escape, _HOST_NOT_WORK)))]
+    starts = np.concatenate([work["start_ns"].to_numpy(), waits["start_ns"].to_numpy()])
+    ends = np.concatenate([work["end_ns"].to_numpy(), waits["end_ns"].to_numpy()])
+    both = Coverage.of(starts, ends).within(a, b)
+    busy: np.ndarray = (both - event_coverage(waits).within(a, b)) / 1e9
+    return busy
 
 
 def _busy_s(compute: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
