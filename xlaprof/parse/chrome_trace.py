@@ -282,7 +282,9 @@ class _Gather:
         self.dropped = 0  # timestamps past any clock (1e308, 2^64): a damaged trace
         # per pid, the plane its events' categories say (for pids no metadata event names)
         self.kinds: dict[Any, str] = {}
-        self.devices: set[Any] = set()  # pids a GPU activity placed: settled
+        # (pid, tid) whose events had no Kineto category yet: each thread is placed by its
+        # first event that has one, so a settled thread costs nothing per event
+        self.unsettled: set[tuple[Any, Any]] = set()
 
     def event(self, event: Any) -> None:
         """One item of ``traceEvents``."""
@@ -321,8 +323,6 @@ class _Gather:
         end: dict[str, Any] | None = None,
     ) -> None:
         args = _event_args(event, end)
-        if key[0] not in self.devices:
-            self._note_kind(key[0], args)
         name = str(event.get("name") or (end or {}).get("name") or "")
         row = len(self.args)
         if name.startswith("ProfilerStep#"):
@@ -341,6 +341,9 @@ class _Gather:
         code = self.wheres.get(key)
         if code is None:
             code = self.wheres[key] = len(self.wheres)
+            self._note_kind(key, args)
+        elif self.unsettled and key in self.unsettled:
+            self._note_kind(key, args)
         self.where.append(code)
         code = self.name_codes.get(name)
         if code is None:
@@ -349,23 +352,28 @@ class _Gather:
         self.start_us.append(ts)
         self.duration_us.append(duration_us)
 
-    def _note_kind(self, pid: Any, args: dict[str, Any]) -> None:
-        """The plane an event's category says its pid is, where no metadata event names it.
+    def _note_kind(self, key: tuple[Any, Any], args: dict[str, Any]) -> None:
+        """The plane a thread's first categorized event says its pid is, for pids no metadata
+        event names.
 
         A trace cut down to its ``ph: X`` events (or written without ``process_name`` and
         ``process_labels``) still says where each event ran: Kineto's GPU activities have GPU
         categories (``kernel``, ``gpu_memcpy``, ...) and their device id in ``args.device``
         (else the pid, which Kineto sets to the device), its host activities host categories.
-        A pid with one GPU activity is that device, whatever else it holds.
+        A pid with one GPU stream is that device, whatever its other threads hold.
         """
+        pid = key[0]
         category = args.get("cat")
         if category in _DEVICE_CATEGORIES:
             device = args.get("device", pid)
             number = device if isinstance(device, int) and not isinstance(device, bool) else None
             self.kinds[pid] = f"/device:GPU:{number if number is not None else pid}"
-            self.devices.add(pid)
         elif category in _HOST_CATEGORIES:
-            self.kinds[pid] = "/host:CPU"
+            self.kinds.setdefault(pid, "/host:CPU")
+        else:
+            self.unsettled.add(key)
+            return
+        self.unsettled.discard(key)
 
     def frame(self, host: str) -> pd.DataFrame:
         """The event frame (``events.EventColumns``)."""
