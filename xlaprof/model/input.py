@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.parse.debug_log import DebugLog
 from xlaprof.parse.dynamo_log import DynamoRecord, parse_dynamo_records
 from xlaprof.parse.metrics_report import MetricsReport
+from xlaprof.parse.torch_trace import TorchTraceLog
 from xlaprof.rundir.schema import GraphInfo, RegionRow, StepRow
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ class AnalysisInput:
     device_memory: dict[str, int] | None = None  # bytes_used / bytes_limit, where recorded
     script: str | None = None  # the profiled script (for `xlaprof bench` commands)
     dynamo: list[DynamoRecord] = field(default_factory=list)  # torch.compile's own records
+    # TORCH_TRACE logs (one per process/rank), the first rank's compiles also in ``dynamo``
+    torch_traces: list[TorchTraceLog] = field(default_factory=list)
     # module stacks and repeated module calls of one step (capture/modules.py), if recorded
     modules: dict[str, Any] | None = None
     # steps a run directory recorded (None for text inputs): a run that recorded none shows 0,

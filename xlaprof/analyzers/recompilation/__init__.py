@@ -27,7 +27,7 @@ METRICS_MIN_COMPILES_PER_STEP = 0.2
 
 def unmeasured(data: AnalysisInput) -> str | None:
     """Why this analyzer could not have looked at ``data`` (no compilation data), or None."""
-    if data.compiles() is not None or data.debug.compilations():
+    if data.compiles() is not None or data.debug.compilations() or data.dynamo:
         return None
     return "no compilation data in the input"
 
