@@ -57,9 +57,16 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
 
     trace = part.trace if part.trace is not None else _trace_window(part)
     part.data.trace = trace  # the capture's analyzers read its device model
+    if trace is not None:
+        _host_side(part, trace)
     with source_roots(source_root_of(part, source_root)) as roots:
         result = PartResult(part, run_analyzers(part.data))
         note_withheld(part, roots)
+    result.host_activity = part.data.host_activity
+    if part.data.torch_traces:
+        from xlaprof.tables.torch_compiles import compile_table
+
+        result.torch_compiles = compile_table(part.data.torch_traces, part.data.dynamo)
     if part.data.steps or trace is not None:
         view = trace  # what the step timeline reads: a pod's first host, from its own files
         if trace is not None and trace.source is not None:
@@ -97,6 +104,16 @@ def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
             result.stragglers = stragglers(result.host_steps)
     result.trace = trace
     return result
+
+
+def _host_side(part: Part, trace: Trace) -> None:
+    """What a capture's host says where it has no device (``tables.host_steps``), and the
+    TORCH_TRACE compiles of the same run placed in the steps the capture shows."""
+    from xlaprof.tables.host_steps import host_activity, place_compiles
+
+    part.data.host_activity = host_activity(trace)
+    if part.data.torch_traces:
+        place_compiles(part.data.dynamo, part.data.torch_traces, trace)
 
 
 def _device_windows(trace: Trace) -> pd.DataFrame | None:

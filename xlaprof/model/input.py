@@ -12,6 +12,8 @@ from xlaprof.parse.torch_trace import TorchTraceLog
 from xlaprof.rundir.schema import GraphInfo, RegionRow, StepRow
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
 
@@ -26,6 +28,19 @@ EAGER_EXECUTE_METRICS = ("EagerOpExecuteTime",)
 FROM_DEVICE_METRICS = ("TransferFromDeviceTime", "TransferFromServerTime")
 TO_DEVICE_METRICS = ("TransferToDeviceTime", "TransferToServerTime")
 HOST_SYNC_OP = "aten::_local_scalar_dense"
+
+
+@dataclass
+class HostActivity:
+    """A capture's steps as its host lived them (``xlaprof.tables.host_steps``): how the steps
+    were found, per step the host's time by what it did (``HOST_STEP_COLUMNS``), the hottest
+    Python functions and aten ops per step (``HOT_COLUMNS``), and whether the capture has any
+    device plane (without one, device time is not measured)."""
+
+    source: str
+    steps: pd.DataFrame
+    hot: pd.DataFrame
+    device_planes: bool
 
 
 @dataclass
@@ -58,6 +73,8 @@ class AnalysisInput:
     # The profiler capture of this part (a capture, or a run's trace window) with its device
     # model: per-step bottlenecks, device time per line, host tracing against device busy.
     trace: Trace | None = None
+    # The capture's host time per step, where it has no device planes (tables.host_steps)
+    host_activity: HostActivity | None = None
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.findings import Finding
+    from xlaprof.model.input import HostActivity
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
@@ -72,6 +73,10 @@ class PartResult:
     stragglers: pd.DataFrame | None = None
     # The step model's summary: where a steady step goes (tables/story.py).
     story: StepStory | None = None
+    # A capture without device planes: the host's time per step and hottest functions
+    # (tables/host_steps.py); TORCH_TRACE logs: one row per compile (tables/torch_compiles.py).
+    host_activity: HostActivity | None = None
+    torch_compiles: pd.DataFrame | None = None
 
     @property
     def run(self) -> Run | None:

@@ -88,6 +88,14 @@ class Trace:
     # The device model of these events (``xlaprof.tables.device.summarize``), set by the loader.
     device_summary: DeviceSummary | None = field(default=None, repr=False)
     source: EventSource | None = None
+    # Steps found from range names (``tables.host_steps``: ``ProfilerStep``, ``step_N``,
+    # record_function ranges) where the capture numbers none: how, and the ranges (host, step,
+    # start_ns, end_ns, line); None where the capture marks its own steps.
+    step_source: str | None = None
+    step_ranges: pd.DataFrame | None = field(default=None, repr=False)
+    # Per host, what to add to its times for epoch nanoseconds, where the capture says
+    # (Kineto's ``baseTimeNanoseconds``): how other logs' wall-clock times are placed in steps.
+    epoch_offset_ns: dict[str, int] = field(default_factory=dict)
 
     @property
     def hosts(self) -> list[str]:

@@ -40,6 +40,7 @@ from typing import Any
 
 from xlaprof.errors import InputNotRecognized, InputTooLarge, InputUnreadable
 from xlaprof.parse.dynamo_log import DynamoRecord
+from xlaprof.parse.frames import is_library_file
 from xlaprof.safeio import TooLarge, UnsafeFile, gunzip_capped, iter_lines, read_capped
 
 # ``V1127 14:07:16.065000 9366 torch/_dynamo/utils.py:1952] {...}`` (level, month and day,
@@ -101,8 +102,9 @@ class Compile:
 
     @property
     def callers(self) -> list[str]:
-        """The user's frames that called the compiled function, innermost first."""
-        return list(reversed(self.stack[:-1]))
+        """The user's frames that called the compiled function, innermost first (library
+        frames, torch's own ``Module.__call__`` and the like, left out)."""
+        return [f for f in reversed(self.stack[:-1]) if not is_library_file(_file_of(f))]
 
     @property
     def recompiled(self) -> bool:
@@ -134,6 +136,10 @@ class TorchTraceLog:
     @property
     def recompiles(self) -> int:
         return sum(1 for c in self.compiles if c.recompiled)
+
+
+def _file_of(frame: str) -> str:
+    return frame.rpartition(":")[0]
 
 
 def looks_like_torch_trace(head: bytes) -> bool:

@@ -96,10 +96,13 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         console.print()
     elif result.host_skew is not None and len(result.host_skew):
         _skew(console, result.host_skew)
-    if result.trace is not None:
+    if result.trace is not None and result.host_activity is None:
         from xlaprof.report.devices import render_console
 
         render_console(console, result.trace)
+    from xlaprof.report import host
+
+    host.render_console(console, result)
     _findings(console, result)
     _notes(console, sources, verbose)
 

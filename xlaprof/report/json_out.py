@@ -235,6 +235,9 @@ def result_document(result: PartResult) -> dict[str, Any]:
         # The first MAX_STEP_ROWS (steps in order) are kept: Analysis.stragglers() has every row.
         extra["stragglers"] = _records(result.stragglers.head(MAX_STEP_ROWS))
         extra["stragglers_total"] = len(result.stragglers)
+    from xlaprof.report.host import json_sections
+
+    extra.update(json_sections(result, _records))
     return analysis_document(part.data, result.findings, part.sources, extra)
 
 

@@ -1,0 +1,153 @@
+"""The host-side sections of an analysis: a capture's host time per step where it has no device
+planes (``PartResult.host_activity``) and a TORCH_TRACE log's compiles
+(``PartResult.torch_compiles``), for the terminal and for ``--json``. Formatting only: the
+tables are computed in ``xlaprof.tables.host_steps`` and ``xlaprof.tables.torch_compiles``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+
+from xlaprof.parse.units import NOT_MEASURED, format_seconds, missing
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+
+    from xlaprof.model.input import HostActivity
+    from xlaprof.model.result import PartResult
+
+# (column, header) of the host step table, in the order the host's time is split
+_HOST_COLUMNS = (
+    ("wall_ms", "wall"),
+    ("compile_ms", "compile"),
+    ("read_ms", "read"),
+    ("wait_ms", "wait"),
+    ("aten_ms", "aten"),
+    ("python_ms", "python"),
+    ("other_ms", "other"),
+    ("unrecorded_ms", "no event"),
+    ("gap_after_ms", "gap after"),
+)
+_MAX_HOST_ROWS = 8
+_MAX_HOT = 5
+_MAX_COMPILE_ROWS = 12
+MAX_JSON_ROWS = 10_000
+
+
+def _cell(value: Any) -> str:
+    return NOT_MEASURED if missing(value) else f"{float(value):.2f}"
+
+
+def steady(activity: HostActivity, warmup: int) -> pd.DataFrame:
+    """The steps after the first ``warmup`` of each host (all of them when that is none)."""
+    steps = activity.steps
+    order = steps.groupby("host")["start_ns"].rank(method="first")
+    kept = steps[order > warmup]
+    return kept if len(kept) else steps
+
+
+def render_console(console: Console, result: PartResult) -> None:
+    activity = result.host_activity
+    if activity is not None and len(activity.steps):
+        _host_console(console, activity, result.part.data.warmup_steps)
+    compiles = result.torch_compiles
+    if compiles is not None and len(compiles):
+        _compiles_console(console, compiles)
+
+
+def _host_console(console: Console, activity: HostActivity, warmup: int) -> None:
+    console.print(
+        Text(
+            "No device planes in this capture: what follows is the host's side of each step "
+            f"(steps from {activity.source})."
+        ),
+        style="dim",
+    )
+    steps = activity.steps
+    columns = [(k, h) for k, h in _HOST_COLUMNS if steps[k].notna().any()]
+    unmeasured = [h for k, h in _HOST_COLUMNS if (k, h) not in columns]
+    title = "Host time per step (ms)"
+    if unmeasured:
+        title += f"; no event of: {', '.join(unmeasured)} (not measured)"
+    table = Table(title=title, title_justify="left", box=None)
+    table.add_column("step", justify="left", no_wrap=True)
+    for _, header in columns:
+        table.add_column(header, justify="right", no_wrap=True)
+    rest = steady(activity, warmup)
+    first = steps.loc[~steps.index.isin(rest.index)]
+    for _, row in first.iterrows():
+        table.add_row(str(row["step"]), *(_cell(row[key]) for key, _ in columns))
+    medians = rest[[key for key, _ in columns]].median(skipna=True)
+    table.add_row(f"median of {len(rest)}", *(_cell(medians[key]) for key, _ in columns))
+    for _, row in rest.head(_MAX_HOST_ROWS).iterrows():
+        table.add_row(str(row["step"]), *(_cell(row[key]) for key, _ in columns))
+    console.print(table)
+    if len(rest) > _MAX_HOST_ROWS:
+        console.print(f"({len(rest) - _MAX_HOST_ROWS} more steps in --json)")
+    hot = activity.hot
+    hot = hot[hot["step"].isin(rest["step"])]
+    for kind, label in (("python", "Python functions"), ("aten", "aten ops")):
+        mine = hot[hot["kind"] == kind]
+        if mine.empty:
+            continue
+        totals = mine.groupby("name")["self_ms"].sum().sort_values(ascending=False).head(_MAX_HOT)
+        per_step = ", ".join(f"{name} {total / len(rest):.2f}" for name, total in totals.items())
+        console.print(Text(f"Hottest {label} (mean self ms per steady step): {per_step}"))
+    console.print()
+
+
+def _compiles_console(console: Console, compiles: pd.DataFrame) -> None:
+    ranks = compiles["rank"].dropna().unique()
+    first = compiles[compiles["rank"] == ranks.min()] if len(ranks) else compiles
+    seconds = first["seconds"].dropna()
+    hits = first["cache_hits"].dropna()
+    misses = first["cache_misses"].dropna()
+    caches = f"; cache hits {int(hits.sum())}, misses {int(misses.sum())}" if len(hits) else ""
+    rank_note = f" (rank {int(ranks.min())} of {len(ranks)} ranks)" if len(ranks) > 1 else ""
+    total = format_seconds(float(seconds.sum())) if len(seconds) else NOT_MEASURED
+    recompiles = int(first["recompile_reason"].notna().sum())
+    console.print(
+        Text(
+            f"torch.compile (TORCH_TRACE){rank_note}: {len(first)} compiles, {recompiles} "
+            f"recompiles, {int(first['graph_breaks'].sum())} graph breaks, {total} compiling"
+            f"{caches}"
+        )
+    )
+    table = Table(box=None)
+    for header in ("id", "function", "step", "seconds", "why"):
+        table.add_column(header, justify="right" if header == "seconds" else "left")
+    for _, row in first.head(_MAX_COMPILE_ROWS).iterrows():
+        why = row["recompile_reason"] if isinstance(row["recompile_reason"], str) else ""
+        table.add_row(
+            str(row["compile_id"]),
+            str(row["function"] or NOT_MEASURED),
+            NOT_MEASURED if missing(row["step"]) else str(int(row["step"])),
+            NOT_MEASURED if missing(row["seconds"]) else f"{row['seconds']:.3f}",
+            why.split("  #")[0][:80],
+        )
+    console.print(table)
+    if len(first) > _MAX_COMPILE_ROWS:
+        console.print(f"({len(first) - _MAX_COMPILE_ROWS} more compiles in --json)")
+    console.print()
+
+
+def json_sections(result: PartResult, records: Any) -> dict[str, Any]:
+    """The ``host_activity`` and ``torch_compiles`` keys of a part's ``--json`` document
+    (``records``: the JSON writer's DataFrame-to-rows function)."""
+    extra: dict[str, Any] = {}
+    activity = result.host_activity
+    if activity is not None:
+        extra["host_activity"] = {
+            "step_source": activity.source,
+            "device_planes": activity.device_planes,
+            "steps": records(activity.steps.head(MAX_JSON_ROWS)),
+            "steps_total": len(activity.steps),
+            "hot": records(activity.hot.head(MAX_JSON_ROWS)),
+        }
+    if result.torch_compiles is not None:
+        extra["torch_compiles"] = records(result.torch_compiles.head(MAX_JSON_ROWS))
+        extra["torch_compiles_total"] = len(result.torch_compiles)
+    return extra
