@@ -188,3 +188,66 @@ def test_only_logs_are_taken_for_logs(tmp_path: Path) -> None:
 
     os.mkfifo(fifo)
     assert not is_torch_trace_file(fifo)
+
+
+def test_ranks_whose_compiles_diverge(tmp_path: Path) -> None:
+    # GIVEN the per-rank logs of a two-rank job (gloo, CPU) where only rank 1's batch shrinks
+    ranks = LOGS / "ranks"
+    logs = sorted(ranks.glob("*.log.gz"))
+    assert len(logs) == 2, f"{ranks}: the two ranks' logs (README.md there)"
+    # tlparse's compile ids of each rank's log
+    ids = []
+    for index, gz in enumerate(logs):
+        plain = tmp_path / gz.name.removesuffix(".gz")
+        plain.write_bytes(gzip.decompress(gz.read_bytes()))
+        ids.append(_tlparse_counts(plain, tmp_path / f"tl_{index}")["compile_ids"])
+    assert ids == [{"[0/0]"}, {"[0/0]", "[0/1]"}]
+    # WHEN the folder is analyzed
+    (finding,) = [f for f in analyze(ranks, source_root=ranks) if "differ across ranks" in f.title]
+    # THEN rank 1 is named, with tlparse's counts and dynamo's reason, at the compiled function
+    assert finding.evidence["compiles_per_rank"] == {"rank 0": len(ids[0]), "rank 1": len(ids[1])}
+    assert "expected 8, actual 5" in finding.evidence["their_recompile_reasons"][0]
+    assert finding.location is not None and finding.location.file.endswith("two_ranks.py")
+    assert finding.location.line == 14  # def step_fn(x, w):
+
+
+def test_compile_time_per_graph_is_measured_without_crying_wolf() -> None:
+    # GIVEN a log whose compiles took 0.05 to 0.4 s each (the openxla one)
+    from xlaprof.analyzers import slow_compile
+    from xlaprof.inputs.torch_traces import add_torch_traces
+    from xlaprof.model.input import AnalysisInput
+
+    data = AnalysisInput()
+    add_torch_traces(data, [LOGS / "openxla.log.gz"], 64 * 1024**2)
+    seconds = [c.seconds for c in data.torch_traces[0].compiles]
+    # THEN slow_compile could judge it (measured) and finds nothing slow in it
+    assert slow_compile.unmeasured(data) is None
+    assert max(seconds) < slow_compile.SLOW_COMPILE_MEAN_SECONDS
+    assert slow_compile.analyze(data) == []
+
+
+def test_xlaprof_run_points_torch_trace_into_its_folder(tmp_path: Path) -> None:
+    from xlaprof.cli.run import _job_environment
+
+    env = _job_environment(tmp_path, "launch", None, None, 0, None, False, 0.0)
+    assert env["TORCH_TRACE"] == str(tmp_path.resolve() / "torch_trace")
+    import os
+
+    os.environ["TORCH_TRACE"] = "/somewhere/else"
+    try:  # a job that sets its own keeps it
+        env = _job_environment(tmp_path, "launch", None, None, 0, None, False, 0.0)
+        assert env["TORCH_TRACE"] == "/somewhere/else"
+    finally:
+        del os.environ["TORCH_TRACE"]
+
+
+def test_a_folder_left_by_xlaprof_run_without_torch_xla_reads_its_log(tmp_path: Path) -> None:
+    # GIVEN what `xlaprof run` leaves for a torch.compile script that never imports torch_xla:
+    # only <out>/torch_trace/<log>
+    (tmp_path / "torch_trace").mkdir()
+    (tmp_path / "torch_trace" / "dedicated_log_torch_trace_x.log").write_bytes(
+        gzip.decompress((LOGS / "aot_eager.log.gz").read_bytes())
+    )
+    assert [f.title for f in analyze(tmp_path)] == [
+        f.title for f in analyze(LOGS / "aot_eager.log.gz")
+    ]

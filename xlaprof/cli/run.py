@@ -130,6 +130,7 @@ def _job_environment(
 ) -> dict[str, str]:
     """The job's environment: xlaprof's bootstrap on its path, and the session's settings."""
     from xlaprof.capture import hook as runhook
+    from xlaprof.rundir.schema import TORCH_TRACE_DIR
 
     package = Path(__file__).resolve().parent.parent
     bootstrap = package / "capture" / "_bootstrap"
@@ -145,6 +146,9 @@ def _job_environment(
     if server_port:
         env[runhook.ENV_SERVER_PORT] = str(server_port)
     env.pop("XLAPROF_SERVER_CLAIMED", None)
+    # torch.compile's structured trace (tlparse's input, read by xlaprof analyze), one log per
+    # process, unless the job writes its own
+    env.setdefault("TORCH_TRACE", str(out.resolve() / TORCH_TRACE_DIR))
     env[runhook.ENV_GRAPHS] = "1" if graphs else "0"
     env[runhook.ENV_SAMPLE_HZ] = f"{sample_hz:g}"
     # Read when torch_xla is imported, so it cannot wait for the session (capture/metrics.py).
@@ -218,6 +222,9 @@ def _say_where(
             f"xlaprof: no run recorded in {out}: the command never imported torch_xla "
             "(is it a Python script using PyTorch/XLA?)"
         )
+        logs = out / "torch_trace"
+        if logs.is_dir() and any(logs.iterdir()):
+            message += f"; its torch.compile trace (TORCH_TRACE) is kept: xlaprof analyze {logs}"
     click.echo(message, err=True)
 
 

@@ -185,20 +185,20 @@ def load_parts(
     scheduler: str | None = None,
     workers: int | None = None,
 ) -> list[Part]:
-    from xlaprof.inputs.torch_traces import (
-        TORCH_TRACE_DIR,
-        add_torch_traces,
-        is_torch_trace_input,
-    )
+    from xlaprof.inputs.torch_traces import add_torch_traces, is_torch_trace_input
+    from xlaprof.rundir.schema import TORCH_TRACE_DIR
 
     logs = [p for p in paths if not (p.is_dir() and find_runs(p)) and is_torch_trace_input(p)]
     others = [p for p in paths if p not in logs]
-    # a capture folder holding the run's TORCH_TRACE folder beside its captures
-    logs += [
-        p / TORCH_TRACE_DIR
+    # a folder holding the run's TORCH_TRACE folder (beside its captures, or all that an
+    # `xlaprof run` of a script without torch_xla left)
+    beside = [
+        p
         for p in others
         if p.is_dir() and not find_runs(p) and is_torch_trace_input(p / TORCH_TRACE_DIR)
     ]
+    logs += [p / TORCH_TRACE_DIR for p in beside]
+    others = [p for p in others if p not in beside or is_trace_input(p)]
     if others and all(is_trace_input(p) for p in others):
         parts = [_trace_part(p, session, scheduler, workers) for p in others]
         if logs:  # TORCH_TRACE logs of the run a capture shows: one part, joined

@@ -28,8 +28,6 @@ from xlaprof.parse.torch_trace import (
 from xlaprof.safeio import UnsafeFile, open_regular
 
 _SNIFF_BYTES = 4096
-# The folder beside a run's captures (or in a run directory) that holds its TORCH_TRACE logs.
-TORCH_TRACE_DIR = "torch_trace"
 # A folder's files looked at to find logs (a TORCH_TRACE folder holds one per process).
 MAX_FOLDER_FILES = 4096
 

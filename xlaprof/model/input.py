@@ -206,6 +206,7 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
         eager_mode=run.info.eager_mode,
         eager_mode_site=run.info.eager_mode_site,
     )
+    _add_run_torch_traces(run, data)
     if data.eager_executions() and not any(s.eager is not None for s in data.steps):
         # Eager ops ran (the final report says so) but the rows do not split them per step
         # (an older xlaprof): each step's compile and device time is then not measured.
@@ -213,3 +214,23 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
             row.eager = True
         data.eager_mode = True
     return data
+
+
+# A TORCH_TRACE log a run keeps is read up to this size (inductor's logs hold its output code).
+MAX_RUN_TORCH_TRACE_BYTES = 512 * 1024**2
+
+
+def _add_run_torch_traces(run: Run, data: AnalysisInput) -> None:
+    """The run's TORCH_TRACE logs (``xlaprof run`` sets TORCH_TRACE): their compiles, and their
+    dynamo records where the session recorded none itself (``dynamo.jsonl`` has each record's
+    step; the log does not)."""
+    from xlaprof.errors import XlaprofError
+    from xlaprof.parse.torch_trace import dynamo_records, read_torch_trace
+
+    for path in run.torch_trace_files():
+        try:
+            data.torch_traces.append(read_torch_trace(path, MAX_RUN_TORCH_TRACE_BYTES))
+        except XlaprofError as error:
+            run.warn(f"TORCH_TRACE log not read: {error}")
+    if data.torch_traces and not data.dynamo:
+        data.dynamo = dynamo_records(data.torch_traces[0])

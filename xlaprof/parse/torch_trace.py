@@ -44,10 +44,10 @@ from xlaprof.parse.frames import is_library_file
 from xlaprof.safeio import TooLarge, UnsafeFile, gunzip_capped, iter_lines, read_capped
 
 # ``V1127 14:07:16.065000 9366 torch/_dynamo/utils.py:1952] {...}`` (level, month and day,
-# time, thread, source file:line). Some writers put the rank before the thread.
+# time, process id, source file:line); distributed jobs put ``[rank3]:`` before the level.
 _PREFIX_RE = re.compile(
-    r"^[VIWEC](?P<md>\d{4}) (?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:\[rank(?P<rank>\d+)\]:?\s*)?"
-    r"(?P<thread>\d+)\s+(?P<src>[^\]]*)\]\s?"
+    r"^(?:\[rank(?P<rank>\d{1,9})\]:)?[VIWEC](?P<md>\d{4}) (?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)\s+"
+    r"(?P<pid>\d{1,12})\s+(?P<src>[^\]]*)\]\s?"
 )
 _RANK_FILE_RE = re.compile(r"rank_(\d+)")
 _BREAK_AT_RE = re.compile(r"in user code at (\S+:\d+)")
@@ -140,6 +140,13 @@ class TorchTraceLog:
 
 def _file_of(frame: str) -> str:
     return frame.rpartition(":")[0]
+
+
+def process_of(head: bytes) -> int | None:
+    """The process id in the first record of a log's first bytes, or None."""
+    line = head.split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    match = _PREFIX_RE.match(line)
+    return int(match.group("pid")) if match is not None else None
 
 
 def looks_like_torch_trace(head: bytes) -> bool:

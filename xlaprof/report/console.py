@@ -132,14 +132,13 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
         console.print(Text.assemble(("xlaprof analyze ", "bold"), capture_line(part.trace)))
         return []
     for source in part.sources:
-        console.print(
-            Text.assemble(
-                ("xlaprof analyze ", "bold"),
-                source.path,
-                f"  ({', '.join(source.kinds)}; {source.reports} metrics report(s), "
-                f"{source.debug_events} debug event(s))",
-            )
+        what = (
+            "a torch.compile structured trace (TORCH_TRACE)"
+            if source.kinds == ["torch_trace"]
+            else f"{', '.join(source.kinds)}; {source.reports} metrics report(s), "
+            f"{source.debug_events} debug event(s)"
         )
+        console.print(Text.assemble(("xlaprof analyze ", "bold"), source.path, f"  ({what})"))
     return part.sources
 
 
@@ -245,7 +244,14 @@ def _named_in_logs(result: PartResult) -> str:
 
 def _findings(console: Console, result: PartResult) -> None:
     findings = result.findings
-    if not findings and result.part.trace_only:
+    if not findings and result.host_activity is not None:
+        console.print(
+            "No findings from the host's side: no read, compile or wait in the steady steps "
+            "reaches a finding's threshold; device time is not in this capture, so nothing "
+            "is said of it.",
+            style="green",
+        )
+    elif not findings and result.part.trace_only:
         console.print(
             "No findings: no bottleneck in this capture reaches a finding's threshold "
             "(the bottleneck tables above show where each step's time went).",

@@ -50,6 +50,9 @@ GRAPHS_DIR = "graphs"
 GRAPH_INDEX = "index.jsonl"
 DYNAMO = "dynamo.jsonl"  # torch.compile: recompile reasons, graph breaks, compiles
 MODULES = "modules.json"  # the module tree and module calls of one step
+# torch.compile's structured trace (TORCH_TRACE, tlparse's input): `xlaprof run` points it at
+# <out>/torch_trace/ (one log per process, told apart by the process id in each record)
+TORCH_TRACE_DIR = "torch_trace"
 
 
 @dataclass
