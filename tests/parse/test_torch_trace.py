@@ -227,15 +227,15 @@ def test_compile_time_per_graph_is_measured_without_crying_wolf() -> None:
 
 
 def test_xlaprof_run_points_torch_trace_into_its_folder(tmp_path: Path) -> None:
-    from xlaprof.cli.run import _job_environment
+    from xlaprof.cli.run import job_environment
 
-    env = _job_environment(tmp_path, "launch", None, None, 0, None, False, 0.0)
+    env = job_environment(tmp_path, "launch", None, None, 0, None, False, 0.0)
     assert env["TORCH_TRACE"] == str(tmp_path.resolve() / "torch_trace")
     import os
 
     os.environ["TORCH_TRACE"] = "/somewhere/else"
     try:  # a job that sets its own keeps it
-        env = _job_environment(tmp_path, "launch", None, None, 0, None, False, 0.0)
+        env = job_environment(tmp_path, "launch", None, None, 0, None, False, 0.0)
         assert env["TORCH_TRACE"] == "/somewhere/else"
     finally:
         del os.environ["TORCH_TRACE"]

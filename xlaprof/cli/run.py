@@ -102,7 +102,7 @@ def run(
     # Runs of this launch carry its id (run.json records XLAPROF_* variables), so runs another
     # `xlaprof run` writes into the same --out at the same time are never touched here.
     launch = uuid.uuid4().hex
-    env = _job_environment(
+    env = job_environment(
         out, launch, trace_steps, max_steps, debug_level, server_port, graphs, sample_hz
     )
     with _SignalForwarder() as forwarder:
@@ -118,7 +118,7 @@ def run(
     sys.exit(code)
 
 
-def _job_environment(
+def job_environment(
     out: Path,
     launch: str,
     trace_steps: str | None,
