@@ -49,7 +49,8 @@ def _tlparse_counts(log: Path, out: Path) -> dict[str, Any]:
         timeout=120,
     )
     directory = json.loads((out / "compile_directory.json").read_text())
-    ids = {re.sub(r"_\d+\]$", "]", key) for key in directory}
+    # tlparse files records outside any compile under "[-/-]": not a compile
+    ids = {re.sub(r"_\d+\]$", "]", key) for key in directory} - {"[-/-]"}
     artifacts = [a["name"] for entry in directory.values() for a in entry["artifacts"]]
     page = re.sub(r"<[^>]+>", "", (out / "index.html").read_text())
     restarts = re.search(r"This run had\s+(\d+) restart", page)
@@ -251,3 +252,20 @@ def test_a_folder_left_by_xlaprof_run_without_torch_xla_reads_its_log(tmp_path: 
     assert [f.title for f in analyze(tmp_path)] == [
         f.title for f in analyze(LOGS / "aot_eager.log.gz")
     ]
+
+
+def test_a_real_torch_tpu_log_with_a_failed_compile(tmp_path: Path) -> None:
+    # GIVEN TorchTPU's own TORCH_TRACE log of a torch.compile(backend="tpu") that failed
+    # (torch 2.13 + torch_tpu 0.2.0 without a TPU: torchtpu/README.md)
+    gz = LOGS / "torchtpu" / "torch_tpu_compile_failed.log.gz"
+    plain = tmp_path / "dedicated_log_torch_trace_tpu.log"
+    plain.write_bytes(gzip.decompress(gz.read_bytes()))
+    tl = _tlparse_counts(plain, tmp_path / "tl")
+    log = read_torch_trace(gz, 64 * 1024**2)
+    # THEN its compile is tlparse's, failed as tlparse counts it, TorchTPU's artifact counted
+    assert {f"[{c.compile_id}]" for c in log.compiles} == tl["compile_ids"] == {"[0/0]"}
+    failed = [c for c in log.compiles if c.fail_type]
+    assert len(failed) == tl["restarts"] == 1
+    assert failed[0].fail_type == "BackendCompilerFailed"
+    assert log.artifacts["torchtpu_fx_graph"] == 1
+    assert log.tpu_batches == []  # no eager batch without a TPU

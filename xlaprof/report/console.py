@@ -257,10 +257,20 @@ def _findings(console: Console, result: PartResult) -> None:
             "(the bottleneck tables above show where each step's time went).",
             style="green",
         )
+    elif not findings and _failed_compiles(result):
+        console.print(
+            "No findings of the kinds xlaprof diagnoses; the failed compile above is not one "
+            "of them."
+        )
     elif not findings:
         console.print("No findings: nothing here looks wrong.", style="green")
     for index, finding in enumerate(findings, start=1):
         _finding(console, index, finding)
+
+
+def _failed_compiles(result: PartResult) -> bool:
+    compiles = result.torch_compiles
+    return compiles is not None and bool(compiles["failed"].notna().any())
 
 
 def _finding(console: Console, index: int, finding: Finding) -> None:

@@ -121,6 +121,8 @@ def _compiles_console(console: Console, compiles: pd.DataFrame) -> None:
         table.add_column(header, justify="right" if header == "seconds" else "left")
     for _, row in first.head(_MAX_COMPILE_ROWS).iterrows():
         why = row["recompile_reason"] if isinstance(row["recompile_reason"], str) else ""
+        if isinstance(row["failed"], str):
+            why = f"FAILED ({row['failed']}) " + why
         table.add_row(
             str(row["compile_id"]),
             str(row["function"] or NOT_MEASURED),
@@ -129,6 +131,15 @@ def _compiles_console(console: Console, compiles: pd.DataFrame) -> None:
             why.split("  #")[0][:80],
         )
     console.print(table)
+    failed = first[first["failed"].notna()]
+    if len(failed):
+        console.print(
+            Text(
+                f"{len(failed)} compile(s) failed ({', '.join(sorted(set(failed['failed'])))}): "
+                "dynamo's reason is in the log (tlparse's failures page shows it)",
+                style="red",
+            )
+        )
     if len(first) > _MAX_COMPILE_ROWS:
         console.print(f"({len(first) - _MAX_COMPILE_ROWS} more compiles in --json)")
     console.print()
