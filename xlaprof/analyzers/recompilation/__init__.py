@@ -17,6 +17,7 @@ from xlaprof.analyzers.recompilation.advice import MAX_LISTED, SUGGESTION
 from xlaprof.analyzers.recompilation.dynamo import from_dynamo
 from xlaprof.analyzers.recompilation.ranks import from_ranks
 from xlaprof.analyzers.recompilation.sites import WARMUP_GRAPHS_PER_SITE, from_events
+from xlaprof.analyzers.recompilation.torchtpu import from_torchtpu
 from xlaprof.findings import Finding, Kind, Severity
 from xlaprof.model.input import COMPILE_METRICS, AnalysisInput
 
@@ -35,7 +36,7 @@ def unmeasured(data: AnalysisInput) -> str | None:
 
 def analyze(data: AnalysisInput) -> list[Finding]:
     dynamo_findings, dynamo_sites = from_dynamo(data)
-    dynamo_findings += from_ranks(data)
+    dynamo_findings += from_ranks(data) + from_torchtpu(data)
     compilations = data.debug.compilations()
     if compilations:
         located = from_events(data, compilations, dynamo_sites)
