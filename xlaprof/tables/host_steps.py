@@ -90,7 +90,7 @@ HOT_COLUMNS = ["host", "step", "kind", "name", "calls", "self_ms"]
 CLASSES = ("compile", "read", "wait", "aten", "python", "other")
 # Names of host waits: sleeping, synchronizing, reading a device value on the host.
 _WAIT_RE = re.compile(
-    r"(?:\bsleep\b|synchroniz|_local_scalar_dense|\bwait\b|Wait|\.item\b|block_until_ready)",
+    r"(?:\bsleep\b|synchroniz|_local_scalar_dense|\bwait\b|\.item\b|block_until_ready)",
     re.IGNORECASE,
 )
 _READ_RE = re.compile(r"DataLoader.*__next__|dataloader\.py:\d+ __next__|__next__.*DataLoader")
