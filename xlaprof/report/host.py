@@ -162,3 +162,45 @@ def json_sections(result: PartResult, records: Any) -> dict[str, Any]:
         extra["torch_compiles"] = records(result.torch_compiles.head(MAX_JSON_ROWS))
         extra["torch_compiles_total"] = len(result.torch_compiles)
     return extra
+
+
+def render_html(result: PartResult) -> str:
+    """The host-side sections of the HTML report (tables, every string escaped)."""
+    from xlaprof.escape import html_text
+
+    def table(frame: pd.DataFrame, columns: list[str]) -> str:
+        head = "".join(f"<th>{html_text(c)}</th>" for c in columns)
+        rows = "".join(
+            "<tr>"
+            + "".join(
+                f"<td>{html_text(NOT_MEASURED if missing(v) else _html_cell(v))}</td>"
+                for v in (row[c] for c in columns)
+            )
+            + "</tr>"
+            for _, row in frame.iterrows()
+        )
+        return f'<table class="data"><tr>{head}</tr>{rows}</table>'
+
+    sections = []
+    activity = result.host_activity
+    if activity is not None and len(activity.steps):
+        columns = ["step", *(k for k, _ in _HOST_COLUMNS if activity.steps[k].notna().any())]
+        sections.append(
+            "<h2>Host time per step (ms)</h2>"
+            f"<p>No device planes in this capture; steps from {html_text(activity.source)}.</p>"
+            + table(activity.steps.head(200), columns)
+        )
+    compiles = result.torch_compiles
+    if compiles is not None and len(compiles):
+        columns = ["rank", "compile_id", "function", "step", "seconds", "recompile_reason"]
+        columns += ["graph_breaks", "cache_hits", "cache_misses", "failed"]
+        sections.append(
+            "<h2>torch.compile compiles (TORCH_TRACE)</h2>" + table(compiles.head(500), columns)
+        )
+    return "".join(sections)
+
+
+def _html_cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
