@@ -269,3 +269,15 @@ def test_a_real_torch_tpu_log_with_a_failed_compile(tmp_path: Path) -> None:
     assert failed[0].fail_type == "BackendCompilerFailed"
     assert log.artifacts["torchtpu_fx_graph"] == 1
     assert log.tpu_batches == []  # no eager batch without a TPU
+
+
+def test_compiles_are_capped_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a cap of two compiles (a hostile log could name millions)
+    from xlaprof.parse import torch_trace
+
+    monkeypatch.setattr(torch_trace, "MAX_COMPILES", 2)
+    raw = gzip.decompress((LOGS / "aot_eager.log.gz").read_bytes()).decode().splitlines()
+    log = parse_torch_trace(raw)
+    # THEN the first two are kept, and the log says the rest were not
+    assert [c.compile_id for c in log.compiles] == ["0/0", "1/0"]
+    assert any("only the first 2 compiles" in w for w in log.warnings)

@@ -58,6 +58,7 @@ _REASON_ID_RE = re.compile(r"^\s*(\d+/\d+):\s*")
 _GUARD_SITE_RE = re.compile(r"#\s*([^#\s]+:\d+) in \S+\s*$")
 MAX_PAYLOAD_CHARS = 64 * 1024
 MAX_RECORDS = 2_000_000
+MAX_COMPILES = 100_000
 MAX_LISTED = 50
 MAX_GZIP_RATIO = 32
 # Payloads read (the others are skipped line by line, never held).
@@ -317,6 +318,11 @@ def _compile_of(
             return None
     key = f"{frame}/{count}"
     found = by_id.get(key)
+    if found is None and len(by_id) >= MAX_COMPILES:
+        if len(by_id) == MAX_COMPILES:
+            log.warnings.append(f"{log.path}: only the first {MAX_COMPILES:,} compiles are kept")
+            by_id[""] = Compile(compile_id="")  # said once
+        return None
     if found is None:
         found = Compile(compile_id=key, frame_id=frame, frame_compile_id=count)
         by_id[key] = found
