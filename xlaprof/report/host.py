@@ -41,24 +41,34 @@ def _cell(value: Any) -> str:
     return NOT_MEASURED if missing(value) else f"{float(value):.2f}"
 
 
-def steady(activity: HostActivity, warmup: int) -> pd.DataFrame:
-    """The steps after the first ``warmup`` of each host (all of them when that is none)."""
+def steady(result: PartResult, activity: HostActivity) -> tuple[pd.DataFrame, int | None]:
+    """The steady steps' host rows and the median step, as the step model counts them (the
+    timeline's steady steps and its step of median wall time: the story's), so the tables agree."""
+    from xlaprof.tables.timeline import steady_median
+
     steps = activity.steps
-    order = steps.groupby("host")["start_ns"].rank(method="first")
-    kept = steps[order > warmup]
-    return kept if len(kept) else steps
+    warmup = result.part.data.warmup_steps
+    timeline = result.timeline
+    if timeline is None or timeline.empty:
+        kept = steps[steps["step"] >= warmup]
+        return kept, None
+    chosen = timeline[timeline["step"] >= warmup]
+    if "steady" in chosen:
+        chosen = chosen[chosen["steady"].astype(bool)]
+    median, count = steady_median(timeline, warmup)
+    return steps[steps["step"].isin(chosen["step"])], int(median["step"]) if count else None
 
 
 def render_console(console: Console, result: PartResult) -> None:
     activity = result.host_activity
     if activity is not None and len(activity.steps):
-        _host_console(console, activity, result.part.data.warmup_steps)
+        _host_console(console, result, activity)
     compiles = result.torch_compiles
     if compiles is not None and len(compiles):
         _compiles_console(console, compiles)
 
 
-def _host_console(console: Console, activity: HostActivity, warmup: int) -> None:
+def _host_console(console: Console, result: PartResult, activity: HostActivity) -> None:
     console.print(
         Text(
             "No device planes in this capture: what follows is the host's side of each step "
@@ -72,21 +82,20 @@ def _host_console(console: Console, activity: HostActivity, warmup: int) -> None
     title = "Host time per step (ms)"
     if unmeasured:
         title += f"; no event of: {', '.join(unmeasured)} (not measured)"
-    table = Table(title=title, title_justify="left", box=None)
-    table.add_column("step", justify="left", no_wrap=True)
-    for _, header in columns:
-        table.add_column(header, justify="right", no_wrap=True)
-    rest = steady(activity, warmup)
-    first = steps.loc[~steps.index.isin(rest.index)]
-    for _, row in first.iterrows():
-        table.add_row(str(row["step"]), *(_cell(row[key]) for key, _ in columns))
-    medians = rest[[key for key, _ in columns]].median(skipna=True)
-    table.add_row(f"median of {len(rest)}", *(_cell(medians[key]) for key, _ in columns))
-    for _, row in rest.head(_MAX_HOST_ROWS).iterrows():
-        table.add_row(str(row["step"]), *(_cell(row[key]) for key, _ in columns))
-    console.print(table)
-    if len(rest) > _MAX_HOST_ROWS:
-        console.print(f"({len(rest) - _MAX_HOST_ROWS} more steps in --json)")
+    rest, median = steady(result, activity)
+    warmup = steps[steps["step"] < result.part.data.warmup_steps]
+    rows: list[tuple[str, list[str]]] = []
+    for _, row in warmup.iterrows():
+        rows.append((str(row["step"]), [_cell(row[key]) for key, _ in columns]))
+    for _, row in steps[steps["step"] == median].head(1).iterrows():
+        label = f"{row['step']} (median of {len(rest)} steady)"
+        rows.append((label, [_cell(row[key]) for key, _ in columns]))
+    for _, row in steps[~steps.index.isin(warmup.index)].head(_MAX_HOST_ROWS).iterrows():
+        rows.append((str(row["step"]), [_cell(row[key]) for key, _ in columns]))
+    _grid(console, title, ["step", *(h for _, h in columns)], rows)
+    shown = len(warmup) + _MAX_HOST_ROWS
+    if len(steps) > shown:
+        console.print(f"({len(steps) - shown} more steps in --json)")
     hot = activity.hot
     hot = hot[hot["step"].isin(rest["step"])]
     for kind, label in (("python", "Python functions"), ("aten", "aten ops")):
@@ -97,6 +106,33 @@ def _host_console(console: Console, activity: HostActivity, warmup: int) -> None
         per_step = ", ".join(f"{name} {total / len(rest):.2f}" for name, total in totals.items())
         console.print(Text(f"Hottest {label} (mean self ms per steady step): {per_step}"))
     console.print()
+
+
+def _grid(
+    console: Console, title: str, headers: list[str], rows: list[tuple[str, list[str]]]
+) -> None:
+    """A table when the terminal is wide enough for every cell whole, else a line per row."""
+    widths = [
+        max(len(headers[i]), *(len(([label, *cells])[i]) for label, cells in rows))
+        for i in range(len(headers))
+    ]
+    if sum(widths) + 2 * len(widths) <= console.width:
+        table = Table(title=title, title_justify="left", box=None)
+        for index, header in enumerate(headers):
+            table.add_column(
+                header,
+                justify="left" if index == 0 else "right",
+                no_wrap=True,
+                min_width=widths[index],
+            )
+        for label, cells in rows:
+            table.add_row(label, *cells)
+        console.print(table)
+        return
+    console.print(Text(title))  # too narrow for a table: one line per step, nothing cut
+    for label, cells in rows:
+        values = ", ".join(f"{h} {v}" for h, v in zip(headers[1:], cells, strict=True))
+        console.print(Text(f"  step {label}: {values}"))
 
 
 def _compiles_console(console: Console, compiles: pd.DataFrame) -> None:

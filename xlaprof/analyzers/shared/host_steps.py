@@ -1,9 +1,9 @@
 """What the host-side analyzers share: the steady steps of a capture without device planes
 (``AnalysisInput.host_activity``, ``xlaprof.tables.host_steps``).
 
-Steady steps are those after the first ``warmup_steps`` of each host, in capture order (a live
-capture may start at step 48: its first steps are still the first it saw), and, unless asked,
-not compiling (a compile there is judged on its own by ``compile_in_step``).
+Steady steps are those numbered ``warmup_steps`` or later (as the step model and the story
+count them) that compiled nothing (a compile there is judged on its own by
+``compile_in_step``).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ def host_unmeasured(data: AnalysisInput) -> str | None:
 
 
 def after_warmup(data: AnalysisInput) -> pd.DataFrame:
-    """The host steps after each host's first ``warmup_steps`` (none when there are none)."""
+    """The host steps numbered ``warmup_steps`` or later, as the step model counts warm-up
+    (``tables.timeline.steady_median``: a live capture that begins at step 48 has none)."""
     assert data.host_activity is not None
     steps = data.host_activity.steps
-    order = steps.groupby("host")["start_ns"].rank(method="first")
-    return steps[order > data.warmup_steps]
+    return steps[steps["step"] >= data.warmup_steps]
 
 
 def steady(data: AnalysisInput) -> pd.DataFrame:
