@@ -185,3 +185,23 @@ def test_a_read_that_stalls_each_step_and_a_compile_in_a_steady_step(results) ->
     assert in_step.evidence["torch_compiles"][0].startswith("0/1 ")
     recompile = kinds[Kind.RECOMPILATION]
     assert recompile.evidence["recompile_steps"] == [expected_step]
+
+
+def test_an_xspace_capture_places_its_runs_compiles_in_the_steps_it_shows() -> None:
+    # GIVEN torch_xla's CPU capture (lines timed from the session start) and the TORCH_TRACE
+    # log of the same run, whose batch shrinks at step 5 (sample_traces/xla_compile_capture)
+    folder = SAMPLES / "xla_compile_capture"
+    (xplane,) = folder.glob("plugins/profile/*/*.xplane.pb")
+    decoded = decode_xspace(xplane)
+    steps = sorted((e.start_ns, e.end_ns) for e in decoded.events if e.name == "train_step")
+    compiles = [e.start_ns for e in decoded.events if e.name == "XLAGraphExecutor::Compile"]
+    # the steps after warm-up in which the capture itself shows XLA compiling
+    compiling = sorted({i for i, (a, b) in enumerate(steps) for c in compiles if a <= c <= b})
+    late = [s for s in compiling if s >= 2]
+    assert late == [5]
+    # WHEN both are analyzed together THEN the recompile is placed in that step
+    result = analyze_one(folder)[0]
+    table = result.torch_compiles.set_index("compile_id")
+    assert table.loc["0/1", "step"] == late[0]
+    (finding,) = [f for f in result.findings if f.kind is Kind.RECOMPILATION]
+    assert finding.evidence["recompile_steps"] == late
