@@ -205,3 +205,43 @@ def test_an_xspace_capture_places_its_runs_compiles_in_the_steps_it_shows() -> N
     assert table.loc["0/1", "step"] == late[0]
     (finding,) = [f for f in result.findings if f.kind is Kind.RECOMPILATION]
     assert finding.evidence["recompile_steps"] == late
+
+
+def test_python_bound_steps_without_a_device(tmp_path: Path) -> None:
+    # GIVEN a CPU-only capture with Python-function events whose steps run a list
+    # comprehension over 300,000 numbers (sample_traces/host_python)
+    folder = SAMPLES / "host_python"
+    events = _kineto(next(folder.glob("*.pt.trace.json.gz")))
+    complete = [e for e in events if e.get("ph") == "X"]
+
+    def spans(kind: str) -> list[tuple[int, int]]:
+        return [
+            (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+            for e in complete
+            if e.get("cat") == kind
+        ]
+
+    python, aten = spans("python_function"), spans("cpu_op")
+    steps = {
+        int(e["name"].split("#")[1]): (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
+        for e in complete
+        if str(e.get("name")).startswith("ProfilerStep#")
+    }
+    # Python time per step: what Python frames cover and no aten op does (independently)
+    expected = {
+        n: (clipped_union_ns(python + aten, a, b) - clipped_union_ns(aten, a, b)) / _MS
+        for n, (a, b) in steps.items()
+    }
+    result = analyze_one(folder, source_root=folder)[0]
+    table = result.host_activity.steps.set_index("step")
+    for step, ms in expected.items():
+        assert table.loc[step, "python_ms"] == pytest.approx(ms, abs=1e-3)
+    # THEN the finding: Python's share of the steady steps, at the user's comprehension
+    (finding,) = [f for f in result.findings if f.kind is Kind.HOST_BOUND]
+    steady = [n for n in steps if n >= 2]
+    share = sum(expected[n] for n in steady) / sum(
+        (steps[n][1] - steps[n][0]) / _MS for n in steady
+    )
+    assert finding.evidence["python_share"] == pytest.approx(share, abs=1e-3)
+    assert share >= 0.5
+    assert str(finding.location) == "make_capture.py:19"
