@@ -128,6 +128,15 @@ class PartResult:
     def stragglers_frame(self) -> pd.DataFrame:
         return _or_empty(self.stragglers)
 
+    def host_activity_frame(self) -> pd.DataFrame:
+        return _or_empty(None if self.host_activity is None else self.host_activity.steps)
+
+    def host_hot_frame(self) -> pd.DataFrame:
+        return _or_empty(None if self.host_activity is None else self.host_activity.hot)
+
+    def torch_compiles_frame(self) -> pd.DataFrame:
+        return _or_empty(self.torch_compiles)
+
     def device_steps(self) -> pd.DataFrame:
         return self.trace.device_steps() if self.trace is not None else _empty()
 
