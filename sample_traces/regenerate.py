@@ -110,10 +110,36 @@ def regenerate_ci_check() -> None:
     print("regenerated ci_check")
 
 
+# step_model/: a device-bound loop that reads its loss every step, and the tracing-bound loop,
+# each under `xlaprof run --trace-steps 3:10` (seven traced steps, five of them steady once a
+# capture's first and last are left out): the step model and the tracing-bound verdict from a
+# capture alone are judged on these, never on runs timed during the tests.
+STEP_MODEL = ("device_bound_logging", "tracing_bound_tiny_ops")
+
+
+def regenerate_step_model() -> None:
+    import shutil
+
+    for name in STEP_MODEL:
+        target = HERE / "step_model" / name
+        shutil.rmtree(target, ignore_errors=True)
+        subprocess.run(
+            [sys.executable, "-m", "xlaprof", "run", "-q", "--trace-steps", "3:10", "--out",
+             str(target), "--", sys.executable, str(EXAMPLES / f"{name}.py")],
+            env={**os.environ, "PJRT_DEVICE": "CPU"},
+            check=True,
+            cwd=HERE.parent,
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+    print("regenerated step_model")
+
+
 def main() -> None:
-    for name in sys.argv[1:] or [*NAMES, "ci_check"]:
+    for name in sys.argv[1:] or [*NAMES, "ci_check", "step_model"]:
         if name == "ci_check":
             regenerate_ci_check()
+        elif name == "step_model":
+            regenerate_step_model()
         else:
             regenerate(name)
 

@@ -85,6 +85,22 @@ def sample_run(name: str) -> Path:
     return path
 
 
+def step_model_run(name: str) -> Path:
+    """``sample_traces/step_model/<name>``: a run with seven traced steps (regenerate.py)."""
+    path = SAMPLES / "step_model" / name
+    if not any(path.glob("*/run.json")):
+        missing_input(path, "a recorded run of the repository (make samples writes it)")
+    return path
+
+
+def step_model_capture(name: str) -> Path:
+    """The xplane capture inside ``sample_traces/step_model/<name>``, to read alone."""
+    found = sorted(step_model_run(name).glob("*/plugins/profile/*/*.xplane.pb"))
+    if len(found) != 1:
+        missing_input(step_model_run(name) / "*/plugins/profile/*/*.xplane.pb", "its capture")
+    return found[0]
+
+
 def sample_capture(name: str) -> Path:
     """The xplane capture inside ``sample_traces/runs/<name>`` (its --trace-steps window)."""
     found = sorted(sample_run(name).glob("*/plugins/profile/*/*.xplane.pb"))
@@ -314,6 +330,15 @@ def check_contract(document: dict[str, Any]) -> None:
         )
         assert isinstance(finding["evidence"], dict)
         assert isinstance(finding["suggestion"], str) and finding["suggestion"]
+    # one entry per finding kind: found, measured and found nothing, or not measured and why
+    statuses = {entry["kind"]: entry for entry in document["analyzers"]}
+    assert len(statuses) == len(document["analyzers"])
+    for entry in document["analyzers"]:
+        assert entry["status"] in ("found", "nothing_found", "not_measured")
+        assert (entry["why"] is not None) == (entry["status"] == "not_measured")
+        assert entry["why"] is None or isinstance(entry["why"], str)
+    found = {f["kind"] for f in document["findings"]}
+    assert found == {k for k, e in statuses.items() if e["status"] == "found"}
 
 
 def link_each(names: list[str] | tuple[str, ...], source: Path, root: Path) -> dict[str, Path]:

@@ -15,7 +15,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlaprof.pipeline import analyze_one, check_budgets, findings_of
+from xlaprof import pipeline
+from xlaprof.model.request import AnalysisRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,8 +34,20 @@ def analyze(
     warmup_steps: int = 2,
     source_root: str | os.PathLike[str] | None = None,
 ) -> list[Finding]:
-    """Findings for report/log files, run directories or trace logdirs, most severe first."""
-    return findings_of([Path(p) for p in paths], warmup_steps, source_root)
+    """Findings for report/log files, run directories or trace logdirs, most severe first
+    (a folder of several runs: its latest)."""
+    request = AnalysisRequest.of(*paths, warmup_steps=warmup_steps, source_root=_path(source_root))
+    return [f for result in pipeline.analyze(request).parts for f in result.findings]
+
+
+def _empty() -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame()
+
+
+def _path(path: str | os.PathLike[str] | None) -> Path | None:
+    return None if path is None else Path(path)
 
 
 # Public API: each budget is a keyword argument, as ``xlaprof check`` has a flag for each.
@@ -79,7 +92,7 @@ def check(  # noqa: PLR0913
         warmup_steps=warmup_steps,
         allow_unmeasured=allow_unmeasured,
     )
-    return check_budgets([Path(r) for r in runs], budgets)
+    return pipeline.check(AnalysisRequest.of(*runs), budgets)
 
 
 class Analysis:
@@ -95,9 +108,17 @@ class Analysis:
         warn: bool = True,
     ) -> None:
         self.path = Path(path)
-        self.result, self.processes, self.note = analyze_one(
-            self.path, process, warmup_steps, session, source_root
+        self.request = AnalysisRequest(
+            (self.path,),
+            process=process,
+            session=session,
+            warmup_steps=warmup_steps,
+            source_root=_path(source_root),
         )
+        analyzed = pipeline.analyze(self.request).one()
+        self.result = analyzed.parts[0]
+        self.processes = analyzed.processes
+        self.note = "; ".join(analyzed.notes) or None
         # A run of several processes: one is analyzed here, and the user is told which.
         if self.note and warn:
             warnings.warn(self.note, stacklevel=2)
@@ -107,6 +128,7 @@ class Analysis:
         """The facade over an analysis already made."""
         analysis = cls.__new__(cls)
         analysis.path = Path(result.part.sources[0].path if result.part.sources else ".")
+        analysis.request = AnalysisRequest((analysis.path,))
         analysis.processes = [result.part.name]
         analysis.note = None
         analysis.result = result
@@ -121,16 +143,16 @@ class Analysis:
         return self.result.findings_frame()
 
     def steps(self) -> pd.DataFrame:
-        return self.result.steps_frame()
+        return self.run.steps() if self.run is not None else _empty()
 
     def events(self) -> pd.DataFrame:
-        return self.result.events_frame()
+        return self.run.events() if self.run is not None else _empty()
 
     def compiles(self) -> pd.DataFrame:
-        return self.result.compiles_frame()
+        return self.run.compiles() if self.run is not None else _empty()
 
     def regions(self) -> pd.DataFrame:
-        return self.result.regions_frame()
+        return self.run.regions_frame() if self.run is not None else _empty()
 
     def timeline(self) -> pd.DataFrame:
         return self.result.timeline_frame()
@@ -139,7 +161,8 @@ class Analysis:
         return self.result.host_skew_frame()
 
     def host_steps(self) -> pd.DataFrame:
-        """Several hosts: one row per (host, device, step) (``pod.host_steps``)."""
+        """Several hosts: one row per (host, device, step) (``pod.host_steps``; a pod's are
+        read from its workers' files)."""
         return self.result.host_steps_frame()
 
     def stragglers(self) -> pd.DataFrame:
@@ -188,9 +211,9 @@ class Analysis:
         return self.result.device_time_by_line(per_device)
 
     def summary(self) -> dict[str, object]:
-        from xlaprof.tables.compare import run_summary
-
-        return run_summary(self.result.part.data)
+        """The run's figures as ``xlaprof diff`` compares them (the pipeline's: its median
+        step is the story's)."""
+        return dict(self.result.figures)
 
     def compare(self, after: Analysis) -> pd.DataFrame:
         """This run as *before*, ``after`` as after: figures, ratios and the change in words."""

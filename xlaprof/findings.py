@@ -58,9 +58,46 @@ class Location:
         return cls(file, int(line)) if file and line.isdigit() else None
 
 
+@dataclass(frozen=True)
+class Cost:
+    """What a finding costs the run, where measured (seconds; None where not measured).
+
+    ``per_step_s``: paid again in every step it is in (the recurring cost a fix saves each
+    step: a read's wait, tracing the device waits through); ``one_time_s``: paid once, in the
+    steps named (a recompile); ``run_s``: all of it over the run; ``steps``: how many steps
+    paid it. ``basis`` says what was measured, in words.
+    """
+
+    per_step_s: float | None = None
+    one_time_s: float | None = None
+    run_s: float | None = None
+    steps: int | None = None
+    basis: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "per_step_s": self.per_step_s,
+            "one_time_s": self.one_time_s,
+            "run_s": self.run_s,
+            "steps": self.steps,
+            "basis": self.basis,
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Cost:
+        """A cost from its JSON object (``to_json``): a saved result read back."""
+        return cls(
+            per_step_s=document.get("per_step_s"),
+            one_time_s=document.get("one_time_s"),
+            run_s=document.get("run_s"),
+            steps=document.get("steps"),
+            basis=str(document.get("basis") or ""),
+        )
+
+
 @dataclass
 class Finding:
-    """One diagnosis with its evidence and the fix to try."""
+    """One diagnosis with its evidence and the fix to try; ``cost`` where it was measured."""
 
     kind: Kind
     severity: Severity
@@ -68,6 +105,7 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     location: Location | None = None
     suggestion: str = ""
+    cost: Cost | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON contract's finding object (docs/json-format.md)."""
@@ -82,7 +120,71 @@ class Finding:
             ),
             "evidence": self.evidence,
             "suggestion": self.suggestion,
+            "cost": None if self.cost is None else self.cost.to_json(),
         }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Finding:
+        """A finding from its JSON object (``to_json``): a saved result read back."""
+        where = document.get("location")
+        return cls(
+            kind=Kind(document["kind"]),
+            severity=Severity(document["severity"]),
+            title=str(document["title"]),
+            evidence=dict(document.get("evidence") or {}),
+            location=None if not where else Location(str(where["file"]), int(where["line"])),
+            suggestion=str(document.get("suggestion") or ""),
+            cost=None if not document.get("cost") else Cost.from_json(document["cost"]),
+        )
+
+
+class Coverage(StrEnum):
+    """What one analyzer made of one input (``KindCoverage``)."""
+
+    FOUND = "found"  # it found something
+    NOTHING_FOUND = "nothing_found"  # it could look, and found nothing
+    NOT_MEASURED = "not_measured"  # it could not look: the input lacks what it reads
+
+
+@dataclass(frozen=True)
+class KindCoverage:
+    """Whether one finding kind was looked for: found, measured and found nothing, or not
+    measured, and why not (the analyzer's own ``unmeasured``). A kind not measured has not
+    been shown absent."""
+
+    kind: Kind
+    status: Coverage
+    why: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of the ``--json`` document's ``analyzers`` list (docs/json-format.md)."""
+        return {"kind": self.kind.value, "status": self.status.value, "why": self.why}
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> KindCoverage:
+        """An entry of the ``analyzers`` list read back (a saved result re-renders the same)."""
+        return cls(Kind(document["kind"]), Coverage(document["status"]), document.get("why"))
+
+
+def merged_coverage(parts: list[list[KindCoverage]]) -> list[KindCoverage]:
+    """Several parts' coverage as one (a run of several processes): a kind is found where any
+    part found it, else measured where any part could look, else not measured (each part's
+    distinct reason, in order)."""
+    by_kind: dict[Kind, list[KindCoverage]] = {}
+    for entries in parts:
+        for entry in entries:
+            by_kind.setdefault(entry.kind, []).append(entry)
+    merged: list[KindCoverage] = []
+    for kind, entries in by_kind.items():
+        statuses = {e.status for e in entries}
+        if Coverage.FOUND in statuses:
+            merged.append(KindCoverage(kind, Coverage.FOUND))
+        elif Coverage.NOTHING_FOUND in statuses:
+            merged.append(KindCoverage(kind, Coverage.NOTHING_FOUND))
+        else:
+            whys = dict.fromkeys(e.why for e in entries if e.why)
+            merged.append(KindCoverage(kind, Coverage.NOT_MEASURED, "; ".join(whys) or None))
+    return merged
 
 
 def bench_command(

@@ -1,163 +1,435 @@
-"""The analysis, end to end: paths -> parts -> findings and tables -> results.
+"""The analysis, end to end: ``analyze(request) -> AnalysisResult``.
 
-``analyze_parts`` runs the analyzers on each loaded part and adds the tables made from its steps
-and trace (step timeline, per-host skew and steps, stragglers); its ``PartResult`` list is what
-every renderer takes. ``check_budgets`` does the same for ``xlaprof check`` and judges the
-budgets. The CLI, the Python facade (``xlaprof.api``) and the fix benchmarks all call these, so
-one analysis stands behind every output.
+One request (``xlaprof.model.request.AnalysisRequest``: inputs, process, session, warm-up,
+source roots, size limits, where a pod's hosts are read) goes in; one finished result comes
+out: every part's findings, its step timeline and story, its host tables, and its figures
+(``PartResult.figures``: the numbers diff, check, MCP and the notebook quote). ``analyze``,
+``report``, ``diff``, ``check``, ``mcp``, ``bench`` and the notebook facade all call
+``analyze``, so one analysis stands behind every output.
+
+The pipeline never changes its inputs: a part's analyzer input gets the capture and the
+user's source files as a new ``AnalysisInput`` (``dataclasses.replace``), and the note on
+withheld source files goes into a new ``RunSummary``, never into the loaded one's lists.
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from xlaprof.analyzers import run_analyzers
-from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
-from xlaprof.inputs.sourcefiles import recorded_root, source_roots, withheld, withheld_note
-from xlaprof.model.result import PartResult, RunComparison
+from xlaprof.analyzers import answer_of, examine, story_answers
+from xlaprof.inputs.choose import choose
+from xlaprof.inputs.paths import load_parts
+from xlaprof.inputs.sourcefiles import SourceFiles, recorded_root, withheld_note
+from xlaprof.model.request import ALL_PROCESSES, DEFAULT_MAX_INPUT_BYTES, AnalysisRequest
+from xlaprof.model.result import AnalysisResult, Counts, PartResult, RunComparison
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.budgets import Budgets, CheckResult
     from xlaprof.findings import Finding
+    from xlaprof.model.input import AnalysisInput
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
 
-# Where findings may quote source lines from: a folder, or a function choosing one per part
-# (``xlaprof mcp``: inside its allowed roots only); None: a run's recorded working directory.
-SourceRoot = str | os.PathLike[str] | Callable[["Part"], str | os.PathLike[str] | None] | None
+__all__ = [
+    "DEFAULT_MAX_INPUT_BYTES",
+    "AnalysisRequest",
+    "analyze",
+    "analyze_parts",
+    "check",
+    "compare",
+]
 
 
-def source_root_of(part: Part, source_root: SourceRoot) -> str | os.PathLike[str] | None:
-    """The folder whose source files findings on ``part`` may quote (see ``SourceRoot``)."""
-    if callable(source_root):
-        return source_root(part)
-    if source_root is not None:
-        return source_root
+def analyze(request: AnalysisRequest) -> AnalysisResult:
+    """Load ``request``'s inputs, choose the process runs it names (the latest run's, unless
+    ``process`` says otherwise), analyze each, and return the finished result."""
+    parts, processes, notes = _load(request)
+    results = [_analyze_part(part, request) for part in parts]
+    counts = [r.counts for r in results if r.counts is not None]
+    totals = Counts.total(counts) if len(results) > 1 else None
+    return AnalysisResult(results, processes=processes, notes=notes, totals=totals)
+
+
+def _load(request: AnalysisRequest) -> tuple[list[Part], list[str], list[str]]:
+    """The parts ``request`` reads, every process name found, and what was chosen."""
+    from xlaprof.errors import XlaprofError
+
+    if not request.inputs:
+        raise XlaprofError("no input to analyze")
+    parts = load_parts(
+        list(request.inputs),
+        request.max_size,
+        request.warmup_steps,
+        request.session,
+        scheduler=request.scheduler,
+        workers=request.workers,
+        capture_limit=_capture_limit(request),
+    )
+    if not any(p.run is not None for p in parts) or len(request.inputs) == 1:
+        chosen = choose(parts, request.process, str(request.inputs[0]))
+        return chosen.parts, chosen.processes, chosen.notes
+    # Several run folders given: the runs of each are told apart on their own.
+    kept: list[Part] = []
+    processes: list[str] = []
+    notes: list[str] = []
+    for root in request.inputs:
+        mine = [p for p in parts if p.run is not None and _under(p.run.path, root)]
+        if not mine:
+            continue
+        process = request.process
+        if process not in (None, ALL_PROCESSES) and process not in {p.name for p in mine}:
+            process = ALL_PROCESSES  # a named process is looked for across the inputs
+        chosen = choose(mine, None if process is None else ALL_PROCESSES, str(root))
+        if request.process not in (None, ALL_PROCESSES):
+            chosen = dataclasses.replace(
+                chosen, parts=[p for p in chosen.parts if p.name == request.process]
+            )
+        kept += [p for p in chosen.parts if all(p is not k for k in kept)]
+        processes += chosen.processes
+        notes += chosen.notes
+    if request.process not in (None, ALL_PROCESSES) and not kept:
+        choose(parts, request.process, ", ".join(map(str, request.inputs)))  # raises
+    return kept, processes, notes
+
+
+def _under(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def source_root_of(part: Part, request: AnalysisRequest) -> Path | None:
+    """The folder whose source files findings on ``part`` may quote: the request's
+    ``source_root_of(part)`` or ``source_root``, else a run's recorded working directory."""
+    if request.source_root_of is not None:
+        return request.source_root_of(part)
+    if request.source_root is not None:
+        return Path(request.source_root)
     if part.run is not None:
         return recorded_root(part.run.info.cwd)  # a real project folder only
     return None
 
 
-def analyze_parts(parts: list[Part], source_root: SourceRoot = None) -> list[PartResult]:
-    """Analyze each part. Source lines are read only under ``source_root`` (default: a run's
-    recorded working directory, if it exists here; see ``xlaprof.inputs.sourcefiles``)."""
-    return [_analyze_part(part, source_root) for part in parts]
+def _findings(part: Part, request: AnalysisRequest, trace: Trace | None) -> PartResult:
+    """The part's findings, on a new analyzer input carrying its trace; the part as the result
+    holds it (with the withheld-sources note, when there is one)."""
+    sources = SourceFiles([source_root_of(part, request)])
+    data = dataclasses.replace(
+        part.data, trace=trace, sources=sources, **_host_side(part.data, trace)
+    )
+    found, coverage = examine(data)
+    findings = [_plain(finding) for finding in found]
+    note = withheld_note(sources.withheld(), sources.roots)
+    shown = dataclasses.replace(part, data=data)
+    if note is not None:
+        shown = _with_note(shown, note)
+    return PartResult(shown, findings, analyzers=coverage)
 
 
-def _analyze_part(part: Part, source_root: SourceRoot) -> PartResult:
-    from xlaprof.tables.hosts import host_skew
-    from xlaprof.tables.story import step_story, with_bounds, worth_most
-    from xlaprof.tables.stragglers import stragglers
+def _plain(finding: Finding) -> Finding:
+    """``finding`` as its JSON says it (tuples as lists, a number not measured as None): the
+    result is the same whether rendered now or read back from ``--json``."""
+    import json
+
+    from xlaprof.findings import Finding
+    from xlaprof.tables.document import strict_document
+
+    return Finding.from_json(
+        strict_document(json.loads(json.dumps(finding.to_json(), default=str)))
+    )
+
+
+def _with_note(part: Part, note: str) -> Part:
+    """``part`` with ``note`` added to its warnings (console notes, ``--json``, HTML): a new
+    run summary or source, so the loaded part is left as it was."""
+    from xlaprof.parse.metrics_report import ParseWarning
+
+    if part.run_summary is not None:
+        summary = dataclasses.replace(part.run_summary, warnings=[*part.run_summary.warnings, note])
+        return dataclasses.replace(part, run_summary=summary)
+    if part.sources:
+        first = part.sources[0]
+        warned = dataclasses.replace(
+            first, warnings=[*first.warnings, ParseWarning(line=0, text="", reason=note)]
+        )
+        return dataclasses.replace(part, sources=[warned, *part.sources[1:]])
+    return part
+
+
+def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
+    from xlaprof.tables.compare import run_summary
+
+    trace = part.trace if part.trace is not None else _trace_window(part, request)
+    result = _findings(part, request, trace)
+    _add_tables(result, trace)
+    _add_host_tables(result)
+    figures = run_summary(result.part.data)
+    story = result.story
+    if story is not None and story.median_wall_s is not None:
+        # the one step model: the median steady step the story names is the run's median step
+        figures["step_median_s"] = story.median_wall_s
+    result.figures = figures
+    _finish(result)
+    return result
+
+
+def _finish(result: PartResult) -> None:
+    """Everything the renderers show that the tables above did not make: the counts, the
+    device view and the figures' tables, so that no renderer computes or reads a file."""
+    data = result.part.data
+    result.counts = Counts(
+        steps=data.step_count(),
+        compiles=data.compiles(),
+        executions=data.executions(),
+        device_to_host_transfers=data.device_to_host_transfers(),
+        aten_fallbacks=data.aten_fallbacks(),
+        fallbacks_named=_named_in_logs(data),
+        measured=bool(data.reports or data.steps),
+        warmup_steps=data.warmup_steps,
+    )
+    trace = result.trace
+    if trace is not None:
+        from xlaprof.tables.device.view import device_view
+        from xlaprof.tables.document import trace_json
+
+        result.devices = device_view(trace)
+        result.trace_json = trace_json(trace, result.part.trace_path)
+        pod = None if result.part.trace is None else trace.events_source.load_record()
+        if pod is not None:  # hosts read by workers (inputs.pod): where, how long, failures
+            result.trace_json["pod"] = pod
+    result.frames = _figure_frames(result)
+
+
+def _named_in_logs(data: AnalysisInput) -> str:
+    """Ops a log names as not lowered (``Op(s) not lowered`` lines: no call counts), or ""."""
+    lines: dict[str, int] = {}
+    for record in data.debug.fallbacks:
+        if record.listed and record.op:
+            lines[record.op] = lines.get(record.op, 0) + record.count
+    return ", ".join(f"{op} (named in {n} line(s); calls not counted)" for op, n in lines.items())
+
+
+# The run's per-step columns the figures draw (compilations, metric deltas).
+STEP_FIGURE_COLUMNS = (
+    "step",
+    "compiles",
+    "compile_s",
+    "executions",
+    "transfers_to_device",
+    "transfers_from_device",
+)
+# Ops and device steps drawn at most (``report.figures``' own limits).
+TOP_FIGURE_OPS = 15
+DEVICE_FIGURE_STEPS = 200
+
+
+def _figure_frames(result: PartResult) -> dict[str, pd.DataFrame]:
+    """The tables the HTML report's and the notebook's figures draw, as numbers: a run's
+    per-step rows and compilations, each region's host seconds, the top device ops, each
+    device's first steps, and the per-host steps of the device the heat map shows."""
+    frames: dict[str, pd.DataFrame] = {}
+    run = result.part.run
+    if run is not None:
+        steps = run.steps()
+        if not steps.empty:
+            frames["steps"] = steps[[c for c in STEP_FIGURE_COLUMNS if c in steps.columns]]
+        compiles = run.compiles()
+        if not compiles.empty:
+            frames["compiles"] = compiles[["step", "cause", "location", "graph_hash"]]
+        regions = run.regions_frame()
+        if not regions.empty:
+            totals = regions.groupby("name", sort=True)["seconds"].sum()
+            frames["regions"] = totals.reset_index()
+    trace = result.trace
+    if trace is not None:
+        from xlaprof.tables.device import top_ops
+
+        frames["device_ops"] = top_ops(trace.device_ops(), TOP_FIGURE_OPS)
+        steps = trace.device_steps()
+        columns = [c for c in ("device", "step", "busy_s", "idle_s") if c in steps.columns]
+        frames["device_steps"] = (
+            steps.groupby("device", sort=True).head(DEVICE_FIGURE_STEPS)[columns]
+            if len(steps)
+            else steps[columns]
+        )
+        host_steps = result.host_steps
+        if host_steps is None and len(trace.hosts) > 1:
+            host_steps = trace.events_source.stored_host_steps()
+        if host_steps is not None and not host_steps.empty:
+            devices = sorted(host_steps["device"].unique(), key=lambda d: (d == "host", str(d)))
+            device = devices[-1] if "host" in devices else devices[0]
+            mine = host_steps[host_steps["device"] == device]
+            frames["host_steps"] = mine[["host", "device", "step", "wall_ms"]]
+    return frames
+
+
+def _add_tables(result: PartResult, trace: Trace | None) -> None:
+    """The step timeline, the story and the host tables of ``result`` (made here, once)."""
+    from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
     from xlaprof.tables.timeline import device_busy_by_step, step_timeline
 
-    trace = part.trace if part.trace is not None else _trace_window(part)
-    part.data.trace = trace  # the capture's analyzers read its device model
-    if trace is not None:
-        _host_side(part, trace)
-    with source_roots(source_root_of(part, source_root)) as roots:
-        result = PartResult(part, run_analyzers(part.data))
-        note_withheld(part, roots)
-    result.host_activity = part.data.host_activity
-    if part.data.torch_traces:
-        from xlaprof.tables.torch_compiles import compile_table
-
-        result.torch_compiles = compile_table(part.data.torch_traces, part.data.dynamo)
-    if part.data.steps or trace is not None:
-        view = trace  # what the step timeline reads: a pod's first host, from its own files
-        if trace is not None and trace.source is not None:
-            from xlaprof.inputs.pod import first_host_trace
-
-            view = first_host_trace(trace)
+    data = result.part.data
+    if data.steps or trace is not None:
+        # what the step timeline reads: a pod's first host, from its own files
+        view = None if trace is None else trace.step_view()
         events = None if view is None else view.events
         busy = windows = None
         if view is not None and events is not None:
             busy = device_busy_by_step(view.tracing_vs_device(), events)
             windows = _device_windows(view)
         timeline = step_timeline(
-            part.data.steps,
+            data.steps,
             events,
             None if view is None else view.step_bounds,
             busy,
             windows,
         )
-        # the one step model: every per-step verdict and the story come from these bounds
-        bottleneck = None if view is None else view.summary().bottleneck
-        host = None if trace is None or not trace.hosts else trace.hosts[0]
-        result.timeline = with_bounds(timeline, part.data.warmup_steps, bottleneck, host)
-        result.story = step_story(result.timeline, part.data.warmup_steps)
+        # the one step model: every per-step verdict and the story come from its parts
+        result.timeline = with_bounds(timeline, data.warmup_steps)
+        result.story = step_story(result.timeline, data.warmup_steps)
+        finding_costs(result.findings, data.steps, result.timeline, data.warmup_steps)
         if result.story is not None:
-            result.story.worth_most = worth_most(result.story, result.findings)
+            chosen = worth_most(result.story, result.findings, story_answers())
+            result.story.worth_most = chosen
+            if chosen is not None:
+                result.story.worth_most_answer = answer_of(result.story.bound, chosen.kind)
         del view
     if trace is not None and len(trace.hosts) > 1:
-        from xlaprof.inputs import pod as pods
+        from xlaprof.inputs.pod import host_tables
 
-        if trace.source is not None:  # a range of steps at a time; the per-host rows stay on disk
-            result.host_skew, result.stragglers = pods.step_tables(trace)
-        else:
-            result.host_skew = host_skew(trace.step_times())
-            result.host_steps = pods.host_steps(trace)
-            result.stragglers = stragglers(result.host_steps)
+        tables = host_tables(trace)  # a pod's: a range of steps at a time, its rows on disk
+        result.host_skew, result.host_steps = tables.skew, tables.host_steps
+        result.stragglers = tables.stragglers
     result.trace = trace
-    return result
 
 
-def _host_side(part: Part, trace: Trace) -> None:
-    """What a capture's host says where it has no device (``tables.host_steps``), and the
-    TORCH_TRACE compiles of the same run placed in the steps the capture shows."""
+def _host_side(data: AnalysisInput, trace: Trace | None) -> dict[str, Any]:
+    """What the analyzers read of a capture's host where it has no device
+    (``tables.host_steps``), and the dynamo records with the TORCH_TRACE compiles of the same
+    run placed in the steps the capture shows: fields of the part's new analyzer input (the
+    loaded records are left as they were)."""
     from xlaprof.tables.host_steps import host_activity, place_compiles
 
-    part.data.host_activity = host_activity(trace)
-    if part.data.torch_traces:
-        place_compiles(part.data.dynamo, part.data.torch_traces, trace)
+    if trace is None:
+        return {}
+    return {
+        "host_activity": host_activity(trace),
+        "dynamo": place_compiles(data.dynamo, data.torch_traces, trace),
+    }
+
+
+def _add_host_tables(result: PartResult) -> None:
+    """The host sections of ``result``: a capture's host time per step (with the steady steps
+    and the median as the story counts them, so the tables agree) and the TORCH_TRACE compile
+    table with its totals."""
+    data = result.part.data
+    result.host_activity = data.host_activity
+    if data.host_activity is not None:
+        from xlaprof.tables.host_steps import host_view
+
+        result.host_view = host_view(data.host_activity, result.timeline, data.warmup_steps)
+    if data.torch_traces:
+        from xlaprof.tables.torch_compiles import compile_summary, compile_table
+
+        result.torch_compiles = compile_table(data.torch_traces, data.dynamo)
+        result.compile_summary = compile_summary(result.torch_compiles)
 
 
 def _device_windows(trace: Trace) -> pd.DataFrame | None:
     """Per host step from the devices' own steps (hosts without step markers): the slowest
-    device's window (``Trace.step_times()``) with that device's busy time, or None."""
-    windows = trace.step_times()
+    device's window (``step_times``) with that device's busy time, or None."""
+    from xlaprof.tables.step_times import step_times
+
+    windows = step_times(trace)
     windows = windows[windows["source"] != "host steps"]
     if windows.empty:
         return None
-    per_device = trace.step_times(per_device=True)[["host", "device", "step", "busy_ms"]]
+    per_device = step_times(trace, per_device=True)[["host", "device", "step", "busy_ms"]]
     per_device = per_device.astype({"host": str, "device": str})
     windows = windows.astype({"host": str, "device": str})
     return windows.merge(per_device, on=["host", "device", "step"], how="left")
 
 
-def note_withheld(part: Part, roots: tuple[Path, ...]) -> None:
-    """Say in the part's warnings (console notes, ``--json``, HTML) which source files exist
-    here but were not quoted, and how to allow them (``xlaprof.inputs.sourcefiles``)."""
-    from xlaprof.parse.metrics_report import ParseWarning
-
-    note = withheld_note(withheld(), roots)
-    if note is None:
-        return
-    if part.run_summary is not None:
-        part.run_summary.warnings.append(note)
-    elif part.sources:
-        part.sources[0].warnings.append(ParseWarning(line=0, text="", reason=note))
-
-
-def _trace_window(part: Part) -> Trace | None:
+def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
     """The trace a run directory captured (``--trace-steps``), or None."""
     if part.run is None or not part.run.trace_files():
         return None
     from xlaprof.inputs.traces import load_trace
 
-    return load_trace(part.run.path)  # steps numbered from the run's trace window
+    # steps numbered from the run's trace window
+    return load_trace(part.run.path, max_size=_capture_limit(request))
+
+
+def _capture_limit(request: AnalysisRequest) -> int | None:
+    """The cap on each capture file: the user's ``--max-size``, else each reader's own."""
+    return request.max_size if request.max_size_given else None
+
+
+def analyze_parts(parts: list[Part], request: AnalysisRequest | None = None) -> list[PartResult]:
+    """Parts loaded already, analyzed as ``analyze`` does (``request``: its settings; inputs
+    and process are not read)."""
+    request = request or AnalysisRequest(())
+    return [_analyze_part(part, request) for part in parts]
+
+
+def compare(before: AnalysisRequest, after: AnalysisRequest) -> RunComparison:
+    """``xlaprof diff``: one process of each run analyzed (the named one, else the latest
+    run's first), their figures side by side, the findings that went and came, and the notes
+    saying which process each side is."""
+    from xlaprof.tables.compare import compare as side_by_side
+    from xlaprof.tables.compare import match_findings
+
+    a, b = analyze(before).one(), analyze(after).one()
+    table = side_by_side(a.parts[0].figures, b.parts[0].figures)
+    gone, came = match_findings(a.parts[0].findings, b.parts[0].findings)
+    names = (str(before.inputs[0]), str(after.inputs[0]))
+    return RunComparison(*names, table, gone, came, notes=[*a.notes, *b.notes], sides=(a, b))
+
+
+def check(
+    request: AnalysisRequest, budgets: Budgets, tell: Callable[[str], None] | None = None
+) -> CheckResult:
+    """``xlaprof check``: ``request``'s runs (and the budgets' baseline) analyzed as
+    ``analyze`` does, each input on its own, and the budgets judged on their results;
+    ``tell`` hears the notes saying which run or process each input was read at."""
+    from xlaprof.budgets import evaluate
+    from xlaprof.errors import BudgetError
+
+    budgets.validate()
+    if not request.inputs:
+        raise BudgetError("no run to check")
+    asked = request.but(warmup_steps=budgets.warmup_steps)
+    results = [analyze(asked.but(inputs=(path,))) for path in asked.inputs]
+    if budgets.baseline is not None:
+        results.append(analyze(asked.but(inputs=(Path(budgets.baseline),), process=None)))
+    for note in (note for result in results for note in result.notes):
+        if tell is not None:
+            tell(note)
+    checked = [part for result in results[: len(asked.inputs)] for part in result.parts]
+    baseline = None if budgets.baseline is None else results[-1].parts
+    return evaluate(budgets, checked, baseline)
+
+
+# -- the earlier entry points, kept for callers of the public API: each is one request now ----
 
 
 def findings_of(
-    paths: list[Path], warmup_steps: int = 2, source_root: SourceRoot = None
+    paths: list[Path], warmup_steps: int = 2, source_root: Path | str | None = None
 ) -> list[Finding]:
     """The findings of every part of ``paths``, most severe first within each part."""
-    parts = load_parts(paths, DEFAULT_MAX_INPUT_BYTES, warmup_steps)
-    return [f for result in analyze_parts(parts, source_root) for f in result.findings]
+    request = AnalysisRequest(
+        tuple(paths),
+        warmup_steps=warmup_steps,
+        source_root=None if source_root is None else Path(source_root),
+    )
+    return [f for result in analyze(request).parts for f in result.findings]
 
 
 def analyze_one(
@@ -165,64 +437,32 @@ def analyze_one(
     process: str | None = None,
     warmup_steps: int = 2,
     session: str | None = None,
-    source_root: SourceRoot = None,
+    source_root: Path | str | None = None,
 ) -> tuple[PartResult, list[str], str | None]:
-    """One process of ``path`` analyzed (the first, or ``process``): its result, the names of
-    every process found, and a note saying which one was chosen when there were several."""
-    from xlaprof.errors import RunDirError
-
-    parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, warmup_steps, session)
-    if process is not None:
-        parts = [p for p in parts if p.name == process]
-        if not parts:
-            raise RunDirError(f"{path}: no process run named {process!r}")
-    names = [p.name for p in parts]
-    note = None
-    if len(parts) > 1:
-        note = (
-            f"{path} holds {len(parts)} process runs ({', '.join(names[:8])}"
-            f"{', ...' if len(parts) > 8 else ''}): showing {parts[0].name} only; "
-            "pass process=NAME (--process NAME) for another"
-        )
-    return analyze_parts(parts[:1], source_root)[0], names, note
+    """One process of ``path`` analyzed (``process``, else the latest run's first): its
+    result, the names of every process found, and the notes on what was chosen."""
+    request = AnalysisRequest(
+        (Path(path),),
+        process=process,
+        warmup_steps=warmup_steps,
+        session=session,
+        source_root=None if source_root is None else Path(source_root),
+    )
+    result = analyze(request).one()
+    return result.parts[0], result.processes, "; ".join(result.notes) or None
 
 
 def compare_runs(
-    before: Path, after: Path, source_root: SourceRoot = None
+    before: Path, after: Path, source_root: Path | None = None
 ) -> tuple[RunComparison, list[str]]:
-    """``xlaprof diff``: the first process of each run analyzed, their figures side by side and
-    the findings that went and came; with the notes saying which process was shown."""
-    from xlaprof.tables.compare import compare, match_findings, run_summary
-
-    a, _, note_a = analyze_one(before, source_root=source_root)
-    b, _, note_b = analyze_one(after, source_root=source_root)
-    table = compare(run_summary(a.part.data), run_summary(b.part.data))
-    gone, came = match_findings(a.findings, b.findings)
-    notes = [note for note in (note_a, note_b) if note]
-    return RunComparison(str(before), str(after), table, gone, came), notes
+    """``compare`` of two paths with the default settings, and its notes."""
+    request = AnalysisRequest((Path(before),), process=None, source_root=source_root)
+    comparison = compare(request, request.but(inputs=(Path(after),)))
+    return comparison, comparison.notes
 
 
 def check_budgets(
-    paths: list[Path], budgets: Budgets, source_root: SourceRoot = None
+    paths: list[Path], budgets: Budgets, source_root: Path | None = None
 ) -> CheckResult:
-    """Load ``paths`` (and the budgets' baseline), find what is wrong, check ``budgets``."""
-    from xlaprof.budgets import evaluate
-    from xlaprof.errors import BudgetError
-
-    budgets.validate()
-    if not paths:
-        raise BudgetError("no run to check")
-
-    def results(path: Path) -> list[PartResult]:
-        # Budgets read findings and per-step rows only: no trace is loaded, no timeline built.
-        parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, budgets.warmup_steps)
-        checked = []
-        for part in parts:
-            with source_roots(source_root_of(part, source_root)) as roots:
-                checked.append(PartResult(part, run_analyzers(part.data)))
-                note_withheld(part, roots)
-        return checked
-
-    checked = [result for path in paths for result in results(path)]
-    baseline = None if budgets.baseline is None else results(budgets.baseline)
-    return evaluate(budgets, checked, baseline)
+    """``check`` of ``paths`` with the default settings."""
+    return check(AnalysisRequest(tuple(paths), process=None, source_root=source_root), budgets)

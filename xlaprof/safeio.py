@@ -39,9 +39,6 @@ MAX_LINE_BYTES = 1024**2
 _CHUNK = 1024**2
 
 
-# The size cap on inputs whose reader has no cap of its own (xplanes): ``--max-size`` sets it
-# for this process and the worker processes it starts (they inherit the environment).
-MAX_SIZE_ENV = "XLAPROF_MAX_SIZE"
 # The default cap of a protobuf capture: protobuf cannot parse a message of 2 GiB or more.
 DEFAULT_XPLANE_LIMIT = 2 * 1024**3 - 1
 
@@ -56,17 +53,6 @@ class TooLarge(UnsafeFile):
     def __init__(self, message: str, size: int | None = None, limit: int = 0) -> None:
         super().__init__(message)
         self.size, self.limit = size, limit
-
-
-def input_limit(default: int) -> int:
-    """The size cap set with ``--max-size`` (``$XLAPROF_MAX_SIZE``), else ``default``."""
-    value = os.environ.get(MAX_SIZE_ENV, "")
-    return int(value) if value.isdigit() and int(value) > 0 else default
-
-
-def limit_given() -> bool:
-    """Whether the user set a size cap (``--max-size``): ratio caps on inflation then yield."""
-    return input_limit(0) > 0
 
 
 def open_regular(path: Path) -> int:

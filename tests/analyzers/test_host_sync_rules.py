@@ -9,9 +9,10 @@ the rules read; the set-ups themselves are judged end to end in tests/corpus/tes
 from __future__ import annotations
 
 from xlaprof.analyzers import aten_fallback, host_sync
-from xlaprof.model.input import HOST_SYNC_OP, AnalysisInput, StepRow
+from xlaprof.model.input import AnalysisInput, StepRow
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, FallbackRecord, parse_debug_log
 from xlaprof.parse.frames import Frame
+from xlaprof.parse.metrics_report import HOST_SYNC_OP
 
 SCRIPT = "/home/user/train.py"
 SITE = "/venv/lib/python3.11/site-packages"

@@ -8,21 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from decode import Iterator
+from helpers import step_model_capture, step_model_run
 
 from xlaprof.analyzers import tracing_bound
+from xlaprof.api import analyze
 from xlaprof.findings import Location, Severity
+from xlaprof.inputs.traces import load_trace
 from xlaprof.model.input import AnalysisInput
+from xlaprof.model.sources import SourceFiles
 from xlaprof.rundir.schema import StepRow
-
-
-@pytest.fixture(autouse=True)
-def _sources_under_tmp_path(tmp_path: Path) -> Iterator[None]:
-    """Source lines are read only under a source root (issue 16): here, the test's folder."""
-    from xlaprof.inputs.sourcefiles import source_roots
-
-    with source_roots(tmp_path):
-        yield
 
 
 def steps(host: float, device: float, wall: float, count: int = 8) -> list[StepRow]:
@@ -55,6 +49,7 @@ def test_tracing_bound_is_placed_where_host_cpu_goes_not_at_the_sync(tmp_path: P
     script.write_text("x = step(x)\ntorch_xla.sync()\n")
     samples = {f"{script}:2": 0.6, f"{script}:1": 0.3, "<library>": 0.1}
     data = AnalysisInput(steps=steps(3e-3, 1e-3, 3e-3), host_samples={i: samples for i in range(8)})
+    data.sources = SourceFiles([tmp_path])  # read only under a source root (issue 16)
     (finding,) = tracing_bound.analyze(data)
     assert finding.location == Location(str(script), 1)
 
@@ -70,3 +65,35 @@ def test_tracing_bound_shows_the_syncs_share_only_where_it_was_recorded() -> Non
     # a run without the split (older runs, xlaprof.step marks) has no such key, not a 0
     (finding,) = tracing_bound.analyze(AnalysisInput(steps=steps(3e-3, 1e-3, 3e-3)))
     assert "host_seconds_in_sync_per_step" not in finding.evidence
+
+
+# -- from a capture alone ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("device_bound_logging", False), ("tracing_bound_tiny_ops", True)],
+    ids=["device_bound", "tracing_bound"],
+)
+def test_a_capture_alone_is_judged_on_the_hosts_measured_work(name: str, expected: bool) -> None:
+    # GIVEN a capture the real profiler made (`xlaprof run --trace-steps 3:10`), read alone: a
+    # device-bound loop that reads its loss every step (the host blocks in the read until the
+    # device is done), and a loop of thousands of tiny ops a step
+    trace = load_trace(step_model_capture(name))
+    table = trace.tracing_vs_device()
+    steady = table.sort_values("step").iloc[1:-1]  # a capture's first and last left out
+    host = float(steady["host_busy_s"].median())
+    device = float(steady["device_busy_s"].median())
+    # WHEN tracing-bound is judged from it
+    found = tracing_bound.analyze(AnalysisInput(trace=trace))
+    # THEN it is called tracing-bound exactly when the host's measured work outlasts the
+    # device's by the margin (never from the step time the runtime's events leave uncovered)
+    assert (host >= tracing_bound.HOST_TO_DEVICE_MIN_RATIO * device) is expected
+    assert bool(found) is expected
+    if expected:
+        (finding,) = found
+        assert finding.evidence["host_seconds_per_step"] == pytest.approx(host, abs=1e-6)
+        assert finding.cost is not None and finding.cost.per_step_s == pytest.approx(
+            host - device, abs=2e-6
+        )
+    # AND the run's own analysis (its CPU clock, its metrics) gives the same verdict
+    run = analyze(step_model_run(name))
+    assert ("tracing_bound" in {f.kind.value for f in run}) is expected

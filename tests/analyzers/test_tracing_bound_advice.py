@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from xlaprof.analyzers import tracing_bound
-from xlaprof.inputs.sourcefiles import source_roots
 from xlaprof.model.input import AnalysisInput
+from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugEvent, DebugLog
 from xlaprof.parse.frames import Frame
 from xlaprof.parse.hlo import HloModule, Instruction
@@ -33,8 +33,7 @@ SOURCE = """def main():
 def script(tmp_path: Path):  # type: ignore[no-untyped-def]
     path = tmp_path / "train.py"
     path.write_text(SOURCE)
-    with source_roots(tmp_path):
-        yield str(path)
+    return str(path)
 
 
 def _graph(script: str) -> HloModule:
@@ -65,6 +64,7 @@ def _data(script: str, cause: str) -> AnalysisInput:
         graphs=[GraphInfo(0, 0, "train_step", _graph(script), graph_hash="g1")],
         host_samples={i: sampled for i in range(8)},
         script=script,
+        sources=SourceFiles([Path(script).parent]),  # read only under a source root (issue 16)
     )
 
 

@@ -12,8 +12,8 @@ from xlaprof.analyzers import unrolled_loop
 from xlaprof.analyzers.shared.sourcecode import time_loop_sketch
 from xlaprof.analyzers.unrolled_loop import find_repeats
 from xlaprof.findings import Finding, Kind, Location
-from xlaprof.inputs.sourcefiles import source_roots
 from xlaprof.model.input import AnalysisInput
+from xlaprof.model.sources import SourceFiles
 
 MODEL = """\
 import torch
@@ -58,13 +58,11 @@ def test_no_finding_when_repeats_are_few_or_tiny(
 
 
 def test_layer_stack_is_named_with_its_loop(tmp_path: Path) -> None:
-    from xlaprof.inputs.sourcefiles import source_roots
-
     model = tmp_path / "model.py"
     model.write_text(MODEL)
     data = AnalysisInput(graphs=[graph(hlo(24, 10, str(model), LAYER_LINE))])
-    with source_roots(tmp_path):  # sources are read only under a source root (issue 16)
-        (finding,) = unrolled_loop.analyze(data)
+    data.sources = SourceFiles([tmp_path])  # read only under a source root (issue 16)
+    (finding,) = unrolled_loop.analyze(data)
     assert finding.kind == Kind.UNROLLED_LOOP
     assert finding.location == Location(str(model), LOOP_LINE)
     assert finding.evidence["repeats"] == 24 and finding.evidence["ops_per_block"] == 10
@@ -87,10 +85,14 @@ def _stack(children: list[tuple[str, str]]) -> dict[str, object]:
     return {"class": kind, "children": [{"class": c, "params": p} for c, p in children]}
 
 
-def _module_finding(repeats: int, modules: dict[str, object]) -> list[Finding]:
+def _module_finding(
+    repeats: int, modules: dict[str, object], sources: SourceFiles | None = None
+) -> list[Finding]:
     """The findings for a graph of ``repeats`` identical 8-op blocks (no source lines of its
     own, so only the module tree can name it) and the run's module tree ``modules``."""
-    return unrolled_loop.analyze(AnalysisInput(graphs=[graph(hlo(repeats, 8))], modules=modules))
+    data = AnalysisInput(graphs=[graph(hlo(repeats, 8))], modules=modules)
+    data.sources = sources or SourceFiles()
+    return unrolled_loop.analyze(data)
 
 
 def test_stack_units_from_the_module_tree() -> None:
@@ -124,9 +126,9 @@ def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
             }
         ],
     }
-    with source_roots(tmp_path):  # sources are read only under a source root (issue 16)
-        (finding,) = _module_finding(23, modules)
-        sketch = time_loop_sketch(str(path), 17)
+    sources = SourceFiles([tmp_path])  # read only under a source root (issue 16)
+    (finding,) = _module_finding(23, modules, sources)
+    sketch = time_loop_sketch(sources, str(path), 17)
     # the module called 24 times a step is the 23 repeats' time loop, at the loop around its
     # call (line 16), with a scan sketched from that call (line 17)
     assert finding.evidence["repeated_module"] == "cell (GRUCell), called 24 times a step"
@@ -134,5 +136,4 @@ def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
     assert finding.evidence["loop"] == f"{path}:16"
     assert sketch is not None and finding.evidence["scan_sketch"] == sketch
     # a repeat count far from the call count is not this loop
-    with source_roots(tmp_path):
-        assert _module_finding(12, modules) == []
+    assert _module_finding(12, modules, sources) == []

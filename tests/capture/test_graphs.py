@@ -148,4 +148,4 @@ def test_graph_index_says_which_graphs_have_source_lines(
     graphs = load_run(index.parent.parent).graphs()
     first = next(g for g in graphs if g.step == compile_steps[0] and g.hlo is not None)
     stacks = [i.stack for i in first.hlo.instructions if i.stack]
-    assert stacks and any(frame[0] == str(script) for stack in stacks for frame in stack)
+    assert stacks and any(frame.file == str(script) for stack in stacks for frame in stack)

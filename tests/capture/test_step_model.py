@@ -11,6 +11,8 @@ before them) are judged on real code in tests/corpus/test_realcode.py (hf_traine
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -97,3 +99,86 @@ def test_evaluation_and_closures_add_no_steps(tmp_path: Path, script: str) -> No
     assert result.returncode == 0, result.stderr[-2000:]
     # THEN the run records one step per training iteration
     assert load_run(tmp_path / "run").info.steps_recorded == ITERATIONS
+
+
+# The README's "In code" loop (README.md), over an MpDeviceLoader of 12 batches, with momentum so
+# the optimizer state appears in the second iteration (warm-up compiles in steps 0 and 1).
+README_LOOP = (
+    _MODEL.replace("lr=0.1)", "lr=0.1, momentum=0.9)")
+    + """
+import os
+import subprocess
+import sys
+import torch_xla.distributed.parallel_loader as pl
+import xlaprof
+from torch.utils.data import DataLoader, TensorDataset
+data = DataLoader(TensorDataset(torch.randn(96, 16), torch.randint(0, 4, (96,))), batch_size=8)
+loader = pl.MpDeviceLoader(data, device)
+with xlaprof.profile(out=sys.argv[1], trace_steps=(5, 8)):
+    for batch in xlaprof.steps(loader):  # marks steps (visible in XProf)
+        with xlaprof.region("forward"):  # shows up in traces, timed per step
+            x, y = batch
+            loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+)
+# xlaprof.steps over a plain DataLoader whose step is a torch_xla.compile'd function.
+STEPS_OVER_COMPILE = (
+    _MODEL.replace("lr=0.1)", "lr=0.1, momentum=0.9)")
+    + """
+import os
+import subprocess
+import sys
+import xlaprof
+from torch.utils.data import DataLoader, TensorDataset
+data = DataLoader(TensorDataset(torch.randn(96, 16), torch.randint(0, 4, (96,))), batch_size=8)
+
+@torch_xla.compile
+def train_step(x, y):
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss
+
+with xlaprof.profile(out=sys.argv[1], trace_steps=(5, 8)):
+    for x, y in xlaprof.steps(data):
+        train_step(x.to(device), y.to(device))
+"""
+)
+
+
+# The same torch_xla.compile'd step without xlaprof.steps: its syncs mark the steps.
+COMPILE_ONLY = STEPS_OVER_COMPILE.replace("xlaprof.steps(data)", "data")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [README_LOOP, STEPS_OVER_COMPILE, COMPILE_ONLY],
+    ids=["readme_mpdeviceloader", "steps_compile", "compile_only"],
+)
+def test_marked_steps_are_iterations_and_pass_check(tmp_path: Path, script: str) -> None:
+    # GIVEN a 12-iteration loop marked with xlaprof.steps under xlaprof.profile(), whose graph
+    # compiles as the optimizer state appears (iterations 0 and 1) and never again
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    # WHEN it runs
+    done = subprocess.run(
+        [sys.executable, str(path), str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    # THEN each iteration is one step, numbered from 0, and the compiles (the bare runtime's
+    # CompileTime deltas) fall in the two warm-up iterations, each its own
+    steps = load_run(tmp_path / "run").steps()
+    assert steps["step"].tolist() == list(range(ITERATIONS))
+    assert steps["compiles"].tolist()[:2] == [1, 1]
+    assert steps["compiles"].iloc[2:].sum() == 0
+    # AND CI's check with no recompilation allowed passes it
+    checked = cli("check", str(tmp_path / "run"), "--max-recompilations", "0")
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -27,9 +27,13 @@ from helpers import (
     gpu_sample,
     jax_cpu_sample,
     line_of,
+    sample_capture,
     sample_run,
     shared_trace,
 )
+
+from xlaprof.analyzers import analyzer_of
+from xlaprof.findings import Kind
 
 SAMPLE_EXPECTATIONS = {
     "healthy_loop": [],
@@ -364,6 +368,57 @@ def test_the_console_and_json_open_with_the_story(tmp_path: Path) -> None:
     # AND the JSON story is the same numbers
     story = document["story"]
     assert story["bound"] == "tracing" and story["worth_most"]["kind"] == "tracing_bound"
+    # AND says why that kind answers the bound: its registry entry's story sentence
+    assert story["worth_most_answer"] == analyzer_of(Kind.TRACING_BOUND).story.sentence
     rows = [r for r in document["timeline"] if r["steady"]]
     assert story["steady_steps"] == len(rows)
     assert {r["step"] for r in rows} >= {story["median_step"]}
+
+
+# The kinds read from a profiler capture's per-step bottlenecks (docs/analyzers/README.md).
+CAPTURE_KINDS = {"input_bound", "collective_bound", "async_wait", "host_bound"}
+
+
+def test_each_kind_says_whether_it_was_measured(samples: Path) -> None:
+    # GIVEN a metrics report alone (no capture, no graphs) and a run directory of the same
+    # script that holds a trace window and its compiled graphs
+    report = samples / "host_sync_item.log"
+    run = sample_run("host_sync_item")
+    assert sample_capture("host_sync_item").is_file()
+    assert any(run.glob("*/graphs/index.jsonl"))
+    for path in (report, run):
+        # WHEN each is analyzed with --json
+        document = analyze_json(path)
+        status = {entry["kind"]: entry for entry in document["analyzers"]}
+        # THEN every kind is listed once, "found" exactly where it has a finding
+        assert len(document["analyzers"]) == len(status) == len(Kind)
+        found = {f["kind"] for f in document["findings"]}
+        assert {k for k, e in status.items() if e["status"] == "found"} == found
+        assert "host_sync" in found
+        # AND a kind not measured says why; one measured says nothing
+        for entry in document["analyzers"]:
+            assert (entry["why"] is not None) == (entry["status"] == "not_measured"), entry
+    # AND the report alone has no capture and no graphs: those kinds are not measured, and why
+    alone = {e["kind"]: e for e in analyze_json(report)["analyzers"]}
+    for kind in CAPTURE_KINDS:
+        assert alone[kind]["status"] == "not_measured" and "capture" in alone[kind]["why"]
+    assert alone["unrolled_loop"]["status"] == "not_measured"
+    assert "graphs" in alone["unrolled_loop"]["why"]
+    # AND the run measured them: its capture and graphs were read
+    measured = {e["kind"]: e for e in analyze_json(run)["analyzers"]}
+    for kind in {*CAPTURE_KINDS, "unrolled_loop"}:
+        assert measured[kind]["status"] != "not_measured", measured[kind]
+    # AND the console names the kinds not measured on one line, and every kind with -v
+    text = cli("analyze", str(report), env={"COLUMNS": "400"}).stdout.splitlines()
+    (line,) = [line for line in text if line.startswith("Not measured: ")]
+    assert all(kind in line for kind in {*CAPTURE_KINDS, "unrolled_loop"})
+    assert "host_sync" not in line
+    verbose = cli("analyze", "-v", str(run), env={"COLUMNS": "400"}).stdout
+    rows = [line.split() for line in verbose.splitlines()]
+    listed = {row[0]: " ".join(row[1:3]) for row in rows if row and row[0] in status}
+    assert listed == {
+        kind: {"found": "found", "nothing_found": "nothing found"}.get(
+            entry["status"], "not measured"
+        )
+        for kind, entry in measured.items()
+    }

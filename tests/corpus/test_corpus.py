@@ -140,10 +140,10 @@ loop.sum().backward()
 grad = self.cell.weight_ih.grad.clone()
 self.cell.zero_grad()
 h = h0
-from xlaprof.inputs.sourcefiles import source_roots
+from xlaprof.model.sources import SourceFiles
 
-with source_roots({root!r}):  # sources are read only under a source root (issue 16)
-    sketch = time_loop_sketch({file!r}, {line})
+# sources are read only under a source root (issue 16)
+sketch = time_loop_sketch(SourceFiles([{root!r}]), {file!r}, {line})
 exec(textwrap.dedent(sketch))
 h.sum().backward()
 print((h - loop).abs().max().item(), (self.cell.weight_ih.grad - grad).abs().max().item())

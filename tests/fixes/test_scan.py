@@ -25,8 +25,8 @@ from xlaprof.capture.modules import ModuleRecorder  # noqa: E402
 from xlaprof.errors import FixFailed  # noqa: E402
 from xlaprof.findings import bench_command  # noqa: E402
 from xlaprof.fixes.variants import carry_plan  # noqa: E402
-from xlaprof.inputs.sourcefiles import source_roots  # noqa: E402
 from xlaprof.model.input import AnalysisInput  # noqa: E402
+from xlaprof.model.sources import SourceFiles  # noqa: E402
 from xlaprof.parse.frames import is_library_file  # noqa: E402
 from xlaprof.rundir.reader import load_run  # noqa: E402
 
@@ -74,8 +74,8 @@ def _recorded(model: Any, *inputs: Any) -> dict[str, Any]:
 
 def _finding(modules: dict[str, Any], block_file: str, roots: Path) -> Any:
     data = AnalysisInput(graphs=[graph(hlo(DEPTH, 10, block_file, 3))], modules=modules)
-    with source_roots(roots):
-        (finding,) = unrolled_loop.analyze(data)
+    data.sources = SourceFiles([roots])  # read only under a source root (issue 16)
+    (finding,) = unrolled_loop.analyze(data)
     return finding
 
 
@@ -267,6 +267,6 @@ def test_one_finding_per_stack_however_many_graphs_unroll_it(tmp_path: Path) -> 
     modules = _recorded(model, torch.randn(2, 5, WIDTH), torch.zeros(5, 5))
     graphs = [graph(hlo(DEPTH, 10, str(source), 3)), graph(hlo(DEPTH, 9, str(source), 3), 1)]
     # WHEN they are analyzed THEN the stack is reported once (issue 29: once per graph)
-    with source_roots(tmp_path):
-        findings = unrolled_loop.analyze(AnalysisInput(graphs=graphs, modules=modules))
+    data = AnalysisInput(graphs=graphs, modules=modules, sources=SourceFiles([tmp_path]))
+    findings = unrolled_loop.analyze(data)
     assert len(findings) == 1 and findings[0].location.line == LOOP_LINE

@@ -82,7 +82,7 @@ def test_a_real_project_folder_is_quoted_and_only_its_python_files(
 # -- source lines only from the source root --------------------------------------------------------
 def test_source_files_are_read_only_inside_the_source_root(tmp_path: Path) -> None:
     from xlaprof.analyzers.shared.sourcecode import source_line
-    from xlaprof.inputs.sourcefiles import MAX_SOURCE_BYTES, read_source, source_roots
+    from xlaprof.inputs.sourcefiles import MAX_SOURCE_BYTES, SourceFiles
 
     root = tmp_path / "project"
     root.mkdir()
@@ -91,11 +91,13 @@ def test_source_files_are_read_only_inside_the_source_root(tmp_path: Path) -> No
     os.mkfifo(root / "fifo.py")
     (root / "huge.py").write_bytes(b"#" * (MAX_SOURCE_BYTES + 1))
     (root / "zero.py").symlink_to("/dev/zero")
-    with source_roots(root):
-        assert source_line(str(root / "train.py"), 2) == "loss = model(x)"
-        assert source_line("train.py", 1) == "import torch"  # relative to the root
-        for name in ("/etc/passwd", "../../../../etc/passwd", str(root / "link.py")):
-            assert read_source(name) is None, name
-        for name in ("fifo.py", "huge.py", "zero.py"):  # no hang, no memory blow-up
-            assert read_source(str(root / name)) is None, name
-    assert source_line(str(root / "train.py"), 2) is None  # no root: nothing is read
+    sources = SourceFiles([root])
+    assert source_line(sources, str(root / "train.py"), 2) == "loss = model(x)"
+    assert source_line(sources, "train.py", 1) == "import torch"  # relative to the root
+    for name in ("/etc/passwd", "../../../../etc/passwd", str(root / "link.py")):
+        assert sources.text(name) is None, name
+    for name in ("fifo.py", "huge.py", "zero.py"):  # no hang, no memory blow-up
+        assert sources.text(str(root / name)) is None, name
+    assert "/etc/passwd" in sources.withheld()  # exists here, not read: the report says so
+    # no root: nothing is read
+    assert source_line(SourceFiles(), str(root / "train.py"), 2) is None

@@ -33,3 +33,23 @@ def test_console_shows_bottlenecks_and_no_longer_says_captures_feed_no_analyzer(
     assert "Bottleneck per step" in done.stdout and "Device time by source line" in done.stdout
     assert "not the analyzers" not in done.stdout
     assert "1 device(s)" in done.stdout.replace("\n", " ")
+
+
+def test_output_to_a_file_or_pipe_is_not_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlaprof.inputs.paths import load_parts
+    from xlaprof.model.result import AnalysisResult
+    from xlaprof.pipeline import analyze_parts
+    from xlaprof.report import render
+
+    # GIVEN a run whose finding has a long title and a long fix, and no COLUMNS set
+    monkeypatch.delenv("COLUMNS", raising=False)
+    results = analyze_parts(load_parts([SAMPLES / "runs" / "recompile_varying_batch"], 1 << 30))
+    (finding,) = results[0].findings
+    # WHEN the console report is written somewhere that is not a terminal (a StringIO here)
+    text = render(AnalysisResult(results), "console")
+    lines = text.splitlines()
+    # THEN each of its lines is whole, however long: the title, the fix, the worth-most line
+    assert any(line.endswith(finding.title) for line in lines)
+    assert f"   fix: {finding.suggestion}" in lines
+    assert any(line.startswith("Worth most:") and str(finding.location) in line for line in lines)
+    assert max(map(len, lines)) > 80

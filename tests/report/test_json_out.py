@@ -13,7 +13,7 @@ from xlaprof.inputs.traces import load_trace
 def test_the_json_document_keeps_the_first_step_rows_and_counts_them_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from xlaprof.report import json_out
+    from xlaprof.tables import document as writer  # the pipeline writes the trace object
 
     # GIVEN four hosts of six steps, and a document cap below their rows
     pod_logdir(tmp_path, 4)
@@ -21,9 +21,9 @@ def test_the_json_document_keeps_the_first_step_rows_and_counts_them_all(
     every_step = trace.device_steps()
     every_tracing = trace.tracing_vs_device()
     assert len(every_step) > 10 and len(every_tracing) > 10
-    monkeypatch.setattr(json_out, "MAX_STEP_ROWS", 10)
+    monkeypatch.setattr(writer, "MAX_STEP_ROWS", 10)
     # WHEN the trace object is written
-    document = json_out.trace_json(trace)
+    document = writer.trace_json(trace)
     # THEN the totals are every row, and the rows kept are the first ones, hosts in order
     assert document["device_steps_total"] == len(every_step)
     assert document["tracing_total"] == len(every_tracing)

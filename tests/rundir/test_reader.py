@@ -106,6 +106,14 @@ def test_several_processes_are_each_analyzed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert len(document["processes"]) == 2 and document["summary"]["steps"] == 8
+    # AND each kind's status over the run: found in any process, else measured in any
+    per_process = [{e["kind"]: e["status"] for e in p["analyzers"]} for p in document["processes"]]
+    merged = {e["kind"]: e["status"] for e in document["analyzers"]}
+    assert set(merged) == set(per_process[0]) == set(per_process[1])
+    for kind, status in merged.items():
+        seen = {statuses[kind] for statuses in per_process}
+        first = next(s for s in ("found", "nothing_found", "not_measured") if s in seen)
+        assert status == first, kind
 
 
 def test_not_a_run_directory(tmp_path: Path) -> None:

@@ -181,7 +181,8 @@ def test_a_read_that_stalls_each_step_and_a_compile_in_a_steady_step(results) ->
     compiles = result.torch_compiles.set_index("compile_id")
     assert compiles.loc["0/1", "step"] == expected_step
     in_step = kinds[Kind.COMPILE_IN_STEP]
-    assert list(in_step.evidence["compiling_steps_ms"]) == [expected_step]
+    # (evidence as its JSON says it: step numbers as keys are strings)
+    assert list(in_step.evidence["compiling_steps_ms"]) == [str(expected_step)]
     assert in_step.evidence["torch_compiles"][0].startswith("0/1 ")
     recompile = kinds[Kind.RECOMPILATION]
     assert recompile.evidence["recompile_steps"] == [expected_step]

@@ -6,16 +6,21 @@ data, too few steady steps, no compiled graphs, ...), or None when it could. An 
 found nothing on an input it could not read has not shown the problem is absent: ``xlaprof
 check --forbid KIND`` says "not measured" there rather than "pass".
 
-``ANALYZERS`` is the one registry, in the order findings are made; ``run_analyzers`` applies
-them all and sorts the findings most severe first. Analyzers take an ``AnalysisInput`` and never
-read files. A new finding kind is a module here, a line in ``ANALYZERS``, a ``Kind`` in
-``xlaprof.findings`` and a page in docs/analyzers/.
+``ANALYZERS`` is the one registry, one entry per finding kind in the order findings are made:
+its ``Kind``, its module's ``analyze`` and ``unmeasured``, its docs page
+(docs/analyzers/<kind>.md) and its story answer (which bounds of a steady step it answers, and
+why: ``story_answers``). ``run_analyzers`` applies them all and sorts the findings most severe
+first. Analyzers take an ``AnalysisInput`` and never read files. A new finding kind is a
+module here, its entry in ``ANALYZERS`` (with its ``Kind`` in ``xlaprof.findings``) and its
+page in docs/analyzers/; ``tests/analyzers/test_registry.py`` checks that they agree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 
 from xlaprof.analyzers import (
     async_wait,
@@ -33,36 +38,149 @@ from xlaprof.analyzers import (
     tracing_bound,
     unrolled_loop,
 )
-from xlaprof.findings import Finding, Kind
+from xlaprof.findings import Coverage, Finding, Kind, KindCoverage
 from xlaprof.model.input import AnalysisInput
 
 
 @dataclass(frozen=True)
+class StoryAnswer:
+    """When a kind answers what bounds the steady step (``xlaprof.tables.story``): the bounds
+    it answers, each with its rank among the kinds that answer that bound (0 first: the most
+    specific), and the sentence that says why the kind answers them."""
+
+    bounds: Mapping[str, int]
+    sentence: str
+
+
+@dataclass(frozen=True)
 class Analyzer:
-    """One finding kind: how it is found, and when it cannot be."""
+    """One finding kind: how it is found, when it cannot be, where its docs page is and what
+    it answers in the story."""
 
     kind: Kind
     analyze: Callable[[AnalysisInput], list[Finding]]
     unmeasured: Callable[[AnalysisInput], str | None]
+    story: StoryAnswer
+
+    @property
+    def docs(self) -> str:
+        """Its page, from the repository's root."""
+        return f"docs/analyzers/{self.kind.value}.md"
+
+    @property
+    def module(self) -> ModuleType:
+        """The module that finds it (its ``analyze``)."""
+        return sys.modules[self.analyze.__module__]
 
 
 ANALYZERS: tuple[Analyzer, ...] = (
-    Analyzer(Kind.RECOMPILATION, recompilation.analyze, recompilation.unmeasured),
-    Analyzer(Kind.GRAPH_BREAK, graph_break.analyze, graph_break.unmeasured),
-    Analyzer(Kind.HOST_SYNC, host_sync.analyze, host_sync.unmeasured),
-    Analyzer(Kind.ATEN_FALLBACK, aten_fallback.analyze, aten_fallback.unmeasured),
-    Analyzer(Kind.SLOW_COMPILE, slow_compile.analyze, slow_compile.unmeasured),
-    Analyzer(Kind.TRACING_BOUND, tracing_bound.analyze, tracing_bound.unmeasured),
-    Analyzer(Kind.UNROLLED_LOOP, unrolled_loop.analyze, unrolled_loop.unmeasured),
-    Analyzer(Kind.MEMORY_PRESSURE, memory_pressure.analyze, memory_pressure.unmeasured),
+    Analyzer(
+        Kind.RECOMPILATION,
+        recompilation.analyze,
+        recompilation.unmeasured,
+        StoryAnswer({"compile": 1}, "graphs compiled again as their inputs change"),
+    ),
+    Analyzer(
+        Kind.GRAPH_BREAK,
+        graph_break.analyze,
+        graph_break.unmeasured,
+        StoryAnswer({}, "no bound: a graph break's cost shows as compiling and tracing"),
+    ),
+    Analyzer(
+        Kind.HOST_SYNC,
+        host_sync.analyze,
+        host_sync.unmeasured,
+        StoryAnswer(
+            {"transfer": 0, "tracing": 3},
+            "the host reads device values mid-step, so it waits and traces again",
+        ),
+    ),
+    Analyzer(
+        Kind.ATEN_FALLBACK,
+        aten_fallback.analyze,
+        aten_fallback.unmeasured,
+        StoryAnswer({"transfer": 1}, "ops run on the CPU, their inputs copied off the device"),
+    ),
+    Analyzer(
+        Kind.SLOW_COMPILE,
+        slow_compile.analyze,
+        slow_compile.unmeasured,
+        StoryAnswer({"compile": 3}, "each compilation takes long"),
+    ),
+    Analyzer(
+        Kind.TRACING_BOUND,
+        tracing_bound.analyze,
+        tracing_bound.unmeasured,
+        StoryAnswer({"tracing": 0}, "the host traces the step slower than the device runs it"),
+    ),
+    Analyzer(
+        Kind.UNROLLED_LOOP,
+        unrolled_loop.analyze,
+        unrolled_loop.unmeasured,
+        StoryAnswer({"tracing": 2}, "a Python loop is traced op by op, unrolled into the graph"),
+    ),
+    Analyzer(
+        Kind.MEMORY_PRESSURE,
+        memory_pressure.analyze,
+        memory_pressure.unmeasured,
+        StoryAnswer({"device": 3}, "device memory is near full"),
+    ),
     # From a profiler capture's per-step bottlenecks (tables/device/bottleneck.py).
-    Analyzer(Kind.INPUT_BOUND, input_bound.analyze, input_bound.unmeasured),
-    Analyzer(Kind.COLLECTIVE_BOUND, collective_bound.analyze, collective_bound.unmeasured),
-    Analyzer(Kind.ASYNC_WAIT, async_wait.analyze, async_wait.unmeasured),
-    Analyzer(Kind.HOST_BOUND, host_bound.analyze, host_bound.unmeasured),
-    Analyzer(Kind.COMPILE_IN_STEP, compile_in_step.analyze, compile_in_step.unmeasured),
-    Analyzer(Kind.EAGER_MODE, eager_mode.analyze, eager_mode.unmeasured),
+    Analyzer(
+        Kind.INPUT_BOUND,
+        input_bound.analyze,
+        input_bound.unmeasured,
+        StoryAnswer({"input": 0, "host": 1, "transfer": 2}, "the device waits for input data"),
+    ),
+    Analyzer(
+        Kind.COLLECTIVE_BOUND,
+        collective_bound.analyze,
+        collective_bound.unmeasured,
+        StoryAnswer({"device": 2}, "the devices wait on collectives"),
+    ),
+    Analyzer(
+        Kind.ASYNC_WAIT,
+        async_wait.analyze,
+        async_wait.unmeasured,
+        StoryAnswer({"device": 1}, "the device waits on asynchronous copies"),
+    ),
+    Analyzer(
+        Kind.HOST_BOUND,
+        host_bound.analyze,
+        host_bound.unmeasured,
+        StoryAnswer({"host": 0}, "the device idles while the host works"),
+    ),
+    Analyzer(
+        Kind.COMPILE_IN_STEP,
+        compile_in_step.analyze,
+        compile_in_step.unmeasured,
+        StoryAnswer({"compile": 2}, "steps compile inside the traced window"),
+    ),
+    Analyzer(
+        Kind.EAGER_MODE,
+        eager_mode.analyze,
+        eager_mode.unmeasured,
+        StoryAnswer(
+            {"compile": 0, "tracing": 1, "device": 0},
+            "eager mode compiles and runs each op on its own",
+        ),
+    ),
 )
+
+
+def story_answers() -> dict[str, tuple[Kind, ...]]:
+    """The finding kinds that answer each bound, most specific first (``worth_most``)."""
+    ranked: dict[str, list[tuple[int, Kind]]] = {}
+    for analyzer in ANALYZERS:
+        for bound, rank in analyzer.story.bounds.items():
+            ranked.setdefault(bound, []).append((rank, analyzer.kind))
+    return {bound: tuple(kind for _, kind in sorted(kinds)) for bound, kinds in ranked.items()}
+
+
+def answer_of(bound: str | None, kind: Kind) -> str | None:
+    """Why ``kind`` answers ``bound`` (its story sentence), or None where it does not."""
+    story = analyzer_of(kind).story
+    return story.sentence if bound in story.bounds else None
 
 
 def analyzer_of(kind: Kind) -> Analyzer:
@@ -72,10 +190,35 @@ def analyzer_of(kind: Kind) -> Analyzer:
 
 def run_analyzers(data: AnalysisInput) -> list[Finding]:
     """All findings for ``data``, most severe first (stable within a severity)."""
+    return examine(data)[0]
+
+
+def examine(data: AnalysisInput) -> tuple[list[Finding], list[KindCoverage]]:
+    """All findings for ``data``, most severe first (stable within a severity), and for each
+    kind, in registry order, whether it found something, could look and found nothing, or
+    could not look (its ``unmeasured`` reason)."""
     findings: list[Finding] = []
+    coverage: list[KindCoverage] = []
     for analyzer in ANALYZERS:
-        findings.extend(analyzer.analyze(data))
-    return sorted(findings, key=lambda f: -f.severity.rank)
+        found = analyzer.analyze(data)
+        findings.extend(found)
+        if found:
+            coverage.append(KindCoverage(analyzer.kind, Coverage.FOUND))
+            continue
+        why = analyzer.unmeasured(data)
+        status = Coverage.NOTHING_FOUND if why is None else Coverage.NOT_MEASURED
+        coverage.append(KindCoverage(analyzer.kind, status, why))
+    return sorted(findings, key=lambda f: -f.severity.rank), coverage
 
 
-__all__ = ["ANALYZERS", "AnalysisInput", "Analyzer", "analyzer_of", "run_analyzers"]
+__all__ = [
+    "ANALYZERS",
+    "AnalysisInput",
+    "Analyzer",
+    "StoryAnswer",
+    "analyzer_of",
+    "answer_of",
+    "examine",
+    "run_analyzers",
+    "story_answers",
+]

@@ -116,7 +116,7 @@ def _location(data: AnalysisInput) -> Location | None:
         if file and line.isdigit() and not is_library_file(file):
             return Location(file, int(line))
     if data.script:
-        lines = calls_with_true(data.script, _EAGER_CALL)
+        lines = calls_with_true(data.sources, data.script, _EAGER_CALL)
         if len(lines) == 1:
             return Location(data.script, lines[0])
     return None

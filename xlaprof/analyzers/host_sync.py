@@ -20,14 +20,12 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from xlaprof.analyzers.shared.sites import Sites, attribute
+from xlaprof.analyzers.shared.sites import TENSOR_ACCESS_CAUSE, Sites, attribute
 from xlaprof.findings import Finding, Kind, Location, Severity
-from xlaprof.inputs.sourcefiles import read_source
-from xlaprof.model.input import FROM_DEVICE_METRICS, HOST_SYNC_OP, AnalysisInput
+from xlaprof.model.input import FROM_DEVICE_METRICS, AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent
-from xlaprof.parse.frames import Frame, is_library_file
-
-_TENSOR_ACCESS_CAUSE = "access tensor value"
+from xlaprof.parse.frames import LOADER_FILE, Frame, is_library_file
+from xlaprof.parse.metrics_report import HOST_SYNC_OP
 
 # Reading a value once or twice (a final loss print) is normal; from this many on, report it.
 HOST_SYNC_MIN_COUNT = 3
@@ -47,7 +45,6 @@ SUGGESTION = (
     "N steps{closures}. Avoid .item(), .cpu(), .tolist() and print() of device tensors inside "
     "the step, and Python `if` on tensor values."
 )
-_LOADER_FILE = "parallel_loader.py"
 _CLOSURE_RUNNER = "_run_step_closures"
 _CLOSURE_FUNCTIONS = ("_run_step_closures", "add_step_closure")
 # torch and torch_xla frames are the read's mechanism (``Tensor.item``, ``mesh_reduce``), not the
@@ -286,7 +283,7 @@ def _after_sync(stack: list[Frame], sync: DebugEvent) -> bool:
     """Whether the read at ``stack`` comes after the sync that ran ``sync`` in the user function
     holding both (its line is further down). A loader's sync sits at the loop's header, before
     the whole body, so it says nothing about the order and gives False."""
-    if any(frame.file and frame.file.endswith(_LOADER_FILE) for frame in sync.frames):
+    if any(frame.file and frame.file.endswith(LOADER_FILE) for frame in sync.frames):
         return False
     sync_lines = {
         (frame.file, frame.function): frame.line
@@ -303,7 +300,7 @@ def _after_sync(stack: list[Frame], sync: DebugEvent) -> bool:
 def _step_graph(events: list[DebugEvent]) -> DebugEvent | None:
     """The last execution of a step that no read forced: the step's own graph."""
     for event in reversed(events):
-        if not (event.cause and _TENSOR_ACCESS_CAUSE in event.cause):
+        if not (event.cause and TENSOR_ACCESS_CAUSE in event.cause):
             return event
     return None
 
@@ -370,7 +367,7 @@ def _uses_step_closures(data: AnalysisInput, lines: list[Location]) -> bool:
         if any(frame.function in _CLOSURE_FUNCTIONS for frame in event.frames):
             return True
     for file in {location.file for location in lines}:
-        text = read_source(file)
+        text = data.sources.text(file)
         if text is not None and "add_step_closure" in text:
             return True
     return False

@@ -80,7 +80,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         if worst is not None
         else f"Device memory {device_share:.0%} full"
     )
-    script, factory = data.script, bench_factory(data.script)
+    script, factory = data.script, bench_factory(data.sources, data.script)
     return [
         Finding(
             kind=Kind.MEMORY_PRESSURE,

@@ -81,7 +81,9 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         "mean_compile_seconds": round(mean, 6),
         "execute_seconds": None if execute_s is None else round(execute_s, 6),
         "compile_share": None if share is None else round(share, 4),
-        "bench_command": bench_command("cache", data.script, factory=bench_factory(data.script)),
+        "bench_command": bench_command(
+            "cache", data.script, factory=bench_factory(data.sources, data.script)
+        ),
     }
     if suggestion is DYNAMO_SUGGESTION:  # torch_xla's cache benchmark does not apply
         del evidence["bench_command"]

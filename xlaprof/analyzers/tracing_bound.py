@@ -30,10 +30,17 @@ step and traces every call all the same: its own run shows the tracing), a data 
 
 From a capture alone (no run steps, ``AnalysisInput.trace`` set): where the host lines show
 torch_xla's lazy-tensor runtime, the same verdict with the same thresholds, read from the
-trace's per-step table (``Trace.tracing_vs_device()``): host time is the step's wall time minus
-the runtime's own work on its main line (lazy tracing and user Python), device time the
-busiest device's busy time in the step, over the steady steps (the first and last of more than
-five left out, as XProf does).
+trace's per-step table (``Trace.tracing_vs_device()``): host time is what the trace measured of
+the stepping thread's own work (``host_busy_s``: the graph build at each sync, which grows with
+the ops traced, host-to-device copies and dispatch; waits and compiles left out), never the
+step's wall time less what the runtime did (that rest holds every wait the trace does not name,
+and would call a device-bound loop tracing-bound). Untraced Python is not in it, so the host
+time is a lower bound and the verdict errs toward *not* calling a step tracing-bound. Device
+time is the busiest device's busy time in the step, over the steady steps (the first and last
+of more than five left out, as XProf does).
+
+The finding's cost (``Finding.cost``) is per step: the host time beyond the device's, which
+the device idles through and a faster host would give back at most.
 """
 
 from __future__ import annotations
@@ -45,10 +52,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlaprof.analyzers.shared.sourcecode import source_line
-from xlaprof.findings import Finding, Kind, Location, Severity
-from xlaprof.inputs.sourcefiles import read_source
+from xlaprof.findings import Cost, Finding, Kind, Location, Severity
 from xlaprof.model.input import EXECUTE_METRICS, AnalysisInput
-from xlaprof.parse.frames import is_library_file
+from xlaprof.model.sources import SourceFiles
+from xlaprof.parse.frames import DYNAMO_DIR, LOADER_FILE, is_library_file
+from xlaprof.rundir.schema import SAMPLE_LIBRARY
+from xlaprof.tables.device.bottleneck import EDGE_STEPS
 
 # Host time per step must be at least this many times the device time per step ...
 HOST_TO_DEVICE_MIN_RATIO = 1.5
@@ -60,7 +69,6 @@ DEVICE_IDLE_WARNING_SHARE = 0.50
 _STEP_END_CALLS = ("sync(", "mark_step(", "optimizer_step(")
 # Fewer steady steps than this give no verdict.
 MIN_STEADY_STEPS = 3
-LIBRARY = "<library>"
 _TOP = 5
 
 # Op kinds that are no traced work of their own: graph inputs and literals.
@@ -68,8 +76,6 @@ _NOT_OPS = ("parameter", "constant")
 # The execution causes and frames that name how a step was synced.
 _COMPILE_CAUSE = "torch_xla.compile"
 _LOADER_CAUSE = "parallel loader"
-_LOADER_FILE = "parallel_loader.py"
-_DYNAMO_DIR = "torch_xla/_dynamo/"
 _SCAN_FILE = "torch_xla/experimental/scan"
 # How a script spells what it uses, where its source may be read (a second witness when the
 # run itself does not show it: a loader whose syncs ran no graph leaves no event).
@@ -126,7 +132,7 @@ def unmeasured(data: AnalysisInput) -> str | None:
     steady = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles == 0]
     if len(steady) >= MIN_STEADY_STEPS:
         return None
-    if not data.steps and len(_traced_steps(data)["tracing_s"]) >= MIN_STEADY_STEPS:
+    if not data.steps and len(_traced_steps(data)["host_busy_s"]) >= MIN_STEADY_STEPS:
         return None
     return (
         f"needs {MIN_STEADY_STEPS} steady steps (after warm-up, without compiling); "
@@ -188,7 +194,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     lines = [
         (line, n)
         for line, n in where.most_common()
-        if line != LIBRARY and not is_library_file(line.rpartition(":")[0])
+        if line != SAMPLE_LIBRARY and not is_library_file(line.rpartition(":")[0])
     ][:_TOP]
     if lines:
         # share of the host thread's sampled CPU time spent with this line innermost
@@ -210,17 +216,18 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             evidence=evidence,
             location=location,
             suggestion=fix + " " + _abi_note(data.cxx11_abi),
+            cost=_cost(host_s, device_s, len(steady)),
         )
     ]
 
 
 def _traced_steps(data: AnalysisInput) -> dict[str, Any]:
-    """The capture's steady host steps with lazy-tensor tracing measured (``tracing`` rows):
-    their ``tracing_s``, ``device_busy_s`` and ``host_wall_s``, as arrays. Read host by host
+    """The capture's steady host steps with the host's work measured (``tracing`` rows):
+    their ``host_busy_s``, ``device_busy_s`` and ``host_wall_s``, as arrays. Read host by host
     (a pod's from each host's file), keeping only those three numbers a step."""
     import numpy as np
 
-    columns = ("tracing_s", "device_busy_s", "host_wall_s")
+    columns = ("host_busy_s", "device_busy_s", "host_wall_s")
     found: dict[str, list[Any]] = {name: [] for name in columns}
     if data.trace is None or data.trace.device_summary is None:
         return {name: np.zeros(0) for name in columns}
@@ -230,20 +237,16 @@ def _traced_steps(data: AnalysisInput) -> dict[str, Any]:
             continue
         lazy = table[
             table["lazy_tensor"].fillna(False).astype(bool)
-            & table["tracing_s"].notna()
+            & table["host_busy_s"].notna()
             & table["device_busy_s"].notna()
         ]
         for _, group in lazy.groupby("host", observed=True, sort=True):
             group = group.sort_values("step")
-            if len(group) > _EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
+            if len(group) > EDGE_STEPS:  # a capture starts and stops mid-step (XProf's rule)
                 group = group.iloc[1:-1]
             for name in columns:
                 found[name].append(group[name].to_numpy(dtype=np.float64))
     return {name: np.concatenate(parts) if parts else np.zeros(0) for name, parts in found.items()}
-
-
-# XProf leaves out a capture's first and last step when it has more than this many.
-_EDGE_STEPS = 5
 
 
 def _from_trace(data: AnalysisInput) -> list[Finding]:
@@ -251,11 +254,11 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
     import numpy as np
 
     steps = _traced_steps(data)
-    count = len(steps["tracing_s"])
+    count = len(steps["host_busy_s"])
     if count < MIN_STEADY_STEPS:
         return []
     # medians as statistics.median takes them (the mean of the two middle values), in numpy
-    host_s = float(np.median(steps["tracing_s"]))
+    host_s = float(np.median(steps["host_busy_s"]))
     device_s = float(np.median(steps["device_busy_s"]))
     wall = float(np.median(steps["host_wall_s"]))
     if device_s <= 0 or wall <= 0:
@@ -268,8 +271,8 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
         "steady_steps": count,
         "host_seconds_per_step": round(host_s, 6),
         "host_basis": (
-            "median step wall time minus the lazy-tensor runtime's own work on its main line "
-            "(from the capture)"
+            "median of the stepping thread's measured work in the capture (graph build at the "
+            "sync, host-to-device copies, dispatch; waits and compiles left out): a lower bound"
         ),
         "device_seconds_per_step": round(device_s, 6),
         "device_basis": "median busy time of the busiest device per step (from the capture)",
@@ -291,9 +294,24 @@ def _from_trace(data: AnalysisInput) -> list[Finding]:
                 f"the device's {device_s * 1e3:.2f} ms; the device idles {idle:.0%} of the step"
             ),
             evidence=evidence,
-            suggestion=_suggestion(None, 0, _InUse()) + " " + _abi_note(data.cxx11_abi),
+            suggestion=_suggestion(data.sources, None, 0, _InUse())
+            + " "
+            + _abi_note(data.cxx11_abi),
+            cost=_cost(host_s, device_s, count),
         )
     ]
+
+
+def _cost(host_s: float, device_s: float, steps: int) -> Cost:
+    """Per step, the host time beyond the device's: what the device idles through waiting for
+    the host, and the most a faster host gives back."""
+    per_step = max(host_s - device_s, 0.0)
+    return Cost(
+        per_step_s=per_step,
+        run_s=per_step * steps,
+        steps=steps,
+        basis="host time per step less device time per step (the device idles through it)",
+    )
 
 
 def _device_seconds_per_step(data: AnalysisInput, steps: int) -> float | None:
@@ -338,11 +356,15 @@ def _place_and_fix(
     if top_ops:
         evidence["graph_ops"] = graph_ops
         evidence["graph_ops_by_user_line"] = {str(loc): n for loc, n in top_ops[:_TOP]}
-    location = top_ops[0][0] if top_ops else _work_location([line for line, _ in sampled_lines])
+    location = (
+        top_ops[0][0]
+        if top_ops
+        else _work_location(data.sources, [line for line, _ in sampled_lines])
+    )
     in_use = _in_use(data, location)
     if in_use.evidence():
         evidence["already_in_use"] = in_use.evidence()
-    return location, _suggestion(top_ops[0] if top_ops else None, graph_ops, in_use)
+    return location, _suggestion(data.sources, top_ops[0] if top_ops else None, graph_ops, in_use)
 
 
 def _traced_ops_by_line(data: AnalysisInput, steady: set[int]) -> tuple[Counter[Location], int]:
@@ -388,7 +410,7 @@ def _in_use(data: AnalysisInput, location: Location | None) -> _InUse:
         seen.scan = "graph ops traced in torch_xla's scan"
     files = {f for f in (data.script, location.file if location else None) if f}
     for file in sorted(files):
-        text = read_source(file)
+        text = data.sources.text(file)
         for name, words in _SOURCE_WORDS.items():
             if text is not None and getattr(seen, name) is None and any(w in text for w in words):
                 setattr(seen, name, f"the script's source ({words[0].rstrip('(')})")
@@ -400,19 +422,21 @@ def _note_event(seen: _InUse, cause: str, files: list[str]) -> None:
     if seen.compile is None and _COMPILE_CAUSE in cause:
         seen.compile = "executions caused by torch_xla.compile"
     if seen.loader is None and (
-        _LOADER_CAUSE in cause or any(f.endswith(_LOADER_FILE) for f in files)
+        _LOADER_CAUSE in cause or any(f.endswith(LOADER_FILE) for f in files)
     ):
         seen.loader = "syncs made by the parallel loader"
-    if seen.dynamo is None and any(_DYNAMO_DIR in f.replace("\\", "/") for f in files):
+    if seen.dynamo is None and any(DYNAMO_DIR in f.replace("\\", "/") for f in files):
         seen.dynamo = "executions made by the openxla dynamo backend"
 
 
-def _suggestion(top: tuple[Location, int] | None, graph_ops: int, in_use: _InUse) -> str:
+def _suggestion(
+    sources: SourceFiles, top: tuple[Location, int] | None, graph_ops: int, in_use: _InUse
+) -> str:
     """The fix, from where the ops come from and what the script already uses."""
     text = TRACE_LESS
     if top is not None:
         location, ops = top
-        code = source_line(location.file, location.line)
+        code = source_line(sources, location.file, location.line)
         quoted = f" (`{code}`)" if code else ""
         text = (
             f"Line {location.line}{quoted} accounts for {ops} of the {graph_ops} HLO "
@@ -430,11 +454,11 @@ def _suggestion(top: tuple[Location, int] | None, graph_ops: int, in_use: _InUse
     return text
 
 
-def _work_location(lines: list[str]) -> Location | None:
+def _work_location(sources: SourceFiles, lines: list[str]) -> Location | None:
     """The top sampled line that is not a step-ending call (where tracing work is written)."""
     located = [loc for loc in map(_location, lines) if loc is not None]
     for location in located:
-        text = source_line(location.file, location.line) or ""
+        text = source_line(sources, location.file, location.line) or ""
         if not any(call in text for call in _STEP_END_CALLS):
             return location
     return located[0] if located else None

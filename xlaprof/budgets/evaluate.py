@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.analyzers import analyzer_of
 from xlaprof.budgets.config import LIMITS, Budgets
 from xlaprof.budgets.result import CheckResult, Outcome, RunCheck, Status
-from xlaprof.findings import Finding, Kind
-from xlaprof.model.input import COMPILE_METRICS, HOST_SYNC_OP, AnalysisInput
+from xlaprof.findings import Coverage, Finding, Kind
+from xlaprof.model.input import COMPILE_METRICS, AnalysisInput
+from xlaprof.parse.metrics_report import HOST_SYNC_OP
 from xlaprof.parse.units import format_seconds
-from xlaprof.tables.compare import run_summary
 
 if TYPE_CHECKING:
     from xlaprof.model.result import PartResult
@@ -31,8 +31,24 @@ class _Context:
     def findings(self, *kinds: Kind) -> list[Finding]:
         return [f for f in self.result.findings if f.kind in kinds]
 
+    def unmeasured(self, kind: Kind) -> str | None:
+        """Why ``kind`` could not be looked for here, as the analysis recorded it (asked of its
+        analyzer where the result has no record), or None."""
+        for entry in self.result.analyzers:
+            if entry.kind is kind:
+                return entry.why if entry.status is Coverage.NOT_MEASURED else None
+        return analyzer_of(kind).unmeasured(self.data)
+
 
 Measure = Callable[[_Context, Any], list[Outcome]]
+
+
+def _figures(result: PartResult) -> dict[str, Any]:
+    """The part's figures as the pipeline made them (diff shows the same); a result made
+    by hand has them computed from its input."""
+    from xlaprof.tables.compare import run_summary
+
+    return result.figures or run_summary(result.part.data)
 
 
 def evaluate(
@@ -235,7 +251,7 @@ def _step_time_ratio(ctx: _Context, limit: float) -> list[Outcome]:
     budget = "max-step-time-ratio"
     if ctx.baseline is None:
         return [_verdict(budget, None, limit, "x", "no baseline run to compare with")]
-    mine, base = run_summary(ctx.data), run_summary(ctx.baseline.part.data)
+    mine, base = _figures(ctx.result), _figures(ctx.baseline)
     evidence = {
         "median_s": mine["step_median_s"],
         "spread_s": mine["step_spread_s"],
@@ -273,7 +289,7 @@ def _forbid(ctx: _Context, kinds: tuple[str, ...]) -> list[Outcome]:
     for name in kinds:
         kind = Kind(name)
         found = ctx.findings(kind)
-        missing = analyzer_of(kind).unmeasured(ctx.data)
+        missing = ctx.unmeasured(kind)
         budget = f"forbid {name}"
         if missing is not None and not found:
             outcomes.append(_verdict(budget, None, 0, "", missing))

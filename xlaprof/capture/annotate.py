@@ -184,14 +184,32 @@ class step:
 
 
 def steps(iterable: Iterable[T], start: int = 0, name: str = "train_step") -> Iterator[T]:
-    """Wrap a data loader so each item's loop body is one marked step.
+    """Wrap a data loader so each training iteration is one marked step.
 
     >>> for batch in xlaprof.steps(loader):     # doctest: +SKIP
     ...     train(batch)
+
+    A step is one item's loop body and then the fetch of the next item: a loader that syncs
+    as it hands out a batch (``MpDeviceLoader`` calls ``torch_xla.sync()`` in ``next()``)
+    runs the graph the body just traced there, so that sync (its compile, its execution)
+    belongs to the body's step, not to the next one. The first fetch comes before step
+    ``start`` (it ends no step: nothing was traced yet); the last, which finds the loader
+    empty, ends the last step.
     """
-    for number, item in enumerate(iterable, start):
+    iterator = iter(iterable)
+    try:
+        item = next(iterator)
+    except StopIteration:
+        return
+    number = start
+    while True:
         with step(number, name):
             yield item
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+        number += 1
 
 
 class ModuleAnnotations:

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from xlaprof.parse.frames import is_library_file
+from xlaprof.rundir.schema import SAMPLE_LIBRARY
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class HostSampler:
     kept in ``error`` for the run's warnings.
     """
 
-    LIBRARY = "<library>"
+    LIBRARY = SAMPLE_LIBRARY
 
     def __init__(self, hz: float, step: Callable[[], int] = lambda: 0) -> None:
         self.interval = 1.0 / hz

@@ -9,10 +9,10 @@ from time import thread_time
 from types import FrameType
 from typing import Any
 
+from xlaprof.parse.frames import DYNAMO_DIR, LOADER_FILE
+
 # The function torch_xla.compile calls to sync before the compiled function runs (2.x).
 _COMPILE_ENTRY = "_clear_pending_ops_before_compile"
-_DYNAMO_DIR = "torch_xla/_dynamo/"
-_LOADER_FILE = "parallel_loader.py"
 # torch_xla's collectives sync around their exchanges (``xm.mesh_reduce`` and ``xm.rendezvous``
 # through ``xla_rendezvous``, as Trainer and accelerate log; ``broadcast_master_param`` as
 # accelerate prepares a model): inside an iteration or between them, never one of their own.
@@ -34,7 +34,7 @@ def _ends_step(caller: Any) -> bool:
     file = caller.co_filename.replace("\\", "/")
     if caller.co_name in _COLLECTIVES and file.endswith(_COLLECTIVES_FILE):
         return False
-    return _DYNAMO_DIR not in file
+    return DYNAMO_DIR not in file
 
 
 def _loader_seen(loader: Any, seen: weakref.WeakSet[Any]) -> bool:
@@ -82,7 +82,7 @@ class StepEnds:
         it ends needs a graph built since the last one (``Session.boundary``'s
         ``graph_required``)."""
         caller = frame.f_code
-        if caller.co_filename.endswith(_LOADER_FILE):
+        if caller.co_filename.endswith(LOADER_FILE):
             return self._loader_sync(frame, grad_enabled)
         if not _ends_step(caller):
             return None

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from xlaprof.cli.common import with_options
 from xlaprof.findings import Kind
 
 OVER_BUDGET_EXIT = 1
@@ -118,6 +119,7 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: float | None)
     is_flag=True,
     help="Overwrite the --junit file if it exists and is not a report of this command's.",
 )
+@with_options("process", "session", "source_root", "max_size")
 def check(
     runs: tuple[Path, ...],
     budget_file: Path | None,
@@ -125,6 +127,10 @@ def check(
     as_json: bool,
     junit: Path | None,
     force: bool,
+    process: str | None,
+    session: str | None,
+    source_root: Path | None,
+    max_size: int | None,
     **limits: Any,
 ) -> None:
     """Check RUNs (run directories from `xlaprof run`) against budgets, for CI.
@@ -141,8 +147,8 @@ def check(
       xlaprof check runs/ci --max-recompilations 0 --max-host-syncs-per-step 0
     """
     from xlaprof.budgets import Budgets, find_pyproject
-    from xlaprof.cli.common import emit
-    from xlaprof.pipeline import check_budgets
+    from xlaprof.cli.common import emit, request_from, say
+    from xlaprof.pipeline import check as check_runs
 
     if budget_file is not None:
         budgets = Budgets.from_file(budget_file)
@@ -150,7 +156,9 @@ def check(
         pyproject = None if no_config else find_pyproject(Path.cwd())
         budgets = Budgets() if pyproject is None else Budgets.from_file(pyproject)
     budgets = budgets.updated(**limits)  # the options over the file
-    result = check_budgets(list(runs), budgets)
+    settings = {"process": process, "session": session, "source_root": source_root}
+    request = request_from(runs, {**settings, "max_size": max_size})
+    result = check_runs(request, budgets, say)
     if junit is not None:
         emit(result, "junit", junit, force, owned=_our_junit)
     emit(result, "json" if as_json else "text")

@@ -1,4 +1,9 @@
-"""What the subcommands share: input size limits, notes about traces, and writing a result.
+"""What the subcommands share: options -> request -> result -> renderer -> output.
+
+``analysis_options`` adds the options every command that reads an analysis takes (which
+process and session, warm-up, source root, size cap, where a pod is read); ``request_from``
+turns them into the one ``AnalysisRequest``; ``analyzed`` runs the pipeline on it and says on
+stderr what was chosen (which run or process, which session, which capture files were skipped).
 
 ``emit`` is the one way a command outputs a result: the renderer is picked by name (``--json``)
 or by the output file's extension (``xlaprof.report.renderer_for``), written to stdout or, with
@@ -9,35 +14,156 @@ that runs again), which is rewritten.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from xlaprof.errors import OutputError
 from xlaprof.escape import terminal
-from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES
+from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
 from xlaprof.parse.units import parse_size
-from xlaprof.safeio import MAX_SIZE_ENV
 
 if TYPE_CHECKING:
+    from xlaprof.model.request import AnalysisRequest
+    from xlaprof.model.result import AnalysisResult
     from xlaprof.model.trace import Trace
     from xlaprof.report import RenderOptions, Result
 
+Command = TypeVar("Command", bound=Callable[..., Any])
 
-def size_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int:
-    """``--max-size`` (``512MB``, ``2GB``) as bytes; the default limit when not given."""
+# The settings ``analysis_options`` adds, by parameter name (``request_from`` reads them).
+ANALYSIS_SETTINGS = (
+    "process",
+    "session",
+    "warmup_steps",
+    "source_root",
+    "max_size",
+    "scheduler",
+    "workers",
+)
+
+
+def _options() -> dict[str, Callable[[Any], Any]]:
+    """Each shared option by its parameter name, in the order ``--help`` lists them."""
+    options = (
+        click.option(
+            "--process",
+            metavar="NAME",
+            help="For a folder of several process runs: which one (folder name); '*' for "
+            "all of every run. Default: the latest run's (by its recorded start time).",
+        ),
+        click.option(
+            "--session",
+            metavar="NAME",
+            help="For a logdir with several profiling sessions: which one (default: the latest).",
+        ),
+        click.option(
+            "--warmup-steps",
+            default=2,
+            show_default=True,
+            type=click.IntRange(min=0),
+            help="Steps whose compilations count as warm-up (run directories).",
+        ),
+        click.option(
+            "--source-root",
+            type=click.Path(path_type=Path, file_okay=False),
+            help="Folder whose source files findings may quote (default: the run's recorded "
+            "working directory, if it exists here). Files outside it are never read.",
+        ),
+        click.option(
+            "--max-size",
+            callback=size_option,
+            metavar="SIZE",
+            help="Largest input file to read (default 256MB), e.g. 2GB.",
+        ),
+        click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="Trace logdirs of many hosts: read each host on this dask.distributed cluster "
+            "(tcp://host:8786; needs xlaprof[pod]) instead of local worker processes. Its "
+            "workers' results are unpickled here: name only a cluster you trust. "
+            "$XLAPROF_DASK_SCHEDULER does the same, announced on stderr.",
+        ),
+        click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            help="Trace logdirs of many hosts: local worker processes (default: one per core).",
+        ),
+    )
+    return dict(zip(ANALYSIS_SETTINGS, options, strict=True))
+
+
+def analysis_options(command: Command) -> Command:
+    """The options of every command that analyzes: ``--process``, ``--session``,
+    ``--warmup-steps``, ``--source-root``, ``--max-size``, ``--scheduler``, ``--workers``."""
+    return with_options(*ANALYSIS_SETTINGS)(command)
+
+
+def with_options(*names: str) -> Callable[[Command], Command]:
+    """Some of the shared options (``xlaprof check`` has a warm-up of its own)."""
+    chosen = [option for name, option in _options().items() if name in names]
+
+    def add(command: Command) -> Command:
+        for option in reversed(chosen):
+            command = option(command)
+        return command
+
+    return add
+
+
+def request_from(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any]) -> AnalysisRequest:
+    """The request ``analysis_options``' values make for ``paths`` (a bad ``--scheduler``
+    address is one line and its exit code, at once)."""
+    from xlaprof.model.request import AnalysisRequest
+
+    scheduler = settings.get("scheduler")
+    if scheduler:
+        from xlaprof.inputs.pod.cluster import address
+
+        scheduler = address(scheduler)
+    max_size = settings.get("max_size")
+    return AnalysisRequest(
+        tuple(paths),
+        process=settings.get("process"),
+        session=settings.get("session"),
+        warmup_steps=settings.get("warmup_steps", 2),
+        source_root=settings.get("source_root"),
+        max_size=DEFAULT_MAX_INPUT_BYTES if max_size is None else max_size,
+        max_size_given=max_size is not None,
+        scheduler=scheduler,
+        workers=settings.get("workers"),
+    )
+
+
+def analyzed(request: AnalysisRequest) -> AnalysisResult:
+    """``request`` analyzed, with what was chosen said on stderr (runs, sessions, files)."""
+    from xlaprof.pipeline import analyze
+
+    result = analyze(request)
+    said(result)
+    return result
+
+
+def said(result: AnalysisResult) -> None:
+    """Say on stderr the notes of ``result``: which run and process, session, skipped files."""
+    for note in result.notes:
+        say(note)
+    for part in result.parts:
+        trace_notes(part.trace, part.part.name)
+
+
+def size_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    """``--max-size`` (``512MB``, ``2GB``) as bytes; None when not given (each reader's own)."""
     if value is None:
-        return DEFAULT_MAX_INPUT_BYTES
+        return None
     try:
         size = parse_size(value)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
-    os.environ[MAX_SIZE_ENV] = str(size)  # capture readers and their worker processes
-    return size
+    return size  # into the request (``request_from``), which takes it to every reader
 
 
 def trace_notes(trace: Trace | None, name: str) -> None:
@@ -105,3 +231,15 @@ def write_atomic(path: Path, text: str, force: bool) -> None:
         atomic_write_text(path, text)
     except OSError as error:
         raise OutputError(f"{path}: cannot be written ({error.strerror})") from None
+
+
+def result_of(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any]) -> AnalysisResult:
+    """The result to show for ``paths``: a document saved with ``xlaprof analyze --json``
+    read back as it was (``xlaprof.analysis/1``), else ``paths`` analyzed."""
+    from xlaprof.report.json_out import saved_analysis
+
+    if len(paths) == 1:
+        saved = saved_analysis(Path(paths[0]), settings.get("max_size"))
+        if saved is not None:
+            return saved
+    return analyzed(request_from(paths, settings))

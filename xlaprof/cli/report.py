@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
+
+from xlaprof.cli.common import analysis_options
 
 
 @click.command()
@@ -18,39 +21,19 @@ import click
     help="Where to write the report.",
 )
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
-@click.option("--process", help="For a run of several processes: which one (folder name).")
-@click.option(
-    "--session",
-    metavar="NAME",
-    help="For a logdir with several profiling sessions: which one (default: the latest).",
-)
-@click.option(
-    "--source-root",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Folder whose source files the report may quote (default: the run's recorded working "
-    "directory, if it exists here). Files outside it are never read.",
-)
-def report(
-    path: Path,
-    output: Path,
-    force: bool,
-    process: str | None,
-    session: str | None,
-    source_root: Path | None,
-) -> None:
+@analysis_options
+def report(path: Path, output: Path, force: bool, **settings: Any) -> None:
     """Write a self-contained HTML report of PATH (a run directory, a log, a capture file or a
-    folder of captures).
+    folder of captures, or a document saved with `xlaprof analyze --json`).
 
     It works offline (plotly is embedded): findings with evidence and fixes, the step timeline,
     compilations over steps, top host regions and device ops, and metric deltas per step.
     """
-    from xlaprof.cli.common import emit, say, trace_notes
-    from xlaprof.model.result import AnalysisResult
-    from xlaprof.pipeline import analyze_one
+    from xlaprof.cli.common import emit, result_of, said
 
-    result, _, note = analyze_one(path, process, session=session, source_root=source_root)
-    if note:
-        say(note)
-    trace_notes(result.trace, path.name)
-    emit(AnalysisResult([result]), "html", output, force)
+    result = result_of((path,), settings)
+    one = result.one()
+    if len(one.notes) > len(result.notes):
+        said(type(result)([], notes=one.notes[len(result.notes) :]))
+    emit(one, "html", output, force)
     click.echo(str(output))

@@ -18,9 +18,10 @@ from xlaprof.capture.metrics import METRICS_SAMPLES
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ
 from xlaprof.cli import INTERRUPTED_EXIT
 from xlaprof.errors import CommandNotFound, RunDirError
+from xlaprof.rundir.schema import LAUNCH_ENV
 
 # Set in the job's environment; each run directory records it (run.json "env").
-ENV_LAUNCH = "XLAPROF_LAUNCH_ID"
+ENV_LAUNCH = LAUNCH_ENV
 
 
 def _window(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -99,6 +100,7 @@ def run(
     if out is None:
         out = Path("xlaprof-runs") / time.strftime("run-%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
+    earlier = _earlier_runs(out)
     # Runs of this launch carry its id (run.json records XLAPROF_* variables), so runs another
     # `xlaprof run` writes into the same --out at the same time are never touched here.
     launch = uuid.uuid4().hex
@@ -115,7 +117,22 @@ def run(
     code = exit_code(returncode, statuses, forwarder.interrupted)
     if not quiet:
         _say_where(out, runs, nested, returncode, code, forwarder.interrupted)
+        if runs and earlier:
+            click.echo(
+                f"xlaprof: {out} also holds {len(earlier)} process folder(s) of earlier runs "
+                f"({', '.join(p.name for p in earlier[:4])}{', ...' if len(earlier) > 4 else ''}"
+                "): this run is a new one, which commands read (the latest); --process NAME "
+                "reads an earlier one",
+                err=True,
+            )
     sys.exit(code)
+
+
+def _earlier_runs(out: Path) -> list[Path]:
+    """The process folders already in ``out`` before this launch (a re-run into one --out)."""
+    from xlaprof.rundir.reader import find_runs
+
+    return find_runs(out)
 
 
 def job_environment(

@@ -117,8 +117,8 @@ def view(path: Path, port: int, host: str) -> None:
 
 def _refuse_escaping_names(logdir: Path, path: Path) -> None:
     """Refuse captures whose HLO module names XProf would turn into paths outside the logdir
-    (``xlaprof/parse/xplane/hlo_protos.py``): the UI's first load would write files there."""
-    from xlaprof.parse.xplane.hlo_protos import escaping_names
+    (``xlaprof/parse/xplane/module_names.py``): the UI's first load would write files there."""
+    from xlaprof.parse.xplane.module_names import escaping_names
     from xlaprof.safeio import TooLarge, UnsafeFile
 
     files = sorted(logdir.rglob("plugins/profile/*/*.xplane.pb"))

@@ -237,9 +237,10 @@ def compare_numerics(before: Path, after: Path) -> dict[str, Any]:
 
 def _stack_from_analysis(run_dir: Path) -> str | None:
     """The layer stack the unrolled-loop analysis of a run names, as ``Owner.attr``."""
-    from xlaprof.pipeline import findings_of
+    from xlaprof.pipeline import AnalysisRequest, analyze
 
-    for finding in findings_of([run_dir]):
+    findings = [f for part in analyze(AnalysisRequest((run_dir,))).parts for f in part.findings]
+    for finding in findings:
         owner = finding.evidence.get("layer_stack_owner")
         attribute = finding.evidence.get("layer_stack_attribute")
         if finding.kind.value == "unrolled_loop" and owner and attribute:

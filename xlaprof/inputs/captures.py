@@ -89,23 +89,24 @@ def pick_session(
     raise InputNotRecognized(f"{root}: no session {session!r} here (sessions: {found})")
 
 
-def load_capture_file(path: Path, args: bool = True) -> pd.DataFrame:
-    """One capture file's events; ``args=False`` skips the per-event stat dicts of an xplane
+def load_capture_file(path: Path, args: bool = True, limit: int | None = None) -> pd.DataFrame:
+    """One capture file's events (``limit``: ``--max-size``, else each reader's own cap);
+    ``args=False`` skips the per-event stat dicts of an xplane
     (a pod worker's cache has no ``args`` column, and building them is a third of the parse),
     keeping what the device model reads of them as a column (``framework_op``)."""
     if path.name.endswith(XPLANE_SUFFIX):
-        frame = xspace_frame(path, args=args, framework_op=not args)
+        frame = xspace_frame(path, args=args, framework_op=not args, limit=limit)
     else:
-        frame = chrome_trace_frame(path)
+        frame = chrome_trace_frame(path, limit=limit)
     frame.attrs["source"] = str(path)
     return frame
 
 
-def load_safely(path: Path) -> pd.DataFrame | XlaprofError:
+def load_safely(path: Path, limit: int | None = None) -> pd.DataFrame | XlaprofError:
     """``load_capture_file``, with what is wrong with the file returned, not raised: one host's
     problem is a warning when other hosts load."""
     try:
-        return load_capture_file(path)
+        return load_capture_file(path, limit=limit)
     except XlaprofError as error:
         return error
     except (RecursionError, MemoryError) as error:
@@ -165,7 +166,7 @@ def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
 
 
 def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> pd.DataFrame:
-    """Where each compiled instruction came from, per host (``parse.hlo_proto.SOURCE_COLUMNS``
+    """Where each compiled instruction came from, per host (``parse.hlo_sources.SOURCE_COLUMNS``
     and ``host``): the HLO protos each xplane embeds and, for a run directory, its harvested
     graphs (``graphs``: ``rundir.schema.GraphInfo``; their text carries the innermost frame
     only, so they fill in instructions the protos do not name). A file whose metadata plane
@@ -176,7 +177,7 @@ def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> 
     import pandas as pd
 
     from xlaprof.parse.frames import is_library_file
-    from xlaprof.parse.hlo_proto import SOURCE_COLUMNS, embedded_hlo_protos, instruction_sources
+    from xlaprof.parse.hlo_sources import SOURCE_COLUMNS, embedded_hlo_protos, instruction_sources
     from xlaprof.parse.xplane.schema import message_class, parse_space
 
     rows: list[dict[str, Any]] = []

@@ -37,6 +37,7 @@ from xlaprof.model.trace import Trace
 from xlaprof.tables import device as device_model
 from xlaprof.tables.host_steps import named_steps
 from xlaprof.tables.step_numbers import assign_steps
+from xlaprof.tables.step_times import step_times
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,8 +50,11 @@ def load_trace(
     session: str | None = None,
     lazy: bool | None = None,
     scheduler: str | None = None,
+    max_size: int | None = None,
 ) -> Trace:
-    """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers.
+    """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers;
+    ``max_size`` caps each file (``--max-size``; None: each reader's own cap), in the worker
+    processes too.
 
     Several hosts load lazily (``xlaprof.inputs.pod``) when ``lazy`` is True, a dask
     ``scheduler`` is given, or (``lazy=None``) their files hold more than ``pod.LAZY_BYTES``.
@@ -63,8 +67,10 @@ def load_trace(
     if first_step is None:
         first_step = _first_step_from_run(root)
     if pod.wants_lazy(files, lazy, scheduler):
-        return pod.load_pod(files, first_step or 0, workers, scheduler, chosen, list(sessions))
-    loaded = _load_files(files, workers)
+        return pod.load_pod(
+            files, first_step or 0, workers, scheduler, chosen, list(sessions), limit=max_size
+        )
+    loaded = _load_files(files, workers, max_size)
     broken = [item for item in loaded if isinstance(item, XlaprofError)]
     frames = [item for item in loaded if not isinstance(item, XlaprofError)]
     if not frames:
@@ -110,6 +116,7 @@ def load_trace(
         step_source=None if named is None else named.source,
         step_ranges=ranges,
         epoch_offset_ns=epochs,
+        step_table=step_times,
     )
 
 
@@ -124,13 +131,15 @@ def _run_graphs(root: Path) -> list[object]:
     return []
 
 
-def _load_files(files: list[Path], workers: int | None) -> list[pd.DataFrame | XlaprofError]:
+def _load_files(
+    files: list[Path], workers: int | None, limit: int | None
+) -> list[pd.DataFrame | XlaprofError]:
     """Each file's events (several files in a process pool of ``workers``), or why not."""
     if len(files) == 1:
-        return [load_safely(files[0])]
+        return [load_safely(files[0], limit)]
     workers = workers or min(len(files), os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(load_safely, files))
+        return list(pool.map(load_safely, files, [limit] * len(files)))
 
 
 def _session_events(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:

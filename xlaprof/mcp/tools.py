@@ -1,7 +1,7 @@
 """The tools of ``xlaprof mcp``, as plain methods: typed arguments in, typed models out.
 
-Each analysis is ``xlaprof.pipeline.analyze_parts`` on ``xlaprof.inputs.paths.load_parts``, as
-in ``xlaprof analyze``, and its answer is cut from ``results_document`` (the ``--json``
+Each analysis is ``xlaprof.pipeline.analyze`` of the request ``Tools.request`` makes, as in
+``xlaprof analyze``, and its answer is cut from ``results_document`` (the ``--json``
 document) or, for tables the document keeps only the head of, paged with ``frame_records`` (the
 document's own row writer): the numbers an agent gets are those the CLI prints. An analysis is
 kept (``CACHED_ANALYSES``) while its input's files, sizes and times stay the same, so paging
@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -34,12 +34,12 @@ from pydantic import Field
 from xlaprof.errors import InputNotFound, InputNotRecognized, OutsideRoots, RunDirError
 from xlaprof.mcp import models
 from xlaprof.mcp.roots import Roots, source_root_for
-from xlaprof.model.ondisk import HOST_STEPS
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.model.parts import Part
+    from xlaprof.model.request import AnalysisRequest
     from xlaprof.model.result import PartResult
 
 # Analyses kept for paging (a pod's can hold a few hundred MB: a handful at most).
@@ -114,6 +114,7 @@ class Analyzed:
     path: Path
     results: list[PartResult]
     document: dict[str, Any]
+    notes: list[str] = field(default_factory=list)  # which run was read, of several
 
     def part(self, process: str | None) -> tuple[PartResult, dict[str, Any], list[str]]:
         """One part's result and document (the first, or ``process``), with a note when the
@@ -128,8 +129,8 @@ class Analyzed:
                 )
             index = names.index(process)
         if len(self.results) == 1:
-            return self.results[0], self.document, []
-        notes = []
+            return self.results[0], self.document, list(self.notes)
+        notes = list(self.notes)
         if process is None:
             notes.append(
                 f"{self.path} holds {len(names)} process runs ({', '.join(names[:8])}"
@@ -140,8 +141,8 @@ class Analyzed:
 
 
 class Tools:
-    """The tools over ``roots``. Calls are served one at a time (``lock``): an analysis sets
-    its source roots for the duration, and the machine it runs on is usually a laptop."""
+    """The tools over ``roots``. Calls are served one at a time (``lock``): an analysis reads
+    only its own source files (inside the roots), and the machine it runs on is usually a laptop."""
 
     def __init__(self, roots: Roots, settings: Settings | None = None) -> None:
         self.roots = roots
@@ -165,27 +166,51 @@ class Tools:
         return offered
 
     # -- the analysis, once per input ---------------------------------------------------------
-    def analysis(self, path: str, session: str | None = None, warmup_steps: int = 2) -> Analyzed:
-        """``path`` analyzed as ``xlaprof analyze`` does, reused while it has not changed."""
+    def analysis(
+        self,
+        path: str,
+        session: str | None = None,
+        warmup_steps: int = 2,
+        process: str | None = None,
+    ) -> Analyzed:
+        """``path`` analyzed as ``xlaprof analyze`` does (its latest run, or ``process``),
+        reused while it has not changed."""
         real, fingerprint = self.roots.resolve_input(path)
-        key = (str(real), session, warmup_steps, fingerprint)
+        key = (str(real), session, warmup_steps, process, fingerprint)
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        analyzed = self._analyze(real, session, warmup_steps)
+        analyzed = self._analyze(self.request(real, session, warmup_steps, process))
         self._cache[key] = analyzed
         while len(self._cache) > CACHED_ANALYSES:
             self._cache.popitem(last=False)
         return analyzed
 
-    def _analyze(self, path: Path, session: str | None, warmup_steps: int) -> Analyzed:
-        from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
-        from xlaprof.pipeline import analyze_parts
+    def request(
+        self,
+        path: Path,
+        session: str | None = None,
+        warmup_steps: int = 2,
+        process: str | None = None,
+    ) -> AnalysisRequest:
+        """The request a tool makes of ``path``: source lines from inside the roots only."""
+        from xlaprof.model.request import AnalysisRequest
+
+        return AnalysisRequest(
+            (path,),
+            process=process,
+            session=session,
+            warmup_steps=warmup_steps,
+            source_root_of=self.source_root,
+        )
+
+    def _analyze(self, request: AnalysisRequest) -> Analyzed:
+        from xlaprof.pipeline import analyze
         from xlaprof.report.json_out import results_document
 
-        parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, warmup_steps, session)
-        results = analyze_parts(parts, self.source_root)
-        return Analyzed(path, results, results_document(results))
+        result = analyze(request)
+        document = results_document(result.parts, result.totals)
+        return Analyzed(request.inputs[0], result.parts, document, result.notes)
 
     def source_root(self, part: Part) -> Path:
         """Where findings on ``part`` may quote source lines from: its run's recorded working
@@ -236,18 +261,18 @@ class Tools:
         capture's devices and top ops, and how many rows each per-step and per-op table has
         (page through them with steps and device_ops). Without process, a folder of several
         process runs is analyzed whole (findings tagged with evidence.process)."""
-        analyzed = self.analysis(path, session, warmup_steps)
+        analyzed = self.analysis(path, session, warmup_steps, process)
         return self._overview(analyzed, process, max_findings)
 
     def _overview(
         self, analyzed: Analyzed, process: str | None, max_findings: int
     ) -> models.AnalyzeOutput:
-        notes: list[str] = []
+        notes: list[str] = list(analyzed.notes)
         if process is None:
             document = analyzed.document
             result = analyzed.results[0] if len(analyzed.results) == 1 else None
         else:
-            result, document, notes = analyzed.part(process)
+            result, document, notes = analyzed.part(process)  # its notes include the run's
         for part in analyzed.results if result is None else [result]:
             if part.trace is not None and len(part.trace.sessions) > 1:
                 notes.append(
@@ -314,7 +339,7 @@ class Tools:
 
         seconds_columns = COLUMNS[1:-1]
 
-        result, _, notes = self.analysis(path, session, warmup_steps).part(process)
+        result, _, notes = self.analysis(path, session, warmup_steps, process).part(process)
         frame = _step_tables(result).get(table)
         steady = None
         if table == "timeline" and frame is not None and len(frame):
@@ -329,11 +354,7 @@ class Tools:
                     median_s=strict_json(seconds),
                     bound=median.get("bound"),
                 )
-        verdict = None
-        if result.trace is not None:
-            from xlaprof.report.devices import tracing_verdict
-
-            verdict = tracing_verdict(result.trace)
+        verdict = None if result.devices is None else result.devices.verdict
         if frame is None:
             notes.append(_absent(table))
         page = _page(frame, host, device, offset, limit)
@@ -370,7 +391,7 @@ class Tools:
         ops are those of `xlaprof analyze --json`'s trace.device_ops; paging goes past them."""
         from xlaprof.report.json_out import devices_table, frame_records
 
-        result, _, notes = self.analysis(path, session).part(process)
+        result, _, notes = self.analysis(path, session, process=process).part(process)
         trace = result.trace
         frame = devices = None
         if trace is None:
@@ -405,12 +426,12 @@ class Tools:
         """Compare two runs, as `xlaprof diff --json`: each figure (steps, compilations, step
         time, compile time, host syncs, ...) before and after with their ratio, and the
         findings that disappeared and appeared."""
-        from xlaprof.pipeline import compare_runs
+        from xlaprof.pipeline import compare
         from xlaprof.report.json_out import comparison_document
 
         a, b = self.roots.resolve(before), self.roots.resolve(after)
-        comparison, notes = compare_runs(a, b, self.source_root)
-        return models.CompareOutput(**comparison_document(comparison), notes=notes)
+        comparison = compare(self.request(a), self.request(b))
+        return models.CompareOutput(**comparison_document(comparison), notes=comparison.notes)
 
     # The parameters are the tool's arguments (``xlaprof check``'s budgets, one each): the SDK
     # reads them as its input schema.
@@ -457,7 +478,7 @@ class Tools:
         value, limit and verdict (pass, fail, unmeasured, skipped), with the findings that
         explain a failure at the user's line. ok is false when any budget fails."""
         from xlaprof.budgets import Budgets
-        from xlaprof.pipeline import check_budgets
+        from xlaprof.pipeline import check
         from xlaprof.report.ci import check_document
 
         runs = [self.roots.resolve(p) for p in paths]
@@ -479,7 +500,8 @@ class Tools:
         )
         if budgets.baseline is not None:
             self.roots.resolve(str(budgets.baseline))  # a file's baseline: inside too
-        result = check_budgets(runs, budgets, self.source_root)
+        request = self.request(runs[0]).but(inputs=tuple(runs))
+        result = check(request, budgets)
         return models.CheckOutput(**check_document(result))
 
     def explain_finding(
@@ -500,7 +522,7 @@ class Tools:
         except ValueError:
             kinds = ", ".join(k.value for k in Kind)
             raise InputNotRecognized(f"{kind!r}: no such finding kind (kinds: {kinds})") from None
-        module = sys.modules[analyzer_of(known).analyze.__module__]
+        module = analyzer_of(known).module
         page_path = DOCS / f"{known.value}.md"
         page = page_path.read_text(encoding="utf-8") if page_path.is_file() else None
         constants = {
@@ -722,8 +744,8 @@ def _host_tables(result: PartResult) -> dict[str, pd.DataFrame | None]:
 def _host_steps(result: PartResult) -> pd.DataFrame | None:
     """Several hosts' per-host rows: a pod keeps them on disk (read here when asked for)."""
     trace = result.trace
-    if result.host_steps is None and trace is not None and trace.source is not None:
-        return result.host_steps_frame() if len(trace.hosts) > 1 else None
+    if result.host_steps is None and trace is not None and len(trace.hosts) > 1:
+        return trace.events_source.stored_host_steps()
     return result.host_steps
 
 
@@ -741,10 +763,11 @@ def _table_sizes(result: PartResult) -> dict[str, int]:
         sizes["device_steps"] = summary.rows("steps")
         sizes["tracing"] = summary.rows("tracing")
     trace = result.trace
+    stored = None if trace is None else trace.events_source.stored_host_step_count()
     if result.host_steps is not None:
         sizes["host_steps"] = len(result.host_steps)
-    elif trace is not None and trace.source is not None and len(trace.hosts) > 1:
-        sizes["host_steps"] = trace.source.table_rows(HOST_STEPS)
+    elif stored is not None and trace is not None and len(trace.hosts) > 1:
+        sizes["host_steps"] = stored
     if result.trace is not None:
         ops = result.trace.summary().ops
         sizes["ops"] = len(ops)

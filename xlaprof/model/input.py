@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugLog
 from xlaprof.parse.dynamo_log import DynamoRecord, parse_dynamo_records
-from xlaprof.parse.metrics_report import MetricsReport
+from xlaprof.parse.metrics_report import HOST_SYNC_OP, MetricsReport
 from xlaprof.parse.torch_trace import TorchTraceLog
 from xlaprof.rundir.schema import GraphInfo, RegionRow, StepRow
 
@@ -27,7 +28,6 @@ EAGER_COMPILE_METRICS = ("EagerOpCompileTime",)
 EAGER_EXECUTE_METRICS = ("EagerOpExecuteTime",)
 FROM_DEVICE_METRICS = ("TransferFromDeviceTime", "TransferFromServerTime")
 TO_DEVICE_METRICS = ("TransferToDeviceTime", "TransferToServerTime")
-HOST_SYNC_OP = "aten::_local_scalar_dense"
 
 
 @dataclass
@@ -75,6 +75,9 @@ class AnalysisInput:
     trace: Trace | None = None
     # The capture's host time per step, where it has no device planes (tables.host_steps)
     host_activity: HostActivity | None = None
+    # The user's source files the analyzers may read (the request's source roots; none by
+    # default): findings quote their lines and read their loops from here, and nowhere else.
+    sources: SourceFiles = field(default_factory=SourceFiles)
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.

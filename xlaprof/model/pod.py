@@ -1,6 +1,6 @@
 """A pod load's data: what a worker returns per host, what failed, the merged load, and the
 events and per-step tables left in the per-host caches until a query asks for them
-(``EventSource``).
+(``CachedEvents``, the on-disk ``xlaprof.model.trace.EventSource``).
 
 Made by ``xlaprof.inputs.pod`` (the workers, the cache, the runner); read by ``Trace`` and the
 tables.
@@ -8,16 +8,17 @@ tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xlaprof.model.ondisk import HOST_STEPS, STEP_BOUNDS
+from xlaprof.model.device import DeviceSummary
+from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
+from xlaprof.model.trace import HostTableMaker, HostTables, Trace
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from xlaprof.model.device import DeviceSummary
     from xlaprof.model.stats import StepAggregates
 
 CATEGORY_COLUMNS = (
@@ -173,9 +174,10 @@ def typed_steps(steps: pd.DataFrame) -> pd.DataFrame:
 
 
 @dataclass
-class EventSource:
+class CachedEvents:
     """A pod capture's events and per-step tables, left in the per-host Parquet caches until
-    asked for (``xlaprof.model.ondisk.StepTables``)."""
+    asked for: the on-disk ``xlaprof.model.trace.EventSource`` (and a
+    ``xlaprof.model.ondisk.StepTables``)."""
 
     caches: dict[str, str]  # host -> cache file
     load: PodLoad | None = None  # the workers' summaries
@@ -274,6 +276,82 @@ class EventSource:
         """Every host's straggler rows (HOST_STEP_COLUMNS), read from disk."""
         frame = self.table(HOST_STEPS)
         return frame if len(frame) else concat_frames([], HOST_STEP_COLUMNS)
+
+    def in_memory(self) -> None:
+        return None
+
+    def load_record(self) -> dict[str, Any] | None:
+        return None if self.load is None else self.load.record()
+
+    def stored_host_steps(self) -> pd.DataFrame:
+        return self.host_steps()
+
+    def stored_host_step_count(self) -> int:
+        return self.table_rows(HOST_STEPS)
+
+    def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
+        """Host skew and stragglers from the hosts' straggler rows read a range of steps at a
+        time (at most ``maker.chunk_rows`` rows held); the rows themselves stay on disk."""
+        summaries = self._summaries()
+        aggregates = [(s.host, s.aggregates) for s in summaries if s.aggregates]
+        marked = {host for host, a in aggregates if a.host is not None}
+        return maker.of_chunks(marked, self._step_chunks(maker.chunk_rows))
+
+    def _step_chunks(self, chunk_rows: int) -> Iterator[pd.DataFrame]:
+        """Every host's straggler rows, a range of steps at a time (about ``chunk_rows``)."""
+        import numpy as np
+
+        summaries = self._summaries()
+        numbered = [
+            s.aggregates
+            for s in summaries
+            if s.aggregates
+            and s.aggregates.first_step is not None
+            and s.aggregates.last_step is not None
+        ]
+        if not numbered:
+            return
+        steps = np.zeros(0, np.int64)  # the distinct step numbers, over hosts
+        for summary in summaries:
+            column = self.table(HOST_STEPS, hosts=[summary.host], columns=["step"])["step"]
+            steps = np.union1d(steps, column.to_numpy(dtype=np.int64))
+        rows = sum(a.rows.get(HOST_STEPS, 0) for a in numbered)
+        width = max(1, chunk_rows // max(1, rows // max(1, len(steps))))
+        for at in range(0, len(steps), width):
+            low, high = int(steps[at]), int(steps[min(at + width, len(steps)) - 1])
+            yield self.table(HOST_STEPS, filters=[("step", ">=", low), ("step", "<=", high)])
+
+    def step_view(self, trace: Trace) -> Trace:
+        """The pod's first host as an in-memory ``Trace`` (its events, step bounds and device
+        model with its per-step rows, each read from that host's files alone): what the step
+        timeline and the story read, as they read one host of any trace."""
+        hosts = trace.hosts[:1]
+        summary = trace.summary()
+
+        def mine(frame: pd.DataFrame) -> pd.DataFrame:
+            if "host" not in frame:
+                return frame
+            return frame[frame["host"].astype(str).isin(hosts)]
+
+        model = DeviceSummary(
+            devices=mine(summary.devices),
+            steps=self.table(DEVICE_STEPS, hosts=hosts),
+            ops=mine(summary.ops),
+            utilization=mine(summary.utilization),
+            tracing=self.table(TRACING, hosts=hosts),
+            events=sum(s.events for s in self.load.in_order()[:1]) if self.load else 0,
+            bottleneck=self.table(BOTTLENECK, hosts=hosts),
+        )
+        return Trace(
+            events=self.select(hosts=hosts),
+            files=trace.files[:1],
+            step_bounds=self.table(STEP_BOUNDS, hosts=hosts),
+            devices=None if trace.devices is None else mine(trace.devices),
+            session=trace.session,
+            sessions=trace.sessions,
+            device_summary=model,
+            step_table=trace.step_table,
+        )
 
     def frame(self) -> Any:
         """A dask DataFrame over every host's cache: one partition per host."""

@@ -3,24 +3,25 @@
 ``PartResult`` holds the part, its findings and the tables made for it (step timeline, host
 skew, per-host steps, stragglers) and the trace with its device model. Its methods return those
 as DataFrames (an empty frame where the input had nothing to say), so the notebook facade, the
-HTML report and the console show the same tables without computing anything again.
+HTML report and the console show the same tables without computing anything again; nothing
+here reads a file (the notebook facade reads a run's own rows from its ``Run``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from xlaprof.findings import Finding
+    from xlaprof.findings import Finding, KindCoverage
     from xlaprof.model.input import HostActivity
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
 
-FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence"]
+FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence", "cost"]
 
 
 @dataclass
@@ -29,10 +30,16 @@ class StepStory:
     (``xlaprof.tables.story``). Seconds; None where not measured.
 
     ``median_step`` is the steady step (after warm-up, compiling nothing) of median wall time
-    and ``parts`` its wall time by part (compile, tracing, transfer, device), which add up to
-    it; ``bound`` is its largest part and ``bound_share`` that part's share; ``bound_steps``
-    counts the steady steps by bound. ``worth_most`` is the finding that answers the bound
-    (set by the pipeline, which has the findings).
+    and ``parts`` its wall time by measured part (compile, tracing, transfer, device) and
+    ``unattributed`` (the rest: never a cause), which add up to it; ``part_sources`` says where
+    each measured part comes from and ``median_source`` whether the step was traced.
+    ``bound`` is its largest measured part and ``bound_share`` that part's share;
+    ``bound_steps`` counts the steady steps by bound. ``traced_steps`` are the steps a trace
+    window covered and ``traced_compile_steps`` those of them that compiled (the window's
+    device tables are then not steady-state). ``worth_most`` is the finding with the largest
+    measured cost per step (set by the pipeline, which has the findings) and
+    ``worth_most_basis`` how it was ranked, and ``worth_most_answer`` why its kind answers the
+    bound (the kind's story sentence, from its registry entry; None where no bound picked it).
     """
 
     steps: int
@@ -49,6 +56,13 @@ class StepStory:
     bound_share: float | None = None
     bound_steps: dict[str, int] = field(default_factory=dict)
     worth_most: Finding | None = None
+    worth_most_answer: str | None = None
+    median_source: str | None = None
+    unattributed_s: float | None = None
+    part_sources: dict[str, str] = field(default_factory=dict)
+    traced_steps: list[int] = field(default_factory=list)
+    traced_compile_steps: list[int] = field(default_factory=list)
+    worth_most_basis: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The ``story`` object of the ``--json`` document (docs/json-format.md)."""
@@ -56,10 +70,113 @@ class StepStory:
         document["worth_most"] = None if self.worth_most is None else self.worth_most.to_json()
         return document
 
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> StepStory:
+        """The story a saved ``--json`` document holds."""
+        from xlaprof.findings import Finding
+
+        known = {k: v for k, v in document.items() if k in cls.__dataclass_fields__}
+        worth = known.pop("worth_most", None)
+        story = cls(**known)
+        story.worth_most = None if worth is None else Finding.from_json(worth)
+        return story
+
+
+Rows = list[dict[str, str]]
+
+
+@dataclass
+class DeviceView:
+    """What the reports show of a capture's devices, as text (``tables.device.view``): each
+    table's rows, the notes under them and the verdict on the traced steps. Computed once by
+    the pipeline; renderers lay it out, and a saved result carries it whole."""
+
+    where: str
+    session: str | None
+    meta: str
+    warnings: list[str]
+    capture: str
+    device_types: str | None
+    devices: Rows
+    steps: Rows
+    step_note: str | None
+    ops: Rows
+    autotune_note: str | None
+    bottleneck_devices: Rows
+    bottlenecks: Rows
+    bottleneck_note: str | None
+    lines: Rows
+    line_note: str | None
+    tracing_title: str
+    tracing: Rows
+    tracing_hidden: int
+    verdict: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> DeviceView:
+        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+@dataclass
+class HostView:
+    """What the reports show of a capture's host where it has no device planes
+    (``tables.host_steps.host_view``), made once by the pipeline so that every form agrees with
+    the story: the host table's columns with a value in some step (``measured``; the others
+    were not measured), the warm-up steps, the steady steps and the median one (the step
+    model's, as the timeline marks them), and per kind (``python``, ``aten``) the hottest names
+    with their mean self milliseconds per steady step, hottest first."""
+
+    source: str
+    device_planes: bool
+    measured: list[str]
+    warmup_steps: list[int]
+    steady_steps: list[int]
+    median_step: int | None
+    hottest: dict[str, dict[str, float]]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> HostView:
+        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+@dataclass
+class CompileSummary:
+    """A TORCH_TRACE compile table's totals as the reports head it
+    (``tables.torch_compiles.compile_summary``): of the first rank's compiles (``rank``; None
+    where the logs name none) out of ``ranks``, how many, recompiles, graph breaks, seconds
+    compiling and cache hits and misses (None where not measured), and the failed ones."""
+
+    rank: int | None
+    ranks: int
+    compiles: int
+    recompiles: int
+    graph_breaks: int
+    seconds: float | None
+    cache_hits: int | None
+    cache_misses: int | None
+    failed: int
+    failed_kinds: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> CompileSummary:
+        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)
+
 
 @dataclass
 class PartResult:
-    """One part analyzed (``xlaprof.pipeline.analyze_parts``)."""
+    """One part analyzed (``xlaprof.pipeline.analyze``), finished: everything a renderer shows."""
 
     part: Part
     findings: list[Finding]
@@ -73,17 +190,145 @@ class PartResult:
     stragglers: pd.DataFrame | None = None
     # The step model's summary: where a steady step goes (tables/story.py).
     story: StepStory | None = None
+    # The part's figures as diff, check, MCP and the notebook quote them
+    # (``tables.compare.run_summary``, its median step the story's): set by the pipeline.
+    figures: dict[str, Any] = field(default_factory=dict)
+    # The capture's device section as the reports show it (``tables.device.view``).
+    devices: DeviceView | None = None
+    # The counts every report heads the part with, and the tables its figures draw (the
+    # run's per-step rows, compilations, region totals, top ops, device steps, one device's
+    # per-host steps): made by the pipeline, so no renderer reads a file.
+    counts: Counts | None = None
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # The ``trace`` object of the ``--json`` document (``tables.document.trace_json``).
+    trace_json: dict[str, Any] | None = None
+    # A capture alone (no report, log or run): set where the part has no trace (read back).
+    capture_only: bool | None = None
+    # The document this result was read from (``from_json``): written again as it was.
+    saved: dict[str, Any] | None = field(default=None, repr=False)
+    # For each finding kind, in registry order: found, measured and found nothing, or not
+    # measured and why (``xlaprof.analyzers.examine``).
+    analyzers: list[KindCoverage] = field(default_factory=list)
     # A capture without device planes: the host's time per step and hottest functions
-    # (tables/host_steps.py); TORCH_TRACE logs: one row per compile (tables/torch_compiles.py).
+    # (tables/host_steps.py), and what the reports show of them (``host_view``); TORCH_TRACE
+    # logs: one row per compile (tables/torch_compiles.py) and their totals.
     host_activity: HostActivity | None = None
+    host_view: HostView | None = None
     torch_compiles: pd.DataFrame | None = None
+    compile_summary: CompileSummary | None = None
 
     @property
     def run(self) -> Run | None:
         return self.part.run
 
+    @property
+    def trace_only(self) -> bool:
+        """A capture alone: device tables, and no report, log or run for the analyzers."""
+        return self.part.trace_only if self.capture_only is None else self.capture_only
+
+    def frame(self, name: str) -> pd.DataFrame | None:
+        """One of the tables the pipeline made for the figures, or None."""
+        return self.frames.get(name)
+
+    # Tables of the result, as a saved document holds them (``view`` key of ``--json``).
+    TABLES = ("timeline", "host_skew", "host_steps", "stragglers")
+
+    def view_json(self) -> dict[str, Any]:
+        """What the renderers read beyond the ``--json`` contract's keys: the device view,
+        the counts, the figures' tables and the part's figures (``view`` in the document)."""
+        tables = {name: getattr(self, name) for name in self.TABLES}
+        tables.update({f"frame:{name}": frame for name, frame in self.frames.items()})
+        activity = self.host_activity
+        if activity is not None:
+            tables.update({"host_activity": activity.steps, "host_hot": activity.hot})
+        tables["torch_compiles"] = self.torch_compiles
+        return {
+            "name": self.part.name,
+            "trace_path": self.part.trace_path,
+            "trace_only": self.trace_only,
+            "counts": None if self.counts is None else self.counts.to_json(),
+            "devices": None if self.devices is None else self.devices.to_json(),
+            "figures": self.figures,
+            "tables": {k: frame_to_json(v) for k, v in tables.items() if v is not None},
+            "host_activity": None
+            if activity is None
+            else {"source": activity.source, "device_planes": activity.device_planes},
+            "host_view": None if self.host_view is None else self.host_view.to_json(),
+            "compile_summary": None
+            if self.compile_summary is None
+            else self.compile_summary.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> PartResult:
+        """A part's result from its ``--json`` document (one of ``processes``, or the whole
+        document of one part): what the renderers show, without the trace or the run."""
+        from xlaprof.findings import Finding, KindCoverage
+        from xlaprof.model.input import AnalysisInput, HostActivity
+        from xlaprof.model.parts import Part, RunSummary, SourceInfo
+        from xlaprof.parse.metrics_report import ParseWarning
+
+        view = document.get("view") or {}
+        counts = Counts.from_json(view["counts"]) if view.get("counts") else None
+        sources = [
+            SourceInfo(
+                path=s["path"],
+                kinds=list(s["kinds"]),
+                reports=s["reports"],
+                debug_events=s["debug_events"],
+                warnings=[ParseWarning(**w) for w in s["warnings"]],
+            )
+            for s in document.get("sources", [])
+        ]
+        run = document.get("run")
+        part = Part(
+            name=view.get("name") or "files",
+            data=AnalysisInput(warmup_steps=2 if counts is None else counts.warmup_steps),
+            sources=sources,
+            run_summary=None if run is None else RunSummary(**run),
+            trace_path=view.get("trace_path"),
+        )
+        tables = {k: frame_from_json(v) for k, v in (view.get("tables") or {}).items()}
+        story = document.get("story")
+        devices = view.get("devices")
+        activity = view.get("host_activity")
+        host_view = view.get("host_view")
+        compile_summary = view.get("compile_summary")
+        return cls(
+            part=part,
+            findings=[Finding.from_json(f) for f in document.get("findings", [])],
+            timeline=tables.get("timeline"),
+            host_skew=tables.get("host_skew"),
+            host_steps=tables.get("host_steps"),
+            stragglers=tables.get("stragglers"),
+            story=None if story is None else StepStory.from_json(story),
+            figures=dict(view.get("figures") or {}),
+            devices=None if devices is None else DeviceView.from_json(devices),
+            counts=counts,
+            frames={
+                k.removeprefix("frame:"): v for k, v in tables.items() if k.startswith("frame:")
+            },
+            capture_only=bool(view.get("trace_only")),
+            saved=document,
+            analyzers=[KindCoverage.from_json(e) for e in document.get("analyzers") or []],
+            host_activity=None
+            if activity is None
+            else HostActivity(
+                source=activity["source"],
+                steps=tables["host_activity"],
+                hot=tables["host_hot"],
+                device_planes=bool(activity["device_planes"]),
+            ),
+            host_view=None if host_view is None else HostView.from_json(host_view),
+            torch_compiles=tables.get("torch_compiles"),
+            compile_summary=None
+            if compile_summary is None
+            else CompileSummary.from_json(compile_summary),
+        )
+
     def findings_frame(self) -> pd.DataFrame:
-        """One row per finding: severity, kind, title, location, suggestion, evidence."""
+        """One row per finding: severity, kind, title, location, suggestion, evidence, and
+        (added) cost: ``Cost.to_json()`` where measured, else None."""
         import pandas as pd
 
         rows = [
@@ -94,23 +339,11 @@ class PartResult:
                 "location": None if f.location is None else str(f.location),
                 "suggestion": f.suggestion,
                 "evidence": f.evidence,
+                "cost": None if f.cost is None else f.cost.to_json(),
             }
             for f in self.findings
         ]
         return pd.DataFrame(rows, columns=FINDING_COLUMNS)
-
-    def steps_frame(self) -> pd.DataFrame:
-        """The run's per-step rows (run directories only)."""
-        return self.run.steps() if self.run is not None else _empty()
-
-    def events_frame(self) -> pd.DataFrame:
-        return self.run.events() if self.run is not None else _empty()
-
-    def compiles_frame(self) -> pd.DataFrame:
-        return self.run.compiles() if self.run is not None else _empty()
-
-    def regions_frame(self) -> pd.DataFrame:
-        return self.run.regions_frame() if self.run is not None else _empty()
 
     def timeline_frame(self) -> pd.DataFrame:
         return _or_empty(self.timeline)
@@ -119,10 +352,10 @@ class PartResult:
         return _or_empty(self.host_skew)
 
     def host_steps_frame(self) -> pd.DataFrame:
-        """Several hosts: one row per (host, device, step); a pod's are read from disk."""
-        trace = self.trace
-        if self.host_steps is None and trace is not None and trace.source is not None:
-            return trace.source.host_steps()
+        """Several hosts: one row per (host, device, step); a pod's are read from disk (the heat
+        map's device is in ``frames``)."""
+        if self.host_steps is None and self.trace is not None:
+            return _or_empty(self.trace.events_source.stored_host_steps())
         return _or_empty(self.host_steps)
 
     def stragglers_frame(self) -> pd.DataFrame:
@@ -170,9 +403,41 @@ def _or_empty(frame: pd.DataFrame | None) -> pd.DataFrame:
 
 @dataclass
 class AnalysisResult:
-    """One ``xlaprof analyze`` or ``xlaprof report``: every part analyzed, in input order."""
+    """One analysis (``xlaprof.pipeline.analyze``): every part it read, in input order, the
+    names of every process run found, and the notes saying which were chosen."""
 
     parts: list[PartResult]
+    processes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # The parts' counts summed (several processes), as the document heads them.
+    totals: Counts | None = None
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> AnalysisResult:
+        """The result a ``--json`` document (``xlaprof.analysis/1``) holds: each process's
+        part, as the renderers show it."""
+        documents = document.get("processes") or [document]
+        view = document.get("view") or {}
+        several = "processes" in document and "summary" in document
+        return cls(
+            [PartResult.from_json(d) for d in documents],
+            processes=list(view.get("processes") or []),
+            notes=list(view.get("notes") or []),
+            totals=Counts.from_summary(document["summary"]) if several else None,
+        )
+
+    def one(self) -> AnalysisResult:
+        """This result with its first part only (``report``, ``diff``, the notebook), and a
+        note naming it when there were several."""
+        if len(self.parts) <= 1:
+            return self
+        names = [p.part.name for p in self.parts]
+        note = (
+            f"{len(names)} process runs ({', '.join(names[:8])}"
+            f"{', ...' if len(names) > 8 else ''}): showing {names[0]} only; "
+            "--process NAME (process=NAME) for another"
+        )
+        return AnalysisResult(self.parts[:1], self.processes, [*self.notes, note], None)
 
 
 @dataclass
@@ -185,3 +450,118 @@ class RunComparison:
     table: pd.DataFrame
     gone: list[str]
     came: list[str]
+    notes: list[str] = field(default_factory=list)
+    # the two analyses compared (not part of the document)
+    sides: tuple[AnalysisResult, AnalysisResult] | None = None
+
+
+# -- the finished result, saved and read back ----------------------------------------------
+
+
+def frame_to_json(frame: pd.DataFrame) -> dict[str, Any]:
+    """A table as ``{"columns", "dtypes", "rows"}``: not measured as null, numbers as JSON
+    numbers, and each column's type, so ``frame_from_json`` gives back the same table."""
+    import math
+
+    columns = [str(c) for c in frame.columns]
+    values = []
+    for column in frame.columns:
+        cells: list[Any] = []
+        for value in frame[column].tolist():
+            if (
+                value is None
+                or type(value).__name__ in ("NAType", "NaTType")
+                or (isinstance(value, float) and not math.isfinite(value))
+            ):
+                cells.append(None)
+            elif hasattr(value, "item"):
+                cells.append(value.item())
+            else:
+                cells.append(value)
+        values.append(cells)
+    rows = [list(row) for row in zip(*values, strict=True)] if values else []
+    dtypes = [str(frame[c].dtype) for c in frame.columns]
+    return {"columns": columns, "dtypes": dtypes, "rows": rows}
+
+
+def frame_from_json(document: dict[str, Any]) -> pd.DataFrame:
+    """The table ``frame_to_json`` wrote, with its columns' types."""
+    import pandas as pd
+
+    columns = list(document.get("columns") or [])
+    frame = pd.DataFrame(document.get("rows") or [], columns=columns)
+    for column, dtype in zip(columns, document.get("dtypes") or [], strict=False):
+        if str(frame[column].dtype) == dtype:
+            continue
+        try:
+            frame[column] = frame[column].astype(dtype)
+        except (TypeError, ValueError):
+            continue  # a type the values no longer fit (ints with a gap): kept as read
+    return frame
+
+
+def normal_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as a saved result reads it back: what renderers draw, the same either way."""
+    return frame_from_json(frame_to_json(frame))
+
+
+@dataclass
+class Counts:
+    """The part's counts as every report heads it (``AnalysisInput``'s, once): steps,
+    compilations, executions, device-to-host transfers, CPU fallbacks by op (and the ops a
+    log only names), and whether counters were measured at all."""
+
+    steps: int | None
+    compiles: int | None
+    executions: int | None
+    device_to_host_transfers: int | None
+    aten_fallbacks: dict[str, int | None]
+    fallbacks_named: str
+    measured: bool
+    warmup_steps: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def total(cls, parts: list[Counts]) -> Counts:
+        """Several processes' counts summed (a count none measured stays None; fallback
+        counts by op), as the document of a folder of process runs heads them."""
+
+        def summed(values: list[int | None]) -> int | None:
+            known = [v for v in values if v is not None]
+            return sum(known) if known else None
+
+        fallbacks: dict[str, int | None] = {}
+        for counts in parts:
+            for name, value in counts.aten_fallbacks.items():
+                fallbacks[name] = (fallbacks.get(name) or 0) + (value or 0)
+        return cls(
+            steps=summed([c.steps for c in parts]),
+            compiles=summed([c.compiles for c in parts]),
+            executions=summed([c.executions for c in parts]),
+            device_to_host_transfers=summed([c.device_to_host_transfers for c in parts]),
+            aten_fallbacks=fallbacks,
+            fallbacks_named=", ".join(c.fallbacks_named for c in parts if c.fallbacks_named),
+            measured=any(c.measured for c in parts),
+            warmup_steps=parts[0].warmup_steps if parts else 2,
+        )
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any]) -> Counts:
+        """The counts a document's ``summary`` holds (the contract's keys)."""
+        return cls(
+            steps=summary.get("steps"),
+            compiles=summary.get("compiles"),
+            executions=summary.get("executions"),
+            device_to_host_transfers=summary.get("device_to_host_transfers"),
+            aten_fallbacks=dict(summary.get("aten_fallbacks") or {}),
+            fallbacks_named="",
+            measured=True,
+            warmup_steps=2,
+        )
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Counts:
+        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)

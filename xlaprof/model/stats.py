@@ -182,7 +182,7 @@ class TracingStats:
     lazy: bool = False  # any row about lazy tracing (a torch_xla capture)
     lazy_known: bool = False  # any row with a verdict about lazy tracing
     busy: Digest = field(default_factory=Digest)  # device_busy_s of rows with a verdict
-    tracing: Digest = field(default_factory=Digest)  # tracing_s of rows with a verdict
+    tracing: Digest = field(default_factory=Digest)  # host_busy_s of rows with a verdict
     idle: Digest = field(default_factory=Digest)  # device_idle_s of rows with a verdict
 
     def to_json(self) -> dict[str, Any]:

@@ -7,10 +7,10 @@ the loader put in it; nothing here reads files or computes a table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from xlaprof.model.ondisk import BOTTLENECK, STEP_BOUNDS, TRACING, OnDisk, held
 
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.model.device import DeviceSummary
-    from xlaprof.model.pod import EventSource
 
 DEVICE_COLUMNS = [
     "session",
@@ -30,18 +29,6 @@ DEVICE_COLUMNS = [
     "vendor",
     "peak_flops_per_s",
     "peak_bytes_per_s",
-]
-STEP_TIME_COLUMNS = ["session", "host", "step", "start_ns", "end_ns", "wall_ms", "source", "device"]
-DEVICE_STEP_TIME_COLUMNS = [
-    "session",
-    "host",
-    "device",
-    "step",
-    "start_ns",
-    "end_ns",
-    "wall_ms",
-    "busy_ms",
-    "source",
 ]
 # A pod's host step bounds, read from its hosts' files when asked for (``model.ondisk``).
 _STEP_BOUNDS: OnDisk[pd.DataFrame | None] = OnDisk(STEP_BOUNDS, via="source", required=False)
@@ -60,6 +47,126 @@ class EventFilters(TypedDict, total=False):
 
 
 @dataclass
+class HostTables:
+    """A several-host trace's per-host tables: host skew per step, the straggler rows
+    (HOST_STEP_COLUMNS; None where they stay on disk, read with
+    ``EventSource.stored_host_steps``) and the stragglers per step and device."""
+
+    skew: pd.DataFrame
+    host_steps: pd.DataFrame | None
+    stragglers: pd.DataFrame
+
+
+class HostTableMaker(Protocol):
+    """Makes ``HostTables`` (``xlaprof.inputs.pod``): from events held in memory, or from a
+    pod's straggler rows read a range of steps at a time."""
+
+    @property
+    def chunk_rows(self) -> int:
+        """The most straggler rows read at once."""
+        ...
+
+    def of_events(self, trace: Trace) -> HostTables:
+        """From ``trace``'s events and step tables, held in memory."""
+        ...
+
+    def of_chunks(self, marked: set[str], chunks: Iterable[pd.DataFrame]) -> HostTables:
+        """From straggler rows read a range of steps at a time (``marked``: the hosts with
+        step markers)."""
+        ...
+
+
+class EventSource(Protocol):
+    """Where a ``Trace``'s events and per-step tables are: held in memory (``HeldEvents``) or
+    left in a pod's per-host caches until asked for (``xlaprof.model.pod.CachedEvents``).
+
+    What differs between the two is answered here, so nothing that reads a trace asks which
+    kind it has."""
+
+    @property
+    def hosts(self) -> list[str]:
+        """The hosts, sorted."""
+        ...
+
+    @property
+    def event_count(self) -> int:
+        """How many events (a pod's: counted by its workers, nothing read)."""
+        ...
+
+    def select(
+        self, hosts: Sequence[str] | None = None, **filters: Unpack[EventFilters]
+    ) -> pd.DataFrame:
+        """The events of ``hosts`` that match ``filters``, as pandas."""
+        ...
+
+    def in_memory(self) -> pd.DataFrame | None:
+        """Every event as one pandas frame, where that costs nothing (None for a pod: work
+        over all of a pod's events is not worth reading its caches for)."""
+        ...
+
+    def load_record(self) -> dict[str, Any] | None:
+        """How the hosts were read by workers, for ``--json`` (``PodLoad.record``; None when
+        read in this process)."""
+        ...
+
+    def stored_host_steps(self) -> pd.DataFrame | None:
+        """The straggler rows the loader left on disk, read now (None: none are stored, the
+        pipeline makes them from the events)."""
+        ...
+
+    def stored_host_step_count(self) -> int | None:
+        """How many straggler rows are stored, nothing read (None: none are stored)."""
+        ...
+
+    def step_view(self, trace: Trace) -> Trace:
+        """What the step timeline and the story read of ``trace`` (whose source this is): the
+        trace itself when held, a pod's first host read from its own files."""
+        ...
+
+    def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
+        """``trace``'s host tables, made by ``maker`` from wherever the rows are."""
+        ...
+
+
+class HeldEvents:
+    """A trace's events held in memory: ``Trace.events``, a pandas frame."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted(self.trace.events["host"].cat.categories)
+
+    @property
+    def event_count(self) -> int:
+        return len(self.trace.events)
+
+    def select(
+        self, hosts: Sequence[str] | None = None, **filters: Unpack[EventFilters]
+    ) -> pd.DataFrame:
+        return select_frame(self.trace.events, hosts, **filters)
+
+    def in_memory(self) -> pd.DataFrame:
+        return self.trace.events
+
+    def load_record(self) -> None:
+        return None
+
+    def stored_host_steps(self) -> None:
+        return None
+
+    def stored_host_step_count(self) -> None:
+        return None
+
+    def step_view(self, trace: Trace) -> Trace:
+        return trace
+
+    def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
+        return maker.of_events(trace)
+
+
+@dataclass
 class Trace:
     """Loaded trace events of one session: one or more hosts and their devices.
 
@@ -68,7 +175,8 @@ class Trace:
     tables that ``device_steps()`` and the rest return. For a many-host capture loaded lazily
     (``xlaprof.inputs.pod``), ``events`` is a dask DataFrame (one partition per host, read from
     Parquet caches), ``source`` is set and the device model comes from the hosts' workers: use
-    ``select`` for a filtered pandas frame.
+    ``select`` for a filtered pandas frame. ``events_source`` is where the events are, either
+    way (``EventSource``).
     """
 
     events: pd.DataFrame
@@ -87,6 +195,8 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     # The device model of these events (``xlaprof.tables.device.summarize``), set by the loader.
     device_summary: DeviceSummary | None = field(default=None, repr=False)
+    # A pod's per-host caches (``xlaprof.model.pod.CachedEvents``), as its loader gives them;
+    # None for events held in ``events``.
     source: EventSource | None = None
     # Steps found from range names (``tables.host_steps``: ``ProfilerStep``, ``step_N``,
     # record_function ranges) where the capture numbers none: how, and the ranges (host, step,
@@ -96,19 +206,22 @@ class Trace:
     # Per host, what to add to its times for epoch nanoseconds, where the capture says
     # (Kineto's ``baseTimeNanoseconds``): how other logs' wall-clock times are placed in steps.
     epoch_offset_ns: dict[str, int] = field(default_factory=dict)
+    # The step-times table (``xlaprof.tables.step_times.step_times``), set by the loader.
+    step_table: Callable[[Trace, bool], pd.DataFrame] | None = field(default=None, repr=False)
+    # Where the events are, whichever kind: ``source``, or the events held here.
+    events_source: EventSource = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.events_source = self.source or HeldEvents(self)
 
     @property
     def hosts(self) -> list[str]:
-        if self.source is not None:
-            return self.source.hosts
-        return sorted(self.events["host"].cat.categories)
+        return self.events_source.hosts
 
     @property
     def event_count(self) -> int:
         """How many events the trace holds (a pod's: counted by its workers, nothing read)."""
-        if self.source is not None:
-            return self.source.event_count
-        return len(self.events)
+        return self.events_source.event_count
 
     def select(
         self, hosts: Sequence[str] | None = None, **filters: Unpack[EventFilters]
@@ -116,11 +229,9 @@ class Trace:
         """Events of ``hosts`` (all by default), filtered before they are read when lazy.
 
         Filters: ``steps``, ``start_ns``/``end_ns`` (overlapping the window), ``names``,
-        ``plane_kinds``, ``columns`` (see ``pod.EventSource.select``).
+        ``plane_kinds``, ``columns`` (see ``pod.CachedEvents.select``).
         """
-        if self.source is not None:
-            return self.source.select(hosts, **filters)
-        return select_frame(self.events, hosts, **filters)
+        return self.events_source.select(hosts, **filters)
 
     def regions(self, names: Sequence[str] | None = None) -> pd.DataFrame:
         """Host events by name and step: count and total duration (ms)."""
@@ -194,72 +305,22 @@ class Trace:
         return table
 
     def step_times(self, per_device: bool = False) -> pd.DataFrame:
-        """Per host and step: start, end and wall time (ms), and where the step came from.
+        """Per host and step: start, end and wall time (``wall_s``, and ``wall_ms`` as before),
+        and where the step came from (``xlaprof.tables.step_times``, given by the loader).
 
-        Hosts with step markers: boundary to boundary (``source`` "host steps"). Hosts without:
-        from their devices' own steps (``Steps`` line, else module executions), the slowest
-        device of the host giving the step's time (``device`` names it). Devices' steps are
-        never stitched together.
+        ``per_device``: one row per device and step instead, with its busy time."""
+        if self.step_table is None:
+            raise ValueError("this Trace has no step times: load it with xlaprof.load_trace")
+        return self.step_table(self, per_device)
 
-        ``per_device``: one row per device and step instead (``DEVICE_STEP_TIME_COLUMNS``):
-        each device's own steps, with its busy time, from whichever source it has (a device
-        with no steps at all has one "whole capture" row, step <NA>).
-        """
-        import pandas as pd
+    def step_view(self) -> Trace:
+        """The trace the step timeline and the story read (``EventSource.step_view``)."""
+        return self.events_source.step_view(self)
 
-        if per_device:
-            steps = self.device_steps()
-            if steps.empty:
-                return pd.DataFrame(columns=DEVICE_STEP_TIME_COLUMNS)
-            table = steps.assign(
-                wall_ms=steps["wall_s"] * 1e3,
-                busy_ms=steps["busy_s"] * 1e3,
-                source=steps["step_source"],
-            )[DEVICE_STEP_TIME_COLUMNS]
-            return table.sort_values(["host", "device", "start_ns"], ignore_index=True)
-
-        parts = []
-        bounds = self.step_bounds
-        if bounds is not None and not bounds.empty:
-            frame = bounds.copy()
-            frame["wall_ms"] = (frame["end_ns"] - frame["start_ns"]) / 1e6
-            if self.partial_edges:
-                edges = frame.groupby("host", observed=True)["step"].agg(["min", "max"])
-                first = frame["host"].map(edges["min"]).astype("Int64")
-                last = frame["host"].map(edges["max"]).astype("Int64")
-                frame = frame[(frame["step"] != first) & (frame["step"] != last)]
-            frame["source"] = "host steps"
-            frame["device"] = None
-            parts.append(frame)
-        marked = set() if bounds is None else set(bounds["host"].astype(str))
-        steps = self.device_steps()
-        steps = steps[
-            ~steps["host"].astype(str).isin(marked)
-            & steps["step"].notna()
-            & (steps["step_source"] != "whole capture")
-        ]
-        if not steps.empty:
-            slowest = steps.loc[steps.groupby(["session", "host", "step"])["wall_s"].idxmax()]
-            parts.append(
-                pd.DataFrame(
-                    {
-                        "session": slowest["session"],
-                        "host": slowest["host"],
-                        "step": slowest["step"],
-                        "start_ns": slowest["start_ns"],
-                        "end_ns": slowest["end_ns"],
-                        "wall_ms": slowest["wall_s"] * 1e3,
-                        "source": slowest["step_source"],
-                        "device": slowest["device"],
-                    }
-                )
-            )
-        if not parts:
-            return pd.DataFrame(columns=STEP_TIME_COLUMNS)
-        result = pd.concat([p[STEP_TIME_COLUMNS] for p in parts], ignore_index=True)
-        result["host"] = result["host"].astype(str).astype("category")
-        result["step"] = result["step"].astype("Int64")
-        return result.sort_values(["host", "step"], ignore_index=True)
+    def host_tables(self, maker: HostTableMaker) -> HostTables:
+        """Host skew, straggler rows and stragglers of a several-host trace, made by ``maker``
+        from wherever this trace's rows are (``EventSource.host_tables``)."""
+        return self.events_source.host_tables(self, maker)
 
 
 def select_frame(

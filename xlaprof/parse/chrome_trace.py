@@ -36,8 +36,6 @@ from xlaprof.safeio import (
     TooLarge,
     UnsafeFile,
     gunzip_capped,
-    input_limit,
-    limit_given,
     read_capped,
 )
 
@@ -58,17 +56,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def read_chrome_document(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def read_chrome_document(
+    path: Path, limit: int | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The trace events of a Chrome trace file and its other top-level keys (Kineto's
     ``deviceProperties``, ...); a file that is not one raises ``BadCapture``."""
     path = Path(path)
-    limit = input_limit(MAX_TRACE_BYTES)
+    given = limit is not None  # --max-size: the ratio cap on inflation yields to it
+    limit = MAX_TRACE_BYTES if limit is None else limit
     try:
         raw = read_capped(path, limit)
         if path.name.endswith(".gz"):
             # JSON is parsed whole (~8x its size in memory): a file that inflates far beyond
             # what real traces do (about 5-20x) is refused unless --max-size says otherwise.
-            inflated = limit if limit_given() else max(MAX_GZIP_RATIO * len(raw), 64 * 1024**2)
+            inflated = limit if given else max(MAX_GZIP_RATIO * len(raw), 64 * 1024**2)
             raw = gunzip_capped(raw, min(limit, inflated), name=str(path))
     except TooLarge as error:
         raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
@@ -148,9 +149,12 @@ def _plane_names(
     return planes, threads
 
 
-def chrome_trace_frame(path: Path, host: str | None = None) -> pd.DataFrame:
-    """Complete (``ph: X``) and begin/end (``B``/``E``) events of a Chrome trace."""
-    events, others = read_chrome_document(path)
+def chrome_trace_frame(
+    path: Path, host: str | None = None, limit: int | None = None
+) -> pd.DataFrame:
+    """Complete (``ph: X``) and begin/end (``B``/``E``) events of a Chrome trace (a file over
+    ``limit`` bytes, ``--max-size``, is refused)."""
+    events, others = read_chrome_document(path, limit)
     planes, threads = _plane_names(events)
     timed = []
     dropped = 0  # timestamps past any clock (1e308, 2^64): a damaged trace

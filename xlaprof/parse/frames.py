@@ -15,6 +15,10 @@ from dataclasses import dataclass
 
 from xlaprof.findings import Location
 
+# torch_xla's files that say how a sync was made, as a frame's path ends or holds them: the
+# parallel loader (``MpDeviceLoader`` syncs at each batch) and the openxla dynamo backend.
+LOADER_FILE = "parallel_loader.py"
+DYNAMO_DIR = "torch_xla/_dynamo/"
 _FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\((.*)\)\s*$")
 # A frame cut off at the end of a paste: ``train_loop_fn (/home/user/train.py:4``
 _CUT_FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\(([^()]*)$")

@@ -9,7 +9,7 @@ Each instruction also keeps its attributes (``slice={[0:10]}``, ``dimensions={1}
 names of called computations stripped of their serial numbers, so two graphs' ops can be
 compared for more than opcode and shape: slice bounds or an iota's size baked in from a Python
 number differ only there. ``with_stacks`` adds each instruction's innermost *user* frame from the
-module's HloProto (``parse/hlo_proto.py``): the text names an op's innermost frame only, often
+module's HloProto (``parse/hlo_sources.py``): the text names an op's innermost frame only, often
 inside torch or a library.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from xlaprof.parse.hlo_proto import Frame
+from xlaprof.parse.frames import Frame
 
 _INSTRUCTION_RE = re.compile(
     r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*(?P<shape>.+?)\s+(?P<opcode>[a-z][\w\-]*)\((?P<rest>.*)$"
@@ -60,8 +60,9 @@ class Instruction:
     user_file: str | None = None
     user_line: int | None = None
     user_function: str | None = None
-    # the whole Python stack, innermost first: (file, line, function) per frame; None as above
-    stack: tuple[tuple[str, int | None, str | None], ...] | None = None
+    # the whole Python stack, innermost first (function "" where the index names none); None as
+    # above
+    stack: tuple[Frame, ...] | None = None
 
     @property
     def signature(self) -> str:
@@ -215,7 +216,7 @@ def with_stacks(module: HloModule, proto: bytes) -> HloModule:
 
     The proto is the same module (``--xla_dump_hlo_as_proto`` beside the text dump): its
     instructions have the same names. Each instruction's ``OpMetadata.stack_frame_id`` points into
-    the module's stack frame index (``parse/hlo_proto.py`` declares the fields); the chain of
+    the module's stack frame index (``parse/hlo_sources.py`` declares the fields); the chain of
     parents is its stack, innermost first. A proto that does not decode, or has no stacks (IR
     debug was off while the graph was traced), leaves ``module`` as it was.
     """
@@ -224,7 +225,7 @@ def with_stacks(module: HloModule, proto: bytes) -> HloModule:
     from google.protobuf.message import DecodeError
 
     from xlaprof.parse.frames import is_library_file
-    from xlaprof.parse.hlo_proto import StackFrames, hlo_proto_class
+    from xlaprof.parse.hlo_sources import StackFrames, hlo_proto_class
 
     message = hlo_proto_class()()
     try:
@@ -246,14 +247,14 @@ def with_stacks(module: HloModule, proto: bytes) -> HloModule:
         if not stack:
             updated.append(instruction)
             continue
-        user = next((f for f in stack if f[0] and not is_library_file(f[0])), None)
+        user = next((f for f in stack if f.file and not is_library_file(f.file)), None)
         updated.append(
             replace(
                 instruction,
                 stack=stack,
-                user_file=None if user is None else user[0],
-                user_line=None if user is None else user[1],
-                user_function=None if user is None else user[2],
+                user_file=None if user is None else user.file,
+                user_line=None if user is None else user.line,
+                user_function=None if user is None else user.function or None,
             )
         )
     module.instructions = updated

@@ -46,6 +46,9 @@ _NAME_RE = re.compile(r"[A-Za-z_][\w:./<>\-]*")
 _PERCENTILE_RE = re.compile(r"([\d.]+)%=(\S+?)(?:;|$)")
 # Warnings kept per input (a log of garbage must not make a list as long as itself).
 MAX_WARNINGS = 1000
+# The counter of ``.item()`` and other reads of a device value on the host: a host sync, not
+# an op that falls back to the CPU.
+HOST_SYNC_OP = "aten::_local_scalar_dense"
 _PER_SECOND_RE = re.compile(r"^(.*?)\s*/\s*second")
 # A count, and what a count must not be followed by: "1e308" and "1.5" are not counts, while
 # "20step 10 done" is a count with program output glued on.

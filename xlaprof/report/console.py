@@ -9,12 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from xlaprof import escape
-from xlaprof.findings import Finding, Severity
+from xlaprof.findings import Coverage, Finding, KindCoverage, Severity
 from xlaprof.model.parts import SourceInfo
 from xlaprof.model.result import AnalysisResult, PartResult, RunComparison, StepStory
 from xlaprof.parse.units import NOT_MEASURED, format_bytes, format_seconds, missing
 from xlaprof.report.base import RenderOptions
-from xlaprof.tables.story import BOUND_WORDS, PART_WORDS
+from xlaprof.tables.story import BOUND_WORDS, PART_WORDS, UNATTRIBUTED
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 # Evidence worth a line of its own; the rest is one compact line (all of it is in --json).
@@ -61,18 +61,43 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+# The width of output that is not a terminal (a file, a pipe): wide enough that no line is
+# wrapped, so text that tools read (grep, an agent, CI logs) keeps one line per line.
+UNWRAPPED_WIDTH = 100_000
+
+
+def console_for(out: TextIO, options: RenderOptions) -> Console:
+    """The console to write ``out`` with: ``options.width`` where given, else a terminal's own
+    width, else (a file or a pipe) ``COLUMNS`` where set, else no wrapping."""
+    import os
+
+    width = options.width
+    if width is None and not (hasattr(out, "isatty") and out.isatty()):
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else UNWRAPPED_WIDTH
+    return escape.safe_console(file=out, width=width)
+
+
+def _rule(console: Console, name: str) -> None:
+    """A part's heading line: rich's rule at a terminal, a short plain one elsewhere."""
+    if console.width < UNWRAPPED_WIDTH:
+        console.rule(Text(name))
+    else:
+        console.print(Text(f"── {name} ──"))
+
+
 def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
     """Each part's summary, step timeline and findings, for a person at a terminal."""
-    console = escape.safe_console(file=out, width=options.width)
+    console = console_for(out, options)
     for part in result.parts:
         if len(result.parts) > 1:
-            console.rule(Text(part.part.name))
+            _rule(console, part.part.name)
         _render_part(console, part, options.verbose)
 
 
 def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOptions) -> None:
     """``xlaprof diff``: the figures side by side, then the findings that went and came."""
-    console = escape.safe_console(file=out, width=options.width)
+    console = console_for(out, options)
     comparison_table(
         console, comparison.table, f"xlaprof diff {comparison.before} {comparison.after}"
     )
@@ -96,14 +121,15 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         console.print()
     elif result.host_skew is not None and len(result.host_skew):
         _skew(console, result.host_skew)
-    if result.trace is not None and result.host_activity is None:
+    if result.devices is not None and result.host_activity is None:
         from xlaprof.report.devices import render_console
 
-        render_console(console, result.trace)
+        render_console(console, result.devices)
     from xlaprof.report import host
 
     host.render_console(console, result)
     _findings(console, result)
+    _coverage(console, result.analyzers, verbose)
     _notes(console, sources, verbose)
 
 
@@ -126,10 +152,8 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
         for warning in run.warnings:
             console.print(Text(f"note: {warning}", style="yellow"))
         return []
-    if part.trace_only and part.trace is not None:  # a capture: what it holds, not "0 reports"
-        from xlaprof.report.devices import capture_line
-
-        console.print(Text.assemble(("xlaprof analyze ", "bold"), capture_line(part.trace)))
+    if result.trace_only and result.devices is not None:  # a capture: what it holds
+        console.print(Text.assemble(("xlaprof analyze ", "bold"), result.devices.capture))
         return []
     for source in part.sources:
         what = (
@@ -144,8 +168,9 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
 
 def story_lines(story: StepStory | None) -> list[str]:
     """The story a report opens with, as plain lines (the console and HTML both show them):
-    how many steps warmed up and what that cost, where the median steady step's time went,
-    what bounds the steady steps, and the one change worth most."""
+    how many steps warmed up and what that cost, where the median steady step's time went
+    (its measured parts, then what is unattributed), what bounds the steady steps, whether
+    the trace window held a compile, and the one change worth most and how it was ranked."""
     if story is None or not story.steps:
         return []
     lines = []
@@ -158,28 +183,7 @@ def story_lines(story: StepStory | None) -> list[str]:
             "nothing) to say where a step's time goes."
         )
     else:
-        lines.append(
-            f"{story.steps} steps: {warm}, {story.steady_steps} steady. The median steady step "
-            f"(step {story.median_step}) took {format_seconds(story.median_wall_s)}:"
-        )
-        wall = story.median_wall_s or 0.0
-        parts = sorted(
-            ((name, seconds) for name, seconds in story.parts.items() if seconds),
-            key=lambda item: -item[1],
-        )
-        shown = [
-            f"{PART_WORDS.get(name, name)} {format_seconds(seconds)}"
-            + (f" ({seconds / wall:.0%})" if wall else "")
-            for name, seconds in parts
-        ]
-        if shown:
-            lines.append("  " + ", ".join(shown))
-        if story.bound is not None:
-            count = story.bound_steps.get(story.bound, 0)
-            lines.append(
-                f"  Largest part: {BOUND_WORDS.get(story.bound, story.bound)}"
-                f" (in {count} of {story.steady_steps} steady steps)"
-            )
+        lines.extend(_median_step_lines(story, warm))
     if story.later_compile_steps:
         steps = ", ".join(str(s) for s in story.later_compile_steps[:8])
         more = ", …" if len(story.later_compile_steps) > 8 else ""
@@ -187,11 +191,88 @@ def story_lines(story: StepStory | None) -> list[str]:
             f"Compiled again after warm-up in step(s) {steps}{more}"
             + (f" ({format_seconds(story.later_compile_s)})" if story.later_compile_s else "")
         )
+    if story.traced_compile_steps:
+        compiled = ", ".join(str(s) for s in story.traced_compile_steps[:8])
+        lines.append(
+            f"The trace window (step(s) {_span(story.traced_steps)}) holds a compile in step(s) "
+            f"{compiled}: its device tables below include compiling, not only steady steps."
+        )
     finding = story.worth_most
     if finding is not None:
         where = f" at {finding.location}" if finding.location is not None else ""
         lines.append(f"Worth most: [{finding.kind.value}] {finding.title}{where}")
+        if story.worth_most_basis:
+            lines.append(f"  ranked by {story.worth_most_basis}")
     return lines
+
+
+def _median_step_lines(story: StepStory, warm: str) -> list[str]:
+    """The median steady step: its measured parts, largest first, each with its share; the
+    unattributed rest, said as such; and its largest measured part."""
+    traced = ", traced" if story.median_source == "trace" else ""
+    lines = [
+        f"{story.steps} steps: {warm}, {story.steady_steps} steady. The median steady step "
+        f"(step {story.median_step}{traced}) took {format_seconds(story.median_wall_s)}:"
+    ]
+    wall = story.median_wall_s or 0.0
+    measured = sorted(
+        (
+            (name, seconds)
+            for name, seconds in story.parts.items()
+            if seconds and name != UNATTRIBUTED
+        ),
+        key=lambda item: -item[1],
+    )
+    shown = [
+        f"{PART_WORDS.get(name, name)} {format_seconds(seconds)}"
+        + (f" ({seconds / wall:.0%})" if wall else "")
+        for name, seconds in measured
+    ]
+    not_measured = [PART_WORDS[name] for name, seconds in story.parts.items() if seconds is None]
+    if shown:
+        lines.append("  measured: " + ", ".join(shown))
+    rest = story.unattributed_s
+    if rest and wall and rest >= 0.005 * wall:
+        lines.append(
+            f"  unattributed: {format_seconds(rest)} ({rest / wall:.0%}): time no measured "
+            "part covers; not a cause"
+            + (f" (not measured here: {', '.join(not_measured)})" if not_measured else "")
+        )
+    elif not_measured:
+        lines.append(f"  not measured: {', '.join(not_measured)}")
+    if story.bound is not None:
+        count = story.bound_steps.get(story.bound, 0)
+        lines.append(
+            f"  Largest measured part: {BOUND_WORDS.get(story.bound, story.bound)}"
+            f" (in {count} of {story.steady_steps} steady steps)"
+        )
+    return lines
+
+
+def _span(steps: list[int]) -> str:
+    if not steps:
+        return "—"
+    first, last = min(steps), max(steps)
+    return str(first) if first == last else f"{first}–{last}"
+
+
+def cost_line(finding: Finding) -> str | None:
+    """What the finding costs, where measured: per step, one-time, over the run, and how
+    measured; None where nothing was measured."""
+    cost = finding.cost
+    if cost is None:
+        return None
+    said = []
+    if cost.per_step_s is not None:
+        said.append(f"{format_seconds(cost.per_step_s)} per step")
+    if cost.one_time_s is not None:
+        said.append(f"{format_seconds(cost.one_time_s)} once")
+    if cost.run_s is not None:
+        steps = f" in {cost.steps} step(s)" if cost.steps is not None else ""
+        said.append(f"{format_seconds(cost.run_s)} over the run{steps}")
+    if not said:
+        return None
+    return ", ".join(said) + (f" ({cost.basis})" if cost.basis else "")
 
 
 def _story(console: Console, story: StepStory | None) -> None:
@@ -206,40 +287,30 @@ def _story(console: Console, story: StepStory | None) -> None:
 
 def _counts(console: Console, result: PartResult) -> None:
     """Steps, compilations, executions, reads and fallbacks of the whole part."""
-    data = result.part.data
+    counts = result.counts
+    if counts is None:
+        return
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
-    fallbacks = data.aten_fallbacks()
     # Counters come from metrics reports or per-step rows: with neither, "none" would claim
     # an absence nobody measured.
-    measured = bool(data.reports or data.steps)
-    named = _named_in_logs(result)
     rows = [
-        ("steps", data.step_count()),
-        ("compilations", data.compiles()),
-        ("executions", data.executions()),
-        ("device→host transfers", data.device_to_host_transfers()),
+        ("steps", counts.steps),
+        ("compilations", counts.compiles),
+        ("executions", counts.executions),
+        ("device→host transfers", counts.device_to_host_transfers),
         (
             "CPU fallback ops",
-            ", ".join(f"{k} ×{_fmt(v)}" for k, v in fallbacks.items())
-            or named
-            or ("none" if measured else NOT_CAPTURED),
+            ", ".join(f"{k} ×{_fmt(v)}" for k, v in counts.aten_fallbacks.items())
+            or counts.fallbacks_named
+            or ("none" if counts.measured else NOT_CAPTURED),
         ),
     ]
     for label, value in rows:
         summary.add_row(label, _fmt(value))
     console.print(summary)
     console.print()
-
-
-def _named_in_logs(result: PartResult) -> str:
-    """Ops a log names as not lowered (``Op(s) not lowered`` lines: no call counts), or ""."""
-    lines: dict[str, int] = {}
-    for record in result.part.data.debug.fallbacks:
-        if record.listed and record.op:
-            lines[record.op] = lines.get(record.op, 0) + record.count
-    return ", ".join(f"{op} (named in {n} line(s); calls not counted)" for op, n in lines.items())
 
 
 def _findings(console: Console, result: PartResult) -> None:
@@ -251,7 +322,7 @@ def _findings(console: Console, result: PartResult) -> None:
             "is said of it.",
             style="green",
         )
-    elif not findings and result.part.trace_only:
+    elif not findings and result.trace_only:
         console.print(
             "No findings: no bottleneck in this capture reaches a finding's threshold "
             "(the bottleneck tables above show where each step's time went).",
@@ -269,8 +340,8 @@ def _findings(console: Console, result: PartResult) -> None:
 
 
 def _failed_compiles(result: PartResult) -> bool:
-    compiles = result.torch_compiles
-    return compiles is not None and bool(compiles["failed"].notna().any())
+    summary = result.compile_summary
+    return summary is not None and summary.failed > 0
 
 
 def _finding(console: Console, index: int, finding: Finding) -> None:
@@ -293,8 +364,39 @@ def _finding(console: Console, index: int, finding: Finding) -> None:
         if k not in _HEADLINE_KEYS and k not in _VERBOSE_ONLY
     ]
     console.print(Text(f"   evidence: {evidence_line(items)}", style="dim"))
+    cost = cost_line(finding)
+    if cost:
+        console.print(Text(f"   cost: {cost}"))
     console.print(Text(f"   fix: {finding.suggestion}"))
     console.print()
+
+
+def coverage_line(entries: list[KindCoverage]) -> str | None:
+    """The kinds that were not measured, grouped by why, on one line (None: every kind was)."""
+    reasons: dict[str, list[str]] = {}
+    for entry in entries:
+        if entry.status is Coverage.NOT_MEASURED:
+            reasons.setdefault(entry.why or "no reason given", []).append(entry.kind.value)
+    if not reasons:
+        return None
+    groups = [f"{', '.join(kinds)} ({why})" for why, kinds in reasons.items()]
+    return "Not measured: " + "; ".join(groups)
+
+
+def _coverage(console: Console, entries: list[KindCoverage], verbose: bool) -> None:
+    """Which kinds were looked for: with ``verbose`` every kind's status and why, else one
+    line of the kinds not measured (a kind not measured has not been shown absent)."""
+    if verbose and entries:
+        table = Table(title="analyzers", title_justify="left", box=None)
+        for column in ("kind", "status", "why"):
+            table.add_column(column)
+        for entry in entries:
+            table.add_row(entry.kind.value, entry.status.value.replace("_", " "), entry.why or "")
+        console.print(table)
+        return
+    line = coverage_line(entries)
+    if line is not None:
+        console.print(Text(line, style="dim"))
 
 
 def _notes(console: Console, sources: list[SourceInfo], verbose: bool) -> None:

@@ -16,12 +16,14 @@ if TYPE_CHECKING:
 
     from xlaprof.model.result import PartResult
 
-HOST_PARTS = (
-    ("python_tracing_s", "Python + tracing", "#4C78A8"),
-    ("graph_build_s", "graph build", "#72B7B2"),
-    ("compile_s", "compile", "#E45756"),
-    ("transfer_s", "transfers", "#F58518"),
-    ("device_wait_s", "waiting for device", "#B279A2"),
+# The step chart's stack: the step model's parts (``tables/story.py``), which add up to each
+# step's wall time, the unattributed rest last and grey (shown, never a cause).
+STEP_PARTS = (
+    ("part_compile_s", "compile", "#E45756"),
+    ("part_transfer_s", "transfers", "#F58518"),
+    ("part_tracing_s", "Python + tracing", "#4C78A8"),
+    ("part_device_s", "waiting on the device", "#B279A2"),
+    ("part_unattributed_s", "unattributed", "#D0D0D0"),
 )
 
 
@@ -39,42 +41,52 @@ def _empty(title: str, message: str) -> go.Figure:
 
 
 def step_timeline(timeline: pd.DataFrame) -> go.Figure:
-    """Stacked host time per step (ms), with device busy time as a line."""
+    """Each step's wall time, stacked by the step model's parts (ms), which add up to it; the
+    wall time as markers on top, with the device's busy time in its hover. A part measured in
+    no step has no bar and no legend entry."""
     import plotly.graph_objects as go
 
     title = "Step timeline: where each step's wall time went"
     if timeline is None or timeline.empty:
         return _empty(title, "no per-step data")
+    if STEP_PARTS[0][0] not in timeline:
+        from xlaprof.tables.story import with_bounds
+
+        timeline = with_bounds(timeline, 0)
     figure = go.Figure()
     steps = timeline["step"].astype(int)
-    for column, label, color in HOST_PARTS:
+    for column, label, color in STEP_PARTS:
+        values = timeline[column] * 1e3
+        if not (values.fillna(0.0) > 0).any():
+            continue
+        # a part not measured in a step draws no bar there (plotly would restart the stack
+        # at zero above a missing value), and its hover says so
+        shown = [f"{v:.2f} ms" if v == v else "not measured" for v in values]
         figure.add_bar(
             x=steps,
-            y=timeline[column] * 1e3,
+            y=values.fillna(0.0),
             name=label,
             marker_color=color,
-            hovertemplate=f"step %{{x}}<br>{label}: %{{y:.2f}} ms<extra></extra>",
+            customdata=shown,
+            hovertemplate=f"step %{{x}}<br>{label}: %{{customdata}}<extra></extra>",
         )
+    busy = (timeline["device_busy_s"] * 1e3).to_numpy(dtype="float64", na_value=float("nan"))
     figure.add_scatter(
         x=steps,
         y=timeline["wall_s"] * 1e3,
         name="step wall time",
-        mode="lines+markers",
-        line={"color": "black", "dash": "dot"},
-    )
-    figure.add_scatter(
-        x=steps,
-        y=timeline["device_busy_s"] * 1e3,
-        name="device busy",
-        mode="lines+markers",
-        line={"color": "#54A24B"},
+        mode="markers",
+        marker={"color": "black", "symbol": "line-ew-open", "size": 14, "line": {"width": 2}},
+        customdata=busy,
+        hovertemplate="step %{x}: %{y:.2f} ms<br>device busy %{customdata:.2f} ms<extra></extra>",
     )
     figure.update_layout(
         title=title,
         barmode="stack",
+        bargap=0.15,
         xaxis_title="step",
         yaxis_title="ms",
-        legend_title="host",
+        legend_title="part of the step",
     )
     _scale_to_steady(figure, timeline)
     return figure
@@ -83,12 +95,15 @@ def step_timeline(timeline: pd.DataFrame) -> go.Figure:
 # Steps longer than this many times the longest steady step are drawn off the chart's scale
 # (their bars cut, their wall time written above them), so the steady steps stay readable.
 OFF_SCALE_FACTOR = 3.0
+# Off-scale steps labelled one by one up to this many; more are said in one note.
+OFF_SCALE_LABELS = 12
 
 
 def _scale_to_steady(figure: go.Figure, timeline: pd.DataFrame) -> None:
     """Fit the y axis to the steady steps (``steady``, from the step model) when warm-up or
     compile steps would flatten them, and label each step drawn off the scale with its wall
-    time and its largest part."""
+    time and its largest part (upright, so neighbours do not overlap), or, past
+    ``OFF_SCALE_LABELS`` of them, one note for all."""
     if "steady" not in timeline:
         return
     steady = timeline[timeline["steady"].astype(bool)]["wall_s"].dropna()
@@ -99,12 +114,35 @@ def _scale_to_steady(figure: go.Figure, timeline: pd.DataFrame) -> None:
     if not top or walls.max() <= OFF_SCALE_FACTOR * top:
         return
     limit = 1.5 * top
-    figure.update_yaxes(range=[0, limit * 1.15])
+    figure.update_yaxes(range=[0, limit * 1.6])
     bounds: Iterable[object] = timeline["bound"] if "bound" in timeline else [None] * len(walls)
-    for step, bound, wall in zip(timeline["step"], bounds, walls, strict=True):
-        if wall == wall and wall > limit:
-            label = f"{wall:,.0f} ms" + (f" ({bound})" if isinstance(bound, str) else "")
-            figure.add_annotation(x=int(step), y=limit * 1.08, text=f"↑ {label}", showarrow=False)
+    off = [
+        (int(step), bound, wall)
+        for step, bound, wall in zip(timeline["step"], bounds, walls, strict=True)
+        if wall == wall and wall > limit
+    ]
+    if len(off) > OFF_SCALE_LABELS:
+        longest = max(wall for _, _, wall in off)
+        figure.add_annotation(
+            xref="paper",
+            x=0.5,
+            y=limit * 1.45,
+            text=f"↑ {len(off)} steps off the scale (up to {longest:,.0f} ms)",
+            showarrow=False,
+        )
+        return
+    for step, bound, wall in off:
+        label = f"{wall:,.0f} ms" + (f" ({bound})" if isinstance(bound, str) else "")
+        figure.add_annotation(
+            x=step,
+            y=limit * 1.02,
+            text=f"↑ {label}",
+            showarrow=False,
+            textangle=-90,
+            yanchor="bottom",
+            font={"size": 11},
+            bgcolor="rgba(255, 255, 255, 0.85)",
+        )
 
 
 def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
@@ -155,7 +193,8 @@ def compilations(steps: pd.DataFrame, compiles: pd.DataFrame) -> go.Figure:
 
 
 def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
-    """Total host seconds per user region (``xlaprof.region``/``annotate_module``)."""
+    """Total host seconds per user region (``xlaprof.region``/``annotate_module``): the
+    rows of each call, or each region's total (the pipeline's)."""
     import plotly.graph_objects as go
 
     title = "Top host regions"
@@ -169,16 +208,21 @@ def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
 
 def top_device_ops(ops: pd.DataFrame | None, limit: int = 15) -> go.Figure:
     """Total device time per op over all devices (``Trace.device_ops``), by category."""
-    import plotly.graph_objects as go
-
     from xlaprof.tables.device import top_ops
 
+    return top_ops_chart(None if ops is None else top_ops(ops, limit))
+
+
+def top_ops_chart(top: pd.DataFrame | None) -> go.Figure:
+    """The top ops (``tables.device.top_ops``' rows, most time first) as horizontal bars."""
+    import plotly.graph_objects as go
+
     title = "Top device ops"
-    if ops is None:
+    if top is None:
         return _empty(title, NOT_CAPTURED)
-    if ops.empty:
+    if top.empty:
         return _empty(title, "no device ops in this trace (a CPU capture without XLA op events)")
-    top = top_ops(ops, limit).iloc[::-1]
+    top = top.iloc[::-1]
     figure = go.Figure()
     for category, rows in top.groupby("category", sort=False):
         figure.add_bar(
@@ -320,23 +364,31 @@ def before_after(comparison: pd.DataFrame) -> go.Figure:
 # -- one analysis result's figures (the notebook facade's plot_* and the HTML report) ---------
 
 
-def _traced(result: PartResult, frame: pd.DataFrame) -> pd.DataFrame | None:
-    """``frame`` where the result has a trace; None (shown as "not captured") where it has not."""
-    return frame if result.trace is not None else None
-
-
 def result_figures(result: PartResult) -> list[tuple[str, go.Figure]]:
-    """Every figure of ``result`` by name, in the HTML report's order (the per-host heat map
-    only for several hosts)."""
+    """Every figure of ``result`` that has something to draw, by name, in the HTML report's
+    order, from the tables the pipeline made (``PartResult.frames``): no placeholder panels
+    (regions only where some were recorded, device figures only where a trace has device ops
+    or steps, the per-host heat map only for several hosts)."""
+    import pandas as pd
+
+    def frame(name: str) -> pd.DataFrame:
+        found = result.frame(name)
+        return pd.DataFrame() if found is None else found
+
     figures = [
         ("timeline", step_timeline(result.timeline_frame())),
-        ("compilations", compilations(result.steps_frame(), result.compiles_frame())),
-        ("regions", top_regions(result.regions_frame())),
-        ("device-ops", top_device_ops(_traced(result, result.device_ops()))),
-        ("device-steps", device_steps(_traced(result, result.device_steps()))),
+        ("compilations", compilations(frame("steps"), frame("compiles"))),
     ]
-    if not result.host_steps_frame().empty:
-        heatmap = host_step_heatmap(result.host_steps_frame(), result.stragglers_frame())
-        figures.append(("host-steps", heatmap))
-    figures.append(("metric-deltas", metric_deltas(result.steps_frame())))
+    if not frame("regions").empty:
+        figures.append(("regions", top_regions(frame("regions"))))
+    if result.devices is not None:  # a trace
+        if not frame("device_ops").empty:
+            figures.append(("device-ops", top_ops_chart(frame("device_ops"))))
+        if not frame("device_steps").empty:
+            figures.append(("device-steps", device_steps(frame("device_steps"))))
+    host_steps = frame("host_steps")
+    if not host_steps.empty:
+        figures.append(("host-steps", host_step_heatmap(host_steps, result.stragglers_frame())))
+    if not frame("steps").empty:
+        figures.append(("metric-deltas", metric_deltas(frame("steps"))))
     return figures

@@ -1,7 +1,9 @@
 """The host-side sections of an analysis: a capture's host time per step where it has no device
-planes (``PartResult.host_activity``) and a TORCH_TRACE log's compiles
-(``PartResult.torch_compiles``), for the terminal and for ``--json``. Formatting only: the
-tables are computed in ``xlaprof.tables.host_steps`` and ``xlaprof.tables.torch_compiles``."""
+planes (``PartResult.host_activity`` and ``host_view``) and a TORCH_TRACE log's compiles
+(``PartResult.torch_compiles`` and ``compile_summary``), for the terminal and the HTML report.
+Formatting only: the pipeline computes the tables, the steady steps, the hottest names and the
+totals (``xlaprof.tables.host_steps``, ``xlaprof.tables.torch_compiles``), and ``--json``
+writes them through ``xlaprof.tables.document.host_json``."""
 
 from __future__ import annotations
 
@@ -16,8 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from rich.console import Console
 
-    from xlaprof.model.input import HostActivity
-    from xlaprof.model.result import PartResult
+    from xlaprof.model.result import CompileSummary, HostView, PartResult
 
 # (column, header) of the host step table, in the order the host's time is split
 _HOST_COLUMNS = (
@@ -32,63 +33,42 @@ _HOST_COLUMNS = (
     ("gap_after_ms", "gap after"),
 )
 _MAX_HOST_ROWS = 8
-_MAX_HOT = 5
 _MAX_COMPILE_ROWS = 12
-MAX_JSON_ROWS = 10_000
+_HOTTEST = (("python", "Python functions"), ("aten", "aten ops"))
 
 
 def _cell(value: Any) -> str:
     return NOT_MEASURED if missing(value) else f"{float(value):.2f}"
 
 
-def steady(result: PartResult, activity: HostActivity) -> tuple[pd.DataFrame, int | None]:
-    """The steady steps' host rows and the median step, as the step model counts them (the
-    timeline's steady steps and its step of median wall time: the story's), so the tables agree."""
-    from xlaprof.tables.timeline import steady_median
-
-    steps = activity.steps
-    warmup = result.part.data.warmup_steps
-    timeline = result.timeline
-    if timeline is None or timeline.empty:
-        kept = steps[steps["step"] >= warmup]
-        return kept, None
-    chosen = timeline[timeline["step"] >= warmup]
-    if "steady" in chosen:
-        chosen = chosen[chosen["steady"].astype(bool)]
-    median, count = steady_median(timeline, warmup)
-    return steps[steps["step"].isin(chosen["step"])], int(median["step"]) if count else None
-
-
 def render_console(console: Console, result: PartResult) -> None:
-    activity = result.host_activity
-    if activity is not None and len(activity.steps):
-        _host_console(console, result, activity)
-    compiles = result.torch_compiles
-    if compiles is not None and len(compiles):
-        _compiles_console(console, compiles)
+    activity, view = result.host_activity, result.host_view
+    if activity is not None and view is not None and len(activity.steps):
+        _host_console(console, activity.steps, view)
+    compiles, summary = result.torch_compiles, result.compile_summary
+    if compiles is not None and summary is not None and len(compiles):
+        _compiles_console(console, compiles, summary)
 
 
-def _host_console(console: Console, result: PartResult, activity: HostActivity) -> None:
+def _host_console(console: Console, steps: pd.DataFrame, view: HostView) -> None:
     console.print(
         Text(
             "No device planes in this capture: what follows is the host's side of each step "
-            f"(steps from {activity.source})."
+            f"(steps from {view.source})."
         ),
         style="dim",
     )
-    steps = activity.steps
-    columns = [(k, h) for k, h in _HOST_COLUMNS if steps[k].notna().any()]
-    unmeasured = [h for k, h in _HOST_COLUMNS if (k, h) not in columns]
+    columns = [(k, h) for k, h in _HOST_COLUMNS if k in view.measured]
+    unmeasured = [h for k, h in _HOST_COLUMNS if k not in view.measured]
     title = "Host time per step (ms)"
     if unmeasured:
         title += f"; no event of: {', '.join(unmeasured)} (not measured)"
-    rest, median = steady(result, activity)
-    warmup = steps[steps["step"] < result.part.data.warmup_steps]
+    warmup = steps[steps["step"].isin(view.warmup_steps)]
     rows: list[tuple[str, list[str]]] = []
     for _, row in warmup.iterrows():
         rows.append((str(row["step"]), [_cell(row[key]) for key, _ in columns]))
-    for _, row in steps[steps["step"] == median].head(1).iterrows():
-        label = f"{row['step']} (median of {len(rest)} steady)"
+    for _, row in steps[steps["step"] == view.median_step].head(1).iterrows():
+        label = f"{row['step']} (median of {len(view.steady_steps)} steady)"
         rows.append((label, [_cell(row[key]) for key, _ in columns]))
     for _, row in steps[~steps.index.isin(warmup.index)].head(_MAX_HOST_ROWS).iterrows():
         rows.append((str(row["step"]), [_cell(row[key]) for key, _ in columns]))
@@ -96,14 +76,11 @@ def _host_console(console: Console, result: PartResult, activity: HostActivity) 
     shown = len(warmup) + _MAX_HOST_ROWS
     if len(steps) > shown:
         console.print(f"({len(steps) - shown} more steps in --json)")
-    hot = activity.hot
-    hot = hot[hot["step"].isin(rest["step"])]
-    for kind, label in (("python", "Python functions"), ("aten", "aten ops")):
-        mine = hot[hot["kind"] == kind]
-        if mine.empty:
+    for kind, label in _HOTTEST:
+        names = view.hottest.get(kind)
+        if not names:
             continue
-        totals = mine.groupby("name")["self_ms"].sum().sort_values(ascending=False).head(_MAX_HOT)
-        per_step = ", ".join(f"{name} {total / len(rest):.2f}" for name, total in totals.items())
+        per_step = ", ".join(f"{name} {ms:.2f}" for name, ms in names.items())
         console.print(Text(f"Hottest {label} (mean self ms per steady step): {per_step}"))
     console.print()
 
@@ -135,21 +112,20 @@ def _grid(
         console.print(Text(f"  step {label}: {values}"))
 
 
-def _compiles_console(console: Console, compiles: pd.DataFrame) -> None:
-    ranks = compiles["rank"].dropna().unique()
-    first = compiles[compiles["rank"] == ranks.min()] if len(ranks) else compiles
-    seconds = first["seconds"].dropna()
-    hits = first["cache_hits"].dropna()
-    misses = first["cache_misses"].dropna()
-    caches = f"; cache hits {int(hits.sum())}, misses {int(misses.sum())}" if len(hits) else ""
-    rank_note = f" (rank {int(ranks.min())} of {len(ranks)} ranks)" if len(ranks) > 1 else ""
-    total = format_seconds(float(seconds.sum())) if len(seconds) else NOT_MEASURED
-    recompiles = int(first["recompile_reason"].notna().sum())
+def _compiles_console(console: Console, compiles: pd.DataFrame, summary: CompileSummary) -> None:
+    first = compiles[compiles["rank"] == summary.rank] if summary.rank is not None else compiles
+    caches = (
+        f"; cache hits {summary.cache_hits}, misses {_or_dash(summary.cache_misses)}"
+        if summary.cache_hits is not None
+        else ""
+    )
+    rank_note = f" (rank {summary.rank} of {summary.ranks} ranks)" if summary.ranks > 1 else ""
+    total = NOT_MEASURED if summary.seconds is None else format_seconds(summary.seconds)
     console.print(
         Text(
-            f"torch.compile (TORCH_TRACE){rank_note}: {len(first)} compiles, {recompiles} "
-            f"recompiles, {int(first['graph_breaks'].sum())} graph breaks, {total} compiling"
-            f"{caches}"
+            f"torch.compile (TORCH_TRACE){rank_note}: {summary.compiles} compiles, "
+            f"{summary.recompiles} recompiles, {summary.graph_breaks} graph breaks, {total} "
+            f"compiling{caches}"
         )
     )
     table = Table(box=None)
@@ -167,37 +143,21 @@ def _compiles_console(console: Console, compiles: pd.DataFrame) -> None:
             why.split("  #")[0][:80],
         )
     console.print(table)
-    failed = first[first["failed"].notna()]
-    if len(failed):
+    if summary.failed:
         console.print(
             Text(
-                f"{len(failed)} compile(s) failed ({', '.join(sorted(set(failed['failed'])))}): "
+                f"{summary.failed} compile(s) failed ({', '.join(summary.failed_kinds)}): "
                 "dynamo's reason is in the log (tlparse's failures page shows it)",
                 style="red",
             )
         )
-    if len(first) > _MAX_COMPILE_ROWS:
-        console.print(f"({len(first) - _MAX_COMPILE_ROWS} more compiles in --json)")
+    if summary.compiles > _MAX_COMPILE_ROWS:
+        console.print(f"({summary.compiles - _MAX_COMPILE_ROWS} more compiles in --json)")
     console.print()
 
 
-def json_sections(result: PartResult, records: Any) -> dict[str, Any]:
-    """The ``host_activity`` and ``torch_compiles`` keys of a part's ``--json`` document
-    (``records``: the JSON writer's DataFrame-to-rows function)."""
-    extra: dict[str, Any] = {}
-    activity = result.host_activity
-    if activity is not None:
-        extra["host_activity"] = {
-            "step_source": activity.source,
-            "device_planes": activity.device_planes,
-            "steps": records(activity.steps.head(MAX_JSON_ROWS)),
-            "steps_total": len(activity.steps),
-            "hot": records(activity.hot.head(MAX_JSON_ROWS)),
-        }
-    if result.torch_compiles is not None:
-        extra["torch_compiles"] = records(result.torch_compiles.head(MAX_JSON_ROWS))
-        extra["torch_compiles_total"] = len(result.torch_compiles)
-    return extra
+def _or_dash(value: int | None) -> str:
+    return NOT_MEASURED if value is None else str(value)
 
 
 def render_html(result: PartResult) -> str:
@@ -218,9 +178,9 @@ def render_html(result: PartResult) -> str:
         return f'<table class="data"><tr>{head}</tr>{rows}</table>'
 
     sections = []
-    activity = result.host_activity
-    if activity is not None and len(activity.steps):
-        columns = ["step", *(k for k, _ in _HOST_COLUMNS if activity.steps[k].notna().any())]
+    activity, view = result.host_activity, result.host_view
+    if activity is not None and view is not None and len(activity.steps):
+        columns = ["step", *(k for k, _ in _HOST_COLUMNS if k in view.measured)]
         sections.append(
             "<h2>Host time per step (ms)</h2>"
             f"<p>No device planes in this capture; steps from {html_text(activity.source)}.</p>"

@@ -2,7 +2,7 @@
 
 One file that works offline: plotly.js is inlined once (no CDN), figures follow as divs. Every
 string that comes from a trace, a log or the user's code is escaped. The report presents what
-``xlaprof.pipeline.analyze_parts`` computed; it computes nothing itself.
+``xlaprof.pipeline.analyze`` computed; it computes nothing itself.
 """
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ def _finding(row: Any) -> str:
     # A DataFrame holds a missing location as NaN (a float), not None.
     location = row["location"] if isinstance(row["location"], str) else ""
     where = f'<div class="where">at {html_text(location)}</div>' if location else ""
+    cost = _cost(row.get("cost"))
+    if cost:
+        where += f'<div class="where">cost: {html_text(cost)}</div>'
     return (
         f'<div class="finding {html_text(row["severity"])}">'
         f'<span class="sev">{html_text(row["severity"])}</span> '
@@ -64,6 +67,25 @@ def _finding(row: Any) -> str:
         f'{where}<pre class="fix">{html_text(row["suggestion"])}</pre>'
         f'<details><summary>evidence</summary><table class="kv">{evidence}</table></details></div>'
     )
+
+
+def _cost(cost: Any) -> str | None:
+    """A finding's measured cost in words (``Finding.cost``), or None."""
+    from xlaprof.parse.units import format_seconds
+
+    if not isinstance(cost, dict):
+        return None
+    said = []
+    if cost.get("per_step_s") is not None:
+        said.append(f"{format_seconds(cost['per_step_s'])} per step")
+    if cost.get("one_time_s") is not None:
+        said.append(f"{format_seconds(cost['one_time_s'])} once")
+    if cost.get("run_s") is not None:
+        said.append(f"{format_seconds(cost['run_s'])} over the run")
+    if not said:
+        return None
+    basis = cost.get("basis")
+    return ", ".join(said) + (f" ({basis})" if basis else "")
 
 
 def _figure(figure: go.Figure, element_id: str, with_library: bool) -> str:
@@ -80,11 +102,8 @@ def _device_line(run: RunSummary | None, result: PartResult) -> str:
     """``TPU x4`` from the run, else ``4 x TPU v6 Lite`` from the trace's device planes."""
     if run is not None and run.device_kind:
         return f"{run.device_kind} x{run.device_count or NOT_MEASURED}"
-    devices = None if result.trace is None else result.trace.devices
-    if devices is None or devices.empty:
-        return NOT_MEASURED
-    kinds = devices["type"].fillna(devices["kind"]).astype(str).value_counts()
-    return ", ".join(f"{count} x {kind}" for kind, count in kinds.items())
+    types = None if result.devices is None else result.devices.device_types
+    return types or NOT_MEASURED
 
 
 def _status(run: RunSummary | None) -> str:
@@ -115,7 +134,7 @@ def page(result: PartResult) -> str:
     from xlaprof.report.figures import result_figures
 
     part = result.part
-    data = part.data
+    counts = result.counts
     run = part.run_summary
     title = f"xlaprof report: {part.name}"
     meta = [
@@ -124,10 +143,10 @@ def page(result: PartResult) -> str:
             "status",
             "- (exit code -)" if run is None else f"{run.status} (exit code {run.exit_code})",
         ),
-        ("steps", data.step_count()),
-        ("compilations", data.compiles()),
-        ("executions", data.executions()),
-        ("device→host transfers", data.device_to_host_transfers()),
+        ("steps", None if counts is None else counts.steps),
+        ("compilations", None if counts is None else counts.compiles),
+        ("executions", None if counts is None else counts.executions),
+        ("device→host transfers", None if counts is None else counts.device_to_host_transfers),
         ("device", _device_line(run, result)),
         ("torch_xla", (run.torch_xla_version if run is not None else None) or NOT_MEASURED),
         *(("note", note) for note in (run.warnings if run is not None else [])),
@@ -137,7 +156,7 @@ def page(result: PartResult) -> str:
         f"<tr><td>{html_text(k)}</td><td>{html_text(_value(v))}</td></tr>" for k, v in meta
     )
     findings = result.findings_frame()
-    if findings.empty and part.trace_only:
+    if findings.empty and result.trace_only:
         body_findings = (
             '<p class="none">No findings: no bottleneck in this capture reaches a finding\'s '
             "threshold (the bottleneck tables below show where each step's time went).</p>"
@@ -148,10 +167,10 @@ def page(result: PartResult) -> str:
         body_findings = "".join(_finding(row) for _, row in findings.iterrows())
     figures = result_figures(result)
     body_devices = ""
-    if result.trace is not None:
+    if result.devices is not None:
         from xlaprof.report.devices import render_html
 
-        body_devices = f"<h2>Devices</h2>{render_html(result.trace)}"
+        body_devices = f"<h2>Devices</h2>{render_html(result.devices)}"
     from xlaprof.report.host import render_html as host_html
 
     body_devices += host_html(result)

@@ -7,43 +7,56 @@ The keys listed in the contract are stable; more keys may be added. Non-finite n
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Hashable
+import os
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from xlaprof.findings import Finding
+from xlaprof.findings import Finding, merged_coverage
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.parts import SourceInfo
-from xlaprof.model.result import AnalysisResult, PartResult, RunComparison
+from xlaprof.model.result import AnalysisResult, Counts, PartResult, RunComparison
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
 from xlaprof.report.base import RenderOptions
+from xlaprof.tables.document import (
+    MAX_DEVICE_OPS,
+    MAX_LINE_ROWS,
+    MAX_STEP_ROWS,
+    bottleneck_json,
+    devices_table,
+    frame_records,
+    host_json,
+    lines_json,
+    records,
+    strict_document,
+    strict_json,
+    trace_json,
+)
+
+__all__ = [
+    "MAX_DEVICE_OPS",
+    "MAX_LINE_ROWS",
+    "MAX_STEP_ROWS",
+    "SCHEMA",
+    "analysis_json",
+    "bottleneck_json",
+    "comparison_document",
+    "devices_table",
+    "frame_records",
+    "lines_json",
+    "result_document",
+    "results_document",
+    "saved_analysis",
+    "strict_document",
+    "strict_json",
+    "trace_json",
+]
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from xlaprof.model.trace import Trace
+    pass
 
 SCHEMA = "xlaprof.analysis/1"
-
-
-def strict_json(value: Any) -> Any:
-    """Strict JSON: NaN, infinities and pandas' NA become null (the one place this is done)."""
-    if type(value).__name__ == "NAType":
-        return None
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): strict_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [strict_json(v) for v in value]
-    return value
-
-
-def strict_document(document: dict[Any, Any]) -> dict[str, Any]:
-    """``strict_json`` of a dict (a document, a table's row), typed as one: keys as strings."""
-    return {str(k): strict_json(v) for k, v in document.items()}
 
 
 def report_json(report: MetricsReport) -> dict[str, Any]:
@@ -115,138 +128,54 @@ def analysis_document(
     return strict_document(document)
 
 
-def _records(frame: pd.DataFrame | None) -> list[dict[Hashable, Any]] | None:
-    if frame is None:
-        return None
-    return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
-
-
-def frame_records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
-    """A table's rows exactly as the document writes them (strict JSON: not measured is null):
-    for readers that page through a whole table the document cuts (``xlaprof mcp``)."""
-    records = _records(frame)
-    return None if records is None else [strict_document(row) for row in records]
-
-
-# The longest ops per document: a pod capture has thousands of distinct ops per device.
-MAX_DEVICE_OPS = 100
-# Per-step rows per document (device steps, tracing): one per host, device and step, so a pod
-# of 128 hosts x 730 steps has 93,000 of them. The first rows (hosts in order) are kept and the
-# total is given; the stragglers table is the pod's per-step view, and
-# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row. Stragglers and
-# host skew (one row per step, whatever the hosts) are cut at the same count.
-MAX_STEP_ROWS = 5000
-
-
-def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
-    """The ``trace`` object: session, hosts, devices, per-device steps, top ops, tracing."""
-    from xlaprof.tables.device import top_ops
-
-    summary = trace.summary()
-    devices = devices_table(trace)
-    ops = summary.ops.head(MAX_DEVICE_OPS)
-    return {
-        "path": path,
-        "session": trace.session,
-        "sessions": trace.sessions,
-        "hosts": trace.hosts,
-        "files": [str(f) for f in trace.files],
-        "warnings": trace.warnings,
-        "devices": _records(devices),
-        "device_steps": _records(summary.head("steps", MAX_STEP_ROWS)),
-        "device_steps_total": summary.rows("steps"),
-        "device_ops": _records(ops),
-        "device_ops_total": len(summary.ops),
-        "top_ops": _records(top_ops(summary.ops, limit=20)),
-        "tracing": _records(summary.head("tracing", MAX_STEP_ROWS)),
-        "tracing_total": summary.rows("tracing"),
-        **bottleneck_json(trace),
-        **lines_json(trace),
-    }
-
-
-def devices_table(trace: Trace) -> pd.DataFrame:
-    """Per device: its utilization over the capture and what its plane says of it (type,
-    vendor, peaks); the utilization alone for a trace made without a device table."""
-    utilization = trace.summary().utilization
-    if trace.devices is None:
-        return utilization
-    return utilization.merge(
-        trace.devices.drop(columns=["plane"], errors="ignore"),
-        on=["session", "host", "device", "kind"],
-        how="left",
-    )
-
-
-# Source lines per document: the ones with the most device time (the total is given).
-MAX_LINE_ROWS = 100
-
-
-def bottleneck_json(trace: Trace) -> dict[str, Any]:
-    """``bottlenecks`` (per device and step, capped), ``bottlenecks_total`` and
-    ``bottleneck_by_device`` (each device over its steady steps)."""
-    from xlaprof.tables.step_stats import by_device, device_bottlenecks
-
-    summary = trace.summary()  # a pod's: its first rows read, the rest counted and summed
-    total = summary.rows("bottleneck")
-    return {
-        "bottlenecks": _records(summary.head("bottleneck", MAX_STEP_ROWS)) if total else [],
-        "bottlenecks_total": total,
-        "bottleneck_by_device": _records(device_bottlenecks(by_device(summary))) if total else [],
-    }
-
-
-def lines_json(trace: Trace) -> dict[str, Any]:
-    """``device_time_by_line`` (per user line over all devices, capped), its total and the
-    share of op time with a line (``device_time_by_line_coverage``; null without HLO)."""
-    from xlaprof.tables.device.lines import line_coverage
-
-    lines = trace.summary().lines
-    table = trace.device_time_by_line()
-    return {
-        "device_time_by_line": _records(table.head(MAX_LINE_ROWS)),
-        "device_time_by_line_total": len(table),
-        "device_time_by_line_coverage": None if lines is None else line_coverage(lines),
-    }
-
-
 def result_document(result: PartResult) -> dict[str, Any]:
-    """One part's document: the contract plus ``timeline``, ``host_skew`` and ``trace``."""
+    """One part's document: the contract plus ``timeline``, ``host_skew``, ``trace`` and
+    ``view`` (what the renderers show beyond them: a saved document re-renders the same)."""
+    if result.saved is not None:
+        return result.saved
     part = result.part
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"view": result.view_json()}
     if part.run_summary is not None:
         extra["run"] = part.run_summary.to_json()
-    trace = result.trace
-    if trace is not None:
-        extra["trace"] = trace_json(trace, part.trace_path)
-        if part.trace is not None and trace.source is not None and trace.source.load is not None:
-            # hosts read by workers (inputs.pod): where, how long, failures
-            extra["trace"]["pod"] = trace.source.load.record()
+    if result.trace_json is not None:
+        extra["trace"] = result.trace_json
+    extra["analyzers"] = [entry.to_json() for entry in result.analyzers]
     if result.story is not None:
         extra["story"] = result.story.to_json()
     if result.timeline is not None:
-        extra["timeline"] = _records(result.timeline)
+        extra["timeline"] = records(result.timeline)
     if result.host_skew is not None:
-        extra["host_skew"] = _records(result.host_skew.head(MAX_STEP_ROWS))
+        extra["host_skew"] = records(result.host_skew.head(MAX_STEP_ROWS))
         extra["host_skew_total"] = len(result.host_skew)
     if result.stragglers is not None:
         # per step and device; the per-host rows (hosts x steps, the heat map's data) stay out
         # of the document so its size does not grow with the pod: Analysis.host_steps() has them.
         # The first MAX_STEP_ROWS (steps in order) are kept: Analysis.stragglers() has every row.
-        extra["stragglers"] = _records(result.stragglers.head(MAX_STEP_ROWS))
+        extra["stragglers"] = records(result.stragglers.head(MAX_STEP_ROWS))
         extra["stragglers_total"] = len(result.stragglers)
-    from xlaprof.report.host import json_sections
+    extra.update(host_json(result.host_activity, result.torch_compiles))
+    document = analysis_document(part.data, result.findings, part.sources, extra)
+    if result.counts is not None:
+        counts = result.counts
+        document["summary"] = strict_document(
+            {
+                "compiles": counts.compiles,
+                "executions": counts.executions,
+                "device_to_host_transfers": counts.device_to_host_transfers,
+                "aten_fallbacks": counts.aten_fallbacks,
+                "steps": counts.steps,
+            }
+        )
+    return document
 
-    extra.update(json_sections(result, _records))
-    return analysis_document(part.data, result.findings, part.sources, extra)
 
-
-def results_document(results: list[PartResult]) -> dict[str, Any]:
+def results_document(results: list[PartResult], totals: Counts | None = None) -> dict[str, Any]:
     """One document for one or more analysis parts (processes of a run).
 
     With one part this is exactly ``result_document``. With several, the contract's lists are
-    concatenated (findings tagged with ``evidence.process``), the summary's counts are summed,
-    and ``processes`` holds each part's own document.
+    concatenated (findings tagged with ``evidence.process``), the summary is the parts' counts
+    summed (``totals``, the pipeline's ``AnalysisResult.totals``), and ``processes`` holds each
+    part's own document.
     """
     documents = [result_document(result) for result in results]
     if len(documents) == 1:
@@ -256,8 +185,9 @@ def results_document(results: list[PartResult]) -> dict[str, Any]:
         "sources": [s for d in documents for s in d["sources"]],
         "reports": [r for d in documents for r in d["reports"]],
         "debug_events": [e for d in documents for e in d["debug_events"]],
-        "summary": _sum_summaries([d["summary"] for d in documents]),
+        "summary": _summary(totals, documents),
         "findings": [],
+        "analyzers": [e.to_json() for e in merged_coverage([r.analyzers for r in results])],
         "processes": documents,
     }
     for result, document in zip(results, documents, strict=True):
@@ -268,31 +198,41 @@ def results_document(results: list[PartResult]) -> dict[str, Any]:
     return merged
 
 
-def _sum_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    def total(key: str) -> int | None:
-        values = [s[key] for s in summaries if s[key] is not None]
-        return sum(values) if values else None
-
-    fallbacks: dict[str, int | None] = {}
-    for summary in summaries:
-        for name, value in summary["aten_fallbacks"].items():
-            fallbacks[name] = (fallbacks.get(name) or 0) + (value or 0)
-    return {
-        "compiles": total("compiles"),
-        "executions": total("executions"),
-        "device_to_host_transfers": total("device_to_host_transfers"),
-        "aten_fallbacks": fallbacks,
-        "steps": total("steps"),
-    }
+def _summary(totals: Counts | None, documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """The merged document's ``summary``: the pipeline's summed counts (parts given without
+    them: their documents' summaries, summed by ``Counts.total``)."""
+    if totals is None:
+        totals = Counts.total([Counts.from_summary(d["summary"]) for d in documents])
+    return strict_document(
+        {
+            "compiles": totals.compiles,
+            "executions": totals.executions,
+            "device_to_host_transfers": totals.device_to_host_transfers,
+            "aten_fallbacks": totals.aten_fallbacks,
+            "steps": totals.steps,
+        }
+    )
 
 
 def dumps(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, allow_nan=False)
 
 
+def analysis_json(result: AnalysisResult) -> dict[str, Any]:
+    """The whole ``--json`` document of ``result``: its parts' (``results_document``) and,
+    under ``view``, every process found and the notes on which were read."""
+    document = results_document(result.parts, result.totals)
+    if len(result.parts) == 1 and result.parts[0].saved is not None:
+        document = dict(document)
+    view = dict(document.get("view") or {})
+    view.update({"processes": result.processes, "notes": result.notes})
+    document["view"] = view
+    return document
+
+
 def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
     """The ``--json`` document (``xlaprof.analysis/1``)."""
-    out.write(dumps(results_document(result.parts)) + "\n")
+    out.write(dumps(analysis_json(result)) + "\n")
 
 
 DIFF_SCHEMA = "xlaprof.diff/1"
@@ -310,8 +250,44 @@ def comparison_document(comparison: RunComparison) -> dict[str, Any]:
         "schema": DIFF_SCHEMA,
         "before": comparison.before,
         "after": comparison.after,
-        "comparison": _records(comparison.table),
+        "comparison": records(comparison.table),
         "findings_disappeared": comparison.gone,
         "findings_appeared": comparison.came,
     }
     return strict_document(document)
+
+
+def saved_analysis(path: Path, max_size: int | None = None) -> AnalysisResult | None:
+    """The result a document saved with ``xlaprof analyze --json`` holds, or None when
+    ``path`` is not one (``xlaprof analyze saved.json``, ``xlaprof report saved.json``)."""
+    from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
+    from xlaprof.safeio import UnsafeFile, open_regular, read_capped
+
+    if not path.is_file() or path.suffix.lower() != ".json":
+        return None
+    try:  # the head first: a Chrome trace (*.trace.json) is not read twice
+        fd = open_regular(path)
+        with os.fdopen(fd, "rb") as handle:
+            head = handle.read(4096).decode("utf-8", errors="replace")
+    except (OSError, UnsafeFile):
+        return None
+    if f'"schema": "{SCHEMA}"' not in head:
+        return None
+    from xlaprof.errors import InputTooLarge
+
+    try:
+        raw = read_capped(path, max_size or DEFAULT_MAX_INPUT_BYTES)
+    except UnsafeFile as error:
+        raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
+    except OSError:
+        return None
+    from xlaprof.errors import InputNotRecognized
+
+    try:
+        document = json.loads(raw)
+        return AnalysisResult.from_json(document)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise InputNotRecognized(
+            f"{path}: an {SCHEMA} document that cannot be read back ({type(error).__name__}: "
+            f"{error}); analyze the run again"
+        ) from None

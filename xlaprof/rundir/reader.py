@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import RunDirError
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, parse_debug_log
-from xlaprof.parse.metrics_report import MetricsParser, MetricsReport
+from xlaprof.parse.metrics_report import HOST_SYNC_OP, MetricsParser, MetricsReport
 from xlaprof.rundir.jsonfiles import fits, read_jsonl, reason, short, typed_fields
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
@@ -291,9 +291,7 @@ class Run:
         for row in self.step_rows():
             record = asdict(row)
             aten = record.pop("aten")
-            record["aten_fallback_calls"] = sum(
-                v for k, v in aten.items() if k != "aten::_local_scalar_dense"
-            )
+            record["aten_fallback_calls"] = sum(v for k, v in aten.items() if k != HOST_SYNC_OP)
             rows.append(record)
         columns = [f.name for f in fields(StepRow) if f.name != "aten"]
         return pd.DataFrame(rows, columns=[*columns, "aten_fallback_calls"])

@@ -40,6 +40,8 @@ RUN_JSON = "run.json"
 STEPS = "steps.jsonl"
 REGIONS = "regions.jsonl"
 SAMPLES = "samples.jsonl"
+# The key of ``samples.jsonl`` for host CPU time with no user frame on the stack.
+SAMPLE_LIBRARY = "<library>"
 EVENTS = "events.jsonl"
 DEBUG_LOG = "debug.log"
 FALLBACK_LOG = "fallbacks.log"
@@ -53,6 +55,10 @@ MODULES = "modules.json"  # the module tree and module calls of one step
 # torch.compile's structured trace (TORCH_TRACE, tlparse's input): `xlaprof run` points it at
 # <out>/torch_trace/ (one log per process, told apart by the process id in each record)
 TORCH_TRACE_DIR = "torch_trace"
+# The id of one `xlaprof run` launch, in the environment of its processes (run.json records
+# XLAPROF_* variables): the process folders of one run share it, and a re-run into the same
+# --out gets a new one, so commands tell the runs of one folder apart.
+LAUNCH_ENV = "XLAPROF_LAUNCH_ID"
 
 
 @dataclass

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.model.input import HostActivity
+    from xlaprof.model.result import HostView
     from xlaprof.model.trace import Trace
     from xlaprof.parse.dynamo_log import DynamoRecord
     from xlaprof.parse.torch_trace import TorchTraceLog
@@ -401,7 +402,9 @@ def host_activity(trace: Trace) -> HostActivity | None:
     # devices with work (a JAX CPU client's thread counts: the device model reads it)
     summary = trace.device_summary
     devices_at_work = summary is not None and not summary.utilization.empty
-    if device_planes or devices_at_work or trace.source is not None:
+    # a pod's events stay in its hosts' caches: not read again for this
+    events = trace.events_source.in_memory()
+    if device_planes or devices_at_work or events is None:
         return None
     ranges = step_ranges_of(trace)
     if ranges is None or ranges.empty:
@@ -409,25 +412,29 @@ def host_activity(trace: Trace) -> HostActivity | None:
     source = trace.step_source or "the capture's own step markers"
     return HostActivity(
         source=source,
-        steps=host_step_table(trace.events, ranges),
-        hot=host_hot_table(trace.events, ranges),
+        steps=host_step_table(events, ranges),
+        hot=host_hot_table(events, ranges),
         device_planes=device_planes,
     )
 
 
-def place_compiles(records: list[DynamoRecord], logs: list[TorchTraceLog], trace: Trace) -> int:
-    """Give TORCH_TRACE records the step of the capture their compile started in (in place),
-    where the capture's clock is tied to the epoch (``Trace.epoch_offset_ns``); how many
-    compiles were placed."""
+def place_compiles(
+    records: list[DynamoRecord], logs: list[TorchTraceLog], trace: Trace
+) -> list[DynamoRecord]:
+    """``records`` with each TORCH_TRACE compile given the step of the capture it started in,
+    where the capture's clock is tied to the epoch (``Trace.epoch_offset_ns``): new records
+    where a step was placed, the loaded ones left as they were."""
+    import dataclasses
+
     import numpy as np
 
     if not logs or not trace.epoch_offset_ns or trace.step_bounds is None:
-        return 0
+        return records
     host, offset = next(iter(trace.epoch_offset_ns.items()))
     bounds = trace.step_bounds
     bounds = bounds[bounds["host"].astype(str) == host].sort_values("start_ns")
     if bounds.empty:
-        return 0
+        return records
     starts = bounds["start_ns"].to_numpy(np.int64)
     ends = bounds["end_ns"].to_numpy(np.int64)
     numbers = bounds["step"].to_numpy(np.int64)
@@ -439,10 +446,12 @@ def place_compiles(records: list[DynamoRecord], logs: list[TorchTraceLog], trace
         index = int(np.searchsorted(starts, at, side="right")) - 1
         if index >= 0 and at <= ends[index]:
             steps[compile_.compile_id] = int(numbers[index])
-    for record in records:
-        if record.compile_id in steps:
-            record.step = steps[record.compile_id]
-    return len(steps)
+    return [
+        dataclasses.replace(record, step=steps[record.compile_id])
+        if record.compile_id in steps
+        else record
+        for record in records
+    ]
 
 
 def read_spans(events: pd.DataFrame, steps: set[int]) -> dict[str, float]:
@@ -455,3 +464,52 @@ def read_spans(events: pd.DataFrame, steps: set[int]) -> dict[str, float]:
     totals = reads.groupby(reads["name"].astype(str))["duration_ns"].sum() / 1e6
     ordered = totals.sort_values(ascending=False).head(5)
     return {str(name): round(float(ms), 3) for name, ms in ordered.items()}
+
+
+# The columns of the host table that split a step's time (HOST_STEP_COLUMNS after the range).
+SPLIT_COLUMNS = HOST_STEP_COLUMNS[4:]
+# Names the reports show per kind (python, aten) of the hottest over the steady steps.
+TOP_HOTTEST = 5
+
+
+def host_view(activity: HostActivity, timeline: pd.DataFrame | None, warmup_steps: int) -> HostView:
+    """What the reports show of ``activity`` (``HostView``): the steady steps and their median
+    as the step model counts them (the timeline's ``steady`` steps after warm-up and its step
+    of median wall time: the story's), so the host table agrees with the story; without a
+    timeline, every step after warm-up and no median. The hottest Python functions and aten ops
+    are their mean self time over those steady steps."""
+    from xlaprof.model.result import HostView
+    from xlaprof.tables.timeline import steady_median
+
+    steps = activity.steps
+    median: int | None = None
+    if timeline is None or timeline.empty:
+        steady = steps[steps["step"] >= warmup_steps]["step"]
+    else:
+        chosen = timeline[timeline["step"] >= warmup_steps]
+        if "steady" in chosen:
+            chosen = chosen[chosen["steady"].astype(bool)]
+        row, count = steady_median(timeline, warmup_steps)
+        median = int(row["step"]) if count else None
+        steady = steps[steps["step"].isin(chosen["step"])]["step"]
+    steady_steps = [int(s) for s in steady]
+    hot = activity.hot[activity.hot["step"].isin(steady_steps)]
+    hottest: dict[str, dict[str, float]] = {}
+    for kind in ("python", "aten"):
+        mine = hot[hot["kind"] == kind]
+        if mine.empty:
+            continue
+        totals = mine.groupby("name")["self_ms"].sum().sort_values(ascending=False)
+        hottest[kind] = {
+            str(name): float(total) / len(steady_steps)
+            for name, total in totals.head(TOP_HOTTEST).items()
+        }
+    return HostView(
+        source=activity.source,
+        device_planes=activity.device_planes,
+        measured=[c for c in SPLIT_COLUMNS if steps[c].notna().any()],
+        warmup_steps=[int(s) for s in steps[steps["step"] < warmup_steps]["step"]],
+        steady_steps=steady_steps,
+        median_step=median,
+        hottest=hottest,
+    )

@@ -80,7 +80,8 @@ def overview_of(summary: DeviceSummary) -> StepOverview:
         autotune_steps=_autotune_steps(steps)[:AUTOTUNE_STEPS],
         tracing=_tracing_stats(tracing),
         median_busy_s=_number(known["device_busy_s"].median()) if len(known) else None,
-        median_tracing_s=_number(known["tracing_s"].median()) if len(known) else None,
+        # the host's measured work (``host_busy_s``), not the step's unmeasured rest
+        median_tracing_s=_number(known["host_busy_s"].median()) if len(known) else None,
         median_idle_s=_number(known["device_idle_s"].median()) if len(known) else None,
     )
 
@@ -196,7 +197,7 @@ def _tracing_stats(tracing: pd.DataFrame) -> TracingStats:
         lazy=_any(tracing["lazy_tensor"]),
         lazy_known=_any(known["lazy_tensor"]),
         busy=Digest.of(floats(known, "device_busy_s")),
-        tracing=Digest.of(floats(known, "tracing_s")),
+        tracing=Digest.of(floats(known, "host_busy_s")),
         idle=Digest.of(floats(known, "device_idle_s")),
     )
 
@@ -233,7 +234,9 @@ def _number(value: Any) -> float | None:
     return None if number != number else number
 
 
-# Per device over its steady steps (``bottleneck.steady_steps``): how many numbered steps, their
+# Per device over its captured steps (``bottleneck.steady_steps``: XProf's rule, the first and
+# last of more than five left out; steps that compiled stay, compile_in_step reads them): how
+# many numbered steps, their
 # summed wall time and seconds per cause, the smallest step numbers each cause bounds, and
 # whether any step of the device (edges too) has wall time. Sums, so a pod's workers make it
 # per host and the parent only puts hosts side by side.

@@ -1,20 +1,31 @@
-"""The run's one step model: what bounds each step, and where a steady step's time goes.
+"""The run's one step model: each step's wall time split into the parts that were measured, what
+bounds the step, and where a steady step's time goes.
 
-Every per-step verdict xlaprof shows comes from here, so the step timeline, the host-vs-device
-table, the bottleneck table, the story a report opens with and its charts cannot disagree:
+Every per-step verdict xlaprof shows comes from here, so the step timeline, the story a report
+opens with, "worth most" and the step chart cannot disagree. A step's wall time is split into
+parts, each measured, each from a named source (``PART_SOURCES``):
 
-- A step **traced** in a capture takes the bound of its busiest device in the bottleneck table
-  (``tables/device/bottleneck.py``: the step's wall time split into causes that add up to it,
-  host compile spans and data input included), its class mapped onto ``BOUNDS``
-  (``bottleneck.busiest_bounds``; the host-vs-device table takes the same).
-- A step known only from **per-step metrics** is split the same way from its timeline row:
-  compiling (``compile_s``), host Python and lazy tracing (``python_tracing_s`` plus the graph
-  build in the sync), transfers, and the rest of the step the host spent blocked (waiting on
-  the device: ``device``). Parts that were not measured take no part.
+- ``compile``: compiling (the ``CompileTime`` metric; in a trace, ``XLAGraphExecutor::Compile``);
+- ``transfer``: host-device copies (``TransferToDeviceTime``/``TransferFromDeviceTime``; in a
+  trace, the transfer spans: a read's copy waits for the device to finish the graph first);
+- ``tracing``: the stepping thread's own CPU time, its Python, lazy tracing and graph build at
+  the sync (metrics: its CPU clock, read at each boundary; a trace alone measures only the
+  graph build, ``SyncTensorsGraphInternal``);
+- ``device``: the host waiting on the device: a trace's ``WaitDeviceOps``, or device execution
+  in the step (the run's ``ExecuteTime``, traced or not; a capture alone: its busiest device)
+  up to the step time no other part took (the host cannot have waited longer than it was not
+  otherwise busy);
+- ``unattributed``: the rest of the wall time: measured as a duration, but not what it was
+  spent on (blocked on I/O, on another thread, preempted, or untraced Python). Shown as such,
+  never named as a cause.
 
-A step's ``bound`` is its largest part and ``bound_share`` that part's share of the step's wall
-time: a description of the step, not a finding. Whether it is worth a fix is the analyzers'
-call, with their own thresholds; the story names the finding that matches, if there is one.
+Parts can overlap (a thread's CPU clock runs inside a transfer it waits in): they take the
+wall time in ``PARTS`` order, each at most what is left, so they always add up to the wall.
+
+A step's ``bound`` is its largest measured part and ``bound_share`` that part's share of the
+step's wall time: a description of the step, not a finding. Whether it is worth a fix is the
+analyzers' call, with their own thresholds; the story names the finding worth most (by cost).
+A step is steady when it comes after warm-up and compiled nothing.
 """
 
 from __future__ import annotations
@@ -22,70 +33,69 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from xlaprof.findings import Finding, Kind
+from xlaprof.findings import Cost, Finding, Kind
 from xlaprof.model.result import StepStory
-from xlaprof.parse.units import as_float
-from xlaprof.tables.device.bottleneck import BOUNDS, busiest_bounds
+from xlaprof.parse.units import as_float, format_seconds
 from xlaprof.tables.timeline import steady_median
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xlaprof.rundir.schema import StepRow
+
 # Plain words for each bound (console, HTML).
 BOUND_WORDS = {
     "compile": "compiling",
-    "tracing": "host Python and lazy tracing",
+    "tracing": "host CPU (Python, lazy tracing, graph build)",
     "input": "waiting for input data",
     "transfer": "host-device transfers",
-    "device": "the device (busy, or the host waiting on it)",
+    "device": "waiting on the device",
     "host": "other host work (the device idle)",
 }
-# The finding kinds that answer each bound, most specific first.
-_ANSWERS: dict[str, tuple[Kind, ...]] = {
-    "compile": (Kind.EAGER_MODE, Kind.RECOMPILATION, Kind.COMPILE_IN_STEP, Kind.SLOW_COMPILE),
-    "tracing": (Kind.TRACING_BOUND, Kind.EAGER_MODE, Kind.UNROLLED_LOOP, Kind.HOST_SYNC),
-    "input": (Kind.INPUT_BOUND,),
-    "transfer": (Kind.HOST_SYNC, Kind.ATEN_FALLBACK, Kind.INPUT_BOUND),
-    "device": (Kind.EAGER_MODE, Kind.ASYNC_WAIT, Kind.COLLECTIVE_BOUND, Kind.MEMORY_PRESSURE),
-    "host": (Kind.HOST_BOUND, Kind.INPUT_BOUND),
-}
+# The measured parts of a step, in the order they take its wall time (module docstring).
+PARTS = ("compile", "transfer", "tracing", "device")
+UNATTRIBUTED = "unattributed"
 # The parts of a step's wall time (``step_parts``), in words.
 PART_WORDS = {
     "compile": "compiling",
-    "tracing": "Python + tracing",
+    "tracing": "host CPU (Python + tracing)",
     "transfer": "transfers",
     "device": "waiting on the device",
+    UNATTRIBUTED: "unattributed",
+}
+# Where each part of a step comes from, by the row's ``source`` (the timeline's).
+PART_SOURCES = {
+    "metrics": {
+        "compile": "metrics (CompileTime)",
+        "transfer": "metrics (TransferToDeviceTime, TransferFromDeviceTime)",
+        "tracing": "metrics (the stepping thread's CPU clock)",
+        "device": "metrics (ExecuteTime)",
+    },
+    "trace": {
+        "compile": "trace (XLAGraphExecutor::Compile)",
+        "transfer": "trace (transfer spans)",
+        "tracing": "metrics (the stepping thread's CPU clock) and trace (graph build)",
+        "device": "trace (WaitDeviceOps) and metrics (ExecuteTime; a capture alone: the "
+        "busiest device's busy time)",
+    },
 }
 STORY_COLUMNS = ("bound", "bound_share", "steady")
+# The step model's columns the timeline gets (``with_bounds``): each part's seconds.
+PART_COLUMNS = tuple(f"part_{name}_s" for name in (*PARTS, UNATTRIBUTED))
 
 
-def with_bounds(
-    timeline: pd.DataFrame,
-    warmup_steps: int,
-    bottleneck: pd.DataFrame | None = None,
-    host: str | None = None,
-) -> pd.DataFrame:
-    """``timeline`` with ``bound``, ``bound_share`` and ``steady`` (after warm-up, compiling
-    nothing): traced steps from ``bottleneck`` (``host``'s rows), the rest from their parts."""
+def with_bounds(timeline: pd.DataFrame, warmup_steps: int) -> pd.DataFrame:
+    """``timeline`` with the step model: each part's seconds (``PART_COLUMNS``), ``bound``,
+    ``bound_share`` (from measured parts only) and ``steady`` (after warm-up, compiling
+    nothing)."""
     frame = timeline.copy()
-    traced = busiest_bounds(bottleneck, host)
-    from_trace = {
-        int(step): (str(bound), float(share))
-        for step, bound, share in zip(
-            traced["step"], traced["bound"], traced["bound_share"], strict=True
-        )
-    }
-    bounds: list[str | None] = []
-    shares: list[float | None] = []
-    for row in frame.to_dict(orient="records"):
-        known = from_trace.get(int(row["step"]))
-        bound, share = (None, None) if known is None else known
-        if bound is None or row["source"] != "trace":
-            bound, share = row_bound(row)
-        bounds.append(bound)
-        shares.append(share)
-    frame["bound"] = bounds
-    frame["bound_share"] = shares
+    parts = [step_parts(row) for row in frame.to_dict(orient="records")]
+    for name, column in zip((*PARTS, UNATTRIBUTED), PART_COLUMNS, strict=True):
+        frame[column] = [p.get(name) for p in parts]
+        frame[column] = frame[column].astype("float64")
+    bounds = [_bound_of(p, _number(w)) for p, w in zip(parts, frame["wall_s"], strict=True)]
+    frame["bound"] = [b for b, _ in bounds]
+    frame["bound_share"] = [s for _, s in bounds]
     compiled = frame["compile_s"].fillna(0.0) > 0
     frame["steady"] = (frame["step"] >= warmup_steps) & ~compiled
     return frame
@@ -93,47 +103,67 @@ def with_bounds(
 
 def row_bound(row: Mapping[Hashable, object]) -> tuple[str | None, float | None]:
     """The largest measured part of one timeline row and its share of the step's wall time."""
-    parts = step_parts(row)
-    wall = _number(row.get("wall_s"))
-    measured = {name: seconds for name, seconds in parts.items() if seconds is not None}
+    return _bound_of(step_parts(row), _number(row.get("wall_s")))
+
+
+def _bound_of(
+    parts: Mapping[str, float | None], wall: float | None
+) -> tuple[str | None, float | None]:
+    measured = {name: parts[name] for name in PARTS if parts.get(name) is not None}
     if not measured or not wall:
         return None, None
-    bound = max(BOUNDS, key=lambda name: measured.get(name, -1.0))
-    return bound, min(measured[bound] / wall, 1.0)
+    bound = max(PARTS, key=lambda name: measured.get(name, -1.0) or 0.0)
+    seconds = measured.get(bound) or 0.0
+    if seconds <= 0:
+        return None, None
+    return bound, min(seconds / wall, 1.0)
 
 
 def step_parts(row: Mapping[Hashable, object]) -> dict[str, float | None]:
-    """One timeline row's wall time by part (seconds; None where not measured): compiling,
-    host Python and tracing, transfers, and the host blocked waiting (on the device) or, in a
-    trace, ``WaitDeviceOps``."""
+    """One timeline row's wall time by measured part, plus ``unattributed`` (seconds; None
+    where not measured): see the module docstring. The parts and ``unattributed`` add up to
+    the wall time where it is known."""
     wall = _number(row.get("wall_s"))
-    compile_s = _number(row.get("compile_s"))
     python = _number(row.get("python_tracing_s"))
     build = _number(row.get("graph_build_s"))
-    transfer = _number(row.get("transfer_s"))
     wait = _number(row.get("device_wait_s"))
-    tracing = None if python is None and build is None else (python or 0.0) + (build or 0.0)
-    if wait is None and wall is not None and tracing is not None:
-        # metrics: CPU time is host work; the rest of the step the host was blocked
-        used = tracing + (transfer or 0.0) + (compile_s or 0.0)
-        wait = max(wall - used, 0.0)
-    return {
-        "compile": compile_s,
-        "tracing": tracing,
-        "transfer": transfer,
-        "device": wait,
+    # the run's ExecuteTime where it was recorded (traced or not), else the capture's device
+    busy = _number(row.get("execute_s"))
+    if busy is None:
+        busy = _number(row.get("device_busy_s"))
+    measured: dict[str, float | None] = {
+        "compile": _number(row.get("compile_s")),
+        "transfer": _number(row.get("transfer_s")),
+        "tracing": None if python is None and build is None else (python or 0.0) + (build or 0.0),
+        "device": None if wait is None and busy is None else max(wait or 0.0, busy or 0.0),
     }
+    if wall is None:
+        return {**measured, UNATTRIBUTED: None}
+    left = wall
+    parts: dict[str, float | None] = {}
+    for name in PARTS:
+        seconds = measured[name]
+        if seconds is None:
+            parts[name] = None
+            continue
+        taken = min(max(seconds, 0.0), left)
+        parts[name] = taken
+        left -= taken
+    parts[UNATTRIBUTED] = left
+    return parts
 
 
 def step_story(timeline: pd.DataFrame, warmup_steps: int) -> StepStory | None:
     """Where a steady step's time goes: the steady step of median wall time (its parts add up
-    to it, where medians of each column would not), how the steady steps are bound, and what
-    warm-up cost. ``timeline`` must carry ``with_bounds``' columns. None without steps."""
+    to it, where medians of each column would not), how the steady steps are bound, what
+    warm-up cost, and which traced steps compiled. ``timeline`` must carry ``with_bounds``'
+    columns. None without steps."""
     if timeline is None or timeline.empty or "bound" not in timeline:
         return None
     steady = timeline[timeline["steady"] & timeline["wall_s"].notna()]
     warmup = timeline[timeline["step"] < warmup_steps]
     later = timeline[(timeline["step"] >= warmup_steps) & (timeline["compile_s"].fillna(0) > 0)]
+    traced = timeline[timeline["source"] == "trace"]
     story = StepStory(
         steps=len(timeline),
         warmup_steps=len(warmup),
@@ -141,6 +171,8 @@ def step_story(timeline: pd.DataFrame, warmup_steps: int) -> StepStory | None:
         warmup_compile_s=_sum(warmup["compile_s"]),
         later_compile_steps=[int(s) for s in later["step"]],
         later_compile_s=_sum(later["compile_s"]) if len(later) else None,
+        traced_steps=[int(s) for s in traced["step"]],
+        traced_compile_steps=[int(s) for s in traced[traced["compile_s"].fillna(0) > 0]["step"]],
     )
     if steady.empty:
         return story
@@ -148,7 +180,15 @@ def step_story(timeline: pd.DataFrame, warmup_steps: int) -> StepStory | None:
     row = median.to_dict()
     story.median_step = int(median["step"])
     story.median_wall_s = float(median["wall_s"])
-    story.parts = step_parts(row)
+    story.median_source = str(median["source"])
+    parts = step_parts(row)
+    story.parts = {name: parts[name] for name in PARTS}
+    story.unattributed_s = parts[UNATTRIBUTED]
+    story.parts[UNATTRIBUTED] = parts[UNATTRIBUTED]
+    sources = PART_SOURCES.get(story.median_source, {})
+    story.part_sources = {
+        name: sources[name] for name in PARTS if parts[name] is not None and name in sources
+    }
     story.device_busy_s = _number(row.get("device_busy_s"))
     story.bound = None if median["bound"] is None else str(median["bound"])
     story.bound_share = _number(median["bound_share"])
@@ -157,17 +197,130 @@ def step_story(timeline: pd.DataFrame, warmup_steps: int) -> StepStory | None:
     return story
 
 
-def worth_most(story: StepStory | None, findings: Sequence[Finding]) -> Finding | None:
-    """The one change worth most: the finding that answers what bounds the steady step (its
-    bound's kinds, most specific first), else the most severe finding. None without findings."""
+def worth_most(
+    story: StepStory | None, findings: Sequence[Finding], answers: Mapping[str, Sequence[Kind]]
+) -> Finding | None:
+    """The one change worth most: the finding with the largest measured cost per step (a cost
+    paid again every step outweighs one paid once), else the one with the largest measured
+    cost over the run, else the finding that answers what bounds the steady step (its bound's
+    kinds in ``answers``, most specific first: ``xlaprof.analyzers.story_answers``, from each
+    kind's registry entry), else the most severe. ``story.worth_most_basis`` says which
+    rule picked it. None without findings."""
     if not findings:
         return None
-    if story is not None and story.bound in _ANSWERS:
-        for kind in _ANSWERS[story.bound]:
+    recurring = [f for f in findings if _per_step(f.cost)]
+    if recurring:
+        chosen = max(recurring, key=lambda f: (_per_step(f.cost), f.severity.rank))
+        _basis(story, f"the largest cost per step ({format_seconds(_per_step(chosen.cost))})")
+        return chosen
+    whole = [f for f in findings if f.cost is not None and _run_cost(f.cost)]
+    if whole:
+        chosen = max(whole, key=lambda f: (_run_cost(f.cost), f.severity.rank))
+        _basis(
+            story,
+            f"no finding has a measured cost per step; the largest over the run "
+            f"({format_seconds(_run_cost(chosen.cost))})",
+        )
+        return chosen
+    bound = None if story is None else story.bound
+    if bound is not None and bound in answers:
+        for kind in answers[bound]:
             match = [f for f in findings if f.kind is kind]
             if match:
+                _basis(
+                    story,
+                    "no finding has a measured cost; the one that answers the "
+                    "largest part of the steady step",
+                )
                 return max(match, key=lambda f: f.severity.rank)
+    _basis(story, "no finding has a measured cost; the most severe")
     return max(findings, key=lambda f: f.severity.rank)
+
+
+def _per_step(cost: Cost | None) -> float:
+    return 0.0 if cost is None else cost.per_step_s or 0.0
+
+
+def _run_cost(cost: Cost | None) -> float:
+    if cost is None:
+        return 0.0
+    return cost.run_s or cost.one_time_s or 0.0
+
+
+def _basis(story: StepStory | None, text: str) -> None:
+    if story is not None:
+        story.worth_most_basis = text
+
+
+def finding_costs(
+    findings: Sequence[Finding],
+    rows: Sequence[StepRow],
+    timeline: pd.DataFrame | None,
+    warmup_steps: int,
+) -> None:
+    """Give each finding that has none the cost the run measured for it (``Cost``):
+
+    - ``recompilation``: the compile time of the steps after warm-up it compiled in
+      (``evidence["compile_steps"]``): paid once per new graph; per step as well where it
+      compiled in more than half the steps after warm-up (it recurs).
+    - ``host_sync``: the time the steps with device-to-host reads spent in them
+      (``TransferFromDeviceTime``: a read waits for the device to finish the graph, then
+      copies), per step (median over the steady steps with reads) and over the run; every read
+      of the step is in it, whichever site made it.
+
+    Other kinds keep what their analyzer set (``tracing_bound`` sets its own), else none.
+    """
+    import statistics
+
+    by_step = {row.step: row for row in rows}
+    # the step model's compile part, as the story's "compiled again" line says it (the run's
+    # CompileTime; in a traced step, its compile spans)
+    compile_s: dict[int, float] = {}
+    if timeline is not None and not timeline.empty:
+        compile_s = {
+            int(s): float(c)
+            for s, c in zip(timeline["step"], timeline["compile_s"], strict=True)
+            if c == c
+        }
+    after = [s for s in by_step if s >= warmup_steps]
+    for finding in findings:
+        if finding.cost is not None:
+            continue
+        if finding.kind is Kind.RECOMPILATION:
+            steps = [
+                int(s)
+                for s in finding.evidence.get("compile_steps") or []
+                if int(s) >= warmup_steps
+            ]
+            paid = [compile_s[s] for s in steps if s in compile_s]
+            if not paid:
+                continue
+            total = sum(paid)
+            recurs = len(after) > 0 and len(steps) > len(after) / 2
+            finding.cost = Cost(
+                per_step_s=total / len(after) if recurs else None,
+                one_time_s=None if recurs else total,
+                run_s=total,
+                steps=len(paid),
+                basis="compile time (CompileTime; in a traced step its compile spans) of the "
+                "steps after warm-up it compiled in",
+            )
+        elif finding.kind is Kind.HOST_SYNC:
+            reading = [r for r in rows if r.transfers_from_device > 0]
+            if not reading:
+                continue
+            steady = [
+                r.from_device_s for r in reading if r.step >= warmup_steps and r.compiles == 0
+            ]
+            finding.cost = Cost(
+                per_step_s=statistics.median(steady) if steady else None,
+                run_s=sum(r.from_device_s for r in reading),
+                steps=len(reading),
+                basis=(
+                    "time in device-to-host reads (TransferFromDeviceTime: a read waits for "
+                    "the device to finish the graph, then copies), all reads of the step"
+                ),
+            )
 
 
 def _number(value: object) -> float | None:

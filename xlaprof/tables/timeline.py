@@ -1,9 +1,11 @@
 """The step timeline: where each step's wall time went, on the host and on the device.
 
 Columns (seconds): ``wall_s``; host side ``python_tracing_s`` (user Python and lazy tracing:
-what is left when torch_xla's own work is taken out), ``graph_build_s`` (collecting and
+the stepping thread's CPU time outside the sync, from the run's metrics; a trace does not
+measure it, so a step known from a trace alone has it None), ``graph_build_s`` (collecting and
 hashing the graph at sync), ``compile_s``, ``transfer_s``, ``device_wait_s`` (the host blocked
-on the device); device side ``device_busy_s`` and ``device_idle_s``. ``source`` says whether a
+on the device); device side ``device_busy_s`` and ``device_idle_s``, and ``execute_s`` (the
+run's ExecuteTime in the step, where the run recorded it, traced or not). ``source`` says whether a
 row came from the trace (exact intervals) or from per-step metrics (sums of metric deltas).
 
 From metrics alone the host split is coarser: ``device_wait_s`` is not measured (None, shown
@@ -49,6 +51,7 @@ COLUMNS = [
     "device_wait_s",
     "device_busy_s",
     "device_idle_s",
+    "execute_s",
     "source",
 ]
 # Host events on the main (python) line, by category, highest precedence first: a transfer
@@ -82,6 +85,7 @@ class TimelineRow(TypedDict):
     device_wait_s: float | None
     device_busy_s: float | None
     device_idle_s: float | None
+    execute_s: float | None
     source: str
 
 
@@ -112,6 +116,7 @@ def from_metrics(rows: list[StepRow]) -> list[TimelineRow]:
                 "device_busy_s": busy if wall is None or busy is None else min(busy, wall),
                 "device_idle_s": None if wall is None or busy is None else max(wall - busy, 0.0),
                 "source": "metrics",
+                "execute_s": busy if wall is None or busy is None else min(busy, wall),
             }
         )
     return out
@@ -179,7 +184,7 @@ def from_trace(
         pairs = _labelled_pairs(events)
         if pairs is None:
             return []
-    parts, before = _host_parts(events, host_events, pairs, lazy)
+    parts, _ = _host_parts(events, host_events, pairs, lazy)
     busy_by_step = _device_busy(events, pairs, rows, device_busy)
     tracing = {row.step: row.tracing_s for row in rows}
     earliest, latest = pairs.extent()
@@ -194,7 +199,8 @@ def from_trace(
             {
                 "step": number,
                 "wall_s": wall / 1e9,
-                "python_tracing_s": max(wall - int(before[index]), 0) / 1e9 if lazy else None,
+                # the trace does not measure the thread's Python: its rest is no measurement
+                "python_tracing_s": None,
                 "tracing_s": tracing.get(number),
                 "compile_s": part["compile_s"],
                 "transfer_s": part["transfer_s"],
@@ -203,6 +209,7 @@ def from_trace(
                 "device_busy_s": busy,
                 "device_idle_s": None if busy is None else max(wall / 1e9 - busy, 0.0),
                 "source": "trace",
+                "execute_s": None,
             }
         )
     return out
@@ -431,12 +438,27 @@ def step_timeline(
     by_step: dict[int, TimelineRow] = {r["step"]: r for r in from_metrics(rows)}
     if trace_events is not None:
         for row in from_trace(trace_events, rows, step_bounds, device_busy, device_windows):
+            recorded = by_step.get(row["step"])
+            if recorded is not None:
+                _measured_by_the_run(row, recorded)
             by_step[row["step"]] = row
     frame = pd.DataFrame([by_step[k] for k in sorted(by_step)], columns=COLUMNS)
     for column in COLUMNS[1:-1]:  # not measured -> NaN (None in JSON, "—" on screen)
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     frame["source"] = frame["source"].astype("category")
     return frame
+
+
+def _measured_by_the_run(row: TimelineRow, recorded: TimelineRow) -> None:
+    """A traced step's figures that the run measured and the trace does not: the thread's CPU
+    time outside the sync (Python + tracing: where the run did not split off the sync's CPU,
+    less the graph build the trace measured) and ExecuteTime, so a step gets the same parts
+    whether or not a trace window held it."""
+    python = recorded["python_tracing_s"]
+    if python is not None and recorded["graph_build_s"] is None and row["graph_build_s"]:
+        python = max(python - row["graph_build_s"], 0.0)
+    row["python_tracing_s"] = python
+    row["execute_s"] = recorded["execute_s"]
 
 
 def steady_median(timeline: pd.DataFrame, warmup_steps: int) -> tuple[pd.Series, int]:

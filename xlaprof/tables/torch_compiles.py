@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xlaprof.model.result import CompileSummary
     from xlaprof.parse.dynamo_log import DynamoRecord
     from xlaprof.parse.torch_trace import TorchTraceLog
 
@@ -59,3 +60,29 @@ def compile_table(logs: list[TorchTraceLog], records: list[DynamoRecord]) -> pd.
             )
     frame = pd.DataFrame(rows, columns=COMPILE_COLUMNS)
     return frame.astype({"step": "Int64", "cache_hits": "Int64", "cache_misses": "Int64"})
+
+
+def compile_summary(table: pd.DataFrame) -> CompileSummary:
+    """The compile table's totals as the reports head it (``CompileSummary``): those of the
+    first rank's compiles (every rank's where the logs name none)."""
+    from xlaprof.model.result import CompileSummary
+
+    ranks = table["rank"].dropna().unique()
+    rank = int(ranks.min()) if len(ranks) else None
+    first = table[table["rank"] == rank] if rank is not None else table
+    seconds = first["seconds"].dropna()
+    hits = first["cache_hits"].dropna()
+    misses = first["cache_misses"].dropna()
+    failed = first[first["failed"].notna()]
+    return CompileSummary(
+        rank=rank,
+        ranks=len(ranks),
+        compiles=len(first),
+        recompiles=int(first["recompile_reason"].notna().sum()),
+        graph_breaks=int(first["graph_breaks"].sum()),
+        seconds=float(seconds.sum()) if len(seconds) else None,
+        cache_hits=int(hits.sum()) if len(hits) else None,
+        cache_misses=int(misses.sum()) if len(misses) else None,
+        failed=len(failed),
+        failed_kinds=sorted({str(kind) for kind in failed["failed"]}),
+    )

@@ -103,12 +103,25 @@ def test_a_pod_keeps_its_per_step_rows_on_disk_and_reads_them_when_asked(tmp_pat
     assert _same(lazy.tracing_vs_device(), eager.tracing_vs_device())
     assert _same(lazy.step_bounds.astype({"host": str}), eager.step_bounds.astype({"host": str}))
     assert _same(lazy.step_times(), eager.step_times())
+    # AND both kinds of event source answer alike: hosts, event counts, filtered events
+    assert lazy.hosts == eager.hosts and lazy.event_count == eager.event_count > 0
+    host, columns = eager.hosts[1], ["host", "name", "start_ns", "duration_ns"]
+    picked = {"hosts": [host], "plane_kinds": ["host"], "columns": columns}
+    assert len(eager.select(**picked)) > 0
+    assert _same(lazy.select(**picked), eager.select(**picked), key=["start_ns", "name"])
+    # AND only the pod's source keeps straggler rows and a workers' record
+    assert eager.events_source.stored_host_steps() is None
+    assert eager.events_source.load_record() is None
+    assert lazy.events_source.stored_host_step_count() == len(pod.host_steps(eager)) > 0
+    assert [h["host"] for h in lazy.events_source.load_record()["hosts"]] == eager.hosts
 
 
 def test_the_analyzers_find_the_same_in_a_pod_as_in_its_hosts_in_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.model.pod import CachedEvents
+    from xlaprof.model.trace import HeldEvents
     from xlaprof.pipeline import analyze_parts
 
     # GIVEN three hosts analyzed as a pod (per-step rows on disk) and in memory
@@ -122,7 +135,8 @@ def test_the_analyzers_find_the_same_in_a_pod_as_in_its_hosts_in_memory(
 
     pod_findings, pod_result = analyzed("0")
     memory_findings, memory_result = analyzed(str(10**12))
-    assert pod_result.trace.source is not None and memory_result.trace.source is None
+    assert isinstance(pod_result.trace.events_source, CachedEvents)
+    assert isinstance(memory_result.trace.events_source, HeldEvents)
     # THEN the findings (the capture's bottleneck analyzers among them) and the step story
     # are the same
     assert pod_findings == memory_findings
@@ -151,7 +165,7 @@ def test_a_pods_stragglers_and_skew_taken_a_few_steps_at_a_time_are_every_rows(
     monkeypatch.setenv("XLAPROF_LAZY_BYTES", "0")
     (result,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
     assert result.host_steps is None  # not held
-    assert _same(result.host_steps_frame(), every)
+    assert _same(result.trace.source.host_steps(), every)
     assert _same(result.stragglers, late)
 
 

@@ -117,6 +117,7 @@ def test_two_hosts_with_a_steps_line_per_device_give_per_device_steps(two_hosts:
     # step times per host come from the devices' steps, so host skew is there
     times = trace.step_times().set_index("host")
     assert times.loc["host-b", "wall_ms"] == pytest.approx(21.3)
+    assert times.loc["host-b", "wall_s"] == pytest.approx(0.0213)  # seconds, as every table
     skew = host_skew(trace.step_times())
     assert skew.iloc[0]["slowest_host"] == "host-b"
     assert skew.iloc[0]["skew"] == pytest.approx(21.3 / 19.9 - 1)
@@ -279,9 +280,10 @@ def test_jax_cpu_steps_are_xprofs_to_the_nanosecond(jax_cpu_trace: Any, tmp_path
     steps = rows(xprof_tool(jax_cpu_sample(), "input_pipeline_analyzer", tmp_path)[1], strict=False)
     expected = {int(r["stepnum"].split()[-1]): r["stepTimeMs"] for r in steps}
     assert set(expected) == set(range(101, 109))  # XProf drops the first and last step
-    mine = jax_cpu_trace.step_times().set_index("step")["wall_ms"]
+    mine = jax_cpu_trace.step_times().set_index("step")
     for step, ms in expected.items():
-        assert mine[step] == pytest.approx(ms, abs=1e-3)
+        assert mine.loc[step, "wall_ms"] == pytest.approx(ms, abs=1e-3)
+        assert mine.loc[step, "wall_s"] == pytest.approx(ms / 1e3, abs=1e-6)
 
 
 # The public TensorFlow multi-GPU capture (tensorflow/profiler demo GPU-multi-worker), when the

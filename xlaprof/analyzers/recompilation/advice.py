@@ -9,6 +9,7 @@ import re
 from xlaprof.analyzers.shared.graph_diff import Explanation
 from xlaprof.analyzers.shared.sourcecode import enclosing_class, source_line
 from xlaprof.findings import Location
+from xlaprof.model.sources import SourceFiles
 
 SUGGESTION = (
     "Keep tensor shapes static between steps: pad or bucket variable dimensions to a few fixed "
@@ -125,7 +126,10 @@ _SHORT_BATCH = (
 
 
 def suggestion(
-    explanation: Explanation | None, grown: int | None, batches: str | None = None
+    sources: SourceFiles,
+    explanation: Explanation | None,
+    grown: int | None,
+    batches: str | None = None,
 ) -> str:
     """The fix text for the cause the graphs show, with the library's own remedy where known."""
     if explanation is None:
@@ -136,14 +140,14 @@ def suggestion(
     if explanation.kind == "data_dependent":
         change = next(c for c in explanation.inputs if c.data_dependent)
         where = change.op_source
-        if where is not None and _in_transformers_experts(where):
+        if where is not None and _in_transformers_experts(sources, where):
             text += _TRANSFORMERS_EXPERTS.format(where=_short(where))
     elif explanation.kind == "input_shapes" and grown is not None:
         text = _GROWN.format(line=grown)
     elif explanation.kind == "baked_value" and explanation.first_difference:
         where = Location.parse(str(explanation.first_difference.get("op_source") or ""))
         if where is not None and re.search(r"[/\\]torch[/\\]optim[/\\]", where.file):
-            source = source_line(where.file, where.line) or ""
+            source = source_line(sources, where.file, where.line) or ""
             if "weight_decay" in source:
                 text += _WEIGHT_DECAY.format(where=_short(where))
             elif "beta" in source:
@@ -153,14 +157,14 @@ def suggestion(
     return text
 
 
-def _in_transformers_experts(where: Location) -> bool:
+def _in_transformers_experts(sources: SourceFiles, where: Location) -> bool:
     """A line in transformers' mixture-of-experts code (an experts loop)."""
     if not re.search(r"[/\\]transformers[/\\]", where.file):
         return False
     if re.search(r"(moe|mixtral|experts)", where.file, re.IGNORECASE):
         return True
-    text = source_line(where.file, where.line) or ""
-    owner = enclosing_class(where.file, where.line) or ""
+    text = source_line(sources, where.file, where.line) or ""
+    owner = enclosing_class(sources, where.file, where.line) or ""
     return "expert" in text.lower() or "expert" in owner.lower()
 
 

@@ -10,6 +10,7 @@ from xlaprof.analyzers.recompilation.advice import ADVICE, MAX_LISTED
 from xlaprof.analyzers.shared.sourcecode import argument_origin
 from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.model.input import AnalysisInput
+from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.dynamo_log import DynamoRecord
 
 
@@ -41,11 +42,14 @@ def from_dynamo(data: AnalysisInput) -> tuple[list[Finding], set[Location]]:
     xla_steps: dict[int | None, int] = defaultdict(int)
     for event in data.debug.compilations():
         xla_steps[event.step] += 1
-    findings = [_finding(records, compiles_at, xla_steps) for records in causes.values()]
+    findings = [
+        _finding(data.sources, records, compiles_at, xla_steps) for records in causes.values()
+    ]
     return findings, calls
 
 
 def _finding(
+    sources: SourceFiles,
     records: list[DynamoRecord],
     compiles_at: dict[Location, list[DynamoRecord]],
     xla_steps: dict[int | None, int],
@@ -84,7 +88,7 @@ def _finding(
         evidence["sizes_seen"] = sizes
         evidence["dimension"] = mismatches[0].dim
         evidence["input"] = mismatches[0].tensor
-        assigned = _assignment(call, mismatches[0].tensor)
+        assigned = _assignment(sources, call, mismatches[0].tensor)
         if assigned is not None:
             location = assigned
             evidence["location_is"] = "the assignment of the argument whose size changed"
@@ -107,13 +111,13 @@ def _finding(
     )
 
 
-def _assignment(call: Location | None, tensor: str) -> Location | None:
+def _assignment(sources: SourceFiles, call: Location | None, tensor: str) -> Location | None:
     """The line that last assigned the argument ``tensor`` (``args[0]``) of the call at
     ``call``, before it."""
     if call is None:
         return None
     index = _argument_index(tensor)
-    line = argument_origin(call.file, call.line, index if index is not None else 0)
+    line = argument_origin(sources, call.file, call.line, index if index is not None else 0)
     return None if line is None else Location(call.file, line)
 
 

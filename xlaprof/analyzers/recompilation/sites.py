@@ -33,6 +33,7 @@ from xlaprof.analyzers.shared.sourcecode import (
 )
 from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.model.input import AnalysisInput
+from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.frames import is_library_file, user_location
 from xlaprof.rundir.reader import link_graphs
@@ -232,14 +233,14 @@ def _grouped(sites: list[_Site]) -> list[list[_Site]]:
     return list(groups.values())
 
 
-def _origin(site: _Site) -> tuple[Location | None, str | None, int | None]:
+def _origin(sources: SourceFiles, site: _Site) -> tuple[Location | None, str | None, int | None]:
     """The user's line that causes the site's recompiles, how it was found, and the loop line
     that regrows the input (when that is the cause)."""
     explanation = site.explanation
     cut = site.location
     if explanation is not None and explanation.kind in ("input_shapes", "data_dependent"):
         change = next((c for c in explanation.inputs if c.data_dependent), explanation.inputs[0])
-        found = _input_origin(change, cut)
+        found = _input_origin(sources, change, cut)
         if found is not None:
             return found
     elif explanation is not None and explanation.first_difference is not None:
@@ -265,7 +266,7 @@ _FOUND_BY = {
 Origin = tuple[Location, str, int | None]  # the line, how it was found, a regrowing loop line
 
 
-def _input_origin(change: InputChange, cut: Location | None) -> Origin | None:
+def _input_origin(sources: SourceFiles, change: InputChange, cut: Location | None) -> Origin | None:
     """Where a changing input comes from, in the user's code.
 
     The input's stack (HloProto) holds the user's frames that led to its first use. The frame
@@ -277,55 +278,59 @@ def _input_origin(change: InputChange, cut: Location | None) -> Origin | None:
     frames = change.user_frames or ((change.source,) if change.source is not None else ())
     if not frames:
         return None
-    step_frame = _frame_in_loop(frames, cut) or frames[0]
+    step_frame = _frame_in_loop(sources, frames, cut) or frames[0]
     if change.data_dependent:
         return step_frame, f"your call that runs aten::{change.data_dependent}", None
     if change.op_source == step_frame:  # the op that first used it is on this line
-        return _made_origin(step_frame, cut)
-    maker = _made_by_call(frames, step_frame)
+        return _made_origin(sources, step_frame, cut)
+    maker = _made_by_call(sources, frames, step_frame)
     if maker is not None:  # x, y = make_batch(...): the step's call returned it
         return step_frame, f"the call in the step that makes the input (created at {maker})", None
-    return _passed_origin(step_frame, cut)
+    return _passed_origin(sources, step_frame, cut)
 
 
-def _made_by_call(frames: tuple[Location, ...], call: Location) -> Location | None:
+def _made_by_call(
+    sources: SourceFiles, frames: tuple[Location, ...], call: Location
+) -> Location | None:
     """The user frame below ``call`` in the input's stack whose function ``call``'s line calls:
     the input was made inside that call (a batch helper), not bound before it and passed."""
     for frame in frames:
         if frame == call:
             continue
-        function = enclosing_function(frame.file, frame.line)
-        if function is not None and loop_call_of(call.file, call.line, function) == call.line:
+        function = enclosing_function(sources, frame.file, frame.line)
+        if function is None:
+            continue
+        if loop_call_of(sources, call.file, call.line, function) == call.line:
             return frame
     return None
 
 
-def _made_origin(made: Location, cut: Location | None) -> Origin:
+def _made_origin(sources: SourceFiles, made: Location, cut: Location | None) -> Origin:
     """An input made on the user's line ``made``: its rebinding in the loop, the step's call of
     the helper that made it, or that line."""
     if cut is not None:
-        line = loop_reassignment(made.file, made.line, cut.line)
+        line = loop_reassignment(sources, made.file, made.line, cut.line)
         if line is not None:
             how = f"reassigned inside the loop (created first at line {made.line})"
             return Location(made.file, line), how, line
         if made.file != cut.file:
             # made in a helper (make_batch): the step's call of it is the line to change
-            function = enclosing_function(made.file, made.line)
-            line = loop_call_of(cut.file, cut.line, function) if function else None
+            function = enclosing_function(sources, made.file, made.line)
+            line = loop_call_of(sources, cut.file, cut.line, function) if function else None
             if line is not None:
                 how = f"the call in the step that makes the input (created at {made})"
                 return Location(cut.file, line), how, None
     return made, "where the input was created", None
 
 
-def _passed_origin(passed: Location, cut: Location | None) -> Origin:
+def _passed_origin(sources: SourceFiles, passed: Location, cut: Location | None) -> Origin:
     """An input passed at the user's line ``passed`` (to the model): where that argument was
     bound, or the rebinding in the loop that grows it."""
-    bound = argument_origin(passed.file, passed.line, 0)
+    bound = argument_origin(sources, passed.file, passed.line, 0)
     if bound is None:
         return passed, "your call that passes the input", None
     if cut is not None and cut.file == passed.file:
-        grown = loop_reassignment(passed.file, bound, cut.line)
+        grown = loop_reassignment(sources, passed.file, bound, cut.line)
         if grown is not None:
             how = (
                 f"reassigned inside the loop (created first at line {bound}; passed at "
@@ -339,14 +344,16 @@ def _passed_origin(passed: Location, cut: Location | None) -> Origin:
     )
 
 
-def _frame_in_loop(frames: tuple[Location, ...], cut: Location | None) -> Location | None:
+def _frame_in_loop(
+    sources: SourceFiles, frames: tuple[Location, ...], cut: Location | None
+) -> Location | None:
     """The user frame inside the loop that holds the sync ``cut`` (or that ``cut`` heads)."""
     if cut is None:
         return None
-    loops = {enclosing_loop(cut.file, cut.line), cut.line} - {None}
+    loops = {enclosing_loop(sources, cut.file, cut.line), cut.line} - {None}
     for frame in frames:
         if frame.file == cut.file and (
-            frame.line == cut.line or enclosing_loop(frame.file, frame.line) in loops
+            frame.line == cut.line or enclosing_loop(sources, frame.file, frame.line) in loops
         ):
             return frame
     return None
@@ -372,13 +379,14 @@ def from_events(
         if not late:
             continue
         compiled = [e for e in events if e.kind == "compilation"]
-        site = _judge_late(location, compiled, late, graph_of, dynamic)
+        site = _judge_late(data.sources, location, compiled, late, graph_of, dynamic)
         if site is not None:
             sites.append(site)
     return [_group_finding(data, group) for group in _grouped(sites)]
 
 
 def _judge_late(
+    sources: SourceFiles,
     location: Location | None,
     compiled: list[DebugEvent],
     late: list[DebugEvent],
@@ -397,7 +405,7 @@ def _judge_late(
     first_needed: list[DebugEvent] = []
     diffs = []
     for event in late:
-        graph_diff = _diff_earlier(graph_of.get(id(event)), site_graphs, dynamic, keys)
+        graph_diff = _diff_earlier(sources, graph_of.get(id(event)), site_graphs, dynamic, keys)
         if graph_diff is not None and not graph_diff.variant:
             first_needed.append(event)
             continue
@@ -410,14 +418,15 @@ def _judge_late(
     if diffs:
         # the warm-up graphs' own changes: the first values of what later changes
         warm = [graph_of.get(id(e)) for e in compiled if e not in late]
-        context = [_diff_earlier(g, site_graphs, dynamic, keys) for g in warm]
-        explanation = merge(diffs, [d for d in context if d is not None])
+        context = [_diff_earlier(sources, g, site_graphs, dynamic, keys) for g in warm]
+        explanation = merge(diffs, [d for d in context if d is not None], sources)
     elif len([g for g in site_graphs if g.hlo is not None]) >= 2:
-        explanation = explain(site_graphs, dynamic)
+        explanation = explain(site_graphs, dynamic, sources=sources)
     return _Site(location, compiled, recompiles, explanation, first_needed)
 
 
 def _diff_earlier(
+    sources: SourceFiles,
     graph: GraphInfo | None,
     site_graphs: list[GraphInfo],
     dynamic: dict[Location, str],
@@ -427,7 +436,7 @@ def _diff_earlier(
     if graph is None or graph.hlo is None:
         return None
     before = most_similar(graph, [g for g in site_graphs if g.order < graph.order], keys)
-    return None if before is None else diff(before, graph, dynamic, keys)
+    return None if before is None else diff(before, graph, dynamic, keys, sources)
 
 
 def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
@@ -437,7 +446,7 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     late = [e for s in sites for e in s.late]
     explanation = primary.explanation
     hashes = list(dict.fromkeys(e.graph_hash for e in events if e.graph_hash))
-    location, how, grown = _origin(primary)
+    location, how, grown = _origin(data.sources, primary)
     evidence: dict[str, object] = {
         "compiles_at_site": len(events),
         "distinct_graphs": len(hashes),
@@ -452,9 +461,9 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     if how is not None:
         evidence["location_is"] = how
     if explanation is not None:
-        evidence.update(_explanation_evidence(explanation))
+        evidence.update(_explanation_evidence(data.sources, explanation))
     severity = _severity(data, events, late, evidence)
-    text = source_line(location.file, location.line) if location is not None else None
+    text = source_line(data.sources, location.file, location.line) if location else None
     if text:
         evidence["source_text"] = text
     batches = _batch_sizes(explanation, text)
@@ -470,11 +479,11 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         ),
         evidence=evidence,
         location=location,
-        suggestion=suggestion(explanation, grown, batches),
+        suggestion=suggestion(data.sources, explanation, grown, batches),
     )
 
 
-def _explanation_evidence(explanation: Explanation) -> dict[str, object]:
+def _explanation_evidence(sources: SourceFiles, explanation: Explanation) -> dict[str, object]:
     """What the graphs showed changed, as finding evidence."""
     evidence: dict[str, object] = {
         "what_changed": explanation.summary,
@@ -494,7 +503,9 @@ def _explanation_evidence(explanation: Explanation) -> dict[str, object]:
             for c in explanation.inputs[:MAX_LISTED]
         ]
     if explanation.changes:
-        evidence["graph_differences"] = [c.detail() for c in explanation.changes[:MAX_LISTED]]
+        evidence["graph_differences"] = [
+            c.detail(sources) for c in explanation.changes[:MAX_LISTED]
+        ]
     if explanation.first_difference is not None:
         evidence["first_difference"] = explanation.first_difference
     if explanation.diffs:

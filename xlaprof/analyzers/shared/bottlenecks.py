@@ -18,7 +18,7 @@ from xlaprof.findings import Location
 from xlaprof.model.input import AnalysisInput
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 # How many lines, steps and spans a finding names.
 TOP = 3
@@ -169,9 +169,9 @@ def host_spans(data: AnalysisInput, pattern: Any, hosts: set[str]) -> dict[str, 
     """The host spans matching ``pattern`` with the most time on ``hosts``: name -> seconds."""
     from xlaprof.tables import categorical as cols
 
-    if data.trace is None or data.trace.source is not None:  # a pod: not in memory
+    events = None if data.trace is None else data.trace.events_source.in_memory()
+    if events is None:  # a pod's: not worth reading its caches for
         return {}
-    events: pd.DataFrame = data.trace.events
     host = events[cols.equals(events["plane_kind"], "host") & cols.member(events["host"], hosts)]
     chosen = host[cols.matches(host["name"], pattern)]
     if chosen.empty:

@@ -35,6 +35,7 @@ from typing import TypeVar
 
 from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Location
+from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.frames import is_library_file
 from xlaprof.parse.hlo import HloModule, Instruction
 from xlaprof.rundir.schema import GraphInfo
@@ -109,7 +110,7 @@ class Change:
     op_source: Location | None  # the op's own frame (may be a library's)
     count: int = 1
 
-    def detail(self) -> dict[str, object]:
+    def detail(self, sources: SourceFiles) -> dict[str, object]:
         where = self.location or self.op_source
         return {
             "change": self.kind,
@@ -118,7 +119,7 @@ class Change:
             "after": self.after,
             "location": None if self.location is None else str(self.location),
             "op_source": None if self.op_source is None else str(self.op_source),
-            "source_text": None if where is None else source_line(where.file, where.line),
+            "source_text": None if where is None else source_line(sources, where.file, where.line),
             "count": self.count,
         }
 
@@ -258,9 +259,9 @@ def user_frames(instruction: Instruction) -> tuple[Location, ...]:
     """The user's frames of an op's stack, innermost first (its own line without a stack)."""
     if instruction.stack:
         return tuple(
-            Location(file, line)
-            for file, line, _function in instruction.stack
-            if file and line and not is_library_file(file)
+            Location(frame.file, frame.line)
+            for frame in instruction.stack
+            if frame.file and frame.line and not is_library_file(frame.file)
         )
     user = _user(instruction)
     return () if user is None else (user,)
@@ -298,8 +299,11 @@ def diff(
     after: GraphInfo,
     dynamic_sites: dict[Location, str],
     keys: Keys | None = None,
+    sources: SourceFiles | None = None,
 ) -> GraphDiff:
-    """Align ``before`` and ``after`` op by op and name every difference (module docstring)."""
+    """Align ``before`` and ``after`` op by op and name every difference (module docstring);
+    source lines quoted from ``sources`` (none by default)."""
+    sources = sources or SourceFiles()
     assert before.hlo is not None and after.hlo is not None
     old, new = before.hlo.instructions, after.hlo.instructions
     similarity, opcodes = _opcodes(keys or Keys(), before.hlo, after.hlo)
@@ -309,7 +313,7 @@ def diff(
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             for x, y in zip(old[i1:i2], new[j1:j2], strict=True):
-                _compare_aligned(x, y, result, dynamic_sites)
+                _compare_aligned(x, y, result, dynamic_sites, sources)
             continue
         near = old[i1] if i1 < len(old) else (old[i1 - 1] if i1 else None)
         paired = min(i2 - i1, j2 - j1)
@@ -329,12 +333,16 @@ def diff(
 
 
 def _compare_aligned(
-    x: Instruction, y: Instruction, result: GraphDiff, dynamic_sites: dict[Location, str]
+    x: Instruction,
+    y: Instruction,
+    result: GraphDiff,
+    dynamic_sites: dict[Location, str],
+    sources: SourceFiles,
 ) -> None:
     user, own = _where(y, x)
     if x.opcode == "parameter":
         if x.shape != y.shape and x.dims and y.dims and len(x.dims[1]) == len(y.dims[1]):
-            result.inputs.append(_input_change(x, y, dynamic_sites))
+            result.inputs.append(_input_change(x, y, dynamic_sites, sources))
         return
     op = y.op_type or x.op_type or y.opcode
     if x.shape != y.shape:
@@ -346,14 +354,16 @@ def _compare_aligned(
 
 
 def _input_change(
-    x: Instruction, y: Instruction, dynamic_sites: dict[Location, str]
+    x: Instruction, y: Instruction, dynamic_sites: dict[Location, str], sources: SourceFiles
 ) -> InputChange:
     assert x.dims is not None and y.dims is not None
     user, own = _where(y, x)
     shapes = [x.dims[1], y.dims[1]]
     where = user or own
-    text = source_line(where.file, where.line) if where else None
-    own_text = source_line(own.file, own.line) if own is not None and own != where else text
+    text = source_line(sources, where.file, where.line) if where else None
+    own_text = text
+    if own is not None and own != where:
+        own_text = source_line(sources, own.file, own.line)
     dynamic = dynamic_sites.get(own) if own is not None else None
     if dynamic is None and user is not None:
         dynamic = dynamic_sites.get(user)
@@ -457,6 +467,7 @@ def explain(
     graphs: list[GraphInfo],
     dynamic_sites: dict[Location, str],
     late: Iterable[GraphInfo] | None = None,
+    sources: SourceFiles | None = None,
 ) -> Explanation:
     """Explain what changed in a site's ``late`` graphs (default: all but the first).
 
@@ -472,13 +483,17 @@ def explain(
         earlier = [g for g in kept if g.order < target.order]
         before = most_similar(target, earlier, keys)
         if before is not None:
-            diffs.append(diff(before, target, dynamic_sites, keys))
+            diffs.append(diff(before, target, dynamic_sites, keys, sources))
     if not diffs:
         return Explanation("unknown", "the graphs were not kept, so what changed is unknown")
-    return merge(diffs)
+    return merge(diffs, sources=sources)
 
 
-def merge(diffs: list[GraphDiff], context: list[GraphDiff] | None = None) -> Explanation:
+def merge(
+    diffs: list[GraphDiff],
+    context: list[GraphDiff] | None = None,
+    sources: SourceFiles | None = None,
+) -> Explanation:
     """One explanation from the diffs of a site's late graphs.
 
     ``context`` are diffs of the site's warm-up graphs: they add the values seen before the
@@ -509,7 +524,7 @@ def merge(diffs: list[GraphDiff], context: list[GraphDiff] | None = None) -> Exp
         kind,
         describe(primary, [c for c in changes if c.kind == kind]),
         inputs=inputs,
-        first_difference=primary.detail(),
+        first_difference=primary.detail(sources or SourceFiles()),
         changes=changes,
         diffs=diffs,
     )

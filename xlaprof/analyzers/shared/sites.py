@@ -23,11 +23,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from xlaprof.findings import Location
-from xlaprof.model.input import HOST_SYNC_OP, AnalysisInput
+from xlaprof.model.input import AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent, FallbackRecord
 from xlaprof.parse.frames import Frame, user_location
+from xlaprof.parse.metrics_report import HOST_SYNC_OP
 
-_TENSOR_ACCESS_CAUSE = "access tensor value"
+# The cause torch_xla's debug analysis gives a sync made to read a tensor's value.
+TENSOR_ACCESS_CAUSE = "access tensor value"
 
 
 @dataclass
@@ -68,7 +70,7 @@ def _forced_reads(data: AnalysisInput, sites: Sites) -> Counter[Location]:
     index: dict[int, dict[tuple[tuple[str | None, int | None], ...], Location]] = {}
     access: Counter[Location] = Counter()
     for event in data.debug.executions():
-        if event.cause and _TENSOR_ACCESS_CAUSE in event.cause:
+        if event.cause and TENSOR_ACCESS_CAUSE in event.cause:
             location = user_location(event.frames) or _tracked_location(event.frames, reads, index)
             if location is not None:
                 access[location] += 1

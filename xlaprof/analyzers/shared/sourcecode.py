@@ -2,21 +2,21 @@
 
 Given the lines a repeated block came from, find the class whose method holds them (``Block``),
 the attribute holding a list of those (``self.blocks = nn.ModuleList([Block() ...])``), and the
-loop that applies them (``for blk in self.blocks:``). Source files may be missing (a capture
-analyzed on another machine): every function here then returns None rather than guessing.
+loop that applies them (``for blk in self.blocks:``). The files come from the analyzer's input
+(``AnalysisInput.sources``: only those the request allows). Source files may be missing (a
+capture analyzed on another machine): every function here then returns None rather than
+guessing.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
-from xlaprof.inputs.sourcefiles import current_roots, on_new_roots, read_source
+from xlaprof.model.sources import SourceFiles
 
 log = logging.getLogger(__name__)
 
@@ -39,46 +39,14 @@ class LayerStack:
     owner_method: str | None  # the method holding the loop, e.g. "forward"
 
 
-def _tree(file: str) -> ast.Module | None:
-    return _parsed(file, current_roots())
+def source_line(sources: SourceFiles, file: str, line: int) -> str | None:
+    """The text of one source line, stripped, if the file may be read (``SourceFiles``)."""
+    return sources.line(file, line)
 
 
-@functools.lru_cache(maxsize=64)
-def _parsed(file: str, roots: tuple[Path, ...]) -> ast.Module | None:
-    text = read_source(file, roots)  # None outside the source roots (sourcefiles.py)
-    if text is None:
-        return None
-    try:
-        return ast.parse(text, filename=file)
-    except (SyntaxError, ValueError, RecursionError) as error:
-        log.debug("no syntax tree for %s: %s", file, error)
-        return None
-
-
-on_new_roots(_parsed.cache_clear)
-
-
-def source_line(file: str, line: int) -> str | None:
-    """The text of one source line, stripped, if the file may be read (see sourcefiles.py)."""
-    return _source_line(file, line, current_roots())
-
-
-@functools.lru_cache(maxsize=64)
-def _source_line(file: str, line: int, roots: tuple[Path, ...]) -> str | None:
-    text = read_source(file, roots)
-    if text is None:
-        log.debug("source line %s:%s not readable here", file, line)
-        return None
-    lines = text.split("\n")
-    return lines[line - 1].strip() if 0 < line <= len(lines) else None
-
-
-on_new_roots(_source_line.cache_clear)
-
-
-def enclosing_class(file: str, line: int) -> str | None:
+def enclosing_class(sources: SourceFiles, file: str, line: int) -> str | None:
     """The class whose body (at any depth) holds ``line``."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     found: ast.ClassDef | None = None
@@ -115,10 +83,10 @@ def _iterates(node: ast.For, attribute: str) -> bool:
     return False
 
 
-def find_layer_stack(files: list[str], layer_class: str) -> LayerStack | None:
+def find_layer_stack(sources: SourceFiles, files: list[str], layer_class: str) -> LayerStack | None:
     """The ModuleList/Sequential of ``layer_class`` in ``files`` and the loop that applies it."""
     for file in files:
-        tree = _tree(file)
+        tree = sources.tree(file)
         if tree is None:
             continue
         for owner in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
@@ -200,7 +168,9 @@ def _statements_binding(tree: ast.AST, names: set[str]) -> Iterator[tuple[ast.st
                 yield node, bound
 
 
-def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None:
+def loop_reassignment(
+    sources: SourceFiles, file: str, created_line: int, cut_line: int
+) -> int | None:
     """The line inside the loop around ``cut_line`` that rebinds the name bound at
     ``created_line`` (``tokens = torch.cat([tokens, nxt], 1)``), if any.
 
@@ -208,7 +178,7 @@ def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None
     rebinding, so that line, not the first one, is where a changing input comes from. A
     rebinding that reads the name itself (a growing update) is preferred.
     """
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     names: set[str] = set()
@@ -230,14 +200,14 @@ def loop_reassignment(file: str, created_line: int, cut_line: int) -> int | None
     return min(rebinding)[1] if rebinding else None
 
 
-def argument_origin(file: str, call_line: int, index: int) -> int | None:
+def argument_origin(sources: SourceFiles, file: str, call_line: int, index: int) -> int | None:
     """Where the ``index``-th argument of the call at ``call_line`` was last bound.
 
     For ``loss = step_fn(x)``: the latest ``x = ...`` (or ``for x in ...``) before it in the
     same function. None when the line is a loop header (the value comes from the iteration
     itself), when the argument is not a plain name, or when the source is unreadable.
     """
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     calls: list[tuple[int, str]] = []  # each call's column and the argument's name
@@ -261,9 +231,9 @@ def argument_origin(file: str, call_line: int, index: int) -> int | None:
     return max(bound) if bound else None
 
 
-def enclosing_loop(file: str, line: int) -> int | None:
+def enclosing_loop(sources: SourceFiles, file: str, line: int) -> int | None:
     """The header line of the innermost ``for``/``while`` loop whose body holds ``line``."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     loop = _innermost(tree, line, (ast.For, ast.While))
@@ -272,14 +242,14 @@ def enclosing_loop(file: str, line: int) -> int | None:
     return loop.lineno
 
 
-def time_loop_sketch(file: str, call_line: int) -> str | None:
+def time_loop_sketch(sources: SourceFiles, file: str, call_line: int) -> str | None:
     """A ``scan`` rewrite of the time loop around ``h = self.cell(seq[:, t], h)``.
 
     The carried variable is the name the call assigns and also reads (``h``); ``xs`` is the
     argument indexed by the loop variable, moved so that the indexed dimension comes first.
     None when the line is not of that shape: the suggestion then stays in words.
     """
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     loop = _innermost(tree, call_line, (ast.For,))
@@ -335,18 +305,18 @@ def time_loop_sketch(file: str, call_line: int) -> str | None:
     )
 
 
-def enclosing_function(file: str, line: int) -> str | None:
+def enclosing_function(sources: SourceFiles, file: str, line: int) -> str | None:
     """The name of the innermost function whose body holds ``line``."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     function = _innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
     return getattr(function, "name", None)
 
 
-def loop_call_of(file: str, line: int, function: str) -> int | None:
+def loop_call_of(sources: SourceFiles, file: str, line: int, function: str) -> int | None:
     """The line in the loop around ``line`` that calls ``function`` (``make_batch(...)``)."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     loop = _innermost(tree, line, (ast.For, ast.While))
@@ -389,7 +359,7 @@ def _runs_on_import(tree: ast.Module) -> bool:
     return False
 
 
-def bench_factory(script: str | None) -> str | None:
+def bench_factory(sources: SourceFiles, script: str | None) -> str | None:
     """A function of ``script`` that ``xlaprof bench`` can take as its factory, if there is one.
 
     The factory contract (fixes/target.py): callable with no arguments, returning
@@ -400,7 +370,7 @@ def bench_factory(script: str | None) -> str | None:
     """
     if not script:
         return None
-    tree = _tree(script)
+    tree = sources.tree(script)
     if tree is None or _runs_on_import(tree):
         return None
     for node in tree.body:
@@ -428,9 +398,9 @@ class LoopCall:
     keywords: tuple[tuple[str, str], ...]
 
 
-def loop_call(file: str, loop_line: int) -> LoopCall | None:
+def loop_call(sources: SourceFiles, file: str, loop_line: int) -> LoopCall | None:
     """The call of the loop variable in the body of the ``for`` loop at ``loop_line``."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return None
     loop = next(
@@ -467,10 +437,10 @@ def loop_call(file: str, loop_line: int) -> LoopCall | None:
     return None
 
 
-def calls_with_true(file: str, function: str) -> list[int]:
+def calls_with_true(sources: SourceFiles, file: str, function: str) -> list[int]:
     """Lines of ``file`` calling ``function`` (by its last name) with ``True`` as the first
     argument, e.g. ``torch_xla.experimental.eager_mode(True)``; [] if the file is unreadable."""
-    tree = _tree(file)
+    tree = sources.tree(file)
     if tree is None:
         return []
     lines = []

@@ -43,6 +43,7 @@ from xlaprof.analyzers.unrolled_loop.modules import ModuleMatch, match_modules
 from xlaprof.analyzers.unrolled_loop.repeats import EDGE_BLOCKS, Repeat, find_repeats
 from xlaprof.findings import Finding, Kind, Location, Severity, bench_command
 from xlaprof.model.input import AnalysisInput
+from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.frames import is_library_file
 from xlaprof.parse.hlo import HloModule, Instruction
 from xlaprof.rundir.reader import link_graphs
@@ -94,13 +95,14 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             continue
         if executions and graph.graph_hash and executions[graph.graph_hash] < MIN_EXECUTIONS:
             continue  # set-up code run once (initializing weights in a loop) costs one compile
-        finding = _graph_finding(graph, seen, data.script, data.modules)
+        finding = _graph_finding(data.sources, graph, seen, data.script, data.modules)
         if finding is not None:
             findings.append(finding)
     return findings
 
 
 def _graph_finding(
+    sources: SourceFiles,
     graph: GraphInfo,
     seen: set[tuple[object, ...]],
     script: str | None = None,
@@ -108,7 +110,7 @@ def _graph_finding(
 ) -> Finding | None:
     assert graph.hlo is not None
     ops = _ops(graph.hlo)
-    chosen = _repeated_block(ops, modules)
+    chosen = _repeated_block(sources, ops, modules)
     if chosen is None:
         return None
     primary, block, kept, match = chosen
@@ -145,12 +147,12 @@ def _graph_finding(
         ],
     }
     if match is not None:
-        return _module_finding(match, primary, share, evidence, script)
-    return _source_finding(ops, lines, primary, share, evidence, script)
+        return _module_finding(sources, match, primary, share, evidence, script)
+    return _source_finding(sources, ops, lines, primary, share, evidence, script)
 
 
 def _repeated_block(
-    ops: list[Instruction], modules: dict[str, Any] | None
+    sources: SourceFiles, ops: list[Instruction], modules: dict[str, Any] | None
 ) -> tuple[Repeat, list[Instruction], _Runs, ModuleMatch | None] | None:
     """The graph's main run of identical blocks and its first block, every run kept, and what
     the module tree says the block is; None without a run worth a finding."""
@@ -168,7 +170,8 @@ def _repeated_block(
     # The forward run has every layer; backward runs lose a block or two at their edges (the
     # first layer needs no input gradient), so the layer count is the largest repeat count.
     primary, block = max(kept, key=lambda rb: (rb[0].repeats, rb[0].ops))
-    match = match_modules(modules, primary.repeats, {i.source_file for i in block if i.source_file})
+    files = {i.source_file for i in block if i.source_file}
+    match = match_modules(sources, modules, primary.repeats, files)
     if match is None:
         # Without the module tree the block must name itself by the user's own lines.
         with_lines = [(r, b) for r, b in kept if _user_lines(b)]
@@ -179,6 +182,7 @@ def _repeated_block(
 
 
 def _source_finding(
+    sources: SourceFiles,
     ops: list[Instruction],
     lines: Counter[tuple[str, int]],
     primary: Repeat,
@@ -198,13 +202,14 @@ def _source_finding(
     # uses): the layer is the one held in a ModuleList/Sequential, else the first in the file.
     classes: Counter[str] = Counter()
     for (file, line), count in lines.items():
-        name = enclosing_class(file, line)
+        name = enclosing_class(sources, file, line)
         if name is not None:
             classes[name] += count
-    layer_class = enclosing_class(block_file, min(line for f, line in lines if f == block_file))
+    first = min(line for f, line in lines if f == block_file)
+    layer_class = enclosing_class(sources, block_file, first)
     stack = None
     for name, _count in classes.most_common():
-        stack = find_layer_stack(files, name)
+        stack = find_layer_stack(sources, files, name)
         if stack is not None:
             layer_class = name
             break
@@ -212,7 +217,7 @@ def _source_finding(
         evidence["layer_class"] = layer_class
     layers_option = f" --layers {stack.attribute}" if stack is not None else ""
     evidence["bench_command"] = bench_command(
-        "scan", script, layers_option, factory=bench_factory(script)
+        "scan", script, layers_option, factory=bench_factory(sources, script)
     )
     location = Location(block_file, block_line)
     if stack is not None:
@@ -241,11 +246,12 @@ def _source_finding(
         ),
         evidence=evidence,
         location=location,
-        suggestion=source_suggestion(stack, primary.repeats),
+        suggestion=source_suggestion(sources, stack, primary.repeats),
     )
 
 
 def _module_finding(
+    sources: SourceFiles,
     match: ModuleMatch,
     primary: Repeat,
     share: float,
@@ -257,7 +263,7 @@ def _module_finding(
     if match.location is not None:
         evidence["loop"] = str(match.location)
     if match.kind == "time":
-        return _time_loop_finding(match, primary, share, evidence)
+        return _time_loop_finding(sources, match, primary, share, evidence)
     unit = ", ".join(match.unit_classes)
     owned = match.attribute is not None and match.owner_class is not None
     path = model_path(match.name)
@@ -280,13 +286,13 @@ def _module_finding(
         evidence["layer_stack_owner"] = match.owner_class
         evidence["layer_stack_attribute"] = match.attribute
         evidence["bench_command"] = bench_command(
-            "scan", script, f" --layers {path}", factory=bench_factory(script)
+            "scan", script, f" --layers {path}", factory=bench_factory(sources, script)
         )
     if match.in_library:
         how = library_text(match, name, unit, evidence)
         title_where = f" inside {package_of(match.applied_by)}"
     else:
-        how = user_text(match, name, unit, single and owned)
+        how = user_text(sources, match, name, unit, single and owned)
         title_where = ""
     return Finding(
         kind=Kind.UNROLLED_LOOP,
@@ -314,12 +320,17 @@ def _stack_name(match: ModuleMatch, path: str | None, owned: bool) -> str:
 
 
 def _time_loop_finding(
-    match: ModuleMatch, primary: Repeat, share: float, evidence: dict[str, object]
+    sources: SourceFiles,
+    match: ModuleMatch,
+    primary: Repeat,
+    share: float,
+    evidence: dict[str, object],
 ) -> Finding:
     """One module called again and again in a Python loop: run the loop with ``scan``."""
     unit = ", ".join(match.unit_classes)
     evidence["repeated_module"] = f"{match.name} ({unit}), called {match.units} times a step"
-    sketch = time_loop_sketch(match.call.file, match.call.line) if match.call is not None else None
+    call = match.call
+    sketch = time_loop_sketch(sources, call.file, call.line) if call is not None else None
     if sketch is not None:
         evidence["scan_sketch"] = sketch
     return Finding(

@@ -11,6 +11,7 @@ from typing import Any
 from xlaprof.analyzers.shared.scan_rewrite import blockers, call_in_words, carry_rewrite, simple
 from xlaprof.analyzers.shared.sourcecode import LayerStack, loop_call
 from xlaprof.analyzers.unrolled_loop.modules import ModuleMatch
+from xlaprof.model.sources import SourceFiles
 
 
 def model_path(name: str | None) -> str | None:
@@ -38,7 +39,9 @@ def _short_file(file: str) -> str:
     return inside.group(1) if inside else file
 
 
-def user_text(match: ModuleMatch, name: str, unit: str, scannable: bool) -> str:
+def user_text(
+    sources: SourceFiles, match: ModuleMatch, name: str, unit: str, scannable: bool
+) -> str:
     """How to scan a stack the user's own code applies, following how its layers are called."""
     where = match.location
     if not scannable:
@@ -50,7 +53,7 @@ def user_text(match: ModuleMatch, name: str, unit: str, scannable: bool) -> str:
         )
     signature = match.signature
     loop = match.location.line if match.location is not None else None
-    source = loop_call(match.location.file, loop) if match.location and loop else None
+    source = loop_call(sources, match.location.file, loop) if match.location and loop else None
     if signature is None or simple(signature):
         state = source.args[0] if source is not None and source.args else "x"
         return (
@@ -171,11 +174,11 @@ def time_loop_text(match: ModuleMatch, sketch: str | None) -> str:
     )
 
 
-def source_suggestion(stack: LayerStack | None, repeats: int) -> str:
+def source_suggestion(sources: SourceFiles, stack: LayerStack | None, repeats: int) -> str:
     """The fix where only the source names the stack (no module tree): the loop's own call
     decides between ``x = scan_layers(...)`` and carrying its other arguments."""
     source = (
-        loop_call(stack.file, stack.loop_line)
+        loop_call(sources, stack.file, stack.loop_line)
         if stack is not None and stack.loop_line is not None
         else None
     )

@@ -11,6 +11,7 @@ from typing import Any
 from xlaprof.analyzers.shared.sourcecode import enclosing_loop
 from xlaprof.analyzers.unrolled_loop.repeats import EDGE_BLOCKS, MIN_REPEATS
 from xlaprof.findings import Location
+from xlaprof.model.sources import SourceFiles
 
 # How a candidate ranks (lowest first): how far its unit count is from the repeat count,
 # whether the block's files are its own (0) or not (1), a stack (0) before a time loop (1).
@@ -68,10 +69,10 @@ def _site(entry: dict[str, Any], direct: bool) -> Location | None:
     return None
 
 
-def _loop_line(call: Location, applied: dict[str, Any] | None) -> int | None:
+def _loop_line(sources: SourceFiles, call: Location, applied: dict[str, Any] | None) -> int | None:
     """The loop around the user's call of each layer: from the source where it is readable,
     else as the capture read it (``applied_by.loop_line``) for that same call."""
-    loop = enclosing_loop(call.file, call.line)
+    loop = enclosing_loop(sources, call.file, call.line)
     if loop is None and applied is not None and applied.get("file") == call.file:
         recorded = applied.get("loop_line")
         loop = recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else None
@@ -79,18 +80,18 @@ def _loop_line(call: Location, applied: dict[str, Any] | None) -> int | None:
 
 
 def match_modules(
-    modules: dict[str, Any] | None, repeats: int, block_files: set[str]
+    sources: SourceFiles, modules: dict[str, Any] | None, repeats: int, block_files: set[str]
 ) -> ModuleMatch | None:
     """The stack or time loop whose unit count is the block's repeat count (edges allowed)."""
     if not modules:
         return None
     candidates: list[tuple[_Score, ModuleMatch]] = []
     for stack in modules.get("stacks") or []:
-        found = _stack_match(stack, repeats, block_files)
+        found = _stack_match(sources, stack, repeats, block_files)
         if found is not None:
             candidates.append(found)
     for entry in modules.get("repeated") or []:
-        found = _time_match(entry, repeats, block_files)
+        found = _time_match(sources, entry, repeats, block_files)
         if found is not None:
             candidates.append(found)
     if not candidates:
@@ -99,7 +100,7 @@ def match_modules(
 
 
 def _stack_match(
-    stack: dict[str, Any], repeats: int, block_files: set[str]
+    sources: SourceFiles, stack: dict[str, Any], repeats: int, block_files: set[str]
 ) -> tuple[_Score, ModuleMatch] | None:
     """A ModuleList/Sequential whose units repeat about ``repeats`` times and hold parameters."""
     children = [(c.get("class", ""), c.get("params", "")) for c in stack.get("children", [])]
@@ -112,7 +113,7 @@ def _stack_match(
     unit_files = {c.get("file") for c in stack.get("children", [])[start : start + period]}
     applied = stack.get("applied_by") if isinstance(stack.get("applied_by"), dict) else None
     child_call = _site({"sites": stack.get("child_sites")}, direct=True)
-    location, in_library = _stack_location(stack, child_call, applied)
+    location, in_library = _stack_location(sources, stack, child_call, applied)
     match = ModuleMatch(
         kind="stack",
         units=units,
@@ -131,12 +132,17 @@ def _stack_match(
 
 
 def _stack_location(
-    stack: dict[str, Any], child_call: Location | None, applied: dict[str, Any] | None
+    sources: SourceFiles,
+    stack: dict[str, Any],
+    child_call: Location | None,
+    applied: dict[str, Any] | None,
 ) -> tuple[Location | None, bool]:
     """Where a stack's finding points, and whether the code applying it is a library's: the
     loop around the user's call of each layer, else the user's line calling the stack."""
     if child_call is not None:
-        return Location(child_call.file, _loop_line(child_call, applied) or child_call.line), False
+        return Location(
+            child_call.file, _loop_line(sources, child_call, applied) or child_call.line
+        ), False
     location = _site(stack, direct=True)
     if location is not None:
         return location, False
@@ -149,7 +155,7 @@ def _stack_location(
 
 
 def _time_match(
-    entry: dict[str, Any], repeats: int, block_files: set[str]
+    sources: SourceFiles, entry: dict[str, Any], repeats: int, block_files: set[str]
 ) -> tuple[_Score, ModuleMatch] | None:
     """One module called about ``repeats`` times a step from the user's line, in a loop."""
     calls = int(entry.get("calls") or 0)
@@ -158,7 +164,7 @@ def _time_match(
     call = _site(entry, direct=True)
     if call is None:
         return None
-    loop = enclosing_loop(call.file, call.line)
+    loop = enclosing_loop(sources, call.file, call.line)
     match = ModuleMatch(
         kind="time",
         units=calls,

@@ -23,16 +23,16 @@ A host whose capture cannot be read is named in ``PodLoad.errors`` (and a warnin
 and the others are analyzed.
 
 The package: ``summary`` (the per-host worker), ``cache`` (the Parquet cache) and ``runner``
-(local pool, dask, progress); the data they share (``HostSummary``, ``PodLoad``, ``EventSource``)
-is in ``xlaprof.model.pod``. This module holds ``load_pod``, ``wants_lazy``, ``host_steps`` and
-what the analysis reads of a pod's per-step tables without holding them (``overview``,
-``step_tables``, ``first_host_trace``).
+(local pool, dask, progress); the data they share (``HostSummary``, ``PodLoad``, ``CachedEvents``)
+is in ``xlaprof.model.pod``. This module holds ``load_pod``, ``wants_lazy``, ``host_steps``,
+``host_tables`` (host skew and stragglers of any several-host trace) and ``overview`` (what the
+reports say of every step, from the workers' aggregates).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,11 +41,10 @@ from xlaprof.inputs.pod.cache import CACHE_DIR_ENV
 from xlaprof.inputs.pod.cluster import SCHEDULER_ENV
 from xlaprof.inputs.pod.runner import summarize_hosts
 from xlaprof.inputs.pod.summary import host_step_rows
-from xlaprof.model.device import DeviceSummary
-from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
-from xlaprof.model.pod import HOST_STEP_COLUMNS, EventSource, concat_frames
+from xlaprof.model.ondisk import DEVICE_STEPS, TRACING
+from xlaprof.model.pod import HOST_STEP_COLUMNS, CachedEvents, concat_frames
 from xlaprof.model.stats import AUTOTUNE_STEPS, StepOverview
-from xlaprof.model.trace import DEVICE_COLUMNS, Trace
+from xlaprof.model.trace import DEVICE_COLUMNS, HostTables, Trace
 from xlaprof.tables import device as device_model
 from xlaprof.tables.hosts import host_skew, step_walls
 from xlaprof.tables.step_stats import (
@@ -54,6 +53,7 @@ from xlaprof.tables.step_stats import (
     merge_device_stats,
     merge_tracing_stats,
 )
+from xlaprof.tables.step_times import step_times
 from xlaprof.tables.stragglers import stragglers
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ def load_pod(
     session: str = "",
     sessions: list[str] | None = None,
     progress: bool | None = None,
+    limit: int | None = None,
 ) -> Trace:
     """A lazy ``Trace`` of many hosts: summaries merged, events left in the caches.
 
@@ -94,7 +95,9 @@ def load_pod(
     """
     import pandas as pd
 
-    load = summarize_hosts(files, first_step, workers, scheduler, progress, session=session)
+    load = summarize_hosts(
+        files, first_step, workers, scheduler, progress, session=session, limit=limit
+    )
     if not load.summaries:
         first = load.errors[0]
         raise BadCapture(
@@ -109,7 +112,7 @@ def load_pod(
     summaries = load.in_order()
     model = device_model.merge_summaries(s.device for s in summaries if s.device)
     devices = model.devices if not model.devices.empty else pd.DataFrame(columns=DEVICE_COLUMNS)
-    source = EventSource(
+    source = CachedEvents(
         {s.host: s.cache for s in load.summaries if s.cache},
         load,
         {s.host: s.stored_host for s in load.summaries},
@@ -139,6 +142,7 @@ def load_pod(
         warnings=warnings,
         device_summary=model,
         source=source,
+        step_table=step_times,
     )
 
 
@@ -148,8 +152,9 @@ def host_steps(trace: Trace) -> pd.DataFrame:
     A lazy (pod) trace has them from its workers; an in-memory trace is summarized host by host
     the same way.
     """
-    if trace.source is not None and trace.source.load is not None:
-        return trace.source.host_steps()
+    stored = trace.events_source.stored_host_steps()
+    if stored is not None:
+        return stored
     frames: list[pd.DataFrame] = []
     events, all_bounds = trace.events, trace.step_bounds
     if all_bounds is None:  # a Trace made without a loader: no steps were found
@@ -163,7 +168,7 @@ def host_steps(trace: Trace) -> pd.DataFrame:
     return concat_frames(frames, HOST_STEP_COLUMNS)
 
 
-def overview(source: EventSource) -> StepOverview:
+def overview(source: CachedEvents) -> StepOverview:
     """What the reports say of every step (``tables.step_stats.StepOverview``), from the
     workers' aggregates: counts and extremes merged, each median exact, found from the merged
     histogram and the values of its one bin read back from the hosts' tables."""
@@ -210,13 +215,13 @@ def overview(source: EventSource) -> StepOverview:
         autotune_steps=autotune[:AUTOTUNE_STEPS],
         tracing=tracing,
         median_busy_s=tracing.busy.median(known("device_busy_s")),
-        median_tracing_s=tracing.tracing.median(known("tracing_s")),
+        median_tracing_s=tracing.tracing.median(known("host_busy_s")),
         median_idle_s=tracing.idle.median(known("device_idle_s")),
     )
 
 
 def _values(
-    source: EventSource, table: str, column: str, low: float, high: float, keep: Any
+    source: CachedEvents, table: str, column: str, low: float, high: float, keep: Any
 ) -> np.ndarray:
     """Every host's values of ``column`` in [low, high] among the rows ``keep`` selects."""
     import pyarrow.compute as pc
@@ -226,71 +231,46 @@ def _values(
     return frame[column].to_numpy(dtype="float64", na_value=float("nan"))
 
 
+class _HostTables:
+    """Makes a several-host trace's ``HostTables`` (``Trace.host_tables``): every row at once
+    from events held in memory, or a pod's rows a range of steps at a time."""
+
+    @property
+    def chunk_rows(self) -> int:
+        return STEP_CHUNK_ROWS
+
+    def of_events(self, trace: Trace) -> HostTables:
+        skew = host_skew(step_times(trace))
+        rows = host_steps(trace)
+        return HostTables(skew=skew, host_steps=rows, stragglers=stragglers(rows))
+
+    def of_chunks(self, marked: set[str], chunks: Iterable[pd.DataFrame]) -> HostTables:
+        import pandas as pd
+
+        from xlaprof.tables.hosts import SKEW_COLUMNS
+        from xlaprof.tables.stragglers import COLUMNS
+
+        skews, late = [], []
+        for chunk in chunks:
+            skews.append(host_skew(step_walls(chunk, marked)))
+            late.append(stragglers(chunk))
+            del chunk
+        skew = pd.concat(skews, ignore_index=True) if skews else pd.DataFrame(columns=SKEW_COLUMNS)
+        behind = pd.concat(late, ignore_index=True) if late else pd.DataFrame(columns=COLUMNS)
+        return HostTables(skew=skew, host_steps=None, stragglers=behind)
+
+
+HOST_TABLES = _HostTables()
+
+
+def host_tables(trace: Trace) -> HostTables:
+    """A several-host trace's host skew, straggler rows and stragglers: the same tables
+    whether its events are held (every row at once) or a pod's (its straggler rows read a
+    range of steps at a time, at most ``STEP_CHUNK_ROWS`` held; the rows stay on disk)."""
+    return trace.host_tables(HOST_TABLES)
+
+
 def step_tables(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A pod's host skew and stragglers, from its hosts' straggler rows read a range of steps
-    at a time (at most ``STEP_CHUNK_ROWS`` rows held): the same tables ``host_skew`` and
-    ``stragglers`` make of every row at once."""
-    import pandas as pd
-
-    from xlaprof.tables.hosts import SKEW_COLUMNS
-    from xlaprof.tables.stragglers import COLUMNS
-
-    source = trace.source
-    summaries = source.load.in_order() if source is not None and source.load else []
-    aggregates = [(s.host, s.aggregates) for s in summaries if s.aggregates]
-    numbered = [a for _, a in aggregates if a.first_step is not None and a.last_step is not None]
-    if source is None or not numbered:
-        return pd.DataFrame(columns=SKEW_COLUMNS), pd.DataFrame(columns=COLUMNS)
-    import numpy as np
-
-    marked = {host for host, a in aggregates if a.host is not None}
-    steps = np.zeros(0, np.int64)  # the distinct step numbers, over hosts
-    for summary in summaries:
-        column = source.table(HOST_STEPS, hosts=[summary.host], columns=["step"])["step"]
-        steps = np.union1d(steps, column.to_numpy(dtype=np.int64))
-    rows = sum(a.rows.get(HOST_STEPS, 0) for a in numbered)
-    width = max(1, STEP_CHUNK_ROWS // max(1, rows // max(1, len(steps))))
-    skews, late = [], []
-    for at in range(0, len(steps), width):
-        low, high = int(steps[at]), int(steps[min(at + width, len(steps)) - 1])
-        chunk = source.table(HOST_STEPS, filters=[("step", ">=", low), ("step", "<=", high)])
-        skews.append(host_skew(step_walls(chunk, marked)))
-        late.append(stragglers(chunk))
-        del chunk
-    skew = pd.concat(skews, ignore_index=True) if skews else pd.DataFrame(columns=SKEW_COLUMNS)
-    behind = pd.concat(late, ignore_index=True) if late else pd.DataFrame(columns=COLUMNS)
-    return skew, behind
-
-
-def first_host_trace(trace: Trace) -> Trace:
-    """A pod's first host as an in-memory ``Trace`` (its events, step bounds and device model
-    with its per-step rows, each read from that host's files alone): what the step timeline
-    and the story read, as they read one host of any trace."""
-    source = trace.source
-    assert source is not None
-    hosts = trace.hosts[:1]
-    summary = trace.summary()
-
-    def mine(frame: pd.DataFrame) -> pd.DataFrame:
-        if "host" not in frame:
-            return frame
-        return frame[frame["host"].astype(str).isin(hosts)]
-
-    model = DeviceSummary(
-        devices=mine(summary.devices),
-        steps=source.table(DEVICE_STEPS, hosts=hosts),
-        ops=mine(summary.ops),
-        utilization=mine(summary.utilization),
-        tracing=source.table(TRACING, hosts=hosts),
-        events=sum(s.events for s in source.load.in_order()[:1]) if source.load else 0,
-        bottleneck=source.table(BOTTLENECK, hosts=hosts),
-    )
-    return Trace(
-        events=trace.select(hosts=hosts),
-        files=trace.files[:1],
-        step_bounds=source.table(STEP_BOUNDS, hosts=hosts),
-        devices=None if trace.devices is None else mine(trace.devices),
-        session=trace.session,
-        sessions=trace.sessions,
-        device_summary=model,
-    )
+    """``host_tables``' host skew and stragglers."""
+    tables = host_tables(trace)
+    return tables.skew, tables.stragglers

@@ -36,7 +36,6 @@ from xlaprof.safeio import (
     DEFAULT_XPLANE_LIMIT,
     UnsafeFile,
     file_digest,
-    input_limit,
     open_owned,
     replace_into,
     temp_beside,
@@ -51,7 +50,7 @@ CACHE_SUFFIX = ".xlaprof.parquet"
 # device columns (device_idle_s, lazy_tensor, bound); 4: the bottleneck table, the host_transfer
 # category, and each step's bound from the one step model (tables/story.py); 5: per-step tables
 # in files of their own, aggregates in the metadata
-CACHE_VERSION = "5"
+CACHE_VERSION = "6"  # 6: the tracing table has host_busy_s
 # Rows per row group of a per-step table: a read of a range of steps skips the others.
 TABLE_ROW_GROUP = 16384
 # Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
@@ -87,7 +86,7 @@ def _private_root() -> Path:
 @functools.lru_cache(maxsize=256)
 def _content(path: str, size: int, mtime_ns: int, inode: int) -> str:
     """The capture's content fingerprint (read once per process per version of the file)."""
-    return file_digest(Path(path), input_limit(DEFAULT_XPLANE_LIMIT))
+    return file_digest(Path(path), DEFAULT_XPLANE_LIMIT)  # protobuf's cap: no capture is larger
 
 
 def _stamp(path: Path, first_step: int, session: str, table: str = "") -> str:

@@ -31,13 +31,14 @@ def summarize_hosts(
     progress: bool | None = None,
     cache: bool = True,
     session: str = "",
+    limit: int | None = None,
 ) -> PodLoad:
     """Summaries of every host in ``files``: a local process pool, or a dask cluster.
 
     ``scheduler`` (or ``$XLAPROF_DASK_SCHEDULER``) is a ``dask.distributed`` scheduler address
     (``tcp://host:8786``); its workers must see the captures at the same paths (shared storage)
     and have xlaprof installed. ``progress`` shows a bar of hosts done (default: when stderr is
-    a terminal).
+    a terminal). ``limit`` caps each capture's size (``--max-size``), passed to each worker.
     """
     from xlaprof.inputs.pod import cluster as dask_client
 
@@ -47,10 +48,12 @@ def summarize_hosts(
     outcomes: list[HostSummary | HostError] = []
     with _Progress(len(files), progress) as bar:
         if scheduler:
-            count = _run_dask(files, first_step, scheduler, cache, session, outcomes, bar.advance)
+            count = _run_dask(
+                files, first_step, scheduler, (cache, session, limit), outcomes, bar.advance
+            )
         else:
             count = workers or min(len(files), default_workers())
-            _run_local(files, first_step, count, cache, session, outcomes, bar.advance)
+            _run_local(files, first_step, count, (cache, session, limit), outcomes, bar.advance)
     summaries = _named_apart([o for o in outcomes if isinstance(o, HostSummary)])
     errors = sorted((o for o in outcomes if isinstance(o, HostError)), key=lambda e: e.path)
     return PodLoad(summaries, errors, scheduler, count)
@@ -86,8 +89,7 @@ def _run_local(
     files: Sequence[Path],
     first_step: int,
     workers: int,
-    cache: bool,
-    session: str,
+    settings: tuple[bool, str, int | None],
     outcomes: list[HostSummary | HostError],
     advance: Callable[[], None],
 ) -> None:
@@ -96,15 +98,13 @@ def _run_local(
     if workers <= 1 or len(files) == 1:
         for path in files:
             try:
-                outcomes.append(summarize_host(path, first_step, cache, session))
+                outcomes.append(summarize_host(path, first_step, *settings))
             except Exception as error:
                 outcomes.append(_failure(path, error))
             advance()
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {
-            pool.submit(summarize_host, path, first_step, cache, session): path for path in files
-        }
+        futures = {pool.submit(summarize_host, path, first_step, *settings): path for path in files}
         for future in as_completed(futures):
             try:
                 outcomes.append(future.result())
@@ -117,8 +117,7 @@ def _run_dask(
     files: Sequence[Path],
     first_step: int,
     scheduler: str,
-    cache: bool,
-    session: str,
+    settings: tuple[bool, str, int | None],
     outcomes: list[HostSummary | HostError],
     advance: Callable[[], None],
 ) -> int:
@@ -128,7 +127,8 @@ def _run_dask(
         outcomes.append(result if error is None else _failure(Path(files[index]), error))
         advance()
 
-    keywords = {"first_step": first_step, "cache": cache, "session": session}
+    cache, session, limit = settings
+    keywords = {"first_step": first_step, "cache": cache, "session": session, "limit": limit}
     # every client call under one timeout; see dask_client for what is trusted
     return dask_client.run(scheduler, summarize_host, [str(p) for p in files], keywords, done)
 

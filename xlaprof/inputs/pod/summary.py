@@ -45,14 +45,19 @@ COLLECTIVE = re.compile(
 
 
 def summarize_host(
-    path: str | os.PathLike[str], first_step: int = 0, cache: bool = True, session: str = ""
+    path: str | os.PathLike[str],
+    first_step: int = 0,
+    cache: bool = True,
+    session: str = "",
+    limit: int | None = None,
 ) -> HostSummary:
     """One host's capture -> its ``HostSummary``, writing (or reusing) its Parquet cache and
     the per-step tables beside it.
 
     Runs in a worker process (local pool or dask worker); raises ``XlaprofError`` naming the
     file when the capture cannot be read. Without a cache the per-step tables travel in the
-    summary (``frames``).
+    summary (``frames``). ``limit`` caps the capture's size (``--max-size``; None: the
+    reader's own cap).
     """
     started = time.perf_counter()
     path = Path(path)
@@ -63,7 +68,7 @@ def summarize_host(
         summary = hit
         summary.cache_hit = True
     else:
-        events, bounds = read_host_events(path, first_step, session)
+        events, bounds = read_host_events(path, first_step, session, limit)
         summary, tables = summarize_events(events, bounds, path)
         if cache_path is not None:
             summary.cache = write_cache(
@@ -80,7 +85,7 @@ def summarize_host(
 
 
 def read_host_events(
-    path: Path, first_step: int = 0, session: str = ""
+    path: Path, first_step: int = 0, session: str = "", limit: int | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One host's events with session and step numbers, and its step bounds.
 
@@ -90,7 +95,8 @@ def read_host_events(
     import pandas as pd
 
     try:
-        events = load_capture_file(path, args=False)  # the cache keeps every column but args
+        # the cache keeps every column but args
+        events = load_capture_file(path, args=False, limit=limit)
     except XlaprofError:
         raise
     except (ValueError, UnicodeDecodeError, EOFError, OSError) as error:

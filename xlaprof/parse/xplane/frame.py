@@ -63,7 +63,11 @@ if TYPE_CHECKING:
 
 
 def xspace_frame(
-    path: Path, host: str | None = None, args: bool = True, framework_op: bool = False
+    path: Path,
+    host: str | None = None,
+    args: bool = True,
+    framework_op: bool = False,
+    limit: int | None = None,
 ) -> pd.DataFrame:
     """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring).
 
@@ -78,7 +82,7 @@ def xspace_frame(
     ``tables.device.events`` reads it from ``args``.
     """
     path = Path(path)
-    raw = read_capture(path)
+    raw = read_capture(path, limit)  # limit: --max-size (None: protobuf's own cap)
     space = parse_space(path, raw, message_class("XSpace", events_as_bytes=True))
     if not space.planes:
         size = path.stat().st_size

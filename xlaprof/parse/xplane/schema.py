@@ -200,23 +200,23 @@ def _add_field(described: DescriptorProto, spec: _Field) -> None:
         added.oneof_index = 0
 
 
-def read_xspace(path: Path) -> Any:
+def read_xspace(path: Path, limit: int | None = None) -> Any:
     """Parse one ``.xplane.pb``; bytes that do not decode raise ``BadCapture`` naming the file.
 
     An empty file decodes as an empty XSpace (a capture with no events): callers decide.
     """
     path = Path(path)
-    return parse_space(path, read_capture(path), xspace_class())
+    return parse_space(path, read_capture(path, limit), xspace_class())
 
 
-def read_capture(path: Path) -> bytes:
+def read_capture(path: Path, limit: int | None = None) -> bytes:
     """The bytes of a ``.xplane.pb``: a regular file (no FIFO or device) under the size cap
-    (``--max-size``, else protobuf's own 2 GiB), checked before a byte is read."""
+    (``limit``: ``--max-size``, else protobuf's own 2 GiB), checked before a byte is read."""
     from xlaprof.errors import InputTooLarge, InputUnreadable
-    from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, TooLarge, UnsafeFile, input_limit, read_capped
+    from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, TooLarge, UnsafeFile, read_capped
 
     try:
-        return read_capped(path, input_limit(DEFAULT_XPLANE_LIMIT))
+        return read_capped(path, DEFAULT_XPLANE_LIMIT if limit is None else limit)
     except TooLarge as error:
         raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
     except UnsafeFile as error:

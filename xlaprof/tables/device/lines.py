@@ -2,7 +2,7 @@
 
 A device op event names its program and instruction: ``hlo_module`` and ``hlo_op`` on GPU and
 CPU events, ``program_id`` and the op name on TPU ones. The instruction's source
-(``xlaprof.parse.hlo_proto.instruction_sources``: the capture's embedded HLO protos; in a run
+(``xlaprof.parse.hlo_sources.instruction_sources``: the capture's embedded HLO protos; in a run
 directory also its harvested graphs) gives the innermost frame in the user's code. Device time
 is **self time** (a wrapper such as ``call.4`` adds only its own microseconds; the fusions
 inside it carry theirs), so the lines add up to the device's op time, never more.
@@ -58,7 +58,7 @@ BY_LINE_COLUMNS = [
 def event_lines(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFrame:
     """``file``, ``line``, ``function`` of each op-line event of ``frame`` (None where unknown).
 
-    ``sources`` has ``SOURCE_COLUMNS`` (``xlaprof.parse.hlo_proto``) and a ``host`` column.
+    ``sources`` has ``SOURCE_COLUMNS`` (``xlaprof.parse.hlo_sources``) and a ``host`` column.
     An event is looked up by (host, module, program id, instruction), else by program id and
     instruction (TPU events name no module), else by module and instruction.
     """

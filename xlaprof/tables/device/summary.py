@@ -36,7 +36,7 @@ def summarize_host(
 ) -> DeviceSummary:
     """Reduce one host's (or any) events to a ``DeviceSummary`` (see the module docstring).
 
-    ``sources``: the HLO instructions' source lines (``xlaprof.parse.hlo_proto``, with a
+    ``sources``: the HLO instructions' source lines (``xlaprof.parse.hlo_sources``, with a
     ``host`` column), for device time per user line; without them ``lines`` is None.
     """
     import pandas as pd
@@ -77,7 +77,12 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
     tracing = tracing.copy()
     sessions, hosts = tracing["session"].astype(str), tracing["host"].astype(str)
     keys = zip(sessions, hosts, tracing["step"], tracing["bound"], strict=True)
-    bounds = [known.get((s, h, int(n)), b) for s, h, n, b in keys]
+    # the bottleneck's "tracing" is the device's idle time the host spent on nothing measured
+    # (a remainder): such a step keeps the table's own answer, from the host's measured work
+    bounds = [
+        b if known.get((s, h, int(n))) in (None, "tracing") else known[(s, h, int(n))]
+        for s, h, n, b in keys
+    ]
     tracing["bound"] = bounds
     lazy = tracing["lazy_tensor"].astype(bool)
     tracing["tracing_bound"] = [

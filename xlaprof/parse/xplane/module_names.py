@@ -14,11 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, input_limit, read_capped
-
-METADATA_PLANE = "/host:metadata"
-# The stat holding a module's serialized HloProto (``StatType::kHloProto``, "Hlo Proto").
-_HLO_PROTO_STATS = ("Hlo Proto", "hlo_proto")
+from xlaprof.parse.hlo_sources import embedded_hlo_protos
+from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, read_capped
 
 
 def _fields(data: bytes) -> list[tuple[int, int, bytes | int]]:
@@ -70,26 +67,14 @@ def hlo_module_name(hlo_proto: bytes) -> str | None:
     return name.decode("utf-8", "replace") if isinstance(name, bytes) else None
 
 
-def module_names(path: Path) -> list[str]:
+def module_names(path: Path, limit: int = DEFAULT_XPLANE_LIMIT) -> list[str]:
     """The HLO module names in one ``.xplane.pb``'s metadata plane (read with the size cap)."""
     from xlaprof.parse.xplane.schema import message_class, parse_space
 
-    data = read_capped(path, input_limit(DEFAULT_XPLANE_LIMIT))
+    data = read_capped(path, limit)
     space = parse_space(path, data, message_class("XSpace", events_as_bytes=True))
-    names = []
-    for plane in space.planes:
-        if plane.name != METADATA_PLANE:
-            continue
-        hlo_stats = {
-            key for key, meta in plane.stat_metadata.items() if meta.name in _HLO_PROTO_STATS
-        }
-        for metadata in plane.event_metadata.values():
-            for stat in metadata.stats:
-                if stat.metadata_id in hlo_stats and stat.WhichOneof("value") == "bytes_value":
-                    name = hlo_module_name(stat.bytes_value)
-                    if name is not None:
-                        names.append(name)
-    return names
+    names = (hlo_module_name(proto) for _, proto in embedded_hlo_protos(space))
+    return [name for name in names if name is not None]
 
 
 def unsafe(name: str) -> bool:

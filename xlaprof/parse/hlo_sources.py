@@ -41,11 +41,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from xlaprof.parse.frames import is_library_file
+from xlaprof.parse.frames import Frame, is_library_file
 
-# The metadata plane and the stat that holds a program's HloProto.
+# The metadata plane and the stat that holds a program's HloProto (``StatType::kHloProto``:
+# "Hlo Proto" in the captures here, "hlo_proto" as XProf's converter may name it).
 METADATA_PLANE = "/host:metadata"
-HLO_PROTO_STAT = "Hlo Proto"
+HLO_PROTO_STATS = ("Hlo Proto", "hlo_proto")
 
 SOURCE_COLUMNS = [
     "module",
@@ -171,7 +172,7 @@ def embedded_hlo_protos(space: Any) -> list[tuple[str, bytes]]:
         names = {key: meta.name for key, meta in plane.stat_metadata.items()}
         for meta in plane.event_metadata.values():
             for stat in meta.stats:
-                if names.get(stat.metadata_id) == HLO_PROTO_STAT and stat.bytes_value:
+                if names.get(stat.metadata_id) in HLO_PROTO_STATS and stat.bytes_value:
                     found.append((meta.name, bytes(stat.bytes_value)))
     return found
 
@@ -279,11 +280,11 @@ def _instruction_row(
     source_line = meta.source_line or None
     user = frames.user(meta.stack_frame_id, is_library) if meta.stack_frame_id else None
     if user is None and source_file and not is_library(source_file):
-        user = (source_file, source_line, None)
+        user = Frame("", source_file, source_line)
     if source_file is None and meta.stack_frame_id:
         innermost = frames.frame(meta.stack_frame_id)
         if innermost is not None:
-            source_file, source_line = innermost[0], innermost[1]
+            source_file, source_line = innermost.file, innermost.line
     return InstructionSource(
         module=module,
         program_id=program_id,
@@ -293,9 +294,9 @@ def _instruction_row(
         op_name=meta.op_name or None,
         source_file=source_file,
         source_line=source_line,
-        user_file=None if user is None else user[0],
-        user_line=None if user is None else user[1],
-        user_function=None if user is None else user[2],
+        user_file=None if user is None else user.file,
+        user_line=None if user is None else user.line,
+        user_function=None if user is None else user.function or None,
     )
 
 
@@ -316,12 +317,10 @@ def _called_rows(
             pending.extend(called.get(inner, []))
 
 
-Frame = tuple[str, int | None, str | None]  # file, line, function
-
-
 class StackFrames:
     """A module's stack frame index (``HloModuleProto.stack_frame_index``): a frame id's own
-    frame, its whole stack innermost first, and the user's frame in it.
+    frame, its whole stack innermost first, and the user's frame in it (``parse.frames.Frame``:
+    ``function`` is "" where the index names none, ``file`` "" where it names no file).
 
     Ids count from 1 and an id out of range is no frame. A corrupt index whose parents loop is
     cut where the loop closes, or after ``MAX_DEPTH`` frames. Shared by the capture's HLO
@@ -342,7 +341,7 @@ class StackFrames:
         self._stacks: dict[int, tuple[Frame, ...]] = {}
 
     def frame(self, frame_id: int) -> Frame | None:
-        """The (file, line, function) of frame ``frame_id`` alone, or None."""
+        """Frame ``frame_id`` alone, or None."""
         if not 0 < frame_id <= len(self.parents):
             return None
         location_id = self.parents[frame_id - 1][0]
@@ -350,10 +349,8 @@ class StackFrames:
             return None
         file_id, function_id, line = self.locations[location_id - 1]
         file = self.files[file_id - 1] if 0 < file_id <= len(self.files) else ""
-        function = (
-            self.functions[function_id - 1] if 0 < function_id <= len(self.functions) else None
-        )
-        return file, line or None, function
+        function = self.functions[function_id - 1] if 0 < function_id <= len(self.functions) else ""
+        return Frame(function, file, line or None)
 
     def stack(self, frame_id: int) -> tuple[Frame, ...]:
         """Frame ``frame_id`` and its parents' frames, innermost first (each id's stack is
@@ -376,4 +373,4 @@ class StackFrames:
 
     def user(self, frame_id: int, is_library: Any) -> Frame | None:
         """The innermost frame of ``frame_id``'s stack in the user's code, or None."""
-        return next((f for f in self.stack(frame_id) if f[0] and not is_library(f[0])), None)
+        return next((f for f in self.stack(frame_id) if f.file and not is_library(f.file)), None)

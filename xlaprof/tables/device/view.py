@@ -1,0 +1,464 @@
+"""The device section of a finished result: ``device_view(trace) -> DeviceView``.
+
+The rows the console and HTML reports show of a capture (devices, steps, top ops, bottlenecks,
+source lines, host against device) and the notes and verdict under them, chosen, ordered and
+written as text once, by the pipeline. Every number comes from ``Trace.summary()``
+(``xlaprof.tables.device``) and, for what is said of every step at once, its overview
+(``xlaprof.tables.step_stats``: a pod's is merged from its workers, its per-step rows stay on
+disk). The renderers lay the view out; a saved result carries it, so it re-renders the same.
+A value that was not measured shows as "—".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from xlaprof.model.result import DeviceView
+from xlaprof.parse.units import (
+    NOT_MEASURED,
+    format_percent,
+    format_rate,
+    format_seconds,
+    missing,
+)
+from xlaprof.tables.step_stats import by_device, device_bottlenecks, overview_of
+
+if TYPE_CHECKING:
+    from xlaprof.model.stats import StepOverview
+    from xlaprof.model.trace import Trace
+
+TOP_OPS = 10
+# Category columns, in the order the tables show them.
+CATEGORY_LABELS = (
+    ("matmul_conv_s", "matmul/conv"),
+    ("fusion_s", "fusion"),
+    ("collective_s", "collective"),
+    ("copy_s", "copy"),
+    ("infeed_outfeed_s", "in/outfeed"),
+    ("host_offload_s", "offload"),
+    ("autotune_s", "autotuning"),
+    ("other_s", "other"),
+)
+# The device table's category column: each category's share of the ops' time. On a GPU the ops'
+# times add up to more than busy time (kernels overlap), so the shares are of their sum.
+CATEGORY_HEADER = "op time by category"
+CATEGORY_NAMES = {key.removesuffix("_s"): label for key, label in CATEGORY_LABELS}
+
+
+def capture_line(trace: Trace) -> str:
+    """``path  (capture: 26,723 events, 1 host, 4 devices, session ...)``."""
+    files = trace.files
+    where = str(files[0]) if len(files) == 1 else f"{len(files)} capture files"
+    # The devices the device table shows: on a CPU capture (no device plane) the host's CPU.
+    utilization = trace.summary().utilization if trace.device_summary is not None else None
+    if utilization is not None and not utilization.empty:
+        devices = len(utilization[["host", "device"]].astype(str).drop_duplicates())
+    else:
+        devices = 0 if trace.devices is None else len(trace.devices)
+    parts = [
+        f"{trace.event_count:,} events",
+        f"{len(trace.hosts)} host(s)",
+        f"{devices} device(s)",
+    ]
+    if trace.session:
+        parts.append(f"session {trace.session}")
+    return f"{where}  (capture: {', '.join(parts)})"
+
+
+def device_rows(trace: Trace) -> list[dict[str, str]]:
+    """One row per device: where the capture's device time went."""
+    utilization = trace.summary().utilization
+    types = {}
+    if trace.devices is not None and not trace.devices.empty:
+        for r in trace.devices.itertuples(index=False):
+            named = r.type if not missing(r.type) else None
+            if named is None and not missing(r.vendor):
+                named = f"{r.vendor} {r.kind}"
+            types[(str(r.host), str(r.device))] = named
+    several_hosts = utilization["host"].nunique() > 1
+    rows = []
+    for row in utilization.to_dict(orient="records"):
+        kind = types.get((str(row["host"]), str(row["device"])))
+        cells = {"host": str(row["host"])} if several_hosts else {}
+        cells.update(
+            {
+                "device": str(row["device"]),
+                "type": str(kind) if not missing(kind) else str(row["kind"]),
+                "span": format_seconds(row["span_s"]),
+                "busy": format_seconds(row["busy_s"]),
+                "idle": format_seconds(row["idle_s"]),
+                "duty": format_percent(row["duty"]),
+                CATEGORY_HEADER: category_split(row),
+            }
+        )
+        rows.append(cells)
+    return rows
+
+
+def category_split(values: Mapping[Hashable, Any]) -> str:
+    """``fusion 62%, offload 35%``: each category's share of the ops' time, largest first.
+
+    The per-category seconds are the ops' self times: on a TPU they add up to busy time, on a
+    GPU to more (kernels overlap on one stream and across streams), so the shares are of their
+    sum and add up to 100%, never to more.
+    """
+    shares = [
+        (float(values.get(key) or 0.0), label)
+        for key, label in CATEGORY_LABELS
+        if not missing(values.get(key)) and values.get(key)
+    ]
+    total = sum(seconds for seconds, _ in shares)
+    if not total:
+        return NOT_MEASURED
+    shares.sort(reverse=True)
+    return ", ".join(
+        f"{label} {seconds / total:.0%}"
+        for seconds, label in shares[:3]
+        if seconds / total >= 0.005
+    )
+
+
+def step_note(trace: Trace) -> str | None:
+    """Say so when steps did not come from a Steps line or step markers (XProf's fallback)."""
+    sources = set(trace.summary().utilization["step_source"].dropna())
+    if "module executions" in sources:
+        return (
+            "No Steps line and no step markers in this capture: each device's steps are its "
+            "XLA module executions, as in XProf."
+        )
+    if "whole capture" in sources:
+        return (
+            "No Steps line, step markers or module executions in this capture: each device's "
+            "whole capture is one window (step —)."
+        )
+    return None
+
+
+def step_rows(
+    trace: Trace, limit: int = 8, overview: StepOverview | None = None
+) -> list[dict[str, str]]:
+    """The device steps to show: per device, median of its numbered steps and the slowest."""
+    rows = []
+    overview = overview or overview_of(trace.summary())
+    for row in overview.devices.itertuples(index=False):
+        rows.append(
+            {
+                "device": str(row.device),
+                "steps": str(row.steps),
+                "from": str(row.step_source),
+                "median wall": format_seconds(row.median_wall_s),
+                "median busy": format_seconds(row.median_busy_s),
+                "median idle": format_seconds(row.median_idle_s),
+                "slowest": f"{format_seconds(row.slowest_s)} (#{row.slowest_step})",
+            }
+        )
+    return rows[:limit]
+
+
+def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
+    """The top device ops over all devices, most device time first."""
+    from xlaprof.tables.device import add_rates, top_ops
+
+    ops = trace.summary().ops
+    ops = ops[ops["category"] != "autotune"]  # the compiler's, not the program's: a note says so
+    if ops.empty:
+        return []
+    by_op = top_ops(ops, limit=limit)
+    shown = ops[ops["name"].isin(by_op["name"])]  # a Python call per op: the shown ones only
+    # Each op's first bound ("" where none of its rows has one: shown as not measured).
+    bounds = shown.groupby("name", observed=True)["bound"].agg(
+        lambda values: next((v for v in values if v), "")
+    )
+    by_op["host"], by_op["device"] = "", ""
+    add_rates(by_op, None)  # rates of the sums; the roofline side is each device's own
+    rows = []
+    for row in by_op.to_dict(orient="records"):
+        category = str(row["category"])
+        rows.append(
+            {
+                "op": op_label(row),
+                "category": CATEGORY_NAMES.get(category, category),
+                "count": f"{row['occurrences']:,}",
+                "total": format_seconds(row["total_s"]),
+                "self": format_seconds(row["self_s"]),
+                "FLOP/s": format_rate(row["flops_per_s"], "FLOP"),
+                "bytes/s": format_rate(row["bytes_per_s"], "B"),
+                "bound": bounds.get(row["name"]) or NOT_MEASURED,
+            }
+        )
+    return rows
+
+
+def op_label(row: Mapping[Hashable, Any], width: int = 48) -> str:
+    """An op as a person reads it: a kernel's function name (``short_name``: no template
+    arguments or parameters; the full name is in --json), and the op it ran inside
+    (``in call.4``) so a wrapper's fusions read as nested."""
+    name = str(row.get("name"))
+    short = row.get("short_name")
+    shown = str(short) if isinstance(short, str) and short else name
+    parent = row.get("parent")
+    if isinstance(parent, str) and parent:
+        inside = f" (in {parent})"
+        return shown[: max(width - len(inside), 12)] + inside
+    return shown[:width]
+
+
+BOTTLENECK_NAMES = {
+    "collective": "collectives",
+    "infeed_outfeed": "infeed/outfeed",
+    "async_wait": "async copy waits",
+    "input_transfer": "input transfers",
+    "compilation": "compilation",
+    "memory_bound": "memory-bound ops",
+    "compute": "compute",
+    "input": "input (host)",
+    "tracing": "idle: host, unattributed",
+    "host": "host (other)",
+}
+
+
+def _top_classes(values: Mapping[Hashable, Any], wall: float, count: int = 3) -> str:
+    """``input (host) 85%, compute 11%``: the largest classes' shares of ``wall``."""
+    from xlaprof.tables.device.bottleneck import CLASSES
+
+    if not wall or missing(wall):
+        return NOT_MEASURED
+    shares = sorted(
+        ((float(values.get(f"{name}_s") or 0.0) / wall, name) for name in CLASSES),
+        reverse=True,
+    )
+    return ", ".join(
+        f"{BOTTLENECK_NAMES[name]} {share:.0%}" for share, name in shares[:count] if share >= 0.01
+    )
+
+
+def bottleneck_rows(trace: Trace, limit: int = 10) -> list[dict[str, str]]:
+    """Per step of the first devices: wall, busy, the bottleneck and where the rest went."""
+    summary = trace.summary()
+    table = summary.head("bottleneck", limit)  # a pod's first rows only are read
+    if table.empty:
+        return []
+    several_hosts = by_device(summary)["host"].nunique() > 1
+    rows = []
+    for row in table.to_dict(orient="records"):
+        cells = {"host": str(row["host"])} if several_hosts else {}
+        step = row["step"]
+        cells.update(
+            {
+                "device": str(row["device"]),
+                "step": NOT_MEASURED if missing(step) else str(step),
+                "wall": format_seconds(row["wall_s"]),
+                "busy": format_seconds(row["busy_s"]),
+                "bottleneck": NOT_MEASURED
+                if missing(row["bottleneck"])
+                else f"{BOTTLENECK_NAMES.get(str(row['bottleneck']), row['bottleneck'])} "
+                f"{format_percent(row['share'])}",
+                "split": _top_classes(row, float(row["wall_s"] or 0.0)),
+            }
+        )
+        rows.append(cells)
+    return rows
+
+
+def bottleneck_device_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+    """Per device over its steady steps: the bottleneck and the largest classes."""
+    from xlaprof.tables.device.bottleneck import CLASSES
+
+    if not trace.summary().rows("bottleneck"):
+        return []
+    summary = device_bottlenecks(by_device(trace.summary()))
+    several_hosts = summary["host"].nunique() > 1
+    rows = []
+    for row in summary.head(limit).to_dict(orient="records"):
+        cells = {"host": str(row["host"])} if several_hosts else {}
+        values: dict[Hashable, Any] = {f"{name}_s": row[f"{name}_share"] for name in CLASSES}
+        cells.update(
+            {
+                "device": str(row["device"]),
+                "steps": str(row["steps"]) if row["steps"] else "whole capture",
+                "bottleneck": f"{BOTTLENECK_NAMES.get(row['bottleneck'], row['bottleneck'])} "
+                f"{format_percent(row['share'])}",
+                "split": _top_classes(values, 1.0),
+            }
+        )
+        rows.append(cells)
+    return rows
+
+
+def bottleneck_note(trace: Trace, shown: int) -> str | None:
+    hidden = trace.summary().rows("bottleneck") - shown
+    if hidden > 0:
+        return (
+            f"({hidden:,} more device steps in --json and Trace.bottlenecks(); the device table "
+            "above judges each device over its captured steps: the first and last of more than "
+            "five left out, as XProf does.)"
+        )
+    return None
+
+
+def line_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+    """Device time per user source line (innermost user frame), most first."""
+    table = trace.device_time_by_line()
+    if table.empty:
+        return []
+    rows = []
+    for row in table.head(limit).to_dict(orient="records"):
+        file = row["file"]
+        where = "(no user line)" if missing(file) else f"{_short_path(str(file))}:{row['line']}"
+        rows.append(
+            {
+                "line": where,
+                "function": NOT_MEASURED if missing(row["function"]) else str(row["function"]),
+                "device time": format_seconds(row["device_s"]),
+                "share": format_percent(row["share"]),
+                "top op": str(row["top_op"])[:40],
+            }
+        )
+    return rows
+
+
+def line_note(trace: Trace) -> str | None:
+    """How much of the device's op time reached a user line, and what a region can show."""
+    from xlaprof.tables.device.lines import line_coverage
+
+    lines = trace.summary().lines
+    if lines is None:
+        return None
+    coverage = line_coverage(lines)
+    if coverage is None:
+        return None
+    return (
+        f"{coverage:.1%} of device op time (self time) has a user source line, from the HLO "
+        "the capture embeds (the innermost frame outside installed packages). Device time per "
+        "xlaprof.region is not separable within a compiled graph: a region marks host time, "
+        "and its ops run inside the step's graph (a region compiled as its own graph shows "
+        "as its module in --json)."
+    )
+
+
+def _short_path(path: str, parts: int = 1) -> str:
+    pieces = path.replace("\\", "/").split("/")
+    return "/".join(pieces[-parts:]) if len(pieces) > parts else path
+
+
+def autotune_note(trace: Trace, overview: StepOverview | None = None) -> str | None:
+    """Say what the top ops leave out: GPU work the compiler ran while compiling."""
+    summary = trace.summary()
+    ops = summary.ops[summary.ops["category"] == "autotune"]
+    if ops.empty:
+        return None
+    numbers = (overview or overview_of(summary)).autotune_steps  # the smallest, sorted
+    where = ""
+    if numbers:
+        shown = ", ".join(str(n) for n in numbers[:8]) + (", ..." if len(numbers) > 8 else "")
+        where = f" in step{'s' if len(numbers) > 1 else ''} {shown}"
+    return (
+        f"Not in the top ops: {int(ops['occurrences'].sum()):,} GPU kernels and copies "
+        f"({format_seconds(ops['total_s'].sum())}) that XLA's compiler ran while compiling{where} "
+        "(autotuning: candidate kernels timed, redzone checks): category autotune in --json "
+        "and device_ops()."
+    )
+
+
+def tracing_title(trace: Trace, overview: StepOverview | None = None) -> str:
+    """The host-vs-device table's title: it names what the host figure is."""
+    if (overview or overview_of(trace.summary())).tracing.lazy:
+        return "Host work vs device busy, per step"
+    return "Host vs device, per step"
+
+
+def tracing_rows(
+    trace: Trace, limit: int = 8, overview: StepOverview | None = None
+) -> list[dict[str, str]]:
+    """Per host step: host wall, the host figure (tracing or device idle), busy, verdict."""
+    summary = trace.summary()
+    lazy = (overview or overview_of(summary)).tracing.lazy
+    rows = []
+    for row in summary.head("tracing", limit).itertuples(index=False):
+        bound = None if missing(row.bound) else str(row.bound)
+        cells = {
+            "host": str(row.host),
+            "step": str(row.step),
+            "host wall": format_seconds(row.host_wall_s),
+        }
+        if lazy:
+            cells["host work"] = format_seconds(getattr(row, "host_busy_s", None))
+            cells["device busy"] = format_seconds(row.device_busy_s)
+        else:
+            cells["device busy"] = format_seconds(row.device_busy_s)
+            cells["device idle"] = format_seconds(row.device_idle_s)
+        cells["largest part"] = NOT_MEASURED if bound is None else str(bound)
+        rows.append(cells)
+    return rows
+
+
+def tracing_verdict(trace: Trace, overview: StepOverview | None = None) -> str | None:
+    """One line saying what the traced steps' time went to most, from the one step model
+    (``tables/story.py``: the same bounds the step timeline and the bottleneck table show), or
+    None. It describes the steps; whether that is worth a fix is the findings' call. (A pod's
+    counts and medians come from its workers' aggregates: ``tables.step_stats``.)"""
+    overview = overview or overview_of(trace.summary())
+    tracing = overview.tracing
+    known = tracing.known
+    if not known:
+        return None
+    top = max(tracing.bounds, key=tracing.bounds.__getitem__)  # the first of equals
+    median_busy = format_seconds(overview.median_busy_s)
+    said = f"From the trace: the largest part of {tracing.bounds[top]} of {known} steps is {top}"
+    if tracing.lazy_known:
+        return (
+            f"{said}; the host's measured work (graph build, copies, dispatch) takes "
+            f"{format_seconds(overview.median_tracing_s)} per step (median) while the device "
+            f"is busy {median_busy}."
+        )
+    return (
+        f"{said}; the device idles {format_seconds(overview.median_idle_s)} of each "
+        f"step (median) and is busy {median_busy}. No torch_xla (lazy-tensor) events in this "
+        "capture: the host time is not tracing but whatever the host does between the device's "
+        "work (Python, input batches, data loading, kernel launches)."
+    )
+
+
+def device_view(trace: Trace) -> DeviceView:
+    """Everything the reports show of ``trace``'s devices, computed once."""
+    hosts = trace.hosts
+    where = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts"
+    meta = f"{where}" + (f", session {trace.session}" if trace.session else "")
+    if len(trace.sessions) > 1:
+        meta += f" (of {len(trace.sessions)} sessions: {', '.join(trace.sessions)})"
+    devices = device_rows(trace)
+    overview = overview_of(trace.summary()) if devices else None  # once: a pod's is merged
+    tracing = tracing_rows(trace, overview=overview) if devices else []
+    bottlenecks = bottleneck_rows(trace) if devices else []
+    return DeviceView(
+        where=where,
+        session=trace.session,
+        meta=meta,
+        warnings=list(trace.warnings),
+        capture=capture_line(trace),
+        device_types=_device_types(trace),
+        devices=devices,
+        steps=step_rows(trace, overview=overview) if devices else [],
+        step_note=step_note(trace) if devices else None,
+        ops=op_rows(trace) if devices else [],
+        autotune_note=autotune_note(trace, overview) if devices else None,
+        bottleneck_devices=bottleneck_device_rows(trace) if devices else [],
+        bottlenecks=bottlenecks,
+        bottleneck_note=bottleneck_note(trace, len(bottlenecks)) if devices else None,
+        lines=line_rows(trace) if devices else [],
+        line_note=line_note(trace) if devices else None,
+        tracing_title=tracing_title(trace, overview) if devices else "",
+        tracing=tracing,
+        tracing_hidden=max(trace.summary().rows("tracing") - len(tracing), 0) if devices else 0,
+        verdict=tracing_verdict(trace, overview) if devices else None,
+    )
+
+
+def _device_types(trace: Trace) -> str | None:
+    """``4 x TPU v6 Lite`` from the trace's device planes (None without any)."""
+    devices = trace.devices
+    if devices is None or devices.empty:
+        return None
+    kinds = devices["type"].fillna(devices["kind"]).astype(str).value_counts()
+    return ", ".join(f"{count} x {kind}" for kind, count in kinds.items())

@@ -1,0 +1,155 @@
+"""The analysis result's tables as JSON: strict values (not measured is null) and the
+``trace`` object of the ``--json`` document, made once by the pipeline (``PartResult.trace_json``)
+so that the renderer writes it and computes nothing.
+
+The keys are the ``xlaprof.analysis/1`` contract's (docs/json-format.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from xlaprof.model.input import HostActivity
+    from xlaprof.model.trace import Trace
+
+
+def strict_json(value: Any) -> Any:
+    """Strict JSON: NaN, infinities and pandas' NA become null (the one place this is done)."""
+    if type(value).__name__ == "NAType":
+        return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    return value
+
+
+def strict_document(document: dict[Any, Any]) -> dict[str, Any]:
+    """``strict_json`` of a dict (a document, a table's row), typed as one: keys as strings."""
+    return {str(k): strict_json(v) for k, v in document.items()}
+
+
+def records(frame: pd.DataFrame | None) -> list[dict[Hashable, Any]] | None:
+    if frame is None:
+        return None
+    return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
+
+
+def frame_records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
+    """A table's rows exactly as the document writes them (strict JSON: not measured is null):
+    for readers that page through a whole table the document cuts (``xlaprof mcp``)."""
+    rows = records(frame)
+    return None if rows is None else [strict_document(row) for row in rows]
+
+
+# The longest ops per document: a pod capture has thousands of distinct ops per device.
+MAX_DEVICE_OPS = 100
+# Per-step rows per document (device steps, tracing): one per host, device and step, so a pod
+# of 128 hosts x 730 steps has 93,000 of them. The first rows (hosts in order) are kept and the
+# total is given; the stragglers table is the pod's per-step view, and
+# xlaprof.Analysis(path).device_steps() and .tracing_vs_device() have every row. Stragglers and
+# host skew (one row per step, whatever the hosts) are cut at the same count.
+MAX_STEP_ROWS = 5000
+
+
+def trace_json(trace: Trace, path: str | None = None) -> dict[str, Any]:
+    """The ``trace`` object: session, hosts, devices, per-device steps, top ops, tracing."""
+    from xlaprof.tables.device import top_ops
+
+    summary = trace.summary()
+    devices = devices_table(trace)
+    ops = summary.ops.head(MAX_DEVICE_OPS)
+    return {
+        "path": path,
+        "session": trace.session,
+        "sessions": trace.sessions,
+        "hosts": trace.hosts,
+        "files": [str(f) for f in trace.files],
+        "warnings": trace.warnings,
+        "devices": records(devices),
+        "device_steps": records(summary.head("steps", MAX_STEP_ROWS)),
+        "device_steps_total": summary.rows("steps"),
+        "device_ops": records(ops),
+        "device_ops_total": len(summary.ops),
+        "top_ops": records(top_ops(summary.ops, limit=20)),
+        "tracing": records(summary.head("tracing", MAX_STEP_ROWS)),
+        "tracing_total": summary.rows("tracing"),
+        **bottleneck_json(trace),
+        **lines_json(trace),
+    }
+
+
+def devices_table(trace: Trace) -> pd.DataFrame:
+    """Per device: its utilization over the capture and what its plane says of it (type,
+    vendor, peaks); the utilization alone for a trace made without a device table."""
+    utilization = trace.summary().utilization
+    if trace.devices is None:
+        return utilization
+    return utilization.merge(
+        trace.devices.drop(columns=["plane"], errors="ignore"),
+        on=["session", "host", "device", "kind"],
+        how="left",
+    )
+
+
+# Source lines per document: the ones with the most device time (the total is given).
+MAX_LINE_ROWS = 100
+
+
+def bottleneck_json(trace: Trace) -> dict[str, Any]:
+    """``bottlenecks`` (per device and step, capped), ``bottlenecks_total`` and
+    ``bottleneck_by_device`` (each device over its steady steps)."""
+    from xlaprof.tables.step_stats import by_device, device_bottlenecks
+
+    summary = trace.summary()  # a pod's: its first rows read, the rest counted and summed
+    total = summary.rows("bottleneck")
+    return {
+        "bottlenecks": records(summary.head("bottleneck", MAX_STEP_ROWS)) if total else [],
+        "bottlenecks_total": total,
+        "bottleneck_by_device": records(device_bottlenecks(by_device(summary))) if total else [],
+    }
+
+
+def lines_json(trace: Trace) -> dict[str, Any]:
+    """``device_time_by_line`` (per user line over all devices, capped), its total and the
+    share of op time with a line (``device_time_by_line_coverage``; null without HLO)."""
+    from xlaprof.tables.device.lines import line_coverage
+
+    lines = trace.summary().lines
+    table = trace.device_time_by_line()
+    return {
+        "device_time_by_line": records(table.head(MAX_LINE_ROWS)),
+        "device_time_by_line_total": len(table),
+        "device_time_by_line_coverage": None if lines is None else line_coverage(lines),
+    }
+
+
+# Host step, hottest-name and compile rows per document (a capture's or a log's): the first
+# rows are kept and the total given; Analysis.host_activity() and .torch_compiles() have all.
+MAX_HOST_ROWS = 10_000
+
+
+def host_json(activity: HostActivity | None, compiles: pd.DataFrame | None) -> dict[str, Any]:
+    """The ``host_activity`` and ``torch_compiles`` keys of a part's ``--json`` document
+    (docs/json-format.md): a capture's host time per step where it has no device planes, and
+    a TORCH_TRACE log's compiles; no key where the part has neither."""
+    document: dict[str, Any] = {}
+    if activity is not None:
+        document["host_activity"] = {
+            "step_source": activity.source,
+            "device_planes": activity.device_planes,
+            "steps": records(activity.steps.head(MAX_HOST_ROWS)),
+            "steps_total": len(activity.steps),
+            "hot": records(activity.hot.head(MAX_HOST_ROWS)),
+        }
+    if compiles is not None:
+        document["torch_compiles"] = records(compiles.head(MAX_HOST_ROWS))
+        document["torch_compiles_total"] = len(compiles)
+    return document
