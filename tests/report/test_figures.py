@@ -3,9 +3,11 @@ captured says so."""
 
 from __future__ import annotations
 
+import pytest
 from helpers import sample_run
 
 import xlaprof
+from xlaprof.pipeline import analyze_one
 from xlaprof.report import figures
 
 
@@ -44,3 +46,35 @@ def test_the_step_chart_fits_the_steady_steps() -> None:
     off = timeline[timeline["wall_s"] * 1e3 > high]
     assert len(labels) == len(off) > 0
     assert all("(compile)" in label for label in labels)
+
+
+def test_the_step_chart_stacks_the_step_model_up_to_each_wall() -> None:
+    # GIVEN the run `make demo` makes (warm-up and recompiles, a trace window of steps 4-5)
+    analysis = xlaprof.Analysis(sample_run("recompile_varying_batch"))
+    walls = analysis.timeline().set_index("step")["wall_s"] * 1e3
+    # WHEN its step chart is drawn
+    figure = analysis.plot_timeline()
+    bars = [trace for trace in figure.data if trace.type == "bar"]
+    # THEN each step's stacked parts reach its wall time exactly, and nothing is drawn twice
+    for index, step in enumerate(bars[0].x):
+        stacked = sum(float(bar.y[index]) for bar in bars)
+        assert stacked == pytest.approx(walls.loc[step], rel=1e-9), step
+    # AND every legend entry has something drawn (a part measured in no step has none)
+    assert all(max(bar.y) > 0 for bar in bars)
+    assert "unattributed" in {bar.name for bar in bars}
+    # AND the steps off the scale are labelled upright, each once (no two overlap)
+    labels = figure.layout.annotations
+    assert labels and all(a.textangle == -90 for a in labels)
+    assert len({a.x for a in labels}) == len(labels)
+
+
+def test_the_report_has_no_placeholder_panels() -> None:
+    # GIVEN a run that recorded no regions
+    result, _, _ = analyze_one(sample_run("recompile_varying_batch"))
+    names = [name for name, _ in figures.result_figures(result)]
+    # THEN no panel is drawn only to say there is nothing to draw
+    assert result.run is not None and result.run.regions_frame().empty
+    assert "regions" not in names and result.frame("regions") is None
+    assert {"timeline", "device-ops", "device-steps", "metric-deltas"} <= set(names)
+    for _, figure in figures.result_figures(result):
+        assert figure.data, figure.layout.title.text
