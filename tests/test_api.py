@@ -114,3 +114,20 @@ def test_a_failed_check_reads_as_its_whole_report_in_a_pytest_failure(tmp_path: 
     for line in expected.splitlines():
         assert line.strip() in run.stdout, line
     assert "why: recompilation" in run.stdout and "FAILED: 2 over budget" in run.stdout
+
+
+def test_the_notebook_facade_has_the_host_and_compile_tables() -> None:
+    from helpers import SAMPLES
+
+    import xlaprof
+
+    # GIVEN a CPU-only capture with its run's TORCH_TRACE log (sample_traces/host_capture)
+    analysis = xlaprof.Analysis(SAMPLES / "host_capture")
+    # THEN the facade hands over the tables the report shows, as DataFrames
+    assert len(analysis.host_activity()) == 12
+    assert set(analysis.host_hot()["kind"]) <= {"python", "aten"}
+    compiles = analysis.torch_compiles()
+    assert compiles.set_index("compile_id").loc["0/1", "step"] == 8
+    # and a run directory without them gives empty frames, not errors
+    empty = xlaprof.Analysis(SAMPLES / "healthy_loop.log")
+    assert empty.host_activity().empty and empty.torch_compiles().empty

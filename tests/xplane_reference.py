@@ -103,6 +103,9 @@ def reference_frame(path: Path, host: str | None = None) -> pd.DataFrame:
     frame = pd.DataFrame(columns).sort_values("start_ns", kind="stable", ignore_index=True)
     frame.attrs["dropped_events"] = len(rows) - len(kept)
     frame.attrs["profile_start_ns"] = xplane.profile_start_ns(space)
+    epoch = xplane.epoch_offset_ns(space)
+    if epoch is not None:
+        frame.attrs["epoch_offset_ns"] = epoch
     frame.attrs["devices"] = [
         xplane.plane_info(p) for p in planes if event_frame.plane_kind(p.name) == "device"
     ]

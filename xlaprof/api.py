@@ -169,6 +169,19 @@ class Analysis:
         """Several hosts: per step and device, the slowest host and why (``stragglers``)."""
         return self.result.stragglers_frame()
 
+    def host_activity(self) -> pd.DataFrame:
+        """A capture without device planes: per step, the host's ms by what it did
+        (``tables.host_steps``); empty otherwise."""
+        return self.result.host_activity_frame()
+
+    def host_hot(self) -> pd.DataFrame:
+        """A capture without device planes: each step's hottest Python functions and aten ops."""
+        return self.result.host_hot_frame()
+
+    def torch_compiles(self) -> pd.DataFrame:
+        """TORCH_TRACE logs: one row per torch.compile compile (``tables.torch_compiles``)."""
+        return self.result.torch_compiles_frame()
+
     def trace(self) -> Trace | None:
         """The profiler trace, or None if the input has none."""
         return self.result.trace

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.analyzers import answer_of, examine, story_answers
 from xlaprof.inputs.choose import choose
@@ -121,7 +121,9 @@ def _findings(part: Part, request: AnalysisRequest, trace: Trace | None) -> Part
     """The part's findings, on a new analyzer input carrying its trace; the part as the result
     holds it (with the withheld-sources note, when there is one)."""
     sources = SourceFiles([source_root_of(part, request)])
-    data = dataclasses.replace(part.data, trace=trace, sources=sources)
+    data = dataclasses.replace(
+        part.data, trace=trace, sources=sources, **_host_side(part.data, trace)
+    )
     found, coverage = examine(data)
     findings = [_plain(finding) for finding in found]
     note = withheld_note(sources.withheld(), sources.roots)
@@ -167,6 +169,7 @@ def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
     trace = part.trace if part.trace is not None else _trace_window(part, request)
     result = _findings(part, request, trace)
     _add_tables(result, trace)
+    _add_host_tables(result)
     figures = run_summary(result.part.data)
     story = result.story
     if story is not None and story.median_wall_s is not None:
@@ -305,6 +308,38 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
         result.host_skew, result.host_steps = tables.skew, tables.host_steps
         result.stragglers = tables.stragglers
     result.trace = trace
+
+
+def _host_side(data: AnalysisInput, trace: Trace | None) -> dict[str, Any]:
+    """What the analyzers read of a capture's host where it has no device
+    (``tables.host_steps``), and the dynamo records with the TORCH_TRACE compiles of the same
+    run placed in the steps the capture shows: fields of the part's new analyzer input (the
+    loaded records are left as they were)."""
+    from xlaprof.tables.host_steps import host_activity, place_compiles
+
+    if trace is None:
+        return {}
+    return {
+        "host_activity": host_activity(trace),
+        "dynamo": place_compiles(data.dynamo, data.torch_traces, trace),
+    }
+
+
+def _add_host_tables(result: PartResult) -> None:
+    """The host sections of ``result``: a capture's host time per step (with the steady steps
+    and the median as the story counts them, so the tables agree) and the TORCH_TRACE compile
+    table with its totals."""
+    data = result.part.data
+    result.host_activity = data.host_activity
+    if data.host_activity is not None:
+        from xlaprof.tables.host_steps import host_view
+
+        result.host_view = host_view(data.host_activity, result.timeline, data.warmup_steps)
+    if data.torch_traces:
+        from xlaprof.tables.torch_compiles import compile_summary, compile_table
+
+        result.torch_compiles = compile_table(data.torch_traces, data.dynamo)
+        result.compile_summary = compile_summary(result.torch_compiles)
 
 
 def _device_windows(trace: Trace) -> pd.DataFrame | None:

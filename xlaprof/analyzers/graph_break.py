@@ -29,7 +29,7 @@ SUGGESTION = (
 
 def unmeasured(data: AnalysisInput) -> str | None:
     """Why this analyzer could not have looked at ``data`` (an empty input), or None."""
-    if data.reports or data.steps or data.debug.events:
+    if data.reports or data.steps or data.debug.events or data.dynamo or data.torch_traces:
         return None
     return "the input is empty"
 

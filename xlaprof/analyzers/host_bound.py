@@ -13,6 +13,8 @@ from 50%, where idle time is at least the device's busy time (``tracing.HOST_BOU
 
 from __future__ import annotations
 
+import re
+
 from xlaprof.analyzers.shared.bottlenecks import (
     class_shares,
     evidence,
@@ -20,7 +22,8 @@ from xlaprof.analyzers.shared.bottlenecks import (
     trace_unmeasured,
     worst,
 )
-from xlaprof.findings import Finding, Kind, Severity
+from xlaprof.analyzers.shared.host_steps import host_unmeasured, steady
+from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.model.input import AnalysisInput
 
 # Device idle on the host's other work at least this share of step time (XProf: "high" 15%).
@@ -38,11 +41,30 @@ FIX = (
 
 
 def unmeasured(data: AnalysisInput) -> str | None:
-    """Why this analyzer could not judge ``data``: no capture with device steps, or None."""
-    return trace_unmeasured(data)
+    """Why this analyzer could not judge ``data``: no capture with device steps, nor one of
+    host steps without devices that tells Python from aten ops, or None."""
+    reason = trace_unmeasured(data)
+    if reason is not None and host_unmeasured(data) is None:
+        return _python_unmeasured(data)
+    return reason
+
+
+def _python_unmeasured(data: AnalysisInput) -> str | None:
+    assert data.host_activity is not None
+    steps = data.host_activity.steps
+    if steps["python_ms"].isna().all() or steps["aten_ms"].isna().all():
+        return (
+            "the capture has no device and not both Python-tracer and aten events: Python "
+            "time cannot be told from the ops it calls"
+        )
+    return None
 
 
 def analyze(data: AnalysisInput) -> list[Finding]:
+    if trace_unmeasured(data) is not None:
+        if host_unmeasured(data) is None and _python_unmeasured(data) is None:
+            return _from_host(data)
+        return []
     over = worst(class_shares(data, ("host",)), HOST_BOUND_SHARE)
     if not over:
         return []
@@ -66,5 +88,68 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             ),
             evidence=proof,
             suggestion=FIX,
+        )
+    ]
+
+
+# Without device planes: Python (outside aten ops) at least this share of the steady steps'
+# host time bounds the step rate by the host's Python (the device is not in the capture).
+HOST_PYTHON_SHARE = 0.50
+
+PYTHON_FIX = (
+    "Take the Python off the step's path: do the work with tensor ops (vectorized), move data "
+    "preparation into DataLoader workers (num_workers > 0) so it overlaps the step, or compute "
+    "it once and reuse it; the hottest function is named in the evidence."
+)
+# Python-function event names: Kineto's ``file.py(19): fn`` and the XSpace tracer's
+# ``$file.py:19 fn``
+_KINETO_FRAME = re.compile(r"^(\S+\.py)\((\d+)\): (.+)$")
+_XSPACE_FRAME = re.compile(r"^\$(\S+\.py):(\d+) (.+)$")
+
+
+def _from_host(data: AnalysisInput) -> list[Finding]:
+    """A capture without device planes: steady steps whose host time is mostly Python outside
+    aten ops, with the hottest user function where the capture names it."""
+    from xlaprof.parse.frames import is_library_file
+
+    assert data.host_activity is not None
+    steps = steady(data)
+    if steps.empty:
+        return []
+    share = float(steps["python_ms"].fillna(0).sum() / steps["wall_ms"].sum())
+    if share < HOST_PYTHON_SHARE:
+        return []
+    hot = data.host_activity.hot
+    hot = hot[(hot["kind"] == "python") & hot["step"].isin(steps["step"])]
+    totals = hot.groupby("name")["self_ms"].sum().sort_values(ascending=False)
+    functions = {str(n): round(float(ms) / len(steps), 3) for n, ms in totals.head(5).items()}
+    location = None
+    for name in totals.index:
+        match = _KINETO_FRAME.match(str(name)) or _XSPACE_FRAME.match(str(name))
+        if match is not None and not is_library_file(match.group(1)):
+            location = Location(match.group(1), int(match.group(2)))
+            break
+    median_python = float(steps["python_ms"].median())
+    median_wall = float(steps["wall_ms"].median())
+    return [
+        Finding(
+            kind=Kind.HOST_BOUND,
+            severity=Severity.INFO,
+            title=(
+                f"Host-bound in Python: {share:.0%} of the {len(steps)} steady steps' host "
+                f"time is Python outside aten ops ({median_python:.1f} ms of a "
+                f"{median_wall:.1f} ms step, median)"
+            ),
+            evidence={
+                "python_share": round(share, 4),
+                "median_python_ms": round(median_python, 3),
+                "median_step_ms": round(median_wall, 3),
+                "hottest_python_ms_per_step": functions,
+                "device_planes": "none in this capture: the host's Python bounds the step "
+                "rate; whether a device waited is not measured",
+                "steps_from": data.host_activity.source,
+            },
+            location=location,
+            suggestion=PYTHON_FIX,
         )
     ]

@@ -22,6 +22,7 @@ from xlaprof.analyzers.shared.bottlenecks import (
     trace_unmeasured,
     worst,
 )
+from xlaprof.analyzers.shared.host_steps import host_unmeasured, steady
 from xlaprof.findings import Finding, Kind, Severity
 from xlaprof.model.input import AnalysisInput
 
@@ -41,13 +42,19 @@ FIX = (
 
 
 def unmeasured(data: AnalysisInput) -> str | None:
-    """Why this analyzer could not judge ``data``: no capture with device steps, or None."""
-    return trace_unmeasured(data)
+    """Why this analyzer could not judge ``data``: no capture with device steps, nor one of
+    host steps without devices, or None."""
+    reason = trace_unmeasured(data)
+    if reason is not None and host_unmeasured(data) is None:
+        return None
+    return reason
 
 
 def analyze(data: AnalysisInput) -> list[Finding]:
     from xlaprof.tables.device.bottleneck import INPUT_EVENT
 
+    if trace_unmeasured(data) is not None:
+        return _from_host(data) if host_unmeasured(data) is None else []
     over = worst(class_shares(data, CLASSES), INPUT_BOUND_SHARE)
     if not over:
         return []
@@ -67,6 +74,51 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             title=(
                 f"Input-bound: {top.device} waits for input {top.share:.0%} of its step time "
                 f"({top.window})"
+            ),
+            evidence=proof,
+            suggestion=FIX,
+        )
+    ]
+
+
+# Of the steady steps, at least this share must wait on a read for "each step" to be said.
+EACH_STEP_SHARE = 0.8
+
+
+def _from_host(data: AnalysisInput) -> list[Finding]:
+    """A capture without device planes: steady steps whose host waits on a read (a
+    DataLoader's ``__next__``) for a tenth of the step or more, in most steps."""
+    from xlaprof.tables.host_steps import read_spans
+
+    steps = steady(data)
+    if steps.empty or steps["read_ms"].isna().all():
+        return []
+    reading = steps[steps["read_ms"].fillna(0) > 0]
+    share = float(steps["read_ms"].fillna(0).sum() / steps["wall_ms"].sum())
+    if share < INPUT_BOUND_SHARE or len(reading) < EACH_STEP_SHARE * len(steps):
+        return []
+    assert data.trace is not None and data.host_activity is not None
+    median_read = float(steps["read_ms"].median())
+    median_wall = float(steps["wall_ms"].median())
+    proof: dict[str, object] = {
+        "steady_steps": len(steps),
+        "steps_reading": len(reading),
+        "read_share": round(share, 4),
+        "median_read_ms": round(median_read, 3),
+        "median_step_ms": round(median_wall, 3),
+        "read_spans": read_spans(data.trace.events, set(steps["step"].tolist())),
+        "device_planes": "none in this capture: the share is of the host's step time",
+        "steps_from": data.host_activity.source,
+    }
+    severity = Severity.WARNING if share >= INPUT_BOUND_WARNING_SHARE else Severity.INFO
+    return [
+        Finding(
+            kind=Kind.INPUT_BOUND,
+            severity=severity,
+            title=(
+                f"Input-bound: {len(reading)} of {len(steps)} steady steps wait on a read, "
+                f"{median_read:.1f} ms of a {median_wall:.1f} ms step (median; {share:.0%} of "
+                "their time)"
             ),
             evidence=proof,
             suggestion=FIX,

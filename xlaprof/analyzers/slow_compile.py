@@ -35,15 +35,39 @@ SUGGESTION = (
 )
 
 
+# torch.compile (a TORCH_TRACE log or dynamo's records with no torch_xla metrics): its caches
+# and regional compilation, not torch_xla's.
+DYNAMO_SUGGESTION = (
+    "Compile less and keep what was compiled: remove recompilations (each compiles the graph "
+    "again); compile the repeated block (torch.compile on one layer module) rather than the "
+    "whole model; keep inductor's FX-graph and AOTAutograd caches on (the default) and carry "
+    "them across machines with torch.compiler.save_cache_artifacts() / "
+    "load_cache_artifacts()."
+)
+
+
 def unmeasured(data: AnalysisInput) -> str | None:
     """Why this analyzer could not have looked at ``data`` (no compilation data), or None."""
-    if data.compiles() is not None or data.debug.compilations():
+    if data.compiles() is not None or data.debug.compilations() or _dynamo_seconds(data):
         return None
     return "no compilation data in the input"
 
 
+def _dynamo_seconds(data: AnalysisInput) -> list[float]:
+    """Each torch.compile compile's seconds, where dynamo's records say."""
+    return [r.seconds for r in data.dynamo if r.kind == "compile" and r.seconds is not None]
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
-    if data.reports:
+    suggestion = SUGGESTION
+    compiles: int | None
+    compile_s: float | None
+    execute_s: float | None
+    if not data.reports and not data.steps and _dynamo_seconds(data):
+        seconds = _dynamo_seconds(data)
+        compiles, compile_s, execute_s = len(seconds), sum(seconds), None
+        suggestion = DYNAMO_SUGGESTION
+    elif data.reports:
         compiles = data.metric_samples(*COMPILE_METRICS)
         compile_s = data.metric_total(*COMPILE_METRICS)
         execute_s = data.metric_total(*EXECUTE_METRICS)
@@ -67,6 +91,13 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             "cache", data.script, factory=bench_factory(data.sources, data.script)
         ),
     }
+    if suggestion is DYNAMO_SUGGESTION:  # torch_xla's cache benchmark does not apply
+        del evidence["bench_command"]
+        timed = [r for r in data.dynamo if r.kind == "compile" and r.seconds is not None]
+        timed.sort(key=lambda r: -(r.seconds or 0.0))
+        evidence["slowest_compiles"] = [
+            f"{r.compile_id} {r.function or '?'}: {format_seconds(r.seconds)}" for r in timed[:3]
+        ]
     if mean >= SLOW_COMPILE_MEAN_SECONDS or compile_s >= SLOW_COMPILE_TOTAL_SECONDS:
         severity = Severity.WARNING
         title = (
@@ -88,7 +119,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             severity=severity,
             title=title,
             evidence=evidence,
-            suggestion=_unsynced_loop_fix(data, evidence) or SUGGESTION,
+            suggestion=_unsynced_loop_fix(data, evidence) or suggestion,
         )
     ]
 

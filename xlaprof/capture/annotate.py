@@ -63,9 +63,9 @@ _NO_TRACE = _NoTrace()
 
 def _trace_class() -> Any:
     if STATE.trace_cls is None:
-        import torch_xla
+        from xlaprof.capture.runtime import runtime
 
-        STATE.trace_cls = torch_xla._XLAC.profiler.TraceMe
+        STATE.trace_cls = runtime().trace_me()
     return STATE.trace_cls
 
 

@@ -203,9 +203,9 @@ class Session:
         self._regions = RowBuffer(self.directory / REGIONS, limit)
         self._samples = RowBuffer(self.directory / SAMPLES, limit)
         if self.server_port is not None:
-            import torch_xla.debug.profiler as xp
+            from xlaprof.capture.runtime import runtime
 
-            self._server = xp.start_server(self.server_port)
+            self._server = runtime().start_server(self.server_port)
         self.metrics.snapshot()
         self._install(torch_xla, xlac, install_exit_handlers)
         self.recording = True

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xlaprof.capture.runtime import runtime
+
 
 class TraceWindow:
-    """Starts and stops ``torch_xla.debug.profiler`` tracing; failures become run warnings.
+    """Starts and stops the runtime's profiler trace (``capture.runtime``: torch_xla's
+    ``xp.start_trace``/``stop_trace``); failures become run warnings.
 
     Neither method raises: a trace that cannot start or stop is a warning in ``run.json``.
     """
@@ -18,22 +21,14 @@ class TraceWindow:
 
     def start(self) -> None:
         try:
-            import torch_xla.debug.profiler as xp
-
-            xp.start_trace(str(self.directory))
+            runtime().start_trace(str(self.directory))
             self.tracing = True
         except Exception as error:  # a failed trace must not stop the job
             self.warnings.append(f"trace not started: {error}")
 
     def stop(self, wait: bool = True) -> None:
         try:
-            import torch_xla.core.xla_model as xm
-            import torch_xla.debug.profiler as xp
-
-            if wait:
-                # Stop only once the window's device work is done, or the trace is empty.
-                xm.wait_device_ops()
-            xp.stop_trace()
+            runtime().stop_trace(wait)
         except Exception as error:  # a failed trace must not stop the job
             self.warnings.append(f"trace not stopped cleanly: {error}")
         self.tracing = False

@@ -104,7 +104,7 @@ def run(
     # Runs of this launch carry its id (run.json records XLAPROF_* variables), so runs another
     # `xlaprof run` writes into the same --out at the same time are never touched here.
     launch = uuid.uuid4().hex
-    env = _job_environment(
+    env = job_environment(
         out, launch, trace_steps, max_steps, debug_level, server_port, graphs, sample_hz
     )
     with SignalForwarder() as forwarder:
@@ -135,7 +135,7 @@ def _earlier_runs(out: Path) -> list[Path]:
     return find_runs(out)
 
 
-def _job_environment(
+def job_environment(
     out: Path,
     launch: str,
     trace_steps: str | None,
@@ -147,6 +147,7 @@ def _job_environment(
 ) -> dict[str, str]:
     """The job's environment: xlaprof's bootstrap on its path, and the session's settings."""
     from xlaprof.capture import hook as runhook
+    from xlaprof.rundir.schema import TORCH_TRACE_DIR
 
     package = Path(__file__).resolve().parent.parent
     bootstrap = package / "capture" / "_bootstrap"
@@ -162,6 +163,9 @@ def _job_environment(
     if server_port:
         env[runhook.ENV_SERVER_PORT] = str(server_port)
     env.pop("XLAPROF_SERVER_CLAIMED", None)
+    # torch.compile's structured trace (tlparse's input, read by xlaprof analyze), one log per
+    # process, unless the job writes its own
+    env.setdefault("TORCH_TRACE", str(out.resolve() / TORCH_TRACE_DIR))
     env[runhook.ENV_GRAPHS] = "1" if graphs else "0"
     env[runhook.ENV_SAMPLE_HZ] = f"{sample_hz:g}"
     # Read when torch_xla is imported, so it cannot wait for the session (capture/metrics.py).
@@ -235,6 +239,9 @@ def _say_where(
             f"xlaprof: no run recorded in {out}: the command never imported torch_xla "
             "(is it a Python script using PyTorch/XLA?)"
         )
+        logs = out / "torch_trace"
+        if logs.is_dir() and any(logs.iterdir()):
+            message += f"; its torch.compile trace (TORCH_TRACE) is kept: xlaprof analyze {logs}"
     click.echo(message, err=True)
 
 

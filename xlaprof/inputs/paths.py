@@ -188,18 +188,46 @@ def load_parts(
 ) -> list[Part]:
     """``paths`` as parts: captures (each file capped at ``capture_limit``, ``--max-size``;
     None: each reader's own cap), run directories, or report and log files taken as one job's
-    output (each capped at ``max_bytes``)."""
-    if paths and all(is_trace_input(p) for p in paths):
-        return [_trace_part(p, session, scheduler, workers, capture_limit) for p in paths]
+    output (each capped at ``max_bytes``). TORCH_TRACE logs (a log, the folder TORCH_TRACE
+    wrote, or a folder holding one) join the one capture given with them, or the files."""
+    from xlaprof.inputs.torch_traces import add_torch_traces, is_torch_trace_input
+    from xlaprof.rundir.schema import TORCH_TRACE_DIR
+
+    logs = [p for p in paths if not (p.is_dir() and find_runs(p)) and is_torch_trace_input(p)]
+    others = [p for p in paths if p not in logs]
+    # a folder holding the run's TORCH_TRACE folder (beside its captures, or all that an
+    # `xlaprof run` of a script without torch_xla left)
+    beside = [
+        p
+        for p in others
+        if p.is_dir() and not find_runs(p) and is_torch_trace_input(p / TORCH_TRACE_DIR)
+    ]
+    logs += [p / TORCH_TRACE_DIR for p in beside]
+    others = [p for p in others if p not in beside or is_trace_input(p)]
+    if others and all(is_trace_input(p) for p in others):
+        parts = [_trace_part(p, session, scheduler, workers, capture_limit) for p in others]
+        if logs:  # TORCH_TRACE logs of the run a capture shows: one part, joined
+            if len(parts) != 1:
+                raise InputNotRecognized(
+                    f"{logs[0]}: give TORCH_TRACE logs with one capture (of the same run)"
+                )
+            parts[0].sources += add_torch_traces(parts[0].data, logs, max_bytes)
+            parts[0].data.warmup_steps = warmup_steps
+        return parts
+    if logs and not others:
+        data = AnalysisInput(warmup_steps=warmup_steps)
+        sources = add_torch_traces(data, logs, max_bytes)
+        return [Part(name=logs[0].name, data=data, sources=sources)]
     run_roots = [p for p in paths if p.is_dir() and find_runs(p)]
     if not run_roots:
-        data, sources = load_text_inputs(paths, max_bytes)
+        data, sources = load_text_inputs(others, max_bytes)
+        sources += add_torch_traces(data, logs, max_bytes)
         data.warmup_steps = warmup_steps
         return [Part(name="files", data=data, sources=sources)]
     if len(run_roots) != len(paths):
-        others = [str(p) for p in paths if p not in run_roots]
+        mixed = [str(p) for p in paths if p not in run_roots]
         raise InputNotRecognized(
-            f"{others[0]}: give either run directories or report/log files, not both"
+            f"{mixed[0]}: give either run directories or report/log files, not both"
         )
     runs = [run for root in run_roots for run in load_runs(root)]
     active, notes = _runs_to_analyze(runs)

@@ -35,6 +35,7 @@ from xlaprof.inputs.captures import (
 )
 from xlaprof.model.trace import Trace
 from xlaprof.tables import device as device_model
+from xlaprof.tables.host_steps import named_steps
 from xlaprof.tables.step_numbers import assign_steps
 from xlaprof.tables.step_times import step_times
 
@@ -89,10 +90,17 @@ def load_trace(
         for frame in frames
         if len(frame)
     }
+    epochs = {
+        str(frame["host"].iloc[0]): frame.attrs["epoch_offset_ns"]
+        for frame in frames
+        if len(frame) and isinstance(frame.attrs.get("epoch_offset_ns"), int)
+    }
     devices = device_table(frames, chosen)
     sources = hlo_sources(frames, _run_graphs(root))  # before the frames' attrs are dropped
     events = _session_events(frames, chosen)
-    events["step"], bounds = assign_steps(events, first_step or 0, starts)
+    named = named_steps(events)
+    ranges = None if named is None else named.ranges
+    events["step"], bounds = assign_steps(events, first_step or 0, starts, ranges)
     bounds.insert(0, "session", chosen)
     summary = device_model.summarize_host(events, devices, bounds, sources)
     summary.warnings = list(warnings)
@@ -105,6 +113,9 @@ def load_trace(
         sessions=list(sessions),
         warnings=warnings,
         device_summary=summary,
+        step_source=None if named is None else named.source,
+        step_ranges=ranges,
+        epoch_offset_ns=epochs,
         step_table=step_times,
     )
 

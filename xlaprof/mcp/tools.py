@@ -68,7 +68,17 @@ OUTPUT_TAIL_CHARS = 4000
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "analyzers"
 
 # The per-step tables and the op views the tools page through (their schemas list them).
-StepTable = Literal["timeline", "device_steps", "tracing", "stragglers", "host_steps", "host_skew"]
+StepTable = Literal[
+    "timeline",
+    "device_steps",
+    "tracing",
+    "stragglers",
+    "host_steps",
+    "host_skew",
+    "host_activity",
+    "host_hot",
+    "torch_compiles",
+]
 OpView = Literal["ops", "top_ops"]
 
 # Argument types, documented once: their descriptions are the tools' input schemas.
@@ -329,7 +339,11 @@ class Tools:
                 "category); tracing: per host step, host tracing against device busy and what "
                 "bounds it; stragglers: per step and device of a pod, the slowest host and "
                 "why; host_steps: per host, device and step (pods); host_skew: per step, "
-                "fastest and slowest host."
+                "fastest and slowest host; host_activity: a capture without device planes, "
+                "per step the host's ms by what it did (compile, read, wait, aten, python, "
+                "other, unrecorded); host_hot: its hottest Python functions and aten ops per "
+                "step (self ms); torch_compiles: a TORCH_TRACE log's compiles (function, step, "
+                "seconds, dynamo's reason, graph breaks, cache hits/misses, failure)."
             ),
         ] = "timeline",
         process: ProcessArg = None,
@@ -738,6 +752,17 @@ def _step_tables(result: PartResult) -> dict[str, pd.DataFrame | None]:
         "stragglers": result.stragglers,
         "host_steps": _host_steps(result),
         "host_skew": result.host_skew,
+        **_host_tables(result),
+    }
+
+
+def _host_tables(result: PartResult) -> dict[str, pd.DataFrame | None]:
+    """A capture without devices: its host tables; TORCH_TRACE logs: their compiles."""
+    activity = result.host_activity
+    return {
+        "host_activity": None if activity is None else activity.steps,
+        "host_hot": None if activity is None else activity.hot,
+        "torch_compiles": result.torch_compiles,
     }
 
 
@@ -757,6 +782,7 @@ def _table_sizes(result: PartResult) -> dict[str, int]:
         "stragglers": result.stragglers,
         "host_skew": result.host_skew,
     }
+    counted.update(_host_tables(result))
     sizes = {name: len(frame) for name, frame in counted.items() if frame is not None}
     if summary is not None:
         sizes["device_steps"] = summary.rows("steps")
@@ -779,6 +805,9 @@ def _absent(table: str) -> str:
         "timeline": "per-step rows come from a run directory or a capture with step markers",
         "device_steps": "device steps come from a capture or a run's trace window",
         "tracing": "tracing rows come from a capture or a run's trace window",
+        "host_activity": "host rows come from a capture without device planes, with steps",
+        "host_hot": "host rows come from a capture without device planes, with steps",
+        "torch_compiles": "compile rows come from TORCH_TRACE logs",
     }
     return f"no {table} table here: " + why.get(table, "it needs a capture of several hosts")
 

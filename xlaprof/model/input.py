@@ -9,9 +9,12 @@ from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugLog
 from xlaprof.parse.dynamo_log import DynamoRecord, parse_dynamo_records
 from xlaprof.parse.metrics_report import HOST_SYNC_OP, MetricsReport
+from xlaprof.parse.torch_trace import TorchTraceLog
 from xlaprof.rundir.schema import GraphInfo, RegionRow, StepRow
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
 
@@ -25,6 +28,19 @@ EAGER_COMPILE_METRICS = ("EagerOpCompileTime",)
 EAGER_EXECUTE_METRICS = ("EagerOpExecuteTime",)
 FROM_DEVICE_METRICS = ("TransferFromDeviceTime", "TransferFromServerTime")
 TO_DEVICE_METRICS = ("TransferToDeviceTime", "TransferToServerTime")
+
+
+@dataclass
+class HostActivity:
+    """A capture's steps as its host lived them (``xlaprof.tables.host_steps``): how the steps
+    were found, per step the host's time by what it did (``HOST_STEP_COLUMNS``), the hottest
+    Python functions and aten ops per step (``HOT_COLUMNS``), and whether the capture has any
+    device plane (without one, device time is not measured)."""
+
+    source: str
+    steps: pd.DataFrame
+    hot: pd.DataFrame
+    device_planes: bool
 
 
 @dataclass
@@ -43,6 +59,8 @@ class AnalysisInput:
     device_memory: dict[str, int] | None = None  # bytes_used / bytes_limit, where recorded
     script: str | None = None  # the profiled script (for `xlaprof bench` commands)
     dynamo: list[DynamoRecord] = field(default_factory=list)  # torch.compile's own records
+    # TORCH_TRACE logs (one per process/rank), the first rank's compiles also in ``dynamo``
+    torch_traces: list[TorchTraceLog] = field(default_factory=list)
     # module stacks and repeated module calls of one step (capture/modules.py), if recorded
     modules: dict[str, Any] | None = None
     # steps a run directory recorded (None for text inputs): a run that recorded none shows 0,
@@ -55,6 +73,8 @@ class AnalysisInput:
     # The profiler capture of this part (a capture, or a run's trace window) with its device
     # model: per-step bottlenecks, device time per line, host tracing against device busy.
     trace: Trace | None = None
+    # The capture's host time per step, where it has no device planes (tables.host_steps)
+    host_activity: HostActivity | None = None
     # The user's source files the analyzers may read (the request's source roots; none by
     # default): findings quote their lines and read their loops from here, and nowhere else.
     sources: SourceFiles = field(default_factory=SourceFiles)
@@ -189,6 +209,7 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
         eager_mode=run.info.eager_mode,
         eager_mode_site=run.info.eager_mode_site,
     )
+    _add_run_torch_traces(run, data)
     if data.eager_executions() and not any(s.eager is not None for s in data.steps):
         # Eager ops ran (the final report says so) but the rows do not split them per step
         # (an older xlaprof): each step's compile and device time is then not measured.
@@ -196,3 +217,23 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
             row.eager = True
         data.eager_mode = True
     return data
+
+
+# A TORCH_TRACE log a run keeps is read up to this size (inductor's logs hold its output code).
+MAX_RUN_TORCH_TRACE_BYTES = 512 * 1024**2
+
+
+def _add_run_torch_traces(run: Run, data: AnalysisInput) -> None:
+    """The run's TORCH_TRACE logs (``xlaprof run`` sets TORCH_TRACE): their compiles, and their
+    dynamo records where the session recorded none itself (``dynamo.jsonl`` has each record's
+    step; the log does not)."""
+    from xlaprof.errors import XlaprofError
+    from xlaprof.parse.torch_trace import dynamo_records, read_torch_trace
+
+    for path in run.torch_trace_files():
+        try:
+            data.torch_traces.append(read_torch_trace(path, MAX_RUN_TORCH_TRACE_BYTES))
+        except XlaprofError as error:
+            run.warn(f"TORCH_TRACE log not read: {error}")
+    if data.torch_traces and not data.dynamo:
+        data.dynamo = dynamo_records(data.torch_traces[0])

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.findings import Finding, KindCoverage
+    from xlaprof.model.input import HostActivity
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
@@ -121,6 +122,59 @@ class DeviceView:
 
 
 @dataclass
+class HostView:
+    """What the reports show of a capture's host where it has no device planes
+    (``tables.host_steps.host_view``), made once by the pipeline so that every form agrees with
+    the story: the host table's columns with a value in some step (``measured``; the others
+    were not measured), the warm-up steps, the steady steps and the median one (the step
+    model's, as the timeline marks them), and per kind (``python``, ``aten``) the hottest names
+    with their mean self milliseconds per steady step, hottest first."""
+
+    source: str
+    device_planes: bool
+    measured: list[str]
+    warmup_steps: list[int]
+    steady_steps: list[int]
+    median_step: int | None
+    hottest: dict[str, dict[str, float]]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> HostView:
+        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+@dataclass
+class CompileSummary:
+    """A TORCH_TRACE compile table's totals as the reports head it
+    (``tables.torch_compiles.compile_summary``): of the first rank's compiles (``rank``; None
+    where the logs name none) out of ``ranks``, how many, recompiles, graph breaks, seconds
+    compiling and cache hits and misses (None where not measured), and the failed ones."""
+
+    rank: int | None
+    ranks: int
+    compiles: int
+    recompiles: int
+    graph_breaks: int
+    seconds: float | None
+    cache_hits: int | None
+    cache_misses: int | None
+    failed: int
+    failed_kinds: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> CompileSummary:
+        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+@dataclass
 class PartResult:
     """One part analyzed (``xlaprof.pipeline.analyze``), finished: everything a renderer shows."""
 
@@ -155,6 +209,13 @@ class PartResult:
     # For each finding kind, in registry order: found, measured and found nothing, or not
     # measured and why (``xlaprof.analyzers.examine``).
     analyzers: list[KindCoverage] = field(default_factory=list)
+    # A capture without device planes: the host's time per step and hottest functions
+    # (tables/host_steps.py), and what the reports show of them (``host_view``); TORCH_TRACE
+    # logs: one row per compile (tables/torch_compiles.py) and their totals.
+    host_activity: HostActivity | None = None
+    host_view: HostView | None = None
+    torch_compiles: pd.DataFrame | None = None
+    compile_summary: CompileSummary | None = None
 
     @property
     def run(self) -> Run | None:
@@ -177,6 +238,10 @@ class PartResult:
         the counts, the figures' tables and the part's figures (``view`` in the document)."""
         tables = {name: getattr(self, name) for name in self.TABLES}
         tables.update({f"frame:{name}": frame for name, frame in self.frames.items()})
+        activity = self.host_activity
+        if activity is not None:
+            tables.update({"host_activity": activity.steps, "host_hot": activity.hot})
+        tables["torch_compiles"] = self.torch_compiles
         return {
             "name": self.part.name,
             "trace_path": self.part.trace_path,
@@ -185,6 +250,13 @@ class PartResult:
             "devices": None if self.devices is None else self.devices.to_json(),
             "figures": self.figures,
             "tables": {k: frame_to_json(v) for k, v in tables.items() if v is not None},
+            "host_activity": None
+            if activity is None
+            else {"source": activity.source, "device_planes": activity.device_planes},
+            "host_view": None if self.host_view is None else self.host_view.to_json(),
+            "compile_summary": None
+            if self.compile_summary is None
+            else self.compile_summary.to_json(),
         }
 
     @classmethod
@@ -192,7 +264,7 @@ class PartResult:
         """A part's result from its ``--json`` document (one of ``processes``, or the whole
         document of one part): what the renderers show, without the trace or the run."""
         from xlaprof.findings import Finding, KindCoverage
-        from xlaprof.model.input import AnalysisInput
+        from xlaprof.model.input import AnalysisInput, HostActivity
         from xlaprof.model.parts import Part, RunSummary, SourceInfo
         from xlaprof.parse.metrics_report import ParseWarning
 
@@ -219,6 +291,9 @@ class PartResult:
         tables = {k: frame_from_json(v) for k, v in (view.get("tables") or {}).items()}
         story = document.get("story")
         devices = view.get("devices")
+        activity = view.get("host_activity")
+        host_view = view.get("host_view")
+        compile_summary = view.get("compile_summary")
         return cls(
             part=part,
             findings=[Finding.from_json(f) for f in document.get("findings", [])],
@@ -236,6 +311,19 @@ class PartResult:
             capture_only=bool(view.get("trace_only")),
             saved=document,
             analyzers=[KindCoverage.from_json(e) for e in document.get("analyzers") or []],
+            host_activity=None
+            if activity is None
+            else HostActivity(
+                source=activity["source"],
+                steps=tables["host_activity"],
+                hot=tables["host_hot"],
+                device_planes=bool(activity["device_planes"]),
+            ),
+            host_view=None if host_view is None else HostView.from_json(host_view),
+            torch_compiles=tables.get("torch_compiles"),
+            compile_summary=None
+            if compile_summary is None
+            else CompileSummary.from_json(compile_summary),
         )
 
     def findings_frame(self) -> pd.DataFrame:
@@ -272,6 +360,15 @@ class PartResult:
 
     def stragglers_frame(self) -> pd.DataFrame:
         return _or_empty(self.stragglers)
+
+    def host_activity_frame(self) -> pd.DataFrame:
+        return _or_empty(None if self.host_activity is None else self.host_activity.steps)
+
+    def host_hot_frame(self) -> pd.DataFrame:
+        return _or_empty(None if self.host_activity is None else self.host_activity.hot)
+
+    def torch_compiles_frame(self) -> pd.DataFrame:
+        return _or_empty(self.torch_compiles)
 
     def device_steps(self) -> pd.DataFrame:
         return self.trace.device_steps() if self.trace is not None else _empty()

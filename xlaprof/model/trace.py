@@ -198,6 +198,14 @@ class Trace:
     # A pod's per-host caches (``xlaprof.model.pod.CachedEvents``), as its loader gives them;
     # None for events held in ``events``.
     source: EventSource | None = None
+    # Steps found from range names (``tables.host_steps``: ``ProfilerStep``, ``step_N``,
+    # record_function ranges) where the capture numbers none: how, and the ranges (host, step,
+    # start_ns, end_ns, line); None where the capture marks its own steps.
+    step_source: str | None = None
+    step_ranges: pd.DataFrame | None = field(default=None, repr=False)
+    # Per host, what to add to its times for epoch nanoseconds, where the capture says
+    # (Kineto's ``baseTimeNanoseconds``): how other logs' wall-clock times are placed in steps.
+    epoch_offset_ns: dict[str, int] = field(default_factory=dict)
     # The step-times table (``xlaprof.tables.step_times.step_times``), set by the loader.
     step_table: Callable[[Trace, bool], pd.DataFrame] | None = field(default=None, repr=False)
     # Where the events are, whichever kind: ``source``, or the events held here.

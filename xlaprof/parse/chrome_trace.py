@@ -251,6 +251,11 @@ def chrome_trace_frame(
     others = stream_chrome_events(path, gather.event, limit)
     frame = gather.frame(host or host_from_filename(Path(path)))
     frame.attrs["devices"] = _devices(frame, others.get("deviceProperties"))
+    # Kineto times events from ``baseTimeNanoseconds`` (epoch): what places another log's
+    # wall-clock times (a TORCH_TRACE compile) on this trace's clock.
+    base = others.get("baseTimeNanoseconds")
+    if isinstance(base, int) and not isinstance(base, bool) and 0 <= base < 2**62:
+        frame.attrs["epoch_offset_ns"] = base
     return frame
 
 

@@ -18,6 +18,7 @@ _RECOMPILE_RE = re.compile(r"Recompiling function (\S+) in (\S+:\d+)")
 _GUARD_RE = re.compile(r"^\s*-\s*(\d+/\d+):\s*(.+?)\s*$", re.MULTILINE)
 _BREAK_AT_RE = re.compile(r"in user code at (\S+:\d+)")
 _BREAK_REASON_RE = re.compile(r"Graph Break Reason:\s*(.+)")
+_GUARD_COMMENT_RE = re.compile(r"\s+#.*$", re.DOTALL)
 _SIZE_RE = re.compile(
     r"^(tensor '([^']+)' size mismatch at index (\d+))\. expected (\d+), actual (\d+)"
 )
@@ -44,6 +45,9 @@ class DynamoRecord:
     compile_id: str | None = None
     seconds: float | None = None
     message: str = ""
+    # The user's line dynamo itself names for this record, where it names one (a TORCH_TRACE
+    # guard's ``# file:line in fn`` comment): the line a finding points at.
+    site: str | None = None
 
     @property
     def reason(self) -> str | None:
@@ -61,13 +65,20 @@ class DynamoRecord:
     @property
     def cause(self) -> str | None:
         """The reason with the values taken out: the same for every recompile of one cause."""
-        reason = self.reason
+        reason = self.guard
         if reason is None:
             return None
         match = _SIZE_RE.match(reason)
         if match is not None:
             return match.group(1)
         return re.sub(r"\b\d+\b", "N", reason)
+
+    @property
+    def guard(self) -> str | None:
+        """The newest guard failure without the source comment dynamo may end it with
+        (``scale == 2.0  # y = x * scale  # train.py:22 in step``: ``scale == 2.0``)."""
+        reason = self.reason
+        return None if reason is None else _GUARD_COMMENT_RE.sub("", reason).strip()
 
 
 def parse_dynamo_records(rows: list[dict[str, Any]]) -> list[DynamoRecord]:

@@ -123,10 +123,13 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
         console.print()
     elif result.host_skew is not None and len(result.host_skew):
         _skew(console, result.host_skew)
-    if result.devices is not None:
+    if result.devices is not None and result.host_activity is None:
         from xlaprof.report.devices import render_console
 
         render_console(console, result.devices)
+    from xlaprof.report import host
+
+    host.render_console(console, result)
     _findings(console, result)
     _coverage(console, result.analyzers, verbose)
     _notes(console, sources, verbose)
@@ -156,14 +159,14 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
         console.print(Text.assemble(("xlaprof analyze ", "bold"), capture))
         return []
     for source in part.sources:
-        console.print(
-            Text.assemble(
-                ("xlaprof analyze ", "bold"),
-                escape.terminal(source.path),
-                f"  ({', '.join(source.kinds)}; {source.reports} metrics report(s), "
-                f"{source.debug_events} debug event(s))",
-            )
+        what = (
+            "a torch.compile structured trace (TORCH_TRACE)"
+            if source.kinds == ["torch_trace"]
+            else f"{', '.join(source.kinds)}; {source.reports} metrics report(s), "
+            f"{source.debug_events} debug event(s)"
         )
+        path = escape.terminal(source.path)
+        console.print(Text.assemble(("xlaprof analyze ", "bold"), path, f"  ({what})"))
     return part.sources
 
 
@@ -316,16 +319,33 @@ def _counts(console: Console, result: PartResult) -> None:
 
 def _findings(console: Console, result: PartResult) -> None:
     findings = result.findings
-    if not findings and result.trace_only:
+    if not findings and result.host_activity is not None:
+        console.print(
+            "No findings from the host's side: no read, compile or wait in the steady steps "
+            "reaches a finding's threshold; device time is not in this capture, so nothing "
+            "is said of it.",
+            style="green",
+        )
+    elif not findings and result.trace_only:
         console.print(
             "No findings: no bottleneck in this capture reaches a finding's threshold "
             "(the bottleneck tables above show where each step's time went).",
             style="green",
         )
+    elif not findings and _failed_compiles(result):
+        console.print(
+            "No findings of the kinds xlaprof diagnoses; the failed compile above is not one "
+            "of them."
+        )
     elif not findings:
         console.print("No findings: nothing here looks wrong.", style="green")
     for index, finding in enumerate(findings, start=1):
         _finding(console, index, finding)
+
+
+def _failed_compiles(result: PartResult) -> bool:
+    summary = result.compile_summary
+    return summary is not None and summary.failed > 0
 
 
 def _finding(console: Console, index: int, finding: Finding) -> None:

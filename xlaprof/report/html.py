@@ -171,6 +171,9 @@ def page(result: PartResult) -> str:
         from xlaprof.report.devices import render_html
 
         body_devices = f"<h2>Devices</h2>{render_html(result.devices)}"
+    from xlaprof.report.host import render_html as host_html
+
+    body_devices += host_html(result)
     body_figures = "".join(
         f'<div class="figure">{_figure(figure, f"fig-{name}", index == 0)}</div>'
         for index, (name, figure) in enumerate(figures)

@@ -26,6 +26,7 @@ from xlaprof.tables.document import (
     bottleneck_json,
     devices_table,
     frame_records,
+    host_json,
     lines_json,
     records,
     strict_document,
@@ -152,6 +153,7 @@ def result_document(result: PartResult) -> dict[str, Any]:
         # The first MAX_STEP_ROWS (steps in order) are kept: Analysis.stragglers() has every row.
         extra["stragglers"] = records(result.stragglers.head(MAX_STEP_ROWS))
         extra["stragglers_total"] = len(result.stragglers)
+    extra.update(host_json(result.host_activity, result.torch_compiles))
     document = analysis_document(part.data, result.findings, part.sources, extra)
     if result.counts is not None:
         counts = result.counts

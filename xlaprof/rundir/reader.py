@@ -36,6 +36,7 @@ from xlaprof.rundir.schema import (
     SAMPLES,
     SCHEMA_VERSION,
     STEPS,
+    TORCH_TRACE_DIR,
     TRACE_DIR,
     GraphInfo,
     RegionRow,
@@ -236,6 +237,29 @@ class Run:
                 reading.inflated += len(data)
             return data
         return None
+
+    def torch_trace_files(self) -> list[Path]:
+        """This process's TORCH_TRACE logs: in the run's own ``torch_trace/`` or the launch's
+        (``xlaprof run`` writes ``<out>/torch_trace/``), the ones whose records carry its
+        process id."""
+        from xlaprof.parse.torch_trace import process_of
+        from xlaprof.safeio import UnsafeFile, iter_lines
+
+        found = []
+        for folder in (self.path / TORCH_TRACE_DIR, self.path.parent / TORCH_TRACE_DIR):
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            for path in sorted(folder.glob("*.log"))[:4096]:
+                try:
+                    head = next(iter_lines(path, limit=4096), b"")
+                except (OSError, UnsafeFile):
+                    continue
+                pid = process_of(head)
+                if pid is not None and (self.info.pid is None or pid == self.info.pid):
+                    found.append(path)
+            if found:
+                break
+        return found
 
     def trace_files(self) -> list[Path]:
         return sorted((self.path / TRACE_DIR).glob("*/*.xplane.pb"))

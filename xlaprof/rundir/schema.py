@@ -52,6 +52,9 @@ GRAPHS_DIR = "graphs"
 GRAPH_INDEX = "index.jsonl"
 DYNAMO = "dynamo.jsonl"  # torch.compile: recompile reasons, graph breaks, compiles
 MODULES = "modules.json"  # the module tree and module calls of one step
+# torch.compile's structured trace (TORCH_TRACE, tlparse's input): `xlaprof run` points it at
+# <out>/torch_trace/ (one log per process, told apart by the process id in each record)
+TORCH_TRACE_DIR = "torch_trace"
 # The id of one `xlaprof run` launch, in the environment of its processes (run.json records
 # XLAPROF_* variables): the process folders of one run share it, and a re-run into the same
 # --out gets a new one, so commands tell the runs of one folder apart.

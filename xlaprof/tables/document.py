@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xlaprof.model.input import HostActivity
     from xlaprof.model.trace import Trace
 
 
@@ -128,3 +129,27 @@ def lines_json(trace: Trace) -> dict[str, Any]:
         "device_time_by_line_total": len(table),
         "device_time_by_line_coverage": None if lines is None else line_coverage(lines),
     }
+
+
+# Host step, hottest-name and compile rows per document (a capture's or a log's): the first
+# rows are kept and the total given; Analysis.host_activity() and .torch_compiles() have all.
+MAX_HOST_ROWS = 10_000
+
+
+def host_json(activity: HostActivity | None, compiles: pd.DataFrame | None) -> dict[str, Any]:
+    """The ``host_activity`` and ``torch_compiles`` keys of a part's ``--json`` document
+    (docs/json-format.md): a capture's host time per step where it has no device planes, and
+    a TORCH_TRACE log's compiles; no key where the part has neither."""
+    document: dict[str, Any] = {}
+    if activity is not None:
+        document["host_activity"] = {
+            "step_source": activity.source,
+            "device_planes": activity.device_planes,
+            "steps": records(activity.steps.head(MAX_HOST_ROWS)),
+            "steps_total": len(activity.steps),
+            "hot": records(activity.hot.head(MAX_HOST_ROWS)),
+        }
+    if compiles is not None:
+        document["torch_compiles"] = records(compiles.head(MAX_HOST_ROWS))
+        document["torch_compiles_total"] = len(compiles)
+    return document

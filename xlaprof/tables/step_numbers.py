@@ -18,13 +18,17 @@ if TYPE_CHECKING:
 
 
 def assign_steps(
-    events: pd.DataFrame, first_step: int, profile_starts: dict[str, int | None] | None = None
+    events: pd.DataFrame,
+    first_step: int,
+    profile_starts: dict[str, int | None] | None = None,
+    ranges: pd.DataFrame | None = None,
 ) -> tuple[pd.arrays.IntegerArray, pd.DataFrame]:
     """A step number for every event (or <NA>), and each host step's bounds.
 
     See the module docstring for how steps are found. The first StepMarker-defined step begins
     when profiling began (``profile_starts``), since host time before the first marker may hold
-    no events at all.
+    no events at all. ``ranges`` (host, step, start_ns, end_ns: ``tables.host_steps``) are the
+    steps of hosts whose step-marking events do not span their steps themselves.
     """
     import numpy as np
     import pandas as pd
@@ -44,7 +48,14 @@ def assign_steps(
         on_host = cols.equals(events["host"], host)
         host_plane = on_host & on_host_plane
         marked = host_plane & ~np.isnan(step_num)
-        if marked.any():
+        given = None if ranges is None else ranges[ranges["host"].astype(str) == str(host)]
+        if given is not None and len(given):
+            _in_ranges(start_ns, steps, host_plane, given)
+            bounds += [
+                (host, int(n), int(a), int(b))
+                for n, a, b in zip(given["step"], given["start_ns"], given["end_ns"], strict=True)
+            ]
+        elif marked.any():
             _by_intervals(start_ns, end_ns, steps, host_plane, marked, step_num)
             labels = events["step_num"].to_numpy(dtype="int64", na_value=0)[marked]
             bounds += [
@@ -87,6 +98,22 @@ def _codes(column: pd.Series) -> np.ndarray:
     if isinstance(column.dtype, pd.CategoricalDtype):
         return column.cat.codes.to_numpy()
     return pd.factorize(column)[0]
+
+
+def _in_ranges(
+    event_starts: np.ndarray, steps: np.ndarray, scope: np.ndarray, ranges: pd.DataFrame
+) -> None:
+    """Give each event in ``scope`` the step of the range (``ranges``) its start lies in."""
+    import numpy as np
+
+    order = np.argsort(ranges["start_ns"].to_numpy(np.int64), kind="stable")
+    starts = ranges["start_ns"].to_numpy(np.int64)[order]
+    ends = ranges["end_ns"].to_numpy(np.int64)[order]
+    numbers = ranges["step"].to_numpy(np.int64)[order]
+    index = np.searchsorted(starts, event_starts, side="right") - 1
+    inside = scope & (index >= 0)
+    inside[inside] &= event_starts[inside] <= ends[index[inside]]
+    steps[inside] = numbers[index[inside]]
 
 
 def _by_intervals(

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from xlaprof.analyzers.recompilation.advice import MAX_LISTED, SUGGESTION
 from xlaprof.analyzers.recompilation.dynamo import from_dynamo
+from xlaprof.analyzers.recompilation.ranks import from_ranks
 from xlaprof.analyzers.recompilation.sites import WARMUP_GRAPHS_PER_SITE, from_events
+from xlaprof.analyzers.recompilation.torchtpu import from_torchtpu
 from xlaprof.findings import Finding, Kind, Severity
 from xlaprof.model.input import COMPILE_METRICS, AnalysisInput
 
@@ -27,13 +29,14 @@ METRICS_MIN_COMPILES_PER_STEP = 0.2
 
 def unmeasured(data: AnalysisInput) -> str | None:
     """Why this analyzer could not have looked at ``data`` (no compilation data), or None."""
-    if data.compiles() is not None or data.debug.compilations():
+    if data.compiles() is not None or data.debug.compilations() or data.dynamo:
         return None
     return "no compilation data in the input"
 
 
 def analyze(data: AnalysisInput) -> list[Finding]:
     dynamo_findings, dynamo_sites = from_dynamo(data)
+    dynamo_findings += from_ranks(data) + from_torchtpu(data)
     compilations = data.debug.compilations()
     if compilations:
         located = from_events(data, compilations, dynamo_sites)

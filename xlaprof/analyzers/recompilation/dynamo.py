@@ -57,9 +57,13 @@ def _finding(
     """The finding of one cause: its recompiles (``records``), the dynamo compiles at its call
     and the XLA compilations per step."""
     first = records[0]
+    everything = records
     code, cause = first.code, first.cause
+    # The call site from the record with the most frames: TORCH_TRACE logs of one function
+    # give some compiles a shorter stack than others (dynamo's own frame skipping).
+    deepest = max(records, key=lambda r: len(r.user_frames))
     records = [r for r in records if r.function == first.function] or records
-    call = Location.parse(first.user_frames[0]) if first.user_frames else None
+    call = Location.parse(deepest.user_frames[0]) if deepest.user_frames else None
     mismatches = [m for m in (r.mismatch for r in records) if m is not None]
     sizes = [mismatches[0].expected, *(m.actual for m in mismatches)] if mismatches else []
     dynamo_compiles = compiles_at.get(call, []) if call is not None else []
@@ -67,6 +71,8 @@ def _finding(
     evidence: dict[str, object] = {
         "compiled_function": f"{first.function} ({code})" if first.function else code,
         "recompiles": len(records),
+        # every compiled function this cause recompiled (a graph break's split-off ones too)
+        "dynamo_recompiles": len(everything),
         "guard_failure": cause,
         "dynamo_reasons": [r.reason for r in records[:MAX_LISTED]],
         "recompile_steps": steps[: MAX_LISTED * 4],
@@ -75,7 +81,9 @@ def _finding(
     }
     if call is not None:
         evidence["call_site"] = str(call)
-    location = call
+    location = Location.parse(first.site) if first.site else call
+    if location is not call:
+        evidence["location_is"] = "the line dynamo names in its guard"
     if mismatches:
         evidence["sizes_seen"] = sizes
         evidence["dimension"] = mismatches[0].dim
@@ -88,7 +96,7 @@ def _finding(
         f"{mismatches[0].tensor} dim {mismatches[0].dim} took sizes "
         + " → ".join(map(str, dict.fromkeys(sizes)))
         if mismatches
-        else (cause or "a guard failed")
+        else _changed(first.guard)
     )
     return Finding(
         kind=Kind.RECOMPILATION,
@@ -117,3 +125,19 @@ def _argument_index(tensor: str) -> int | None:
     """``args[0]`` -> 0; a parameter name (``x``, ``L['x']``) -> None."""
     match = re.match(r"args\[(\d+)\]", tensor)
     return int(match.group(1)) if match else None
+
+
+def _changed(guard: str | None) -> str:
+    """What a guard failure says changed: a Python value the function was specialized on, a
+    dtype, or dynamo's words."""
+    if not guard:
+        return "a guard failed"
+    if "dtype" in guard:
+        return f"a dtype changed ({guard})"
+    match = re.fullmatch(r"(?:L\[')?([\w.]+)(?:'\])? == (.+)", guard)
+    if match is not None:
+        return (
+            f"the Python value {match.group(1)} changed (compiled for {match.group(2)}; "
+            "dynamo specializes on it)"
+        )
+    return guard

@@ -36,6 +36,7 @@ from xlaprof.parse.events import (
 from xlaprof.parse.xplane.schema import (
     OP_LINES,
     canonical_event,
+    epoch_offset_ns,
     hostname,
     message_class,
     parse_space,
@@ -91,6 +92,7 @@ def xspace_frame(
     layout = Layout(planes)
     devices = [plane_info(plane) for plane in planes if plane_kind(plane.name) == "device"]
     start_ns = profile_start_ns(space)
+    epoch_ns = epoch_offset_ns(space)
     host = host or hostname(space, path)
     data, starts, ends = split_space(space)  # empties the space of all but events: read by now
     del space, planes
@@ -101,6 +103,8 @@ def xspace_frame(
     del data, starts, ends
     frame = layout.frame(events, host, args, framework_op)
     frame.attrs["profile_start_ns"] = start_ns
+    if epoch_ns is not None:
+        frame.attrs["epoch_offset_ns"] = epoch_ns
     frame.attrs["devices"] = devices
     return frame
 

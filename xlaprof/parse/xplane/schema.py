@@ -301,6 +301,22 @@ def profile_start_ns(space: Any) -> int | None:
     return start if absolute else 0
 
 
+def epoch_offset_ns(space: Any) -> int | None:
+    """What to add to the events' times for epoch nanoseconds: 0 where lines are timed from
+    the epoch (TPU captures), ``profile_start_time`` where they are timed from the session's
+    start (CPU captures), None where neither is known. Other logs' wall-clock times (a
+    TORCH_TRACE compile) are placed on the capture's clock with it."""
+    if any(line.timestamp_ns > _ABSOLUTE_NS for plane in space.planes for line in plane.lines):
+        return 0
+    for plane in space.planes:
+        names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        for stat in plane.stats:
+            if names.get(stat.metadata_id) == "profile_start_time":
+                start = stat.uint64_value or stat.int64_value
+                return int(start) if start > _ABSOLUTE_NS else None
+    return None
+
+
 def plane_info(plane: Any) -> dict[str, Any]:
     """What a device plane says about its device: type, vendor, peak FLOP/s and bytes/s."""
     names = {key: meta.name for key, meta in plane.stat_metadata.items()}
