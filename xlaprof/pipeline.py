@@ -171,6 +171,9 @@ def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
     _add_tables(result, trace)
     _add_host_tables(result)
     figures = run_summary(result.part.data)
+    if figures.get("compiles") is None and result.compile_summary is not None:
+        # a TORCH_TRACE log alone: its compiles are the part's (no torch_xla counter ran)
+        figures["compiles"] = result.compile_summary.compiles
     story = result.story
     if story is not None and story.median_wall_s is not None:
         # the one step model: the median steady step the story names is the run's median step
@@ -184,9 +187,12 @@ def _finish(result: PartResult) -> None:
     """Everything the renderers show that the tables above did not make: the counts, the
     device view and the figures' tables, so that no renderer computes or reads a file."""
     data = result.part.data
+    compiles = data.compiles()
+    if compiles is None and result.compile_summary is not None:
+        compiles = result.compile_summary.compiles  # a TORCH_TRACE log's (see _analyze_part)
     result.counts = Counts(
         steps=data.step_count(),
-        compiles=data.compiles(),
+        compiles=compiles,
         executions=data.executions(),
         device_to_host_transfers=data.device_to_host_transfers(),
         aten_fallbacks=data.aten_fallbacks(),

@@ -90,6 +90,13 @@ def test_counts_agree_with_tlparse(case) -> None:
     assert sum(v for k, v in counts.items() if "_cache_miss" in k) == tl["cache_misses"]
     assert [c.compile_id for c in plain.compiles] == [c.compile_id for c in parsed.compiles]
     assert parsed.skipped_lines == 0
+    # AND the report's header counts the log's compiles (not "—": no torch_xla counter ran)
+    from xlaprof.model.request import AnalysisRequest
+    from xlaprof.pipeline import analyze as analysis
+
+    (part,) = analysis(AnalysisRequest((gz,))).parts
+    assert part.counts is not None and part.counts.compiles == len(tl["compile_ids"])
+    assert part.figures["compiles"] == len(tl["compile_ids"])
 
 
 def test_findings_name_each_change_at_the_users_line(case) -> None:
