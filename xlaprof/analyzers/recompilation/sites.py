@@ -499,14 +499,7 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     explanation = primary.explanation
     hashes = list(dict.fromkeys(e.graph_hash for e in events if e.graph_hash))
     location, how, grown = _origin(data.sources, primary)
-    evidence: dict[str, object] = {
-        "compiles_at_site": len(events),
-        "distinct_graphs": len(hashes),
-        "recompiles_after_warmup": len(late),
-        "graph_hashes": hashes[:MAX_LISTED],
-        "causes": sorted({e.cause for e in events if e.cause}),
-        "cut_sites": [str(s.location) for s in sites if s.location is not None],
-    }
+    evidence = _site_evidence(sites, events, late, hashes)
     first_needed = [e for s in sites for e in s.first_needed]
     if first_needed:
         evidence["new_graphs_first_needed_late"] = len(first_needed)
@@ -630,6 +623,21 @@ def _lengths_seen(site: _Site, parameter: int, dim: int) -> list[int]:
     return list(seen.values())
 
 
+def _site_evidence(
+    sites: list[_Site], events: list[DebugEvent], late: list[DebugEvent], hashes: list[str]
+) -> dict[str, object]:
+    """What every recompilation finding at a group of sites says first: its compiles, the
+    distinct graphs, those after warm-up, the graphs' hashes, causes and cut sites."""
+    return {
+        "compiles_at_site": len(events),
+        "distinct_graphs": len(hashes),
+        "recompiles_after_warmup": len(late),
+        "graph_hashes": hashes[:MAX_LISTED],
+        "causes": sorted({e.cause for e in events if e.cause}),
+        "cut_sites": [str(s.location) for s in sites if s.location is not None],
+    }
+
+
 def _growth_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     """Sites whose graphs grow with every read: one finding at the line that runs the reads."""
     primary = max(sites, key=lambda s: s.growth.ops[-1] if s.growth else 0)
@@ -643,13 +651,8 @@ def _growth_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     if len(ops) > 4:
         shown = shown.replace(f" → {ops[-1]:,}", f" → … → {ops[-1]:,}")
     location = primary.location
-    evidence: dict[str, object] = {
-        "compiles_at_site": len(events),
-        "distinct_graphs": len(hashes),
-        "recompiles_after_warmup": len(late),
-        "graph_hashes": hashes[:MAX_LISTED],
-        "causes": sorted({e.cause for e in events if e.cause}),
-        "cut_sites": [str(s.location) for s in sites if s.location is not None],
+    evidence = _site_evidence(sites, events, late, hashes)
+    evidence |= {
         "change_kind": "growth",
         "what_changed": (
             f"the graphs grow: {len(ops)} compiles read at {growth.read_at} hold "
