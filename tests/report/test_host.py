@@ -36,6 +36,12 @@ def test_the_forms_show_the_same_host_rows_and_compiles(tmp_path: Path) -> None:
     # the host table's median row is the story's median steady step
     median = part["story"]["median_step"]
     assert f"{median} (median of {part['story']['steady_steps']} steady)" in text
+    # and where the step model measured no part, the story says why and points at the host
+    # table, in the console and the page alike (never naming the unattributed rest a cause)
+    if not any(v for k, v in part["story"]["parts"].items() if k != "unattributed"):
+        pointer = "the host table below splits each step by what the host did"
+        assert pointer in text and pointer in html
+        assert "Largest measured part" not in text
     # AND the saved document renders the same text and page again
     again = cli("analyze", str(saved), env={"COLUMNS": "200"}).stdout
     assert again == text

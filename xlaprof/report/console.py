@@ -114,7 +114,7 @@ def write_comparison(comparison: RunComparison, out: TextIO, options: RenderOpti
 def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     """One part: where it came from, the story of its steps, the tables, then the findings."""
     sources = _header(console, result)
-    _story(console, result.story)
+    _story(console, result.story, result.host_view is not None)
     _counts(console, result)
     if result.timeline is not None and len(result.timeline):
         _timeline(console, result.timeline, result.part.data.warmup_steps)
@@ -170,11 +170,13 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
     return part.sources
 
 
-def story_lines(story: StepStory | None) -> list[str]:
+def story_lines(story: StepStory | None, host_table: bool = False) -> list[str]:
     """The story a report opens with, as plain lines (the console and HTML both show them):
     how many steps warmed up and what that cost, where the median steady step's time went
     (its measured parts, then what is unattributed), what bounds the steady steps, whether
-    the trace window held a compile, and the one change worth most and how it was ranked."""
+    the trace window held a compile, and the one change worth most and how it was ranked.
+    ``host_table``: the part has a host table (a capture without device planes), which the
+    story points to where the step model measured no part."""
     if story is None or not story.steps:
         return []
     lines = []
@@ -188,6 +190,11 @@ def story_lines(story: StepStory | None) -> list[str]:
         )
     else:
         lines.extend(_median_step_lines(story, warm))
+        if host_table and not any(v for k, v in story.parts.items() if k != UNATTRIBUTED):
+            lines.append(
+                "  the step model's parts need the lazy-tensor runtime's events, which this "
+                "capture lacks: the host table below splits each step by what the host did"
+            )
     if story.later_compile_steps:
         steps = ", ".join(str(s) for s in story.later_compile_steps[:8])
         more = ", …" if len(story.later_compile_steps) > 8 else ""
@@ -279,8 +286,8 @@ def cost_line(finding: Finding) -> str | None:
     return ", ".join(said) + (f" ({cost.basis})" if cost.basis else "")
 
 
-def _story(console: Console, story: StepStory | None) -> None:
-    lines = story_lines(story)
+def _story(console: Console, story: StepStory | None, host_table: bool) -> None:
+    lines = story_lines(story, host_table)
     if not lines:
         return
     for index, line in enumerate(lines):

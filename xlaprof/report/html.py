@@ -117,7 +117,7 @@ def _story(result: PartResult) -> str:
     """The story the page opens with: the console's lines (``console.story_lines``)."""
     from xlaprof.report.console import story_lines
 
-    lines = story_lines(result.story)
+    lines = story_lines(result.story, result.host_view is not None)
     if not lines:
         return ""
     items = "".join(f"<li>{html_text(line.strip())}</li>" for line in lines)
