@@ -181,7 +181,7 @@ def test_a_hostile_workers_answer_is_never_unpickled(
 
     # GIVEN a cluster whose worker answers with a pickle that runs code, or with junk
     pod_logdir(tmp_path, 2)
-    monkeypatch.setattr(plain, "summarize_host_plain", task)
+    monkeypatch.setattr(plain, "summarize_capture_plain", task)
     UNPICKLED.clear()
     with (
         distributed.LocalCluster(

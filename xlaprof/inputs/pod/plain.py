@@ -2,7 +2,7 @@
 
 ``distributed`` moves a task's result with pickle by default, and unpickling runs whatever code
 the bytes name: a hostile (or compromised) worker would run its code in the xlaprof process.
-So the task a worker runs for xlaprof (``summarize_host_plain``) answers with bytes only, a
+So the task a worker runs for xlaprof (``summarize_capture_plain``) answers with bytes only, a
 JSON document whose tables are Parquet (base64), and a failure is an answer too (its message),
 never an exception object. The client reads answers with msgpack only
 (``xlaprof.inputs.pod.cluster``), and ``decode`` takes the document apart checking every field's
@@ -32,7 +32,7 @@ _DEVICE_TABLES = ("devices", "ops", "utilization", "bottleneck_by_device")
 _OPTIONAL_TABLES = ("lines", "line_totals")
 
 
-def summarize_host_plain(
+def summarize_capture_plain(
     path: str,
     first_step: int = 0,
     cache: bool = True,
@@ -85,7 +85,7 @@ def encode(summary: HostSummary) -> bytes:
 
 def decode(answer: object) -> HostSummary | HostError:
     """A worker's answer taken apart; ``ValueError`` (a few words on why) when it is not one
-    that ``encode`` or ``summarize_host_plain`` makes."""
+    that ``encode`` or ``summarize_capture_plain`` makes."""
     if not isinstance(answer, bytes | bytearray | memoryview):
         raise ValueError(f"an answer of type {type(answer).__name__}, not bytes")
     if len(answer) > MAX_ANSWER_BYTES:

@@ -125,7 +125,7 @@ def _run_dask(
 ) -> int:
     from xlaprof.errors import SchedulerError
     from xlaprof.inputs.pod import cluster as dask_client
-    from xlaprof.inputs.pod.plain import decode, summarize_host_plain
+    from xlaprof.inputs.pod.plain import decode, summarize_capture_plain
 
     def done(index: int, result: Any, error: BaseException | None) -> None:
         if error is not None:
@@ -148,7 +148,7 @@ def _run_dask(
     keywords = {"first_step": first_step, "cache": cache, "session": session, "limit": limit}
     # every client call under one timeout; see dask_client for what is trusted
     paths = [str(p) for p in files]
-    return dask_client.run(scheduler, summarize_host_plain, paths, keywords, done)
+    return dask_client.run(scheduler, summarize_capture_plain, paths, keywords, done)
 
 
 class _Progress:
