@@ -87,16 +87,23 @@ _LOW_BITS = 0x7F7F7F7F7F7F7F7F
 
 
 def varints(buffer: Buffer, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The varints starting at positions ``at``: see ``_varints``."""
+    values, sizes, _ = _varints(buffer, at)
+    return values, sizes
+
+
+def _varints(buffer: Buffer, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """The varints starting at positions ``at``: values (uint64, bits past 64 dropped, as
     upb does) and sizes in bytes (11 where no byte of the first 10 ends the varint).
 
     Each varint's first 8 bytes are read as one word: its size is where the first byte without
     a continuation bit is, and its value the low 7 bits of each byte up to there, packed
-    together in three shift steps. Varints longer than 8 bytes (negative int64s) read on.
+    together in three shift steps. Varints longer than 8 bytes (negative int64s) read on; the
+    flag says whether any did.
     """
     word = buffer.words[at]
     if not (word & 0x80).any():  # all one byte: most tags, ids and lengths
-        return word & 0x7F, np.ones(len(at), np.uint8)
+        return word & 0x7F, np.ones(len(at), np.uint8), False
     last = np.invert(word)
     last &= _HIGH_BITS  # the bytes that can end a varint, by their high bit
     last &= -last  # the first of them (0: none in 8 bytes)
@@ -128,7 +135,7 @@ def varints(buffer: Buffer, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             size[going[done]] = index + 1
             going = going[~done]
         word[longer], sizes[longer] = value, size
-    return word, sizes
+    return word, sizes, bool(longer.size)
 
 
 class Truncated(ValueError):
@@ -200,58 +207,80 @@ def _walk_chunk(
     table: np.ndarray,
     visit: Visit,
 ) -> np.ndarray:
-    position = starts.copy()
+    """One chunk of ``walk``: the messages still going are kept packed (their index, where
+    their next field is, where they end), so a round reads and writes only arrays of its own
+    length, and a round whose messages share one tag (the common case) takes them whole."""
     marked = np.zeros(len(starts), bool)
-    rows = np.flatnonzero(position < ends)
+    rows = np.flatnonzero(starts < ends)
+    at, limit = starts[rows], ends[rows]
+    rows += first
     while rows.size:
-        at = position[rows]
         tags = buffer.bytes[at]
-        at += 1  # after the tag
-        limit = ends[rows]
-        end = np.empty_like(at)
-        bad = np.zeros(len(rows), bool)
+        at = at + 1  # after the tag (a new array: a visitor may keep the last round's ends)
         present = np.flatnonzero(np.bincount(tags, minlength=256)).tolist()
-        for tag in present:
-            chosen: Any = slice(None) if len(present) == 1 else np.flatnonzero(tags == tag)
-            number, wire = int(table[tag]), tag & 7
-            if number == _MARK:
-                bad[chosen] = True
-                continue
-            start, room = at[chosen], limit[chosen]
-            if wire in (_FIXED64, _FIXED32):
-                value = np.zeros(len(start), np.uint64)
-                payload = start
-                stop = start + (8 if wire == _FIXED64 else 4)
-                wrong = stop > room
-            else:
-                value, size = varints(buffer, start)
-                payload = start + size
-                if wire == _VARINT:
-                    stop = payload
-                    wrong = (size > 10) | (stop > room)
-                else:
-                    left = room - payload
-                    wrong = (
-                        (size > 5) | (left < 0) | (value > np.maximum(left, 0).astype(np.uint64))
-                    )
-                    stop = payload + np.where(wrong, 0, value).astype(payload.dtype)
-            end[chosen] = stop
-            if wrong.any():
-                bad[chosen] = wrong
-                fine = ~wrong
-                if number:
-                    found = rows[chosen][fine] + first
-                    visit(number, found, value[fine], payload[fine], stop[fine])
-            elif number:
-                visit(number, rows[chosen] + first, value, payload, stop)
-        if bad.any():
-            marked[rows[bad]] = True
-            going = ~bad & (end < limit)
+        if len(present) == 1:
+            stop, bad = _field(buffer, present[0], table, rows, at, limit, visit)
         else:
-            going = end < limit
-        position[rows] = end
-        rows = rows[going]
+            stop, bad = np.empty_like(at), np.zeros(len(rows), bool)
+            for tag in present:
+                chosen = np.flatnonzero(tags == tag)
+                found, wrong = _field(
+                    buffer, tag, table, rows[chosen], at[chosen], limit[chosen], visit
+                )
+                stop[chosen] = found
+                if wrong is not None:
+                    bad[chosen] = wrong
+        going = stop < limit
+        if bad is not None and bad.any():
+            marked[rows[bad] - first] = True
+            going &= ~bad
+        if going.all():
+            at = stop
+        else:
+            rows, at, limit = rows[going], stop[going], limit[going]
     return marked
+
+
+def _field(
+    buffer: Buffer,
+    tag: int,
+    table: np.ndarray,
+    rows: np.ndarray,
+    start: np.ndarray,
+    room: np.ndarray,
+    visit: Visit,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The field with one-byte ``tag`` of each message in ``rows`` (``start``: after the tag,
+    ``room``: where the message ends): where the field ends, and which messages it marks
+    (None: none). The well-formed ones are visited, unless the table skips the field."""
+    number, wire = int(table[tag]), tag & 7
+    if number == _MARK:
+        return start, np.ones(len(rows), bool)
+    if wire in (_FIXED64, _FIXED32):
+        value = np.zeros(len(start), np.uint64)
+        payload = start
+        stop = start + (8 if wire == _FIXED64 else 4)
+        wrong = stop > room
+    else:
+        value, size, long = _varints(buffer, start)
+        payload = start + size
+        if wire == _VARINT:
+            stop = payload
+            wrong = stop > room
+            if long:
+                wrong |= size > 10
+        else:
+            left = room - payload
+            wrong = (size > 5) | (left < 0) | (value > np.maximum(left, 0).astype(np.uint64))
+            stop = payload + np.where(wrong, 0, value).astype(payload.dtype)
+    if not wrong.any():
+        if number:
+            visit(number, rows, value, payload, stop)
+        return stop, None
+    if number:
+        fine = ~wrong
+        visit(number, rows[fine], value[fine], payload[fine], stop[fine])
+    return stop, wrong
 
 
 @dataclass
