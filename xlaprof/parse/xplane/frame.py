@@ -135,14 +135,16 @@ class Strings:
         themselves: categories the strings used, sorted; codes as small as they allow."""
         import pandas as pd
 
-        used = np.flatnonzero(np.bincount(codes + 1, minlength=len(self.items) + 1)[1:])
+        seen = np.zeros(len(self.items) + 1, bool)  # the last slot: -1
+        seen[codes] = True  # (several times faster than np.bincount where codes repeat)
+        used = np.flatnonzero(seen[:-1])
         ordered = sorted(used.tolist(), key=self.items.__getitem__)
         small = _code_type(len(ordered))
         recode = np.full(len(self.items) + 1, -1, small)  # the last slot recodes -1
         recode[ordered] = np.arange(len(ordered))
         categories = [self.items[code] for code in ordered]
         dtype: pd.CategoricalDtype[str] = pd.CategoricalDtype(categories)
-        return pd.Categorical.from_codes(recode[codes], dtype=dtype)
+        return pd.Categorical.from_codes(recode.take(codes), dtype=dtype)
 
 
 def _code_type(count: int) -> Any:
@@ -296,27 +298,30 @@ class Layout:
         stat_name = np.empty(len(stats.event), np.int32)
         ref_name = np.full(len(stats.event), -1, np.int32)
         unknown, empty = self.stat_names.code("?"), self.strings.code("")
-        bounds = [0]
-        for plane in range(len(self.planes)):
-            bounds.append(bounds[-1] + sum(line[3] for line in self.lines if line[1] == plane))
+        first = 0  # the plane's first event
         for plane, (table, named) in enumerate(zip(self.events, self.stats, strict=True)):
-            first, last = bounds[plane], bounds[plane + 1]
-            at, hit = _find(table[:, 0], ids[first:last])
-            # An empty table gets a row to index (hit is False everywhere)
-            table = table if len(table) else np.zeros((1, 4), np.int64)
-            named_keys = named[:, 0]
-            named = named if len(named) else np.zeros((1, 2), np.int64)
-            names[first:last] = np.where(hit, table[at, 1], empty)
-            column = np.where(op_line[line_of[first:last]], 3, 2)
-            meta[first:last] = np.where(hit, table[at, column], 0)
+            lines = [line for line in self.lines if line[1] == plane]
+            last = first + sum(line[3] for line in lines)
+            mine = ids[first:last]
+            names[first:last] = _lookup(table[:, 0], table[:, 1], mine, empty)
+            # An event's metadata row: on op lines the one that carries its display name.
+            rows = {
+                op: _Lookup(table[:, 0], table[:, 3 if op else 2], len(mine), 0)
+                for op in (False, True)
+            }
+            at = first
+            for line in lines:  # each line's events are one run of the plane's
+                meta[at : at + line[3]] = rows[line[4]](ids[at : at + line[3]])
+                at += line[3]
             low, high = int(first_stat[first]), int(first_stat[last])
-            at, hit = _find(named_keys, stats.metadata_id[low:high])
-            stat_name[low:high] = np.where(hit, named[at, 1], unknown)
+            named_stats = _Lookup(named[:, 0], named[:, 1], high - low, unknown)
+            stat_name[low:high] = named_stats(stats.metadata_id[low:high])
             refs = low + np.flatnonzero(stats.kind[low:high] == REF)
             raw = stats.raw[refs]
             inside = raw <= INT64_MAX  # keys are int64: a larger ref_value names no stat
-            at, hit = _find(named_keys, np.where(inside, raw, 0).view(np.int64))
-            ref_name[refs] = np.where(hit & inside, named[at, 1], -1)
+            found = _lookup(named[:, 0], named[:, 1], np.where(inside, raw, 0).view(np.int64), -1)
+            ref_name[refs] = np.where(inside, found, -1)
+            first = last
         return names, meta, stat_name, ref_name
 
     def _promoted(
@@ -448,14 +453,40 @@ def _codes(strings: Strings, texts: Sequence[str | None]) -> np.ndarray:
     return np.array([strings.code(text) for text in texts], np.int32).reshape(-1)
 
 
-def _find(keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each ``query`` is in ``keys`` (the first column of a sorted int64 table), and
-    whether it is there at all."""
-    if not len(keys):
-        return np.zeros(len(query), np.intp), np.zeros(len(query), bool)
-    at = np.searchsorted(keys, query)
-    np.minimum(at, len(keys) - 1, out=at)
-    return at, keys[at] == query
+class _Lookup:
+    """The values of a table keyed by sorted int64 ids (metadata ids), looked up for many
+    queries at once; ``default`` where a query has no key.
+
+    Metadata ids are mostly small and dense (1, 2, 3, ...): then a table indexed by id answers
+    with one gather, many times faster than a binary search per query. Ids that are negative or
+    spread far apart (a table would be large next to the queries) are searched for."""
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray, queries: int, default: int) -> None:
+        self.keys, self.values, self.default = keys, values, default
+        self.by_id: np.ndarray | None = None
+        if len(keys) and keys[0] >= 0 and keys[-1] < _DENSE_IDS + 4 * queries:
+            # The last slot answers every id out of range (and -1, for negative ids).
+            self.by_id = np.full(int(keys[-1]) + 2, default, np.int32)
+            self.by_id[keys] = values
+
+    def __call__(self, query: np.ndarray) -> np.ndarray:
+        if self.by_id is not None:
+            found: np.ndarray = self.by_id[np.clip(query, -1, len(self.by_id) - 1)]
+            return found
+        if not len(self.keys):
+            return np.full(len(query), self.default, np.int32)
+        at = np.searchsorted(self.keys, query)
+        np.minimum(at, len(self.keys) - 1, out=at)
+        return np.where(self.keys[at] == query, self.values[at], self.default).astype(np.int32)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray, default: int) -> np.ndarray:
+    """``_Lookup`` of one set of queries."""
+    return _Lookup(keys, values, len(query), default)(query)
+
+
+# Ids up to this (plus a few per query) are looked up in a table indexed by id.
+_DENSE_IDS = 1 << 16
 
 
 def _place(
