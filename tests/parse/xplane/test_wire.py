@@ -439,6 +439,22 @@ def test_walking_in_chunks_changes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_
         assert_same(capture(tmp_path, [*events, *OK_CASES["stats of every kind"]], name=name))
 
 
+@pytest.mark.parametrize("dense", [-(1 << 62), 1 << 24], ids=["searched", "by-id"])
+def test_metadata_lookups_by_id_and_searched_agree(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dense: int
+) -> None:
+    """Metadata ids are looked up in a table indexed by id where they are dense, else searched
+    for: each way alone gives upb's frames (a device capture, a host one, and the hand-made
+    cases, whose ids include ones no metadata has and ref values past int64)."""
+    from xlaprof.parse.xplane import frame as xplane_frame
+
+    monkeypatch.setattr(xplane_frame, "_DENSE_IDS", dense)
+    assert_same(sample_capture("healthy_loop"))
+    assert_same(shared_trace(SHARED_XPLANES[0]))
+    for name, events in OK_CASES.items():
+        assert_same(capture(tmp_path, [*events, *OK_CASES["stats of every kind"]], name=name))
+
+
 def test_uint64_to_float_rounds_as_python_does() -> None:
     from xlaprof.parse.xplane.wire import UINT64, Stats, StatValues
 
