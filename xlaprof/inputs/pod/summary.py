@@ -32,6 +32,7 @@ from xlaprof.tables.step_numbers import assign_steps
 from xlaprof.tables.step_stats import by_device, host_aggregates
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 HOST_DEVICE = "host"  # the ``device`` of host-plane rows
@@ -176,12 +177,8 @@ def host_step_rows(
     import pandas as pd
 
     host = str(events["host"].iloc[0]) if len(events) else ""
-    stepped = events[events["step"].notna()]
-    counts = (
-        stepped[(stepped["plane_kind"] == "host").to_numpy()].groupby("step", observed=True).size()
-    )
-    # collectives by time, not by step label: a wait that crosses a step boundary counts in both
     host_plane = (events["plane_kind"] == "host").to_numpy()
+    # collectives by time, not by step label: a wait that crosses a step boundary counts in both
     waits = events[host_plane & _collective_mask(events)]
     coverage = Coverage.of(waits["start_ns"].to_numpy(), waits["end_ns"].to_numpy())
     starts = bounds["start_ns"].to_numpy(dtype=np.int64)
@@ -189,9 +186,9 @@ def host_step_rows(
     collective = np.asarray(coverage.within(starts, ends), dtype=np.int64)
     numbers = bounds["step"].to_numpy(dtype=np.int64)
     host_rows = _rows(host, HOST_DEVICE, numbers, starts, ends - starts, None, collective)
-    host_rows["events"] = pd.array(
-        counts.reindex(numbers, fill_value=0).to_numpy(dtype=np.int64), dtype="Int64"
-    )
+    stepped = host_plane & events["step"].notna().to_numpy()
+    labels = events["step"].to_numpy(dtype=np.int64, na_value=0)[stepped]
+    host_rows["events"] = pd.array(_counts_of(labels, numbers), dtype="Int64")
     mine = device_steps[device_steps["step"].notna()]
     start = mine["start_ns"].to_numpy(dtype=np.int64)
     device_rows = _rows(
@@ -208,6 +205,18 @@ def host_step_rows(
     if not frames:
         return typed_steps(pd.DataFrame(columns=HOST_STEP_COLUMNS))
     return typed_steps(pd.concat(frames, ignore_index=True)[HOST_STEP_COLUMNS])
+
+
+def _counts_of(labels: np.ndarray, numbers: np.ndarray) -> np.ndarray:
+    """How many of ``labels`` equal each of ``numbers`` (int64 arrays): step labels counted
+    without a frame of the stepped events."""
+    import numpy as np
+
+    distinct, counts = np.unique(labels, return_counts=True)
+    if not len(distinct):
+        return np.zeros(len(numbers), np.int64)
+    at = np.minimum(np.searchsorted(distinct, numbers), len(distinct) - 1)
+    return np.where(distinct[at] == numbers, counts[at], 0).astype(np.int64)
 
 
 def _collective_mask(events: pd.DataFrame) -> Any:
