@@ -45,6 +45,9 @@ class Table(Protocol):
     @property
     def nbytes(self) -> int: ...
 
+    @property
+    def made(self) -> int: ...
+
 
 class EventStats:
     """Every event's own stats, as decoded (``wire.Stats`` rows, in event order then wire
@@ -58,6 +61,7 @@ class EventStats:
         self.values = values
         self._made: np.ndarray | None = None  # per event, its dict (a last slot: None for -1)
         self._done: np.ndarray | None = None  # per event, whether _made holds it
+        self.made = 0  # events whose dict has been made
 
     def __len__(self) -> int:
         return len(self.first_stat) - 1
@@ -71,7 +75,7 @@ class EventStats:
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_made": None, "_done": None}  # the stats, not the dicts
+        return {**self.__dict__, "_made": None, "_done": None, "made": 0}  # not the dicts
 
     def isna(self, rows: np.ndarray) -> np.ndarray:
         valid = rows >= 0
@@ -119,6 +123,7 @@ class EventStats:
                 if collecting:
                     gc.enable()
             self._done[events] = True
+            self.made += len(events)
         result: np.ndarray = self._made[rows]
         return result
 
@@ -164,6 +169,10 @@ class Objects:
     def nbytes(self) -> int:
         return int(self.values.nbytes)
 
+    @property
+    def made(self) -> int:
+        return 0  # held as they came
+
     def dicts(self, rows: np.ndarray) -> np.ndarray:
         result: np.ndarray = self.values[rows]
         return result
@@ -190,6 +199,10 @@ class Chain:
     @property
     def nbytes(self) -> int:
         return sum(table.nbytes for table in self.tables)
+
+    @property
+    def made(self) -> int:
+        return sum(table.made for table in self.tables)
 
     def _split(self, rows: np.ndarray) -> Iterator[tuple[Table, np.ndarray, np.ndarray]]:
         """Per table, the positions in ``rows`` that fall in it and their rows there."""
@@ -264,6 +277,17 @@ class ArgsArray(ExtensionArray):
     @classmethod
     def _from_factorized(cls, values: Any, original: Any) -> ArgsArray:
         return cls._from_sequence(values)
+
+    @classmethod
+    def _from_scalars(cls, scalars: Any, *, dtype: Any) -> ArgsArray:
+        if not all(value is None or isinstance(value, dict) for value in scalars):
+            raise TypeError("an args column holds dicts and None")
+        return cls._from_sequence(scalars)
+
+    def _cast_pointwise_result(self, values: Any) -> Any:
+        """What ``map`` and ``apply`` give: the values as pandas infers them for an object
+        column (``map_array`` has inferred them), not an args column."""
+        return values
 
     @property
     def dtype(self) -> ArgsDtype:
@@ -377,6 +401,11 @@ class ArgsArray(ExtensionArray):
     def stat(self, key: str) -> np.ndarray:
         """Per row, its stat ``key`` (None where absent), without making the rows' dicts."""
         return self._table.stat(self._rows, key)
+
+    def dicts_made(self) -> int:
+        """How many events of the stats under this column have their dict made so far (by
+        reading rows of this column or of another over the same stats)."""
+        return self._table.made
 
 
 def stat_values(column: Any, key: str) -> np.ndarray:
