@@ -6,7 +6,9 @@ this module joins the two into the frame ``xlaprof.parse.events.EventColumns`` m
 traces from Python lists, with the same columns, values, order and quirks, but without a Python
 step per event: names and stats are looked up by metadata id with ``searchsorted``, text columns are
 categoricals made from codes (``pd.Categorical.from_codes``, not from a million strings),
-columns are built in their final (sorted) order, and only ``args`` builds a dict per event.
+columns are built in their final (sorted) order, and ``args`` builds no dict at all: it is an
+``xlaprof.parse.xplane.args.ArgsArray`` over the decoded stats, which makes an event's dict when
+its row is read.
 
 At a million events memory is a good part of the time too (first touching fresh pages costs
 system time): codes are as small as their categories allow, index temporaries are int32, the
@@ -72,9 +74,10 @@ def xspace_frame(
 
     ``frame.attrs`` holds ``profile_start_ns`` (when profiling began, None if not recorded),
     ``devices`` (one ``plane_info`` dict per device plane that has events) and
-    ``dropped_events``. With ``args=False`` the ``args`` column is None on every row and no
-    per-event dict is built (for callers that keep every column but ``args``, like the pod
-    cache): what the analysis reads from ``args`` on an XSpace (``group_id``) is a column.
+    ``dropped_events``. ``args`` is decoded on demand (``xlaprof.parse.xplane.args``). With
+    ``args=False`` it is None on every row and the stats are not kept (for callers that keep
+    every column but ``args``, like the pod cache): what the analysis reads from ``args`` on an
+    XSpace (``group_id``) is a column.
     ``framework_op=True`` adds the one more thing it reads there as a column of its own,
     ``framework_op``: the event's own ``name`` stat (JAX's name stack), else its ``tf_op``,
     where that is text and not XLA's placeholder (``XlaModule:``); as
@@ -208,8 +211,9 @@ class Layout:
         """The event frame (see the module docstring) of ``events``, in this layout's order.
 
         ``events`` is emptied: each array is dropped once used, and what comes of the stats
-        (the promoted values, ``args``) is made before the columns, so that the decoded arrays
-        and the frame are not all in memory at once.
+        (the promoted values) is made before the columns, so that the decoded arrays and the
+        frame are not all in memory at once; ``args`` keeps the stats' values, names and
+        bounds (not their events' ids), to decode on demand.
         """
         import pandas as pd
 
