@@ -164,9 +164,13 @@ def test_frames_compare_as_their_dicts(loaded: dict[str, Any]) -> None:
     assert same_dicts(again["args"].tolist(), expected)  # the copy's change stays its own
     with pytest.raises(AssertionError):
         pd.testing.assert_frame_equal(frame, changed, check_exact=True)
+    # ``==`` row by row, as pandas compares object columns of the same dicts (None: False).
+    objects = pd.Series(expected, dtype=object)
     equal = frame["args"].array == again["args"].array
-    assert equal.all()
+    assert equal.tolist() == (objects == objects).tolist()
+    assert equal.sum() == sum(d is not None for d in expected)
     assert not (frame["args"].array == changed["args"].array)[row]
+    assert (frame["args"] == changed["args"]).sum() == equal.sum() - 1
 
 
 def test_a_pickle_holds_the_stats_not_the_dicts(loaded: dict[str, Any]) -> None:

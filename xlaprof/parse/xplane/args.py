@@ -327,12 +327,14 @@ class ArgsArray(ExtensionArray):
         return values if dtype is None else np.asarray(values, dtype=dtype)
 
     def __eq__(self, other: object) -> Any:
-        """Row by row, as an object column compares (``==`` of dicts)."""
-        mine = self.to_objects()
-        if isinstance(other, ArgsArray | np.ndarray | list | pd.Series | pd.Index):
-            theirs = np.asarray(other, dtype=object)
-            return np.array([a == b for a, b in zip(mine, theirs, strict=True)], bool)
-        return np.array([a == other for a in mine], bool)
+        """Row by row, as pandas compares an object column of the same dicts (None equals
+        nothing, not even None)."""
+        if isinstance(other, pd.Series | pd.Index | pd.DataFrame):
+            return NotImplemented  # pandas aligns, then compares the arrays
+        if isinstance(other, ArgsArray):
+            other = other.to_objects()
+        mine = pd.Series(self.to_objects(), dtype=object, copy=False)
+        return (mine == other).to_numpy(dtype=bool)
 
     def tolist(self) -> list[Any]:
         result: list[Any] = self.to_objects().tolist()
