@@ -271,7 +271,8 @@ class ArgsArray(ExtensionArray):
     def _from_sequence(cls, scalars: Any, *, dtype: Any = None, copy: bool = False) -> ArgsArray:
         if isinstance(scalars, ArgsArray):
             return scalars.copy()
-        values = np.fromiter(scalars, dtype=object, count=len(scalars))
+        items = list(scalars)
+        values = np.fromiter(items, dtype=object, count=len(items))
         return cls(Objects(values), np.arange(len(values), dtype=np.intp))
 
     @classmethod
