@@ -9,7 +9,8 @@ The input is synthesized by repeating the events of a real CPU capture
 
 - ``xlaprof``: ``xlaprof.load_trace`` of the file, then ``.events`` (decode, step numbers, the
   device model);
-- ``decode``: ``xspace_frame`` of the file alone (the XSpace decode, ``args`` included);
+- ``decode``: ``xspace_frame`` of the file alone (the XSpace decode, ``args`` included, as
+  decoded on demand: no dict made);
 - ``pod-worker``: what a pod's worker does for one host (``inputs.pod.summary.summarize_capture``:
   decode without ``args``, step numbers, device model, per-step tables and aggregates, and the
   Parquet cache written, into a fresh folder);

@@ -7,8 +7,8 @@ The input is the synthetic host of ``trace_load.py`` (copies of a real CPU captu
 
 - ``before``: ``xspace_frame`` of commit ``--before`` (default bd30631, the last with a Python
   loop over upb's messages), its ``xplane.py`` loaded from git as a module of its own;
-- ``after``: today's ``xspace_frame``; ``after, args=False``: the same without the per-event
-  ``args`` dicts (what the pod cache keeps).
+- ``after``: today's ``xspace_frame`` (its ``args`` decoded on demand: no dict is made);
+  ``after, args=False``: the same without the stats ``args`` keeps (what the pod cache keeps).
 
 Each run is a fresh process (methods alternating, REPEATS times): it imports everything and
 parses a small capture first, so that imports, lazy imports and schema building are not

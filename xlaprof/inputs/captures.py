@@ -91,9 +91,9 @@ def pick_session(
 
 def load_capture_file(path: Path, args: bool = True, limit: int | None = None) -> pd.DataFrame:
     """One capture file's events (``limit``: ``--max-size``, else each reader's own cap);
-    ``args=False`` skips the per-event stat dicts of an xplane
-    (a pod worker's cache has no ``args`` column, and building them is a third of the parse),
-    keeping what the device model reads of them as a column (``framework_op``)."""
+    ``args=False`` keeps no ``args`` of an xplane (its stats, which the column decodes on
+    demand: a pod worker's cache has no ``args`` column), keeping what the device model reads
+    of them as a column (``framework_op``)."""
     if path.name.endswith(XPLANE_SUFFIX):
         frame = xspace_frame(path, args=args, framework_op=not args, limit=limit)
     else:

@@ -9,8 +9,10 @@ for the host), ``line``, ``name`` (categoricals), ``start_ns``/``end_ns`` (int64
 ``device_offset_ps``/``device_duration_ps``: the op's time on the device clock, which XProf's
 op statistics use), ``group_id`` (nullable Int64: XProf's step id, by which the device model
 numbers ``Steps`` line events; like ``step_num``, a stat of the event itself), and ``args`` (a
-dict of the event's own stats, only on events that have stats, else None). ``COLUMNS`` lists
-them in order.
+dict of the event's own stats, only on events that have stats, else None; on an XSpace frame
+the column is decoded on demand, ``xlaprof.parse.xplane.args``: it reads as an object column of
+those dicts, each made when its row is first read, and ``stat_values`` reads one stat of every
+row without making any). ``COLUMNS`` lists them in order.
 
 Here are the schema, the naming of planes and devices, and ``EventColumns``, which builds the
 frame from the Chrome-trace reader's arrays (the XSpace reader builds the same frame from its

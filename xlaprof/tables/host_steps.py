@@ -284,7 +284,10 @@ def stepping_events(events: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     chosen = pd.concat(parts) if parts else events.iloc[:0]
     categories = None
     if "args" in chosen.columns:
-        categories = chosen["args"].map(lambda a: a.get("cat") if isinstance(a, dict) else None)
+        from xlaprof.parse.xplane.args import stat_values
+
+        cats = stat_values(chosen["args"], "cat")
+        categories = pd.Series(cats, index=chosen.index, dtype=object)
     chosen = chosen.assign(**{"class": event_class(chosen["name"], categories)})
     return chosen
 

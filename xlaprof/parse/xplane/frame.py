@@ -6,7 +6,9 @@ this module joins the two into the frame ``xlaprof.parse.events.EventColumns`` m
 traces from Python lists, with the same columns, values, order and quirks, but without a Python
 step per event: names and stats are looked up by metadata id with ``searchsorted``, text columns are
 categoricals made from codes (``pd.Categorical.from_codes``, not from a million strings),
-columns are built in their final (sorted) order, and only ``args`` builds a dict per event.
+columns are built in their final (sorted) order, and ``args`` builds no dict at all: it is an
+``xlaprof.parse.xplane.args.ArgsArray`` over the decoded stats, which makes an event's dict when
+its row is read.
 
 At a million events memory is a good part of the time too (first touching fresh pages costs
 system time): codes are as small as their categories allow, index temporaries are int32, the
@@ -16,7 +18,6 @@ copying them into blocks of one dtype.
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,9 +74,10 @@ def xspace_frame(
 
     ``frame.attrs`` holds ``profile_start_ns`` (when profiling began, None if not recorded),
     ``devices`` (one ``plane_info`` dict per device plane that has events) and
-    ``dropped_events``. With ``args=False`` the ``args`` column is None on every row and no
-    per-event dict is built (for callers that keep every column but ``args``, like the pod
-    cache): what the analysis reads from ``args`` on an XSpace (``group_id``) is a column.
+    ``dropped_events``. ``args`` is decoded on demand (``xlaprof.parse.xplane.args``). With
+    ``args=False`` it is None on every row and the stats are not kept (for callers that keep
+    every column but ``args``, like the pod cache): what the analysis reads from ``args`` on an
+    XSpace (``group_id``) is a column.
     ``framework_op=True`` adds the one more thing it reads there as a column of its own,
     ``framework_op``: the event's own ``name`` stat (JAX's name stack), else its ``tf_op``,
     where that is text and not XLA's placeholder (``XlaModule:``); as
@@ -211,8 +213,9 @@ class Layout:
         """The event frame (see the module docstring) of ``events``, in this layout's order.
 
         ``events`` is emptied: each array is dropped once used, and what comes of the stats
-        (the promoted values, ``args``) is made before the columns, so that the decoded arrays
-        and the frame are not all in memory at once.
+        (the promoted values) is made before the columns, so that the decoded arrays and the
+        frame are not all in memory at once; ``args`` keeps the stats' values, names and
+        bounds (not their events' ids), to decode on demand.
         """
         import pandas as pd
 
@@ -241,7 +244,9 @@ class Layout:
         if not rows:  # as the Chrome reader's did: pandas makes an empty list float64
             args_column: Any = []
         elif args:
-            args_column = _args(first_stat, values, stat_name, rank, rows)
+            from xlaprof.parse.xplane.args import ArgsArray
+
+            args_column = ArgsArray.of_events(first_stat, stat_name, values, order)
         else:
             args_column = np.full(rows, None, object)
         del values, stats, first_stat, stat_name, ref_name, rank
@@ -271,8 +276,9 @@ class Layout:
         del meta, promoted, args_column, framework_ops
         if rows:
             # The columns as they are: DataFrame() would copy each into a block of its dtype.
+            # ``args`` without stats read (args=False) is an object array of None.
             series = [
-                pd.Series(value, name=key, copy=False, dtype=object if key == "args" else None)
+                pd.Series(value, name=key, copy=False, dtype=_object_if_array(key, value))
                 for key, value in columns.items()
             ]
             frame = pd.concat(series, axis=1)
@@ -421,6 +427,10 @@ class Layout:
         return columns
 
 
+def _object_if_array(key: str, value: object) -> type[object] | None:
+    return object if key == "args" and isinstance(value, np.ndarray) else None
+
+
 def _times(
     offset_ps: np.ndarray, duration_ps: np.ndarray, stamps: np.ndarray, counts: np.ndarray
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -512,53 +522,3 @@ def _place(
     keep = (start >= -INT64_MAX) & (start <= INT64_MAX) & (duration_ps >= 0)
     keep = (keep & (end <= INT64_MAX)).astype(bool)
     return np.where(keep, start, 0).astype(np.int64), keep
-
-
-def _args(
-    first_stat: np.ndarray, values: StatValues, stat_name: np.ndarray, rank: np.ndarray, rows: int
-) -> np.ndarray:
-    """Per frame row, the dict of its event's own stats (name -> value; of two with one name,
-    the last value in the first one's place), None for an event without stats.
-
-    Events are taken by their number of stats, so that each dict is made by one display (the
-    common small sizes) rather than a loop over its stats.
-    """
-    out = np.full(rows, None, object)
-    if not len(stat_name):
-        return out
-    # Hundreds of thousands of new dicts of plain values: none can be in a reference cycle, so
-    # the cycle collector, which their allocations would set off again and again, is held off.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        _fill_args(out, first_stat, values, stat_name, rank)
-    finally:
-        if collecting:
-            gc.enable()
-    return out
-
-
-def _fill_args(
-    out: np.ndarray,
-    first_stat: np.ndarray,
-    values: StatValues,
-    stat_name: np.ndarray,
-    rank: np.ndarray,
-) -> None:
-    keys = np.array(values.names, object)[stat_name]
-    items = values.objects(np.arange(len(stat_name)))
-    sizes = np.diff(first_stat)
-    for size in np.flatnonzero(np.bincount(sizes)[1:]).tolist():
-        size += 1
-        owners = np.flatnonzero(sizes == size)
-        where = rank[owners]
-        owners, where = owners[where >= 0], where[where >= 0]
-        at = first_stat[owners][:, None] + np.arange(size)
-        k, v = keys[at].T.tolist(), items[at].T.tolist()
-        if size == 1:
-            dicts = [{a: x} for a, x in zip(k[0], v[0], strict=True)]
-        elif size == 2:
-            dicts = [{a: x, b: y} for a, x, b, y in zip(k[0], v[0], k[1], v[1], strict=True)]
-        else:
-            dicts = list(map(dict, map(zip, zip(*k, strict=True), zip(*v, strict=True))))
-        out[where] = dicts

@@ -66,7 +66,7 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     line = frame["line"].astype(object)
     kind = frame["kind"].to_numpy()
     hlo_category = frame["hlo_category"].astype(object)
-    args = frame["args"].to_numpy(dtype=object)
+    args = frame["args"]
     cat = pd.Series(_stat(args, "cat"), index=frame.index, dtype=object)
     tpu = kind == "TPU"
     op_lines = line.isin(TPU_OP_LINES).to_numpy()
@@ -153,17 +153,15 @@ def _categories(hlo_category: np.ndarray, text: np.ndarray, cat: np.ndarray) -> 
     return result
 
 
-def _stat(args: np.ndarray, key: str) -> np.ndarray:
-    """Per event (``args``: its stats' dict or None), its stat ``key``, None where absent: one
-    dictionary lookup an event, no Python call."""
-    import numpy as np
+def _stat(args: pd.Series, key: str) -> np.ndarray:
+    """Per event (``args``: the column of its stats' dicts), its stat ``key``, None where
+    absent; an XSpace frame's stats are read without making their dicts."""
+    from xlaprof.parse.xplane.args import stat_values
 
-    found = np.empty(len(args), dtype=object)
-    found[:] = [a.get(key) if isinstance(a, dict) else None for a in args]
-    return found
+    return stat_values(args, key)
 
 
-def _framework_ops(args: np.ndarray) -> np.ndarray:
+def _framework_ops(args: pd.Series) -> np.ndarray:
     """Per event, its framework op from its stats: ``name`` (JAX's name stack, e.g.
     ``jit(loss_fn)/jvp()/convert_element_type``), else ``tf_op`` unless it is only XLA's
     placeholder (``XlaModule:``); None where neither is usable text. Each distinct value is

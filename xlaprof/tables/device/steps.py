@@ -126,7 +126,9 @@ def _step_numbers(steps_line: pd.DataFrame) -> list[int]:
     if "group_id" in steps_line:
         groups = [None if pd.isna(g) else g for g in steps_line["group_id"].tolist()]
     elif "args" in steps_line:
-        groups = [a.get("group_id") if isinstance(a, dict) else None for a in steps_line["args"]]
+        from xlaprof.parse.xplane.args import stat_values
+
+        groups = stat_values(steps_line["args"], "group_id").tolist()
     else:
         groups = [None] * len(steps_line)
     numbers = []
