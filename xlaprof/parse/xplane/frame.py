@@ -4,7 +4,8 @@
 and stat metadata: ``Layout``) and the events from their bytes (``xlaprof.parse.xplane.wire``);
 this module joins the two into the frame ``xlaprof.parse.events.EventColumns`` makes for Chrome
 traces from Python lists, with the same columns, values, order and quirks, but without a Python
-step per event: names and stats are looked up by metadata id with ``searchsorted``, text columns are
+step per event: names and stats are looked up by metadata id (``_Lookup``: a table indexed by id,
+or ``searchsorted`` where ids are sparse), text columns are
 categoricals made from codes (``pd.Categorical.from_codes``, not from a million strings),
 columns are built in their final (sorted) order, and ``args`` builds no dict at all: it is an
 ``xlaprof.parse.xplane.args.ArgsArray`` over the decoded stats, which makes an event's dict when
