@@ -8,9 +8,10 @@ device medians from histograms) and keeps, of each per-step table, the rows chos
 they are shown for:
 
 - the step timeline (a bar per step): the first ``TIMELINE_FIRST_STEPS`` steps (warm-up and the
-  early steady state at full resolution), the median steady step, the first traced steps the
-  console lists, and, in each of equal ranges of the other steps, the fastest and the slowest
-  step (the min/max downsampling of a long series: a spike or a dip stays visible);
+  early steady state at full resolution), the warm-up steps, the median steady step, the first
+  traced steps the console lists, and, in each of equal ranges of the other steps, the fastest
+  and the slowest step (the min/max downsampling of a long series: a spike or a dip stays
+  visible);
 - stragglers and host skew: the first rows in step order (a contiguous range, as the first
   steps of the heat map), and the worst rows by how far the slowest host was behind (by skew);
 - the per-host heat map: the first ``HEATMAP_FIRST_STEPS`` steps and the steps where its
@@ -77,6 +78,7 @@ def thin_timeline(
     steps = timeline["step"].to_numpy()
     keep = np.zeros(total, dtype=bool)
     keep[:TIMELINE_FIRST_STEPS] = True
+    keep[np.flatnonzero(steps < warmup_steps)[: MAX_TIMELINE_ROWS // 2]] = True  # the console's
     if median_step is not None:
         keep |= steps == median_step
     traced = np.flatnonzero((steps >= warmup_steps) & (timeline["source"] == "trace").to_numpy())
@@ -87,9 +89,9 @@ def thin_timeline(
     keep[rest[bucket_extremes(walls[rest], buckets)]] = True
     kept = timeline[keep]
     chosen = (
-        f"the first {TIMELINE_FIRST_STEPS} steps, the median steady step, the first "
-        f"{TIMELINE_TRACED_SHOWN} traced steps after warm-up, and in each of {buckets} equal "
-        "ranges of the other steps the fastest and the slowest step (wall time)"
+        f"the first {TIMELINE_FIRST_STEPS} steps, the warm-up steps, the median steady step, "
+        f"the first {TIMELINE_TRACED_SHOWN} traced steps after warm-up, and in each of "
+        f"{buckets} equal ranges of the other steps the fastest and the slowest step (wall time)"
     )
     return kept, _kept(total, kept, steps, chosen)
 
@@ -97,13 +99,15 @@ def thin_timeline(
 def first_and_worst(
     table: pd.DataFrame, by: str, limit: int, first: int, also: Iterable[int] = ()
 ) -> np.ndarray:
-    """Positions of ``table``'s rows to keep: ``also`` (positions), the first ``first`` rows,
-    then the largest ``by`` among the others (NaN last), up to ``limit`` in all (sorted)."""
+    """Positions of ``table``'s rows to keep, never more than ``limit`` (sorted): ``also``
+    (positions, the first ``limit`` of them), the first ``first`` rows as room allows, then the
+    largest ``by`` among the others (NaN last)."""
     import numpy as np
 
     keep = np.zeros(len(table), dtype=bool)
-    keep[np.fromiter(also, dtype=np.int64)] = True
-    keep[:first] = True
+    keep[np.fromiter(also, dtype=np.int64)[:limit]] = True
+    room = max(0, limit - int(keep.sum()))
+    keep[np.flatnonzero(~keep[:first])[:room]] = True
     left = limit - int(keep.sum())
     if left > 0:
         values = table[by].to_numpy(dtype="float64", na_value=np.nan)
