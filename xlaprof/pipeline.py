@@ -389,12 +389,12 @@ def _figure_frames(
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
     """The step timeline, the story and the host tables of ``result`` (made here, once)."""
     from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
-    from xlaprof.tables.timeline import device_busy_by_step, step_timeline
+    from xlaprof.tables.timeline import EVENT_COLUMNS, device_busy_by_step, step_timeline
 
     data = result.part.data
     if data.steps or trace is not None:
         # what the step timeline reads: a pod's first host, from its own files
-        view = None if trace is None else trace.step_view()
+        view = None if trace is None else trace.step_view(EVENT_COLUMNS)
         events = None if view is None else view.events
         busy = windows = None
         if view is not None and events is not None:
