@@ -361,7 +361,7 @@ def _figure_frames(
         from xlaprof.tables.device import top_ops
 
         frames["device_ops"] = top_ops(trace.device_ops(), TOP_FIGURE_OPS)
-        steps = trace.device_steps()
+        steps = _device_step_columns(trace, ["device", "step", "busy_s", "idle_s"])
         columns = [c for c in ("device", "step", "busy_s", "idle_s") if c in steps.columns]
         frames["device_steps"] = (
             steps.groupby("device", sort=True).head(DEVICE_FIGURE_STEPS)[columns]
@@ -384,6 +384,17 @@ def _figure_frames(
                     result.rows_kept["frame:host_steps"] = told
             frames["host_steps"] = mine
     return frames
+
+
+def _device_step_columns(trace: Trace, columns: list[str]) -> pd.DataFrame:
+    """``trace.device_steps()``, of a pod only ``columns`` read from its hosts' files (every
+    host's rows: a pod's device steps grow with hosts x steps, the figure draws four columns)."""
+    from xlaprof.model.ondisk import DEVICE_STEPS, held
+
+    summary = trace.summary()
+    if held(summary, "steps") is None and summary.tables is not None:
+        return summary.tables.table(DEVICE_STEPS, columns=columns)
+    return trace.device_steps()
 
 
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
