@@ -512,7 +512,7 @@ def _timeline(console: Console, result: PartResult, warmup: int) -> None:
         else:
             console.print(
                 f"({more} more traced steps; --json keeps {cut.kept:,} of the timeline's "
-                f"{cut.total:,} rows: {cut.chosen})"
+                f"{cut.total:,} rows, chosen as its rows_kept says)"
             )
     console.print()
 
