@@ -379,6 +379,13 @@ class PartResult:
         ]
         return pd.DataFrame(rows, columns=FINDING_COLUMNS)
 
+    def rows(self, name: str) -> pd.DataFrame | None:
+        """Every row of per-step table ``name`` (``timeline``, ``stragglers``, ``host_skew``,
+        ``host_steps``) where this result holds them, else the rows it kept (None: no such
+        table): what a reader paging through the whole table reads (``xlaprof mcp``)."""
+        table: pd.DataFrame | None = self.every_row.get(name, getattr(self, name))
+        return table
+
     def timeline_frame(self) -> pd.DataFrame:
         """Every step's row (a result read back from ``--json``: the rows it kept)."""
         return _or_empty(self.every_row.get("timeline", self.timeline))
