@@ -242,6 +242,14 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
     assert worst in set(on_host["step"])
     assert set(part.frames["host_steps"]["step"]) <= set(every.frames["host_steps"]["step"])
     assert part.frames["host_steps"]["step"].nunique() <= 3
+    # AND the HTML report's figures draw the rows kept: the timeline's steps, the heat map's
+    from xlaprof.report.figures import result_figures
+
+    drawn = dict(result_figures(part))
+    assert list(drawn["timeline"].data[-1].x) == list(part.timeline["step"])
+    heat = drawn["host-steps"].data[0]
+    assert sorted(map(int, heat.x)) == sorted(set(part.frames["host_steps"]["step"]))
+    assert set(drawn["host-steps"].data[1].x) <= set(heat.x)  # outlines on drawn steps only
     # AND the notebook still has every row
     assert part.timeline_frame().equals(every.timeline)
     assert _same(part.stragglers_frame(), every.stragglers)
