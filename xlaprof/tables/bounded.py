@@ -1,11 +1,11 @@
 """Per-step tables cut to a bound for the finished result, whatever the step count.
 
-A 45,000-step capture has 45,000 timeline rows, and a pod of it 90,000 straggler rows and
-180,000 per-host rows: a report cannot show them, a figure cannot draw them usefully, and
-writing them made ``--json`` 110 MB. The pipeline keeps the exact aggregates over every step
-(the story's median step and counts, the stragglers' and host skew's one-line summaries, the
-device medians from histograms) and keeps, of each per-step table, the rows chosen for what
-they are shown for:
+A 45,000-step capture has 45,000 timeline rows, and a pod of four hosts of it 90,000 straggler
+rows and 360,000 per-host rows (180,000 of the heat map's device): a report cannot show them,
+a figure cannot draw them usefully, and writing them made ``--json`` 110 MB. The pipeline
+keeps the exact aggregates over every step (the story's median step and counts, the
+stragglers' and host skew's one-line summaries, the device medians from histograms) and
+keeps, of each per-step table, the rows chosen for what they are shown for:
 
 - the step timeline (a bar per step): the first ``TIMELINE_FIRST_STEPS`` steps (warm-up and the
   early steady state at full resolution), the warm-up steps, the median steady step, the first
@@ -13,7 +13,8 @@ they are shown for:
   and the slowest step (the min/max downsampling of a long series: a spike or a dip stays
   visible);
 - stragglers and host skew: the first rows in step order (a contiguous range, as the first
-  steps of the heat map), and the worst rows by how far the slowest host was behind (by skew);
+  steps of the heat map), the stragglers of the steps the heat map draws, and the worst rows by
+  how far the slowest host was behind the median host (host skew: by skew);
 - the per-host heat map: the first ``HEATMAP_FIRST_STEPS`` steps and the steps where its
   device's slowest host was furthest behind.
 
