@@ -3,6 +3,8 @@
 Run: python benchmarks/pod_scale.py [--hosts 4 32 128] [--events N] [--workers W] [--nice 10]
      python benchmarks/pod_scale.py --jax-steps 9000 [--hosts 4 32 128]   # many short steps
      python benchmarks/pod_scale.py --capture PATH.xplane.pb [--hosts ...]
+     python benchmarks/pod_scale.py --parent FEW.xplane.pb MANY.xplane.pb [--hosts 4]
+         [--repeat 3] [--before DIR]   # the parent alone, warm caches, at two step counts
 
 The host capture is one of: a real CPU capture (sample_traces/runs/recompile_varying_batch)
 repeated to >= N events (``trace_load.synthesize``; few, long steps), a JAX-on-CPU training
@@ -16,6 +18,15 @@ seconds per million events (flat = time linear in the event count), the parent's
 (``ru_maxrss`` of the process running the CLI), and the workers' (each worker reports its own
 ``ru_maxrss``; the largest is shown, and ``RUSAGE_CHILDREN`` as a cross-check), the size of
 the ``--json`` document, and the load average while it ran (the machine may be shared).
+
+``--parent FEW MANY`` times the parent alone: a pod of ``--hosts`` links to each of two
+captures of the same program at two step counts (say 4,500 and 45,000 steps), its caches made
+by one run first, then ``--repeat`` runs each in fresh processes, alternating, on warm caches
+(the workers only check their caches). Reported per pod: the best wall time and the parent
+process's CPU seconds (user + system, its own ``getrusage``; the workers' apart), peak RSS and
+``--json`` size, and the ratio MANY / FEW of each: a parent whose work does not grow with
+steps has CPU ratios near 1 where the step counts differ 10x. ``--before DIR`` runs another
+checkout on the same caches in the same alternation (its ratio, and after / before).
 """
 
 from __future__ import annotations
@@ -49,12 +60,17 @@ def measure(logdir: Path, workers: int | None) -> dict[str, float]:
         if stop.code:
             raise
     seconds = time.perf_counter() - started
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     text = output.read_text()
     document = json.loads(text)
     pod = document["trace"].get("pod") or {}
     hosts = pod.get("hosts", [])
     return {
         "seconds": seconds,
+        "parent_cpu_s": own.ru_utime + own.ru_stime,
+        "workers_cpu_s": children.ru_utime + children.ru_stime,
+        "steps": (document.get("story") or {}).get("steps") or 0,
         "hosts": len(hosts),
         "events": sum(h["events"] for h in hosts),
         "errors": len(pod.get("errors", [])),
@@ -145,6 +161,57 @@ def _print(hosts: int, row: dict[str, float], label: str) -> None:
     )
 
 
+def parent_alone(args: argparse.Namespace, env: dict[str, str]) -> dict[str, object]:
+    """The parent's figures on warm caches at two step counts (``--parent FEW MANY``), best of
+    ``--repeat`` alternating fresh runs, with their MANY / FEW ratios (and another checkout's,
+    ``--before``)."""
+    few, many = (Path(p).resolve() for p in args.parent)
+    codes: list[Path | None] = [None, args.before] if args.before else [None]
+    results: dict[str, object] = {}
+    with tempfile.TemporaryDirectory(prefix="xlaprof-parent-") as tmp:
+        pods = {}
+        for label, capture in (("few", few), ("many", many)):
+            pods[label] = make_pod(Path(tmp) / label, capture, args.hosts[0])
+            _pod(pods[label], args.hosts[0], args, env, None)  # the caches, made once
+        best: dict[tuple[str, str], dict[str, float]] = {}
+        for _ in range(args.repeat):
+            for code in codes:
+                for label, logdir in pods.items():
+                    row = _pod(logdir, args.hosts[0], args, env, code)
+                    key = ("before" if code else "after", label)
+                    if key not in best or row["parent_cpu_s"] < best[key]["parent_cpu_s"]:
+                        best[key] = row
+        print(f"{args.hosts[0]} hosts, caches warm, best of {args.repeat} (by parent CPU):")
+        for (side, label), row in sorted(best.items()):
+            print(
+                f"  {side:6s} {label:4s} {row['steps']:>7,} steps  wall {row['seconds']:6.2f} s  "
+                f"parent CPU {row['parent_cpu_s']:6.2f} s  workers CPU "
+                f"{row['workers_cpu_s']:5.2f} s  parent {row['parent_peak_rss_mb']:6.0f} MB  "
+                f"--json {row['json_bytes'] / 1e6:6.1f} MB  load {row['load_average']:.1f}",
+                flush=True,
+            )
+            results[f"{side} {label}"] = row
+        for side in sorted({side for side, _ in best}):
+            a, b = best[(side, "few")], best[(side, "many")]
+            print(
+                f"  {side}: many / few steps ({b['steps'] / max(a['steps'], 1):.0f}x): wall "
+                f"{b['seconds'] / a['seconds']:.2f}, parent CPU "
+                f"{b['parent_cpu_s'] / a['parent_cpu_s']:.2f}, RSS "
+                f"{b['parent_peak_rss_mb'] / a['parent_peak_rss_mb']:.2f}, --json "
+                f"{b['json_bytes'] / a['json_bytes']:.2f}"
+            )
+        if args.before:
+            for label in ("few", "many"):
+                a, b = best[("before", label)], best[("after", label)]
+                print(
+                    f"  {label}: after / before: parent CPU "
+                    f"{b['parent_cpu_s'] / a['parent_cpu_s']:.2f}, RSS "
+                    f"{b['parent_peak_rss_mb'] / a['parent_peak_rss_mb']:.2f}, --json "
+                    f"{b['json_bytes'] / a['json_bytes']:.2f}"
+                )
+    return results
+
+
 def main() -> dict[str, object]:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hosts", type=int, nargs="+", default=[4, 32, 128])
@@ -155,10 +222,18 @@ def main() -> dict[str, object]:
     parser.add_argument("--capture", type=Path, help="hosts: links to this capture")
     parser.add_argument("--before", type=Path, help="also run another checkout (git worktree)")
     parser.add_argument("--measure", metavar="LOGDIR")
+    parser.add_argument(
+        "--parent", nargs=2, metavar=("FEW", "MANY"), help="the parent alone at two step counts"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="--parent: runs of each pod")
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(Path(args.measure), args.workers)))
         return {}
+    if args.parent:
+        if args.hosts == parser.get_default("hosts"):
+            args.hosts = [4]
+        return parent_alone(args, {**os.environ, "XLAPROF_LAZY_BYTES": "0"})
     from trace_load import synthesize
 
     results: dict[str, object] = {}

@@ -24,7 +24,7 @@ from xlaprof.inputs.choose import choose
 from xlaprof.inputs.paths import load_parts
 from xlaprof.inputs.sourcefiles import SourceFiles, recorded_root, withheld_note
 from xlaprof.model.request import ALL_PROCESSES, DEFAULT_MAX_INPUT_BYTES, AnalysisRequest
-from xlaprof.model.result import AnalysisResult, Counts, PartResult, RunComparison
+from xlaprof.model.result import AnalysisResult, Counts, KeptRows, PartResult, RunComparison
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -210,7 +210,103 @@ def _finish(result: PartResult) -> None:
         pod = None if result.part.trace is None else trace.events_source.load_record()
         if pod is not None:  # hosts read by workers (inputs.pod): where, how long, failures
             result.trace_json["pod"] = pod
-    result.frames = _figure_frames(result)
+    host_steps = _host_step_rows(result)
+    drawn = _heatmap_steps(result, host_steps)
+    result.frames = _figure_frames(result, host_steps, drawn)
+    _keep_rows(result, drawn)
+
+
+def _heatmap_steps(result: PartResult, host_steps: pd.DataFrame | None) -> tuple[str, Any] | None:
+    """The device the host x step heat map draws and the steps it draws of it (None: every
+    step), or None without several hosts' steps (``tables.bounded.heatmap_steps``)."""
+    import numpy as np
+
+    from xlaprof.tables.bounded import heatmap_steps
+
+    if host_steps is None or host_steps.empty:
+        return None
+    devices = sorted(host_steps["device"].unique(), key=lambda d: (d == "host", str(d)))
+    device = devices[-1] if "host" in devices else devices[0]
+    steps = np.unique(host_steps.loc[host_steps["device"] == device, "step"].to_numpy())
+    stragglers = result.stragglers
+    if stragglers is None:
+        return device, None
+    return device, heatmap_steps(stragglers, str(device), steps)
+
+
+def _host_step_rows(result: PartResult) -> pd.DataFrame | None:
+    """Several hosts' rows per (host, device, step) of a trace: the result's, or a pod's from
+    its files (None: not a trace of several hosts)."""
+    trace = result.trace
+    if trace is None:
+        return None
+    if result.host_steps is None and trace is not None and len(trace.hosts) > 1:
+        return trace.events_source.stored_host_steps()
+    return result.host_steps
+
+
+def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
+    """Cut the result's per-step tables to their bounds (``tables.bounded``), keeping every
+    row in ``every_row`` (the notebook's) and saying in ``rows_kept`` what was kept, with the
+    console's figures over every row (``drawn``: the heat map's device and steps)."""
+    import numpy as np
+
+    from xlaprof.tables import bounded
+
+    story = result.story
+    if result.timeline is not None:
+        median = None if story is None else story.median_step
+        kept, told = bounded.thin_timeline(result.timeline, result.part.data.warmup_steps, median)
+        _cut(result, "timeline", kept, told)
+    device, steps = drawn if drawn is not None else (None, None)
+    stragglers = result.stragglers
+    if stragglers is not None:
+        shown = (stragglers["device"] == device) & stragglers["step"].isin(
+            [] if steps is None else steps
+        )
+        positions = bounded.first_and_worst(
+            stragglers,
+            "behind_ms",
+            bounded.MAX_STRAGGLER_ROWS,
+            bounded.STRAGGLER_FIRST_ROWS,
+            also=np.flatnonzero(shown.to_numpy()),
+        )
+        chosen = (
+            f"the first {bounded.STRAGGLER_FIRST_ROWS} rows (steps in order), the rows of the "
+            "steps the heat map draws, and the rows whose slowest host was furthest behind "
+            "the median host (behind_ms)"
+        )
+        kept, told = bounded.keep_rows(stragglers, positions, chosen)
+        if told is not None:
+            told.summary = bounded.straggler_summary(stragglers)
+        _cut(result, "stragglers", kept, told)
+    skew = result.host_skew
+    if skew is not None:
+        positions = bounded.first_and_worst(
+            skew, "skew", bounded.MAX_SKEW_ROWS, bounded.SKEW_FIRST_ROWS
+        )
+        chosen = (
+            f"the first {bounded.SKEW_FIRST_ROWS} steps and the steps of largest skew "
+            "(slowest over fastest host)"
+        )
+        kept, told = bounded.keep_rows(skew, positions, chosen)
+        if told is not None:
+            told.summary = bounded.skew_summary(skew)
+        _cut(result, "host_skew", kept, told)
+    if result.host_steps is not None and steps is not None:
+        rows = result.host_steps
+        positions = np.flatnonzero(rows["step"].isin(steps).to_numpy())
+        kept, told = bounded.keep_rows(rows, positions, "the steps the heat map draws")
+        _cut(result, "host_steps", kept, told)
+
+
+def _cut(result: PartResult, name: str, kept: pd.DataFrame, told: KeptRows | None) -> None:
+    """Hold ``kept`` as the result's table ``name`` where rows were cut (``told``)."""
+    if told is None:
+        return
+    result.every_row[name] = getattr(result, name)
+    setattr(result, name, kept)
+    result.rows_kept[name] = told
 
 
 def _named_in_logs(data: AnalysisInput) -> str:
@@ -236,10 +332,15 @@ TOP_FIGURE_OPS = 15
 DEVICE_FIGURE_STEPS = 200
 
 
-def _figure_frames(result: PartResult) -> dict[str, pd.DataFrame]:
+def _figure_frames(
+    result: PartResult,
+    host_steps: pd.DataFrame | None = None,
+    drawn: tuple[str, Any] | None = None,
+) -> dict[str, pd.DataFrame]:
     """The tables the HTML report's and the notebook's figures draw, as numbers: a run's
     per-step rows and compilations, each region's host seconds, the top device ops, each
-    device's first steps, and the per-host steps of the device the heat map shows."""
+    device's first steps, and the per-host steps of the device the heat map shows (``drawn``:
+    that device and the steps it draws, ``_heatmap_steps``)."""
     frames: dict[str, pd.DataFrame] = {}
     run = result.part.run
     if run is not None:
@@ -255,36 +356,56 @@ def _figure_frames(result: PartResult) -> dict[str, pd.DataFrame]:
             frames["regions"] = totals.reset_index()
     trace = result.trace
     if trace is not None:
+        import numpy as np
+
         from xlaprof.tables.device import top_ops
 
         frames["device_ops"] = top_ops(trace.device_ops(), TOP_FIGURE_OPS)
-        steps = trace.device_steps()
+        steps = _device_step_columns(trace, ["device", "step", "busy_s", "idle_s"])
         columns = [c for c in ("device", "step", "busy_s", "idle_s") if c in steps.columns]
         frames["device_steps"] = (
             steps.groupby("device", sort=True).head(DEVICE_FIGURE_STEPS)[columns]
             if len(steps)
             else steps[columns]
         )
-        host_steps = result.host_steps
-        if host_steps is None and len(trace.hosts) > 1:
-            host_steps = trace.events_source.stored_host_steps()
-        if host_steps is not None and not host_steps.empty:
-            devices = sorted(host_steps["device"].unique(), key=lambda d: (d == "host", str(d)))
-            device = devices[-1] if "host" in devices else devices[0]
-            mine = host_steps[host_steps["device"] == device]
-            frames["host_steps"] = mine[["host", "device", "step", "wall_ms"]]
+        if host_steps is not None and not host_steps.empty and drawn is not None:
+            device, steps = drawn
+            mine = host_steps[host_steps["device"] == device][["host", "device", "step", "wall_ms"]]
+            if steps is not None:
+                from xlaprof.tables.bounded import HEATMAP_FIRST_STEPS, keep_rows
+
+                chosen = (
+                    f"the first {HEATMAP_FIRST_STEPS} steps and the steps whose slowest host "
+                    "was furthest behind the median host"
+                )
+                positions = np.flatnonzero(mine["step"].isin(steps).to_numpy())
+                mine, told = keep_rows(mine, positions, chosen)
+                if told is not None:
+                    result.rows_kept["frame:host_steps"] = told
+            frames["host_steps"] = mine
     return frames
+
+
+def _device_step_columns(trace: Trace, columns: list[str]) -> pd.DataFrame:
+    """``trace.device_steps()``, of a pod only ``columns`` read from its hosts' files (every
+    host's rows: a pod's device steps grow with hosts x steps, the figure draws four columns)."""
+    from xlaprof.model.ondisk import DEVICE_STEPS, held
+
+    summary = trace.summary()
+    if held(summary, "steps") is None and summary.tables is not None:
+        return summary.tables.table(DEVICE_STEPS, columns=columns)
+    return trace.device_steps()
 
 
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
     """The step timeline, the story and the host tables of ``result`` (made here, once)."""
     from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
-    from xlaprof.tables.timeline import device_busy_by_step, step_timeline
+    from xlaprof.tables.timeline import EVENT_COLUMNS, device_busy_by_step, step_timeline
 
     data = result.part.data
     if data.steps or trace is not None:
         # what the step timeline reads: a pod's first host, from its own files
-        view = None if trace is None else trace.step_view()
+        view = None if trace is None else trace.step_view(EVENT_COLUMNS)
         events = None if view is None else view.events
         busy = windows = None
         if view is not None and events is not None:

@@ -745,13 +745,13 @@ def _page(
 
 def _step_tables(result: PartResult) -> dict[str, pd.DataFrame | None]:
     summary = result.trace.summary() if result.trace is not None else None
-    return {
-        "timeline": result.timeline,
+    return {  # every row, where the analysis cut a table for its document (rows_kept)
+        "timeline": result.rows("timeline"),
         "device_steps": None if summary is None else summary.steps,
         "tracing": None if summary is None else summary.tracing,
-        "stragglers": result.stragglers,
+        "stragglers": result.rows("stragglers"),
         "host_steps": _host_steps(result),
-        "host_skew": result.host_skew,
+        "host_skew": result.rows("host_skew"),
         **_host_tables(result),
     }
 
@@ -771,16 +771,16 @@ def _host_steps(result: PartResult) -> pd.DataFrame | None:
     trace = result.trace
     if result.host_steps is None and trace is not None and len(trace.hosts) > 1:
         return trace.events_source.stored_host_steps()
-    return result.host_steps
+    return result.rows("host_steps")
 
 
 def _table_sizes(result: PartResult) -> dict[str, int]:
     """Each table's row count; a pod's per-step tables are counted, not read."""
     summary = result.trace.summary() if result.trace is not None else None
     counted = {
-        "timeline": result.timeline,
-        "stragglers": result.stragglers,
-        "host_skew": result.host_skew,
+        "timeline": result.rows("timeline"),
+        "stragglers": result.rows("stragglers"),
+        "host_skew": result.rows("host_skew"),
     }
     counted.update(_host_tables(result))
     sizes = {name: len(frame) for name, frame in counted.items() if frame is not None}
@@ -789,8 +789,9 @@ def _table_sizes(result: PartResult) -> dict[str, int]:
         sizes["tracing"] = summary.rows("tracing")
     trace = result.trace
     stored = None if trace is None else trace.events_source.stored_host_step_count()
-    if result.host_steps is not None:
-        sizes["host_steps"] = len(result.host_steps)
+    held = result.rows("host_steps")
+    if held is not None:
+        sizes["host_steps"] = len(held)
     elif stored is not None and trace is not None and len(trace.hosts) > 1:
         sizes["host_steps"] = stored
     if result.trace is not None:

@@ -311,20 +311,26 @@ class CachedEvents:
         ]
         if not numbered:
             return
+        rows = sum(a.rows.get(HOST_STEPS, 0) for a in numbered)
+        if rows <= chunk_rows:  # one range: every numbered row at once, no step read first
+            import pyarrow.compute as pc
+
+            yield self.table(HOST_STEPS, filters=pc.field("step").is_valid())
+            return
         steps = np.zeros(0, np.int64)  # the distinct step numbers, over hosts
         for summary in summaries:
             column = self.table(HOST_STEPS, hosts=[summary.host], columns=["step"])["step"]
             steps = np.union1d(steps, column.to_numpy(dtype=np.int64))
-        rows = sum(a.rows.get(HOST_STEPS, 0) for a in numbered)
         width = max(1, chunk_rows // max(1, rows // max(1, len(steps))))
         for at in range(0, len(steps), width):
             low, high = int(steps[at]), int(steps[min(at + width, len(steps)) - 1])
             yield self.table(HOST_STEPS, filters=[("step", ">=", low), ("step", "<=", high)])
 
-    def step_view(self, trace: Trace) -> Trace:
+    def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         """The pod's first host as an in-memory ``Trace`` (its events, step bounds and device
         model with its per-step rows, each read from that host's files alone): what the step
-        timeline and the story read, as they read one host of any trace."""
+        timeline and the story read, as they read one host of any trace. ``columns``: only
+        these of its events are read (the timeline's: a host's events grow with its steps)."""
         hosts = trace.hosts[:1]
         summary = trace.summary()
 
@@ -343,7 +349,7 @@ class CachedEvents:
             bottleneck=self.table(BOTTLENECK, hosts=hosts),
         )
         return Trace(
-            events=self.select(hosts=hosts),
+            events=self.select(hosts=hosts, columns=columns),
             files=trace.files[:1],
             step_bounds=self.table(STEP_BOUNDS, hosts=hosts),
             devices=None if trace.devices is None else mine(trace.devices),

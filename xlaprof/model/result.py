@@ -175,6 +175,29 @@ class CompileSummary:
 
 
 @dataclass
+class KeptRows:
+    """What the finished result kept of a per-step table it cut to its bound
+    (``tables.bounded``): how many rows there were in all and how many are kept, the steps
+    they spanned, how the kept ones were chosen, and what the reports say of every row
+    (``summary``: the stragglers' or host skew's one-line figures; None for other tables)."""
+
+    total: int
+    kept: int
+    first_step: int | None
+    last_step: int | None
+    chosen: str
+    summary: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> KeptRows:
+        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+@dataclass
 class PartResult:
     """One part analyzed (``xlaprof.pipeline.analyze``), finished: everything a renderer shows."""
 
@@ -216,6 +239,13 @@ class PartResult:
     host_view: HostView | None = None
     torch_compiles: pd.DataFrame | None = None
     compile_summary: CompileSummary | None = None
+    # The per-step tables cut to their bound (``tables.bounded``; the timeline, stragglers,
+    # host skew, per-host steps, the heat map's frame): what each had in all and how the kept
+    # rows were chosen (``rows_kept`` in ``--json``). Empty where nothing was cut.
+    rows_kept: dict[str, KeptRows] = field(default_factory=dict)
+    # Those tables before they were cut, for the notebook (``Analysis.timeline()``,
+    # ``stragglers()``, ``host_skew()``: every row): held in memory only, never written.
+    every_row: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
 
     @property
     def run(self) -> Run | None:
@@ -324,6 +354,10 @@ class PartResult:
             compile_summary=None
             if compile_summary is None
             else CompileSummary.from_json(compile_summary),
+            rows_kept={
+                name: KeptRows.from_json(kept)
+                for name, kept in (document.get("rows_kept") or {}).items()
+            },
         )
 
     def findings_frame(self) -> pd.DataFrame:
@@ -345,21 +379,29 @@ class PartResult:
         ]
         return pd.DataFrame(rows, columns=FINDING_COLUMNS)
 
+    def rows(self, name: str) -> pd.DataFrame | None:
+        """Every row of per-step table ``name`` (``timeline``, ``stragglers``, ``host_skew``,
+        ``host_steps``) where this result holds them, else the rows it kept (None: no such
+        table): what a reader paging through the whole table reads (``xlaprof mcp``)."""
+        table: pd.DataFrame | None = self.every_row.get(name, getattr(self, name))
+        return table
+
     def timeline_frame(self) -> pd.DataFrame:
-        return _or_empty(self.timeline)
+        """Every step's row (a result read back from ``--json``: the rows it kept)."""
+        return _or_empty(self.every_row.get("timeline", self.timeline))
 
     def host_skew_frame(self) -> pd.DataFrame:
-        return _or_empty(self.host_skew)
+        return _or_empty(self.every_row.get("host_skew", self.host_skew))
 
     def host_steps_frame(self) -> pd.DataFrame:
         """Several hosts: one row per (host, device, step); a pod's are read from disk (the heat
         map's device is in ``frames``)."""
         if self.host_steps is None and self.trace is not None:
             return _or_empty(self.trace.events_source.stored_host_steps())
-        return _or_empty(self.host_steps)
+        return _or_empty(self.every_row.get("host_steps", self.host_steps))
 
     def stragglers_frame(self) -> pd.DataFrame:
-        return _or_empty(self.stragglers)
+        return _or_empty(self.every_row.get("stragglers", self.stragglers))
 
     def host_activity_frame(self) -> pd.DataFrame:
         return _or_empty(None if self.host_activity is None else self.host_activity.steps)

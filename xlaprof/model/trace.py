@@ -118,9 +118,10 @@ class EventSource(Protocol):
         """How many straggler rows are stored, nothing read (None: none are stored)."""
         ...
 
-    def step_view(self, trace: Trace) -> Trace:
+    def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         """What the step timeline and the story read of ``trace`` (whose source this is): the
-        trace itself when held, a pod's first host read from its own files."""
+        trace itself when held, a pod's first host read from its own files (its events'
+        ``columns`` only, where given)."""
         ...
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
@@ -159,7 +160,7 @@ class HeldEvents:
     def stored_host_step_count(self) -> None:
         return None
 
-    def step_view(self, trace: Trace) -> Trace:
+    def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         return trace
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
@@ -313,9 +314,10 @@ class Trace:
             raise ValueError("this Trace has no step times: load it with xlaprof.load_trace")
         return self.step_table(self, per_device)
 
-    def step_view(self) -> Trace:
-        """The trace the step timeline and the story read (``EventSource.step_view``)."""
-        return self.events_source.step_view(self)
+    def step_view(self, columns: Sequence[str] | None = None) -> Trace:
+        """The trace the step timeline and the story read (``EventSource.step_view``; a pod's
+        first host with its events' ``columns`` only, where given)."""
+        return self.events_source.step_view(self, columns)
 
     def host_tables(self, maker: HostTableMaker) -> HostTables:
         """Host skew, straggler rows and stragglers of a several-host trace, made by ``maker``

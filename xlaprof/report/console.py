@@ -117,12 +117,13 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     _story(console, result.story, result.host_view is not None)
     _counts(console, result)
     if result.timeline is not None and len(result.timeline):
-        _timeline(console, result.timeline, result.part.data.warmup_steps)
+        _timeline(console, result, result.part.data.warmup_steps)
     if result.stragglers is not None and len(result.stragglers):
-        console.print(stragglers_line(result.stragglers), highlight=False)
+        line = stragglers_line(result.stragglers, _summary(result, "stragglers"))
+        console.print(line, highlight=False)
         console.print()
     elif result.host_skew is not None and len(result.host_skew):
-        _skew(console, result.host_skew)
+        _skew(console, result.host_skew, _summary(result, "host_skew"))
     if result.devices is not None and result.host_activity is None:
         from xlaprof.report.devices import render_console
 
@@ -455,29 +456,21 @@ def _ms(seconds: Any) -> str:
     return NOT_MEASURED if missing(seconds) else f"{seconds * 1e3:.2f}"
 
 
-def _timeline(console: Console, timeline: Any, warmup: int) -> None:
+def _summary(result: PartResult, table: str) -> dict[str, Any] | None:
+    """What the pipeline measured over every row of a table it cut (``rows_kept``), or None."""
+    kept = result.rows_kept.get(table)
+    return None if kept is None else kept.summary
+
+
+def _timeline(console: Console, result: PartResult, warmup: int) -> None:
     """Warm-up steps, the steady-state median, and every traced step, in milliseconds.
 
     A table when the terminal is wide enough for every cell in full; otherwise one wrapped
     line per row. Nothing is cut to an ellipsis: a number or a label is shown whole or not.
+    A timeline the pipeline cut (``rows_kept``) names the median step and the counts the story
+    measured over every step.
     """
-    from xlaprof.tables.timeline import steady_median
-
-    rows: list[tuple[str, list[str], str]] = []
-
-    def add(label: str, row: Any, source: str) -> None:
-        rows.append((label, [_ms(row[key]) for key, _ in _TIMELINE_COLUMNS], source))
-
-    for _, row in timeline[timeline["step"] < warmup].iterrows():
-        add(str(row["step"]), row, str(row["source"]))
-    median, steady_steps = steady_median(timeline, warmup)
-    if steady_steps:
-        add(f"{int(median['step'])} (median)", median, f"of {steady_steps} steady")
-    steady = timeline[timeline["step"] >= warmup]
-    traced = steady[steady["source"] == "trace"]
-    for _, row in traced.head(_MAX_TRACED_ROWS).iterrows():
-        add(str(row["step"]), row, "trace")
-
+    rows, traced_count = _timeline_rows(result, warmup)
     headers = ["step", *(label for _, label in _TIMELINE_COLUMNS), "from"]
     grid = [[label, *cells, source] for label, cells, source in rows]
     widths = [
@@ -511,18 +504,63 @@ def _timeline(console: Console, timeline: Any, warmup: int) -> None:
         for label, cells, source in rows:
             values = ", ".join(f"{n} {v}" for n, v in zip(names, cells, strict=True))
             console.print(Text(f"  step {label} ({source}): {values}"))
-    if len(traced) > _MAX_TRACED_ROWS:
-        console.print(f"({len(traced) - _MAX_TRACED_ROWS} more traced steps in --json)")
+    if traced_count > _MAX_TRACED_ROWS:
+        more = traced_count - _MAX_TRACED_ROWS
+        cut = result.rows_kept.get("timeline")
+        if cut is None:
+            console.print(f"({more} more traced steps in --json)")
+        else:
+            console.print(
+                f"({more} more traced steps; --json keeps {cut.kept:,} of the timeline's "
+                f"{cut.total:,} rows, chosen as its rows_kept says)"
+            )
     console.print()
 
 
-def _skew(console: Console, skew: Any) -> None:
-    worst = skew.loc[skew["skew"].idxmax()]
+def _timeline_rows(result: PartResult, warmup: int) -> tuple[list[tuple[str, list[str], str]], int]:
+    """The console timeline's rows (label, cells, source): warm-up steps, the median steady
+    step, the first traced steps; and how many traced steps there are after warm-up."""
+    from xlaprof.tables.timeline import steady_median
+
+    timeline: Any = result.timeline
+    rows: list[tuple[str, list[str], str]] = []
+
+    def add(label: str, row: Any, source: str) -> None:
+        rows.append((label, [_ms(row[key]) for key, _ in _TIMELINE_COLUMNS], source))
+
+    for _, row in timeline[timeline["step"] < warmup].iterrows():
+        add(str(row["step"]), row, str(row["source"]))
+    median, steady_steps = steady_median(timeline, warmup)
+    steady = timeline[timeline["step"] >= warmup]
+    traced = steady[steady["source"] == "trace"]
+    traced_count = len(traced)
+    cut = result.rows_kept.get("timeline")
+    story = result.story
+    if cut is not None and story is not None:  # over every step, as the story counted them
+        steady_steps = story.steady_steps
+        found = timeline[timeline["step"] == story.median_step]
+        if len(found):
+            median = found.iloc[0]
+        traced_count = sum(1 for step in story.traced_steps if step >= warmup)
+    if steady_steps:
+        add(f"{int(median['step'])} (median)", median, f"of {steady_steps} steady")
+    for _, row in traced.head(_MAX_TRACED_ROWS).iterrows():
+        add(str(row["step"]), row, "trace")
+
+    return rows, traced_count
+
+
+def _skew(console: Console, skew: Any, summary: dict[str, Any] | None = None) -> None:
+    from xlaprof.tables.bounded import skew_summary
+
+    figures = summary or skew_summary(skew)
+    if figures is None:
+        return
     console.print(
-        f"Host skew: {len(skew)} steps traced on {int(worst['hosts'])} hosts; median skew "
-        f"{skew['skew'].median():.0%}; worst step {int(worst['step'])}: "
-        f"{worst['slowest_host']} {worst['slowest_ms']:.2f} ms vs "
-        f"{worst['fastest_host']} {worst['fastest_ms']:.2f} ms"
+        f"Host skew: {figures['steps']} steps traced on {figures['hosts']} hosts; median skew "
+        f"{figures['median_skew']:.0%}; worst step {figures['worst_step']}: "
+        f"{figures['slowest_host']} {figures['slowest_ms']:.2f} ms vs "
+        f"{figures['fastest_host']} {figures['fastest_ms']:.2f} ms"
     )
     console.print()
 
@@ -557,22 +595,22 @@ def comparison_table(
     console.print(table)
 
 
-def stragglers_line(table: Any) -> str | None:
-    """One line for the console: the host that is slowest most often, and how far behind."""
-    if table is None or table.empty:
+def stragglers_line(table: Any, summary: dict[str, Any] | None = None) -> str | None:
+    """One line for the console: the host that is slowest most often, and how far behind
+    (``summary``: the figures over every row, where the pipeline cut the table)."""
+    from xlaprof.tables.bounded import straggler_summary
+
+    figures = summary or straggler_summary(table)
+    if figures is None:
         return None
-    hosts = int(table["hosts"].max())
-    found = table[table["slowest_host"].notna()]
-    if found.empty:
+    hosts = figures["hosts"]
+    if figures["slowest_host"] is None:
         return f"Stragglers: none; all {hosts} hosts took the same time in every step"
-    counts = found["slowest_host"].value_counts()
-    host = str(counts.index[0])
-    mine = found[found["slowest_host"] == host]
-    waiting = mine["waiting_on"].value_counts().index[0]
-    worst = mine.loc[mine["behind_ms"].idxmax()]
     return (
-        f"Stragglers ({hosts} hosts): {host} is slowest in {len(mine)} of {len(table)} "
-        f"step×device rows, a median {mine['behind_ms'].median():.2f} ms behind the median host "
-        f"(worst: step {int(worst['step'])} on {worst['device']}, {worst['slowest_ms']:.2f} ms "
-        f"vs {worst['median_ms']:.2f} ms); its extra time went to {waiting}"
+        f"Stragglers ({hosts} hosts): {figures['slowest_host']} is slowest in "
+        f"{figures['slowest_rows']} of {figures['rows']} step×device rows, a median "
+        f"{figures['median_behind_ms']:.2f} ms behind the median host (worst: step "
+        f"{figures['worst_step']} on {figures['worst_device']}, "
+        f"{figures['worst_slowest_ms']:.2f} ms vs {figures['worst_median_ms']:.2f} ms); "
+        f"its extra time went to {figures['waiting_on']}"
     )

@@ -325,6 +325,7 @@ def host_step_heatmap(
     )
     if stragglers is not None and not stragglers.empty:
         mine = stragglers[(stragglers["device"] == device) & stragglers["slowest_host"].notna()]
+        mine = mine[mine["step"].isin(grid.columns)]  # the steps drawn (a long run's: some)
         figure.add_scatter(
             x=[str(s) for s in mine["step"]],
             y=mine["slowest_host"].astype(str),
@@ -404,8 +405,11 @@ def result_figures(result: PartResult) -> list[tuple[str, go.Figure]]:
         found = result.frame(name)
         return pd.DataFrame() if found is None else found
 
+    def kept(table: pd.DataFrame | None) -> pd.DataFrame:  # the rows the result kept
+        return pd.DataFrame() if table is None else table
+
     figures = [
-        ("timeline", step_timeline(result.timeline_frame())),
+        ("timeline", step_timeline(kept(result.timeline))),
         ("compilations", compilations(frame("steps"), frame("compiles"))),
     ]
     if not frame("regions").empty:
@@ -417,7 +421,7 @@ def result_figures(result: PartResult) -> list[tuple[str, go.Figure]]:
             figures.append(("device-steps", device_steps(frame("device_steps"))))
     host_steps = frame("host_steps")
     if not host_steps.empty:
-        figures.append(("host-steps", host_step_heatmap(host_steps, result.stragglers_frame())))
+        figures.append(("host-steps", host_step_heatmap(host_steps, kept(result.stragglers))))
     if not frame("steps").empty:
         figures.append(("metric-deltas", metric_deltas(frame("steps"))))
     return figures

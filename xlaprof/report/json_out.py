@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from xlaprof.findings import Finding, merged_coverage
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.parts import SourceInfo
-from xlaprof.model.result import AnalysisResult, Counts, PartResult, RunComparison
+from xlaprof.model.result import AnalysisResult, Counts, KeptRows, PartResult, RunComparison
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.metrics_report import MetricsReport
 from xlaprof.report.base import RenderOptions
@@ -144,15 +144,19 @@ def result_document(result: PartResult) -> dict[str, Any]:
         extra["story"] = result.story.to_json()
     if result.timeline is not None:
         extra["timeline"] = records(result.timeline)
+    kept = result.rows_kept
     if result.host_skew is not None:
         extra["host_skew"] = records(result.host_skew.head(MAX_STEP_ROWS))
-        extra["host_skew_total"] = len(result.host_skew)
+        extra["host_skew_total"] = _total(result.host_skew, kept.get("host_skew"))
     if result.stragglers is not None:
         # per step and device; the per-host rows (hosts x steps, the heat map's data) stay out
         # of the document so its size does not grow with the pod: Analysis.host_steps() has them.
-        # The first MAX_STEP_ROWS (steps in order) are kept: Analysis.stragglers() has every row.
+        # The rows the result kept (rows_kept says how they were chosen), at most MAX_STEP_ROWS:
+        # Analysis.stragglers() has every row.
         extra["stragglers"] = records(result.stragglers.head(MAX_STEP_ROWS))
-        extra["stragglers_total"] = len(result.stragglers)
+        extra["stragglers_total"] = _total(result.stragglers, kept.get("stragglers"))
+    if kept:
+        extra["rows_kept"] = {name: told.to_json() for name, told in kept.items()}
     extra.update(host_json(result.host_activity, result.torch_compiles))
     document = analysis_document(part.data, result.findings, part.sources, extra)
     if result.counts is not None:
@@ -167,6 +171,11 @@ def result_document(result: PartResult) -> dict[str, Any]:
             }
         )
     return document
+
+
+def _total(table: Any, kept: KeptRows | None) -> int:
+    """How many rows a table had in all: its own, or, cut, what ``rows_kept`` says."""
+    return len(table) if kept is None else kept.total
 
 
 def results_document(results: list[PartResult], totals: Counts | None = None) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from xlaprof.parse.units import as_float, format_seconds
 from xlaprof.tables.timeline import steady_median
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from xlaprof.rundir.schema import StepRow
@@ -89,16 +90,83 @@ def with_bounds(timeline: pd.DataFrame, warmup_steps: int) -> pd.DataFrame:
     ``bound_share`` (from measured parts only) and ``steady`` (after warm-up, compiling
     nothing)."""
     frame = timeline.copy()
-    parts = [step_parts(row) for row in frame.to_dict(orient="records")]
+    parts = _parts_columns(frame)
     for name, column in zip((*PARTS, UNATTRIBUTED), PART_COLUMNS, strict=True):
-        frame[column] = [p.get(name) for p in parts]
-        frame[column] = frame[column].astype("float64")
-    bounds = [_bound_of(p, _number(w)) for p, w in zip(parts, frame["wall_s"], strict=True)]
-    frame["bound"] = [b for b, _ in bounds]
-    frame["bound_share"] = [s for _, s in bounds]
+        frame[column] = parts[name]
+    bounds, shares = _bound_columns(parts, _column(frame, "wall_s"))
+    frame["bound"] = bounds
+    # a list with None where not measured, so the column's type is inferred as before
+    frame["bound_share"] = [None if share != share else share for share in shares.tolist()]
     compiled = frame["compile_s"].fillna(0.0) > 0
     frame["steady"] = (frame["step"] >= warmup_steps) & ~compiled
     return frame
+
+
+def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """``frame[name]`` as float64, NaN where not measured (or not a number; the column
+    absent: all NaN), as ``_number`` reads each cell."""
+    import numpy as np
+    import pandas as pd
+
+    if name not in frame:
+        return np.full(len(frame), np.nan)
+    values = pd.to_numeric(frame[name], errors="coerce")
+    return np.asarray(values, dtype="float64")
+
+
+def _parts_columns(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``step_parts`` of every row at once: per part, its seconds (NaN where not measured),
+    by the same arithmetic, column by column."""
+    import numpy as np
+
+    wall = _column(frame, "wall_s")
+    python, build = _column(frame, "python_tracing_s"), _column(frame, "graph_build_s")
+    wait = _column(frame, "device_wait_s")
+    busy = _column(frame, "execute_s")
+    busy = np.where(np.isnan(busy), _column(frame, "device_busy_s"), busy)
+    both_missing = np.isnan(python) & np.isnan(build)
+    tracing = np.where(both_missing, np.nan, np.nan_to_num(python) + np.nan_to_num(build))
+    device = np.where(
+        np.isnan(wait) & np.isnan(busy),
+        np.nan,
+        np.maximum(np.nan_to_num(wait), np.nan_to_num(busy)),
+    )
+    measured = {
+        "compile": _column(frame, "compile_s"),
+        "transfer": _column(frame, "transfer_s"),
+        "tracing": tracing,
+        "device": device,
+    }
+    known = ~np.isnan(wall)
+    left = wall.copy()
+    parts: dict[str, np.ndarray] = {}
+    for name in PARTS:
+        seconds = measured[name]
+        taken = np.minimum(np.maximum(seconds, 0.0), left)
+        has = ~np.isnan(seconds)
+        parts[name] = np.where(known, np.where(has, taken, np.nan), seconds)
+        left = np.where(known & has, left - taken, left)
+    parts[UNATTRIBUTED] = left  # NaN where the wall time is not known
+    return parts
+
+
+def _bound_columns(
+    parts: dict[str, np.ndarray], wall: np.ndarray
+) -> tuple[list[str | None], np.ndarray]:
+    """``_bound_of`` of every row at once: the largest measured part (the first in ``PARTS``
+    order on a tie) and its share of the wall time, capped at 1; None and NaN where no part
+    was measured, the wall time is unknown or zero, or the largest part is not positive."""
+    import numpy as np
+
+    stacked = np.vstack([np.where(np.isnan(parts[n]), -1.0, parts[n]) for n in PARTS])
+    any_measured = np.vstack([~np.isnan(parts[n]) for n in PARTS]).any(axis=0)
+    best = stacked.argmax(axis=0)
+    seconds = stacked[best, np.arange(stacked.shape[1])]
+    usable = any_measured & ~np.isnan(wall) & (wall != 0) & (seconds > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(usable, np.minimum(seconds / np.where(usable, wall, 1.0), 1.0), np.nan)
+    names = [PARTS[i] if ok else None for i, ok in zip(best.tolist(), usable.tolist(), strict=True)]
+    return names, share
 
 
 def row_bound(row: Mapping[Hashable, object]) -> tuple[str | None, float | None]:

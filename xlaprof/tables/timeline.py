@@ -54,6 +54,9 @@ COLUMNS = [
     "execute_s",
     "source",
 ]
+# The events' columns the timeline reads (``step_timeline``, ``device_busy_by_step``): what a
+# pod's first host is read with (``Trace.step_view``).
+EVENT_COLUMNS = ("host", "plane_kind", "line", "name", "start_ns", "end_ns", "step", "step_num")
 # Host events on the main (python) line, by category, highest precedence first: a transfer
 # inside a compile counts once, as compile.
 _COMPILE = ("XLAGraphExecutor::Compile",)
@@ -160,10 +163,31 @@ def from_trace(
     intervals per step (``_covered_by_step``), so the work grows with the events, not with
     events x steps.
     """
+    made = _trace_steps(events, rows, bounds, device_busy, device_windows)
+    return [] if made is None else _rows_of(*made)
+
+
+_TraceSteps = tuple[
+    "_Pairs",
+    dict[str, "np.ndarray | None"],
+    list[float | None],
+    dict[int, float | None],
+    dict[int, tuple[int, int]],
+]
+
+
+def _trace_steps(
+    events: pd.DataFrame,
+    rows: list[StepRow],
+    bounds: pd.DataFrame | None,
+    device_busy: dict[int, float | None] | None,
+    device_windows: pd.DataFrame | None,
+) -> _TraceSteps | None:
+    """What ``from_trace``'s rows are made of (``_trace_parts``), or None: no step traced."""
     from xlaprof.tables.device import has_lazy_tensor_runtime
 
     if events.empty:
-        return []
+        return None
     host = events["host"].cat.categories[0]
     events = events[cols.equals(events["host"], host)]
     host_events = events[events["plane_kind"] == "host"]
@@ -183,10 +207,35 @@ def from_trace(
     else:
         pairs = _labelled_pairs(events)
         if pairs is None:
-            return []
+            return None
+    return _trace_parts(events, host_events, pairs, lazy, rows, device_busy, limits)
+
+
+def _trace_parts(
+    events: pd.DataFrame,
+    host_events: pd.DataFrame,
+    pairs: _Pairs,
+    lazy: bool,
+    rows: list[StepRow],
+    device_busy: dict[int, float | None] | None,
+    limits: dict[int, tuple[int, int]],
+) -> _TraceSteps:
+    """What ``from_trace``'s rows are made of: the pairs, each part per step, the device's
+    busy time per step, the run's tracing seconds per step and the steps' limits."""
     parts, _ = _host_parts(events, host_events, pairs, lazy)
     busy_by_step = _device_busy(events, pairs, rows, device_busy)
-    tracing = {row.step: row.tracing_s for row in rows}
+    tracing: dict[int, float | None] = {row.step: row.tracing_s for row in rows}
+    return pairs, parts, busy_by_step, tracing, limits
+
+
+def _rows_of(
+    pairs: _Pairs,
+    parts: dict[str, np.ndarray | None],
+    busy_by_step: list[float | None],
+    tracing: dict[int, float | None],
+    limits: dict[int, tuple[int, int]],
+) -> list[TimelineRow]:
+    """``from_trace``'s rows, one per step, from ``_trace_parts``."""
     earliest, latest = pairs.extent()
     out: list[TimelineRow] = []
     for index, (number, busy) in enumerate(zip(pairs.numbers.tolist(), busy_by_step, strict=True)):
@@ -213,6 +262,58 @@ def from_trace(
             }
         )
     return out
+
+
+def _frame_of(
+    pairs: _Pairs,
+    parts: dict[str, np.ndarray | None],
+    busy_by_step: list[float | None],
+    tracing: dict[int, float | None],
+    limits: dict[int, tuple[int, int]],
+) -> pd.DataFrame:
+    """``_rows_of``'s rows as the timeline's frame, made column by column (the same values:
+    a capture of many steps is not turned into a dict per step)."""
+    import numpy as np
+    import pandas as pd
+
+    earliest, latest = pairs.extent()
+    numbers = pairs.numbers.tolist()
+    known = [limits.get(number) for number in numbers]
+    begin = np.array(
+        [int(e) if k is None else k[0] for k, e in zip(known, earliest.tolist(), strict=True)],
+        dtype=np.int64,
+    )
+    finish = np.array(
+        [int(e) if k is None else k[1] for k, e in zip(known, latest.tolist(), strict=True)],
+        dtype=np.int64,
+    )
+    wall = (finish - begin) / 1e9
+    busy = np.array([np.nan if b is None else b for b in busy_by_step], dtype="float64")
+    missing = np.full(len(numbers), np.nan)
+
+    def part(name: str) -> np.ndarray:
+        values = parts[name]
+        return missing if values is None else np.asarray(values, dtype="float64")
+
+    tracing_s = [tracing.get(number) for number in numbers]
+    frame = pd.DataFrame(
+        {
+            "step": pairs.numbers.astype(np.int64),
+            "wall_s": wall,
+            "python_tracing_s": missing,
+            "tracing_s": np.array([np.nan if t is None else t for t in tracing_s], dtype="float64"),
+            "graph_build_s": part("graph_build_s"),
+            "compile_s": part("compile_s"),
+            "transfer_s": part("transfer_s"),
+            "device_wait_s": part("device_wait_s"),
+            "device_busy_s": busy,
+            "device_idle_s": np.where(np.isnan(busy), np.nan, np.maximum(wall - busy, 0.0)),
+            "execute_s": missing,
+        },
+        columns=COLUMNS[:-1],
+    )
+    frame["source"] = pd.Series(["trace"] * len(frame), dtype="category")
+    return frame[COLUMNS]
 
 
 @dataclass(frozen=True)
@@ -435,6 +536,10 @@ def step_timeline(
     """
     import pandas as pd
 
+    if not rows and trace_events is not None:  # a capture alone: made column by column
+        made = _trace_steps(trace_events, rows, step_bounds, device_busy, device_windows)
+        if made is not None:
+            return _frame_of(*made)
     by_step: dict[int, TimelineRow] = {r["step"]: r for r in from_metrics(rows)}
     if trace_events is not None:
         for row in from_trace(trace_events, rows, step_bounds, device_busy, device_windows):

@@ -185,3 +185,84 @@ def test_a_pod_of_real_gpu_captures_has_the_framework_ops_of_the_capture_in_memo
     got, want = lazy.device_ops(), eager.device_ops()
     assert got["framework_op"].notna().any()
     assert _same(got, want, key=["host", "device", "name", "category"])
+
+
+def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+    from xlaprof.model.result import AnalysisResult
+    from xlaprof.pipeline import analyze_parts
+    from xlaprof.report import render
+    from xlaprof.report.json_out import analysis_json
+    from xlaprof.tables import bounded
+
+    # GIVEN three hosts of six steps each, host-1 slower at everything, analyzed as a pod
+    markers = pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
+    monkeypatch.setenv("XLAPROF_LAZY_BYTES", "0")
+
+    def analyzed() -> tuple[AnalysisResult, str, dict]:
+        (part,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
+        result = AnalysisResult([part])
+        return result, render(result, "console"), analysis_json(result)
+
+    whole, whole_text, whole_doc = analyzed()
+    # WHEN its per-step tables are longer than their bounds (bounds made small, the data real)
+    for name, value in {
+        "MAX_TIMELINE_ROWS": 4,
+        "TIMELINE_FIRST_STEPS": 1,
+        "TIMELINE_TRACED_SHOWN": 1,
+        "MAX_STRAGGLER_ROWS": 3,
+        "STRAGGLER_FIRST_ROWS": 1,
+        "MAX_SKEW_ROWS": 3,
+        "SKEW_FIRST_ROWS": 1,
+        "MAX_HEATMAP_STEPS": 3,
+        "HEATMAP_FIRST_STEPS": 1,
+    }.items():
+        monkeypatch.setattr(bounded, name, value)
+    cut, cut_text, cut_doc = analyzed()
+    part, every = cut.parts[0], whole.parts[0]
+    # THEN nothing was cut where the tables fit, and every table is within its bound here
+    assert not every.rows_kept and "rows_kept" not in whole_doc
+    assert len(part.timeline) <= 4 and len(part.stragglers) <= 3 and len(part.host_skew) <= 3
+    kept = cut_doc["rows_kept"]
+    assert kept["timeline"]["total"] == len(every.timeline) > 4
+    assert kept["stragglers"]["total"] == cut_doc["stragglers_total"] == len(every.stragglers)
+    assert cut_doc["host_skew_total"] == len(every.host_skew)
+    assert len(cut_doc["timeline"]) == kept["timeline"]["kept"] == len(part.timeline)
+    # AND the rows kept are the tables' own rows: the first step, the median steady step, and
+    # the slowest host's worst step (host-1's longest, from the captures' own step markers)
+    assert part.timeline.equals(every.timeline.loc[part.timeline.index])
+    assert {0, every.story.median_step} <= set(part.timeline["step"])
+    behind = {step: wall * (STRETCH - 1) for step, wall in marker_walls(markers["host-0"]).items()}
+    worst = max(behind, key=behind.__getitem__)
+    on_host = part.stragglers[part.stragglers["device"] == "host"]
+    assert worst in set(on_host["step"])
+    assert set(part.frames["host_steps"]["step"]) <= set(every.frames["host_steps"]["step"])
+    assert part.frames["host_steps"]["step"].nunique() <= 3
+    # AND the HTML report's figures draw the rows kept: the timeline's steps, the heat map's
+    from xlaprof.report.figures import result_figures
+
+    drawn = dict(result_figures(part))
+    assert list(drawn["timeline"].data[-1].x) == list(part.timeline["step"])
+    heat = drawn["host-steps"].data[0]
+    assert sorted(map(int, heat.x)) == sorted(set(part.frames["host_steps"]["step"]))
+    assert set(drawn["host-steps"].data[1].x) <= set(heat.x)  # outlines on drawn steps only
+    # AND the notebook still has every row
+    assert part.timeline_frame().equals(every.timeline)
+    assert _same(part.stragglers_frame(), every.stragglers)
+    # AND the console says the same of every step: the story and counts above the timeline,
+    # the warm-up steps and the median steady step in it, and the stragglers line
+    head = whole_text[: whole_text.index("Step timeline")]
+    assert cut_text.startswith(head)
+    said = whole_text.splitlines()
+    median = f"{every.story.median_step} (median)"
+    listed = [line for line in said if line.split(" ")[0] in ("0", "1") or line.startswith(median)]
+    assert len(listed) == 3 and set(listed) <= set(cut_text.splitlines())
+    (line,) = [line for line in said if line.startswith("Stragglers (3 hosts): host-1 is")]
+    assert line in cut_text.splitlines()
+    # AND a saved document renders the same text
+    saved = AnalysisResult.from_json(json.loads(json.dumps(cut_doc)))
+    assert render(saved, "console") == cut_text
