@@ -82,3 +82,30 @@ def contains(column: pd.Series, pattern: str) -> np.ndarray:
 
     compiled = re.compile(pattern)
     return _per_category(column, lambda text: compiled.search(text) is not None, bool)
+
+
+def codes(column: pd.Series) -> np.ndarray:
+    """A column's values as integer codes: equal values, equal codes; missing (None, NaN): -1.
+    A categorical's own codes (no value is read), else ``pd.factorize``'s."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        found: np.ndarray = column.cat.codes.to_numpy()
+        return found
+    return pd.factorize(column.to_numpy(dtype=object))[0]
+
+
+def group_codes(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the code of its tuple of ``keys`` (integer codes, -1 a value like the others):
+    0, 1, ... in order of first appearance (as ``groupby(sort=False)`` orders groups), and the
+    first row of each code."""
+    import numpy as np
+    import pandas as pd
+
+    group = np.zeros(len(keys[0]), np.int64)
+    for key in keys:
+        key = np.asarray(key, dtype=np.int64)
+        span = int(key.max()) + 2 if len(key) else 1
+        group = pd.factorize(group * span + (key + 1))[0]
+    firsts = np.unique(group, return_index=True)[1]
+    return group, firsts

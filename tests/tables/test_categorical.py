@@ -1,0 +1,45 @@
+"""Integer codes of an event frame's columns (``xlaprof.tables.categorical.codes``,
+``group_codes``), checked against pandas' own grouping of the same real captures' values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def test_codes_partition_a_column_as_its_values_do(jax_cpu_trace: Any, jax_trace: Any) -> None:
+    from xlaprof.tables.categorical import codes
+
+    for trace in (jax_cpu_trace, jax_trace):
+        events = trace.events
+        for name in ("name", "line", "hlo_op", "host"):
+            column = events[name]
+            for values in (column, column.astype(object)):  # categorical, then plain objects
+                found = codes(values)
+                text = column.astype(object).to_numpy()
+                missing = pd.isna(text)
+                assert (found == -1).tolist() == missing.tolist()
+                # one code per distinct value, and the same value always the same code
+                pairs = pd.DataFrame({"code": found[~missing], "value": text[~missing]})
+                assert pairs.groupby("code")["value"].nunique().eq(1).all()
+                assert pairs.groupby("value")["code"].nunique().eq(1).all()
+
+
+def test_group_codes_number_groups_as_groupby_does(jax_cpu_trace: Any, jax_trace: Any) -> None:
+    from xlaprof.tables.categorical import codes, group_codes
+
+    for trace in (jax_cpu_trace, jax_trace):
+        events = trace.events
+        keys = ["line", "name", "hlo_op"]
+        group, firsts = group_codes([codes(events[k]) for k in keys])
+        # pandas, on the values as text (a missing value a group of its own, "<NA>")
+        text = events[keys].astype(object).fillna("<NA>")
+        expected = text.groupby(keys, sort=False).ngroup().to_numpy()
+        assert group.tolist() == expected.tolist()
+        seen: dict[tuple[Any, ...], int] = {}
+        for row, key in enumerate(text.itertuples(index=False, name=None)):
+            seen.setdefault(key, row)
+        assert firsts.tolist() == sorted(seen.values())
+        assert np.array_equal(group[firsts], np.arange(len(firsts)))
