@@ -36,9 +36,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xlaprof.parse.events import COMPILE_EVENTS
+from xlaprof.parse.events import COMPILE_EVENTS, LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
-from xlaprof.tables.device.tracing import has_lazy_tensor_runtime
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
@@ -221,21 +220,30 @@ class _HostSpans:
 def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], _HostSpans]:
     """Per (session, host): its compile spans and data-input spans, and whether it ran
     torch_xla's lazy-tensor runtime."""
+    import numpy as np
 
-    host = events[cols.equals(events["plane_kind"], "host")]
-    if host.empty:
+    host = cols.equals(events["plane_kind"], "host")
+    if not host.any():
         return {}
-    compile_rows = cols.member(host["name"], COMPILE_EVENTS)
-    input_rows = cols.matches(host["name"], INPUT_EVENT)
+    # each test once per category, each host's rows through the codes: no frame is copied
+    classes = {
+        "compilation": cols.member(events["name"], COMPILE_EVENTS),
+        "input": cols.matches(events["name"], INPUT_EVENT),
+    }
+    lazy = cols.member(events["name"], LAZY_TENSOR_EVENTS)
+    starts, ends = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
+    sessions, hosts = cols.codes(events["session"]), cols.codes(events["host"])
+    rows = np.flatnonzero(host & (sessions >= 0) & (hosts >= 0))  # groupby's: no missing key
     found: dict[tuple[str, str], _HostSpans] = {}
-    for (session, name), group in host.groupby(["session", "host"], observed=True):
-        index = host.index.get_indexer(group.index)
-        spans = _HostSpans(lazy=has_lazy_tensor_runtime(group))
-        for label, rows in (("compilation", compile_rows), ("input", input_rows)):
-            chosen = group[rows[index]]
-            if len(chosen):
-                spans.spans[label] = (chosen["start_ns"].to_numpy(), chosen["end_ns"].to_numpy())
-        found[(str(session), str(name))] = spans
+    for first in cols.group_codes([sessions[rows], hosts[rows]])[1].tolist():
+        at = rows[first]
+        mine = host & (sessions == sessions[at]) & (hosts == hosts[at])
+        spans = _HostSpans(lazy=bool((mine & lazy).any()))
+        for label, chosen in classes.items():
+            chosen = chosen & mine
+            if chosen.any():
+                spans.spans[label] = (starts[chosen], ends[chosen])
+        found[(str(events["session"].iloc[at]), str(events["host"].iloc[at]))] = spans
     return found
 
 
