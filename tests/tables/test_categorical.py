@@ -43,3 +43,32 @@ def test_group_codes_number_groups_as_groupby_does(jax_cpu_trace: Any, jax_trace
             seen.setdefault(key, row)
         assert firsts.tolist() == sorted(seen.values())
         assert np.array_equal(group[firsts], np.arange(len(firsts)))
+
+
+def test_groups_of_is_groupby_without_the_frames(jax_cpu_trace: Any, jax_trace: Any) -> None:
+    from xlaprof.tables.categorical import groups_of
+
+    for trace in (jax_cpu_trace, jax_trace):
+        events = trace.events
+        names = ["host", "plane", "line"]
+        found = groups_of(events, names)
+        expected = events.groupby(names, observed=True, sort=True).indices
+        assert [key for key, _ in found] == list(expected)
+        for key, rows in found:
+            assert rows.tolist() == expected[key].tolist()
+
+
+def test_repeated_types_a_column_as_the_whole_list(jax_trace: Any) -> None:
+    from xlaprof.tables.categorical import repeated
+
+    steps = jax_trace.step_bounds
+    counts = steps["step"].to_numpy() % 3 + 1
+    for values in (
+        [str(h) for h in steps["host"]],  # text
+        steps["step"].tolist(),  # integers
+        [None if s % 2 else float(s) for s in steps["step"]],  # floats and None
+        [None] * len(steps),
+    ):
+        listed = [v for v, n in zip(values, counts, strict=True) for _ in range(n)]
+        column = pd.Series(repeated(values, counts.tolist()))
+        pd.testing.assert_series_equal(column, pd.Series(listed), check_exact=True)

@@ -109,3 +109,33 @@ def group_codes(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         group = pd.factorize(group * span + (key + 1))[0]
     firsts = np.unique(group, return_index=True)[1]
     return group, firsts
+
+
+def groups_of(frame: pd.DataFrame, names: list[str]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
+    """``frame.groupby(names, observed=True, sort=True)``'s keys, in its order, each with its
+    rows (positions, ascending): found through the columns' codes, so no group's frame is
+    built. Rows with a missing key are in no group, as in ``groupby``."""
+    import numpy as np
+
+    keys = [codes(frame[name]) for name in names]
+    rows = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
+    if not len(rows):
+        return []
+    group, firsts = group_codes([key[rows] for key in keys])
+    parts = np.split(rows[np.argsort(group, kind="stable")], np.cumsum(np.bincount(group))[:-1])
+    # pandas orders the groups (a categorical by its categories), on one row per group
+    heads = frame[names].take(rows[firsts]).reset_index(drop=True)
+    return [
+        (tuple(key), parts[int(head.index[0])])
+        for key, head in heads.groupby(names, observed=True, sort=True)
+    ]
+
+
+def repeated(values: list[Any], counts: list[int]) -> Any:
+    """Each of ``values`` ``counts`` times over, as one column (a pandas array): typed as
+    pandas types the whole list (inferred from the same values), without building it."""
+    import numpy as np
+    import pandas as pd
+
+    every = np.repeat(np.arange(len(values)), counts)
+    return pd.Series(values, dtype=None if values else object).array.take(every)

@@ -4,6 +4,7 @@ capture (utilization). How steps are found is in ``xlaprof.tables.device``'s doc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import MODULES_LINE, STEPS_LINE
@@ -49,6 +50,9 @@ UTILIZATION_COLUMNS = [
 ]
 
 
+WINDOW_COLUMNS = ["session", "host", "device", "kind", "step", "step_source", "start_ns", "end_ns"]
+
+
 def step_windows(
     events: pd.DataFrame, frame: pd.DataFrame, host_bounds: pd.DataFrame | None
 ) -> pd.DataFrame:
@@ -59,62 +63,86 @@ def step_windows(
     """
     import pandas as pd
 
-    rows: list[tuple[Any, ...]] = []
-    for (session, host, device), group in frame.groupby(
-        ["session", "host", "device"], observed=True, sort=True
-    ):
-        kind = str(group["kind"].iloc[0])
-        steps_line = group[cols.equals(group["line"], STEPS_LINE)]
-        if len(steps_line):
-            numbers = _step_numbers(steps_line)
-            for number, start, end in zip(
-                numbers, steps_line["start_ns"], steps_line["end_ns"], strict=True
-            ):
-                rows.append((session, host, device, kind, number, "Steps line", start, end))
+    columns: dict[str, list[Any]] = {name: [] for name in WINDOW_COLUMNS}
+    counts: list[int] = []  # the windows of each device: its key is repeated, not listed
+    kinds = frame["kind"].to_numpy()
+    of_host: dict[tuple[str, str], pd.DataFrame | None] = {}
+    lines = _WindowLines.of(frame)
+    for (session, host, device), rows in cols.groups_of(frame, ["session", "host", "device"]):
+        key = (str(session), str(host))
+        if key not in of_host:
+            of_host[key] = _host_bounds_of(host_bounds, session, host)
+        found = lines.windows(frame, rows, of_host[key])
+        if found is None:
             continue
-        mine = _host_bounds_of(host_bounds, session, host)
-        if mine is not None and len(mine):
-            count = len(mine)
-            # zip of columns: a step per row, no namedtuple per row
-            rows += zip(
-                [session] * count,
-                [host] * count,
-                [device] * count,
-                [kind] * count,
-                mine["step"].tolist(),
-                ["host steps"] * count,
-                mine["start_ns"].tolist(),
-                mine["end_ns"].tolist(),
-                strict=True,
-            )
-            continue
-        modules = group[cols.equals(group["line"], MODULES_LINE)].sort_values("start_ns")
-        if len(modules):
-            for number, (start, end) in enumerate(
-                zip(modules["start_ns"], modules["end_ns"], strict=True)
-            ):
-                rows.append((session, host, device, kind, number, "module executions", start, end))
-            continue
-        compute = group[group["compute"]]
-        if len(compute):
-            rows.append(
-                (
-                    session,
-                    host,
-                    device,
-                    kind,
-                    None,
-                    "whole capture",
-                    compute["start_ns"].min(),
-                    compute["end_ns"].max(),
-                )
-            )
-    columns = ["session", "host", "device", "kind", "step", "step_source", "start_ns", "end_ns"]
-    windows = pd.DataFrame(rows, columns=columns)
+        steps, source, spans = found
+        for name, value in zip(
+            WINDOW_COLUMNS[:4], (session, host, device, str(kinds[rows[0]])), strict=True
+        ):
+            columns[name].append(value)
+        columns["step_source"].append(source)
+        counts.append(len(steps))
+        columns["step"] += steps
+        columns["start_ns"] += spans[0]
+        columns["end_ns"] += spans[1]
+    # built as columns (no tuple per window); no window: the empty table as it always was
+    if columns["step"]:
+        for name in ("session", "host", "device", "kind", "step_source"):
+            columns[name] = cols.repeated(columns[name], counts)
+        windows = pd.DataFrame(columns, columns=WINDOW_COLUMNS)
+    else:
+        windows = pd.DataFrame([], columns=WINDOW_COLUMNS)
     windows["step"] = windows["step"].astype("Int64")
     windows["start_ns"] = windows["start_ns"].astype("int64")
     windows["end_ns"] = windows["end_ns"].astype("int64")
     return windows
+
+
+@dataclass
+class _WindowLines:
+    """The device events' columns ``step_windows`` reads, as arrays (read once)."""
+
+    steps_line: np.ndarray
+    modules_line: np.ndarray
+    compute: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _WindowLines:
+        return cls(
+            cols.equals(frame["line"], STEPS_LINE),
+            cols.equals(frame["line"], MODULES_LINE),
+            frame["compute"].to_numpy(dtype=bool),
+            frame["start_ns"].to_numpy(),
+            frame["end_ns"].to_numpy(),
+        )
+
+    def windows(
+        self, frame: pd.DataFrame, rows: np.ndarray, host_steps: pd.DataFrame | None
+    ) -> tuple[list[Any], str, tuple[list[Any], list[Any]]] | None:
+        """One device's (its ``rows`` of ``frame``) windows: their numbers, their source and
+        their starts and ends; None where it has none (no compute event)."""
+        import pandas as pd
+
+        starts, ends = self.starts, self.ends
+        steps_line = rows[self.steps_line[rows]]
+        if len(steps_line):
+            spans = (starts[steps_line].tolist(), ends[steps_line].tolist())
+            return _step_numbers(frame.iloc[steps_line]), "Steps line", spans
+        if host_steps is not None and len(host_steps):
+            spans = (host_steps["start_ns"].tolist(), host_steps["end_ns"].tolist())
+            return host_steps["step"].tolist(), "host steps", spans
+        modules = rows[self.modules_line[rows]]
+        if len(modules):
+            spans_of = pd.DataFrame({"start_ns": starts[modules], "end_ns": ends[modules]})
+            ordered = spans_of.sort_values("start_ns")  # as the table always ordered them
+            spans = (ordered["start_ns"].tolist(), ordered["end_ns"].tolist())
+            return list(range(len(modules))), "module executions", spans
+        busy = rows[self.compute[rows]]
+        if len(busy):
+            return [None], "whole capture", ([starts[busy].min()], [ends[busy].max()])
+        return None
 
 
 def _step_numbers(steps_line: pd.DataFrame) -> list[int]:
