@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from xlaprof.parse.events import COMPILE_EVENTS, LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
+from xlaprof.tables.device.steps import device_rows
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
@@ -110,61 +111,75 @@ def step_bottlenecks(
         return pd.DataFrame(columns=BOTTLENECK_COLUMNS)
     klass = _device_class(frame, ops)
     host_spans = _host_spans(events)
+    rows_of = device_rows(frame)
+    all_starts, all_ends = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
     parts = []
     for (session, host, device), steps in windows.groupby(
         ["session", "host", "device"], observed=True, sort=True
     ):
-        mine = (
-            cols.equals(frame["session"], session)
-            & cols.equals(frame["host"], host)
-            & (frame["device"] == device).to_numpy()
-            & (klass != "")
-        )
+        rows = rows_of.get((str(session), str(host), str(device)), np.zeros(0, np.int64))
+        mine = rows[klass[rows] > 0]
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()
-        starts = frame["start_ns"].to_numpy()[mine]
-        ends = frame["end_ns"].to_numpy()[mine]
-        classes = klass[mine]
         out = steps.copy()
         out["wall_s"] = (b - a) / 1e9
-        seconds = {name: np.zeros(len(a)) for name in CLASSES}
-        claimed_s: list[np.ndarray] = []
-        claimed_e: list[np.ndarray] = []
-        before = np.zeros(len(a))
-        for name in DEVICE_CLASSES:
-            chosen = classes == name
-            if not chosen.any():
-                continue
-            claimed_s.append(starts[chosen])
-            claimed_e.append(ends[chosen])
-            now = _covered(claimed_s, claimed_e, a, b)
-            seconds[name] += (now - before) / 1e9
-            before = now
-        out["busy_s"] = before / 1e9
         on_host = host_spans.get((str(session), str(host)), _HostSpans())
-        for name in ("compilation", "input"):
-            if name not in on_host.spans:
-                continue
-            claimed_s.append(on_host.spans[name][0])
-            claimed_e.append(on_host.spans[name][1])
-            now = _covered(claimed_s, claimed_e, a, b)
-            seconds[name] += (now - before) / 1e9
-            before = now
-        rest = np.maximum((b - a) - before, 0) / 1e9
-        seconds["tracing" if on_host.lazy else "host"] += rest
+        seconds, busy = _class_seconds(
+            (all_starts[mine], all_ends[mine], klass[mine]), on_host, a, b
+        )
+        out["busy_s"] = busy / 1e9
         for name in CLASSES:
             out[f"{name}_s"] = seconds[name]
         table = np.column_stack([seconds[name] for name in CLASSES])
         wall = (b - a) / 1e9
         top = table.argmax(axis=1)
-        out["bottleneck"] = [
-            CLASSES[i] if wall[k] > 0 else None for k, i in enumerate(top.tolist())
-        ]
+        named = np.array(CLASSES, dtype=object)[top]
+        named[~(wall > 0)] = None
+        out["bottleneck"] = named.tolist()
         with np.errstate(divide="ignore", invalid="ignore"):
             out["share"] = np.where(wall > 0, table.max(axis=1) / wall, np.nan)
         parts.append(out)
     result = pd.concat(parts, ignore_index=True)
     return result.reindex(columns=BOTTLENECK_COLUMNS)
+
+
+def _class_seconds(
+    device: tuple[np.ndarray, np.ndarray, np.ndarray],
+    on_host: _HostSpans,
+    a: np.ndarray,
+    b: np.ndarray,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """One device's seconds per class in each window [a, b) (module docstring: each class
+    the part no class before it covers), and its busy time (ns). ``device``: its classed
+    events' starts, ends and class codes (``_device_class``)."""
+    import numpy as np
+
+    starts, ends, classes = device
+    seconds = {name: np.zeros(len(a)) for name in CLASSES}
+    claimed_s: list[np.ndarray] = []
+    claimed_e: list[np.ndarray] = []
+    before = np.zeros(len(a))
+    for code, name in enumerate(DEVICE_CLASSES, start=1):
+        chosen = classes == code
+        if not chosen.any():
+            continue
+        claimed_s.append(starts[chosen])
+        claimed_e.append(ends[chosen])
+        now = _covered(claimed_s, claimed_e, a, b)
+        seconds[name] += (now - before) / 1e9
+        before = now
+    busy = before
+    for name in ("compilation", "input"):
+        if name not in on_host.spans:
+            continue
+        claimed_s.append(on_host.spans[name][0])
+        claimed_e.append(on_host.spans[name][1])
+        now = _covered(claimed_s, claimed_e, a, b)
+        seconds[name] += (now - before) / 1e9
+        before = now
+    rest = np.maximum((b - a) - before, 0) / 1e9
+    seconds["tracing" if on_host.lazy else "host"] += rest
+    return seconds, busy
 
 
 def _covered(
@@ -177,35 +192,60 @@ def _covered(
 
 
 def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
-    """Each device event's class (``DEVICE_CLASSES``), "" for events that are none."""
+    """Each device event's class: 1 + its index in ``DEVICE_CLASSES``, 0 for events that are
+    none. Each test is answered once per distinct category or op, not per event."""
     import numpy as np
     import pandas as pd
 
-    category = frame["category"].to_numpy().astype(object)
-    compute = frame["compute"].to_numpy()
-    op_line = frame["op_line"].to_numpy()
+    category_codes, categories = pd.factorize(frame["category"].to_numpy(dtype=object))
+
+    def category(name: str) -> np.ndarray:
+        found = np.array([c == name for c in categories.tolist()] + [False], dtype=bool)
+        return found[category_codes]
+
+    compute = frame["compute"].to_numpy(dtype=bool)
+    op_line = frame["op_line"].to_numpy(dtype=bool)
     # one regex per distinct op, not per event
     codes, names = pd.factorize(frame["op"].to_numpy(dtype=object))
     done = np.array([bool(_ASYNC_DONE.search(str(n))) for n in names] + [False], bool)[codes]
-    klass = np.full(len(frame), "", dtype=object)
-    klass[compute] = "compute"
+    klass = np.zeros(len(frame), dtype=np.int64)
+
+    def mark(rows: np.ndarray, name: str) -> None:
+        klass[rows] = DEVICE_CLASSES.index(name) + 1
+
+    mark(compute, "compute")
     if ops is not None and not ops.empty and (ops["bound"] == "memory").any():
-        memory = ops[ops["bound"] == "memory"]
-        wanted = pd.MultiIndex.from_arrays(
-            [memory[c].astype(str) for c in ("session", "host", "device", "name")]
-        )
-        keys = pd.MultiIndex.from_arrays(
-            [frame[c].astype(str) for c in ("session", "host", "device", "op")]
-        )
-        klass[compute & keys.isin(wanted)] = "memory_bound"
-    klass[compute & (category == "autotune")] = "compilation"
-    klass[compute & (category == "host_transfer")] = "input_transfer"
-    klass[compute & ((category == "host_offload") | (done & (category != "collective")))] = (
-        "async_wait"
-    )
-    klass[op_line & (category == "infeed_outfeed")] = "infeed_outfeed"
-    klass[compute & (category == "collective")] = "collective"
+        mark(compute & _memory_bound(frame, ops, codes), "memory_bound")
+    collective = category("collective")
+    mark(compute & category("autotune"), "compilation")
+    mark(compute & category("host_transfer"), "input_transfer")
+    mark(compute & (category("host_offload") | (done & ~collective)), "async_wait")
+    mark(op_line & category("infeed_outfeed"), "infeed_outfeed")
+    mark(compute & collective, "collective")
     return klass
+
+
+def _memory_bound(frame: pd.DataFrame, ops: pd.DataFrame, op_codes: np.ndarray) -> np.ndarray:
+    """Which events are of an op on the memory side of the roofline (``ops``' ``bound``), by
+    (session, host, device, op) as text, looked up once per distinct key."""
+    import numpy as np
+
+    memory = ops[ops["bound"] == "memory"]
+    wanted = set(
+        zip(
+            *(memory[c].astype(str).tolist() for c in ("session", "host", "device", "name")),
+            strict=True,
+        )
+    )
+    keys = [cols.codes(frame["session"]), cols.codes(frame["host"]), cols.codes(frame["device"])]
+    group, firsts = cols.group_codes([*keys, op_codes])
+    distinct = zip(
+        *(frame[c].take(firsts).astype(str).tolist() for c in ("session", "host", "device", "op")),
+        strict=True,
+    )
+    hit = np.array([key in wanted for key in distinct], dtype=bool)
+    found: np.ndarray = hit[group]
+    return found
 
 
 @dataclass

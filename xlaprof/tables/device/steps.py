@@ -194,25 +194,21 @@ def device_steps(
     frame = device_events(with_session(events)) if frame is None else frame
     if windows is None:
         windows = step_windows(events, frame, host_bounds)
+    timed = _Timed.of(frame)
+    rows_of = device_rows(frame)
     parts = []
-    for (session, host, device), steps in windows.groupby(
-        ["session", "host", "device"], observed=True, sort=True
-    ):
-        mine = frame[
-            cols.equals(frame["session"], session)
-            & cols.equals(frame["host"], host)
-            & (frame["device"] == device).to_numpy()
-            & frame["compute"].to_numpy()
-        ]
+    for key, steps in windows.groupby(["session", "host", "device"], observed=True, sort=True):
+        rows = rows_of.get((str(key[0]), str(key[1]), str(key[2])), np.zeros(0, np.int64))
+        mine = rows[timed.compute[rows]]
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()
         out = steps.copy()
-        busy = event_coverage(mine).within(a, b)
+        busy = Coverage.of(timed.starts[mine], timed.ends[mine]).within(a, b)
         out["wall_s"] = (b - a) / 1e9
         out["busy_s"] = busy / 1e9
         out["idle_s"] = np.maximum(b - a - busy, 0) / 1e9
         out["duty"] = np.where(b > a, busy / np.maximum(b - a, 1), np.nan)
-        for name, seconds in category_seconds(mine, a, b).items():
+        for name, seconds in timed.category_seconds(mine, a, b).items():
             out[f"{name}_s"] = seconds
         parts.append(out)
     if not parts:
@@ -221,30 +217,73 @@ def device_steps(
     return result[STEP_COLUMNS]
 
 
-def category_seconds(compute: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
-    """Per category, the self time of the compute events starting in each window [a, b)."""
-    import numpy as np
+def device_rows(frame: pd.DataFrame) -> dict[tuple[str, str, str], np.ndarray]:
+    """The rows of each (session, host, device) of ``frame`` (keys as text, as the tables
+    compare them), in ``groupby``'s order."""
+    found: dict[tuple[str, str, str], np.ndarray] = {}
+    for (session, host, device), rows in cols.groups_of(frame, ["session", "host", "device"]):
+        found[(str(session), str(host), str(device))] = rows
+    return found
 
-    starts = compute["start_ns"].to_numpy()
-    wall = (compute["end_ns"].to_numpy() - starts).astype(np.float64)
-    own = compute["self_ns"].to_numpy()
-    times = compute["time_ns"].to_numpy()
-    # Self time is measured on the device clock; steps are on the trace's (host) clock, where
-    # a TPU op's converted duration differs by up to ~15%: scale self time to that clock.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(times > 0, wall / times, 1.0)
-    own = np.where(np.isnan(own), wall, own * scale)
-    order = np.argsort(a, kind="stable")
-    index = np.searchsorted(a[order], starts, side="right") - 1
-    valid = index >= 0
-    window = np.where(valid, order[np.maximum(index, 0)], 0)
-    valid &= starts < b[window]
-    categories = compute["category"].to_numpy()
-    result = {}
-    for name in CATEGORIES:
-        chosen = valid & (categories == name)
-        result[name] = np.bincount(window[chosen], weights=own[chosen], minlength=len(a)) / 1e9
-    return result
+
+@dataclass
+class _Timed:
+    """The device events' times as arrays, read once: starts, ends, which are busy
+    (``compute``), self time on the trace's clock (``own``) and the index of each event's
+    category in ``CATEGORIES`` (-1: none of them)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    compute: np.ndarray
+    own: np.ndarray
+    category: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _Timed:
+        import numpy as np
+        import pandas as pd
+
+        starts = frame["start_ns"].to_numpy()
+        ends = frame["end_ns"].to_numpy()
+        wall = (ends - starts).astype(np.float64)
+        own = frame["self_ns"].to_numpy()
+        times = frame["time_ns"].to_numpy()
+        # Self time is measured on the device clock; steps are on the trace's (host) clock,
+        # where a TPU op's converted duration differs by up to ~15%: scale self time to it.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(times > 0, wall / times, 1.0)
+        own = np.where(np.isnan(own), wall, own * scale)
+        codes, names = pd.factorize(frame["category"].to_numpy(dtype=object))
+        index = np.array([*(_CATEGORY_INDEX.get(n, -1) for n in names), -1], dtype=np.int64)
+        compute = frame["compute"].to_numpy(dtype=bool)
+        return cls(starts, ends, compute, own, index[codes])
+
+    def category_seconds(
+        self, rows: np.ndarray, a: np.ndarray, b: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Per category, the self time of the events at ``rows`` starting in each window
+        [a, b): one ``bincount`` over (window, category), each sum over the same events in
+        the same order as a ``bincount`` per category."""
+        import numpy as np
+
+        starts = self.starts[rows]
+        order = np.argsort(a, kind="stable")
+        index = np.searchsorted(a[order], starts, side="right") - 1
+        valid = index >= 0
+        window = np.where(valid, order[np.maximum(index, 0)], 0)
+        valid &= starts < b[window]
+        category = self.category[rows]
+        valid &= category >= 0
+        width = len(CATEGORIES)
+        sums = np.bincount(
+            window[valid] * width + category[valid],
+            weights=self.own[rows][valid],
+            minlength=len(a) * width,
+        ).reshape(len(a), width)
+        return {name: sums[:, i] / 1e9 for i, name in enumerate(CATEGORIES)}
+
+
+_CATEGORY_INDEX = {name: i for i, name in enumerate(CATEGORIES)}
 
 
 def event_coverage(frame: pd.DataFrame) -> Coverage:
@@ -278,33 +317,34 @@ def device_utilization(
     if windows is None:
         windows = step_windows(events, frame, host_bounds)
     sources = windows.groupby(["session", "host", "device"], observed=True)
+    timed = _Timed.of(frame)
+    spans = frame["op_line"].to_numpy(dtype=bool) | cols.equals(frame["line"], MODULES_LINE)
+    kinds = frame["kind"].to_numpy()
     rows = []
-    for (session, host, device), group in frame.groupby(
-        ["session", "host", "device"], observed=True, sort=True
-    ):
-        spanning = group[group["op_line"].to_numpy() | cols.equals(group["line"], MODULES_LINE)]
-        if spanning.empty:
+    for (session, host, device), mine in cols.groups_of(frame, ["session", "host", "device"]):
+        spanning = mine[spans[mine]]
+        if not len(spanning):
             continue
-        start, end = int(spanning["start_ns"].min()), int(spanning["end_ns"].max())
-        compute = group[group["compute"]]
-        busy = event_coverage(compute).total
+        start, end = int(timed.starts[spanning].min()), int(timed.ends[spanning].max())
+        compute = mine[timed.compute[mine]]
+        busy = Coverage.of(timed.starts[compute], timed.ends[compute]).total
         key = (session, host, device)
-        mine = sources.get_group(key) if key in sources.groups else None
+        steps = sources.get_group(key) if key in sources.groups else None
         rows.append(
             {
                 "session": session,
                 "host": host,
                 "device": device,
-                "kind": str(group["kind"].iloc[0]),
+                "kind": str(kinds[mine[0]]),
                 "span_s": (end - start) / 1e9,
                 "busy_s": busy / 1e9,
                 "idle_s": max(end - start - busy, 0) / 1e9,
                 "duty": busy / (end - start) if end > start else None,
-                "steps": 0 if mine is None else int(mine["step"].notna().sum()),
-                "step_source": None if mine is None else str(mine["step_source"].iloc[0]),
+                "steps": 0 if steps is None else int(steps["step"].notna().sum()),
+                "step_source": None if steps is None else str(steps["step_source"].iloc[0]),
                 **{
                     f"{name}_s": float(seconds[0])
-                    for name, seconds in category_seconds(
+                    for name, seconds in timed.category_seconds(
                         compute, np.array([start]), np.array([end + 1])
                     ).items()
                 },
