@@ -380,18 +380,29 @@ def busiest_bounds(bottleneck: pd.DataFrame | None, host: str | None = None) -> 
     Columns ``session``, ``host``, ``step``, ``bound``, ``bound_share``; steps with no number
     (a whole capture as one window) are left out.
     """
+    import numpy as np
     import pandas as pd
 
     columns = ["session", "host", "step", "bound", "bound_share"]
     if bottleneck is None or bottleneck.empty:
         return pd.DataFrame(columns=columns)
-    rows = bottleneck[bottleneck["step"].notna() & bottleneck["bottleneck"].notna()]
+    chosen = bottleneck["step"].notna() & bottleneck["bottleneck"].notna()
     if host is not None:
-        rows = rows[rows["host"].astype(str) == str(host)]
+        chosen &= bottleneck["host"].astype(str) == str(host)
+    rows = bottleneck.loc[chosen, ["session", "host", "step", "bottleneck", "share", "busy_s"]]
     if rows.empty:
         return pd.DataFrame(columns=columns)
-    rows = rows.sort_values("busy_s", ascending=False, kind="stable")
-    busiest = rows.drop_duplicates(["session", "host", "step"], keep="first")
+    # per step, its busiest row (the first on a tie): the first of its key in the rows
+    # ordered by busy time, descending and stable
+    key = cols.group_codes(
+        [
+            cols.codes(rows["session"]),
+            cols.codes(rows["host"]),
+            pd.factorize(rows["step"].to_numpy(dtype=np.int64))[0],
+        ]
+    )[0]
+    order = np.argsort(-rows["busy_s"].to_numpy(dtype=np.float64), kind="stable")
+    busiest = rows.take(np.sort(order[np.unique(key[order], return_index=True)[1]]))
     table = pd.DataFrame(
         {
             "session": busiest["session"].astype(str).to_numpy(),
