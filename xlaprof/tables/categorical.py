@@ -87,12 +87,17 @@ def contains(column: pd.Series, pattern: str) -> np.ndarray:
 def codes(column: pd.Series) -> np.ndarray:
     """A column's values as integer codes: equal values, equal codes; missing (None, NaN): -1.
     A categorical's own codes (no value is read), else ``pd.factorize``'s."""
+    return coded(column)[0]
+
+
+def coded(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
+    """``codes(column)`` and the distinct value of each code (a categorical's categories)."""
     import pandas as pd
 
     if isinstance(column.dtype, pd.CategoricalDtype):
-        found: np.ndarray = column.cat.codes.to_numpy()
-        return found
-    return pd.factorize(column.to_numpy(dtype=object))[0]
+        return column.cat.codes.to_numpy(), column.cat.categories.tolist()
+    found, distinct = pd.factorize(column)
+    return found, list(distinct)
 
 
 def group_codes(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -56,24 +56,28 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
         hosts_with_devices
     ).to_numpy()
     cpu_ops = host_rows & events["hlo_op"].notna().to_numpy()
-    frame = events[on_device | cpu_ops].copy()
-    host_plane = (frame["plane_kind"] == "host").to_numpy()
-    devices = np.array(frame["device"].astype(object).to_numpy(), dtype=object)
-    devices[host_plane] = "CPU"
+    frame = events[on_device | cpu_ops]  # a new frame (copy on write): events are not touched
+    host_plane = cols.equals(frame["plane_kind"], "host")
+    # each row's device as a code into its distinct values (host-plane rows: "CPU"; missing:
+    # NaN), so the device kind is named once per device
+    device_codes, distinct = cols.coded(frame["device"])
+    values = np.array([*distinct, "CPU", np.nan], dtype=object)
+    device_codes = np.where(device_codes < 0, len(values) - 1, device_codes)
+    device_codes[host_plane] = len(values) - 2
+    devices = values[device_codes]
     frame["device"] = devices
     _to_device_clock(frame)
-    frame["kind"] = _each_distinct(devices, lambda d: str(d).split(":", 1)[0].upper())
-    line = frame["line"].astype(object)
-    kind = frame["kind"].to_numpy()
+    kinds = np.array([str(d).split(":", 1)[0].upper() for d in values.tolist()], dtype=object)
+    frame["kind"] = kinds[device_codes]
+    tpu = (kinds == "TPU")[device_codes]
     hlo_category = frame["hlo_category"].astype(object)
     args = frame["args"].to_numpy(dtype=object)
     cat = pd.Series(_stat(args, "cat"), index=frame.index, dtype=object)
-    tpu = kind == "TPU"
-    op_lines = line.isin(TPU_OP_LINES).to_numpy()
+    op_lines = cols.member(frame["line"], TPU_OP_LINES)
     compute = np.where(
         tpu,
-        op_lines & ~hlo_category.isin(OFF_DUTY_CATEGORIES).to_numpy(),
-        ~line.isin(DERIVED_LINES).to_numpy() & ~cat.isin(_ANNOTATION_CATS).to_numpy(),
+        op_lines & ~cols.member(frame["hlo_category"], OFF_DUTY_CATEGORIES),
+        ~cols.member(frame["line"], DERIVED_LINES) & ~cat.isin(_ANNOTATION_CATS).to_numpy(),
     )
     frame["compute"] = compute
     frame["op_line"] = np.where(tpu, op_lines, compute)
@@ -273,12 +277,16 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     wall = frame["end_ns"].to_numpy()[ops] - starts
     times = np.where(np.isnan(on_device), wall, on_device / 1000.0)
     offsets = frame["device_offset_ps"].to_numpy()[ops]
-    mine = frame.iloc[ops]
-    # One group per (session, host, device, line), found from the categorical codes.
-    groups = mine.groupby(["session", "host", "device", "line"], observed=True, sort=False)
+    # One group per (session, host, device, line), found from the columns' codes (a row with
+    # a missing key is in no group, as in groupby).
+    keys = [cols.codes(frame[name])[ops] for name in ("session", "host")]
+    keys += [cols.codes(frame[name].take(ops)) for name in ("device", "line")]
+    keyed = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
+    group = cols.group_codes([key[keyed] for key in keys])[0] if len(keyed) else keyed
+    sizes = np.bincount(group)
     own = np.empty(len(ops))
     parent = np.full(len(ops), -1, dtype=np.int64)
-    for index in groups.indices.values():
+    for index in np.split(keyed[np.argsort(group, kind="stable")], np.cumsum(sizes)[:-1]):
         if not np.isnan(offsets[index]).any():
             begin = offsets[index].astype(np.int64)
             end = begin + (times[index] * 1000.0).astype(np.int64)
