@@ -77,7 +77,11 @@ def device_ops(
     import pandas as pd
 
     frame = device_events(with_session(events)) if frame is None else frame
-    ops = frame[frame["op_line"]].copy()
+    group_keys = ["session", "host", "device", "kind", "op", "category"]
+    read = ["time_ns", "self_ns", "flops", "bytes_accessed", "hlo_category", "program_id"]
+    read += ["hlo_module", "short_name", "framework_op", "parent_op"]
+    # the columns read, then the op rows: no other column is copied
+    ops = frame[[*group_keys, *read]][frame["op_line"].to_numpy(dtype=bool)]
     if ops.empty:
         return pd.DataFrame(columns=OP_COLUMNS)
     for column in ("short_name", "framework_op", "parent_op"):
@@ -87,7 +91,6 @@ def device_ops(
     ops["hlo_module"] = ops["hlo_module"].astype(object)
     # An op's category follows from its name and XLA category, except that its runs while the
     # compiler autotunes are a row of their own (category "autotune").
-    group_keys = ["session", "host", "device", "kind", "op", "category"]
     grouped = ops.groupby(group_keys, observed=True, sort=False, dropna=False)
     table = grouped.agg(
         occurrences=("time_ns", "size"),
