@@ -29,7 +29,15 @@ def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> 
         answers = [test(str(c)) for c in column.cat.categories]
         missing = False if dtype is bool else np.nan
         table = np.array([*answers, missing], dtype=dtype)
-        return table[column.cat.codes.to_numpy()]  # code -1 (missing) -> the last entry
+        codes = column.cat.codes.to_numpy()
+        if dtype is bool:
+            # one answer for every row (a line no row is on, a capture's one host): no row is
+            # read (a missing row's answer is False)
+            if not table.any():
+                return np.zeros(len(codes), dtype=bool)
+            if table[:-1].all() and codes.min(initial=0) >= 0:
+                return np.ones(len(codes), dtype=bool)
+        return table[codes]  # code -1 (missing) -> the last entry
     values = column.astype(str).to_numpy()
     return np.array([test(v) for v in values], dtype=dtype) if len(values) else np.zeros(0, dtype)
 
@@ -110,8 +118,9 @@ def group_codes(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     group = np.zeros(len(keys[0]), np.int64)
     for key in keys:
         key = np.asarray(key, dtype=np.int64)
-        span = int(key.max()) + 2 if len(key) else 1
-        group = pd.factorize(group * span + (key + 1))[0]
+        if not len(key) or key.min() == key.max():
+            continue  # one value: it splits no group
+        group = pd.factorize(group * (int(key.max()) + 2) + (key + 1))[0]
     firsts = np.unique(group, return_index=True)[1]
     return group, firsts
 
@@ -127,7 +136,11 @@ def groups_of(frame: pd.DataFrame, names: list[str]) -> list[tuple[tuple[Any, ..
     if not len(rows):
         return []
     group, firsts = group_codes([key[rows] for key in keys])
-    parts = np.split(rows[np.argsort(group, kind="stable")], np.cumsum(np.bincount(group))[:-1])
+    if len(firsts) == 1:
+        parts = [rows]
+    else:  # a stable sort of small integers (a radix sort)
+        small = group.astype(np.uint16) if len(firsts) <= 1 << 16 else group
+        parts = np.split(rows[np.argsort(small, kind="stable")], np.cumsum(np.bincount(group))[:-1])
     # pandas orders the groups (a categorical by its categories), on one row per group
     heads = frame[names].take(rows[firsts]).reset_index(drop=True)
     return [
