@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from xlaprof.parse.events import COMPILE_EVENTS, LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
-from xlaprof.tables.device.steps import device_rows
+from xlaprof.tables.device.steps import DeviceGroups
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
@@ -98,11 +98,13 @@ def step_bottlenecks(
     frame: pd.DataFrame,
     windows: pd.DataFrame,
     ops: pd.DataFrame | None = None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
     """One row per device step window: seconds per class, the bottleneck and its share.
 
     ``frame`` is ``device_events(events)``, ``windows`` ``steps.step_windows(...)`` and ``ops``
-    ``device_ops(...)`` (for the roofline side of each op, where known).
+    ``device_ops(...)`` (for the roofline side of each op, where known); ``groups`` the
+    frame's devices' rows, where the caller has them.
     """
     import numpy as np
     import pandas as pd
@@ -111,13 +113,13 @@ def step_bottlenecks(
         return pd.DataFrame(columns=BOTTLENECK_COLUMNS)
     klass = _device_class(frame, ops)
     host_spans = _host_spans(events)
-    rows_of = device_rows(frame)
+    groups = DeviceGroups.of(frame) if groups is None else groups
     all_starts, all_ends = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
     parts = []
     for (session, host, device), steps in windows.groupby(
         ["session", "host", "device"], observed=True, sort=True
     ):
-        rows = rows_of.get((str(session), str(host), str(device)), np.zeros(0, np.int64))
+        rows = groups.rows((session, host, device))
         mine = rows[klass[rows] > 0]
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()

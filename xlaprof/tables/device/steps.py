@@ -54,12 +54,16 @@ WINDOW_COLUMNS = ["session", "host", "device", "kind", "step", "step_source", "s
 
 
 def step_windows(
-    events: pd.DataFrame, frame: pd.DataFrame, host_bounds: pd.DataFrame | None
+    events: pd.DataFrame,
+    frame: pd.DataFrame,
+    host_bounds: pd.DataFrame | None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
     """Each device's step windows: session, host, device, kind, step, step_source, start, end.
 
     ``frame`` is ``device_events(events)``; ``host_bounds`` the host step bounds
-    (``Trace.step_bounds``: session?, host, step, start_ns, end_ns).
+    (``Trace.step_bounds``: session?, host, step, start_ns, end_ns); ``groups`` its devices'
+    rows, where the caller has them.
     """
     import pandas as pd
 
@@ -68,7 +72,8 @@ def step_windows(
     kinds = frame["kind"].to_numpy()
     of_host: dict[tuple[str, str], pd.DataFrame | None] = {}
     lines = _WindowLines.of(frame)
-    for (session, host, device), rows in cols.groups_of(frame, ["session", "host", "device"]):
+    groups = DeviceGroups.of(frame) if groups is None else groups
+    for (session, host, device), rows in groups.groups:
         key = (str(session), str(host))
         if key not in of_host:
             of_host[key] = _host_bounds_of(host_bounds, session, host)
@@ -186,8 +191,10 @@ def device_steps(
     host_bounds: pd.DataFrame | None = None,
     frame: pd.DataFrame | None = None,
     windows: pd.DataFrame | None = None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
-    """One row per device and step: wall, busy, idle (s), duty and seconds per category."""
+    """One row per device and step: wall, busy, idle (s), duty and seconds per category
+    (``groups``: the frame's devices' rows, where the caller has them)."""
     import numpy as np
     import pandas as pd
 
@@ -195,10 +202,10 @@ def device_steps(
     if windows is None:
         windows = step_windows(events, frame, host_bounds)
     timed = _Timed.of(frame)
-    rows_of = device_rows(frame)
+    groups = DeviceGroups.of(frame) if groups is None else groups
     parts = []
     for key, steps in windows.groupby(["session", "host", "device"], observed=True, sort=True):
-        rows = rows_of.get((str(key[0]), str(key[1]), str(key[2])), np.zeros(0, np.int64))
+        rows = groups.rows(key)
         mine = rows[timed.compute[rows]]
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()
@@ -217,13 +224,26 @@ def device_steps(
     return result[STEP_COLUMNS]
 
 
-def device_rows(frame: pd.DataFrame) -> dict[tuple[str, str, str], np.ndarray]:
-    """The rows of each (session, host, device) of ``frame`` (keys as text, as the tables
-    compare them), in ``groupby``'s order."""
-    found: dict[tuple[str, str, str], np.ndarray] = {}
-    for (session, host, device), rows in cols.groups_of(frame, ["session", "host", "device"]):
-        found[(str(session), str(host), str(device))] = rows
-    return found
+@dataclass
+class DeviceGroups:
+    """Each (session, host, device) of a device-events frame with its rows (positions,
+    ascending), in ``groupby``'s order: found once, read by every per-device table."""
+
+    groups: list[tuple[tuple[Any, Any, Any], np.ndarray]]
+    by_text: dict[tuple[str, str, str], np.ndarray]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> DeviceGroups:
+        groups = cols.groups_of(frame, ["session", "host", "device"])
+        by_text = {(str(s), str(h), str(d)): rows for (s, h, d), rows in groups}
+        return cls(groups, by_text)
+
+    def rows(self, key: tuple[Any, ...]) -> np.ndarray:
+        """The rows of (session, host, device) ``key``, compared as text (none: empty)."""
+        import numpy as np
+
+        found = self.by_text.get((str(key[0]), str(key[1]), str(key[2])))
+        return np.zeros(0, np.int64) if found is None else found
 
 
 @dataclass
@@ -303,9 +323,11 @@ def device_utilization(
     host_bounds: pd.DataFrame | None = None,
     frame: pd.DataFrame | None = None,
     windows: pd.DataFrame | None = None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
     """Per device over the whole capture: span, busy, idle (s), duty cycle, seconds per
-    category, and how many steps were found and how (``step_source``).
+    category, and how many steps were found and how (``step_source``); ``groups``: the
+    frame's devices' rows, where the caller has them.
 
     The span runs from the device's first to its last event on its op and module lines (TPU)
     or on any non-derived line (GPU), as XProf's duty cycle does.
@@ -321,7 +343,8 @@ def device_utilization(
     spans = frame["op_line"].to_numpy(dtype=bool) | cols.equals(frame["line"], MODULES_LINE)
     kinds = frame["kind"].to_numpy()
     rows = []
-    for (session, host, device), mine in cols.groups_of(frame, ["session", "host", "device"]):
+    groups = DeviceGroups.of(frame) if groups is None else groups
+    for (session, host, device), mine in groups.groups:
         spanning = mine[spans[mine]]
         if not len(spanning):
             continue

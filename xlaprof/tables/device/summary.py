@@ -18,6 +18,7 @@ from xlaprof.tables.device.ops import OP_COLUMNS, device_ops
 from xlaprof.tables.device.steps import (
     STEP_COLUMNS,
     UTILIZATION_COLUMNS,
+    DeviceGroups,
     device_steps,
     device_utilization,
     step_windows,
@@ -44,15 +45,18 @@ def summarize_host(
 
     events = with_session(events)
     frame = device_events(events)
-    windows = step_windows(events, frame, host_bounds)
+    groups = DeviceGroups.of(frame)  # each device's rows, found once for every table
+    windows = step_windows(events, frame, host_bounds, groups)
     ops = device_ops(events, devices, frame=frame)
     lines = None if sources is None else device_time_by_line(frame, sources)
-    bottleneck = step_bottlenecks(events, frame, windows, ops)
+    bottleneck = step_bottlenecks(events, frame, windows, ops, groups)
     return DeviceSummary(
         devices=devices if devices is not None else pd.DataFrame(),
-        steps=device_steps(events, host_bounds, frame=frame, windows=windows),
+        steps=device_steps(events, host_bounds, frame=frame, windows=windows, groups=groups),
         ops=ops,
-        utilization=device_utilization(events, host_bounds, frame=frame, windows=windows),
+        utilization=device_utilization(
+            events, host_bounds, frame=frame, windows=windows, groups=groups
+        ),
         tracing=bounds_of_steps(tracing_vs_device(events, host_bounds, frame), bottleneck),
         events=len(events),
         bottleneck=bottleneck,
