@@ -196,9 +196,9 @@ def _to_device_clock(frame: pd.DataFrame) -> None:
         return
     starts = frame["start_ns"].to_numpy().copy()
     ends = frame["end_ns"].to_numpy().copy()
-    where = frame["session"].astype(str) + "\0" + frame["host"].astype(str) + "\0"
-    keys = (where + frame["device"].astype(str)).to_numpy()
-    for key in np.unique(keys[timed]):
+    # one code per (session, host, device): each device is moved on its own
+    keys = cols.group_codes([cols.codes(frame[name]) for name in ("session", "host", "device")])[0]
+    for key in np.unique(keys[timed]).tolist():
         mine = keys == key
         ops = mine & timed
         host_start, host_end = starts[ops], ends[ops]
