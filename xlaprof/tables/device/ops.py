@@ -134,10 +134,11 @@ def _async_spans(frame: pd.DataFrame, table: pd.DataFrame) -> list[float | None]
     import numpy as np
     import pandas as pd
 
-    pairs = frame[(frame["line"].astype(object) == ASYNC_OPS_LINE).to_numpy()]
-    if pairs.empty:
-        return [None] * len(table)
     keys = ["session", "host", "device"]
+    on_line = cols.equals(frame["line"], ASYNC_OPS_LINE)
+    if not on_line.any():
+        return [None] * len(table)
+    pairs = frame.loc[on_line, [*keys, "hlo_op", "start_ns", "end_ns"]]
     spans = pd.DataFrame(
         {
             **{k: pairs[k].astype(str).to_numpy() for k in keys},
@@ -145,9 +146,11 @@ def _async_spans(frame: pd.DataFrame, table: pd.DataFrame) -> list[float | None]
             "async_s": (pairs["end_ns"] - pairs["start_ns"]).to_numpy(dtype=np.float64) / 1e9,
         }
     )
-    spans = spans.groupby([*keys, "name"], sort=False)["async_s"].sum().reset_index()
-    wanted = pd.DataFrame({k: table[k].astype(str).to_numpy() for k in [*keys, "name"]})
-    return wanted.merge(spans, on=[*keys, "name"], how="left")["async_s"].tolist()
+    summed = spans.groupby([*keys, "name"], sort=False)["async_s"].sum()
+    # one span per key: a lookup per op row (NaN where none, as a left join gave)
+    found = dict(zip(summed.index.tolist(), summed.to_numpy().tolist(), strict=True))
+    wanted = zip(*(table[k].astype(str).tolist() for k in [*keys, "name"]), strict=True)
+    return [found.get(key, float("nan")) for key in wanted]
 
 
 def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:
