@@ -21,7 +21,7 @@ as its module).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.tables import categorical as cols
 
@@ -218,9 +218,18 @@ def by_line(table: pd.DataFrame, categories: set[str] | None = None) -> pd.DataF
         executions=("executions", "sum"),
         ops=("ops", "sum"),
         top_op=("top_op", "first"),
-        modules=("module", lambda v: sorted({m for m in v if isinstance(m, str)})),
-        categories=("category", lambda v: sorted(set(v))),
     ).reset_index()
+    # each line's programs and categories: one pass over the rows, not a Python call per group
+    modules: list[set[str]] = [set() for _ in range(len(result))]
+    kinds: list[set[Any]] = [set() for _ in range(len(result))]
+    for group, module, category in zip(
+        grouped.ngroup().tolist(), keyed["module"].tolist(), keyed["category"].tolist(), strict=True
+    ):
+        if isinstance(module, str):
+            modules[group].add(module)
+        kinds[group].add(category)
+    result["modules"] = [sorted(m) for m in modules]
+    result["categories"] = [sorted(k) for k in kinds]
     result["share"] = result["device_s"] / total if total > 0 else float("nan")
     for column in ("file", "function"):
         result[column] = result[column].replace("", None)
