@@ -121,8 +121,12 @@ def group_codes(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         if not len(key) or key.min() == key.max():
             continue  # one value: it splits no group
         group = pd.factorize(group * (int(key.max()) + 2) + (key + 1))[0]
-    firsts = np.unique(group, return_index=True)[1]
-    return group, firsts
+    if not len(group):
+        return group, group
+    # codes are numbered as they first appear: a code's first row is where the running
+    # maximum of the codes grows (no sort)
+    grows = np.concatenate([[True], group[1:] > np.maximum.accumulate(group)[:-1]])
+    return group, np.flatnonzero(grows)
 
 
 def groups_of(frame: pd.DataFrame, names: list[str]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
