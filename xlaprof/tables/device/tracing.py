@@ -5,7 +5,7 @@ time) against the busiest device's busy time.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
@@ -106,12 +106,12 @@ def tracing_vs_device(
     events = with_session(events)
     frame = device_events(events) if frame is None else frame
     bounds = host_bounds if "session" in host_bounds.columns else with_session(host_bounds)
-    columns: dict[str, list[object]] = {name: [] for name in TRACING_COLUMNS}
+    columns: dict[str, list[Any]] = {name: [] for name in TRACING_COLUMNS}
     # masks and columns as arrays, once: no frame is copied per host
     host_plane = cols.equals(events["plane_kind"], "host")
     lazy_rows = cols.member(events["name"], LAZY_TENSOR_EVENTS)
     compute = frame["compute"].to_numpy(dtype=bool)
-    device_codes = pd.factorize(frame["device"].to_numpy(dtype=object))[0]
+    device_codes = cols.codes(frame["device"])
     starts, ends = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
     for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
         rows = (
@@ -135,7 +135,7 @@ def tracing_vs_device(
             measured,
             _busy_s((starts[chosen], ends[chosen], device_codes[chosen]), a, b),
         )
-    return pd.DataFrame(columns, columns=TRACING_COLUMNS)
+    return _table(columns)
 
 
 def _lazy_host_s(
@@ -146,52 +146,79 @@ def _lazy_host_s(
 
 
 def _host_rows(
-    columns: dict[str, list[object]],
+    columns: dict[str, list[Any]],
     where: tuple[object, object, bool],
     steps: np.ndarray,
     walls: np.ndarray,
     host: tuple[np.ndarray, np.ndarray] | None,
     busy: np.ndarray | None,
 ) -> None:
-    """One host's rows of ``tracing_vs_device`` appended to ``columns`` (a list per column):
-    per step, its wall, tracing and the host's measured work (lazy hosts: ``host`` holds both;
-    None elsewhere), the busiest device's busy and idle time, the ratio and the bound (see
-    ``tracing_vs_device``), computed column-wise."""
+    """One host's rows of ``tracing_vs_device`` appended to ``columns`` (a block per host and
+    column: an array, or None for a block of None; ``session`` and ``host`` get the host's
+    key and ``lazy_tensor`` its row count): per step, its wall, tracing and the host's
+    measured work (lazy hosts: ``host`` holds both; None elsewhere), the busiest device's busy
+    and idle time, the ratio and the bound (see ``tracing_vs_device``), column-wise."""
     import numpy as np
 
     session, host_name, lazy = where
-    count = len(steps)
-    nothing: list[object] = [None] * count
-    if lazy and host is not None:
-        columns["tracing_s"] += host[0].tolist()
-        columns["host_busy_s"] += host[1].tolist()
-    else:
-        columns["tracing_s"] += nothing
-        columns["host_busy_s"] += nothing
+    measured = lazy and host is not None
+    columns["tracing_s"].append(host[0] if measured and host is not None else None)
+    columns["host_busy_s"].append(host[1] if measured and host is not None else None)
     if busy is None:  # no compute events: nothing is known of the device
         for name in ("device_busy_s", "ratio", "tracing_bound", "device_idle_s", "bound"):
-            columns[name] += nothing
+            columns[name].append(None)
     else:
         left = walls - busy
         idle = np.where(left < 0.0, 0.0, left)  # max(left, 0.0), NaN kept
-        host_s = host[1] if lazy and host is not None else idle
+        host_s = host[1] if measured and host is not None else idle
         idled = busy == 0  # the device idled all step: bound by the host if it worked
         limit = TRACING_BOUND_RATIO if lazy else HOST_BOUND_RATIO
         by_host = np.where(idled, host_s > 0, host_s >= limit * busy)
         bound = np.where(by_host, "tracing" if lazy else "host", "device").astype(object)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = (host_s / busy).astype(object)
-        ratio[idled] = None
-        columns["device_busy_s"] += busy.tolist()
-        columns["ratio"] += ratio.tolist()
-        columns["tracing_bound"] += by_host.tolist() if lazy else nothing  # bound == "tracing"
-        columns["device_idle_s"] += idle.tolist()
-        columns["bound"] += bound.tolist()
-    columns["session"] += [session] * count
-    columns["host"] += [host_name] * count
-    columns["step"] += steps.tolist()
-    columns["host_wall_s"] += walls.tolist()
-    columns["lazy_tensor"] += [lazy] * count
+            ratio = host_s / busy
+        if idled.any():  # no ratio to an idle device: None
+            ratio = ratio.astype(object)
+            ratio[idled] = None
+        columns["device_busy_s"].append(busy)
+        columns["ratio"].append(ratio)
+        columns["tracing_bound"].append(by_host if lazy else None)  # bound == "tracing"
+        columns["device_idle_s"].append(idle)
+        columns["bound"].append(bound)
+    columns["session"].append(session)
+    columns["host"].append(host_name)
+    columns["step"].append(steps)
+    columns["host_wall_s"].append(walls)
+    columns["lazy_tensor"].append((lazy, len(steps)))
+
+
+def _table(columns: dict[str, list[Any]]) -> pd.DataFrame:
+    """The hosts' blocks (``_host_rows``) as one table, each column typed as pandas types the
+    list of its values: a column of numbers or booleans only is joined as an array; one with
+    None or text goes through a list, as it always did."""
+    import numpy as np
+    import pandas as pd
+
+    counts = [count for _, count in columns["lazy_tensor"]]
+    if not sum(counts):
+        return pd.DataFrame({name: [] for name in TRACING_COLUMNS}, columns=TRACING_COLUMNS)
+    data: dict[str, Any] = {
+        "session": cols.repeated(columns["session"], counts),
+        "host": cols.repeated(columns["host"], counts),
+        "lazy_tensor": np.repeat([lazy for lazy, _ in columns["lazy_tensor"]], counts),
+    }
+    for name in TRACING_COLUMNS:
+        if name in data:
+            continue
+        blocks = columns[name]
+        if any(b is None or b.dtype == object for b in blocks):
+            listed: list[Any] = []
+            for block, count in zip(blocks, counts, strict=True):
+                listed += [None] * count if block is None else block.tolist()
+            data[name] = listed
+        else:
+            data[name] = np.concatenate(blocks)
+    return pd.DataFrame(data, columns=TRACING_COLUMNS)
 
 
 def _tracing_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
