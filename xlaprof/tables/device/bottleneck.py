@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import COMPILE_EVENTS, LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
@@ -115,7 +115,10 @@ def step_bottlenecks(
     host_spans = _host_spans(events)
     groups = DeviceGroups.of(frame) if groups is None else groups
     all_starts, all_ends = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
-    parts = []
+    # per device (in groupby's order) its windows' positions and new columns; the table is
+    # the windows in that order with the columns joined once (no frame per device)
+    order: list[np.ndarray] = []
+    parts: dict[str, list[Any]] = {}
     for (session, host, device), steps in windows.groupby(
         ["session", "host", "device"], observed=True, sort=True
     ):
@@ -123,25 +126,37 @@ def step_bottlenecks(
         mine = rows[klass[rows] > 0]
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()
-        out = steps.copy()
-        out["wall_s"] = (b - a) / 1e9
+        order.append(windows.index.get_indexer(steps.index))
         on_host = host_spans.get((str(session), str(host)), _HostSpans())
         seconds, busy = _class_seconds(
             (all_starts[mine], all_ends[mine], klass[mine]), on_host, a, b
         )
-        out["busy_s"] = busy / 1e9
-        for name in CLASSES:
-            out[f"{name}_s"] = seconds[name]
         table = np.column_stack([seconds[name] for name in CLASSES])
         wall = (b - a) / 1e9
-        top = table.argmax(axis=1)
-        named = np.array(CLASSES, dtype=object)[top]
+        named = np.array(CLASSES, dtype=object)[table.argmax(axis=1)]
         named[~(wall > 0)] = None
-        out["bottleneck"] = named.tolist()
         with np.errstate(divide="ignore", invalid="ignore"):
-            out["share"] = np.where(wall > 0, table.max(axis=1) / wall, np.nan)
-        parts.append(out)
-    result = pd.concat(parts, ignore_index=True)
+            share = np.where(wall > 0, table.max(axis=1) / wall, np.nan)
+        found = {
+            "wall_s": wall,
+            "busy_s": busy / 1e9,
+            **{f"{name}_s": seconds[name] for name in CLASSES},
+            # typed per device, as each device's rows were
+            "bottleneck": pd.Series(named.tolist()),
+            "share": share,
+        }
+        for name, values in found.items():
+            parts.setdefault(name, []).append(values)
+    taken = windows.take(np.concatenate(order)).reset_index(drop=True)
+    added = pd.DataFrame(
+        {
+            name: pd.concat(values, ignore_index=True)
+            if name == "bottleneck"
+            else np.concatenate(values)
+            for name, values in parts.items()
+        }
+    )
+    result = pd.concat([taken, added], axis=1)
     return result.reindex(columns=BOTTLENECK_COLUMNS)
 
 

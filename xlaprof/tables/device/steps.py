@@ -203,25 +203,31 @@ def device_steps(
         windows = step_windows(events, frame, host_bounds)
     timed = _Timed.of(frame)
     groups = DeviceGroups.of(frame) if groups is None else groups
-    parts = []
+    # per device (in groupby's order) its windows' positions and new columns as arrays; the
+    # table is the windows in that order with the columns joined once (no frame per device)
+    order: list[np.ndarray] = []
+    parts: dict[str, list[np.ndarray]] = {}
     for key, steps in windows.groupby(["session", "host", "device"], observed=True, sort=True):
         rows = groups.rows(key)
         mine = rows[timed.compute[rows]]
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()
-        out = steps.copy()
+        order.append(windows.index.get_indexer(steps.index))
         busy = Coverage.of(timed.starts[mine], timed.ends[mine]).within(a, b)
-        out["wall_s"] = (b - a) / 1e9
-        out["busy_s"] = busy / 1e9
-        out["idle_s"] = np.maximum(b - a - busy, 0) / 1e9
-        out["duty"] = np.where(b > a, busy / np.maximum(b - a, 1), np.nan)
-        for name, seconds in timed.category_seconds(mine, a, b).items():
-            out[f"{name}_s"] = seconds
-        parts.append(out)
-    if not parts:
+        found = {
+            "wall_s": (b - a) / 1e9,
+            "busy_s": busy / 1e9,
+            "idle_s": np.maximum(b - a - busy, 0) / 1e9,
+            "duty": np.where(b > a, busy / np.maximum(b - a, 1), np.nan),
+            **{f"{n}_s": v for n, v in timed.category_seconds(mine, a, b).items()},
+        }
+        for name, values in found.items():
+            parts.setdefault(name, []).append(values)
+    if not order:
         return pd.DataFrame(columns=STEP_COLUMNS)
-    result = pd.concat(parts, ignore_index=True)
-    return result[STEP_COLUMNS]
+    taken = windows.take(np.concatenate(order)).reset_index(drop=True)
+    added = pd.DataFrame({name: np.concatenate(values) for name, values in parts.items()})
+    return pd.concat([taken, added], axis=1)[STEP_COLUMNS]
 
 
 @dataclass
