@@ -282,23 +282,30 @@ def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], _HostSpans]:
     host = cols.equals(events["plane_kind"], "host")
     if not host.any():
         return {}
-    # each test once per category, each host's rows through the codes: no frame is copied
-    classes = {
-        "compilation": cols.member(events["name"], COMPILE_EVENTS),
-        "input": cols.matches(events["name"], INPUT_EVENT),
+    # each test once per category; the rows each picks (few) split by host through the codes,
+    # no mask of every event per host. A host none of them picks is left out: its lookup's
+    # default (not lazy, no spans) is what its entry would say.
+    picked = {
+        "compilation": np.flatnonzero(cols.member(events["name"], COMPILE_EVENTS) & host),
+        "input": np.flatnonzero(cols.matches(events["name"], INPUT_EVENT) & host),
     }
-    lazy = cols.member(events["name"], LAZY_TENSOR_EVENTS)
+    lazy = np.flatnonzero(cols.member(events["name"], LAZY_TENSOR_EVENTS) & host)
     starts, ends = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
     sessions, hosts = cols.codes(events["session"]), cols.codes(events["host"])
-    rows = np.flatnonzero(host & (sessions >= 0) & (hosts >= 0))  # groupby's: no missing key
+    every = np.concatenate([lazy, *picked.values()])
+    every = every[(sessions[every] >= 0) & (hosts[every] >= 0)]  # groupby's: no missing key
     found: dict[tuple[str, str], _HostSpans] = {}
-    for first in cols.group_codes([sessions[rows], hosts[rows]])[1].tolist():
-        at = rows[first]
-        mine = host & (sessions == sessions[at]) & (hosts == hosts[at])
-        spans = _HostSpans(lazy=bool((mine & lazy).any()))
-        for label, chosen in classes.items():
-            chosen = chosen & mine
-            if chosen.any():
+    for first in cols.group_codes([sessions[every], hosts[every]])[1].tolist():
+        at = every[first]
+
+        def mine(rows: np.ndarray, at: int = at) -> np.ndarray:
+            kept: np.ndarray = rows[(sessions[rows] == sessions[at]) & (hosts[rows] == hosts[at])]
+            return kept
+
+        spans = _HostSpans(lazy=bool(len(mine(lazy))))
+        for label, rows in picked.items():
+            chosen = mine(rows)
+            if len(chosen):
                 spans.spans[label] = (starts[chosen], ends[chosen])
         found[(str(events["session"].iloc[at]), str(events["host"].iloc[at]))] = spans
     return found
