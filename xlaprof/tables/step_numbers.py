@@ -121,10 +121,7 @@ def _in_ranges(
     starts = ranges["start_ns"].to_numpy(np.int64)[order]
     ends = ranges["end_ns"].to_numpy(np.int64)[order]
     numbers = ranges["step"].to_numpy(np.int64)[order]
-    rows = np.flatnonzero(scope)  # only the events in scope are looked up
-    index = np.searchsorted(starts, event_starts[rows], side="right") - 1
-    found = index >= 0
-    rows, index = rows[found], index[found]
+    rows, index = _lookup(starts, event_starts, scope)
     inside = event_starts[rows] <= ends[index]
     steps[rows[inside]] = numbers[index[inside]]
 
@@ -146,12 +143,25 @@ def _by_intervals(
     values = labels[definers]
     order = np.argsort(starts)
     starts, ends, values = starts[order], ends[order], values[order]
-    rows = np.flatnonzero(scope)  # only the events in scope are looked up
-    index = np.searchsorted(starts, event_starts[rows], side="right") - 1
-    found = index >= 0
-    rows, index = rows[found], index[found]
+    rows, index = _lookup(starts, event_starts, scope)
     within = event_starts[rows] <= ends[index]
     target = rows[within]
     labelled = values[index[within]]
     valid = ~np.isnan(labelled)
     steps[target[valid]] = labelled[valid].astype(np.int64)
+
+
+def _lookup(
+    starts: np.ndarray, event_starts: np.ndarray, scope: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The events in ``scope`` that start at or after the first of ``starts`` (sorted), and
+    the index of the last of ``starts`` at or before each: only the events in scope are looked
+    up (all of them, when the scope is every event, without gathering them)."""
+    import numpy as np
+
+    everything = bool(scope.all())
+    rows = None if everything else np.flatnonzero(scope)
+    index = np.searchsorted(starts, event_starts if rows is None else event_starts[rows], "right")
+    found = index > 0
+    rows = np.flatnonzero(found) if rows is None else rows[found]
+    return rows, index[found] - 1
