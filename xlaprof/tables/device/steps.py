@@ -65,9 +65,10 @@ def step_windows(
     (``Trace.step_bounds``: session?, host, step, start_ns, end_ns); ``groups`` its devices'
     rows, where the caller has them.
     """
+    import numpy as np
     import pandas as pd
 
-    columns: dict[str, list[Any]] = {name: [] for name in WINDOW_COLUMNS}
+    columns: dict[str, Any] = {name: [] for name in WINDOW_COLUMNS}
     counts: list[int] = []  # the windows of each device: its key is repeated, not listed
     kinds = frame["kind"].to_numpy()
     of_host: dict[tuple[str, str], pd.DataFrame | None] = {}
@@ -87,13 +88,23 @@ def step_windows(
             columns[name].append(value)
         columns["step_source"].append(source)
         counts.append(len(steps))
-        columns["step"] += steps
-        columns["start_ns"] += spans[0]
-        columns["end_ns"] += spans[1]
+        columns["step"].append(steps)
+        columns["start_ns"].append(spans[0])
+        columns["end_ns"].append(spans[1])
     # built as columns (no tuple per window); no window: the empty table as it always was
-    if columns["step"]:
+    if sum(counts):
         for name in ("session", "host", "device", "kind", "step_source"):
             columns[name] = cols.repeated(columns[name], counts)
+        for name in ("start_ns", "end_ns"):
+            columns[name] = np.concatenate(columns[name])
+        # numbers joined as one array where every device's are an array (else as a list:
+        # None for a whole-capture window, typed as pandas types the list)
+        parts = columns["step"]
+        columns["step"] = (
+            np.concatenate(parts)
+            if all(isinstance(p, np.ndarray) for p in parts)
+            else [n for p in parts for n in (p.tolist() if isinstance(p, np.ndarray) else p)]
+        )
         windows = pd.DataFrame(columns, columns=WINDOW_COLUMNS)
     else:
         windows = pd.DataFrame([], columns=WINDOW_COLUMNS)
@@ -125,28 +136,34 @@ class _WindowLines:
 
     def windows(
         self, frame: pd.DataFrame, rows: np.ndarray, host_steps: pd.DataFrame | None
-    ) -> tuple[list[Any], str, tuple[list[Any], list[Any]]] | None:
-        """One device's (its ``rows`` of ``frame``) windows: their numbers, their source and
-        their starts and ends; None where it has none (no compute event)."""
+    ) -> tuple[list[Any] | np.ndarray, str, tuple[np.ndarray, np.ndarray]] | None:
+        """One device's (its ``rows`` of ``frame``) windows: their numbers (an array of
+        integers, or a list), their source and their starts and ends; None where it has none
+        (no compute event)."""
+        import numpy as np
         import pandas as pd
 
         starts, ends = self.starts, self.ends
         steps_line = rows[self.steps_line[rows]]
         if len(steps_line):
-            spans = (starts[steps_line].tolist(), ends[steps_line].tolist())
+            spans = (starts[steps_line], ends[steps_line])
             return _step_numbers(frame.iloc[steps_line]), "Steps line", spans
         if host_steps is not None and len(host_steps):
-            spans = (host_steps["start_ns"].tolist(), host_steps["end_ns"].tolist())
-            return host_steps["step"].tolist(), "host steps", spans
+            spans = (
+                host_steps["start_ns"].to_numpy(np.int64),
+                host_steps["end_ns"].to_numpy(np.int64),
+            )
+            return host_steps["step"].to_numpy(np.int64), "host steps", spans
         modules = rows[self.modules_line[rows]]
         if len(modules):
             spans_of = pd.DataFrame({"start_ns": starts[modules], "end_ns": ends[modules]})
             ordered = spans_of.sort_values("start_ns")  # as the table always ordered them
-            spans = (ordered["start_ns"].tolist(), ordered["end_ns"].tolist())
-            return list(range(len(modules))), "module executions", spans
+            spans = (ordered["start_ns"].to_numpy(), ordered["end_ns"].to_numpy())
+            return np.arange(len(modules)), "module executions", spans
         busy = rows[self.compute[rows]]
         if len(busy):
-            return [None], "whole capture", ([starts[busy].min()], [ends[busy].max()])
+            spans = (starts[busy].min(keepdims=True), ends[busy].max(keepdims=True))
+            return [None], "whole capture", spans
         return None
 
 
