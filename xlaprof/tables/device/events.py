@@ -69,15 +69,17 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     _to_device_clock(frame)
     kinds = np.array([str(d).split(":", 1)[0].upper() for d in values.tolist()], dtype=object)
     frame["kind"] = kinds[device_codes]
-    tpu = (kinds == "TPU")[device_codes]
+    line = frame["line"]  # a categorical: isin tests its categories
+    kind = kinds[device_codes]
     hlo_category = frame["hlo_category"].astype(object)
     args = frame["args"].to_numpy(dtype=object)
     cat = pd.Series(_stat(args, "cat"), index=frame.index, dtype=object)
-    op_lines = cols.member(frame["line"], TPU_OP_LINES)
+    tpu = kind == "TPU"
+    op_lines = line.isin(TPU_OP_LINES).to_numpy()
     compute = np.where(
         tpu,
-        op_lines & ~cols.member(frame["hlo_category"], OFF_DUTY_CATEGORIES),
-        ~cols.member(frame["line"], DERIVED_LINES) & ~cat.isin(_ANNOTATION_CATS).to_numpy(),
+        op_lines & ~hlo_category.isin(OFF_DUTY_CATEGORIES).to_numpy(),
+        ~line.isin(DERIVED_LINES).to_numpy() & ~cat.isin(_ANNOTATION_CATS).to_numpy(),
     )
     frame["compute"] = compute
     frame["op_line"] = np.where(tpu, op_lines, compute)
