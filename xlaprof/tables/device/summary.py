@@ -75,7 +75,7 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
     import numpy as np
     import pandas as pd
 
-    table = busiest_bounds(bottleneck)
+    table = busiest_bounds(bottleneck, ordered=False)
     tracing = tracing.copy()
     # busiest_bounds has one row per (session, host, step): a lookup, not a join per row,
     # through one code per key of both tables
