@@ -6,6 +6,12 @@ Event frames hold a million rows or more per host, and their text columns (``hos
 most of a second per column); these helpers compare the categories once and spread the answer
 to the rows through the categorical codes. Plain (non-categorical) columns are compared as
 strings, as before.
+
+Grouping goes the same way: a column's integer codes (``codes``, ``coded``), one code per
+distinct tuple of several columns' codes in order of first appearance (``group_codes``: what
+``groupby(sort=False, dropna=False)`` numbers), and each group's rows in ``groupby``'s order
+(``groups_of``), so a table is built per group of rows without a frame per group. ``repeated``
+builds a column of a few values each repeated, typed as pandas types the whole list.
 """
 
 from __future__ import annotations
