@@ -195,12 +195,14 @@ def _step_numbers(steps_line: pd.DataFrame) -> list[int]:
 def _host_bounds_of(
     host_bounds: pd.DataFrame | None, session: Any, host: Any
 ) -> pd.DataFrame | None:
+    """The host steps of ``host`` in ``session`` (compared as text; a table without sessions:
+    the host's), one mask over the table (a categorical's tested per category)."""
     if host_bounds is None or host_bounds.empty:
         return None
-    mine = host_bounds[host_bounds["host"].astype(str) == str(host)]
-    if "session" in mine.columns:
-        mine = mine[mine["session"].astype(str) == str(session)]
-    return mine
+    mine = cols.equals(host_bounds["host"], host)
+    if "session" in host_bounds.columns:
+        mine &= cols.equals(host_bounds["session"], session)
+    return host_bounds[mine]
 
 
 def device_steps(
