@@ -4,7 +4,7 @@ capture (utilization). How steps are found is in ``xlaprof.tables.device``'s doc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import MODULES_LINE, STEPS_LINE
@@ -220,19 +220,18 @@ def device_steps(
     frame = device_events(with_session(events)) if frame is None else frame
     if windows is None:
         windows = step_windows(events, frame, host_bounds)
-    timed = _Timed.of(frame)
     groups = DeviceGroups.of(frame) if groups is None else groups
+    timed = groups.timed
     # per device (in groupby's order) its windows' positions and new columns as arrays; the
     # table is the windows in that order with the columns joined once (no frame per device)
     order: list[np.ndarray] = []
     parts: dict[str, list[np.ndarray]] = {}
     for key, steps in windows.groupby(["session", "host", "device"], observed=True, sort=True):
-        rows = groups.rows(key)
-        mine = rows[timed.compute[rows]]
+        mine = groups.compute(key)
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()
         order.append(windows.index.get_indexer(steps.index))
-        busy = Coverage.of(timed.starts[mine], timed.ends[mine]).within(a, b)
+        busy = groups.busy(key).within(a, b)
         found = {
             "wall_s": (b - a) / 1e9,
             "busy_s": busy / 1e9,
@@ -252,16 +251,19 @@ def device_steps(
 @dataclass
 class DeviceGroups:
     """Each (session, host, device) of a device-events frame with its rows (positions,
-    ascending), in ``groupby``'s order: found once, read by every per-device table."""
+    ascending), in ``groupby``'s order, and the events' times the per-device tables read
+    (``timed``): found once, read by every per-device table."""
 
     groups: list[tuple[tuple[Any, Any, Any], np.ndarray]]
     by_text: dict[tuple[str, str, str], np.ndarray]
+    timed: _Timed
+    _busy: dict[tuple[str, str, str], Coverage] = field(default_factory=dict)
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> DeviceGroups:
         groups = cols.groups_of(frame, ["session", "host", "device"])
         by_text = {(str(s), str(h), str(d)): rows for (s, h, d), rows in groups}
-        return cls(groups, by_text)
+        return cls(groups, by_text, _Timed.of(frame))
 
     def rows(self, key: tuple[Any, ...]) -> np.ndarray:
         """The rows of (session, host, device) ``key``, compared as text (none: empty)."""
@@ -269,6 +271,20 @@ class DeviceGroups:
 
         found = self.by_text.get((str(key[0]), str(key[1]), str(key[2])))
         return np.zeros(0, np.int64) if found is None else found
+
+    def compute(self, key: tuple[Any, ...]) -> np.ndarray:
+        """The rows of ``key``'s compute (busy) events."""
+        rows = self.rows(key)
+        busy: np.ndarray = rows[self.timed.compute[rows]]
+        return busy
+
+    def busy(self, key: tuple[Any, ...]) -> Coverage:
+        """The union of ``key``'s compute events (found once per device)."""
+        text = (str(key[0]), str(key[1]), str(key[2]))
+        if text not in self._busy:
+            rows = self.compute(key)
+            self._busy[text] = Coverage.of(self.timed.starts[rows], self.timed.ends[rows])
+        return self._busy[text]
 
 
 @dataclass
@@ -364,18 +380,18 @@ def device_utilization(
     if windows is None:
         windows = step_windows(events, frame, host_bounds)
     sources = windows.groupby(["session", "host", "device"], observed=True)
-    timed = _Timed.of(frame)
+    groups = DeviceGroups.of(frame) if groups is None else groups
+    timed = groups.timed
     spans = frame["op_line"].to_numpy(dtype=bool) | cols.equals(frame["line"], MODULES_LINE)
     kinds = frame["kind"].to_numpy()
     rows = []
-    groups = DeviceGroups.of(frame) if groups is None else groups
     for (session, host, device), mine in groups.groups:
         spanning = mine[spans[mine]]
         if not len(spanning):
             continue
         start, end = int(timed.starts[spanning].min()), int(timed.ends[spanning].max())
         compute = mine[timed.compute[mine]]
-        busy = Coverage.of(timed.starts[compute], timed.ends[compute]).total
+        busy = groups.busy((session, host, device)).total
         key = (session, host, device)
         steps = sources.get_group(key) if key in sources.groups else None
         rows.append(

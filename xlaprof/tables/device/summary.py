@@ -57,7 +57,7 @@ def summarize_host(
         utilization=device_utilization(
             events, host_bounds, frame=frame, windows=windows, groups=groups
         ),
-        tracing=bounds_of_steps(tracing_vs_device(events, host_bounds, frame), bottleneck),
+        tracing=bounds_of_steps(tracing_vs_device(events, host_bounds, frame, groups), bottleneck),
         events=len(events),
         bottleneck=bottleneck,
         lines=lines,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.parse.events import LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
 from xlaprof.tables.device.events import device_events
-from xlaprof.tables.device.steps import event_coverage, with_session
+from xlaprof.tables.device.steps import DeviceGroups, event_coverage, with_session
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
@@ -72,8 +72,10 @@ def tracing_vs_device(
     events: pd.DataFrame,
     host_bounds: pd.DataFrame | None,
     frame: pd.DataFrame | None = None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
     """Per host step: what the host did against the device's busy time, and which bounds it.
+    (``groups``: ``frame``'s devices' rows, where the caller has them.)
 
     Device busy is the busiest of the host's devices within the host step's window (union of
     its compute events); ``device_idle_s`` is the rest of the window. What the host figure is
@@ -110,9 +112,7 @@ def tracing_vs_device(
     # masks and columns as arrays, once: no frame is copied per host
     host_plane = cols.equals(events["plane_kind"], "host")
     lazy_rows = cols.member(events["name"], LAZY_TENSOR_EVENTS)
-    compute = frame["compute"].to_numpy(dtype=bool)
-    device_codes = cols.codes(frame["device"])
-    starts, ends = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
+    groups = DeviceGroups.of(frame) if groups is None else groups
     for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
         rows = (
             cols.equals(events["session"], session) & cols.equals(events["host"], host) & host_plane
@@ -126,14 +126,18 @@ def tracing_vs_device(
             if lazy
             else None
         )
-        chosen = cols.equals(frame["session"], session) & cols.equals(frame["host"], host) & compute
+        devices = [
+            key
+            for key, _ in groups.groups
+            if (str(key[0]), str(key[1])) == (str(session), str(host)) and len(groups.compute(key))
+        ]
         _host_rows(
             columns,
             (session, host, lazy),
             mine["step"].to_numpy(dtype=np.int64),
             (b - a) / 1e9,
             measured,
-            _busy_s((starts[chosen], ends[chosen], device_codes[chosen]), a, b),
+            _busy_s([groups.busy(key) for key in devices], a, b),
         )
     return _table(columns)
 
@@ -250,18 +254,12 @@ def _host_busy_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndar
     return busy
 
 
-def _busy_s(
-    compute: tuple[np.ndarray, np.ndarray, np.ndarray], a: np.ndarray, b: np.ndarray
-) -> np.ndarray | None:
+def _busy_s(devices: list[Coverage], a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """Per window [a, b): the busiest device's compute time in it (seconds); None without
-    compute events. ``compute``: the events' starts, ends and device codes (-1: none)."""
+    compute events. ``devices``: each device's union of compute events."""
     import numpy as np
 
-    starts, ends, devices = compute
-    per_device = [
-        Coverage.of(starts[devices == code], ends[devices == code]).within(a, b)
-        for code in np.unique(devices[devices >= 0]).tolist()
-    ]
+    per_device = [busy.within(a, b) for busy in devices]
     if not per_device:
         return None
     busiest: np.ndarray = np.max(per_device, axis=0) / 1e9
