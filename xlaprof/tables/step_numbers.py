@@ -143,12 +143,16 @@ def _by_intervals(
     values = labels[definers]
     order = np.argsort(starts)
     starts, ends, values = starts[order], ends[order], values[order]
+    # each interval's label as an integer, converted once per interval, not per event
+    known = ~np.isnan(values)
+    numbers = np.where(known, values, 0).astype(np.int64)
     rows, index = _lookup(starts, event_starts, scope)
     within = event_starts[rows] <= ends[index]
-    target = rows[within]
-    labelled = values[index[within]]
-    valid = ~np.isnan(labelled)
-    steps[target[valid]] = labelled[valid].astype(np.int64)
+    target, index = rows[within], index[within]
+    if not known.all():
+        labelled = known[index]
+        target, index = target[labelled], index[labelled]
+    steps[target] = numbers[index]
 
 
 def _lookup(
