@@ -121,9 +121,8 @@ def _in_ranges(
     starts = ranges["start_ns"].to_numpy(np.int64)[order]
     ends = ranges["end_ns"].to_numpy(np.int64)[order]
     numbers = ranges["step"].to_numpy(np.int64)[order]
-    rows, index = _lookup(starts, event_starts, scope)
-    inside = event_starts[rows] <= ends[index]
-    steps[rows[inside]] = numbers[index[inside]]
+    rows, index = _inside(starts, ends, event_starts, scope)
+    steps[rows] = numbers[index]
 
 
 def _by_intervals(
@@ -146,26 +145,27 @@ def _by_intervals(
     # each interval's label as an integer, converted once per interval, not per event
     known = ~np.isnan(values)
     numbers = np.where(known, values, 0).astype(np.int64)
-    rows, index = _lookup(starts, event_starts, scope)
-    within = event_starts[rows] <= ends[index]
-    target, index = rows[within], index[within]
+    target, index = _inside(starts, ends, event_starts, scope)
     if not known.all():
         labelled = known[index]
         target, index = target[labelled], index[labelled]
     steps[target] = numbers[index]
 
 
-def _lookup(
-    starts: np.ndarray, event_starts: np.ndarray, scope: np.ndarray
+def _inside(
+    starts: np.ndarray, ends: np.ndarray, event_starts: np.ndarray, scope: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The events in ``scope`` that start at or after the first of ``starts`` (sorted), and
-    the index of the last of ``starts`` at or before each: only the events in scope are looked
-    up (all of them, when the scope is every event, without gathering them)."""
+    """The events in ``scope`` that start inside an interval (``starts`` sorted, ``ends``): the
+    last one starting at or before the event, that ends at or after its start; and that
+    interval's index. Only the events in scope are looked up (every event, when the scope is
+    all of them, without gathering them)."""
     import numpy as np
 
-    everything = bool(scope.all())
-    rows = None if everything else np.flatnonzero(scope)
-    index = np.searchsorted(starts, event_starts if rows is None else event_starts[rows], "right")
-    found = index > 0
-    rows = np.flatnonzero(found) if rows is None else rows[found]
-    return rows, index[found] - 1
+    if not len(starts):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    rows = None if scope.all() else np.flatnonzero(scope)
+    at = event_starts if rows is None else event_starts[rows]
+    index = np.searchsorted(starts, at, "right") - 1
+    inside = (index >= 0) & (at <= ends[np.maximum(index, 0)])
+    chosen = np.flatnonzero(inside) if rows is None else rows[inside]
+    return chosen, index[inside]
