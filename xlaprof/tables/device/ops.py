@@ -30,6 +30,7 @@ from xlaprof.tables.device.events import device_events
 from xlaprof.tables.device.steps import with_session
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -110,14 +111,11 @@ def device_ops(
         group, weights=measured["bytes_accessed"].notna(), minlength=len(at)
     )
     texts = ["hlo_category", "program_id", "hlo_module", "short_name", "framework_op", "parent_op"]
-    first = (
-        pd.DataFrame({c: frame[c].take(rows).astype(object).reset_index(drop=True) for c in texts})
-        .groupby(group, sort=False)
-        .first()
-    )
     for column in texts:
+        values = frame[column].take(rows).astype(object).to_numpy()
         # a Series keeps the object dtype (an object array would be typed from its values)
-        table["parent" if column == "parent_op" else column] = first[column].reset_index(drop=True)
+        first = pd.Series(_firsts(values, group, len(at)), dtype=object)
+        table["parent" if column == "parent_op" else column] = first
     table = _unmeasured_as_nan(table)
     table = table.rename(columns={"op": "name"})
     table["total_s"] = table["total_ns"] / 1e9
@@ -126,6 +124,21 @@ def device_ops(
     add_rates(table, devices)
     table = table.sort_values(["self_s", "total_s"], ascending=False, ignore_index=True)
     return table[OP_COLUMNS]
+
+
+def _firsts(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, its first value that is not missing, None where it has none: what pandas'
+    grouped ``first`` gives an object column, without a groupby."""
+    import numpy as np
+    import pandas as pd
+
+    present = np.flatnonzero(pd.notna(values))
+    first = np.full(groups, len(values), dtype=np.int64)
+    np.minimum.at(first, group[present], present)
+    found = np.full(groups, None, dtype=object)
+    known = first < len(values)
+    found[known] = values[first[known]]
+    return found
 
 
 def _async_spans(frame: pd.DataFrame, table: pd.DataFrame) -> list[float | None]:
