@@ -40,7 +40,7 @@ def assign_steps(
     end_ns = events["end_ns"].to_numpy()
     step_num = events["step_num"].to_numpy(dtype="float64", na_value=np.nan)
     # planes by code (a categorical's codes; never a million strings)
-    plane_codes = _codes(events["plane"])
+    plane_codes = cols.codes(events["plane"])
     on_steps_line = cols.equals(events["line"], STEPS_LINE)
     on_device = cols.equals(events["plane_kind"], "device")
     on_host_plane = cols.equals(events["plane_kind"], "host")
@@ -100,15 +100,6 @@ def _bounds_frame(bounds: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) 
     for at, name in enumerate(columns[1:], start=1):
         data[name] = np.concatenate([np.asarray(b[at], dtype=np.int64) for b in bounds])
     return pd.DataFrame(data, columns=columns)
-
-
-def _codes(column: pd.Series) -> np.ndarray:
-    """A column's values as integer codes (equal values, equal codes; missing: -1)."""
-    import pandas as pd
-
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy()
-    return pd.factorize(column)[0]
 
 
 def _in_ranges(
