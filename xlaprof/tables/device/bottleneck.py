@@ -428,15 +428,21 @@ def busiest_bounds(
             pd.factorize(rows["step"].to_numpy(dtype=np.int64))[0],
         ]
     )[0]
-    order = np.argsort(-rows["busy_s"].to_numpy(dtype=np.float64), kind="stable")
-    busiest = rows.take(np.sort(order[np.unique(key[order], return_index=True)[1]]))
+    if key.max() + 1 < len(key):  # some step has several devices
+        order = np.argsort(-rows["busy_s"].to_numpy(dtype=np.float64), kind="stable")
+        rows = rows.take(np.sort(order[np.unique(key[order], return_index=True)[1]]))
+    # each distinct class named once (a missing one: NaN, the last)
+    classes, named = pd.factorize(rows["bottleneck"].to_numpy(dtype=object))
+    bounds = np.array(
+        [*(CLASS_BOUNDS.get(n, np.nan) for n in named.tolist()), np.nan], dtype=object
+    )
     table = pd.DataFrame(
         {
-            "session": busiest["session"].astype(str).to_numpy(),
-            "host": busiest["host"].astype(str).to_numpy(),
-            "step": busiest["step"].astype("int64").to_numpy(),
-            "bound": busiest["bottleneck"].map(CLASS_BOUNDS).to_numpy(),
-            "bound_share": busiest["share"].astype("float64").to_numpy(),
+            "session": rows["session"].astype(str).to_numpy(),
+            "host": rows["host"].astype(str).to_numpy(),
+            "step": rows["step"].astype("int64").to_numpy(),
+            "bound": bounds[classes],
+            "bound_share": rows["share"].astype("float64").to_numpy(),
         }
     )
     if not ordered:
