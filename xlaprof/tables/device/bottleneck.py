@@ -214,11 +214,12 @@ def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
     import numpy as np
     import pandas as pd
 
-    category_codes, categories = pd.factorize(frame["category"].to_numpy(dtype=object))
+    category_codes, categories = cols.coded(frame["category"])
 
     def category(name: str) -> np.ndarray:
-        found = np.array([c == name for c in categories.tolist()] + [False], dtype=bool)
-        return found[category_codes]
+        found = np.array([c == name for c in categories] + [False], dtype=bool)
+        rows: np.ndarray = found[category_codes]
+        return rows
 
     compute = frame["compute"].to_numpy(dtype=bool)
     op_line = frame["op_line"].to_numpy(dtype=bool)

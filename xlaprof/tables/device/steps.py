@@ -302,7 +302,6 @@ class _Timed:
     @classmethod
     def of(cls, frame: pd.DataFrame) -> _Timed:
         import numpy as np
-        import pandas as pd
 
         starts = frame["start_ns"].to_numpy()
         ends = frame["end_ns"].to_numpy()
@@ -314,7 +313,7 @@ class _Timed:
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = np.where(times > 0, wall / times, 1.0)
         own = np.where(np.isnan(own), wall, own * scale)
-        codes, names = pd.factorize(frame["category"].to_numpy(dtype=object))
+        codes, names = cols.coded(frame["category"])
         index = np.array([*(_CATEGORY_INDEX.get(n, -1) for n in names), -1], dtype=np.int64)
         compute = frame["compute"].to_numpy(dtype=bool)
         return cls(starts, ends, compute, own, index[codes])
