@@ -118,6 +118,9 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     import numpy as np
     import pandas as pd
 
+    if not pd.isna(values).any():  # nothing missing: no None to tell apart
+        codes, distinct = pd.factorize(values)
+        return codes, distinct.tolist()
     keyed = values.copy()
     keyed[np.equal(values, np.array(None, dtype=object))] = _NONE
     codes, distinct = pd.factorize(keyed)
