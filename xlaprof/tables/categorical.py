@@ -11,7 +11,8 @@ Grouping goes the same way: a column's integer codes (``codes``, ``coded``), one
 distinct tuple of several columns' codes in order of first appearance (``group_codes``: what
 ``groupby(sort=False, dropna=False)`` numbers), and each group's rows in ``groupby``'s order
 (``groups_of``), so a table is built per group of rows without a frame per group. ``repeated``
-builds a column of a few values each repeated, typed as pandas types the whole list.
+builds a column of a few values each repeated, typed as pandas types the whole list; ``firsts``
+is each group's first known value of an object column (pandas' grouped ``first``).
 """
 
 from __future__ import annotations
@@ -145,14 +146,14 @@ def groups_of(frame: pd.DataFrame, names: list[str]) -> list[tuple[tuple[Any, ..
     rows = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
     if not len(rows):
         return []
-    group, firsts = group_codes([key[rows] for key in keys])
-    if len(firsts) == 1:
+    group, first_rows = group_codes([key[rows] for key in keys])
+    if len(first_rows) == 1:
         parts = [rows]
     else:  # a stable sort of small integers (a radix sort)
-        small = group.astype(np.uint16) if len(firsts) <= 1 << 16 else group
+        small = group.astype(np.uint16) if len(first_rows) <= 1 << 16 else group
         parts = np.split(rows[np.argsort(small, kind="stable")], np.cumsum(np.bincount(group))[:-1])
     # pandas orders the groups (a categorical by its categories), on one row per group
-    heads = frame[names].take(rows[firsts]).reset_index(drop=True)
+    heads = frame[names].take(rows[first_rows]).reset_index(drop=True)
     return [
         (tuple(key), parts[int(head.index[0])])
         for key, head in heads.groupby(names, observed=True, sort=True)
@@ -167,3 +168,18 @@ def repeated(values: list[Any], counts: list[int]) -> Any:
 
     every = np.repeat(np.arange(len(values)), counts)
     return pd.Series(values, dtype=None if values else object).array.take(every)
+
+
+def firsts(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, its first value that is not missing, None where it has none: what pandas'
+    grouped ``first`` gives an object column, without a groupby."""
+    import numpy as np
+    import pandas as pd
+
+    present = np.flatnonzero(pd.notna(values))
+    first = np.full(groups, len(values), dtype=np.int64)
+    np.minimum.at(first, group[present], present)
+    found = np.full(groups, None, dtype=object)
+    known = first < len(values)
+    found[known] = values[first[known]]
+    return found

@@ -146,12 +146,13 @@ def test_h100_keeps_full_kernel_names_beside_short_ones() -> None:
 
 
 def test_firsts_are_pandas_grouped_firsts(traces: dict[str, Any], jax_trace: Any) -> None:
-    """Each op's first known text (``ops._firsts``) is pandas' grouped ``first`` of the same
-    object column: the first value that is not missing, None for a group with none."""
+    """Each op's first known text (``categorical.firsts``, as ``device_ops`` reads it) is
+    pandas' grouped ``first`` of the same object column: the first value that is not missing,
+    None for a group with none."""
     import numpy as np
     import pandas as pd
 
-    from xlaprof.tables.device.ops import _firsts
+    from xlaprof.tables.categorical import firsts
 
     checked = 0
     for trace in [*traces.values(), jax_trace]:
@@ -161,7 +162,7 @@ def test_firsts_are_pandas_grouped_firsts(traces: dict[str, Any], jax_trace: Any
         for column in ("hlo_category", "program_id", "hlo_module", "short_name", "parent_op"):
             values = frame[column].astype(object).reset_index(drop=True)
             expected = values.groupby(group, sort=True).first()
-            found = _firsts(values.to_numpy(), group, int(group.max()) + 1 if len(group) else 0)
+            found = firsts(values.to_numpy(), group, int(group.max()) + 1 if len(group) else 0)
             assert found.tolist() == expected.reindex(range(len(found))).tolist()
             checked += int(pd.isna(found).sum()) > 0 and int(pd.notna(found).sum()) > 0
     assert checked  # columns with groups of both kinds were compared

@@ -30,7 +30,6 @@ from xlaprof.tables.device.events import device_events
 from xlaprof.tables.device.steps import with_session
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
 
@@ -114,7 +113,7 @@ def device_ops(
     for column in texts:
         values = frame[column].take(rows).astype(object).to_numpy()
         # a Series keeps the object dtype (an object array would be typed from its values)
-        first = pd.Series(_firsts(values, group, len(at)), dtype=object)
+        first = pd.Series(cols.firsts(values, group, len(at)), dtype=object)
         table["parent" if column == "parent_op" else column] = first
     table = _unmeasured_as_nan(table)
     table = table.rename(columns={"op": "name"})
@@ -124,21 +123,6 @@ def device_ops(
     add_rates(table, devices)
     table = table.sort_values(["self_s", "total_s"], ascending=False, ignore_index=True)
     return table[OP_COLUMNS]
-
-
-def _firsts(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
-    """Per group, its first value that is not missing, None where it has none: what pandas'
-    grouped ``first`` gives an object column, without a groupby."""
-    import numpy as np
-    import pandas as pd
-
-    present = np.flatnonzero(pd.notna(values))
-    first = np.full(groups, len(values), dtype=np.int64)
-    np.minimum.at(first, group[present], present)
-    found = np.full(groups, None, dtype=object)
-    known = first < len(values)
-    found[known] = values[first[known]]
-    return found
 
 
 def _async_spans(frame: pd.DataFrame, table: pd.DataFrame) -> list[float | None]:
