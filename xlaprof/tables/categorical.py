@@ -6,6 +6,13 @@ Event frames hold a million rows or more per host, and their text columns (``hos
 most of a second per column); these helpers compare the categories once and spread the answer
 to the rows through the categorical codes. Plain (non-categorical) columns are compared as
 strings, as before.
+
+Grouping goes the same way: a column's integer codes (``codes``, ``coded``), one code per
+distinct tuple of several columns' codes in order of first appearance (``group_codes``: what
+``groupby(sort=False, dropna=False)`` numbers), and each group's rows in ``groupby``'s order
+(``groups_of``), so a table is built per group of rows without a frame per group. ``repeated``
+builds a column of a few values each repeated, typed as pandas types the whole list; ``firsts``
+is each group's first known value of an object column (pandas' grouped ``first``).
 """
 
 from __future__ import annotations
@@ -29,7 +36,15 @@ def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> 
         answers = [test(str(c)) for c in column.cat.categories]
         missing = False if dtype is bool else np.nan
         table = np.array([*answers, missing], dtype=dtype)
-        return table[column.cat.codes.to_numpy()]  # code -1 (missing) -> the last entry
+        codes = column.cat.codes.to_numpy()
+        if dtype is bool:
+            # one answer for every row (a line no row is on, a capture's one host): no row is
+            # read (a missing row's answer is False)
+            if not table.any():
+                return np.zeros(len(codes), dtype=bool)
+            if table[:-1].all() and codes.min(initial=0) >= 0:
+                return np.ones(len(codes), dtype=bool)
+        return table[codes]  # code -1 (missing) -> the last entry
     values = column.astype(str).to_numpy()
     return np.array([test(v) for v in values], dtype=dtype) if len(values) else np.zeros(0, dtype)
 
@@ -82,3 +97,89 @@ def contains(column: pd.Series, pattern: str) -> np.ndarray:
 
     compiled = re.compile(pattern)
     return _per_category(column, lambda text: compiled.search(text) is not None, bool)
+
+
+def codes(column: pd.Series) -> np.ndarray:
+    """A column's values as integer codes: equal values, equal codes; missing (None, NaN): -1.
+    A categorical's own codes (no value is read), else ``pd.factorize``'s."""
+    return coded(column)[0]
+
+
+def coded(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
+    """``codes(column)`` and the distinct value of each code (a categorical's categories)."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), column.cat.categories.tolist()
+    found, distinct = pd.factorize(column)
+    return found, list(distinct)
+
+
+def group_codes(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the code of its tuple of ``keys`` (integer codes, -1 a value like the others):
+    0, 1, ... in order of first appearance (as ``groupby(sort=False)`` orders groups), and the
+    first row of each code."""
+    import numpy as np
+    import pandas as pd
+
+    group = np.zeros(len(keys[0]), np.int64)
+    for key in keys:
+        key = np.asarray(key, dtype=np.int64)
+        if not len(key) or key.min() == key.max():
+            continue  # one value: it splits no group
+        group = pd.factorize(group * (int(key.max()) + 2) + (key + 1))[0]
+    if not len(group):
+        return group, group
+    # codes are numbered as they first appear: a code's first row is where the running
+    # maximum of the codes grows (no sort)
+    grows = np.concatenate([[True], group[1:] > np.maximum.accumulate(group)[:-1]])
+    return group, np.flatnonzero(grows)
+
+
+def groups_of(frame: pd.DataFrame, names: list[str]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
+    """``frame.groupby(names, observed=True, sort=True)``'s keys, in its order, each with its
+    rows (positions, ascending): found through the columns' codes, so no group's frame is
+    built. Rows with a missing key are in no group, as in ``groupby``."""
+    import numpy as np
+
+    keys = [codes(frame[name]) for name in names]
+    rows = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
+    if not len(rows):
+        return []
+    group, first_rows = group_codes([key[rows] for key in keys])
+    if len(first_rows) == 1:
+        parts = [rows]
+    else:  # a stable sort of small integers (a radix sort)
+        small = group.astype(np.uint16) if len(first_rows) <= 1 << 16 else group
+        parts = np.split(rows[np.argsort(small, kind="stable")], np.cumsum(np.bincount(group))[:-1])
+    # pandas orders the groups (a categorical by its categories), on one row per group
+    heads = frame[names].take(rows[first_rows]).reset_index(drop=True)
+    return [
+        (tuple(key), parts[int(head.index[0])])
+        for key, head in heads.groupby(names, observed=True, sort=True)
+    ]
+
+
+def repeated(values: list[Any], counts: list[int]) -> Any:
+    """Each of ``values`` ``counts`` times over, as one column (a pandas array): typed as
+    pandas types the whole list (inferred from the same values), without building it."""
+    import numpy as np
+    import pandas as pd
+
+    every = np.repeat(np.arange(len(values)), counts)
+    return pd.Series(values, dtype=None if values else object).array.take(every)
+
+
+def firsts(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, its first value that is not missing, None where it has none: what pandas'
+    grouped ``first`` gives an object column, without a groupby."""
+    import numpy as np
+    import pandas as pd
+
+    present = np.flatnonzero(pd.notna(values))
+    first = np.full(groups, len(values), dtype=np.int64)
+    np.minimum.at(first, group[present], present)
+    found = np.full(groups, None, dtype=object)
+    known = first < len(values)
+    found[known] = values[first[known]]
+    return found

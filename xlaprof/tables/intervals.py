@@ -64,12 +64,32 @@ def self_times_ns(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 def nesting(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each event's self time (duration minus the events nested directly inside it) and its
-    parent: the index of the innermost event it lies within, or -1 (one line's events)."""
+    parent: the index of the innermost event it lies within, or -1 (one line's events).
+
+    In start order (the longer first on a tie), an event that starts at or after every earlier
+    event's end nests in none of them and empties the stack of open events: the events split
+    into such blocks, and only blocks of two or more events are walked (``_nest``)."""
     import numpy as np
 
     order = np.lexsort((-ends, starts))
     own: np.ndarray = (ends - starts).astype(np.float64)
     parent = np.full(len(starts), -1, dtype=np.int64)
+    if len(order) < 2:
+        return own, parent
+    ordered_ends = ends[order]
+    reach = np.maximum.accumulate(ordered_ends)
+    alone = np.concatenate([[True], starts[order][1:] >= reach[:-1]])
+    block = np.cumsum(alone) - 1
+    crowded = np.bincount(block)[block] > 1
+    if crowded.any():
+        _nest(starts, ends, order[crowded], own, parent)
+    return own, parent
+
+
+def _nest(
+    starts: np.ndarray, ends: np.ndarray, order: np.ndarray, own: np.ndarray, parent: np.ndarray
+) -> None:
+    """The stack walk of ``nesting`` over the events at ``order`` (in that order), in place."""
     stack: list[int] = []
     s_list, e_list = starts.tolist(), ends.tolist()
     for index in order.tolist():
@@ -80,4 +100,3 @@ def nesting(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarra
             own[stack[-1]] -= end - start
             parent[index] = stack[-1]
         stack.append(index)
-    return own, parent

@@ -34,12 +34,13 @@ def assign_steps(
     import pandas as pd
 
     steps = np.full(len(events), -1, dtype=np.int64)
-    bounds: list[tuple[str, int, int, int]] = []
+    # each host's bounds as columns: its name, then its steps' numbers, starts and ends
+    bounds: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
     start_ns = events["start_ns"].to_numpy()
     end_ns = events["end_ns"].to_numpy()
     step_num = events["step_num"].to_numpy(dtype="float64", na_value=np.nan)
     # planes by code (a categorical's codes; never a million strings)
-    plane_codes = _codes(events["plane"])
+    plane_codes = cols.codes(events["plane"])
     on_steps_line = cols.equals(events["line"], STEPS_LINE)
     on_device = cols.equals(events["plane_kind"], "device")
     on_host_plane = cols.equals(events["plane_kind"], "host")
@@ -51,17 +52,13 @@ def assign_steps(
         given = None if ranges is None else ranges[ranges["host"].astype(str) == str(host)]
         if given is not None and len(given):
             _in_ranges(start_ns, steps, host_plane, given)
-            bounds += [
-                (host, int(n), int(a), int(b))
-                for n, a, b in zip(given["step"], given["start_ns"], given["end_ns"], strict=True)
-            ]
+            bounds.append(
+                (host, *(given[c].to_numpy(np.int64) for c in ("step", "start_ns", "end_ns")))
+            )
         elif marked.any():
             _by_intervals(start_ns, end_ns, steps, host_plane, marked, step_num)
             labels = events["step_num"].to_numpy(dtype="int64", na_value=0)[marked]
-            bounds += [
-                (host, int(n), int(a), int(b))
-                for n, a, b in zip(labels, start_ns[marked], end_ns[marked], strict=True)
-            ]
+            bounds.append((host, labels, start_ns[marked], end_ns[marked]))
         else:
             markers = host_plane & cols.equals(events["name"], STEP_MARKER)
             ends = np.sort(end_ns[markers])
@@ -73,11 +70,9 @@ def assign_steps(
                 start = (profile_starts or {}).get(str(host))
                 if start is not None and start <= begin:
                     begin = int(start)
-                previous = [begin, *ends[:-1].tolist()]
-                bounds += [
-                    (host, first_step + i, int(a), int(b))
-                    for i, (a, b) in enumerate(zip(previous, ends.tolist(), strict=True))
-                ]
+                previous = np.concatenate([[begin], ends[:-1]]).astype(np.int64)
+                numbers = first_step + np.arange(len(ends), dtype=np.int64)
+                bounds.append((host, numbers, previous, ends.astype(np.int64)))
         # Each device plane's own Steps line numbers that plane's events: steps are never
         # stitched across devices (two GPUs' steps overlap in time but are not one step).
         device = on_host & on_device
@@ -86,18 +81,25 @@ def assign_steps(
             if step_labels is None:  # the Steps events' names are their step numbers
                 step_labels = cols.numbers(events["name"])
             _by_intervals(start_ns, end_ns, steps, scope, scope & on_steps_line, step_labels)
-    frame = pd.DataFrame(bounds, columns=["host", "step", "start_ns", "end_ns"])
+    frame = _bounds_frame(bounds)
     frame["host"] = frame["host"].astype("category")
     return pd.arrays.IntegerArray(steps, steps < 0), frame
 
 
-def _codes(column: pd.Series) -> np.ndarray:
-    """A column's values as integer codes (equal values, equal codes; missing: -1)."""
+def _bounds_frame(bounds: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    """The hosts' step bounds as one table (host, step, start_ns, end_ns), built from columns:
+    each host's name repeated, its numbers and times as int64 (what a row per step gave)."""
+    import numpy as np
     import pandas as pd
 
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy()
-    return pd.factorize(column)[0]
+    columns = ["host", "step", "start_ns", "end_ns"]
+    if not any(len(numbers) for _, numbers, _, _ in bounds):
+        return pd.DataFrame([], columns=columns)
+    hosts = cols.repeated([host for host, *_ in bounds], [len(b[1]) for b in bounds])
+    data = {"host": hosts}
+    for at, name in enumerate(columns[1:], start=1):
+        data[name] = np.concatenate([np.asarray(b[at], dtype=np.int64) for b in bounds])
+    return pd.DataFrame(data, columns=columns)
 
 
 def _in_ranges(
@@ -110,10 +112,8 @@ def _in_ranges(
     starts = ranges["start_ns"].to_numpy(np.int64)[order]
     ends = ranges["end_ns"].to_numpy(np.int64)[order]
     numbers = ranges["step"].to_numpy(np.int64)[order]
-    index = np.searchsorted(starts, event_starts, side="right") - 1
-    inside = scope & (index >= 0)
-    inside[inside] &= event_starts[inside] <= ends[index[inside]]
-    steps[inside] = numbers[index[inside]]
+    rows, index = _inside(starts, ends, event_starts, scope)
+    steps[rows] = numbers[index]
 
 
 def _by_intervals(
@@ -133,11 +133,30 @@ def _by_intervals(
     values = labels[definers]
     order = np.argsort(starts)
     starts, ends, values = starts[order], ends[order], values[order]
-    index = np.searchsorted(starts, event_starts, side="right") - 1
-    candidates = scope & (index >= 0)
-    chosen = index[candidates]
-    within = event_starts[candidates] <= ends[chosen]
-    target = np.flatnonzero(candidates)[within]
-    labelled = values[chosen[within]]
-    valid = ~np.isnan(labelled)
-    steps[target[valid]] = labelled[valid].astype(np.int64)
+    # each interval's label as an integer, converted once per interval, not per event
+    known = ~np.isnan(values)
+    numbers = np.where(known, values, 0).astype(np.int64)
+    target, index = _inside(starts, ends, event_starts, scope)
+    if not known.all():
+        labelled = known[index]
+        target, index = target[labelled], index[labelled]
+    steps[target] = numbers[index]
+
+
+def _inside(
+    starts: np.ndarray, ends: np.ndarray, event_starts: np.ndarray, scope: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The events in ``scope`` that start inside an interval (``starts`` sorted, ``ends``): the
+    last one starting at or before the event, that ends at or after its start; and that
+    interval's index. Only the events in scope are looked up (every event, when the scope is
+    all of them, without gathering them)."""
+    import numpy as np
+
+    if not len(starts):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    rows = None if scope.all() else np.flatnonzero(scope)
+    at = event_starts if rows is None else event_starts[rows]
+    index = np.searchsorted(starts, at, "right") - 1
+    inside = (index >= 0) & (at <= ends[np.maximum(index, 0)])
+    chosen = np.flatnonzero(inside) if rows is None else rows[inside]
+    return chosen, index[inside]

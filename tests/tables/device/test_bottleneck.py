@@ -42,3 +42,34 @@ def test_two_hosts_of_gpus_without_step_markers_exit_zero_with_per_device_steps(
     assert {row["bottleneck"] for row in trace["bottleneck_by_device"]} == {"host"}
     per_device = load_trace(tmp_path).step_times(per_device=True)
     assert len(per_device) == 16 and per_device["step"].isna().all()
+
+
+def test_busiest_bounds_is_each_steps_busiest_device(traces: dict[str, Any]) -> None:
+    """Per (session, host, step), the bound of its busiest device's row (the first such row
+    on a tie), as pandas finds it: the rows by busy time, descending and stable, then the
+    first of each step. Checked on every shared capture with several devices a step."""
+    import pandas as pd
+
+    from xlaprof.tables.device.bottleneck import CLASS_BOUNDS, busiest_bounds
+
+    checked = 0
+    for trace in traces.values():
+        table = trace.summary().bottleneck
+        rows = table[table["step"].notna() & table["bottleneck"].notna()]
+        if rows.empty:
+            continue
+        first = rows.sort_values("busy_s", ascending=False, kind="stable").drop_duplicates(
+            ["session", "host", "step"]
+        )
+        expected = pd.DataFrame(
+            {
+                "session": first["session"].astype(str).to_numpy(),
+                "host": first["host"].astype(str).to_numpy(),
+                "step": first["step"].astype("int64").to_numpy(),
+                "bound": first["bottleneck"].map(CLASS_BOUNDS).to_numpy(),
+                "bound_share": first["share"].astype("float64").to_numpy(),
+            }
+        ).sort_values(["session", "host", "step"], ignore_index=True)
+        pd.testing.assert_frame_equal(busiest_bounds(table), expected, check_exact=True)
+        checked += rows.duplicated(["session", "host", "step"]).any()
+    assert checked  # some capture has several devices in one step

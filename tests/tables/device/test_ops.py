@@ -143,3 +143,26 @@ def test_h100_keeps_full_kernel_names_beside_short_ones() -> None:
     ops = load_trace(gpu_sample(GPU_JAX)).device_ops()
     delay = ops[ops["name"].astype(str).str.contains("DelayKernel")].iloc[0]
     assert "(" in delay["name"] and "(" not in delay["short_name"].replace("(anonymous", "")
+
+
+def test_firsts_are_pandas_grouped_firsts(traces: dict[str, Any], jax_trace: Any) -> None:
+    """Each op's first known text (``categorical.firsts``, as ``device_ops`` reads it) is
+    pandas' grouped ``first`` of the same object column: the first value that is not missing,
+    None for a group with none."""
+    import numpy as np
+    import pandas as pd
+
+    from xlaprof.tables.categorical import firsts
+
+    checked = 0
+    for trace in [*traces.values(), jax_trace]:
+        frame = device_model.device_events(trace.events)
+        group = pd.factorize(frame["op"].to_numpy(dtype=object))[0]
+        group = np.where(group < 0, group.max() + 1, group)
+        for column in ("hlo_category", "program_id", "hlo_module", "short_name", "parent_op"):
+            values = frame[column].astype(object).reset_index(drop=True)
+            expected = values.groupby(group, sort=True).first()
+            found = firsts(values.to_numpy(), group, int(group.max()) + 1 if len(group) else 0)
+            assert found.tolist() == expected.reindex(range(len(found))).tolist()
+            checked += int(pd.isna(found).sum()) > 0 and int(pd.notna(found).sum()) > 0
+    assert checked  # columns with groups of both kinds were compared

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from xlaprof.parse.events import COMPILE_EVENTS
+from xlaprof.parse.events import COMPILE_EVENTS, LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
-from xlaprof.tables.device.tracing import has_lazy_tensor_runtime
+from xlaprof.tables.device.steps import DeviceGroups
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
@@ -98,11 +98,13 @@ def step_bottlenecks(
     frame: pd.DataFrame,
     windows: pd.DataFrame,
     ops: pd.DataFrame | None = None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
     """One row per device step window: seconds per class, the bottleneck and its share.
 
     ``frame`` is ``device_events(events)``, ``windows`` ``steps.step_windows(...)`` and ``ops``
-    ``device_ops(...)`` (for the roofline side of each op, where known).
+    ``device_ops(...)`` (for the roofline side of each op, where known); ``groups`` the
+    frame's devices' rows, where the caller has them.
     """
     import numpy as np
     import pandas as pd
@@ -111,61 +113,90 @@ def step_bottlenecks(
         return pd.DataFrame(columns=BOTTLENECK_COLUMNS)
     klass = _device_class(frame, ops)
     host_spans = _host_spans(events)
-    parts = []
+    groups = DeviceGroups.of(frame) if groups is None else groups
+    all_starts, all_ends = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
+    # per device (in groupby's order) its windows' positions and new columns; the table is
+    # the windows in that order with the columns joined once (no frame per device)
+    order: list[np.ndarray] = []
+    parts: dict[str, list[Any]] = {}
     for (session, host, device), steps in windows.groupby(
         ["session", "host", "device"], observed=True, sort=True
     ):
-        mine = (
-            cols.equals(frame["session"], session)
-            & cols.equals(frame["host"], host)
-            & (frame["device"] == device).to_numpy()
-            & (klass != "")
-        )
+        rows = groups.rows((session, host, device))
+        mine = rows[klass[rows] > 0]
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()
-        starts = frame["start_ns"].to_numpy()[mine]
-        ends = frame["end_ns"].to_numpy()[mine]
-        classes = klass[mine]
-        out = steps.copy()
-        out["wall_s"] = (b - a) / 1e9
-        seconds = {name: np.zeros(len(a)) for name in CLASSES}
-        claimed_s: list[np.ndarray] = []
-        claimed_e: list[np.ndarray] = []
-        before = np.zeros(len(a))
-        for name in DEVICE_CLASSES:
-            chosen = classes == name
-            if not chosen.any():
-                continue
-            claimed_s.append(starts[chosen])
-            claimed_e.append(ends[chosen])
-            now = _covered(claimed_s, claimed_e, a, b)
-            seconds[name] += (now - before) / 1e9
-            before = now
-        out["busy_s"] = before / 1e9
+        order.append(windows.index.get_indexer(steps.index))
         on_host = host_spans.get((str(session), str(host)), _HostSpans())
-        for name in ("compilation", "input"):
-            if name not in on_host.spans:
-                continue
-            claimed_s.append(on_host.spans[name][0])
-            claimed_e.append(on_host.spans[name][1])
-            now = _covered(claimed_s, claimed_e, a, b)
-            seconds[name] += (now - before) / 1e9
-            before = now
-        rest = np.maximum((b - a) - before, 0) / 1e9
-        seconds["tracing" if on_host.lazy else "host"] += rest
-        for name in CLASSES:
-            out[f"{name}_s"] = seconds[name]
+        seconds, busy = _class_seconds(
+            (all_starts[mine], all_ends[mine], klass[mine]), on_host, a, b
+        )
         table = np.column_stack([seconds[name] for name in CLASSES])
         wall = (b - a) / 1e9
-        top = table.argmax(axis=1)
-        out["bottleneck"] = [
-            CLASSES[i] if wall[k] > 0 else None for k, i in enumerate(top.tolist())
-        ]
+        named = np.array(CLASSES, dtype=object)[table.argmax(axis=1)]
+        named[~(wall > 0)] = None
         with np.errstate(divide="ignore", invalid="ignore"):
-            out["share"] = np.where(wall > 0, table.max(axis=1) / wall, np.nan)
-        parts.append(out)
-    result = pd.concat(parts, ignore_index=True)
+            share = np.where(wall > 0, table.max(axis=1) / wall, np.nan)
+        found = {
+            "wall_s": wall,
+            "busy_s": busy / 1e9,
+            **{f"{name}_s": seconds[name] for name in CLASSES},
+            # typed per device, as each device's rows were
+            "bottleneck": pd.Series(named.tolist()),
+            "share": share,
+        }
+        for name, values in found.items():
+            parts.setdefault(name, []).append(values)
+    taken = windows.take(np.concatenate(order)).reset_index(drop=True)
+    added = pd.DataFrame(
+        {
+            name: pd.concat(values, ignore_index=True)
+            if name == "bottleneck"
+            else np.concatenate(values)
+            for name, values in parts.items()
+        }
+    )
+    result = pd.concat([taken, added], axis=1)
     return result.reindex(columns=BOTTLENECK_COLUMNS)
+
+
+def _class_seconds(
+    device: tuple[np.ndarray, np.ndarray, np.ndarray],
+    on_host: _HostSpans,
+    a: np.ndarray,
+    b: np.ndarray,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """One device's seconds per class in each window [a, b) (module docstring: each class
+    the part no class before it covers), and its busy time (ns). ``device``: its classed
+    events' starts, ends and class codes (``_device_class``)."""
+    import numpy as np
+
+    starts, ends, classes = device
+    seconds = {name: np.zeros(len(a)) for name in CLASSES}
+    claimed_s: list[np.ndarray] = []
+    claimed_e: list[np.ndarray] = []
+    before = np.zeros(len(a))
+    for code, name in enumerate(DEVICE_CLASSES, start=1):
+        chosen = classes == code
+        if not chosen.any():
+            continue
+        claimed_s.append(starts[chosen])
+        claimed_e.append(ends[chosen])
+        now = _covered(claimed_s, claimed_e, a, b)
+        seconds[name] += (now - before) / 1e9
+        before = now
+    busy = before
+    for name in ("compilation", "input"):
+        if name not in on_host.spans:
+            continue
+        claimed_s.append(on_host.spans[name][0])
+        claimed_e.append(on_host.spans[name][1])
+        now = _covered(claimed_s, claimed_e, a, b)
+        seconds[name] += (now - before) / 1e9
+        before = now
+    rest = np.maximum((b - a) - before, 0) / 1e9
+    seconds["tracing" if on_host.lazy else "host"] += rest
+    return seconds, busy
 
 
 def _covered(
@@ -178,35 +209,61 @@ def _covered(
 
 
 def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
-    """Each device event's class (``DEVICE_CLASSES``), "" for events that are none."""
+    """Each device event's class: 1 + its index in ``DEVICE_CLASSES``, 0 for events that are
+    none. Each test is answered once per distinct category or op, not per event."""
     import numpy as np
     import pandas as pd
 
-    category = frame["category"].to_numpy().astype(object)
-    compute = frame["compute"].to_numpy()
-    op_line = frame["op_line"].to_numpy()
+    category_codes, categories = cols.coded(frame["category"])
+
+    def category(name: str) -> np.ndarray:
+        found = np.array([c == name for c in categories] + [False], dtype=bool)
+        rows: np.ndarray = found[category_codes]
+        return rows
+
+    compute = frame["compute"].to_numpy(dtype=bool)
+    op_line = frame["op_line"].to_numpy(dtype=bool)
     # one regex per distinct op, not per event
     codes, names = pd.factorize(frame["op"].to_numpy(dtype=object))
     done = np.array([bool(_ASYNC_DONE.search(str(n))) for n in names] + [False], bool)[codes]
-    klass = np.full(len(frame), "", dtype=object)
-    klass[compute] = "compute"
+    klass = np.zeros(len(frame), dtype=np.int64)
+
+    def mark(rows: np.ndarray, name: str) -> None:
+        klass[rows] = DEVICE_CLASSES.index(name) + 1
+
+    mark(compute, "compute")
     if ops is not None and not ops.empty and (ops["bound"] == "memory").any():
-        memory = ops[ops["bound"] == "memory"]
-        wanted = pd.MultiIndex.from_arrays(
-            [memory[c].astype(str) for c in ("session", "host", "device", "name")]
-        )
-        keys = pd.MultiIndex.from_arrays(
-            [frame[c].astype(str) for c in ("session", "host", "device", "op")]
-        )
-        klass[compute & keys.isin(wanted)] = "memory_bound"
-    klass[compute & (category == "autotune")] = "compilation"
-    klass[compute & (category == "host_transfer")] = "input_transfer"
-    klass[compute & ((category == "host_offload") | (done & (category != "collective")))] = (
-        "async_wait"
-    )
-    klass[op_line & (category == "infeed_outfeed")] = "infeed_outfeed"
-    klass[compute & (category == "collective")] = "collective"
+        mark(compute & _memory_bound(frame, ops, codes), "memory_bound")
+    collective = category("collective")
+    mark(compute & category("autotune"), "compilation")
+    mark(compute & category("host_transfer"), "input_transfer")
+    mark(compute & (category("host_offload") | (done & ~collective)), "async_wait")
+    mark(op_line & category("infeed_outfeed"), "infeed_outfeed")
+    mark(compute & collective, "collective")
     return klass
+
+
+def _memory_bound(frame: pd.DataFrame, ops: pd.DataFrame, op_codes: np.ndarray) -> np.ndarray:
+    """Which events are of an op on the memory side of the roofline (``ops``' ``bound``), by
+    (session, host, device, op) as text, looked up once per distinct key."""
+    import numpy as np
+
+    memory = ops[ops["bound"] == "memory"]
+    wanted = set(
+        zip(
+            *(memory[c].astype(str).tolist() for c in ("session", "host", "device", "name")),
+            strict=True,
+        )
+    )
+    keys = [cols.codes(frame["session"]), cols.codes(frame["host"]), cols.codes(frame["device"])]
+    group, firsts = cols.group_codes([*keys, op_codes])
+    distinct = zip(
+        *(frame[c].take(firsts).astype(str).tolist() for c in ("session", "host", "device", "op")),
+        strict=True,
+    )
+    hit = np.array([key in wanted for key in distinct], dtype=bool)
+    found: np.ndarray = hit[group]
+    return found
 
 
 @dataclass
@@ -221,21 +278,37 @@ class _HostSpans:
 def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], _HostSpans]:
     """Per (session, host): its compile spans and data-input spans, and whether it ran
     torch_xla's lazy-tensor runtime."""
+    import numpy as np
 
-    host = events[cols.equals(events["plane_kind"], "host")]
-    if host.empty:
+    host = cols.equals(events["plane_kind"], "host")
+    if not host.any():
         return {}
-    compile_rows = cols.member(host["name"], COMPILE_EVENTS)
-    input_rows = cols.matches(host["name"], INPUT_EVENT)
+    # each test once per category; the rows each picks (few) split by host through the codes,
+    # no mask of every event per host. A host none of them picks is left out: its lookup's
+    # default (not lazy, no spans) is what its entry would say.
+    picked = {
+        "compilation": np.flatnonzero(cols.member(events["name"], COMPILE_EVENTS) & host),
+        "input": np.flatnonzero(cols.matches(events["name"], INPUT_EVENT) & host),
+    }
+    lazy = np.flatnonzero(cols.member(events["name"], LAZY_TENSOR_EVENTS) & host)
+    starts, ends = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
+    sessions, hosts = cols.codes(events["session"]), cols.codes(events["host"])
+    every = np.concatenate([lazy, *picked.values()])
+    every = every[(sessions[every] >= 0) & (hosts[every] >= 0)]  # groupby's: no missing key
     found: dict[tuple[str, str], _HostSpans] = {}
-    for (session, name), group in host.groupby(["session", "host"], observed=True):
-        index = host.index.get_indexer(group.index)
-        spans = _HostSpans(lazy=has_lazy_tensor_runtime(group))
-        for label, rows in (("compilation", compile_rows), ("input", input_rows)):
-            chosen = group[rows[index]]
+    for first in cols.group_codes([sessions[every], hosts[every]])[1].tolist():
+        at = every[first]
+
+        def mine(rows: np.ndarray, at: int = at) -> np.ndarray:
+            kept: np.ndarray = rows[(sessions[rows] == sessions[at]) & (hosts[rows] == hosts[at])]
+            return kept
+
+        spans = _HostSpans(lazy=bool(len(mine(lazy))))
+        for label, rows in picked.items():
+            chosen = mine(rows)
             if len(chosen):
-                spans.spans[label] = (chosen["start_ns"].to_numpy(), chosen["end_ns"].to_numpy())
-        found[(str(session), str(name))] = spans
+                spans.spans[label] = (starts[chosen], ends[chosen])
+        found[(str(events["session"].iloc[at]), str(events["host"].iloc[at]))] = spans
     return found
 
 
@@ -326,31 +399,53 @@ CLASS_BOUNDS = {
 }
 
 
-def busiest_bounds(bottleneck: pd.DataFrame | None, host: str | None = None) -> pd.DataFrame:
+def busiest_bounds(
+    bottleneck: pd.DataFrame | None, host: str | None = None, ordered: bool = True
+) -> pd.DataFrame:
     """Per step of ``host`` (every host if None): the bound of its busiest device's step.
 
     Columns ``session``, ``host``, ``step``, ``bound``, ``bound_share``; steps with no number
-    (a whole capture as one window) are left out.
+    (a whole capture as one window) are left out. Ordered by session, host and step (with
+    ``ordered=False``, in the bottleneck table's order: a lookup needs no sort).
     """
+    import numpy as np
     import pandas as pd
 
     columns = ["session", "host", "step", "bound", "bound_share"]
     if bottleneck is None or bottleneck.empty:
         return pd.DataFrame(columns=columns)
-    rows = bottleneck[bottleneck["step"].notna() & bottleneck["bottleneck"].notna()]
+    chosen = bottleneck["step"].notna() & bottleneck["bottleneck"].notna()
     if host is not None:
-        rows = rows[rows["host"].astype(str) == str(host)]
+        chosen &= bottleneck["host"].astype(str) == str(host)
+    rows = bottleneck.loc[chosen, ["session", "host", "step", "bottleneck", "share", "busy_s"]]
     if rows.empty:
         return pd.DataFrame(columns=columns)
-    rows = rows.sort_values("busy_s", ascending=False, kind="stable")
-    busiest = rows.drop_duplicates(["session", "host", "step"], keep="first")
+    # per step, its busiest row (the first on a tie): the first of its key in the rows
+    # ordered by busy time, descending and stable
+    key = cols.group_codes(
+        [
+            cols.codes(rows["session"]),
+            cols.codes(rows["host"]),
+            pd.factorize(rows["step"].to_numpy(dtype=np.int64))[0],
+        ]
+    )[0]
+    if key.max() + 1 < len(key):  # some step has several devices
+        order = np.argsort(-rows["busy_s"].to_numpy(dtype=np.float64), kind="stable")
+        rows = rows.take(np.sort(order[np.unique(key[order], return_index=True)[1]]))
+    # each distinct class named once (a missing one: NaN, the last)
+    classes, named = pd.factorize(rows["bottleneck"].to_numpy(dtype=object))
+    bounds = np.array(
+        [*(CLASS_BOUNDS.get(n, np.nan) for n in named.tolist()), np.nan], dtype=object
+    )
     table = pd.DataFrame(
         {
-            "session": busiest["session"].astype(str).to_numpy(),
-            "host": busiest["host"].astype(str).to_numpy(),
-            "step": busiest["step"].astype("int64").to_numpy(),
-            "bound": busiest["bottleneck"].map(CLASS_BOUNDS).to_numpy(),
-            "bound_share": busiest["share"].astype("float64").to_numpy(),
+            "session": rows["session"].astype(str).to_numpy(),
+            "host": rows["host"].astype(str).to_numpy(),
+            "step": rows["step"].astype("int64").to_numpy(),
+            "bound": bounds[classes],
+            "bound_share": rows["share"].astype("float64").to_numpy(),
         }
     )
+    if not ordered:
+        return table
     return table.sort_values(["session", "host", "step"], ignore_index=True)

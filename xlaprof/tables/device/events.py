@@ -56,15 +56,21 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
         hosts_with_devices
     ).to_numpy()
     cpu_ops = host_rows & events["hlo_op"].notna().to_numpy()
-    frame = events[on_device | cpu_ops].copy()
-    host_plane = (frame["plane_kind"] == "host").to_numpy()
-    devices = np.array(frame["device"].astype(object).to_numpy(), dtype=object)
-    devices[host_plane] = "CPU"
+    frame = events[on_device | cpu_ops]  # a new frame (copy on write): events are not touched
+    host_plane = cols.equals(frame["plane_kind"], "host")
+    # each row's device as a code into its distinct values (host-plane rows: "CPU"; missing:
+    # NaN), so the device kind is named once per device
+    device_codes, distinct = cols.coded(frame["device"])
+    values = np.array([*distinct, "CPU", np.nan], dtype=object)
+    device_codes = np.where(device_codes < 0, len(values) - 1, device_codes)
+    device_codes[host_plane] = len(values) - 2
+    devices = values[device_codes]
     frame["device"] = devices
     _to_device_clock(frame)
-    frame["kind"] = _each_distinct(devices, lambda d: str(d).split(":", 1)[0].upper())
-    line = frame["line"].astype(object)
-    kind = frame["kind"].to_numpy()
+    kinds = np.array([str(d).split(":", 1)[0].upper() for d in values.tolist()], dtype=object)
+    frame["kind"] = kinds[device_codes]
+    line = frame["line"]  # a categorical: isin tests its categories
+    kind = kinds[device_codes]
     hlo_category = frame["hlo_category"].astype(object)
     args = frame["args"]
     cat = pd.Series(_stat(args, "cat"), index=frame.index, dtype=object)
@@ -112,6 +118,9 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     import numpy as np
     import pandas as pd
 
+    if not pd.isna(values).any():  # nothing missing: no None to tell apart
+        codes, distinct = pd.factorize(values)
+        return codes, distinct.tolist()
     keyed = values.copy()
     keyed[np.equal(values, np.array(None, dtype=object))] = _NONE
     codes, distinct = pd.factorize(keyed)
@@ -190,9 +199,9 @@ def _to_device_clock(frame: pd.DataFrame) -> None:
         return
     starts = frame["start_ns"].to_numpy().copy()
     ends = frame["end_ns"].to_numpy().copy()
-    where = frame["session"].astype(str) + "\0" + frame["host"].astype(str) + "\0"
-    keys = (where + frame["device"].astype(str)).to_numpy()
-    for key in np.unique(keys[timed]):
+    # one code per (session, host, device): each device is moved on its own
+    keys = cols.group_codes([cols.codes(frame[name]) for name in ("session", "host", "device")])[0]
+    for key in np.unique(keys[timed]).tolist():
         mine = keys == key
         ops = mine & timed
         host_start, host_end = starts[ops], ends[ops]
@@ -271,12 +280,16 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     wall = frame["end_ns"].to_numpy()[ops] - starts
     times = np.where(np.isnan(on_device), wall, on_device / 1000.0)
     offsets = frame["device_offset_ps"].to_numpy()[ops]
-    mine = frame.iloc[ops]
-    # One group per (session, host, device, line), found from the categorical codes.
-    groups = mine.groupby(["session", "host", "device", "line"], observed=True, sort=False)
+    # One group per (session, host, device, line), found from the columns' codes (a row with
+    # a missing key is in no group, as in groupby).
+    keys = [cols.codes(frame[name])[ops] for name in ("session", "host")]
+    keys += [cols.codes(frame[name].take(ops)) for name in ("device", "line")]
+    keyed = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
+    group = cols.group_codes([key[keyed] for key in keys])[0] if len(keyed) else keyed
+    sizes = np.bincount(group)
     own = np.empty(len(ops))
     parent = np.full(len(ops), -1, dtype=np.int64)
-    for index in groups.indices.values():
+    for index in np.split(keyed[np.argsort(group, kind="stable")], np.cumsum(sizes)[:-1]):
         if not np.isnan(offsets[index]).any():
             begin = offsets[index].astype(np.int64)
             end = begin + (times[index] * 1000.0).astype(np.int64)

@@ -21,7 +21,9 @@ as its module).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from xlaprof.tables import categorical as cols
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,18 +65,32 @@ def event_lines(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFra
     An event is looked up by (host, module, program id, instruction), else by program id and
     instruction (TPU events name no module), else by module and instruction.
     """
+    import numpy as np
     import pandas as pd
 
-    empty = pd.DataFrame(
-        {
-            "file": pd.Series([None] * len(frame), dtype=object),
-            "line": pd.array([None] * len(frame), dtype="Int64"),
-            "function": pd.Series([None] * len(frame), dtype=object),
-        }
-    )
-    empty.index = frame.index
-    if sources is None or sources.empty or frame.empty:
-        return empty
+    file = np.full(len(frame), None, dtype=object)
+    function = np.full(len(frame), None, dtype=object)
+    line = pd.array([None] * len(frame), dtype="Int64")
+    rows = np.flatnonzero(frame["op_line"].to_numpy(dtype=bool))
+    if sources is not None and not sources.empty and len(rows):
+        where, found = _event_lines(frame, rows, sources)
+        file[rows] = np.array([f[0] for f in found], dtype=object)[where]
+        function[rows] = np.array([f[2] for f in found], dtype=object)[where]
+        line[rows] = pd.array([f[1] for f in found], dtype="Int64")[where]
+    return pd.DataFrame({"file": file, "line": line, "function": function}, index=frame.index)
+
+
+Found = tuple[str, int, str] | tuple[None, None, None]
+
+
+def _event_lines(
+    frame: pd.DataFrame, rows: np.ndarray, sources: pd.DataFrame, op_codes: np.ndarray | None = None
+) -> tuple[np.ndarray, list[Found]]:
+    """The user line of each event at ``rows`` of ``frame`` (as in ``event_lines``): per row,
+    an index into the list of (file, line, function) found, (None, None, None) for none.
+    Looked up once per distinct (host, module, program, op), through the columns' codes.
+    ``op_codes``: the codes of ``frame["op"]`` at ``rows``, where the caller has them."""
+
     known = sources[sources["user_file"].notna()]
     full: dict[tuple[str, str, str, str], tuple[str, int, str]] = {}
     by_program: dict[tuple[str, str, str], tuple[str, int, str]] = {}
@@ -89,19 +105,18 @@ def event_lines(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFra
             full.setdefault((host, module, str(program), instruction), where)
             by_program.setdefault((host, str(program), instruction), where)
         by_module.setdefault((host, module, instruction), where)
-    ops = frame["op_line"].to_numpy()
-    keyed = pd.DataFrame(
-        {
-            "host": frame["host"].astype(str).to_numpy(),
-            "module": frame["hlo_module"].astype(object).to_numpy(),
-            "program": frame["program_id"].astype(object).to_numpy(),
-            "op": frame["op"].astype(object).to_numpy(),
-        }
-    )[ops]
+    if op_codes is None:
+        op_codes = cols.codes(frame["op"].take(rows))
+    keys = [cols.codes(frame[name])[rows] for name in ("host", "hlo_module", "program_id")]
     # one lookup per distinct (host, module, program, op), not per event
-    distinct = keyed.drop_duplicates()
-    found: list[tuple[str, int, str] | tuple[None, None, None]] = []
-    for host, hlo_module, program_id, op in distinct.itertuples(index=False, name=None):
+    group, firsts = cols.group_codes([*keys, op_codes])
+    at = rows[firsts]
+    hosts = frame["host"].take(at).astype(str).tolist()
+    modules = frame["hlo_module"].take(at).astype(object).tolist()
+    programs = frame["program_id"].take(at).astype(object).tolist()
+    ops = frame["op"].take(at).tolist()
+    found: list[Found] = []
+    for host, hlo_module, program_id, op in zip(hosts, modules, programs, ops, strict=True):
         in_module = None if hlo_module is None or hlo_module != hlo_module else str(hlo_module)
         in_program = None if program_id is None or program_id != program_id else str(program_id)
         hit = None
@@ -112,17 +127,7 @@ def event_lines(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFra
         if hit is None and in_module is not None:
             hit = by_module.get((host, in_module, str(op)))
         found.append((None, None, None) if hit is None else hit)
-    distinct["file"] = [f[0] for f in found]
-    distinct["line"] = pd.array([f[1] for f in found], dtype="Int64")
-    distinct["function"] = [f[2] for f in found]
-    joined = keyed.merge(distinct, on=["host", "module", "program", "op"], how="left")
-    result = empty.copy()
-    index = frame.index[ops]
-    result.loc[index, "file"] = joined["file"].to_numpy()
-    result["line"] = result["line"].astype("Int64")
-    result.loc[index, "line"] = joined["line"].to_numpy()
-    result.loc[index, "function"] = joined["function"].to_numpy()
-    return result
+    return group, found
 
 
 def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd.DataFrame:
@@ -130,45 +135,51 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
     import numpy as np
     import pandas as pd
 
-    ops = frame[frame["op_line"].to_numpy() & frame["compute"].to_numpy()]
-    if ops.empty or sources is None or sources.empty:
+    rows = np.flatnonzero(frame["op_line"].to_numpy(dtype=bool) & frame["compute"].to_numpy())
+    if not len(rows) or sources is None or sources.empty:
         return pd.DataFrame(columns=LINE_COLUMNS)
-    where = event_lines(ops, sources)
-    keys = {
-        "session": ops["session"],
-        "host": ops["host"],
-        "device": ops["device"],
-        "category": ops["category"],
-        "file": where["file"].fillna(""),
-        "line": where["line"].fillna(0).astype("int64"),
-        "function": where["function"].fillna(""),
-        "module": ops["hlo_module"].astype(object).fillna(""),
-    }
+    op_codes, op_names = pd.factorize(frame["op"].to_numpy(dtype=object)[rows])
+    where, found = _event_lines(frame, rows, sources, op_codes)
+    # the keys as grouped: a missing file or function is "", a missing line 0
+    filled = [
+        ("" if f is None else f, 0 if n is None or n != n else int(n), "" if g is None else g)
+        for f, n, g in found
+    ]
+    place = cols.group_codes([cols.codes(pd.Series(filled, dtype=object))])[0][where]
+    module = frame["hlo_module"]
+    key_codes = [
+        cols.codes(frame["session"])[rows],
+        cols.codes(frame["host"])[rows],
+        cols.codes(frame["device"].take(rows)),
+        cols.codes(frame["category"].take(rows)),
+        place,
+        cols.codes(module.take(rows).astype(object).fillna("")),
+    ]
     # One integer per distinct key (in order of first appearance, as groupby(sort=False)
     # orders groups), so each group is summed over the same events in the same order as
     # grouping by the text columns would, without hashing eight strings an event.
-    group, firsts = _group_ids(list(keys.values()))
-    op_codes, op_names = pd.factorize(ops["op"].to_numpy(dtype=object))
-    self_ns = np.nan_to_num(ops["self_ns"].to_numpy(dtype=np.float64))
-    table = pd.DataFrame({"group": group, "op": op_codes, "self_ns": self_ns})
-    sums = table.groupby("group", sort=False).agg(
-        device_s=("self_ns", "sum"), executions=("op", "size"), ops=("op", "nunique")
-    )
+    group, firsts = cols.group_codes(key_codes)
+    at = rows[firsts]
+    triples = [filled[i] for i in where[firsts].tolist()]
     result = pd.DataFrame(
         {
-            name: (
-                values.to_numpy(dtype=np.int64)[firsts]
-                if name == "line"
-                else [str(v) for v in values.to_numpy(dtype=object)[firsts].tolist()]
-            )
-            for name, values in keys.items()
+            **{
+                name: [str(v) for v in frame[name].take(at).to_numpy(dtype=object).tolist()]
+                for name in ("session", "host", "device", "category")
+            },
+            "file": [str(t[0]) for t in triples],
+            "line": np.array([t[1] for t in triples], dtype=np.int64),
+            "function": [str(t[2]) for t in triples],
+            "module": [str(v) for v in module.take(at).astype(object).fillna("").tolist()],
         }
     )
-    result["device_s"] = sums["device_s"].to_numpy() / 1e9
-    result["executions"] = sums["executions"].to_numpy()
-    result["ops"] = sums["ops"].to_numpy()
-    per_op, first_op = _group_ids([pd.Series(group), pd.Series(op_codes)])
-    per_group = table.groupby(per_op, sort=False)["self_ns"].sum().reset_index(drop=True)
+    self_ns = pd.Series(np.nan_to_num(frame["self_ns"].to_numpy(dtype=np.float64)[rows]))
+    # sums through pandas' grouped sum (compensated), as the table always summed
+    result["device_s"] = self_ns.groupby(group, sort=False).sum().to_numpy() / 1e9
+    result["executions"] = np.bincount(group, minlength=len(firsts))
+    per_op, first_op = cols.group_codes([group, op_codes])
+    result["ops"] = np.bincount(group[first_op], minlength=len(firsts))
+    per_group = self_ns.groupby(per_op, sort=False).sum()
     top = pd.DataFrame(
         {"group": group[first_op], "op": op_codes[first_op], "self_ns": per_group.to_numpy()}
     )
@@ -181,20 +192,6 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
         result[column] = result[column].replace("", None)
     result["line"] = result["line"].astype("Int64").where(result["file"].notna())
     return result.sort_values("device_s", ascending=False, ignore_index=True)[LINE_COLUMNS]
-
-
-def _group_ids(columns: list[pd.Series]) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the code of its tuple of values across ``columns`` (0, 1, ... in order of first
-    appearance), and the first row of each code."""
-    import numpy as np
-    import pandas as pd
-
-    group = np.zeros(len(columns[0]), np.int64)
-    for column in columns:
-        codes, distinct = pd.factorize(column.to_numpy(dtype=object))
-        group, _ = pd.factorize(group * (len(distinct) + 1) + (codes + 1))
-    firsts = np.unique(group, return_index=True)[1]
-    return group, firsts
 
 
 def by_line(table: pd.DataFrame, categories: set[str] | None = None) -> pd.DataFrame:
@@ -221,9 +218,18 @@ def by_line(table: pd.DataFrame, categories: set[str] | None = None) -> pd.DataF
         executions=("executions", "sum"),
         ops=("ops", "sum"),
         top_op=("top_op", "first"),
-        modules=("module", lambda v: sorted({m for m in v if isinstance(m, str)})),
-        categories=("category", lambda v: sorted(set(v))),
     ).reset_index()
+    # each line's programs and categories: one pass over the rows, not a Python call per group
+    modules: list[set[str]] = [set() for _ in range(len(result))]
+    kinds: list[set[Any]] = [set() for _ in range(len(result))]
+    for group, module, category in zip(
+        grouped.ngroup().tolist(), keyed["module"].tolist(), keyed["category"].tolist(), strict=True
+    ):
+        if isinstance(module, str):
+            modules[group].add(module)
+        kinds[group].add(category)
+    result["modules"] = [sorted(m) for m in modules]
+    result["categories"] = [sorted(k) for k in kinds]
     result["share"] = result["device_s"] / total if total > 0 else float("nan")
     for column in ("file", "function"):
         result[column] = result[column].replace("", None)

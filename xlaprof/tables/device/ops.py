@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xlaprof.parse.events import ASYNC_OPS_LINE
+from xlaprof.tables import categorical as cols
 from xlaprof.tables.device.events import device_events
 from xlaprof.tables.device.steps import with_session
 
@@ -74,36 +75,46 @@ def device_ops(
     has no such stat). ``bound`` is ``compute`` or ``memory`` (the op's side of the roofline)
     only where the device's peak FLOP/s and bytes/s are known (TPU plane stats).
     """
+    import numpy as np
     import pandas as pd
 
     frame = device_events(with_session(events)) if frame is None else frame
-    ops = frame[frame["op_line"]].copy()
-    if ops.empty:
+    rows = np.flatnonzero(frame["op_line"].to_numpy(dtype=bool))
+    if not len(rows):
         return pd.DataFrame(columns=OP_COLUMNS)
-    for column in ("short_name", "framework_op", "parent_op"):
-        ops[column] = ops[column].astype(object)
-    ops["program_id"] = ops["program_id"].astype(object)
-    ops["hlo_category"] = ops["hlo_category"].astype(object)
-    ops["hlo_module"] = ops["hlo_module"].astype(object)
     # An op's category follows from its name and XLA category, except that its runs while the
-    # compiler autotunes are a row of their own (category "autotune").
+    # compiler autotunes are a row of their own (category "autotune"). Groups by one code per
+    # distinct key (a missing value a key of its own), in order of first appearance, as
+    # groupby(sort=False, dropna=False) on the six columns orders them.
     group_keys = ["session", "host", "device", "kind", "op", "category"]
-    grouped = ops.groupby(group_keys, observed=True, sort=False, dropna=False)
-    table = grouped.agg(
-        occurrences=("time_ns", "size"),
-        total_ns=("time_ns", "sum"),
-        self_ns=("self_ns", "sum"),
-        flops=("flops", "sum"),
-        bytes_accessed=("bytes_accessed", "sum"),
-        flops_seen=("flops", "count"),
-        bytes_seen=("bytes_accessed", "count"),
-        hlo_category=("hlo_category", "first"),
-        program_id=("program_id", "first"),
-        hlo_module=("hlo_module", "first"),
-        short_name=("short_name", "first"),
-        framework_op=("framework_op", "first"),  # the first non-null, vectorized
-        parent=("parent_op", "first"),
-    ).reset_index()
+    group, firsts = cols.group_codes([cols.codes(frame[k].take(rows)) for k in group_keys])
+    at = rows[firsts]
+    table = pd.DataFrame(
+        {
+            **{k: frame[k].take(at).reset_index(drop=True) for k in group_keys[:4]},
+            "op": frame["op"].take(at).tolist(),  # typed from its values, as a key was
+            "category": frame["category"].take(at).reset_index(drop=True),
+            "occurrences": np.bincount(group),
+        }
+    )
+    measured = pd.DataFrame(
+        {c: frame[c].to_numpy()[rows] for c in ("time_ns", "self_ns", "flops", "bytes_accessed")}
+    )
+    # pandas' grouped sums (compensated) and firsts (the first non-null), as always
+    sums = measured.groupby(group, sort=False).sum()
+    table["total_ns"] = sums["time_ns"].to_numpy()
+    for column in ("self_ns", "flops", "bytes_accessed"):
+        table[column] = sums[column].to_numpy()
+    table["flops_seen"] = np.bincount(group, weights=measured["flops"].notna(), minlength=len(at))
+    table["bytes_seen"] = np.bincount(
+        group, weights=measured["bytes_accessed"].notna(), minlength=len(at)
+    )
+    texts = ["hlo_category", "program_id", "hlo_module", "short_name", "framework_op", "parent_op"]
+    for column in texts:
+        values = frame[column].take(rows).astype(object).to_numpy()
+        # a Series keeps the object dtype (an object array would be typed from its values)
+        first = pd.Series(cols.firsts(values, group, len(at)), dtype=object)
+        table["parent" if column == "parent_op" else column] = first
     table = _unmeasured_as_nan(table)
     table = table.rename(columns={"op": "name"})
     table["total_s"] = table["total_ns"] / 1e9
@@ -120,10 +131,11 @@ def _async_spans(frame: pd.DataFrame, table: pd.DataFrame) -> list[float | None]
     import numpy as np
     import pandas as pd
 
-    pairs = frame[(frame["line"].astype(object) == ASYNC_OPS_LINE).to_numpy()]
-    if pairs.empty:
-        return [None] * len(table)
     keys = ["session", "host", "device"]
+    on_line = cols.equals(frame["line"], ASYNC_OPS_LINE)
+    if not on_line.any():
+        return [None] * len(table)
+    pairs = frame.loc[on_line, [*keys, "hlo_op", "start_ns", "end_ns"]]
     spans = pd.DataFrame(
         {
             **{k: pairs[k].astype(str).to_numpy() for k in keys},
@@ -131,9 +143,11 @@ def _async_spans(frame: pd.DataFrame, table: pd.DataFrame) -> list[float | None]
             "async_s": (pairs["end_ns"] - pairs["start_ns"]).to_numpy(dtype=np.float64) / 1e9,
         }
     )
-    spans = spans.groupby([*keys, "name"], sort=False)["async_s"].sum().reset_index()
-    wanted = pd.DataFrame({k: table[k].astype(str).to_numpy() for k in [*keys, "name"]})
-    return wanted.merge(spans, on=[*keys, "name"], how="left")["async_s"].tolist()
+    summed = spans.groupby([*keys, "name"], sort=False)["async_s"].sum()
+    # one span per key: a lookup per op row (NaN where none, as a left join gave)
+    found = dict(zip(summed.index.tolist(), summed.to_numpy().tolist(), strict=True))
+    wanted = zip(*(table[k].astype(str).tolist() for k in [*keys, "name"]), strict=True)
+    return [found.get(key, float("nan")) for key in wanted]
 
 
 def add_rates(table: pd.DataFrame, devices: pd.DataFrame | None) -> None:

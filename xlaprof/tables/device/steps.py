@@ -4,6 +4,7 @@ capture (utilization). How steps are found is in ``xlaprof.tables.device``'s doc
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import MODULES_LINE, STEPS_LINE
@@ -49,72 +50,121 @@ UTILIZATION_COLUMNS = [
 ]
 
 
+WINDOW_COLUMNS = ["session", "host", "device", "kind", "step", "step_source", "start_ns", "end_ns"]
+
+
 def step_windows(
-    events: pd.DataFrame, frame: pd.DataFrame, host_bounds: pd.DataFrame | None
+    events: pd.DataFrame,
+    frame: pd.DataFrame,
+    host_bounds: pd.DataFrame | None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
     """Each device's step windows: session, host, device, kind, step, step_source, start, end.
 
     ``frame`` is ``device_events(events)``; ``host_bounds`` the host step bounds
-    (``Trace.step_bounds``: session?, host, step, start_ns, end_ns).
+    (``Trace.step_bounds``: session?, host, step, start_ns, end_ns); ``groups`` its devices'
+    rows, where the caller has them.
     """
+    import numpy as np
     import pandas as pd
 
-    rows: list[tuple[Any, ...]] = []
-    for (session, host, device), group in frame.groupby(
-        ["session", "host", "device"], observed=True, sort=True
-    ):
-        kind = str(group["kind"].iloc[0])
-        steps_line = group[cols.equals(group["line"], STEPS_LINE)]
-        if len(steps_line):
-            numbers = _step_numbers(steps_line)
-            for number, start, end in zip(
-                numbers, steps_line["start_ns"], steps_line["end_ns"], strict=True
-            ):
-                rows.append((session, host, device, kind, number, "Steps line", start, end))
+    columns: dict[str, Any] = {name: [] for name in WINDOW_COLUMNS}
+    counts: list[int] = []  # the windows of each device: its key is repeated, not listed
+    kinds = frame["kind"].to_numpy()
+    of_host: dict[tuple[str, str], pd.DataFrame | None] = {}
+    lines = _WindowLines.of(frame)
+    groups = DeviceGroups.of(frame) if groups is None else groups
+    for (session, host, device), rows in groups.groups:
+        key = (str(session), str(host))
+        if key not in of_host:
+            of_host[key] = _host_bounds_of(host_bounds, session, host)
+        found = lines.windows(frame, rows, of_host[key])
+        if found is None:
             continue
-        mine = _host_bounds_of(host_bounds, session, host)
-        if mine is not None and len(mine):
-            count = len(mine)
-            # zip of columns: a step per row, no namedtuple per row
-            rows += zip(
-                [session] * count,
-                [host] * count,
-                [device] * count,
-                [kind] * count,
-                mine["step"].tolist(),
-                ["host steps"] * count,
-                mine["start_ns"].tolist(),
-                mine["end_ns"].tolist(),
-                strict=True,
-            )
-            continue
-        modules = group[cols.equals(group["line"], MODULES_LINE)].sort_values("start_ns")
-        if len(modules):
-            for number, (start, end) in enumerate(
-                zip(modules["start_ns"], modules["end_ns"], strict=True)
-            ):
-                rows.append((session, host, device, kind, number, "module executions", start, end))
-            continue
-        compute = group[group["compute"]]
-        if len(compute):
-            rows.append(
-                (
-                    session,
-                    host,
-                    device,
-                    kind,
-                    None,
-                    "whole capture",
-                    compute["start_ns"].min(),
-                    compute["end_ns"].max(),
-                )
-            )
-    columns = ["session", "host", "device", "kind", "step", "step_source", "start_ns", "end_ns"]
-    windows = pd.DataFrame(rows, columns=columns)
+        steps, source, spans = found
+        for name, value in zip(
+            WINDOW_COLUMNS[:4], (session, host, device, str(kinds[rows[0]])), strict=True
+        ):
+            columns[name].append(value)
+        columns["step_source"].append(source)
+        counts.append(len(steps))
+        columns["step"].append(steps)
+        columns["start_ns"].append(spans[0])
+        columns["end_ns"].append(spans[1])
+    # built as columns (no tuple per window); no window: the empty table as it always was
+    if sum(counts):
+        for name in ("session", "host", "device", "kind", "step_source"):
+            columns[name] = cols.repeated(columns[name], counts)
+        for name in ("start_ns", "end_ns"):
+            columns[name] = np.concatenate(columns[name])
+        # numbers joined as one array where every device's are an array (else as a list:
+        # None for a whole-capture window, typed as pandas types the list)
+        parts = columns["step"]
+        columns["step"] = (
+            np.concatenate(parts)
+            if all(isinstance(p, np.ndarray) for p in parts)
+            else [n for p in parts for n in (p.tolist() if isinstance(p, np.ndarray) else p)]
+        )
+        windows = pd.DataFrame(columns, columns=WINDOW_COLUMNS)
+    else:
+        windows = pd.DataFrame([], columns=WINDOW_COLUMNS)
     windows["step"] = windows["step"].astype("Int64")
     windows["start_ns"] = windows["start_ns"].astype("int64")
     windows["end_ns"] = windows["end_ns"].astype("int64")
     return windows
+
+
+@dataclass
+class _WindowLines:
+    """The device events' columns ``step_windows`` reads, as arrays (read once)."""
+
+    steps_line: np.ndarray
+    modules_line: np.ndarray
+    compute: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _WindowLines:
+        return cls(
+            cols.equals(frame["line"], STEPS_LINE),
+            cols.equals(frame["line"], MODULES_LINE),
+            frame["compute"].to_numpy(dtype=bool),
+            frame["start_ns"].to_numpy(),
+            frame["end_ns"].to_numpy(),
+        )
+
+    def windows(
+        self, frame: pd.DataFrame, rows: np.ndarray, host_steps: pd.DataFrame | None
+    ) -> tuple[list[Any] | np.ndarray, str, tuple[np.ndarray, np.ndarray]] | None:
+        """One device's (its ``rows`` of ``frame``) windows: their numbers (an array of
+        integers, or a list), their source and their starts and ends; None where it has none
+        (no compute event)."""
+        import numpy as np
+        import pandas as pd
+
+        starts, ends = self.starts, self.ends
+        steps_line = rows[self.steps_line[rows]]
+        if len(steps_line):
+            spans = (starts[steps_line], ends[steps_line])
+            return _step_numbers(frame.iloc[steps_line]), "Steps line", spans
+        if host_steps is not None and len(host_steps):
+            spans = (
+                host_steps["start_ns"].to_numpy(np.int64),
+                host_steps["end_ns"].to_numpy(np.int64),
+            )
+            return host_steps["step"].to_numpy(np.int64), "host steps", spans
+        modules = rows[self.modules_line[rows]]
+        if len(modules):
+            spans_of = pd.DataFrame({"start_ns": starts[modules], "end_ns": ends[modules]})
+            ordered = spans_of.sort_values("start_ns")  # as the table always ordered them
+            spans = (ordered["start_ns"].to_numpy(), ordered["end_ns"].to_numpy())
+            return np.arange(len(modules)), "module executions", spans
+        busy = rows[self.compute[rows]]
+        if len(busy):
+            spans = (starts[busy].min(keepdims=True), ends[busy].max(keepdims=True))
+            return [None], "whole capture", spans
+        return None
 
 
 def _step_numbers(steps_line: pd.DataFrame) -> list[int]:
@@ -147,12 +197,14 @@ def _step_numbers(steps_line: pd.DataFrame) -> list[int]:
 def _host_bounds_of(
     host_bounds: pd.DataFrame | None, session: Any, host: Any
 ) -> pd.DataFrame | None:
+    """The host steps of ``host`` in ``session`` (compared as text; a table without sessions:
+    the host's), one mask over the table (a categorical's tested per category)."""
     if host_bounds is None or host_bounds.empty:
         return None
-    mine = host_bounds[host_bounds["host"].astype(str) == str(host)]
-    if "session" in mine.columns:
-        mine = mine[mine["session"].astype(str) == str(session)]
-    return mine
+    mine = cols.equals(host_bounds["host"], host)
+    if "session" in host_bounds.columns:
+        mine &= cols.equals(host_bounds["session"], session)
+    return host_bounds[mine]
 
 
 def device_steps(
@@ -160,65 +212,140 @@ def device_steps(
     host_bounds: pd.DataFrame | None = None,
     frame: pd.DataFrame | None = None,
     windows: pd.DataFrame | None = None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
-    """One row per device and step: wall, busy, idle (s), duty and seconds per category."""
+    """One row per device and step: wall, busy, idle (s), duty and seconds per category
+    (``groups``: the frame's devices' rows, where the caller has them)."""
     import numpy as np
     import pandas as pd
 
     frame = device_events(with_session(events)) if frame is None else frame
     if windows is None:
         windows = step_windows(events, frame, host_bounds)
-    parts = []
-    for (session, host, device), steps in windows.groupby(
-        ["session", "host", "device"], observed=True, sort=True
-    ):
-        mine = frame[
-            cols.equals(frame["session"], session)
-            & cols.equals(frame["host"], host)
-            & (frame["device"] == device).to_numpy()
-            & frame["compute"].to_numpy()
-        ]
+    groups = DeviceGroups.of(frame) if groups is None else groups
+    timed = groups.timed
+    # per device (in groupby's order) its windows' positions and new columns as arrays; the
+    # table is the windows in that order with the columns joined once (no frame per device)
+    order: list[np.ndarray] = []
+    parts: dict[str, list[np.ndarray]] = {}
+    for key, steps in windows.groupby(["session", "host", "device"], observed=True, sort=True):
+        mine = groups.compute(key)
         a = steps["start_ns"].to_numpy()
         b = steps["end_ns"].to_numpy()
-        out = steps.copy()
-        busy = event_coverage(mine).within(a, b)
-        out["wall_s"] = (b - a) / 1e9
-        out["busy_s"] = busy / 1e9
-        out["idle_s"] = np.maximum(b - a - busy, 0) / 1e9
-        out["duty"] = np.where(b > a, busy / np.maximum(b - a, 1), np.nan)
-        for name, seconds in category_seconds(mine, a, b).items():
-            out[f"{name}_s"] = seconds
-        parts.append(out)
-    if not parts:
+        order.append(windows.index.get_indexer(steps.index))
+        busy = groups.busy(key).within(a, b)
+        found = {
+            "wall_s": (b - a) / 1e9,
+            "busy_s": busy / 1e9,
+            "idle_s": np.maximum(b - a - busy, 0) / 1e9,
+            "duty": np.where(b > a, busy / np.maximum(b - a, 1), np.nan),
+            **{f"{n}_s": v for n, v in timed.category_seconds(mine, a, b).items()},
+        }
+        for name, values in found.items():
+            parts.setdefault(name, []).append(values)
+    if not order:
         return pd.DataFrame(columns=STEP_COLUMNS)
-    result = pd.concat(parts, ignore_index=True)
-    return result[STEP_COLUMNS]
+    taken = windows.take(np.concatenate(order)).reset_index(drop=True)
+    added = pd.DataFrame({name: np.concatenate(values) for name, values in parts.items()})
+    return pd.concat([taken, added], axis=1)[STEP_COLUMNS]
 
 
-def category_seconds(compute: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
-    """Per category, the self time of the compute events starting in each window [a, b)."""
-    import numpy as np
+@dataclass
+class DeviceGroups:
+    """Each (session, host, device) of a device-events frame with its rows (positions,
+    ascending), in ``groupby``'s order, and the events' times the per-device tables read
+    (``timed``): found once, read by every per-device table."""
 
-    starts = compute["start_ns"].to_numpy()
-    wall = (compute["end_ns"].to_numpy() - starts).astype(np.float64)
-    own = compute["self_ns"].to_numpy()
-    times = compute["time_ns"].to_numpy()
-    # Self time is measured on the device clock; steps are on the trace's (host) clock, where
-    # a TPU op's converted duration differs by up to ~15%: scale self time to that clock.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(times > 0, wall / times, 1.0)
-    own = np.where(np.isnan(own), wall, own * scale)
-    order = np.argsort(a, kind="stable")
-    index = np.searchsorted(a[order], starts, side="right") - 1
-    valid = index >= 0
-    window = np.where(valid, order[np.maximum(index, 0)], 0)
-    valid &= starts < b[window]
-    categories = compute["category"].to_numpy()
-    result = {}
-    for name in CATEGORIES:
-        chosen = valid & (categories == name)
-        result[name] = np.bincount(window[chosen], weights=own[chosen], minlength=len(a)) / 1e9
-    return result
+    groups: list[tuple[tuple[Any, Any, Any], np.ndarray]]
+    by_text: dict[tuple[str, str, str], np.ndarray]
+    timed: _Timed
+    _busy: dict[tuple[str, str, str], Coverage] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> DeviceGroups:
+        groups = cols.groups_of(frame, ["session", "host", "device"])
+        by_text = {(str(s), str(h), str(d)): rows for (s, h, d), rows in groups}
+        return cls(groups, by_text, _Timed.of(frame))
+
+    def rows(self, key: tuple[Any, ...]) -> np.ndarray:
+        """The rows of (session, host, device) ``key``, compared as text (none: empty)."""
+        import numpy as np
+
+        found = self.by_text.get((str(key[0]), str(key[1]), str(key[2])))
+        return np.zeros(0, np.int64) if found is None else found
+
+    def compute(self, key: tuple[Any, ...]) -> np.ndarray:
+        """The rows of ``key``'s compute (busy) events."""
+        rows = self.rows(key)
+        busy: np.ndarray = rows[self.timed.compute[rows]]
+        return busy
+
+    def busy(self, key: tuple[Any, ...]) -> Coverage:
+        """The union of ``key``'s compute events (found once per device)."""
+        text = (str(key[0]), str(key[1]), str(key[2]))
+        if text not in self._busy:
+            rows = self.compute(key)
+            self._busy[text] = Coverage.of(self.timed.starts[rows], self.timed.ends[rows])
+        return self._busy[text]
+
+
+@dataclass
+class _Timed:
+    """The device events' times as arrays, read once: starts, ends, which are busy
+    (``compute``), self time on the trace's clock (``own``) and the index of each event's
+    category in ``CATEGORIES`` (-1: none of them)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    compute: np.ndarray
+    own: np.ndarray
+    category: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _Timed:
+        import numpy as np
+
+        starts = frame["start_ns"].to_numpy()
+        ends = frame["end_ns"].to_numpy()
+        wall = (ends - starts).astype(np.float64)
+        own = frame["self_ns"].to_numpy()
+        times = frame["time_ns"].to_numpy()
+        # Self time is measured on the device clock; steps are on the trace's (host) clock,
+        # where a TPU op's converted duration differs by up to ~15%: scale self time to it.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(times > 0, wall / times, 1.0)
+        own = np.where(np.isnan(own), wall, own * scale)
+        codes, names = cols.coded(frame["category"])
+        index = np.array([*(_CATEGORY_INDEX.get(n, -1) for n in names), -1], dtype=np.int64)
+        compute = frame["compute"].to_numpy(dtype=bool)
+        return cls(starts, ends, compute, own, index[codes])
+
+    def category_seconds(
+        self, rows: np.ndarray, a: np.ndarray, b: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Per category, the self time of the events at ``rows`` starting in each window
+        [a, b): one ``bincount`` over (window, category), each sum over the same events in
+        the same order as a ``bincount`` per category."""
+        import numpy as np
+
+        starts = self.starts[rows]
+        order = np.argsort(a, kind="stable")
+        index = np.searchsorted(a[order], starts, side="right") - 1
+        valid = index >= 0
+        window = np.where(valid, order[np.maximum(index, 0)], 0)
+        valid &= starts < b[window]
+        category = self.category[rows]
+        valid &= category >= 0
+        width = len(CATEGORIES)
+        sums = np.bincount(
+            window[valid] * width + category[valid],
+            weights=self.own[rows][valid],
+            minlength=len(a) * width,
+        ).reshape(len(a), width)
+        return {name: sums[:, i] / 1e9 for i, name in enumerate(CATEGORIES)}
+
+
+_CATEGORY_INDEX = {name: i for i, name in enumerate(CATEGORIES)}
 
 
 def event_coverage(frame: pd.DataFrame) -> Coverage:
@@ -238,9 +365,11 @@ def device_utilization(
     host_bounds: pd.DataFrame | None = None,
     frame: pd.DataFrame | None = None,
     windows: pd.DataFrame | None = None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
     """Per device over the whole capture: span, busy, idle (s), duty cycle, seconds per
-    category, and how many steps were found and how (``step_source``).
+    category, and how many steps were found and how (``step_source``); ``groups``: the
+    frame's devices' rows, where the caller has them.
 
     The span runs from the device's first to its last event on its op and module lines (TPU)
     or on any non-derived line (GPU), as XProf's duty cycle does.
@@ -252,33 +381,35 @@ def device_utilization(
     if windows is None:
         windows = step_windows(events, frame, host_bounds)
     sources = windows.groupby(["session", "host", "device"], observed=True)
+    groups = DeviceGroups.of(frame) if groups is None else groups
+    timed = groups.timed
+    spans = frame["op_line"].to_numpy(dtype=bool) | cols.equals(frame["line"], MODULES_LINE)
+    kinds = frame["kind"].to_numpy()
     rows = []
-    for (session, host, device), group in frame.groupby(
-        ["session", "host", "device"], observed=True, sort=True
-    ):
-        spanning = group[group["op_line"].to_numpy() | cols.equals(group["line"], MODULES_LINE)]
-        if spanning.empty:
+    for (session, host, device), mine in groups.groups:
+        spanning = mine[spans[mine]]
+        if not len(spanning):
             continue
-        start, end = int(spanning["start_ns"].min()), int(spanning["end_ns"].max())
-        compute = group[group["compute"]]
-        busy = event_coverage(compute).total
+        start, end = int(timed.starts[spanning].min()), int(timed.ends[spanning].max())
+        compute = mine[timed.compute[mine]]
+        busy = groups.busy((session, host, device)).total
         key = (session, host, device)
-        mine = sources.get_group(key) if key in sources.groups else None
+        steps = sources.get_group(key) if key in sources.groups else None
         rows.append(
             {
                 "session": session,
                 "host": host,
                 "device": device,
-                "kind": str(group["kind"].iloc[0]),
+                "kind": str(kinds[mine[0]]),
                 "span_s": (end - start) / 1e9,
                 "busy_s": busy / 1e9,
                 "idle_s": max(end - start - busy, 0) / 1e9,
                 "duty": busy / (end - start) if end > start else None,
-                "steps": 0 if mine is None else int(mine["step"].notna().sum()),
-                "step_source": None if mine is None else str(mine["step_source"].iloc[0]),
+                "steps": 0 if steps is None else int(steps["step"].notna().sum()),
+                "step_source": None if steps is None else str(steps["step_source"].iloc[0]),
                 **{
                     f"{name}_s": float(seconds[0])
-                    for name, seconds in category_seconds(
+                    for name, seconds in timed.category_seconds(
                         compute, np.array([start]), np.array([end + 1])
                     ).items()
                 },

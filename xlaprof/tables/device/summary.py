@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from xlaprof.model.device import DeviceSummary
+from xlaprof.tables import categorical as cols
 from xlaprof.tables.device.bottleneck import (
     BOTTLENECK_COLUMNS,
     busiest_bounds,
@@ -17,6 +18,7 @@ from xlaprof.tables.device.ops import OP_COLUMNS, device_ops
 from xlaprof.tables.device.steps import (
     STEP_COLUMNS,
     UTILIZATION_COLUMNS,
+    DeviceGroups,
     device_steps,
     device_utilization,
     step_windows,
@@ -43,16 +45,19 @@ def summarize_host(
 
     events = with_session(events)
     frame = device_events(events)
-    windows = step_windows(events, frame, host_bounds)
+    groups = DeviceGroups.of(frame)  # each device's rows, found once for every table
+    windows = step_windows(events, frame, host_bounds, groups)
     ops = device_ops(events, devices, frame=frame)
     lines = None if sources is None else device_time_by_line(frame, sources)
-    bottleneck = step_bottlenecks(events, frame, windows, ops)
+    bottleneck = step_bottlenecks(events, frame, windows, ops, groups)
     return DeviceSummary(
         devices=devices if devices is not None else pd.DataFrame(),
-        steps=device_steps(events, host_bounds, frame=frame, windows=windows),
+        steps=device_steps(events, host_bounds, frame=frame, windows=windows, groups=groups),
         ops=ops,
-        utilization=device_utilization(events, host_bounds, frame=frame, windows=windows),
-        tracing=bounds_of_steps(tracing_vs_device(events, host_bounds, frame), bottleneck),
+        utilization=device_utilization(
+            events, host_bounds, frame=frame, windows=windows, groups=groups
+        ),
+        tracing=bounds_of_steps(tracing_vs_device(events, host_bounds, frame, groups), bottleneck),
         events=len(events),
         bottleneck=bottleneck,
         lines=lines,
@@ -70,35 +75,35 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
     import numpy as np
     import pandas as pd
 
-    table = busiest_bounds(bottleneck)
+    table = busiest_bounds(bottleneck, ordered=False)
     tracing = tracing.copy()
-
-    def keys(frame: pd.DataFrame) -> pd.MultiIndex:
-        return pd.MultiIndex.from_arrays(
-            [
-                frame["session"].astype(str),
-                frame["host"].astype(str),
-                frame["step"].to_numpy(dtype=np.int64),
-            ]
-        )
-
-    # busiest_bounds has one row per (session, host, step): a lookup, not a join per row
-    found = keys(table).get_indexer(keys(tracing)) if len(table) else np.full(len(tracing), -1)
-    known = table["bound"].to_numpy(dtype=object)[np.maximum(found, 0)] if len(table) else None
+    # busiest_bounds has one row per (session, host, step): a lookup, not a join per row,
+    # through one code per key of both tables
+    both = [
+        pd.concat([table[name].astype(str), tracing[name].astype(str)], ignore_index=True)
+        for name in ("session", "host")
+    ]
+    steps = np.concatenate(
+        [table["step"].to_numpy(dtype=np.int64), tracing["step"].to_numpy(dtype=np.int64)]
+    )
+    key = cols.group_codes([*(cols.codes(b) for b in both), pd.factorize(steps)[0]])[0]
+    row_of = np.full(int(key.max()) + 1, -1, dtype=np.int64)
+    row_of[key[: len(table)]] = np.arange(len(table))
+    found = row_of[key[len(table) :]]
     own = tracing["bound"].to_numpy(dtype=object)
     # the bottleneck's "tracing" is the device's idle time the host spent on nothing measured
     # (a remainder): such a step keeps the table's own answer, from the host's measured work
-    if known is None:
-        bounds = own.tolist()
-    else:
+    if len(table):
+        known = table["bound"].to_numpy(dtype=object)[np.maximum(found, 0)]
         use = (found >= 0) & pd.notna(known) & (known != "tracing")
-        bounds = np.where(use, known, own).tolist()
-    tracing["bound"] = bounds
-    lazy = tracing["lazy_tensor"].astype(bool).tolist()
-    tracing["tracing_bound"] = [
-        (bound == "tracing") if is_lazy and bound is not None else None
-        for bound, is_lazy in zip(bounds, lazy, strict=True)
-    ]
+        bounds = np.where(use, known, own)
+    else:
+        bounds = own
+    tracing["bound"] = bounds.tolist()
+    lazy = tracing["lazy_tensor"].to_numpy(dtype=bool)
+    verdict = (bounds == "tracing").astype(object)
+    verdict[~lazy | np.equal(bounds, np.array(None, dtype=object))] = None  # None, not NaN
+    tracing["tracing_bound"] = verdict.tolist()
     return tracing
 
 

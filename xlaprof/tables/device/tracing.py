@@ -5,12 +5,13 @@ time) against the busiest device's busy time.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
 from xlaprof.tables.device.events import device_events
-from xlaprof.tables.device.steps import event_coverage, with_session
+from xlaprof.tables.device.steps import DeviceGroups, event_coverage, with_session
+from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,8 +72,10 @@ def tracing_vs_device(
     events: pd.DataFrame,
     host_bounds: pd.DataFrame | None,
     frame: pd.DataFrame | None = None,
+    groups: DeviceGroups | None = None,
 ) -> pd.DataFrame:
     """Per host step: what the host did against the device's busy time, and which bounds it.
+    (``groups``: ``frame``'s devices' rows, where the caller has them.)
 
     Device busy is the busiest of the host's devices within the host step's window (union of
     its compute events); ``device_idle_s`` is the rest of the window. What the host figure is
@@ -105,68 +108,121 @@ def tracing_vs_device(
     events = with_session(events)
     frame = device_events(events) if frame is None else frame
     bounds = host_bounds if "session" in host_bounds.columns else with_session(host_bounds)
-    columns: dict[str, list[object]] = {name: [] for name in TRACING_COLUMNS}
+    columns: dict[str, list[Any]] = {name: [] for name in TRACING_COLUMNS}
+    # masks and columns as arrays, once: no frame is copied per host
+    host_plane = cols.equals(events["plane_kind"], "host")
+    lazy_rows = cols.member(events["name"], LAZY_TENSOR_EVENTS)
+    groups = DeviceGroups.of(frame) if groups is None else groups
     for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
-        on_host = events[
-            cols.equals(events["session"], session)
-            & cols.equals(events["host"], host)
-            & cols.equals(events["plane_kind"], "host")
-        ]
-        compute = frame[
-            cols.equals(frame["session"], session)
-            & cols.equals(frame["host"], host)
-            & frame["compute"].to_numpy()
-        ]
-        lazy = has_lazy_tensor_runtime(on_host)
+        rows = (
+            cols.equals(events["session"], session) & cols.equals(events["host"], host) & host_plane
+        )
+        lazy = bool((rows & lazy_rows).any())
         a = mine["start_ns"].to_numpy()
         b = mine["end_ns"].to_numpy()
+        # tracing and the host's measured work are read on lazy-tensor hosts only
+        measured = (
+            _lazy_host_s(events.loc[rows, ["line", "name", "start_ns", "end_ns"]], a, b)
+            if lazy
+            else None
+        )
+        devices = [
+            key
+            for key, _ in groups.groups
+            if (str(key[0]), str(key[1])) == (str(session), str(host)) and len(groups.compute(key))
+        ]
         _host_rows(
             columns,
             (session, host, lazy),
             mine["step"].to_numpy(dtype=np.int64),
             (b - a) / 1e9,
-            (_tracing_s(on_host, a, b), _host_busy_s(on_host, a, b)),
-            _busy_s(compute, a, b),
+            measured,
+            _busy_s([groups.busy(key) for key in devices], a, b),
         )
-    return pd.DataFrame(columns, columns=TRACING_COLUMNS)
+    return _table(columns)
+
+
+def _lazy_host_s(
+    on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A lazy-tensor host's tracing and measured host work per window [a, b) (seconds)."""
+    return _tracing_s(on_host, a, b), _host_busy_s(on_host, a, b)
 
 
 def _host_rows(
-    columns: dict[str, list[object]],
+    columns: dict[str, list[Any]],
     where: tuple[object, object, bool],
     steps: np.ndarray,
     walls: np.ndarray,
-    host: tuple[np.ndarray, np.ndarray],
+    host: tuple[np.ndarray, np.ndarray] | None,
     busy: np.ndarray | None,
 ) -> None:
-    """One host's rows of ``tracing_vs_device`` appended to ``columns`` (a list per column):
-    per step, its wall, tracing and the host's measured work (lazy hosts: ``host`` holds both),
-    the busiest device's busy and idle time, the ratio and the bound (see
-    ``tracing_vs_device``)."""
+    """One host's rows of ``tracing_vs_device`` appended to ``columns`` (a block per host and
+    column: an array, or None for a block of None; ``session`` and ``host`` get the host's
+    key and ``lazy_tensor`` its row count): per step, its wall, tracing and the host's
+    measured work (lazy hosts: ``host`` holds both; None elsewhere), the busiest device's busy
+    and idle time, the ratio and the bound (see ``tracing_vs_device``), column-wise."""
+    import numpy as np
+
     session, host_name, lazy = where
-    count = len(steps)
-    wall_list = walls.tolist()
-    busy_list: list[float | None] = [None] * count if busy is None else busy.tolist()
-    tracing_list, host_busy_list = host[0].tolist(), host[1].tolist()
-    for index in range(count):
-        wall, device_busy = wall_list[index], busy_list[index]
-        idle = None if device_busy is None else max(wall - device_busy, 0.0)
-        host_s = host_busy_list[index] if lazy else idle
-        bound = _bound(host_s, device_busy, lazy)
-        columns["tracing_s"].append(tracing_list[index] if lazy else None)
-        columns["host_busy_s"].append(host_busy_list[index] if lazy else None)
-        columns["device_busy_s"].append(device_busy)
-        columns["ratio"].append(
-            host_s / device_busy if device_busy and host_s is not None else None
-        )
-        columns["tracing_bound"].append(None if bound is None or not lazy else bound == "tracing")
+    measured = lazy and host is not None
+    columns["tracing_s"].append(host[0] if measured and host is not None else None)
+    columns["host_busy_s"].append(host[1] if measured and host is not None else None)
+    if busy is None:  # no compute events: nothing is known of the device
+        for name in ("device_busy_s", "ratio", "tracing_bound", "device_idle_s", "bound"):
+            columns[name].append(None)
+    else:
+        left = walls - busy
+        idle = np.where(left < 0.0, 0.0, left)  # max(left, 0.0), NaN kept
+        host_s = host[1] if measured and host is not None else idle
+        idled = busy == 0  # the device idled all step: bound by the host if it worked
+        limit = TRACING_BOUND_RATIO if lazy else HOST_BOUND_RATIO
+        by_host = np.where(idled, host_s > 0, host_s >= limit * busy)
+        bound = np.where(by_host, "tracing" if lazy else "host", "device").astype(object)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = host_s / busy
+        if idled.any():  # no ratio to an idle device: None
+            ratio = ratio.astype(object)
+            ratio[idled] = None
+        columns["device_busy_s"].append(busy)
+        columns["ratio"].append(ratio)
+        columns["tracing_bound"].append(by_host if lazy else None)  # bound == "tracing"
         columns["device_idle_s"].append(idle)
         columns["bound"].append(bound)
-    columns["session"] += [session] * count
-    columns["host"] += [host_name] * count
-    columns["step"] += steps.tolist()
-    columns["host_wall_s"] += wall_list
-    columns["lazy_tensor"] += [lazy] * count
+    columns["session"].append(session)
+    columns["host"].append(host_name)
+    columns["step"].append(steps)
+    columns["host_wall_s"].append(walls)
+    columns["lazy_tensor"].append((lazy, len(steps)))
+
+
+def _table(columns: dict[str, list[Any]]) -> pd.DataFrame:
+    """The hosts' blocks (``_host_rows``) as one table, each column typed as pandas types the
+    list of its values: a column of numbers or booleans only is joined as an array; one with
+    None or text goes through a list, as it always did."""
+    import numpy as np
+    import pandas as pd
+
+    counts = [count for _, count in columns["lazy_tensor"]]
+    if not sum(counts):
+        return pd.DataFrame({name: [] for name in TRACING_COLUMNS}, columns=TRACING_COLUMNS)
+    data: dict[str, Any] = {
+        "session": cols.repeated(columns["session"], counts),
+        "host": cols.repeated(columns["host"], counts),
+        "lazy_tensor": np.repeat([lazy for lazy, _ in columns["lazy_tensor"]], counts),
+    }
+    for name in TRACING_COLUMNS:
+        if name in data:
+            continue
+        blocks = columns[name]
+        if any(b is None or b.dtype == object for b in blocks):
+            listed: list[Any] = []
+            for block, count in zip(blocks, counts, strict=True):
+                listed += [None] * count if block is None else block.tolist()
+            data[name] = listed
+        else:
+            data[name] = np.concatenate(blocks)
+    return pd.DataFrame(data, columns=TRACING_COLUMNS)
 
 
 def _tracing_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -188,8 +244,6 @@ def _host_busy_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndar
     of its ``HOST_WORK_EVENTS`` less the time they spend in waits or compiles within them."""
     import numpy as np
 
-    from xlaprof.tables.intervals import Coverage
-
     line = on_host[cols.equals(on_host["line"], _main_line(on_host))]
     work = line[cols.contains(line["name"], "|".join(map(re.escape, HOST_WORK_EVENTS)))]
     waits = line[cols.contains(line["name"], "|".join(map(re.escape, _HOST_NOT_WORK)))]
@@ -200,30 +254,16 @@ def _host_busy_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndar
     return busy
 
 
-def _busy_s(compute: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+def _busy_s(devices: list[Coverage], a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """Per window [a, b): the busiest device's compute time in it (seconds); None without
-    compute events."""
+    compute events. ``devices``: each device's union of compute events."""
     import numpy as np
 
-    per_device = [
-        event_coverage(group).within(a, b) for _, group in compute.groupby("device", sort=True)
-    ]
+    per_device = [busy.within(a, b) for busy in devices]
     if not per_device:
         return None
     busiest: np.ndarray = np.max(per_device, axis=0) / 1e9
     return busiest
-
-
-def _bound(host_s: float | None, device_busy: float | None, lazy: bool) -> str | None:
-    """What bounds a step: "tracing" (lazy) or "host" when the host's time is at least the
-    ratio's share of the device's busy time, else "device"; None where either is unknown."""
-    if device_busy is None or host_s is None:
-        return None
-    host_bound = "tracing" if lazy else "host"
-    if device_busy == 0:  # the device idled all step: bound by the host if it worked
-        return host_bound if host_s > 0 else "device"
-    limit = TRACING_BOUND_RATIO if lazy else HOST_BOUND_RATIO
-    return host_bound if host_s >= limit * device_busy else "device"
 
 
 def has_lazy_tensor_runtime(host_events: pd.DataFrame) -> bool:
