@@ -110,6 +110,19 @@ def reference_frame(path: Path, host: str | None = None) -> pd.DataFrame:
     frame.attrs["devices"] = [
         xplane.plane_info(p) for p in planes if event_frame.plane_kind(p.name) == "device"
     ]
+    # The programs the metadata plane embeds: each event metadata's "Hlo Proto" bytes stats.
+    protos = []
+    for plane in space.planes:
+        if plane.name == "/host:metadata":
+            stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+            for meta in plane.event_metadata.values():
+                protos += [
+                    (meta.name, bytes(stat.bytes_value))
+                    for stat in meta.stats
+                    if stat_names.get(stat.metadata_id) in ("Hlo Proto", "hlo_proto")
+                    and stat.bytes_value
+                ]
+    frame.attrs["hlo_protos"] = protos
     return frame
 
 

@@ -165,6 +165,19 @@ def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
     return table
 
 
+def _embedded_protos(frame: pd.DataFrame, path: Path) -> list[tuple[str, bytes]]:
+    """The HLO programs a capture embeds: read with its events (``attrs["hlo_protos"]``), else
+    read from the file again."""
+    from xlaprof.parse.hlo_sources import embedded_hlo_protos
+    from xlaprof.parse.xplane.schema import message_class, parse_space
+
+    protos: list[tuple[str, bytes]] | None = frame.attrs.get("hlo_protos")
+    if protos is None:
+        space = parse_space(path, path.read_bytes(), message_class("XSpace", True))
+        protos = embedded_hlo_protos(space)
+    return protos
+
+
 def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> pd.DataFrame:
     """Where each compiled instruction came from, per host (``parse.hlo_sources.SOURCE_COLUMNS``
     and ``host``): the HLO protos each xplane embeds and, for a run directory, its harvested
@@ -177,8 +190,7 @@ def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> 
     import pandas as pd
 
     from xlaprof.parse.frames import is_library_file
-    from xlaprof.parse.hlo_sources import SOURCE_COLUMNS, embedded_hlo_protos, instruction_sources
-    from xlaprof.parse.xplane.schema import message_class, parse_space
+    from xlaprof.parse.hlo_sources import SOURCE_COLUMNS, instruction_sources
 
     rows: list[dict[str, Any]] = []
     hosts = []
@@ -192,8 +204,7 @@ def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> 
             continue
         path = Path(source)
         try:
-            space = parse_space(path, path.read_bytes(), message_class("XSpace", True))
-            found = instruction_sources(embedded_hlo_protos(space))
+            found = instruction_sources(_embedded_protos(frame, path))
         except (OSError, BadCapture) as error:
             logging.getLogger(__name__).debug("no HLO sources from %s: %s", path, error)
             continue

@@ -35,6 +35,7 @@ from xlaprof.parse.events import (
     plane_kind,
     step_number,
 )
+from xlaprof.parse.hlo_sources import embedded_hlo_protos
 from xlaprof.parse.xplane.schema import (
     OP_LINES,
     canonical_event,
@@ -74,9 +75,11 @@ def xspace_frame(
     """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring).
 
     ``frame.attrs`` holds ``profile_start_ns`` (when profiling began, None if not recorded),
-    ``devices`` (one ``plane_info`` dict per device plane that has events) and
-    ``dropped_events``. ``args`` is decoded on demand (``xlaprof.parse.xplane.args``). With
-    ``args=False`` it is None on every row and the stats are not kept (for callers that keep
+    ``devices`` (one ``plane_info`` dict per device plane that has events), ``hlo_protos``
+    (the programs the capture embeds, ``hlo_sources.embedded_hlo_protos``: read here, so that
+    finding their source lines does not parse the file again) and ``dropped_events``.
+    ``args`` is decoded on demand (``xlaprof.parse.xplane.args``). With ``args=False`` it is
+    None on every row and the stats are not kept (for callers that keep
     every column but ``args``, like the pod cache): what the analysis reads from ``args`` on an
     XSpace (``group_id``) is a column.
     ``framework_op=True`` adds the one more thing it reads there as a column of its own,
@@ -97,6 +100,7 @@ def xspace_frame(
     start_ns = profile_start_ns(space)
     epoch_ns = epoch_offset_ns(space)
     host = host or hostname(space, path)
+    hlo_protos = embedded_hlo_protos(space)
     data, starts, ends = split_space(space)  # empties the space of all but events: read by now
     del space, planes
     try:
@@ -109,6 +113,7 @@ def xspace_frame(
     if epoch_ns is not None:
         frame.attrs["epoch_offset_ns"] = epoch_ns
     frame.attrs["devices"] = devices
+    frame.attrs["hlo_protos"] = hlo_protos
     return frame
 
 
