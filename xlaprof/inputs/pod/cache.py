@@ -144,7 +144,7 @@ def _table_bytes(frame: pd.DataFrame) -> str:
     import pyarrow.parquet as pq
 
     buffer = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), buffer)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False, nthreads=1), buffer)
     return base64.b64encode(buffer.getvalue()).decode()
 
 
@@ -179,7 +179,7 @@ def _layout(table: Any, deltas: Iterable[str], split_floats: bool) -> dict[str, 
     - ``deltas`` (integer columns in about increasing order) as deltas;
     - with ``split_floats``, floating-point columns split by byte (zstd then finds the repeated
       high bytes of the times: smaller and faster than on the whole values);
-    - zstd, but nothing for a column that holds only nulls or only one dictionary value (its
+    - zstd, but nothing for a column that holds only nulls, or one dictionary value and no null (its
       pages are a few bytes of runs, which compressing only costs).
     """
     import pyarrow as pa
@@ -196,7 +196,8 @@ def _layout(table: Any, deltas: Iterable[str], split_floats: bool) -> dict[str, 
         elif split_floats and pa.types.is_floating(kind):
             encodings[field.name] = "BYTE_STREAM_SPLIT"
         trivial = column.null_count == len(column) or (
-            pa.types.is_dictionary(kind)
+            column.null_count == 0
+            and pa.types.is_dictionary(kind)
             and all(len(chunk.dictionary) <= 1 for chunk in column.chunks)
         )
         compression[field.name] = "none" if trivial else "zstd"
@@ -209,22 +210,34 @@ def _layout(table: Any, deltas: Iterable[str], split_floats: bool) -> dict[str, 
     }
 
 
-def _text_dictionaries(table: Any) -> Any:
-    """``table`` with each categorical of no categories (a column no event fills) stored as a
-    dictionary of text: Arrow makes it a dictionary of nulls, which Parquet reads back as
-    plain nulls (an object column), a dictionary of text as the categorical written."""
+def _stored(table: Any) -> Any:
+    """``table`` as the cache stores it: the same values, read back as the same frame, with
+
+    - each column that holds no null declared so (Parquet then keeps no definition level per
+      value for it: a tenth of the events' write);
+    - each categorical of no categories (a column no event fills) a dictionary of text: Arrow
+      makes it a dictionary of nulls, which Parquet reads back as plain nulls (an object
+      column), a dictionary of text as the categorical written.
+    """
     import pyarrow as pa
 
-    for index, field in enumerate(table.schema):
-        if pa.types.is_dictionary(field.type) and pa.types.is_null(field.type.value_type):
-            kind = pa.dictionary(field.type.index_type, pa.large_string(), field.type.ordered)
-            chunks = [
-                pa.DictionaryArray.from_arrays(chunk.indices, pa.array([], pa.large_string()))
-                for chunk in table.column(index).chunks
-            ]
-            column = pa.chunked_array(chunks, kind)
-            table = table.set_column(index, field.with_type(kind), column)
-    return table
+    fields, columns = [], []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        kind = field.type
+        if pa.types.is_dictionary(kind) and pa.types.is_null(kind.value_type):
+            kind = pa.dictionary(kind.index_type, pa.large_string(), kind.ordered)
+            column = pa.chunked_array(
+                [
+                    pa.DictionaryArray.from_arrays(chunk.indices, pa.array([], pa.large_string()))
+                    for chunk in column.chunks
+                ],
+                kind,
+            )
+        nullable = column.null_count > 0 or pa.types.is_null(kind)  # a null column must be
+        fields.append(field.with_type(kind).with_nullable(nullable))
+        columns.append(column)
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _write_signed(
@@ -279,7 +292,9 @@ def write_cache(
             rows = tables[name]
             if name == HOST_STEPS:  # by step, so that a range of steps is a few row groups
                 rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
-            arrow = pa.Table.from_pandas(rows, preserve_index=False)
+            # one thread: the pool pyarrow starts for a table costs the worker more CPU time
+            # than it saves
+            arrow = _stored(pa.Table.from_pandas(rows, preserve_index=False, nthreads=1))
             # step numbers and times rise with the rows: deltas
             numbers = [f.name for f in arrow.schema if pa.types.is_integer(f.type)]
             _write_signed(
@@ -294,7 +309,7 @@ def write_cache(
             )
             paths[name] = str(path)
         summary.tables = paths
-        table = _text_dictionaries(pa.Table.from_pandas(frame, preserve_index=False))
+        table = _stored(pa.Table.from_pandas(frame, preserve_index=False, nthreads=1))
         record = json.dumps(_summary_record(summary)).encode()
         metadata = dict(table.schema.metadata or {})
         metadata[b"xlaprof.summary"] = record
