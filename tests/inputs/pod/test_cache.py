@@ -216,6 +216,9 @@ def test_a_cache_reads_back_the_frames_it_was_written_from(
     written.attrs = {}
     back = CachedEvents(caches={summary.host: summary.cache}).select()
     pd.testing.assert_frame_equal(back, written, check_exact=True)
+    # (as the file itself holds it: what pyarrow reads of it, with no help from xlaprof)
+    stored = pq.read_table(summary.cache).to_pandas()
+    pd.testing.assert_frame_equal(stored, written, check_exact=True)
     # AND each per-step table reads back as made (the straggler rows sorted by step)
     _, tables = summarize_events(events, bounds, path)
     assert sorted(summary.tables) == sorted(tables)
