@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +26,12 @@ BINS_PER_OCTAVE = 64
 ZERO_BIN = -(2**31)  # values <= 0
 TOP_STEPS = 5  # slowest host steps kept per host
 AUTOTUNE_STEPS = 9  # smallest step numbers with autotuning kept per device (8 shown, "...")
+
+
+def _fields(record: Any) -> dict[str, Any]:
+    """A dataclass's fields by name, in order, not copied (``dataclasses.asdict`` deep-copies
+    every value; the ``to_json`` methods copy what they keep of a mutable one)."""
+    return {item.name: getattr(record, item.name) for item in fields(record)}
 
 
 def bin_keys(values: np.ndarray) -> np.ndarray:
@@ -139,7 +145,7 @@ class Digest:
         return float(np.mean(middle))
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "bins": [[k, v] for k, v in sorted(self.bins.items())]}
+        return {**_fields(self), "bins": [[k, v] for k, v in sorted(self.bins.items())]}
 
     @classmethod
     def from_json(cls, record: dict[str, Any]) -> Digest:
@@ -161,9 +167,10 @@ class DeviceStepStats:
     autotune_steps: list[int]
 
     def to_json(self) -> dict[str, Any]:
-        record = asdict(self)
+        record = _fields(self)
         for name in ("wall", "busy", "idle"):
             record[name] = getattr(self, name).to_json()
+        record["autotune_steps"] = list(self.autotune_steps)
         return record
 
     @classmethod
@@ -186,9 +193,10 @@ class TracingStats:
     idle: Digest = field(default_factory=Digest)  # device_idle_s of rows with a verdict
 
     def to_json(self) -> dict[str, Any]:
-        record = asdict(self)
+        record = _fields(self)
         for name in ("busy", "tracing", "idle"):
             record[name] = getattr(self, name).to_json()
+        record["bounds"] = dict(self.bounds)
         return record
 
     @classmethod
@@ -207,7 +215,7 @@ class HostWalls:
     slowest: list[tuple[int, float]]  # (step, wall_ms), slowest first, TOP_STEPS of them
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "wall": self.wall.to_json(), "slowest": list(self.slowest)}
+        return {**_fields(self), "wall": self.wall.to_json(), "slowest": list(self.slowest)}
 
     @classmethod
     def from_json(cls, record: dict[str, Any]) -> HostWalls:

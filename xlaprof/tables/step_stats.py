@@ -111,20 +111,21 @@ def host_aggregates(
                 autotune_steps=_autotune_steps(group)[:AUTOTUNE_STEPS],
             )
         )
-    marked = host_steps[host_steps["device"] == "host"]
+    marked = host_steps[(host_steps["device"] == "host").to_numpy(dtype=bool, na_value=False)]
     host = None
     if len(marked):
+        import numpy as np
+
         walls = marked["wall_ms"].to_numpy(dtype="float64")
-        order = walls.argsort(kind="stable")
-        numbers = marked["step"].to_numpy()
-        slowest = sorted(
-            zip(numbers.tolist(), walls.tolist(), strict=True), key=lambda s: (-s[1], s[0])
-        )
+        numbers = marked["step"].to_numpy(dtype="int64")
+        # slowest first, the smaller step first among equal walls (NaN last)
+        top = np.lexsort((numbers, -walls))[:TOP_STEPS]
+        slowest = list(zip(numbers[top].tolist(), walls[top].tolist(), strict=True))
         host = HostWalls(
             wall=Digest.of(walls),
-            fastest_step=int(numbers[order[0]]),
+            fastest_step=int(numbers[_fastest(walls)]),
             slowest_step=slowest[0][0],
-            slowest=slowest[:TOP_STEPS],
+            slowest=slowest,
         )
     step_numbers = host_steps["step"]
     return StepAggregates(
@@ -223,6 +224,13 @@ def _slowest(walls: Any) -> int | None:
     return int(np.nanargmax(walls))
 
 
+def _fastest(walls: Any) -> int:
+    """Where the smallest wall time is (the first of equals; NaN skipped; 0 if all are NaN)."""
+    import numpy as np
+
+    return 0 if np.isnan(walls).all() else int(np.nanargmin(walls))
+
+
 def _number(value: Any) -> float | None:
     """A float, or None where the value was not measured (NaN, NA)."""
     if value is None:
@@ -275,6 +283,7 @@ def by_device(summary: DeviceSummary) -> pd.DataFrame:
         ):
             steps = steady_steps(group)
             numbered = steps[steps["step"].notna()]
+            bound = _bound_steps(numbered)
             rows.append(
                 {
                     "session": session,
@@ -283,16 +292,27 @@ def by_device(summary: DeviceSummary) -> pd.DataFrame:
                     "steps": len(numbered),
                     "wall_s": float(steps["wall_s"].sum()),
                     **{f"{name}_s": float(steps[f"{name}_s"].sum()) for name in CLASSES},
-                    **{
-                        f"bound_{name}": sorted(
-                            int(s) for s in numbered[numbered["bottleneck"] == name]["step"]
-                        )[:BOUND_STEPS]
-                        for name in CLASSES
-                    },
+                    **{f"bound_{name}": bound[name] for name in CLASSES},
                     "any_wall": bool((group["wall_s"] > 0).any()),
                 }
             )
     return pd.DataFrame(rows, columns=by_device_columns())
+
+
+def _bound_steps(numbered: pd.DataFrame) -> dict[str, list[int]]:
+    """Per cause, the smallest step numbers (``BOUND_STEPS`` of them, sorted) it bounds."""
+    import numpy as np
+
+    from xlaprof.tables.device.bottleneck import CLASSES
+
+    causes = numbered["bottleneck"]
+    numbers = numbered["step"].to_numpy(dtype="int64")
+    return {
+        name: np.sort(numbers[(causes == name).to_numpy(dtype=bool, na_value=False)])[
+            :BOUND_STEPS
+        ].tolist()
+        for name in CLASSES
+    }
 
 
 def device_bottlenecks(table: pd.DataFrame) -> pd.DataFrame:

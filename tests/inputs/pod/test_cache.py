@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from builders import pod_env, two_pod_hosts, write_pod_host
 from fuzzing import CALL_LIMIT_S, SMALL, Hang, mutate_parquet_cache, time_limit
-from helpers import cli
+from helpers import MI300, cli, sample_capture, shared_trace
 
 from xlaprof.parse.xplane import read_xspace
 
@@ -182,3 +182,74 @@ def test_pod_cache_damage_is_a_miss_never_a_crash_or_a_wrong_number(
             crashes.setdefault(f"{type(error).__name__}: {error}"[:160], (seed, how))
         cache.write_bytes(good)
     assert not crashes, "\n".join(f"{k} (seed {s}, {h})" for k, (s, h) in crashes.items())
+
+
+# -- what a cache holds ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "capture",
+    [lambda: sample_capture("healthy_loop"), lambda: shared_trace(MI300)],
+    ids=["cpu-run", "mi300-gpu"],
+)
+def test_a_cache_reads_back_the_frames_it_was_written_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture: object
+) -> None:
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from xlaprof.inputs.pod.summary import read_host_events, summarize_capture, summarize_events
+    from xlaprof.model.ondisk import HOST_STEPS
+    from xlaprof.model.pod import CachedEvents
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    # GIVEN a real capture (a CPU run of the repository's; a GPU capture with device planes)
+    assert callable(capture)
+    source = capture()
+    path = tmp_path / source.name
+    shutil.copyfile(source, path)
+    # WHEN a pod worker summarizes it into its cache
+    summary = summarize_capture(path)
+    assert summary.cache is not None and not summary.cache_hit
+    # THEN its events read back are the frame the worker decoded: every column but args, in
+    # order, the same dtypes (categoricals, nullable integers) and values
+    events, bounds = read_host_events(path)
+    written = events.drop(columns="args")
+    written.attrs = {}
+    back = CachedEvents(caches={summary.host: summary.cache}).select()
+    pd.testing.assert_frame_equal(back, written, check_exact=True)
+    # (as the file itself holds it: what pyarrow reads of it, with no help from xlaprof)
+    stored = pq.read_table(summary.cache).to_pandas()
+    pd.testing.assert_frame_equal(stored, written, check_exact=True)
+    # AND each per-step table reads back as made (the straggler rows sorted by step)
+    _, tables = summarize_events(events, bounds, path)
+    assert sorted(summary.tables) == sorted(tables)
+    for name, rows in tables.items():
+        if name == HOST_STEPS:
+            rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
+        stored = pq.read_table(summary.tables[name]).to_pandas()
+        pd.testing.assert_frame_equal(stored, rows, check_exact=True, obj=name)
+    # AND a second worker trusts the cache and finds the same summary in it (its small tables
+    # come back as they reach a parent from a dask worker: text as pandas' text dtype, lists as
+    # arrays; the values the same)
+    again = summarize_capture(path)
+    assert again.cache_hit and again.aggregates == summary.aggregates
+    assert again.device is not None and summary.device is not None
+    for name in ("devices", "ops", "utilization", "bottleneck_by_device"):
+        got, want = getattr(again.device, name), getattr(summary.device, name)
+        assert list(got.columns) == list(want.columns), name
+        assert _plain(got) == _plain(want), name
+    assert len(summary.device.ops) > 0
+
+
+def _plain(frame: object) -> list[tuple[object, ...]]:
+    """A frame's rows as plain values: sequences as tuples, missing values as None."""
+    import numpy as np
+    import pandas as pd
+
+    assert isinstance(frame, pd.DataFrame)
+
+    def plain(value: object) -> object:
+        if isinstance(value, list | tuple | np.ndarray):
+            return tuple(plain(v) for v in value)
+        return None if pd.isna(value) else value
+
+    return [tuple(plain(v) for v in row) for row in frame.itertuples(index=False)]

@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,9 @@ TABLE_ROW_GROUP = 16384
 # Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
 # for every column is a third of the write's time.
 _STATISTICS = ["step", "start_ns", "end_ns"]
+# The events' times as deltas: events are in start order, so these are small numbers (faster to
+# write and read, and smaller, than zstd on the values).
+_EVENT_DELTAS = ("start_ns", "end_ns")
 CACHE_DIR_ENV = "XLAPROF_CACHE_DIR"
 
 
@@ -140,7 +144,7 @@ def _table_bytes(frame: pd.DataFrame) -> str:
     import pyarrow.parquet as pq
 
     buffer = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), buffer)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False, nthreads=1), buffer)
     return base64.b64encode(buffer.getvalue()).decode()
 
 
@@ -167,6 +171,75 @@ def _summary_record(summary: HostSummary) -> dict[str, Any]:
     }
 
 
+def _layout(table: Any, deltas: Iterable[str], split_floats: bool) -> dict[str, Any]:
+    """How ``pq.write_table`` stores ``table``'s columns (what is read back is the same):
+
+    - dictionary pages for text columns only: for a column of distinct numbers the writer
+      tries a dictionary, gives up, and has paid for both;
+    - ``deltas`` (integer columns in about increasing order) as deltas;
+    - with ``split_floats``, floating-point columns split by byte (zstd then finds the repeated
+      high bytes of the times: smaller and faster than on the whole values);
+    - zstd, but nothing for a column that holds only nulls, or one dictionary value and no null (its
+      pages are a few bytes of runs, which compressing only costs).
+    """
+    import pyarrow as pa
+
+    texts, encodings, compression = [], {}, {}
+    for index, field in enumerate(table.schema):
+        kind, column = field.type, table.column(index)
+        if (
+            pa.types.is_dictionary(kind)
+            or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)
+        ):
+            texts.append(field.name)
+        elif split_floats and pa.types.is_floating(kind):
+            encodings[field.name] = "BYTE_STREAM_SPLIT"
+        trivial = column.null_count == len(column) or (
+            column.null_count == 0
+            and pa.types.is_dictionary(kind)
+            and all(len(chunk.dictionary) <= 1 for chunk in column.chunks)
+        )
+        compression[field.name] = "none" if trivial else "zstd"
+    for name in deltas:
+        encodings[name] = "DELTA_BINARY_PACKED"
+    return {
+        "use_dictionary": texts,
+        "column_encoding": encodings,
+        "compression": compression,
+    }
+
+
+def _stored(table: Any) -> Any:
+    """``table`` as the cache stores it: the same values, read back as the same frame, with
+
+    - each column that holds no null declared so (Parquet then keeps no definition level per
+      value for it: a tenth of the events' write);
+    - each categorical of no categories (a column no event fills) a dictionary of text: Arrow
+      makes it a dictionary of nulls, which Parquet reads back as plain nulls (an object
+      column), a dictionary of text as the categorical written.
+    """
+    import pyarrow as pa
+
+    fields, columns = [], []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        kind = field.type
+        if pa.types.is_dictionary(kind) and pa.types.is_null(kind.value_type):
+            kind = pa.dictionary(kind.index_type, pa.large_string(), kind.ordered)
+            column = pa.chunked_array(
+                [
+                    pa.DictionaryArray.from_arrays(chunk.indices, pa.array([], pa.large_string()))
+                    for chunk in column.chunks
+                ],
+                kind,
+            )
+        nullable = column.null_count > 0 or pa.types.is_null(kind)  # a null column must be
+        fields.append(field.with_type(kind).with_nullable(nullable))
+        columns.append(column)
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def _write_signed(
     table: Any,
     target: Path,
@@ -190,7 +263,7 @@ def _write_signed(
     table = table.replace_schema_metadata(metadata)
     fd, partial = temp_beside(target)
     with os.fdopen(fd, "wb") as handle:
-        pq.write_table(table, handle, compression="zstd", **options)
+        pq.write_table(table, handle, **options)
     replace_into(partial, target)
 
 
@@ -206,7 +279,6 @@ def write_cache(
     """Write ``events`` (all columns but ``args``) with the summary, and each per-step table
     in ``tables`` beside it (``table_path``; their paths go to ``summary.tables``); None if
     they cannot be written. The tables go first: a cache file names only tables written."""
-    import pandas as pd
     import pyarrow as pa
 
     columns = [c for c in events.columns if c != "args"]
@@ -220,7 +292,11 @@ def write_cache(
             rows = tables[name]
             if name == HOST_STEPS:  # by step, so that a range of steps is a few row groups
                 rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
-            arrow = pa.Table.from_pandas(rows, preserve_index=False)
+            # one thread: the pool pyarrow starts for a table costs the worker more CPU time
+            # than it saves
+            arrow = _stored(pa.Table.from_pandas(rows, preserve_index=False, nthreads=1))
+            # step numbers and times rise with the rows: deltas
+            numbers = [f.name for f in arrow.schema if pa.types.is_integer(f.type)]
             _write_signed(
                 arrow,
                 path,
@@ -229,18 +305,17 @@ def write_cache(
                 session,
                 name.encode(),
                 row_group_size=TABLE_ROW_GROUP,
+                **_layout(arrow, numbers, split_floats=False),
             )
             paths[name] = str(path)
         summary.tables = paths
-        table = pa.Table.from_pandas(frame, preserve_index=False)
+        # no type is asked for, so nothing is cast; unchecked, pyarrow does not check each
+        # categorical's codes again (pandas made them: ~0.5 ms a column of a million events)
+        table = _stored(pa.Table.from_pandas(frame, preserve_index=False, nthreads=1, safe=False))
         record = json.dumps(_summary_record(summary)).encode()
         metadata = dict(table.schema.metadata or {})
         metadata[b"xlaprof.summary"] = record
-        # dictionaries for the text columns only (a column of distinct times gains nothing)
-        texts = [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
-        # times as deltas: events are in start order, so these are small numbers (faster to
-        # write and read, and smaller, than zstd on the values)
-        deltas = {c: "DELTA_BINARY_PACKED" for c in ("start_ns", "end_ns") if c in frame}
+        deltas = [c for c in _EVENT_DELTAS if c in frame]
         _write_signed(
             table.replace_schema_metadata(metadata),
             target,
@@ -248,9 +323,8 @@ def write_cache(
             first_step,
             session,
             record,
-            use_dictionary=texts,
             write_statistics=_STATISTICS,
-            column_encoding=deltas,
+            **_layout(table, deltas, split_floats=True),
         )
     except (OSError, UnsafeFile):
         summary.tables = {}

@@ -188,19 +188,23 @@ def host_step_rows(
     host_rows = _rows(host, HOST_DEVICE, numbers, starts, ends - starts, None, collective)
     stepped = host_plane & events["step"].notna().to_numpy()
     labels = events["step"].to_numpy(dtype=np.int64, na_value=0)[stepped]
-    host_rows["events"] = pd.array(_counts_of(labels, numbers), dtype="Int64")
+    counted = _counts_of(labels, numbers)
+    host_rows["events"] = pd.arrays.IntegerArray(counted, np.zeros(len(counted), dtype=bool))
     mine = device_steps[device_steps["step"].notna()]
     start = mine["start_ns"].to_numpy(dtype=np.int64)
     device_rows = _rows(
         host,
-        mine["device"].astype(str).to_numpy(),
+        mine["device"].astype(str).array,
         mine["step"].to_numpy(dtype=np.int64),
         start,
         mine["end_ns"].to_numpy(dtype=np.int64) - start,
         np.round(mine["busy_s"].to_numpy(dtype=np.float64) * 1e9).astype(np.int64),
         np.round(mine["collective_s"].to_numpy(dtype=np.float64) * 1e9).astype(np.int64),
     )
-    device_rows["events"] = pd.array([None] * len(device_rows), dtype="Int64")
+    # counted on host rows only
+    device_rows["events"] = pd.arrays.IntegerArray(
+        np.zeros(len(device_rows), np.int64), np.ones(len(device_rows), dtype=bool)
+    )
     frames = [f for f in (host_rows, device_rows) if len(f)]
     if not frames:
         return typed_steps(pd.DataFrame(columns=HOST_STEP_COLUMNS))
@@ -212,6 +216,12 @@ def _counts_of(labels: np.ndarray, numbers: np.ndarray) -> np.ndarray:
     without a frame of the stepped events."""
     import numpy as np
 
+    if len(labels) and len(numbers):
+        low, high = int(numbers.min()), int(numbers.max())
+        if high - low <= 4 * (len(labels) + len(numbers)):  # a table of every number between
+            inside = (labels >= low) & (labels <= high)
+            table = np.bincount(labels[inside] - low, minlength=high - low + 1)
+            return np.asarray(table[numbers - low], dtype=np.int64)
     distinct, counts = np.unique(labels, return_counts=True)
     if not len(distinct):
         return np.zeros(len(numbers), np.int64)
@@ -252,8 +262,8 @@ def _rows(
     count = len(step)
     return pd.DataFrame(
         {
-            "host": [host] * count,
-            "device": np.broadcast_to(np.asarray(device, dtype=object), (count,)),
+            "host": _repeated(host, count),
+            "device": _repeated(device, count) if isinstance(device, str) else device,
             "step": step,
             "start_ns": start,
             "wall_ms": wall_ns / 1e6,
@@ -262,3 +272,12 @@ def _rows(
             "own_ms": np.maximum(wall_ns - collective_ns, 0) / 1e6,
         }
     )
+
+
+def _repeated(text: str, count: int) -> Any:
+    """``text`` ``count`` times as pandas text (the dtype ``astype(str)`` makes), taken from one
+    value rather than converted from a list of them."""
+    import numpy as np
+    import pandas as pd
+
+    return pd.array([text], dtype="str").take(np.zeros(count, np.intp))
