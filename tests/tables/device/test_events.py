@@ -84,3 +84,24 @@ def test_the_device_model_reads_nothing_from_args_on_real_captures(where: str, n
     without = xspace_frame(path, args=False, framework_op=True)
     for table in (device.device_steps, device.device_ops, device.device_utilization):
         pd.testing.assert_frame_equal(table(without), table(with_args))
+
+
+def test_an_op_in_no_session_has_no_self_time_rather_than_garbage() -> None:
+    """Self time is found per (session, host, device, line): an op event whose key is missing
+    (here its session) belongs to no such group, so its self time is not measured (NaN),
+    never whatever memory held; the other ops' self times are unchanged."""
+    from xlaprof.tables.device.events import device_events
+    from xlaprof.tables.device.steps import with_session
+
+    events = with_session(xspace_frame(shared_trace(SHARED_XPLANES[0])))
+    frame = device_events(events)
+    ops = frame.index[frame["op_line"].to_numpy()]
+    assert len(ops) > 2
+    lost = ops[1]
+    damaged = events.copy()
+    damaged.loc[lost, "session"] = None
+    again = device_events(damaged)
+    assert bool(again.loc[lost, "op_line"])
+    assert pd.isna(again.loc[lost, "self_ns"])
+    kept = ops[ops != lost]
+    pd.testing.assert_series_equal(again.loc[kept, "self_ns"], frame.loc[kept, "self_ns"])

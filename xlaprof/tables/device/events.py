@@ -287,7 +287,7 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     keyed = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
     group = cols.group_codes([key[keyed] for key in keys])[0] if len(keyed) else keyed
     sizes = np.bincount(group)
-    own = np.empty(len(ops))
+    own = np.full(len(ops), np.nan)  # an op in no group (a missing key): not measured
     parent = np.full(len(ops), -1, dtype=np.int64)
     for index in np.split(keyed[np.argsort(group, kind="stable")], np.cumsum(sizes)[:-1]):
         if not np.isnan(offsets[index]).any():
