@@ -240,7 +240,7 @@ def _host_step_rows(result: PartResult) -> pd.DataFrame | None:
     trace = result.trace
     if trace is None:
         return None
-    if result.host_steps is None and trace is not None and len(trace.hosts) > 1:
+    if result.host_steps is None and len(trace.hosts) > 1:
         return trace.events_source.stored_host_steps()
     return result.host_steps
 

@@ -165,28 +165,14 @@ def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
     return table
 
 
-def _embedded_protos(frame: pd.DataFrame, path: Path) -> list[tuple[str, bytes]]:
-    """The HLO programs a capture embeds: read with its events (``attrs["hlo_protos"]``), else
-    read from the file again."""
-    from xlaprof.parse.hlo_sources import embedded_hlo_protos
-    from xlaprof.parse.xplane.schema import message_class, parse_space
-
-    protos: list[tuple[str, bytes]] | None = frame.attrs.get("hlo_protos")
-    if protos is None:
-        space = parse_space(path, path.read_bytes(), message_class("XSpace", True))
-        protos = embedded_hlo_protos(space)
-    return protos
-
-
 def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> pd.DataFrame:
     """Where each compiled instruction came from, per host (``parse.hlo_sources.SOURCE_COLUMNS``
     and ``host``): the HLO protos each xplane embeds and, for a run directory, its harvested
     graphs (``graphs``: ``rundir.schema.GraphInfo``; their text carries the innermost frame
-    only, so they fill in instructions the protos do not name). A file whose metadata plane
-    cannot be read adds nothing: device time per line is then shown as not attributed.
+    only, so they fill in instructions the protos do not name). An xplane's protos were read
+    with its events (``attrs["hlo_protos"]``); a proto that does not parse adds nothing, and
+    device time per line is then shown as not attributed.
     """
-    import logging
-
     import pandas as pd
 
     from xlaprof.parse.frames import is_library_file
@@ -195,19 +181,11 @@ def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> 
     rows: list[dict[str, Any]] = []
     hosts = []
     for frame in frames:
-        source = frame.attrs.get("source") or ""
         if not len(frame):
             continue
         host = str(frame["host"].iloc[0])
         hosts.append(host)
-        if not source.endswith(XPLANE_SUFFIX):
-            continue
-        path = Path(source)
-        try:
-            found = instruction_sources(_embedded_protos(frame, path))
-        except (OSError, BadCapture) as error:
-            logging.getLogger(__name__).debug("no HLO sources from %s: %s", path, error)
-            continue
+        found = instruction_sources(frame.attrs.get("hlo_protos") or [])  # none: not an xplane
         rows += [{"host": host, **row.__dict__} for row in found]
     named = {(r["host"], r["module"], r["instruction"]) for r in rows}
     for graph in graphs or []:

@@ -143,15 +143,10 @@ def _each_distinct(values: np.ndarray, convert: Callable[[Any], Any]) -> np.ndar
 def _categories(hlo_category: np.ndarray, text: np.ndarray, cat: np.ndarray) -> np.ndarray:
     """``categorize`` per row, called once per distinct (XLA category, text, Kineto cat)."""
     import numpy as np
-    import pandas as pd
 
-    group = np.zeros(len(text), np.int64)
-    missing = np.zeros(len(text), bool)  # NaN and the like: such rows go one by one
-    for column in (hlo_category, text, cat):
-        codes, distinct = _factorize(column)
-        missing |= codes < 0
-        group, _ = pd.factorize(group * (len(distinct) + 1) + (codes + 1))
-    first = np.unique(group, return_index=True)[1]
+    keys = [_factorize(column)[0] for column in (hlo_category, text, cat)]
+    missing = np.logical_or.reduce([key < 0 for key in keys])  # NaN and the like: one by one
+    group, first = cols.group_codes(keys)
     labels = np.array(
         [categorize(hlo_category[row], str(text[row]), cat[row]) for row in first.tolist()],
         dtype=object,
