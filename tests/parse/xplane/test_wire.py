@@ -23,6 +23,7 @@ from xplane_reference import assert_same
 
 from xlaprof.parse.xplane import schema as xplane
 from xlaprof.parse.xplane import xspace_frame
+from xlaprof.parse.xplane.wire import PAD as PAD_BYTES
 from xlaprof.parse.xplane.wire import Buffer, Truncated, read_varint, varints
 
 # Every real capture at hand, by where it is: the sample runs', the fuzzing's reproducers
@@ -154,6 +155,10 @@ OK_CASES: dict[str, list[bytes]] = {
     ],
     "a two-byte tag for field 1 (upb decides)": [b"\x88\x00\x02" + field(2, 3)],
     "a field past 15": [field(1, 1) + field(100, 5) + field(2, 3)],
+    "two-byte varints, read from the tag's word": [
+        field(1, 300) + field(2, 16383) + stat(200, field(4, 129)),
+        field(1, 128) + field(2, 127) + stat(1, field(4, 255)),
+    ],
     "an overlong but valid varint": [field(1, 1) + tag(2, 0) + b"\x85\x80\x80\x00"],
     "a ten-byte varint with high bits set": [
         field(1, 1) + tag(2, 0) + b"\x81" + b"\xff" * 8 + b"\x7f"
@@ -474,3 +479,79 @@ def test_args_false_builds_no_dicts_but_keeps_group_id(tmp_path: Path) -> None:
     frame = xspace_frame(path, args=False)
     assert frame["args"].tolist() == [None]
     assert frame["group_id"].tolist() == [17] and frame["hlo_op"].tolist() == ["op"]
+
+
+def _layout_of(path: Path) -> tuple[bytes, bytes, np.ndarray, np.ndarray]:
+    """The file's bytes and what ``split_space`` makes of them: (raw, data, starts, ends)."""
+    from xlaprof.parse.xplane import wire as xplane_wire
+
+    raw = path.read_bytes()
+    space = xplane.message_class("XSpace", events_as_bytes=True)()
+    space.ParseFromString(raw)
+    return raw, *xplane_wire.split_space(space, raw)
+
+
+def _line_of(events: list[bytes], between: bytes = b"", last: bytes = b"") -> bytes:
+    """An XLine's bytes: a name, the events (``between`` after the first), then ``last``."""
+    pieces = [field(4, event) for event in events]
+    return field(2, b"line") + pieces[0] + between + b"".join(pieces[1:]) + last
+
+
+def _space_of(line: bytes, tail: bytes = b"") -> bytes:
+    plane = field(1, 1) + field(2, b"/host:CPU") + field(3, field(3, 1000) + line)
+    return field(1, plane) + tail
+
+
+_EVENTS = [field(1, 1) + field(2, 5) + field(3, 7), field(1, 1) + field(2, 9) + stat(3)]
+
+
+def test_events_are_read_where_they_lie_in_the_file(tmp_path: Path) -> None:
+    """A line's events in one run (as producers write them) are decoded from the file's own
+    bytes, no copy of them, and the events are upb's: each event's bytes are those upb read."""
+    path = sample_capture("healthy_loop")
+    raw, data, starts, ends = _layout_of(path)
+    assert data is raw  # the file's bytes, not a copy: the last event has PAD bytes after it
+    space = xplane.message_class("XSpace", events_as_bytes=True)()
+    space.ParseFromString(raw)
+    upb_events = [event for plane in space.planes for line in plane.lines for event in line.events]
+    assert [data[a:b] for a, b in zip(starts, ends, strict=True)] == upb_events
+    # A file that ends with its last event: its bytes with PAD zero bytes added.
+    small = tmp_path / "small.xplane.pb"
+    small.write_bytes(_space_of(_line_of(_EVENTS)))
+    raw, data, starts, ends = _layout_of(small)
+    assert (
+        data == raw + bytes(PAD_BYTES)
+        and [data[a:b] for a, b in zip(starts, ends, strict=True)] == _EVENTS
+    )
+    assert_same(small)
+
+
+LAYOUTS = {
+    "another field between events": _line_of(_EVENTS, between=field(11, b"shown")),
+    "an events tag in two bytes": field(2, b"line")
+    + b"\xa2\x00"
+    + varint(len(_EVENTS[0]))
+    + _EVENTS[0]
+    + field(4, _EVENTS[1]),
+    "a length varint longer than it needs": field(4, _EVENTS[0])
+    + tag(4, 2)
+    + bytes([len(_EVENTS[1]) | 0x80, 0])
+    + _EVENTS[1],
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_events_not_in_one_run_are_laid_out_by_upb(tmp_path: Path, layout: str) -> None:
+    """Where a line's events are not one run of one-byte tags and minimal lengths, the file's
+    own bytes are not used (upb lays the events out), and the frame is still upb's."""
+    from xlaprof.parse.xplane import wire as xplane_wire
+
+    path = tmp_path / "case.xplane.pb"
+    path.write_bytes(_space_of(LAYOUTS[layout], tail=field(4, b"a host name long enough")))
+    raw = path.read_bytes()
+    space = xplane.message_class("XSpace", events_as_bytes=True)()
+    space.ParseFromString(raw)
+    assert xplane_wire._in_place(space, raw) is None
+    _, data, starts, ends = _layout_of(path)
+    assert data is not raw and [data[a:b] for a, b in zip(starts, ends, strict=True)] == _EVENTS
+    assert_same(path)

@@ -60,7 +60,7 @@ from xlaprof.parse.xplane.wire import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import pandas as pd
 
@@ -101,7 +101,7 @@ def xspace_frame(
     epoch_ns = epoch_offset_ns(space)
     host = host or hostname(space, path)
     hlo_protos = embedded_hlo_protos(space)
-    data, starts, ends = split_space(space)  # empties the space of all but events: read by now
+    data, starts, ends = split_space(space, raw)  # may empty the space: read by now
     del space, planes
     try:
         events = decode_events(data, starts, ends, canonical_event)
@@ -138,13 +138,21 @@ class Strings:
         """The code of a promoted text stat's value, as the column holds it (added if new)."""
         return self.code(_text(value))
 
-    def categorical(self, codes: np.ndarray) -> pd.Categorical[str]:
+    def categorical(
+        self, codes: np.ndarray, index: np.ndarray | None = None, rows: np.ndarray | None = None
+    ) -> pd.Categorical[str]:
         """``codes`` (-1: missing) as the categorical ``pd.Categorical`` makes of the strings
-        themselves: categories the strings used, sorted; codes as small as they allow."""
+        themselves: categories the strings used, sorted; codes as small as they allow.
+
+        With ``index``, ``codes`` is a small table and the column is ``codes[index]``: which
+        codes are used is then read off the table (``rows``: the entries ``index`` points to,
+        None for all of them) rather than off a million rows, and the column is one gather.
+        """
         import pandas as pd
 
+        used_codes = codes if index is None or rows is None else codes[rows]
         seen = np.zeros(len(self.items) + 1, bool)  # the last slot: -1
-        seen[codes] = True  # (several times faster than np.bincount where codes repeat)
+        seen[used_codes] = True  # (several times faster than np.bincount where codes repeat)
         used = np.flatnonzero(seen[:-1])
         ordered = sorted(used.tolist(), key=self.items.__getitem__)
         small = _code_type(len(ordered))
@@ -152,7 +160,9 @@ class Strings:
         recode[ordered] = np.arange(len(ordered))
         categories = [self.items[code] for code in ordered]
         dtype: pd.CategoricalDtype[str] = pd.CategoricalDtype(categories)
-        return pd.Categorical.from_codes(recode.take(codes), dtype=dtype)
+        column = recode.take(codes) if index is None else recode.take(codes).take(index)
+        # The codes are in range by construction: pandas' check is two passes over them.
+        return pd.Categorical.from_codes(column, dtype=dtype, validate=False)
 
 
 def _code_type(count: int) -> Any:
@@ -259,23 +269,11 @@ class Layout:
 
         lines = line_of[order]
         del line_of
-        plane_of = line_plane[lines]
-        kinds, devices, planes, hosts = Strings(), Strings(), Strings(), Strings()
-        columns: dict[str, Any] = {
-            "host": hosts.categorical(np.full(rows, hosts.code(host), np.int32)),
-            "plane": planes.categorical(_codes(planes, self.planes)[plane_of]),
-            "plane_kind": kinds.categorical(
-                _codes(kinds, [plane_kind(p) for p in self.planes])[plane_of]
-            ),
-            "device": devices.categorical(
-                _codes(devices, [device_name(p) for p in self.planes])[plane_of]
-            ),
-            "line": self.strings.categorical(line_name[lines]),
-            "name": self.strings.categorical(names[order]),
-            **times,
-        }
-        del plane_of, lines, names, times
-        columns.update(self._stat_columns(meta[order], promoted, texts))
+        columns = self._line_columns(lines, line_name, line_plane, host, rows < count)
+        columns["name"] = self.strings.categorical(names[order])
+        columns.update(times)
+        del lines, names, times
+        columns.update(self._stat_columns(meta, order, promoted, texts))
         columns["args"] = args_column
         if framework_ops is not None:
             columns["framework_op"] = framework_ops
@@ -292,6 +290,36 @@ class Layout:
             frame = pd.DataFrame(columns)
         frame.attrs["dropped_events"] = count - rows
         return frame
+
+    def _line_columns(
+        self,
+        lines: np.ndarray,
+        line_name: np.ndarray,
+        line_plane: np.ndarray,
+        host: str,
+        dropped: bool,
+    ) -> dict[str, Any]:
+        """The columns that follow from each row's line (``lines``: its index in ``self.lines``),
+        each a table of one code per line gathered once. ``dropped``: whether events were
+        dropped (then a line may have no rows, and its strings are not categories)."""
+        kept_lines = None
+        if dropped:
+            seen = np.zeros(len(line_name), bool)
+            seen[lines] = True
+            kept_lines = np.flatnonzero(seen)
+        planes = [self.planes[plane] for plane in line_plane.tolist()]  # per line
+        kinds, devices, plane_names, hosts = Strings(), Strings(), Strings(), Strings()
+        per_line = {
+            "host": (hosts, _codes(hosts, [host] * len(planes))),
+            "plane": (plane_names, _codes(plane_names, planes)),
+            "plane_kind": (kinds, _codes(kinds, [plane_kind(plane) for plane in planes])),
+            "device": (devices, _codes(devices, [device_name(plane) for plane in planes])),
+            "line": (self.strings, line_name),
+        }
+        return {
+            key: strings.categorical(table, lines, kept_lines)
+            for key, (strings, table) in per_line.items()
+        }
 
     def _lookups(
         self,
@@ -345,11 +373,22 @@ class Layout:
         ``args``); an event's stat wins over its metadata's (as in XProf)."""
         found: dict[str, tuple[np.ndarray, Any]] = {}
         texts = {key: Strings() for key in TEXT_STATS}
-        for key in (*TEXT_STATS, *WHOLE_STATS, *NUMBER_STATS):
-            code = self.stat_names.codes.get(key)
-            if code is None:
-                continue
-            rows = np.flatnonzero(stat_name == code)
+        keys = [
+            (key, self.stat_names.codes[key])
+            for key in (*TEXT_STATS, *WHOLE_STATS, *NUMBER_STATS)
+            if key in self.stat_names.codes
+        ]
+        # Which promoted stat each stat row is (-1: none), in one pass over the stats; then the
+        # rows of each, in stat order (a stable sort of the few rows that are promoted at all).
+        which = np.full(len(self.stat_names.items) + 1, -1, np.int8)
+        for number, (_, code) in enumerate(keys):
+            which[code] = number
+        promoted_rows = np.flatnonzero(which.take(stat_name) >= 0)
+        kinds = which.take(stat_name[promoted_rows])
+        by_kind = np.argsort(kinds, kind="stable")
+        bounds = np.searchsorted(kinds[by_kind], np.arange(len(keys) + 1))
+        for number, (key, _) in enumerate(keys):
+            rows = promoted_rows[by_kind[bounds[number] : bounds[number + 1]]]
             if not len(rows):
                 continue
             owner = owners[rows]
@@ -402,35 +441,68 @@ class Layout:
     def _stat_columns(
         self,
         meta: np.ndarray,
+        order: np.ndarray,
         promoted: dict[str, tuple[np.ndarray, Any]],
         texts: dict[str, Strings],
     ) -> dict[str, Any]:
-        """The promoted stat columns, in frame order: each row's metadata values (``meta``:
-        its row of ``meta_rows``), then the event's own stats over them (``promoted``)."""
+        """The promoted stat columns, in frame order: each row's metadata values (``meta[order]``:
+        its row of ``meta_rows``), then the event's own stats over them (``promoted``).
+
+        A stat no metadata entry carries (the common case) is a column of missing values with
+        the events' own scattered in, made without reading ``meta`` at all."""
         import pandas as pd
 
-        columns: dict[str, Any] = {}
-        for key in TEXT_STATS:
-            strings = texts[key]
-            codes = _codes(strings, [_text(row.get(key)) for row in self.meta_rows])[meta]
-            if key in promoted:
-                where, found = promoted[key]
-                codes[where] = found
-            columns[key] = strings.categorical(codes)
+        rows = len(order)
+        ordered: list[np.ndarray] = []  # meta[order], made once if a column needs it
+
+        def meta_rows() -> np.ndarray:
+            if not ordered:
+                ordered.append(meta[order])
+            return ordered[0]
+
+        columns: dict[str, Any] = {
+            key: self._text_column(key, texts[key], rows, meta_rows, promoted) for key in TEXT_STATS
+        }
         for key in ("step_num", *NUMBER_STATS, "group_id"):
             if key in WHOLE_STATS:
-                number, missing = np.zeros(len(meta), np.int64), np.ones(len(meta), bool)
+                number, missing = np.zeros(rows, np.int64), np.ones(rows, bool)
                 if key in promoted:
                     where, (found_number, found_missing) = promoted[key]
                     number[where], missing[where] = found_number, found_missing
                 columns[key] = pd.arrays.IntegerArray(number, missing)
                 continue
             table = np.array([finite(row.get(key)) for row in self.meta_rows], np.float64)
-            columns[key] = table[meta]
+            if np.isnan(table).all():
+                columns[key] = np.full(rows, np.nan)
+            else:
+                columns[key] = table[meta_rows()]
             if key in promoted:
                 where, found = promoted[key]
                 columns[key][where] = found
         return columns
+
+    def _text_column(
+        self,
+        key: str,
+        strings: Strings,
+        rows: int,
+        meta_rows: Callable[[], np.ndarray],
+        promoted: dict[str, tuple[np.ndarray, Any]],
+    ) -> pd.Categorical[str]:
+        """One promoted text stat's column (see ``_stat_columns``)."""
+        table = _codes(strings, [_text(row.get(key)) for row in self.meta_rows])
+        own = promoted.get(key)
+        if (table < 0).all() and own is not None:
+            where, found = own
+            table = np.append(found, -1)  # the events' own codes, then a missing one
+            index = np.full(rows, len(found), np.int32)
+            index[where] = np.arange(len(found), dtype=np.int32)
+            return strings.categorical(table, index)
+        codes = np.full(rows, -1, np.int32) if (table < 0).all() else table[meta_rows()]
+        if own is not None:
+            where, found = own
+            codes[where] = found
+        return strings.categorical(codes)
 
 
 def _object_if_array(key: str, value: object) -> type[object] | None:
@@ -480,14 +552,16 @@ class _Lookup:
     def __init__(self, keys: np.ndarray, values: np.ndarray, queries: int, default: int) -> None:
         self.keys, self.values, self.default = keys, values, default
         self.by_id: np.ndarray | None = None
-        if len(keys) and keys[0] >= 0 and keys[-1] < _DENSE_IDS + 4 * queries:
-            # The last slot answers every id out of range (and -1, for negative ids).
+        if len(keys) and keys[0] > 0 and keys[-1] < _DENSE_IDS + 4 * queries:
+            # The first slot (id 0, no key) and the last answer every id out of range.
             self.by_id = np.full(int(keys[-1]) + 2, default, np.int32)
             self.by_id[keys] = values
 
     def __call__(self, query: np.ndarray) -> np.ndarray:
         if self.by_id is not None:
-            found: np.ndarray = self.by_id[np.clip(query, -1, len(self.by_id) - 1)]
+            # Ids past the table clip to its last slot, negative ones to its first: both hold
+            # the default (a table is made only where no key is 0).
+            found: np.ndarray = self.by_id.take(query, mode="clip")
             return found
         if not len(self.keys):
             return np.full(len(query), self.default, np.int32)
