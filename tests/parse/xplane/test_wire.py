@@ -203,6 +203,15 @@ OK_CASES: dict[str, list[bytes]] = {
         stat(2, field(6, b"\x12")) + stat(4, field(5, b"x")),
         stat(2, field(2, float("inf"))) + stat(4),
     ],
+    "numeric stats in producers' layout, and the same id past one byte": [
+        stat(1, field(4, 2**40))
+        + stat(200, field(4, 2**40))
+        + stat(3, field(2, 1.5))
+        + stat(9)
+        + stat(6, field(4, -1))
+        + stat(7, field(3, 2**64 - 1))
+        + stat(5, field(7, 127))
+    ],
     "many stats on one event": [b"".join(stat(k % 10, field(4, k)) for k in range(40))],
     "events out of range are dropped": [
         field(2, 2**63 - 1),
@@ -225,6 +234,7 @@ BAD_CASES: dict[str, list[bytes]] = {
     "an end-group with no start": [field(1, 1) + tag(9, 4)],
     "a length varint of six bytes": [tag(11, 2) + b"\x80\x80\x80\x80\x80\x00"],
     "invalid UTF-8 in a str_value": [stat(1, field(5, b"\xff\xfe"))],
+    "a stat's varint value of eleven bytes": [stat(1, tag(4, 0) + b"\xff" * 10 + b"\x01")],
     "invalid UTF-8 later overridden": [stat(1, field(5, b"\xc3") + field(4, 1))],
 }
 

@@ -591,6 +591,12 @@ def _place(
     if small and (not len(offset_ps) or (-limit <= offset_ps.min() and offset_ps.max() <= limit)):
         start = np.repeat(np.array(bases, np.int64), counts)
         start += offset_ps
+        if not len(start) or (
+            duration_ps.min() >= 0
+            and start.min() >= -INT64_MAX
+            and int(start.max()) + int(duration_ps.max()) <= INT64_MAX
+        ):  # every event kept (the common case): four passes, not an array of each test
+            return start, np.ones(len(start), bool)
         room = np.maximum(start, 0)
         np.subtract(INT64_MAX, room, out=room)  # start + duration <= max, without overflow
         keep = duration_ps <= room

@@ -468,21 +468,17 @@ def _runs_of_space(
 
 def _heads_hold(buffer: Buffer, at: np.ndarray, size: np.ndarray, head: np.ndarray) -> bool:
     """Whether an events tag and a length varint of ``size`` (in ``head - 1`` bytes) are at
-    each of ``at``: for the short events (one byte of length), one two-byte compare each."""
+    each of ``at``: for the short events (one byte of length), the byte after the tag is it."""
+    if not (buffer.bytes[at] == _EVENTS_TAG).all():
+        return False
     short = size < 0x80
-    pairs = np.ndarray((len(buffer.data) - 1,), "<u2", buffer=buffer.data, strides=(1,))
-    if not (pairs[at[short]] == (size[short].astype(np.uint16) << 8 | _EVENTS_TAG)).all():
+    if not (buffer.bytes[at[short] + 1] == size[short]).all():
         return False
     longer = np.flatnonzero(~short)
     if not len(longer):
         return True
-    at, size, head = at[longer], size[longer], head[longer]
-    lengths, length_sizes = varints(buffer, at + 1)
-    return bool(
-        (buffer.bytes[at] == _EVENTS_TAG).all()
-        and (lengths == size).all()
-        and (length_sizes == head - 1).all()
-    )
+    lengths, length_sizes = varints(buffer, at[longer] + 1)
+    return bool((lengths == size[longer]).all() and (length_sizes == head[longer] - 1).all())
 
 
 class _NotLaidOut(ValueError):
@@ -672,7 +668,11 @@ def _decode_stats(
     hexes: dict[bytes, int] = {}
     data = buffer.data
 
+    plain = _plain_stats(buffer, starts, ends, stats)
+    rest = np.flatnonzero(~plain)  # the stats the rounds read
+
     def visit(number: int, rows: np.ndarray, value: np.ndarray, payload: Any, end: Any) -> None:
+        rows = rest[rows]
         if number == 1:
             stats.metadata_id[rows] = value.view(np.int64)
         elif number in (UINT64, INT64, REF):
@@ -696,8 +696,56 @@ def _decode_stats(
                 keys[index] = key
             stats.kind[rows], stats.raw[rows] = number, keys
 
-    marked = walk(buffer, starts, ends, _STAT_TAGS, visit)
+    marked = np.zeros(count, bool)
+    marked[rest] = walk(buffer, starts[rest], ends[rest], _STAT_TAGS, visit)
     return stats, marked | invalid
+
+
+# Per one-byte tag after a stat's metadata_id, the kind of a value read without the rounds:
+# a varint (uint64, int64, ref) or a double; 0 for the rest (text, bytes, anything else).
+_PLAIN_VALUES = np.zeros(256, np.uint8)
+for _number, _wire in ((UINT64, _VARINT), (INT64, _VARINT), (REF, _VARINT), (DOUBLE, _FIXED64)):
+    _PLAIN_VALUES[_number << 3 | _wire] = _number
+_PLAIN_ID = 1 << 3 | _VARINT  # XStat.metadata_id's tag
+# The bytes of a word past a stat's 5th value byte: continuation bits, so none of them ends it.
+_FAKE_CONTINUATION = 0x8080 << 48
+
+
+def _plain_stats(buffer: Buffer, starts: np.ndarray, ends: np.ndarray, stats: Stats) -> np.ndarray:
+    """Mark the stats laid out as producers write numbers, and fill their rows of ``stats``:
+    a one-byte metadata_id, then one numeric value (a varint or a double) up to the stat's
+    end, or no value at all. Most stats are such; one word read at each stat's start holds its
+    tags, its id and most varints, so they take a few passes instead of two rounds. (Two fields
+    in that order leave nothing to the proto3 rules the rounds follow: the value is the one.)
+    """
+    plain = np.zeros(len(starts), bool)
+    for first in range(0, len(starts), CHUNK):
+        at, end = starts[first : first + CHUNK], ends[first : first + CHUNK]
+        word = buffer.words[at]
+        size = end - at
+        metadata_id = (word >> 8) & 0xFF
+        kind = _PLAIN_VALUES[(word >> 16) & 0xFF]
+        value, value_size, _ = _varints(buffer, at + 3, (word >> 16) | _FAKE_CONTINUATION)
+        fits = np.where(kind == DOUBLE, 8, value_size) == size - 3
+        fits &= kind > 0
+        fits &= value_size <= 10  # (11: no end in 10 bytes, which upb rejects)
+        fits |= size == 2  # no value
+        fits &= (word & 0xFF) == _PLAIN_ID
+        fits &= metadata_id < 0x80
+        kind[size == 2] = NONE
+        doubles = np.flatnonzero(fits & (kind == DOUBLE))
+        value[doubles] = buffer.words[at[doubles] + 3]
+        value[kind == NONE] = 0
+        plain[first : first + len(at)] = fits
+        if fits.all():  # (the common case: copies, not scatters)
+            chunk = slice(first, first + len(at))
+            stats.metadata_id[chunk], stats.kind[chunk], stats.raw[chunk] = metadata_id, kind, value
+            continue
+        rows = np.flatnonzero(fits)
+        stats.metadata_id[first + rows] = metadata_id[rows]
+        stats.kind[first + rows] = kind[rows]
+        stats.raw[first + rows] = value[rows]
+    return plain
 
 
 _NAME = 8  # a ref_value that names a stat of the plane (a kind of StatValues' own)
