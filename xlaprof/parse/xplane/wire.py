@@ -424,10 +424,11 @@ def _in_place(space: Any, raw: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | 
     minimal size) must be where the run puts them, and no events field may follow the run.
     Cheaper than ``SerializeToString``, in which upb's encoder writes the whole file again.
     """
+    index = np.int32 if len(raw) < 2**31 - 64 else np.int64  # as split_space's
     wanted: dict[int, dict[int, np.ndarray]] = {}  # plane -> line -> its events' sizes
     for plane_index, plane in enumerate(space.planes):
         lines = {
-            line_index: np.fromiter(map(len, line.events), np.int64, len(line.events))
+            line_index: np.fromiter(map(len, line.events), index, len(line.events))
             for line_index, line in enumerate(plane.lines)
             if line.events
         }
@@ -437,8 +438,18 @@ def _in_place(space: Any, raw: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | 
         runs = _runs_of_space(raw, wanted)
     except (_NotLaidOut, Truncated, ValueError):
         return None
-    index = np.int32 if len(raw) < 2**31 - 64 else np.int64  # as split_space's
-    at, size, head = (np.concatenate(part).astype(index) for part in zip(*runs, strict=True))
+    counts = np.array([len(sizes) for _, sizes in runs])
+    size = np.concatenate([sizes for _, sizes in runs])
+    head = (varint_sizes(size) + 1).astype(index)
+    span = np.add(head, size)
+    # Each event's tag: where it is in its line's run (plus the runs before), moved to where
+    # its line's first event is.
+    at: np.ndarray = np.cumsum(span, dtype=index)
+    np.subtract(at, span, out=at)
+    firsts = np.cumsum(counts) - counts
+    np.add(
+        at, np.repeat(np.array([first for first, _ in runs], index) - at[firsts], counts), out=at
+    )
     starts = np.add(at, head)
     ends = np.add(starts, size)
     # The file's own bytes, where the last event is followed by PAD more (a copy otherwise).
@@ -448,13 +459,11 @@ def _in_place(space: Any, raw: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | 
     return data, starts, ends
 
 
-def _runs_of_space(
-    raw: bytes, wanted: dict[int, dict[int, np.ndarray]]
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _runs_of_space(raw: bytes, wanted: dict[int, dict[int, np.ndarray]]) -> list[_Run]:
     """``_runs_of_plane`` of each plane in ``wanted`` (plane index -> line index -> sizes)."""
     if not wanted:
         raise _NotLaidOut("no events")
-    runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    runs: list[_Run] = []
     last_plane, plane_index = max(wanted), -1
     for tag, begin, end in _fields(raw, 0, len(raw)):
         if tag == _PLANES_TAG:
@@ -468,13 +477,15 @@ def _runs_of_space(
 
 def _heads_hold(buffer: Buffer, at: np.ndarray, size: np.ndarray, head: np.ndarray) -> bool:
     """Whether an events tag and a length varint of ``size`` (in ``head - 1`` bytes) are at
-    each of ``at``: for the short events (one byte of length), the byte after the tag is it."""
+    each of ``at``: the byte after the tag is the length's first (its low 7 bits, and a
+    continuation bit where it goes on), and the longer lengths are read in full."""
     if not (buffer.bytes[at] == _EVENTS_TAG).all():
         return False
-    short = size < 0x80
-    if not (buffer.bytes[at[short] + 1] == size[short]).all():
+    first = (size & 0x7F).astype(np.uint8)
+    longer = np.flatnonzero(head > 2)
+    first[longer] |= 0x80
+    if not (buffer.bytes[at + 1] == first).all():
         return False
-    longer = np.flatnonzero(~short)
     if not len(longer):
         return True
     lengths, length_sizes = varints(buffer, at[longer] + 1)
@@ -487,41 +498,38 @@ class _NotLaidOut(ValueError):
 
 _PLANES_TAG = 1 << 3 | _LEN  # XSpace.planes
 _LINES_TAG = 3 << 3 | _LEN  # XPlane.lines
+# A line's run of events: where its first event's tag is, and each event's size.
+_Run = tuple[int, np.ndarray]
 
 
-def _runs_of_plane(
-    raw: bytes, begin: int, end: int, lines: dict[int, np.ndarray]
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per line of ``lines`` (line index -> its events' sizes), in line order: where each
-    event's tag is, its size, and the size of its tag and length varint."""
+def _runs_of_plane(raw: bytes, begin: int, end: int, lines: dict[int, np.ndarray]) -> list[_Run]:
+    """The runs of events of ``lines`` (line index -> its events' sizes), in line order."""
     runs, line_index, last_line = [], -1, max(lines)
     for tag, line_begin, line_end in _fields(raw, begin, end):
         if tag == _LINES_TAG:
             line_index += 1
             size = lines.get(line_index)
             if size is not None:
-                head = 1 + varint_sizes(size)
-                runs.append((_run_of_events(raw, line_begin, line_end, head + size), size, head))
+                runs.append((_run_of_events(raw, line_begin, line_end, size), size))
             if line_index == last_line:
                 return runs
     raise _NotLaidOut("fewer lines than upb read")
 
 
-def _run_of_events(raw: bytes, begin: int, end: int, spans: np.ndarray) -> np.ndarray:
-    """Where each events field of one line (``spans``: each one's bytes, tag included) begins,
-    taking them to be one run: found by walking the line's fields up to the first of them."""
+def _run_of_events(raw: bytes, begin: int, end: int, sizes: np.ndarray) -> int:
+    """Where the first events field of one line is, taking its events (of ``sizes``) to be one
+    run: found by walking the line's fields up to it. No events field may follow the run."""
+    span = int(sizes.sum(dtype=np.int64)) + len(sizes) + int(varint_sizes(sizes).sum())
     position = begin
     while position < end:
         tag, _, stop = _outer_field(raw, position, end)
         if tag == _EVENTS_TAG:
             if raw[position] != _EVENTS_TAG:  # a tag written in more than one byte
                 raise _NotLaidOut("a long tag")
-            ends = np.cumsum(spans)
-            after = position + int(ends[-1])
+            after = position + span
             if after > end or any(later == _EVENTS_TAG for later, _, _ in _fields(raw, after, end)):
                 raise _NotLaidOut("events not in one run")
-            at: np.ndarray = position + ends - spans
-            return at
+            return position
         position = stop
     raise _NotLaidOut("no events where upb read some")
 
