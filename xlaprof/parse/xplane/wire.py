@@ -93,7 +93,7 @@ def varints(buffer: Buffer, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _varints(
-    buffer: Buffer, at: np.ndarray, window: np.ndarray | None = None
+    buffer: Buffer, at: np.ndarray, window: np.ndarray | None = None, short: bool = False
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """The varints starting at positions ``at``: values (uint64, bits past 64 dropped, as
     upb does) and sizes in bytes (11 where no byte of the first 10 ends the varint).
@@ -103,7 +103,8 @@ def _varints(
     together in three shift steps. Varints longer than 8 bytes (negative int64s) read on; the
     flag says whether any did. ``window``: the word that ends at each varint's 7th byte (a
     round's tag and what follows it, read at once), so varints of up to 7 bytes are read from
-    it and only longer ones from the buffer again.
+    it and only longer ones from the buffer again. ``short``: the varints are likely at most
+    2 bytes (ids, lengths), which is then checked for first.
     """
     if window is None:
         word = buffer.words[at]
@@ -113,7 +114,7 @@ def _varints(
         ends = _HIGH_BITS >> 8  # its top byte is not the varint's
     if not (word & 0x80).any():  # all one byte: most tags, ids and lengths
         return word & 0x7F, np.ones(len(at), np.uint8), False
-    if window is not None and not (word & 0x8000 & (word << 8)).any():
+    if short and window is not None and not (word & 0x8000 & (word << 8)).any():
         # None longer than 2 bytes (ids past 127, short lengths): the second byte where the
         # first goes on.
         second = word >> 1
@@ -306,17 +307,19 @@ def _field(
         stop = start + (8 if wire == _FIXED64 else 4)
         wrong = stop > room
     else:
-        value, size, long = _varints(buffer, start, window)
+        value, size, long = _varints(buffer, start, window, number == 1 or wire == _LEN)
         payload = start + size
         if wire == _VARINT:
             stop = payload
             wrong = stop > room
             if long:
                 wrong |= size > 10
-        else:
-            left = room - payload
-            wrong = (size > 5) | (left < 0) | (value > np.maximum(left, 0).astype(np.uint64))
-            stop = payload + np.where(wrong, 0, value).astype(payload.dtype)
+        else:  # the payload must end within the message (a length over 5 bytes is wrong)
+            end = value.astype(np.int64)
+            end += payload
+            wrong = end > room
+            wrong |= size > 5
+            stop = end.astype(payload.dtype) if not wrong.any() else np.where(wrong, payload, end)
     if not wrong.any():
         if number:
             visit(number, rows, value, payload, stop)
