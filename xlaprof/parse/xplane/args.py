@@ -263,7 +263,8 @@ class ArgsArray(ExtensionArray):
         empty = np.zeros(0, np.int64)  # events and ids: read by now, not kept
         slim = Stats(empty, empty, stats.kind, stats.raw, stats.texts, stats.hexes)
         table = EventStats(first_stat, stat_name, StatValues(slim, values.names, values.ref_name))
-        rows = np.where(first_stat[events + 1] > first_stat[events], events, -1)
+        has_stats = np.diff(first_stat) > 0  # in event order: one small gather below
+        rows = np.where(has_stats[events], events, -1)
         return cls(table, rows.astype(np.intp, copy=False))
 
     # -- what pandas asks of an extension array ------------------------------------------------
