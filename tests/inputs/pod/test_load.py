@@ -255,6 +255,23 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
     # AND the notebook still has every row
     assert part.timeline_frame().equals(every.timeline)
     assert _same(part.stragglers_frame(), every.stragglers)
+    # AND its figures draw the rows kept, as the HTML report does, and say so (a figure of
+    # every row of a long run is what the bounds are for); those of the whole run say nothing
+    from xlaprof.api import Analysis
+
+    notebook, whole_book = Analysis.from_result(part), Analysis.from_result(every)
+    for figure, name, what in (
+        (notebook.plot_timeline(), "timeline", "steps"),
+        (notebook.plot_host_steps(), "frame:host_steps", "host steps"),
+    ):
+        drawn_x = figure.data[-1].x if name == "timeline" else figure.data[0].x
+        shown = drawn["timeline"].data[-1].x if name == "timeline" else heat.x
+        assert list(drawn_x) == list(shown)
+        said = f"downsampled: {kept[name]['kept']:,} of {kept[name]['total']:,} {what} drawn"
+        assert [a.text for a in figure.layout.annotations if said in a.text], name
+    assert len(notebook.plot_timeline().data[-1].x) == len(part.timeline) < len(every.timeline)
+    for figure in (whole_book.plot_timeline(), whole_book.plot_host_steps()):
+        assert not [a for a in figure.layout.annotations if "downsampled" in a.text]
     # AND the console says the same of every step: the story and counts above the timeline,
     # the warm-up steps and the median steady step in it, and the stragglers line
     head = whole_text[: whole_text.index("Step timeline")]
