@@ -223,9 +223,13 @@ class Analysis:
 
     # -- figures -------------------------------------------------------------------------
     def plot_timeline(self) -> go.Figure:
+        """The step chart of the steps the result kept (a long run's: at most 2,000, chosen
+        as ``tables.bounded`` says; the figure says so), as the HTML report draws it;
+        ``timeline()`` has every row."""
         from xlaprof.report import figures
 
-        return figures.step_timeline(self.timeline())
+        result = self.result
+        return figures.step_timeline(result.timeline, result.rows_kept.get("timeline"))
 
     def plot_compilations(self) -> go.Figure:
         from xlaprof.report import figures
@@ -249,9 +253,14 @@ class Analysis:
         return figures.device_steps(self.device_steps() if self.trace() is not None else None)
 
     def plot_host_steps(self) -> go.Figure:
+        """The host x step heat map of the steps the result kept (a long run's: the first and
+        the worst, ``tables.bounded``; the figure says so), as the HTML report draws it;
+        ``host_steps()`` and ``stragglers()`` have every row."""
         from xlaprof.report import figures
 
-        return figures.host_step_heatmap(self.host_steps(), self.stragglers())
+        result = self.result
+        cut = result.rows_kept.get("frame:host_steps")
+        return figures.host_step_heatmap(result.frame("host_steps"), result.stragglers, cut)
 
     def plot_metric_deltas(self) -> go.Figure:
         from xlaprof.report import figures

@@ -418,9 +418,12 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
             busy,
             windows,
         )
-        # the one step model: every per-step verdict and the story come from its parts
-        result.timeline = with_bounds(timeline, data.warmup_steps)
-        result.story = step_story(result.timeline, data.warmup_steps)
+        # the one step model: every per-step verdict and the story come from its parts; a
+        # capture with no device plane has no device to wait on (its busy time is the host
+        # CPU's own XLA ops)
+        planes = view is None or (view.devices is not None and not view.devices.empty)
+        result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
+        result.story = step_story(result.timeline, data.warmup_steps, device_planes=planes)
         finding_costs(result.findings, data.steps, result.timeline, data.warmup_steps)
         if result.story is not None:
             chosen = worth_most(result.story, result.findings, story_answers())

@@ -5,17 +5,20 @@ step, on the real run directories (sample_traces/runs)."""
 from __future__ import annotations
 
 import functools
+import re
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from decode import clipped_union_ns
-from helpers import SAMPLE_RUNS, sample_run, step_model_run
+from decode import clipped_union_ns, decode_xspace
+from helpers import SAMPLE_RUNS, jax_cpu_sample, sample_capture, sample_run, step_model_run
 
 import xlaprof
 from xlaprof.analyzers import story_answers
 from xlaprof.inputs.traces import load_trace
 from xlaprof.model.result import PartResult
+from xlaprof.parse.units import format_seconds
 from xlaprof.pipeline import analyze_one
 from xlaprof.report.console import story_lines
 from xlaprof.tables.story import with_bounds, worth_most
@@ -205,3 +208,43 @@ def test_worth_most_is_the_largest_cost_per_step_and_says_so() -> None:
     assert story.worth_most_basis.startswith("the largest cost per step")
     # AND the finding's cost is in its JSON
     assert read.to_json()["cost"]["per_step_s"] == read.cost.per_step_s
+
+
+@pytest.mark.parametrize(
+    "capture",
+    [jax_cpu_sample, lambda: sample_capture("healthy_loop")],
+    ids=["jax_cpu", "torch_xla_cpu"],
+)
+def test_a_capture_with_no_device_plane_never_calls_host_work_a_wait(
+    capture: Callable[[], Path],
+) -> None:
+    # GIVEN a real capture of XLA's CPU client alone (JAX; torch_xla's CPU PJRT): a plain
+    # protobuf read finds no device plane, so the XLA ops ran on the host's own threads; the
+    # host's waits are its WaitDeviceOps spans (torch_xla's runtime records them, JAX none)
+    path = capture()
+    decoded = decode_xspace(path)
+    assert decoded.events and not decoded.on("/device:")
+    lazy_runtime = any("SyncTensorsGraph" in e.name for e in decoded.events)
+    waits = [(int(e.start_ns), int(e.end_ns)) for e in decoded.named("WaitDeviceOps")]
+    # WHEN it is analyzed
+    result = _analyzed(path)
+    story, timeline = result.story, result.timeline.set_index("step")
+    step = result.trace.step_bounds.set_index("step").loc[story.median_step]
+    a, b = int(step["start_ns"]), int(step["end_ns"])
+    # THEN the median step's device part is the host's own wait where the runtime records
+    # one (here none: 0), and not measured (None) where nothing does: never the CPU's busy
+    # time, which the timeline shows as device busy
+    expected = clipped_union_ns(waits, a, b) / 1e9 if lazy_runtime else None
+    assert story.parts["device"] == (None if expected is None else pytest.approx(expected))
+    busy = timeline.loc[story.median_step, "device_busy_s"]
+    assert busy > 0 and story.host_xla_busy_s == busy
+    # AND every step's device part is at most its measured wait (--json, the step chart)
+    wait, part = timeline["device_wait_s"], timeline["part_device_s"]
+    assert (part.isna() == wait.isna()).all() and (part.fillna(0) <= wait.fillna(0)).all()
+    # AND the measured parts and the unattributed rest still add up to the wall time
+    assert sum(v for v in story.parts.values() if v) == pytest.approx(story.median_wall_s)
+    # AND the headline (console and HTML) quotes no wait on a device, and says the busy time
+    # as what it is
+    lines = story_lines(story)
+    assert not any(re.search(r"waiting on the device \d", line) for line in lines), lines
+    assert any(f"host CPU ran XLA ops for {format_seconds(busy)}" in line for line in lines)

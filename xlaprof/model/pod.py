@@ -351,6 +351,7 @@ class CachedEvents:
         return Trace(
             events=self.select(hosts=hosts, columns=columns),
             files=trace.files[:1],
+            partial_edges=trace.partial_edges,  # its step tables leave out what the pod's do
             step_bounds=self.table(STEP_BOUNDS, hosts=hosts),
             devices=None if trace.devices is None else mine(trace.devices),
             session=trace.session,

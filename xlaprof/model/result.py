@@ -40,6 +40,9 @@ class StepStory:
     measured cost per step (set by the pipeline, which has the findings) and
     ``worth_most_basis`` how it was ranked, and ``worth_most_answer`` why its kind answers the
     bound (the kind's story sentence, from its registry entry; None where no bound picked it).
+    ``host_xla_busy_s``: in a capture with no device plane (and no ExecuteTime from a run),
+    the median step's ``device_busy_s``, which is the host CPU's own XLA ops and so no part of
+    the step (host work, not a wait on a device); None elsewhere.
     """
 
     steps: int
@@ -63,6 +66,7 @@ class StepStory:
     traced_steps: list[int] = field(default_factory=list)
     traced_compile_steps: list[int] = field(default_factory=list)
     worth_most_basis: str | None = None
+    host_xla_busy_s: float | None = None
 
     def to_json(self) -> dict[str, object]:
         """The ``story`` object of the ``--json`` document (docs/json-format.md)."""

@@ -252,6 +252,14 @@ def _median_step_lines(story: StepStory, warm: str) -> list[str]:
         )
     elif not_measured:
         lines.append(f"  not measured: {', '.join(not_measured)}")
+    busy = story.host_xla_busy_s
+    if busy:
+        # the step model takes a busy time for waiting only on a device plane (tables/story.py)
+        lines.append(
+            f"  the host CPU ran XLA ops for {format_seconds(busy)} in it (the timeline's "
+            "device busy): the capture has no device plane, so that is host work, not a wait "
+            "on a device"
+        )
     if story.bound is not None:
         count = story.bound_steps.get(story.bound, 0)
         lines.append(

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-    from xlaprof.model.result import PartResult
+    from xlaprof.model.result import KeptRows, PartResult
 
 # The step chart's stack: the step model's parts (``tables/story.py``), which add up to each
 # step's wall time, the unattributed rest last and grey (shown, never a cause).
@@ -52,6 +52,31 @@ def _inert(make: Callable[_Args, go.Figure]) -> Callable[_Args, go.Figure]:
 NOT_CAPTURED = "not captured: no trace was taken (xlaprof run --trace-steps A:B)"
 
 
+def _say_kept(figure: go.Figure, kept: KeptRows | None, what: str) -> None:
+    """Say under the title that ``figure`` draws only the rows the result kept of a long
+    run's table (``kept``: ``tables.bounded`` chose them), and how they were chosen."""
+    if kept is None:
+        return
+    import textwrap
+
+    chosen = textwrap.wrap(f"chosen: {kept.chosen}", 110, break_on_hyphens=False)
+    lines = [f"downsampled: {kept.kept:,} of {kept.total:,} {what} drawn", *chosen]
+    figure.add_annotation(
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=1.0,
+        xanchor="left",
+        yanchor="bottom",
+        align="left",
+        showarrow=False,
+        font={"size": 11},
+        # our words, but the chosen text may come from a saved --json someone sent
+        text="<br>".join(escape.plotly_label(line) for line in lines),
+    )
+    figure.update_layout(margin={"t": 80 + 16 * len(lines)})
+
+
 def _empty(title: str, message: str) -> go.Figure:
     import plotly.graph_objects as go
 
@@ -62,10 +87,11 @@ def _empty(title: str, message: str) -> go.Figure:
 
 
 @_inert
-def step_timeline(timeline: pd.DataFrame) -> go.Figure:
+def step_timeline(timeline: pd.DataFrame | None, kept: KeptRows | None = None) -> go.Figure:
     """Each step's wall time, stacked by the step model's parts (ms), which add up to it; the
     wall time as markers on top, with the device's busy time in its hover. A part measured in
-    no step has no bar and no legend entry."""
+    no step has no bar and no legend entry. ``kept``: the timeline is the rows the result kept
+    of a long run's (``PartResult.rows_kept``), which the figure says."""
     import plotly.graph_objects as go
 
     title = "Step timeline: where each step's wall time went"
@@ -111,6 +137,7 @@ def step_timeline(timeline: pd.DataFrame) -> go.Figure:
         legend_title="part of the step",
     )
     _scale_to_steady(figure, timeline)
+    _say_kept(figure, kept, "steps")
     return figure
 
 
@@ -293,13 +320,17 @@ def device_steps(steps: pd.DataFrame | None, limit: int = 200) -> go.Figure:
 
 @_inert
 def host_step_heatmap(
-    host_steps: pd.DataFrame, stragglers: pd.DataFrame | None = None
+    host_steps: pd.DataFrame | None,
+    stragglers: pd.DataFrame | None = None,
+    kept: KeptRows | None = None,
 ) -> go.Figure:
     """Host × step heat map of step time relative to the step's median host.
 
     Colour is wall time / the step's median (1 = a typical host), so a straggler stands out
     whatever each step's length; hovering shows the milliseconds. Each step's slowest host is
     outlined. With device rows, the first device's steps are shown (host rows otherwise).
+    ``kept``: ``host_steps`` is the rows the result kept of a long run's (``PartResult.rows_kept``),
+    which the figure says.
     """
     import plotly.graph_objects as go
 
@@ -339,6 +370,7 @@ def host_step_heatmap(
     figure.update_layout(
         title=f"{title} ({device})", xaxis_title="step", yaxis_title="host", height=height
     )
+    _say_kept(figure, kept, "host steps")
     return figure
 
 
@@ -409,7 +441,7 @@ def result_figures(result: PartResult) -> list[tuple[str, go.Figure]]:
         return pd.DataFrame() if table is None else table
 
     figures = [
-        ("timeline", step_timeline(kept(result.timeline))),
+        ("timeline", step_timeline(kept(result.timeline), result.rows_kept.get("timeline"))),
         ("compilations", compilations(frame("steps"), frame("compiles"))),
     ]
     if not frame("regions").empty:
@@ -421,7 +453,8 @@ def result_figures(result: PartResult) -> list[tuple[str, go.Figure]]:
             figures.append(("device-steps", device_steps(frame("device_steps"))))
     host_steps = frame("host_steps")
     if not host_steps.empty:
-        figures.append(("host-steps", host_step_heatmap(host_steps, kept(result.stragglers))))
+        cut = result.rows_kept.get("frame:host_steps")
+        figures.append(("host-steps", host_step_heatmap(host_steps, kept(result.stragglers), cut)))
     if not frame("steps").empty:
         figures.append(("metric-deltas", metric_deltas(frame("steps"))))
     return figures

@@ -14,7 +14,11 @@ parts, each measured, each from a named source (``PART_SOURCES``):
 - ``device``: the host waiting on the device: a trace's ``WaitDeviceOps``, or device execution
   in the step (the run's ``ExecuteTime``, traced or not; a capture alone: its busiest device)
   up to the step time no other part took (the host cannot have waited longer than it was not
-  otherwise busy);
+  otherwise busy). A capture with no device plane (XLA's CPU client: JAX on CPU, torch_xla's
+  CPU PJRT) has no device to wait on: the busy time the device model gives its "device" is the
+  host CPU's own XLA ops, so there only ``WaitDeviceOps`` and ``ExecuteTime`` measure this
+  part; without them it is not measured (the busy time stays in the timeline's
+  ``device_busy_s``);
 - ``unattributed``: the rest of the wall time: measured as a duration, but not what it was
   spent on (blocked on I/O, on another thread, preempted, or untraced Python). Shown as such,
   never named as a cause.
@@ -76,8 +80,8 @@ PART_SOURCES = {
         "compile": "trace (XLAGraphExecutor::Compile)",
         "transfer": "trace (transfer spans)",
         "tracing": "metrics (the stepping thread's CPU clock) and trace (graph build)",
-        "device": "trace (WaitDeviceOps) and metrics (ExecuteTime; a capture alone: the "
-        "busiest device's busy time)",
+        "device": "trace (WaitDeviceOps) and metrics (ExecuteTime; a capture alone with "
+        "device planes: the busiest device's busy time)",
     },
 }
 STORY_COLUMNS = ("bound", "bound_share", "steady")
@@ -85,12 +89,16 @@ STORY_COLUMNS = ("bound", "bound_share", "steady")
 PART_COLUMNS = tuple(f"part_{name}_s" for name in (*PARTS, UNATTRIBUTED))
 
 
-def with_bounds(timeline: pd.DataFrame, warmup_steps: int) -> pd.DataFrame:
+def with_bounds(
+    timeline: pd.DataFrame, warmup_steps: int, device_planes: bool = True
+) -> pd.DataFrame:
     """``timeline`` with the step model: each part's seconds (``PART_COLUMNS``), ``bound``,
     ``bound_share`` (from measured parts only) and ``steady`` (after warm-up, compiling
-    nothing)."""
+    nothing). ``device_planes``: False where the trace has no device plane, so that its
+    ``device_busy_s`` (the host CPU's XLA ops) is not taken for waiting on a device (module
+    docstring)."""
     frame = timeline.copy()
-    parts = _parts_columns(frame)
+    parts = _parts_columns(frame, device_planes)
     for name, column in zip((*PARTS, UNATTRIBUTED), PART_COLUMNS, strict=True):
         frame[column] = parts[name]
     bounds, shares = _bound_columns(parts, _column(frame, "wall_s"))
@@ -114,7 +122,7 @@ def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
     return np.asarray(values, dtype="float64")
 
 
-def _parts_columns(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+def _parts_columns(frame: pd.DataFrame, device_planes: bool) -> dict[str, np.ndarray]:
     """``step_parts`` of every row at once: per part, its seconds (NaN where not measured),
     by the same arithmetic, column by column."""
     import numpy as np
@@ -123,7 +131,8 @@ def _parts_columns(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     python, build = _column(frame, "python_tracing_s"), _column(frame, "graph_build_s")
     wait = _column(frame, "device_wait_s")
     busy = _column(frame, "execute_s")
-    busy = np.where(np.isnan(busy), _column(frame, "device_busy_s"), busy)
+    if device_planes:
+        busy = np.where(np.isnan(busy), _column(frame, "device_busy_s"), busy)
     both_missing = np.isnan(python) & np.isnan(build)
     tracing = np.where(both_missing, np.nan, np.nan_to_num(python) + np.nan_to_num(build))
     device = np.where(
@@ -169,9 +178,11 @@ def _bound_columns(
     return names, share
 
 
-def row_bound(row: Mapping[Hashable, object]) -> tuple[str | None, float | None]:
+def row_bound(
+    row: Mapping[Hashable, object], device_planes: bool = True
+) -> tuple[str | None, float | None]:
     """The largest measured part of one timeline row and its share of the step's wall time."""
-    return _bound_of(step_parts(row), _number(row.get("wall_s")))
+    return _bound_of(step_parts(row, device_planes), _number(row.get("wall_s")))
 
 
 def _bound_of(
@@ -187,17 +198,19 @@ def _bound_of(
     return bound, min(seconds / wall, 1.0)
 
 
-def step_parts(row: Mapping[Hashable, object]) -> dict[str, float | None]:
+def step_parts(
+    row: Mapping[Hashable, object], device_planes: bool = True
+) -> dict[str, float | None]:
     """One timeline row's wall time by measured part, plus ``unattributed`` (seconds; None
     where not measured): see the module docstring. The parts and ``unattributed`` add up to
-    the wall time where it is known."""
+    the wall time where it is known. ``device_planes``: as ``with_bounds`` takes it."""
     wall = _number(row.get("wall_s"))
     python = _number(row.get("python_tracing_s"))
     build = _number(row.get("graph_build_s"))
     wait = _number(row.get("device_wait_s"))
     # the run's ExecuteTime where it was recorded (traced or not), else the capture's device
     busy = _number(row.get("execute_s"))
-    if busy is None:
+    if busy is None and device_planes:
         busy = _number(row.get("device_busy_s"))
     measured: dict[str, float | None] = {
         "compile": _number(row.get("compile_s")),
@@ -221,11 +234,13 @@ def step_parts(row: Mapping[Hashable, object]) -> dict[str, float | None]:
     return parts
 
 
-def step_story(timeline: pd.DataFrame, warmup_steps: int) -> StepStory | None:
+def step_story(
+    timeline: pd.DataFrame, warmup_steps: int, device_planes: bool = True
+) -> StepStory | None:
     """Where a steady step's time goes: the steady step of median wall time (its parts add up
     to it, where medians of each column would not), how the steady steps are bound, what
     warm-up cost, and which traced steps compiled. ``timeline`` must carry ``with_bounds``'
-    columns. None without steps."""
+    columns, made with the same ``device_planes``. None without steps."""
     if timeline is None or timeline.empty or "bound" not in timeline:
         return None
     steady = timeline[timeline["steady"] & timeline["wall_s"].notna()]
@@ -249,7 +264,11 @@ def step_story(timeline: pd.DataFrame, warmup_steps: int) -> StepStory | None:
     story.median_step = int(median["step"])
     story.median_wall_s = float(median["wall_s"])
     story.median_source = str(median["source"])
-    parts = step_parts(row)
+    # the parts ``with_bounds`` gave the row: the story's step is the timeline's
+    parts = {
+        name: _number(row.get(column))
+        for name, column in zip((*PARTS, UNATTRIBUTED), PART_COLUMNS, strict=True)
+    }
     story.parts = {name: parts[name] for name in PARTS}
     story.unattributed_s = parts[UNATTRIBUTED]
     story.parts[UNATTRIBUTED] = parts[UNATTRIBUTED]
@@ -258,7 +277,10 @@ def step_story(timeline: pd.DataFrame, warmup_steps: int) -> StepStory | None:
         name: sources[name] for name in PARTS if parts[name] is not None and name in sources
     }
     story.device_busy_s = _number(row.get("device_busy_s"))
-    story.bound = None if median["bound"] is None else str(median["bound"])
+    if not device_planes and _number(row.get("execute_s")) is None:
+        story.host_xla_busy_s = story.device_busy_s  # not a part: host work, not a wait
+    bound = median["bound"]  # None where no part was measured (NaN once in a row)
+    story.bound = bound if isinstance(bound, str) else None
     story.bound_share = _number(median["bound_share"])
     counts = steady["bound"].dropna().value_counts()
     story.bound_steps = {str(k): int(v) for k, v in counts.items()}

@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import pod_env, two_pod_hosts, write_pod_host
@@ -196,9 +197,10 @@ def test_a_cache_reads_back_the_frames_it_was_written_from(
     import pandas as pd
     import pyarrow.parquet as pq
 
+    from xlaprof.inputs.pod.plain import decode, encode
     from xlaprof.inputs.pod.summary import read_host_events, summarize_capture, summarize_events
     from xlaprof.model.ondisk import HOST_STEPS
-    from xlaprof.model.pod import CachedEvents
+    from xlaprof.model.pod import CachedEvents, HostSummary
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
     # GIVEN a real capture (a CPU run of the repository's; a GPU capture with device planes)
@@ -227,29 +229,52 @@ def test_a_cache_reads_back_the_frames_it_was_written_from(
             rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
         stored = pq.read_table(summary.tables[name]).to_pandas()
         pd.testing.assert_frame_equal(stored, rows, check_exact=True, obj=name)
-    # AND a second worker trusts the cache and finds the same summary in it (its small tables
-    # come back as they reach a parent from a dask worker: text as pandas' text dtype, lists as
-    # arrays; the values the same)
+    # AND a second worker trusts the cache and finds the same summary in it: its small tables
+    # are the frames the first worker made, dtypes included (text as Python objects, lists as
+    # lists), and so are they as a dask worker's answer carries them (plain.encode/decode)
     again = summarize_capture(path)
     assert again.cache_hit and again.aggregates == summary.aggregates
-    assert again.device is not None and summary.device is not None
-    for name in ("devices", "ops", "utilization", "bottleneck_by_device"):
-        got, want = getattr(again.device, name), getattr(summary.device, name)
-        assert list(got.columns) == list(want.columns), name
-        assert _plain(got) == _plain(want), name
+    sent = decode(encode(summary))
+    assert isinstance(sent, HostSummary)
+    for got in (again, sent):
+        assert got.device is not None and summary.device is not None
+        for name in ("devices", "ops", "utilization", "bottleneck_by_device"):
+            want = getattr(summary.device, name)
+            pd.testing.assert_frame_equal(getattr(got.device, name), want, check_exact=True)
     assert len(summary.device.ops) > 0
 
 
-def _plain(frame: object) -> list[tuple[object, ...]]:
-    """A frame's rows as plain values: sequences as tuples, missing values as None."""
-    import numpy as np
+def test_a_pod_read_again_from_its_caches_is_the_pod_read_fresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pandas as pd
 
-    assert isinstance(frame, pd.DataFrame)
+    from xlaprof.pipeline import analyze_one
 
-    def plain(value: object) -> object:
-        if isinstance(value, list | tuple | np.ndarray):
-            return tuple(plain(v) for v in value)
-        return None if pd.isna(value) else value
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    monkeypatch.setenv("XLAPROF_LAZY_BYTES", "0")  # a pod, read by workers into caches
+    # GIVEN a pod of two real CPU captures: two runs' trace windows, copied unchanged as the
+    # two hosts of one session
+    session = tmp_path / "logdir" / "plugins" / "profile" / "session"
+    session.mkdir(parents=True)
+    for number, run in enumerate(("healthy_loop", "host_sync_item")):
+        shutil.copyfile(sample_capture(run), session / f"host-{number}.xplane.pb")
 
-    return [tuple(plain(v) for v in row) for row in frame.itertuples(index=False)]
+    def analyzed() -> Any:
+        result, _, _ = analyze_one(tmp_path / "logdir")
+        hits = [host["cache_hit"] for host in result.trace.events_source.load_record()["hosts"]]
+        return result, hits
+
+    # WHEN it is analyzed fresh (each host's cache written), then again (read from them)
+    (fresh, written), (again, read) = analyzed(), analyzed()
+    assert written == [False, False] and read == [True, True]
+    # THEN every table of the two results is the same frame, dtypes included: the figures'
+    # tables (device_ops: the top ops; device_steps) and the device model's small tables
+    assert sorted(again.frames) == sorted(fresh.frames) and "device_ops" in fresh.frames
+    assert len(fresh.frames["device_ops"]) > 0
+    for name, frame in fresh.frames.items():
+        pd.testing.assert_frame_equal(again.frames[name], frame, check_exact=True, obj=name)
+    for name in ("devices", "ops", "utilization", "bottleneck_by_device"):
+        want = getattr(fresh.trace.summary(), name)
+        got = getattr(again.trace.summary(), name)
+        pd.testing.assert_frame_equal(got, want, check_exact=True, obj=name)

@@ -8,11 +8,13 @@ never from what xlaprof printed.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 from builders import POD_COPIES, STRETCH, marker_walls, pod_logdir
-from helpers import MI300, cli, shared_trace
+from helpers import MI300, cli, jax_cpu_sample, shared_trace
 
 from xlaprof.errors import BadCapture
 from xlaprof.inputs import pod
@@ -253,6 +255,23 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
     # AND the notebook still has every row
     assert part.timeline_frame().equals(every.timeline)
     assert _same(part.stragglers_frame(), every.stragglers)
+    # AND its figures draw the rows kept, as the HTML report does, and say so (a figure of
+    # every row of a long run is what the bounds are for); those of the whole run say nothing
+    from xlaprof.api import Analysis
+
+    notebook, whole_book = Analysis.from_result(part), Analysis.from_result(every)
+    for figure, name, what in (
+        (notebook.plot_timeline(), "timeline", "steps"),
+        (notebook.plot_host_steps(), "frame:host_steps", "host steps"),
+    ):
+        drawn_x = figure.data[-1].x if name == "timeline" else figure.data[0].x
+        shown = drawn["timeline"].data[-1].x if name == "timeline" else heat.x
+        assert list(drawn_x) == list(shown)
+        said = f"downsampled: {kept[name]['kept']:,} of {kept[name]['total']:,} {what} drawn"
+        assert [a.text for a in figure.layout.annotations if said in a.text], name
+    assert len(notebook.plot_timeline().data[-1].x) == len(part.timeline) < len(every.timeline)
+    for figure in (whole_book.plot_timeline(), whole_book.plot_host_steps()):
+        assert not [a for a in figure.layout.annotations if "downsampled" in a.text]
     # AND the console says the same of every step: the story and counts above the timeline,
     # the warm-up steps and the median steady step in it, and the stragglers line
     head = whole_text[: whole_text.index("Step timeline")]
@@ -266,3 +285,33 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
     # AND a saved document renders the same text
     saved = AnalysisResult.from_json(json.loads(json.dumps(cut_doc)))
     assert render(saved, "console") == cut_text
+
+
+def test_a_pods_step_view_leaves_out_the_partial_steps_its_step_tables_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xlaprof.inputs.paths import load_parts
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    monkeypatch.setenv(pod.LAZY_BYTES_ENV, "0")  # a pod, read by workers
+    # GIVEN a pod of two real captures (the repository's JAX-on-CPU capture, copied unchanged
+    # as two hosts), given as a path is to xlaprof analyze: a capture starts and stops
+    # mid-step, so each host's first and last step are partial
+    session = tmp_path / "logdir" / "plugins" / "profile" / "session"
+    session.mkdir(parents=True)
+    for host in ("host-0", "host-1"):
+        shutil.copyfile(jax_cpu_sample(), session / f"{host}.xplane.pb")
+    annotated = json.loads(jax_cpu_sample("capture_jax_cpu.json").read_text())["steps_annotated"]
+    (part,) = load_parts([tmp_path / "logdir"], 1 << 30)
+    trace = part.trace
+    assert trace is not None and trace.source is not None and trace.partial_edges
+    # WHEN the step timeline's view of it (its first host) is asked for its step times
+    view = trace.step_view()
+    # THEN they are the pod's own step times of that host: the script's steps without the
+    # first and the last, as the pod's host tables count them
+    steps = view.step_times()
+    assert list(steps["host"].astype(str).unique()) == ["host-0"]
+    assert list(steps["step"]) == annotated[1:-1]
+    mine = trace.step_times()
+    mine = mine[mine["host"].astype(str) == "host-0"]
+    assert list(steps["wall_s"]) == list(mine["wall_s"])

@@ -154,7 +154,33 @@ def _table_from(text: str) -> pd.DataFrame:
 
     import pyarrow.parquet as pq
 
-    frame: pd.DataFrame = pq.read_table(io.BytesIO(base64.b64decode(text))).to_pandas()
+    return frame_as_written(pq.read_table(io.BytesIO(base64.b64decode(text))))
+
+
+def frame_as_written(table: Any) -> pd.DataFrame:
+    """``table``, an Arrow table ``pa.Table.from_pandas`` made and Parquet kept, as the frame it
+    was made from, dtypes included.
+
+    Arrow restores categoricals and nullable integers from the pandas dtypes its metadata
+    records, but pandas 3 reads text as its ``str`` dtype and lists as numpy arrays: a cache
+    hit's small tables would differ from a fresh run's. So each column the frame held as
+    Python objects (``numpy_type`` object: text, lists, None) is read back as Python objects.
+    Metadata that says anything else leaves the column as Arrow reads it.
+    """
+    import json
+
+    import pandas as pd
+
+    frame: pd.DataFrame = table.to_pandas()
+    described = json.loads((table.schema.metadata or {}).get(b"pandas", b"{}"))
+    columns = described.get("columns") if isinstance(described, dict) else None
+    for column in columns if isinstance(columns, list) else []:
+        if not isinstance(column, dict) or column.get("numpy_type") != "object":
+            continue
+        name = column.get("field_name")
+        if isinstance(name, str) and name in table.column_names:
+            values = table.column(name).to_pylist()
+            frame[name] = pd.Series(values, index=frame.index, dtype=object)
     return frame
 
 

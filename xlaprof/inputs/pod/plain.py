@@ -201,15 +201,15 @@ def _frame(text: object) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from xlaprof.inputs.pod.cache import frame_as_written
+
     if not isinstance(text, str):
         raise TypeError("a table is not a string")
     try:
-        frame: pd.DataFrame = pq.read_table(
-            io.BytesIO(base64.b64decode(text, validate=True))
-        ).to_pandas()
+        # the frame the worker sent, dtypes included (a table read from a cache is the same)
+        return frame_as_written(pq.read_table(io.BytesIO(base64.b64decode(text, validate=True))))
     except (pa.ArrowException, OSError) as error:
         raise ValueError(f"a table is not Parquet ({error})") from None
-    return frame
 
 
 def _optional_frame(text: object) -> pd.DataFrame | None:
