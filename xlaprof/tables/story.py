@@ -34,7 +34,7 @@ A step is steady when it comes after warm-up and compiled nothing.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from xlaprof.findings import Cost, Finding, Kind
@@ -60,7 +60,7 @@ BOUND_WORDS = {
 # The measured parts of a step, in the order they take its wall time (module docstring).
 PARTS = ("compile", "transfer", "tracing", "device")
 UNATTRIBUTED = "unattributed"
-# The parts of a step's wall time (``step_parts``), in words.
+# The parts of a step's wall time (``with_bounds``' part columns), in words.
 PART_WORDS = {
     "compile": "compiling",
     "tracing": "host CPU (Python + tracing)",
@@ -123,8 +123,10 @@ def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
 
 
 def _parts_columns(frame: pd.DataFrame, device_planes: bool) -> dict[str, np.ndarray]:
-    """``step_parts`` of every row at once: per part, its seconds (NaN where not measured),
-    by the same arithmetic, column by column."""
+    """Each row's wall time by measured part, plus ``unattributed``: per part, its seconds (NaN
+    where not measured), see the module docstring. The parts take the wall time in ``PARTS``
+    order, each at most what the ones before left; ``unattributed`` is what is left (NaN where
+    the wall time is not known), so where it is known they add up to it."""
     import numpy as np
 
     wall = _column(frame, "wall_s")
@@ -162,7 +164,7 @@ def _parts_columns(frame: pd.DataFrame, device_planes: bool) -> dict[str, np.nda
 def _bound_columns(
     parts: dict[str, np.ndarray], wall: np.ndarray
 ) -> tuple[list[str | None], np.ndarray]:
-    """``_bound_of`` of every row at once: the largest measured part (the first in ``PARTS``
+    """Per row, the largest measured part (the first in ``PARTS``
     order on a tie) and its share of the wall time, capped at 1; None and NaN where no part
     was measured, the wall time is unknown or zero, or the largest part is not positive."""
     import numpy as np
@@ -176,62 +178,6 @@ def _bound_columns(
         share = np.where(usable, np.minimum(seconds / np.where(usable, wall, 1.0), 1.0), np.nan)
     names = [PARTS[i] if ok else None for i, ok in zip(best.tolist(), usable.tolist(), strict=True)]
     return names, share
-
-
-def row_bound(
-    row: Mapping[Hashable, object], device_planes: bool = True
-) -> tuple[str | None, float | None]:
-    """The largest measured part of one timeline row and its share of the step's wall time."""
-    return _bound_of(step_parts(row, device_planes), _number(row.get("wall_s")))
-
-
-def _bound_of(
-    parts: Mapping[str, float | None], wall: float | None
-) -> tuple[str | None, float | None]:
-    measured = {name: parts[name] for name in PARTS if parts.get(name) is not None}
-    if not measured or not wall:
-        return None, None
-    bound = max(PARTS, key=lambda name: measured.get(name, -1.0) or 0.0)
-    seconds = measured.get(bound) or 0.0
-    if seconds <= 0:
-        return None, None
-    return bound, min(seconds / wall, 1.0)
-
-
-def step_parts(
-    row: Mapping[Hashable, object], device_planes: bool = True
-) -> dict[str, float | None]:
-    """One timeline row's wall time by measured part, plus ``unattributed`` (seconds; None
-    where not measured): see the module docstring. The parts and ``unattributed`` add up to
-    the wall time where it is known. ``device_planes``: as ``with_bounds`` takes it."""
-    wall = _number(row.get("wall_s"))
-    python = _number(row.get("python_tracing_s"))
-    build = _number(row.get("graph_build_s"))
-    wait = _number(row.get("device_wait_s"))
-    # the run's ExecuteTime where it was recorded (traced or not), else the capture's device
-    busy = _number(row.get("execute_s"))
-    if busy is None and device_planes:
-        busy = _number(row.get("device_busy_s"))
-    measured: dict[str, float | None] = {
-        "compile": _number(row.get("compile_s")),
-        "transfer": _number(row.get("transfer_s")),
-        "tracing": None if python is None and build is None else (python or 0.0) + (build or 0.0),
-        "device": None if wait is None and busy is None else max(wait or 0.0, busy or 0.0),
-    }
-    if wall is None:
-        return {**measured, UNATTRIBUTED: None}
-    left = wall
-    parts: dict[str, float | None] = {}
-    for name in PARTS:
-        seconds = measured[name]
-        if seconds is None:
-            parts[name] = None
-            continue
-        taken = min(max(seconds, 0.0), left)
-        parts[name] = taken
-        left -= taken
-    parts[UNATTRIBUTED] = left
-    return parts
 
 
 def step_story(
