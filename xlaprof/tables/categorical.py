@@ -33,10 +33,10 @@ def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> 
     import pandas as pd
 
     if isinstance(column.dtype, pd.CategoricalDtype):
-        answers = [test(str(c)) for c in column.cat.categories]
+        answers = [test(str(c)) for c in column.array.categories]
         missing = False if dtype is bool else np.nan
         table = np.array([*answers, missing], dtype=dtype)
-        codes = column.cat.codes.to_numpy()
+        codes: np.ndarray = column.array.codes
         if dtype is bool:
             # one answer for every row (a line no row is on, a capture's one host): no row is
             # read (a missing row's answer is False)
@@ -44,7 +44,8 @@ def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> 
                 return np.zeros(len(codes), dtype=bool)
             if table[:-1].all() and codes.min(initial=0) >= 0:
                 return np.ones(len(codes), dtype=bool)
-        return table[codes]  # code -1 (missing) -> the last entry
+        found: np.ndarray = table[codes]  # code -1 (missing) -> the last entry
+        return found
     values = column.astype(str).to_numpy()
     return np.array([test(v) for v in values], dtype=dtype) if len(values) else np.zeros(0, dtype)
 
@@ -110,24 +111,88 @@ def coded(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
     import pandas as pd
 
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy(), column.cat.categories.tolist()
+        return column.array.codes, column.array.categories.tolist()
     found, distinct = pd.factorize(column)
     return found, list(distinct)
+
+
+def present(column: pd.Series) -> np.ndarray:
+    """``column.notna()`` as a boolean array (a categorical's from its codes)."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        found: np.ndarray = column.array.codes >= 0
+        return found
+    return column.notna().to_numpy()
+
+
+def from_codes(codes: np.ndarray, values: list[Any]) -> pd.Categorical:
+    """A categorical of ``values[code]`` per row (code -1, or a missing value: missing):
+    equal values one category however often ``values`` lists them, categories only for the
+    values some row has, in the order ``values`` lists them. No value is read per row."""
+    import numpy as np
+    import pandas as pd
+
+    codes = np.asarray(codes, dtype=np.int64)
+    used = np.bincount(codes + 1, minlength=len(values) + 1)[1:] > 0
+    remap = np.full(len(values) + 1, -1, dtype=np.int64)  # the last entry: code -1
+    seen: dict[Any, int] = {}
+    for at in np.flatnonzero(used).tolist():
+        value = values[at]
+        if not pd.isna(value):
+            remap[at] = seen.setdefault(value, len(seen))
+    return pd.Categorical.from_codes(remap[codes], pd.Index(list(seen)))
+
+
+def refactorize(codes: np.ndarray, values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """``pd.factorize`` of ``values[code]`` per row (code -1: a missing value), found from the
+    codes: codes 0, 1, ... in order of first appearance of each distinct value, -1 where
+    missing, and the distinct values in that order. ``values`` holds distinct values."""
+    import numpy as np
+    import pandas as pd
+
+    codes = np.asarray(codes, dtype=np.int64)
+    missing = np.array([pd.isna(v) for v in values] + [True], dtype=bool)
+    known = np.where(missing[codes], -1, codes)
+    found, distinct = pd.factorize(known)
+    listed = distinct.tolist()
+    if -1 in listed:  # the missing rows: -1, the codes after theirs one less
+        gap = listed.index(-1)
+        found = np.where(found == gap, -1, found - (found > gap))
+        listed.remove(-1)
+    return found, [values[v] for v in listed]
 
 
 def group_codes(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the code of its tuple of ``keys`` (integer codes, -1 a value like the others):
     0, 1, ... in order of first appearance (as ``groupby(sort=False)`` orders groups), and the
-    first row of each code."""
+    first row of each code.
+
+    The keys are combined into one integer while their ranges' product fits, and numbered
+    once (``pd.factorize``); a key that would overflow the product is added after numbering
+    what came before."""
     import numpy as np
     import pandas as pd
 
     group = np.zeros(len(keys[0]), np.int64)
+    span = 1  # the values ``group`` can hold: 0 .. span - 1
+    numbered = True  # whether ``group`` is already 0, 1, ... in order of first appearance
     for key in keys:
         key = np.asarray(key, dtype=np.int64)
-        if not len(key) or key.min() == key.max():
+        if not len(key):
+            continue
+        low, high = int(key.min()), int(key.max())
+        if low == high:
             continue  # one value: it splits no group
-        group = pd.factorize(group * (int(key.max()) + 2) + (key + 1))[0]
+        width = high - low + 1
+        if span * width >= 1 << 62:
+            group = pd.factorize(group)[0]
+            span = int(group.max()) + 1
+        group = group * width + (key - low)
+        span *= width
+        numbered = False
+    if not numbered:
+        group = pd.factorize(group)[0]
     if not len(group):
         return group, group
     # codes are numbered as they first appear: a code's first row is where the running
@@ -160,6 +225,31 @@ def groups_of(frame: pd.DataFrame, names: list[str]) -> list[tuple[tuple[Any, ..
     ]
 
 
+def typed(values: list[Any], codes: np.ndarray) -> Any:
+    """``values[code]`` per row as one column (a pandas array), typed as pandas types the list
+    of those rows (inferred from ``values``: list only values some row has), without building
+    that list."""
+    import pandas as pd
+
+    return pd.Series(values, dtype=None if values else object).array.take(codes)
+
+
+def text_codes(columns: list[pd.Series]) -> list[np.ndarray]:
+    """Codes of several columns compared as text, one code space for all: equal text, equal
+    code in whichever column; a missing value -1 (in every column alike)."""
+    import numpy as np
+
+    space: dict[str, int] = {}
+    found = []
+    for column in columns:
+        codes, values = coded(column)
+        lookup = np.array(
+            [*(space.setdefault(str(v), len(space)) for v in values), -1], dtype=np.int64
+        )
+        found.append(lookup[codes])
+    return found
+
+
 def repeated(values: list[Any], counts: list[int]) -> Any:
     """Each of ``values`` ``counts`` times over, as one column (a pandas array): typed as
     pandas types the whole list (inferred from the same values), without building it."""
@@ -183,3 +273,32 @@ def firsts(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
     known = first < len(values)
     found[known] = values[first[known]]
     return found
+
+
+def first_values(column: pd.Series, rows: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """``firsts`` of ``column`` at ``rows`` (an object array: a categorical's values, None
+    where a group has none), a categorical's found from its codes."""
+    import numpy as np
+    import pandas as pd
+
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return firsts(column.take(rows).astype(object).to_numpy(), group, groups)
+    codes = column.array.codes[rows]
+    present = np.flatnonzero(codes >= 0)
+    first = np.full(groups, len(rows), dtype=np.int64)
+    np.minimum.at(first, group[present], present)
+    found = np.full(groups, None, dtype=object)
+    known = first < len(rows)
+    values = np.asarray(column.array.categories.astype(object), dtype=object)
+    found[known] = values[codes[first[known]]]
+    return found
+
+
+def plain(column: pd.Series) -> pd.Series:
+    """A categorical column as the plain column of the same values (its categories' type:
+    text for text), as pandas types a column of those values; other columns as they are."""
+    import pandas as pd
+
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return column.reset_index(drop=True)
+    return column.astype(column.array.categories.dtype).reset_index(drop=True)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import COMPILE_EVENTS, LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
-from xlaprof.tables.device.steps import DeviceGroups
+from xlaprof.tables.device.steps import DeviceGroups, joined
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
@@ -115,49 +115,40 @@ def step_bottlenecks(
     host_spans = _host_spans(events)
     groups = DeviceGroups.of(frame) if groups is None else groups
     all_starts, all_ends = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
     # per device (in groupby's order) its windows' positions and new columns; the table is
     # the windows in that order with the columns joined once (no frame per device)
     order: list[np.ndarray] = []
     parts: dict[str, list[Any]] = {}
-    for (session, host, device), steps in windows.groupby(
-        ["session", "host", "device"], observed=True, sort=True
-    ):
+    names = np.array([*CLASSES, None], dtype=object)
+    for (session, host, device), at in groups.windows(windows):
         rows = groups.rows((session, host, device))
         mine = rows[klass[rows] > 0]
-        a = steps["start_ns"].to_numpy()
-        b = steps["end_ns"].to_numpy()
-        order.append(windows.index.get_indexer(steps.index))
+        a, b = starts[at], ends[at]
+        order.append(at)
         on_host = host_spans.get((str(session), str(host)), _HostSpans())
         seconds, busy = _class_seconds(
             (all_starts[mine], all_ends[mine], klass[mine]), on_host, a, b
         )
         table = np.column_stack([seconds[name] for name in CLASSES])
         wall = (b - a) / 1e9
-        named = np.array(CLASSES, dtype=object)[table.argmax(axis=1)]
-        named[~(wall > 0)] = None
+        named = np.where(wall > 0, table.argmax(axis=1), len(CLASSES))
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(wall > 0, table.max(axis=1) / wall, np.nan)
+        used = np.flatnonzero(np.bincount(named, minlength=len(names)))
+        remap = np.zeros(len(names), dtype=np.int64)
+        remap[used] = np.arange(len(used))
         found = {
             "wall_s": wall,
             "busy_s": busy / 1e9,
             **{f"{name}_s": seconds[name] for name in CLASSES},
             # typed per device, as each device's rows were
-            "bottleneck": pd.Series(named.tolist()),
+            "bottleneck": pd.Series(cols.typed(names[used].tolist(), remap[named])),
             "share": share,
         }
         for name, values in found.items():
             parts.setdefault(name, []).append(values)
-    taken = windows.take(np.concatenate(order)).reset_index(drop=True)
-    added = pd.DataFrame(
-        {
-            name: pd.concat(values, ignore_index=True)
-            if name == "bottleneck"
-            else np.concatenate(values)
-            for name, values in parts.items()
-        }
-    )
-    result = pd.concat([taken, added], axis=1)
-    return result.reindex(columns=BOTTLENECK_COLUMNS)
+    return joined(windows, order, parts, BOTTLENECK_COLUMNS)
 
 
 def _class_seconds(
@@ -212,7 +203,6 @@ def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
     """Each device event's class: 1 + its index in ``DEVICE_CLASSES``, 0 for events that are
     none. Each test is answered once per distinct category or op, not per event."""
     import numpy as np
-    import pandas as pd
 
     category_codes, categories = cols.coded(frame["category"])
 
@@ -224,7 +214,7 @@ def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
     compute = frame["compute"].to_numpy(dtype=bool)
     op_line = frame["op_line"].to_numpy(dtype=bool)
     # one regex per distinct op, not per event
-    codes, names = pd.factorize(frame["op"].to_numpy(dtype=object))
+    codes, names = cols.coded(frame["op"])
     done = np.array([bool(_ASYNC_DONE.search(str(n))) for n in names] + [False], bool)[codes]
     klass = np.zeros(len(frame), dtype=np.int64)
 
@@ -414,38 +404,60 @@ def busiest_bounds(
     columns = ["session", "host", "step", "bound", "bound_share"]
     if bottleneck is None or bottleneck.empty:
         return pd.DataFrame(columns=columns)
-    chosen = bottleneck["step"].notna() & bottleneck["bottleneck"].notna()
-    if host is not None:
-        chosen &= bottleneck["host"].astype(str) == str(host)
-    rows = bottleneck.loc[chosen, ["session", "host", "step", "bottleneck", "share", "busy_s"]]
-    if rows.empty:
+    at = busiest_rows(bottleneck, host)
+    if not len(at):
         return pd.DataFrame(columns=columns)
-    # per step, its busiest row (the first on a tie): the first of its key in the rows
-    # ordered by busy time, descending and stable
-    key = cols.group_codes(
-        [
-            cols.codes(rows["session"]),
-            cols.codes(rows["host"]),
-            pd.factorize(rows["step"].to_numpy(dtype=np.int64))[0],
-        ]
-    )[0]
-    if key.max() + 1 < len(key):  # some step has several devices
-        order = np.argsort(-rows["busy_s"].to_numpy(dtype=np.float64), kind="stable")
-        rows = rows.take(np.sort(order[np.unique(key[order], return_index=True)[1]]))
-    # each distinct class named once (a missing one: NaN, the last)
-    classes, named = pd.factorize(rows["bottleneck"].to_numpy(dtype=object))
-    bounds = np.array(
-        [*(CLASS_BOUNDS.get(n, np.nan) for n in named.tolist()), np.nan], dtype=object
-    )
+    codes, values = step_bounds(bottleneck, at)
     table = pd.DataFrame(
         {
-            "session": rows["session"].astype(str).to_numpy(),
-            "host": rows["host"].astype(str).to_numpy(),
-            "step": rows["step"].astype("int64").to_numpy(),
-            "bound": bounds[classes],
-            "bound_share": rows["share"].astype("float64").to_numpy(),
+            **{name: bottleneck[name].take(at).astype(str).array for name in ("session", "host")},
+            "step": bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[at],
+            "bound": cols.typed(values, codes),
+            "bound_share": bottleneck["share"].to_numpy(dtype=np.float64)[at],
         }
     )
     if not ordered:
         return table
     return table.sort_values(["session", "host", "step"], ignore_index=True)
+
+
+def busiest_rows(bottleneck: pd.DataFrame, host: str | None = None) -> np.ndarray:
+    """The rows (positions, ascending) of ``bottleneck`` that are their step's busiest: one
+    per (session, host, step) among the rows with a step number and a bottleneck (of
+    ``host``'s steps only, if given), the first of the most busy time on a tie."""
+    import numpy as np
+    import pandas as pd
+
+    chosen = bottleneck["step"].notna().to_numpy() & bottleneck["bottleneck"].notna().to_numpy()
+    if host is not None:
+        chosen &= cols.equals(bottleneck["host"], host)
+    rows = np.flatnonzero(chosen)
+    if not len(rows):
+        return rows
+    # per step, its busiest row (the first on a tie): the first of its key in the rows
+    # ordered by busy time, descending and stable
+    key = cols.group_codes(
+        [
+            cols.codes(bottleneck["session"])[rows],
+            cols.codes(bottleneck["host"])[rows],
+            pd.factorize(bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[rows])[0],
+        ]
+    )[0]
+    if key.max() + 1 < len(key):  # some step has several devices
+        busy = bottleneck["busy_s"].to_numpy(dtype=np.float64)[rows]
+        order = np.argsort(-busy, kind="stable")
+        rows = rows[np.sort(order[np.unique(key[order], return_index=True)[1]])]
+    return rows
+
+
+def step_bounds(bottleneck: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """The bound (``CLASS_BOUNDS``, NaN for none) of each of ``bottleneck``'s ``rows``: codes
+    into the bounds, listed once each as they first appear (code -1 a missing class: NaN)."""
+    import numpy as np
+
+    codes, named = cols.refactorize(*cols.coded(bottleneck["bottleneck"].take(rows)))
+    bounds = [CLASS_BOUNDS.get(n, np.nan) for n in named]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(bounds), codes)
+        bounds.append(np.nan)
+    return codes, bounds

@@ -18,7 +18,6 @@ XProf's ``op_profile`` to the microsecond.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import COMPILE_EVENTS, DERIVED_LINES, TPU_OP_LINES
@@ -45,68 +44,108 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     ``categories.short_name``) and ``framework_op`` (the framework's op the event belongs to:
     the ``name`` stat, JAX's name stack, else ``tf_op``; None where the capture has neither).
     TPU events are on the device clock (module docstring).
+
+    ``device``, ``kind``, ``op``, ``category`` and ``short_name`` are categoricals: each is
+    worked out per distinct value (a device's kind, an op's category) and spread to the rows
+    through integer codes, and the tables read their codes, not a string per row.
     """
     import numpy as np
     import pandas as pd
 
     # Categorical comparisons and per-category lookups: astype(str) on every event is slow.
-    on_device = (events["plane_kind"] == "device").to_numpy()
-    hosts_with_devices = set(events.loc[on_device, "host"].astype(str).unique())
-    host_rows = (events["plane_kind"] == "host").to_numpy() & ~events["host"].isin(
-        hosts_with_devices
-    ).to_numpy()
-    cpu_ops = host_rows & events["hlo_op"].notna().to_numpy()
-    frame = events[on_device | cpu_ops]  # a new frame (copy on write): events are not touched
+    on_device = cols.equals(events["plane_kind"], "device")
+    host_codes = cols.codes(events["host"])
+    with_devices = np.zeros(int(host_codes.max(initial=-1)) + 2, dtype=bool)  # last: missing
+    with_devices[host_codes[on_device]] = True
+    host_rows = cols.equals(events["plane_kind"], "host") & ~with_devices[host_codes]
+    cpu_ops = host_rows & cols.present(events["hlo_op"])
+    frame: pd.DataFrame = events[
+        on_device | cpu_ops
+    ]  # a new frame (copy on write): events are not touched
     host_plane = cols.equals(frame["plane_kind"], "host")
     # each row's device as a code into its distinct values (host-plane rows: "CPU"; missing:
     # NaN), so the device kind is named once per device
     device_codes, distinct = cols.coded(frame["device"])
-    values = np.array([*distinct, "CPU", np.nan], dtype=object)
+    values = [*distinct, "CPU", np.nan]
     device_codes = np.where(device_codes < 0, len(values) - 1, device_codes)
     device_codes[host_plane] = len(values) - 2
-    devices = values[device_codes]
-    frame["device"] = devices
+    frame["device"] = cols.from_codes(device_codes, values)
     _to_device_clock(frame)
-    kinds = np.array([str(d).split(":", 1)[0].upper() for d in values.tolist()], dtype=object)
-    frame["kind"] = kinds[device_codes]
-    line = frame["line"]  # a categorical: isin tests its categories
-    kind = kinds[device_codes]
-    hlo_category = frame["hlo_category"].astype(object)
-    args = frame["args"]
-    cat = pd.Series(_stat(args, "cat"), index=frame.index, dtype=object)
-    tpu = kind == "TPU"
-    op_lines = line.isin(TPU_OP_LINES).to_numpy()
+    kinds = [str(d).split(":", 1)[0].upper() for d in values]
+    frame["kind"] = cols.from_codes(device_codes, kinds)
+    tpu = np.array([k == "TPU" for k in kinds], dtype=bool)[device_codes]
+    line = frame["line"]
+    category_codes, hlo_categories = cols.coded(frame["hlo_category"])
+    cat = _stat(frame["args"], "cat")
+    cat_codes, cats = _factorize(cat)
+    annotation = np.array([*(c in _ANNOTATION_CATS for c in cats), False], dtype=bool)
+    op_lines = cols.member(line, TPU_OP_LINES)
     compute = np.where(
         tpu,
-        op_lines & ~hlo_category.isin(OFF_DUTY_CATEGORIES).to_numpy(),
-        ~line.isin(DERIVED_LINES).to_numpy() & ~cat.isin(_ANNOTATION_CATS).to_numpy(),
+        op_lines & ~cols.member(frame["hlo_category"], OFF_DUTY_CATEGORIES),
+        ~cols.member(line, DERIVED_LINES) & ~annotation[cat_codes],
     )
     frame["compute"] = compute
     frame["op_line"] = np.where(tpu, op_lines, compute)
-    names = frame["name"].astype(object)
-    op = frame["hlo_op"].astype(object)
-    frame["op"] = op.where(op.notna(), names)
+    op_codes, ops = _ops(frame["hlo_op"], frame["name"])
+    frame["op"] = pd.Categorical.from_codes(op_codes, pd.Index(ops))
     # TPU ops are categorized by their HLO category and text (the memory space of a copy is
     # in the shapes of the event name); GPU kernels by their op or kernel name.
-    text = names.where(hlo_category.notna(), frame["op"])
-    frame["category"] = _categories(
-        hlo_category.where(hlo_category.notna(), None).to_numpy(dtype=object),
-        text.to_numpy(dtype=object),
-        cat.to_numpy(dtype=object),
+    names = cols.coded(frame["name"])
+    text = np.where(category_codes >= 0, _in_ops(names, ops)[names[0]], op_codes)
+    category, labels = _categories(
+        (category_codes, [*hlo_categories, None]),
+        (text, [*ops, np.nan]),
+        (cat_codes, cat),
     )
-    frame.loc[_while_compiling(events, frame), "category"] = "autotune"
+    category[_while_compiling(events, frame)] = len(labels)
+    frame["category"] = cols.from_codes(category, [*labels, "autotune"])
     time_ns, self_ns, parents = _op_times(frame)
     frame["time_ns"], frame["self_ns"] = time_ns, self_ns
-    ops = frame["op"].to_numpy()
+    op_values = np.array([*ops, np.nan], dtype=object)  # code -1 (no op): the last
     not_nested = np.array(None)  # an object array: None where an op is in no other op
-    frame["parent_op"] = np.where(parents >= 0, ops[np.maximum(parents, 0)], not_nested)
-    frame["short_name"] = _each_distinct(ops, lambda name: short_name(str(name)))
+    frame["parent_op"] = np.where(
+        parents >= 0, op_values[op_codes[np.maximum(parents, 0)]], not_nested
+    )
+    shorts = [short_name(str(name)) for name in op_values.tolist()]
+    frame["short_name"] = cols.from_codes(np.where(op_codes < 0, len(ops), op_codes), shorts)
     if "framework_op" in frame:  # made by the parse where the frame has no args (a pod's)
         ops_of = frame["framework_op"].astype(object)
         frame["framework_op"] = ops_of.where(ops_of.notna(), None)
     else:
-        frame["framework_op"] = _framework_ops(args)
+        frame["framework_op"] = _framework_ops(frame["args"])
     return frame
+
+
+def _ops(hlo_op: pd.Series, name: pd.Series) -> tuple[np.ndarray, list[Any]]:
+    """Each row's op, its ``hlo_op`` where it has one, else its ``name``: codes into the
+    distinct ops (-1: neither), found from the two columns' codes."""
+    import numpy as np
+
+    hlo_codes, hlo_ops = cols.coded(hlo_op)
+    names = cols.coded(name)
+    in_ops = _in_ops((hlo_codes, hlo_ops), hlo_ops)
+    ops = list(hlo_ops)
+    from_names = _in_ops(names, ops)  # extends ops with the names that are no hlo_op
+    codes = np.where(hlo_codes >= 0, in_ops[hlo_codes], from_names[names[0]])
+    return codes, ops
+
+
+def _in_ops(coded: tuple[np.ndarray, list[Any]], ops: list[Any]) -> np.ndarray:
+    """A lookup from ``coded``'s codes (codes and their values) to positions in ``ops``
+    (distinct values; a value not there yet is appended), -1 for a missing value (the
+    lookup's last entry: code -1)."""
+    import numpy as np
+    import pandas as pd
+
+    position = {value: at for at, value in enumerate(ops)}
+    found = np.full(len(coded[1]) + 1, -1, dtype=np.int64)
+    for at, value in enumerate(coded[1]):
+        if not pd.isna(value):
+            found[at] = position.setdefault(value, len(ops))
+            if found[at] == len(ops):
+                ops.append(value)
+    return found
 
 
 _NONE = object()  # None as a value of its own (pandas counts None and NaN as one missing value)
@@ -127,34 +166,31 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     return codes, [None if value is _NONE else value for value in distinct.tolist()]
 
 
-def _each_distinct(values: np.ndarray, convert: Callable[[Any], Any]) -> np.ndarray:
-    """``convert(value)`` per row (an object array), called once per distinct value."""
+def _categories(
+    hlo_category: tuple[np.ndarray, list[Any]],
+    text: tuple[np.ndarray, list[Any]],
+    cat: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, list[str]]:
+    """``categorize`` per row, called once per distinct (XLA category, text, Kineto cat): each
+    row's code into the labels, and the labels.
+
+    The first two are codes into their values (code -1: the values' last entry); ``cat`` the
+    codes of the Kineto categories (``_factorize``) and the categories themselves, per row
+    (a row of a missing one is categorized on its own)."""
     import numpy as np
 
-    codes, distinct = _factorize(values)
-    out = np.empty(len(distinct) + 1, dtype=object)
-    out[:-1] = [convert(value) for value in distinct]
-    result = np.asarray(out[codes], dtype=object)
-    missing = np.flatnonzero(codes < 0)  # NaN and the like: each from its own value
-    result[missing] = [convert(value) for value in values[missing].tolist()]
-    return result
+    cat_codes, cats = cat
+    group, first = cols.group_codes([hlo_category[0], text[0], cat_codes])
+    hlo, words = hlo_category[1], text[1]
 
+    def label(row: int) -> str:
+        return categorize(hlo[hlo_category[0][row]], str(words[text[0][row]]), cats[row])
 
-def _categories(hlo_category: np.ndarray, text: np.ndarray, cat: np.ndarray) -> np.ndarray:
-    """``categorize`` per row, called once per distinct (XLA category, text, Kineto cat)."""
-    import numpy as np
-
-    keys = [_factorize(column)[0] for column in (hlo_category, text, cat)]
-    missing = np.logical_or.reduce([key < 0 for key in keys])  # NaN and the like: one by one
-    group, first = cols.group_codes(keys)
-    labels = np.array(
-        [categorize(hlo_category[row], str(text[row]), cat[row]) for row in first.tolist()],
-        dtype=object,
-    )
-    result = np.asarray(labels[group], dtype=object)
-    for row in np.flatnonzero(missing).tolist():
-        result[row] = categorize(hlo_category[row], str(text[row]), cat[row])
-    return result
+    labels = [label(row) for row in first.tolist()]
+    for row in np.flatnonzero(cat_codes < 0).tolist():  # NaN and the like: one by one
+        group[row] = len(labels)
+        labels.append(label(row))
+    return group, labels
 
 
 def _stat(args: pd.Series, key: str) -> np.ndarray:
@@ -233,7 +269,7 @@ def _while_compiling(events: pd.DataFrame, frame: pd.DataFrame) -> np.ndarray:
     import numpy as np
 
     chosen = np.zeros(len(frame), dtype=bool)
-    gpu = frame["compute"].to_numpy() & (frame["kind"].to_numpy() == "GPU")
+    gpu = frame["compute"].to_numpy() & cols.equals(frame["kind"], "GPU")
     if not gpu.any():
         return chosen
     compiles = events[
@@ -277,8 +313,7 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     offsets = frame["device_offset_ps"].to_numpy()[ops]
     # One group per (session, host, device, line), found from the columns' codes (a row with
     # a missing key is in no group, as in groupby).
-    keys = [cols.codes(frame[name])[ops] for name in ("session", "host")]
-    keys += [cols.codes(frame[name].take(ops)) for name in ("device", "line")]
+    keys = [cols.codes(frame[name])[ops] for name in ("session", "host", "device", "line")]
     keyed = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
     group = cols.group_codes([key[keyed] for key in keys])[0] if len(keyed) else keyed
     sizes = np.bincount(group)

@@ -138,7 +138,7 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
     rows = np.flatnonzero(frame["op_line"].to_numpy(dtype=bool) & frame["compute"].to_numpy())
     if not len(rows) or sources is None or sources.empty:
         return pd.DataFrame(columns=LINE_COLUMNS)
-    op_codes, op_names = pd.factorize(frame["op"].to_numpy(dtype=object)[rows])
+    op_codes, op_names = cols.refactorize(*_at(cols.coded(frame["op"]), rows))
     where, found = _event_lines(frame, rows, sources, op_codes)
     # the keys as grouped: a missing file or function is "", a missing line 0
     filled = [
@@ -148,12 +148,9 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
     place = cols.group_codes([cols.codes(pd.Series(filled, dtype=object))])[0][where]
     module = frame["hlo_module"]
     key_codes = [
-        cols.codes(frame["session"])[rows],
-        cols.codes(frame["host"])[rows],
-        cols.codes(frame["device"].take(rows)),
-        cols.codes(frame["category"].take(rows)),
+        *(cols.codes(frame[name])[rows] for name in ("session", "host", "device", "category")),
         place,
-        cols.codes(module.take(rows).astype(object).fillna("")),
+        _filled_codes(module)[rows],
     ]
     # One integer per distinct key (in order of first appearance, as groupby(sort=False)
     # orders groups), so each group is summed over the same events in the same order as
@@ -192,6 +189,23 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
         result[column] = result[column].replace("", None)
     result["line"] = result["line"].astype("Int64").where(result["file"].notna())
     return result.sort_values("device_s", ascending=False, ignore_index=True)[LINE_COLUMNS]
+
+
+def _at(coded: tuple[np.ndarray, list[Any]], rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """Codes and their values (``categorical.coded``) of ``rows`` only."""
+    return coded[0][rows], coded[1]
+
+
+def _filled_codes(column: pd.Series) -> np.ndarray:
+    """The codes of ``column.astype(object).fillna("")``: a missing value the code of "" (a
+    code of its own where no value is "")."""
+    import numpy as np
+
+    codes, values = cols.coded(column)
+    if not (codes < 0).any():
+        return codes
+    blank = values.index("") if "" in values else len(values)
+    return np.where(codes < 0, blank, codes)
 
 
 def by_line(table: pd.DataFrame, categories: set[str] | None = None) -> pd.DataFrame:

@@ -87,13 +87,14 @@ def device_ops(
     # distinct key (a missing value a key of its own), in order of first appearance, as
     # groupby(sort=False, dropna=False) on the six columns orders them.
     group_keys = ["session", "host", "device", "kind", "op", "category"]
-    group, firsts = cols.group_codes([cols.codes(frame[k].take(rows)) for k in group_keys])
+    group, firsts = cols.group_codes([cols.codes(frame[k])[rows] for k in group_keys])
     at = rows[firsts]
     table = pd.DataFrame(
         {
-            **{k: frame[k].take(at).reset_index(drop=True) for k in group_keys[:4]},
+            **{k: frame[k].take(at).reset_index(drop=True) for k in group_keys[:2]},
+            **{k: cols.plain(frame[k].take(at)) for k in group_keys[2:4]},
             "op": frame["op"].take(at).tolist(),  # typed from its values, as a key was
-            "category": frame["category"].take(at).reset_index(drop=True),
+            "category": cols.plain(frame["category"].take(at)),
             "occurrences": np.bincount(group),
         }
     )
@@ -105,15 +106,13 @@ def device_ops(
     table["total_ns"] = sums["time_ns"].to_numpy()
     for column in ("self_ns", "flops", "bytes_accessed"):
         table[column] = sums[column].to_numpy()
-    table["flops_seen"] = np.bincount(group, weights=measured["flops"].notna(), minlength=len(at))
-    table["bytes_seen"] = np.bincount(
-        group, weights=measured["bytes_accessed"].notna(), minlength=len(at)
-    )
+    for column, seen in (("flops", "flops_seen"), ("bytes_accessed", "bytes_seen")):
+        known = ~np.isnan(measured[column].to_numpy())
+        table[seen] = np.bincount(group, weights=known, minlength=len(at))
     texts = ["hlo_category", "program_id", "hlo_module", "short_name", "framework_op", "parent_op"]
     for column in texts:
-        values = frame[column].take(rows).astype(object).to_numpy()
         # a Series keeps the object dtype (an object array would be typed from its values)
-        first = pd.Series(cols.firsts(values, group, len(at)), dtype=object)
+        first = pd.Series(cols.first_values(frame[column], rows, group, len(at)), dtype=object)
         table["parent" if column == "parent_op" else column] = first
     table = _unmeasured_as_nan(table)
     table = table.rename(columns={"op": "name"})
