@@ -212,11 +212,7 @@ def groups_of(frame: pd.DataFrame, names: list[str]) -> list[tuple[tuple[Any, ..
     if not len(rows):
         return []
     group, first_rows = group_codes([key[rows] for key in keys])
-    if len(first_rows) == 1:
-        parts = [rows]
-    else:  # a stable sort of small integers (a radix sort)
-        small = group.astype(np.uint16) if len(first_rows) <= 1 << 16 else group
-        parts = np.split(rows[np.argsort(small, kind="stable")], np.cumsum(np.bincount(group))[:-1])
+    parts = split_groups(rows, group, len(first_rows))
     # pandas orders the groups (a categorical by its categories), on one row per group
     heads = frame[names].take(rows[first_rows]).reset_index(drop=True)
     return [
@@ -248,6 +244,18 @@ def text_codes(columns: list[pd.Series]) -> list[np.ndarray]:
         )
         found.append(lookup[codes])
     return found
+
+
+def split_groups(rows: np.ndarray, group: np.ndarray, groups: int) -> list[np.ndarray]:
+    """``rows`` split by their ``group`` (codes 0 .. ``groups`` - 1, each used): each group's
+    rows in their order, the groups in code order."""
+    import numpy as np
+
+    if groups == 1:
+        return [rows]
+    # a stable sort of small integers (a radix sort)
+    small = group.astype(np.uint16) if groups <= 1 << 16 else group
+    return np.split(rows[np.argsort(small, kind="stable")], np.cumsum(np.bincount(group))[:-1])
 
 
 def repeated(values: list[Any], counts: list[int]) -> Any:

@@ -18,6 +18,7 @@ XProf's ``op_profile`` to the microsecond.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import COMPILE_EVENTS, DERIVED_LINES, TPU_OP_LINES
@@ -30,11 +31,36 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+# The events' columns the device tables read (``device_events(events, MODEL_COLUMNS)``).
+MODEL_COLUMNS = frozenset(
+    {
+        "session",
+        "host",
+        "plane_kind",
+        "device",
+        "line",
+        "name",
+        "start_ns",
+        "end_ns",
+        "hlo_op",
+        "hlo_module",
+        "hlo_category",
+        "program_id",
+        "flops",
+        "bytes_accessed",
+        "device_offset_ps",
+        "device_duration_ps",
+        "group_id",
+        "args",
+        "framework_op",
+    }
+)
+
 # Kineto categories on GPU planes that annotate rather than execute.
 _ANNOTATION_CATS = frozenset({"gpu_user_annotation", "user_annotation"})
 
 
-def device_events(events: pd.DataFrame) -> pd.DataFrame:
+def device_events(events: pd.DataFrame, columns: Collection[str] | None = None) -> pd.DataFrame:
     """Each device's events, with ``compute`` (counts as busy), ``op`` and ``category``.
 
     Device planes as they are; for a host whose capture has no device plane with events, the
@@ -42,12 +68,16 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     Also ``time_ns`` and ``self_ns`` (op lines), ``parent_op`` (the op an op runs inside on its
     line: a fusion inside ``call.4`` or ``while.24``), ``short_name`` (a kernel's function name,
     ``categories.short_name``) and ``framework_op`` (the framework's op the event belongs to:
-    the ``name`` stat, JAX's name stack, else ``tf_op``; None where the capture has neither).
+    the ``name`` stat, JAX's name stack, else ``tf_op``; missing where the capture has neither).
     TPU events are on the device clock (module docstring).
 
-    ``device``, ``kind``, ``op``, ``category`` and ``short_name`` are categoricals: each is
-    worked out per distinct value (a device's kind, an op's category) and spread to the rows
-    through integer codes, and the tables read their codes, not a string per row.
+    ``device``, ``kind``, ``op``, ``category``, ``short_name``, ``parent_op`` and (from
+    ``args``) ``framework_op`` are categoricals (missing: none): each is worked out per
+    distinct value (a device's kind, an op's category) and spread to the rows through integer
+    codes, and the tables read their codes, not a string per row.
+
+    ``columns``: the events' columns to keep (None: all; ``MODEL_COLUMNS``: those the device
+    tables read), since copying the device events' rows of each column is most of the cost.
     """
     import numpy as np
     import pandas as pd
@@ -59,9 +89,8 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     with_devices[host_codes[on_device]] = True
     host_rows = cols.equals(events["plane_kind"], "host") & ~with_devices[host_codes]
     cpu_ops = host_rows & cols.present(events["hlo_op"])
-    frame: pd.DataFrame = events[
-        on_device | cpu_ops
-    ]  # a new frame (copy on write): events are not touched
+    kept = events if columns is None else events[[c for c in events.columns if c in columns]]
+    frame = rows_of(kept, np.flatnonzero(on_device | cpu_ops))  # events are not touched
     host_plane = cols.equals(frame["plane_kind"], "host")
     # each row's device as a code into its distinct values (host-plane rows: "CPU"; missing:
     # NaN), so the device kind is named once per device
@@ -103,12 +132,14 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     time_ns, self_ns, parents = _op_times(frame)
     frame["time_ns"], frame["self_ns"] = time_ns, self_ns
     op_values = np.array([*ops, np.nan], dtype=object)  # code -1 (no op): the last
-    not_nested = np.array(None)  # an object array: None where an op is in no other op
-    frame["parent_op"] = np.where(
-        parents >= 0, op_values[op_codes[np.maximum(parents, 0)]], not_nested
+    # the op each op runs inside (missing where it is in no other op)
+    frame["parent_op"] = cols.from_codes(
+        np.where(parents >= 0, op_codes[np.maximum(parents, 0)], -1), ops
     )
-    shorts = [short_name(str(name)) for name in op_values.tolist()]
-    frame["short_name"] = cols.from_codes(np.where(op_codes < 0, len(ops), op_codes), shorts)
+    named = np.where(op_codes < 0, len(ops), op_codes)
+    used = np.bincount(named, minlength=len(op_values)) > 0  # names of ops no row has: unread
+    shorts = [short_name(str(n)) if u else "" for n, u in zip(op_values, used, strict=True)]
+    frame["short_name"] = cols.from_codes(named, shorts)
     if "framework_op" in frame:  # made by the parse where the frame has no args (a pod's)
         ops_of = frame["framework_op"].astype(object)
         frame["framework_op"] = ops_of.where(ops_of.notna(), None)
@@ -148,6 +179,28 @@ def _in_ops(coded: tuple[np.ndarray, list[Any]], ops: list[Any]) -> np.ndarray:
     return found
 
 
+def rows_of(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """``frame.take(rows)`` (its index too), built column by column: a categorical from its
+    taken codes, a numpy column by a numpy take, without pandas' checks per column (each
+    column of a million events costs one gather)."""
+    import numpy as np
+    import pandas as pd
+
+    data: dict[str, Any] = {}
+    for name in frame.columns:
+        column = frame[name]
+        values = column.array
+        if isinstance(values, pd.Categorical):
+            data[name] = pd.Categorical.from_codes(
+                values.codes[rows], dtype=values.dtype, validate=False
+            )
+        elif isinstance(column.dtype, np.dtype):
+            data[name] = column.to_numpy()[rows]
+        else:
+            data[name] = values.take(rows)
+    return pd.DataFrame(data, index=frame.index[rows], columns=frame.columns, copy=False)
+
+
 _NONE = object()  # None as a value of its own (pandas counts None and NaN as one missing value)
 
 
@@ -157,6 +210,8 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     import numpy as np
     import pandas as pd
 
+    if np.equal(values, np.array(None, dtype=object)).all():  # no value (an absent stat)
+        return np.zeros(len(values), dtype=np.int64), [None] if len(values) else []
     if not pd.isna(values).any():  # nothing missing: no None to tell apart
         codes, distinct = pd.factorize(values)
         return codes, distinct.tolist()
@@ -201,22 +256,26 @@ def _stat(args: pd.Series, key: str) -> np.ndarray:
     return stat_values(args, key)
 
 
-def _framework_ops(args: pd.Series) -> np.ndarray:
+def _framework_ops(args: pd.Series) -> pd.Categorical:
     """Per event, its framework op from its stats: ``name`` (JAX's name stack, e.g.
     ``jit(loss_fn)/jvp()/convert_element_type``), else ``tf_op`` unless it is only XLA's
-    placeholder (``XlaModule:``); None where neither is usable text. Each distinct value is
-    judged once."""
+    placeholder (``XlaModule:``); missing where neither is usable text. Each distinct value
+    is judged once; the rows get codes into the values chosen."""
     import numpy as np
     import pandas as pd
 
-    chosen = np.full(len(args), None, dtype=object)
+    chosen = np.full(len(args), -1, dtype=np.int64)
+    listed: list[Any] = []
     for key in ("tf_op", "name"):  # the name stack, where usable, wins: it is set last
         values = _stat(args, key)
+        if np.equal(values, np.array(None, dtype=object)).all():  # no event has it
+            continue
         codes, distinct = pd.factorize(values)
         usable = [isinstance(v, str) and v != "" and not v.endswith(":") for v in distinct]
         take = np.asarray([*usable, False], dtype=bool)[codes]  # code -1 (None): the last
-        chosen[take] = values[take]
-    return chosen
+        chosen[take] = len(listed) + codes[take]
+        listed += distinct.tolist()
+    return cols.from_codes(chosen, listed)
 
 
 def _to_device_clock(frame: pd.DataFrame) -> None:
@@ -319,7 +378,7 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sizes = np.bincount(group)
     own = np.full(len(ops), np.nan)  # an op in no group (a missing key): not measured
     parent = np.full(len(ops), -1, dtype=np.int64)
-    for index in np.split(keyed[np.argsort(group, kind="stable")], np.cumsum(sizes)[:-1]):
+    for index in cols.split_groups(keyed, group, len(sizes)):
         if not np.isnan(offsets[index]).any():
             begin = offsets[index].astype(np.int64)
             end = begin + (times[index] * 1000.0).astype(np.int64)

@@ -13,7 +13,7 @@ from xlaprof.tables.device.bottleneck import (
     step_bottlenecks,
     step_bounds,
 )
-from xlaprof.tables.device.events import device_events
+from xlaprof.tables.device.events import MODEL_COLUMNS, device_events
 from xlaprof.tables.device.lines import LINE_COLUMNS, by_line, device_time_by_line
 from xlaprof.tables.device.ops import OP_COLUMNS, device_ops
 from xlaprof.tables.device.steps import (
@@ -46,7 +46,7 @@ def summarize_host(
     import pandas as pd
 
     events = with_session(events)
-    frame = device_events(events)
+    frame = device_events(events, MODEL_COLUMNS)
     groups = DeviceGroups.of(frame)  # each device's rows, found once for every table
     windows = step_windows(events, frame, host_bounds, groups)
     ops = device_ops(events, devices, frame=frame)

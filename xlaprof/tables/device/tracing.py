@@ -113,13 +113,14 @@ def tracing_vs_device(
     host_plane = cols.equals(events["plane_kind"], "host")
     lazy_rows = cols.member(events["name"], LAZY_TENSOR_EVENTS)
     groups = DeviceGroups.of(frame) if groups is None else groups
-    for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
+    starts, ends = bounds["start_ns"].to_numpy(), bounds["end_ns"].to_numpy()
+    numbers = bounds["step"].to_numpy(dtype=np.int64)
+    for (session, host), mine in cols.groups_of(bounds, ["session", "host"]):
         rows = (
             cols.equals(events["session"], session) & cols.equals(events["host"], host) & host_plane
         )
         lazy = bool((rows & lazy_rows).any())
-        a = mine["start_ns"].to_numpy()
-        b = mine["end_ns"].to_numpy()
+        a, b = starts[mine], ends[mine]
         # tracing and the host's measured work are read on lazy-tensor hosts only
         measured = (
             _lazy_host_s(events.loc[rows, ["line", "name", "start_ns", "end_ns"]], a, b)
@@ -134,7 +135,7 @@ def tracing_vs_device(
         _host_rows(
             columns,
             (session, host, lazy),
-            mine["step"].to_numpy(dtype=np.int64),
+            numbers[mine],
             (b - a) / 1e9,
             measured,
             _busy_s([groups.busy(key) for key in devices], a, b),
@@ -178,7 +179,8 @@ def _host_rows(
         idled = busy == 0  # the device idled all step: bound by the host if it worked
         limit = TRACING_BOUND_RATIO if lazy else HOST_BOUND_RATIO
         by_host = np.where(idled, host_s > 0, host_s >= limit * busy)
-        bound = np.where(by_host, "tracing" if lazy else "host", "device").astype(object)
+        labels = np.array(["device", "tracing" if lazy else "host"], dtype=object)
+        bound = labels[by_host.astype(np.int8)]  # two strings, each row a reference to one
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = host_s / busy
         if idled.any():  # no ratio to an idle device: None
@@ -215,7 +217,11 @@ def _table(columns: dict[str, list[Any]]) -> pd.DataFrame:
         if name in data:
             continue
         blocks = columns[name]
-        if any(b is None or b.dtype == object for b in blocks):
+        if name == "bound" and all(b is not None for b in blocks):
+            # text only ("tracing", "host", "device"): typed as its list, from its values
+            codes, values = pd.factorize(np.concatenate(blocks))
+            data[name] = cols.typed(values.tolist(), codes)
+        elif any(b is None or b.dtype == object for b in blocks):
             listed: list[Any] = []
             for block, count in zip(blocks, counts, strict=True):
                 listed += [None] * count if block is None else block.tolist()
