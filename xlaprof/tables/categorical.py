@@ -34,7 +34,7 @@ def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> 
 
     if isinstance(column.dtype, pd.CategoricalDtype):
         answers = [test(str(c)) for c in column.array.categories]
-        missing = False if dtype is bool else np.nan
+        missing = False if dtype is bool else 0 if np.dtype(dtype).kind in "iu" else np.nan
         table = np.array([*answers, missing], dtype=dtype)
         codes: np.ndarray = column.array.codes
         if dtype is bool:
@@ -50,6 +50,19 @@ def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> 
     return np.array([test(v) for v in values], dtype=dtype) if len(values) else np.zeros(0, dtype)
 
 
+def flags(column: pd.Series, tests: list[Callable[[str], bool]]) -> np.ndarray:
+    """Several text tests at once (eight at most): per row, bit i set where ``tests[i]`` holds
+    for its text (missing: none set), each test answered once per category; one pass over
+    the rows."""
+    import numpy as np
+
+    def bits(text: str) -> int:
+        return sum(1 << i for i, test in enumerate(tests) if test(text))
+
+    found: np.ndarray = _per_category(column, bits, np.uint8)
+    return found
+
+
 def equals(column: pd.Series, value: object) -> np.ndarray:
     """``column == value`` compared as text: a boolean array, one per row (all False for
     ``None``: a missing value equals nothing)."""
@@ -63,6 +76,21 @@ def equals(column: pd.Series, value: object) -> np.ndarray:
         return (column.astype(str) == str(value)).to_numpy()
     wanted = str(value)
     return _per_category(column, lambda text: text == wanted, bool)
+
+
+def equals_at(column: pd.Series, value: object, rows: np.ndarray) -> np.ndarray:
+    """``equals(column, value)[rows]``, reading only ``rows``."""
+    import numpy as np
+    import pandas as pd
+
+    if value is None:
+        return np.zeros(len(rows), bool)
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return (column.iloc[rows].astype(str) == str(value)).to_numpy()
+    wanted = str(value)
+    table = np.array([str(c) == wanted for c in column.array.categories] + [False], dtype=bool)
+    found: np.ndarray = table[column.array.codes[rows]]
+    return found
 
 
 def member(column: pd.Series, values: Iterable[object]) -> np.ndarray:
@@ -108,12 +136,29 @@ def codes(column: pd.Series) -> np.ndarray:
 
 def coded(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
     """``codes(column)`` and the distinct value of each code (a categorical's categories)."""
+    import numpy as np
     import pandas as pd
 
     if isinstance(column.dtype, pd.CategoricalDtype):
         return column.array.codes, column.array.categories.tolist()
+    if _one_text(column):  # a table's session or host: one value in every row
+        return np.zeros(len(column), dtype=np.intp), [column.iloc[0]]
     found, distinct = pd.factorize(column)
     return found, list(distinct)
+
+
+def _one_text(column: pd.Series) -> bool:
+    """Whether a text column (pandas' Arrow strings) holds one value in every row, none
+    missing: asked of Arrow directly, which is cheaper than numbering its rows."""
+    import pandas as pd
+
+    dtype = column.dtype
+    if not (isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow" and len(column)):
+        return False
+    import pyarrow.compute as pc
+
+    arrow = column.array.__arrow_array__()
+    return arrow.null_count == 0 and bool(pc.all(pc.equal(arrow, arrow[0])).as_py())
 
 
 def present(column: pd.Series) -> np.ndarray:
@@ -164,7 +209,8 @@ def refactorize(codes: np.ndarray, values: list[Any]) -> tuple[np.ndarray, list[
 
 
 def group_codes(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the code of its tuple of ``keys`` (integer codes, -1 a value like the others):
+    """Per row, the code of its tuple of ``keys`` (integers: codes, -1 a value like the others,
+    or any integers, such as step numbers):
     0, 1, ... in order of first appearance (as ``groupby(sort=False)`` orders groups), and the
     first row of each code.
 
@@ -178,16 +224,19 @@ def group_codes(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     span = 1  # the values ``group`` can hold: 0 .. span - 1
     numbered = True  # whether ``group`` is already 0, 1, ... in order of first appearance
     for key in keys:
-        key = np.asarray(key, dtype=np.int64)
         if not len(key):
             continue
         low, high = int(key.min()), int(key.max())
         if low == high:
             continue  # one value: it splits no group
+        key = np.asarray(key, dtype=np.int64)
         width = high - low + 1
         if span * width >= 1 << 62:
             group = pd.factorize(group)[0]
             span = int(group.max()) + 1
+        if span * width >= 1 << 62:  # a key of far-apart integers: numbered first
+            key = pd.factorize(key)[0]
+            low, width = 0, int(key.max()) + 1
         group = group * width + (key - low)
         span *= width
         numbered = False
@@ -283,18 +332,25 @@ def firsts(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
     return found
 
 
-def first_values(column: pd.Series, rows: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+def first_values(
+    column: pd.Series, rows: np.ndarray, group: np.ndarray, heads: np.ndarray
+) -> np.ndarray:
     """``firsts`` of ``column`` at ``rows`` (an object array: a categorical's values, None
-    where a group has none), a categorical's found from its codes."""
+    where a group has none; ``heads``: each group's first position in ``rows``), a
+    categorical's found from its codes: a group whose first row has a value takes it, only
+    the others are searched."""
     import numpy as np
     import pandas as pd
 
+    groups = len(heads)
     if not isinstance(column.dtype, pd.CategoricalDtype):
         return firsts(column.take(rows).astype(object).to_numpy(), group, groups)
     codes = column.array.codes[rows]
-    present = np.flatnonzero(codes >= 0)
-    first = np.full(groups, len(rows), dtype=np.int64)
-    np.minimum.at(first, group[present], present)
+    first = np.where(codes[heads] >= 0, heads, len(rows))
+    unknown = first == len(rows)
+    if unknown.any():
+        present = np.flatnonzero((codes >= 0) & unknown[group])
+        np.minimum.at(first, group[present], present)
     found = np.full(groups, None, dtype=object)
     known = first < len(rows)
     values = np.asarray(column.array.categories.astype(object), dtype=object)

@@ -26,8 +26,11 @@ class Coverage:
         if len(starts) == 0:
             empty = np.zeros(0, dtype=np.int64)
             return cls(empty, empty, empty)
-        order = np.argsort(starts, kind="stable")
-        s, e = starts[order], ends[order]
+        if (starts[1:] >= starts[:-1]).all():  # in order already (a union grown in turn)
+            s, e = starts, ends
+        else:
+            order = np.argsort(starts, kind="stable")
+            s, e = starts[order], ends[order]
         reach = np.maximum.accumulate(e)
         new = np.concatenate([[True], s[1:] > reach[:-1]])
         first = np.flatnonzero(new)

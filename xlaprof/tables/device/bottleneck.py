@@ -164,25 +164,24 @@ def _class_seconds(
 
     starts, ends, classes = device
     seconds = {name: np.zeros(len(a)) for name in CLASSES}
-    claimed_s: list[np.ndarray] = []
-    claimed_e: list[np.ndarray] = []
+    # the union of what the classes so far claim: each class's events joined to the union
+    # before it (the same union as of all their events, with fewer intervals to order)
+    claimed = Coverage.of(starts[:0], ends[:0])
     before = np.zeros(len(a))
     for code, name in enumerate(DEVICE_CLASSES, start=1):
         chosen = classes == code
         if not chosen.any():
             continue
-        claimed_s.append(starts[chosen])
-        claimed_e.append(ends[chosen])
-        now = _covered(claimed_s, claimed_e, a, b)
+        claimed = _joined(claimed, starts[chosen], ends[chosen])
+        now = claimed.within(a, b).astype(np.float64)
         seconds[name] += (now - before) / 1e9
         before = now
     busy = before
     for name in ("compilation", "input"):
         if name not in on_host.spans:
             continue
-        claimed_s.append(on_host.spans[name][0])
-        claimed_e.append(on_host.spans[name][1])
-        now = _covered(claimed_s, claimed_e, a, b)
+        claimed = _joined(claimed, *on_host.spans[name])
+        now = claimed.within(a, b).astype(np.float64)
         seconds[name] += (now - before) / 1e9
         before = now
     rest = np.maximum((b - a) - before, 0) / 1e9
@@ -190,13 +189,11 @@ def _class_seconds(
     return seconds, busy
 
 
-def _covered(
-    starts: list[np.ndarray], ends: list[np.ndarray], a: np.ndarray, b: np.ndarray
-) -> np.ndarray:
+def _joined(union: Coverage, starts: np.ndarray, ends: np.ndarray) -> Coverage:
+    """The union of ``union`` and the intervals [starts, ends)."""
     import numpy as np
 
-    coverage = Coverage.of(np.concatenate(starts), np.concatenate(ends))
-    return coverage.within(a, b).astype(np.float64)
+    return Coverage.of(np.concatenate([union.starts, starts]), np.concatenate([union.ends, ends]))
 
 
 def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
@@ -276,11 +273,18 @@ def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], _HostSpans]:
     # each test once per category; the rows each picks (few) split by host through the codes,
     # no mask of every event per host. A host none of them picks is left out: its lookup's
     # default (not lazy, no spans) is what its entry would say.
+    tests = [
+        lambda text: text in COMPILE_EVENTS,
+        lambda text: bool(INPUT_EVENT.search(text)),
+        lambda text: text in LAZY_TENSOR_EVENTS,
+    ]
+    bits = np.where(host, cols.flags(events["name"], tests), 0)
+    some = np.flatnonzero(bits)
     picked = {
-        "compilation": np.flatnonzero(cols.member(events["name"], COMPILE_EVENTS) & host),
-        "input": np.flatnonzero(cols.matches(events["name"], INPUT_EVENT) & host),
+        "compilation": some[(bits[some] & 1) > 0],
+        "input": some[(bits[some] & 2) > 0],
     }
-    lazy = np.flatnonzero(cols.member(events["name"], LAZY_TENSOR_EVENTS) & host)
+    lazy = some[(bits[some] & 4) > 0]
     starts, ends = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
     sessions, hosts = cols.codes(events["session"]), cols.codes(events["host"])
     every = np.concatenate([lazy, *picked.values()])
@@ -426,7 +430,6 @@ def busiest_rows(bottleneck: pd.DataFrame, host: str | None = None) -> np.ndarra
     per (session, host, step) among the rows with a step number and a bottleneck (of
     ``host``'s steps only, if given), the first of the most busy time on a tie."""
     import numpy as np
-    import pandas as pd
 
     chosen = bottleneck["step"].notna().to_numpy() & bottleneck["bottleneck"].notna().to_numpy()
     if host is not None:
@@ -440,7 +443,7 @@ def busiest_rows(bottleneck: pd.DataFrame, host: str | None = None) -> np.ndarra
         [
             cols.codes(bottleneck["session"])[rows],
             cols.codes(bottleneck["host"])[rows],
-            pd.factorize(bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[rows])[0],
+            bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[rows],
         ]
     )[0]
     if key.max() + 1 < len(key):  # some step has several devices

@@ -112,7 +112,7 @@ def device_ops(
     texts = ["hlo_category", "program_id", "hlo_module", "short_name", "framework_op", "parent_op"]
     for column in texts:
         # a Series keeps the object dtype (an object array would be typed from its values)
-        first = pd.Series(cols.first_values(frame[column], rows, group, len(at)), dtype=object)
+        first = pd.Series(cols.first_values(frame[column], rows, group, firsts), dtype=object)
         table["parent" if column == "parent_op" else column] = first
     table = _unmeasured_as_nan(table)
     table = table.rename(columns={"op": "name"})

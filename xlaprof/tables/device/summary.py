@@ -93,7 +93,7 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
             tracing["step"].to_numpy(dtype=np.int64),
         ]
     )
-    key = cols.group_codes([*both, pd.factorize(steps)[0]])[0]
+    key = cols.group_codes([*both, steps])[0]
     row_of = np.full(int(key.max()) + 1, -1, dtype=np.int64)
     row_of[key[: len(busiest)]] = np.arange(len(busiest))
     found = row_of[key[len(busiest) :]]

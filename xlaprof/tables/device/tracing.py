@@ -111,22 +111,29 @@ def tracing_vs_device(
     columns: dict[str, list[Any]] = {name: [] for name in TRACING_COLUMNS}
     # masks and columns as arrays, once: no frame is copied per host
     host_plane = cols.equals(events["plane_kind"], "host")
-    lazy_rows = cols.member(events["name"], LAZY_TENSOR_EVENTS)
+    lazy_rows = np.flatnonzero(cols.member(events["name"], LAZY_TENSOR_EVENTS) & host_plane)
     groups = DeviceGroups.of(frame) if groups is None else groups
     starts, ends = bounds["start_ns"].to_numpy(), bounds["end_ns"].to_numpy()
     numbers = bounds["step"].to_numpy(dtype=np.int64)
     for (session, host), mine in cols.groups_of(bounds, ["session", "host"]):
-        rows = (
-            cols.equals(events["session"], session) & cols.equals(events["host"], host) & host_plane
+        # the host's lazy-tensor events (few): read before any mask of every event is made
+        lazy = bool(
+            (
+                cols.equals_at(events["session"], session, lazy_rows)
+                & cols.equals_at(events["host"], host, lazy_rows)
+            ).any()
         )
-        lazy = bool((rows & lazy_rows).any())
         a, b = starts[mine], ends[mine]
         # tracing and the host's measured work are read on lazy-tensor hosts only
-        measured = (
-            _lazy_host_s(events.loc[rows, ["line", "name", "start_ns", "end_ns"]], a, b)
-            if lazy
-            else None
-        )
+        measured = None
+        if lazy:
+            rows = (
+                cols.equals(events["session"], session)
+                & cols.equals(events["host"], host)
+                & host_plane
+            )
+            on_host = events.loc[rows, ["line", "name", "start_ns", "end_ns"]]
+            measured = _lazy_host_s(on_host, a, b)
         devices = [
             key
             for key, _ in groups.groups
