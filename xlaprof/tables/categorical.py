@@ -38,29 +38,60 @@ def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> 
         table = np.array([*answers, missing], dtype=dtype)
         codes: np.ndarray = column.array.codes
         if dtype is bool:
-            # one answer for every row (a line no row is on, a capture's one host): no row is
-            # read (a missing row's answer is False)
-            if not table.any():
-                return np.zeros(len(codes), dtype=bool)
-            if table[:-1].all() and codes.min(initial=0) >= 0:
-                return np.ones(len(codes), dtype=bool)
-        found: np.ndarray = table[codes]  # code -1 (missing) -> the last entry
+            return _spread(table, codes)
+        found: np.ndarray = np.take(table, codes)  # code -1 (missing) -> the last entry
         return found
     values = column.astype(str).to_numpy()
     return np.array([test(v) for v in values], dtype=dtype) if len(values) else np.zeros(0, dtype)
 
 
-def flags(column: pd.Series, tests: list[Callable[[str], bool]]) -> np.ndarray:
-    """Several text tests at once (eight at most): per row, bit i set where ``tests[i]`` holds
-    for its text (missing: none set), each test answered once per category; one pass over
-    the rows."""
+def _spread(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``table[codes]`` for a boolean answer per category (and False for code -1, the last
+    entry): by comparing the codes with the few categories that differ from the rest where
+    there are few (a comparison is several times cheaper than a lookup per row)."""
+    import numpy as np
+
+    answers = table[:-1]
+    hits = np.flatnonzero(answers)
+    # one answer for every row (a line no row is on, a capture's one host): no row is read
+    # beyond a missing one (whose answer is False)
+    if not len(hits):
+        return np.zeros(len(codes), dtype=bool)
+    if len(hits) == len(answers) and codes.min(initial=0) >= 0:
+        return np.ones(len(codes), dtype=bool)
+    found: np.ndarray
+    if len(hits) <= _FEW:
+        found = codes == hits[0]
+        for hit in hits[1:].tolist():
+            found |= codes == hit
+        return found
+    misses = np.flatnonzero(~answers)
+    if len(misses) <= _FEW:
+        found = codes >= 0
+        for miss in misses.tolist():
+            found &= codes != miss
+        return found
+    spread: np.ndarray = np.take(table, codes)
+    return spread
+
+
+# How many categories are compared one by one rather than looked up per row.
+_FEW = 4
+
+
+def flagged(column: pd.Series, tests: list[Callable[[str], bool]]) -> tuple[np.ndarray, np.ndarray]:
+    """Several text tests at once (eight at most), each answered once per category: the rows
+    where any holds, and per such row bit i set where ``tests[i]`` holds for its text (a
+    missing value: none)."""
     import numpy as np
 
     def bits(text: str) -> int:
         return sum(1 << i for i, test in enumerate(tests) if test(text))
 
-    found: np.ndarray = _per_category(column, bits, np.uint8)
-    return found
+    found = np.flatnonzero(_per_category(column, lambda text: bits(text) > 0, bool))
+    if not len(found):
+        return found, np.zeros(0, np.uint8)
+    return found, _per_category(column.iloc[found], bits, np.uint8)
 
 
 def equals(column: pd.Series, value: object) -> np.ndarray:

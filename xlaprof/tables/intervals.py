@@ -74,32 +74,34 @@ def nesting(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarra
     into such blocks, and only blocks of two or more events are walked (``_nest``)."""
     import numpy as np
 
-    order = _start_order(starts, ends)
     own: np.ndarray = (ends - starts).astype(np.float64)
     parent = np.full(len(starts), -1, dtype=np.int64)
-    if len(order) < 2:
+    if len(starts) < 2:
         return own, parent
-    ordered_ends = ends[order]
-    reach = np.maximum.accumulate(ordered_ends)
-    alone = np.concatenate([[True], starts[order][1:] >= reach[:-1]])
+    order = _start_order(starts, ends)  # None: in that order already
+    ordered_starts = starts if order is None else starts[order]
+    reach = np.maximum.accumulate(ends if order is None else ends[order])
+    alone = np.concatenate([[True], ordered_starts[1:] >= reach[:-1]])
+    if alone.all():  # no event overlaps another: none nests
+        return own, parent
     block = np.cumsum(alone) - 1
     crowded = np.bincount(block)[block] > 1
-    if crowded.any():
-        _nest(starts, ends, order[crowded], own, parent)
+    rows = np.flatnonzero(crowded) if order is None else order[crowded]
+    _nest(starts, ends, rows, own, parent)
     return own, parent
 
 
-def _start_order(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def _start_order(starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
     """The events in start order, the longer first on a tie (``np.lexsort((-ends, starts))``,
-    stable): the events as they are where they are in that order already (a line's events
-    mostly come in time order)."""
+    stable); None where they are in that order already (a line's events mostly come in time
+    order)."""
     import numpy as np
 
-    if len(starts) > 1:
-        later = starts[1:] - starts[:-1]
-        if (later > 0).all() or ((later >= 0) & ((later > 0) | (ends[1:] <= ends[:-1]))).all():
-            return np.arange(len(starts))
-    return np.lexsort((-ends, starts))
+    later = starts[1:] - starts[:-1]
+    if (later > 0).all() or ((later >= 0) & ((later > 0) | (ends[1:] <= ends[:-1]))).all():
+        return None
+    found: np.ndarray = np.lexsort((-ends, starts))
+    return found
 
 
 def _nest(

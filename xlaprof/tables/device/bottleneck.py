@@ -205,14 +205,16 @@ def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
 
     def category(name: str) -> np.ndarray:
         found = np.array([c == name for c in categories] + [False], dtype=bool)
-        rows: np.ndarray = found[category_codes]
+        rows: np.ndarray = np.take(found, category_codes)
         return rows
 
     compute = frame["compute"].to_numpy(dtype=bool)
     op_line = frame["op_line"].to_numpy(dtype=bool)
     # one regex per distinct op, not per event
     codes, names = cols.coded(frame["op"])
-    done = np.array([bool(_ASYNC_DONE.search(str(n))) for n in names] + [False], bool)[codes]
+    done = np.take(
+        np.array([bool(_ASYNC_DONE.search(str(n))) for n in names] + [False], bool), codes
+    )
     klass = np.zeros(len(frame), dtype=np.int64)
 
     def mark(rows: np.ndarray, name: str) -> None:
@@ -267,9 +269,6 @@ def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], _HostSpans]:
     torch_xla's lazy-tensor runtime."""
     import numpy as np
 
-    host = cols.equals(events["plane_kind"], "host")
-    if not host.any():
-        return {}
     # each test once per category; the rows each picks (few) split by host through the codes,
     # no mask of every event per host. A host none of them picks is left out: its lookup's
     # default (not lazy, no spans) is what its entry would say.
@@ -278,13 +277,11 @@ def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], _HostSpans]:
         lambda text: bool(INPUT_EVENT.search(text)),
         lambda text: text in LAZY_TENSOR_EVENTS,
     ]
-    bits = np.where(host, cols.flags(events["name"], tests), 0)
-    some = np.flatnonzero(bits)
-    picked = {
-        "compilation": some[(bits[some] & 1) > 0],
-        "input": some[(bits[some] & 2) > 0],
-    }
-    lazy = some[(bits[some] & 4) > 0]
+    some, bits = cols.flagged(events["name"], tests)
+    on_host = cols.equals_at(events["plane_kind"], "host", some)  # host planes' only
+    some, bits = some[on_host], bits[on_host]
+    picked = {"compilation": some[(bits & 1) > 0], "input": some[(bits & 2) > 0]}
+    lazy = some[(bits & 4) > 0]
     starts, ends = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
     sessions, hosts = cols.codes(events["session"]), cols.codes(events["host"])
     every = np.concatenate([lazy, *picked.values()])

@@ -83,14 +83,9 @@ def device_events(events: pd.DataFrame, columns: Collection[str] | None = None) 
     import pandas as pd
 
     # Categorical comparisons and per-category lookups: astype(str) on every event is slow.
-    on_device = cols.equals(events["plane_kind"], "device")
-    host_codes = cols.codes(events["host"])
-    with_devices = np.zeros(int(host_codes.max(initial=-1)) + 2, dtype=bool)  # last: missing
-    with_devices[host_codes[on_device]] = True
-    host_rows = cols.equals(events["plane_kind"], "host") & ~with_devices[host_codes]
-    cpu_ops = host_rows & cols.present(events["hlo_op"])
+    rows = _device_rows(events)
     kept = events if columns is None else events[[c for c in events.columns if c in columns]]
-    frame = rows_of(kept, np.flatnonzero(on_device | cpu_ops))  # events are not touched
+    frame = rows_of(kept, rows)  # events are not touched
     host_plane = cols.equals(frame["plane_kind"], "host")
     # each row's device as a code into its distinct values (host-plane rows: "CPU"; missing:
     # NaN), so the device kind is named once per device
@@ -121,7 +116,7 @@ def device_events(events: pd.DataFrame, columns: Collection[str] | None = None) 
     # TPU ops are categorized by their HLO category and text (the memory space of a copy is
     # in the shapes of the event name); GPU kernels by their op or kernel name.
     names = cols.coded(frame["name"])
-    text = np.where(category_codes >= 0, _in_ops(names, ops)[names[0]], op_codes)
+    text = np.where(category_codes >= 0, np.take(_in_ops(names, ops), names[0]), op_codes)
     category, labels = _categories(
         (category_codes, [*hlo_categories, None]),
         (text, [*ops, np.nan]),
@@ -158,7 +153,7 @@ def _ops(hlo_op: pd.Series, name: pd.Series) -> tuple[np.ndarray, list[Any]]:
     in_ops = _in_ops((hlo_codes, hlo_ops), hlo_ops)
     ops = list(hlo_ops)
     from_names = _in_ops(names, ops)  # extends ops with the names that are no hlo_op
-    codes = np.where(hlo_codes >= 0, in_ops[hlo_codes], from_names[names[0]])
+    codes = np.where(hlo_codes >= 0, np.take(in_ops, hlo_codes), np.take(from_names, names[0]))
     return codes, ops
 
 
@@ -176,6 +171,24 @@ def _in_ops(coded: tuple[np.ndarray, list[Any]], ops: list[Any]) -> np.ndarray:
             found[at] = position.setdefault(value, len(ops))
             if found[at] == len(ops):
                 ops.append(value)
+    return found
+
+
+def _device_rows(events: pd.DataFrame) -> np.ndarray:
+    """The rows of the device events: device planes', and the host plane's XLA ops (an
+    ``hlo_op``) of hosts with no device plane."""
+    import numpy as np
+
+    on_device = cols.equals(events["plane_kind"], "device")
+    host_codes = cols.codes(events["host"])
+    with_devices = np.zeros(int(host_codes.max(initial=-1)) + 2, dtype=bool)  # last: missing
+    if on_device.any():
+        with_devices[host_codes[on_device]] = True
+    host_rows = cols.equals(events["plane_kind"], "host")
+    if with_devices.any():  # hosts with a device plane: their host planes are no device
+        host_rows &= ~with_devices[host_codes]
+    cpu_ops = host_rows & cols.present(events["hlo_op"])
+    found: np.ndarray = np.flatnonzero(on_device | cpu_ops)
     return found
 
 

@@ -249,7 +249,7 @@ def device_steps(
         mine = groups.compute(key)
         a, b = starts[at], ends[at]
         order.append(at)
-        busy = groups.busy(key).within(a, b)
+        busy = groups.busy_in(key, a, b)
         found = {
             "wall_s": (b - a) / 1e9,
             "busy_s": busy / 1e9,
@@ -308,6 +308,9 @@ class DeviceGroups:
     timed: _Timed
     _busy: dict[tuple[str, str, str], Coverage] = field(default_factory=dict)
     _windows: tuple[pd.DataFrame, list[tuple[tuple[Any, ...], np.ndarray]]] | None = None
+    _within: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=dict
+    )
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> DeviceGroups:
@@ -335,6 +338,20 @@ class DeviceGroups:
         if self._windows is None or self._windows[0] is not windows:
             self._windows = (windows, cols.groups_of(windows, ["session", "host", "device"]))
         return self._windows[1]
+
+    def busy_in(self, key: tuple[Any, ...], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``busy(key).within(a, b)``: the device's compute time in each window [a, b) (ns),
+        kept for the last windows asked about (the steps table and the host-vs-device table
+        ask about the same host steps)."""
+        import numpy as np
+
+        text = (str(key[0]), str(key[1]), str(key[2]))
+        last = self._within.get(text)
+        if last is not None and np.array_equal(last[0], a) and np.array_equal(last[1], b):
+            return last[2]
+        found = self.busy(key).within(a, b)
+        self._within[text] = (a, b, found)
+        return found
 
     def busy(self, key: tuple[Any, ...]) -> Coverage:
         """The union of ``key``'s compute events (found once per device)."""
@@ -374,7 +391,7 @@ class _Timed:
         codes, names = cols.coded(frame["category"])
         index = np.array([*(_CATEGORY_INDEX.get(n, -1) for n in names), -1], dtype=np.int64)
         compute = frame["compute"].to_numpy(dtype=bool)
-        return cls(starts, ends, compute, own, index[codes])
+        return cls(starts, ends, compute, own, np.take(index, codes))
 
     def category_seconds(
         self, rows: np.ndarray, a: np.ndarray, b: np.ndarray

@@ -145,7 +145,7 @@ def tracing_vs_device(
             numbers[mine],
             (b - a) / 1e9,
             measured,
-            _busy_s([groups.busy(key) for key in devices], a, b),
+            _busy_s([groups.busy_in(key, a, b) for key in devices]),
         )
     return _table(columns)
 
@@ -267,12 +267,11 @@ def _host_busy_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndar
     return busy
 
 
-def _busy_s(devices: list[Coverage], a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-    """Per window [a, b): the busiest device's compute time in it (seconds); None without
-    compute events. ``devices``: each device's union of compute events."""
+def _busy_s(per_device: list[np.ndarray]) -> np.ndarray | None:
+    """Per window: the busiest device's compute time in it (seconds); None without compute
+    events. ``per_device``: each device's compute time in each window (ns)."""
     import numpy as np
 
-    per_device = [busy.within(a, b) for busy in devices]
     if not per_device:
         return None
     busiest: np.ndarray = np.max(per_device, axis=0) / 1e9
