@@ -4,7 +4,7 @@ any window it covers (``Coverage``), and each event's self time (its time minus 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,6 +18,10 @@ class Coverage:
     starts: np.ndarray
     ends: np.ndarray
     before: np.ndarray  # covered length before each block
+    # the blocks with an empty one ahead (``upto``), made when first asked
+    _ahead: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, starts: np.ndarray, ends: np.ndarray) -> Coverage:
@@ -41,15 +45,25 @@ class Coverage:
         return cls(block_starts, block_ends, before)
 
     def upto(self, t: np.ndarray) -> np.ndarray:
-        """Covered length in (-inf, t) for each t."""
+        """Covered length in (-inf, t) for each t: the length before the last block starting
+        at or before t, and the part of that block before t. The blocks are looked up with
+        an empty block ahead of the first (at its start), so a t before every block needs no
+        case of its own."""
         import numpy as np
 
         if len(self.starts) == 0:
             return np.zeros(len(t), dtype=np.int64)
-        i = np.searchsorted(self.starts, t, side="right") - 1
-        safe = np.maximum(i, 0)
-        partial = np.clip(t - self.starts[safe], 0, self.ends[safe] - self.starts[safe])
-        return np.where(i >= 0, self.before[safe] + partial, 0)
+        if self._ahead is None:
+            first = self.starts[:1]
+            self._ahead = (
+                np.concatenate([first, self.starts]),
+                np.concatenate([first, self.ends]),
+                np.concatenate([[0], self.before]),
+            )
+        starts, ends, before = self._ahead
+        i = np.searchsorted(self.starts, t, side="right")  # 0: the empty block ahead
+        covered: np.ndarray = before[i] + np.maximum(np.minimum(t, ends[i]) - starts[i], 0)
+        return covered
 
     def within(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         covered: np.ndarray = self.upto(b) - self.upto(a)

@@ -127,8 +127,15 @@ def step_bottlenecks(
         a, b = starts[at], ends[at]
         order.append(at)
         on_host = host_spans.get((str(session), str(host)), _HostSpans())
+        key = (session, host, device)
+        # the classed events are the compute events: their union is the device's busy union
+        busy_union = (
+            (groups.busy(key), groups.busy_in(key, a, b))
+            if np.array_equal(mine, groups.compute(key))
+            else None
+        )
         seconds, busy = _class_seconds(
-            (all_starts[mine], all_ends[mine], klass[mine]), on_host, a, b
+            (all_starts[mine], all_ends[mine], klass[mine]), on_host, (a, b), busy_union
         )
         table = np.column_stack([seconds[name] for name in CLASSES])
         wall = (b - a) / 1e9
@@ -154,26 +161,34 @@ def step_bottlenecks(
 def _class_seconds(
     device: tuple[np.ndarray, np.ndarray, np.ndarray],
     on_host: _HostSpans,
-    a: np.ndarray,
-    b: np.ndarray,
+    windows: tuple[np.ndarray, np.ndarray],
+    busy_union: tuple[Coverage, np.ndarray] | None = None,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """One device's seconds per class in each window [a, b) (module docstring: each class
-    the part no class before it covers), and its busy time (ns). ``device``: its classed
-    events' starts, ends and class codes (``_device_class``)."""
+    """One device's seconds per class in each window [a, b) (``windows``; module docstring:
+    each class the part no class before it covers), and its busy time (ns). ``device``: its
+    classed events' starts, ends and class codes (``_device_class``); ``busy_union``: the
+    union of all of them and its length in each window, where the caller has it (a device
+    whose events are all of one class needs no other)."""
     import numpy as np
 
     starts, ends, classes = device
+    a, b = windows
     seconds = {name: np.zeros(len(a)) for name in CLASSES}
+    present = np.bincount(classes, minlength=len(DEVICE_CLASSES) + 1)[1:] > 0
     # the union of what the classes so far claim: each class's events joined to the union
     # before it (the same union as of all their events, with fewer intervals to order)
     claimed = Coverage.of(starts[:0], ends[:0])
     before = np.zeros(len(a))
     for code, name in enumerate(DEVICE_CLASSES, start=1):
-        chosen = classes == code
-        if not chosen.any():
+        if not present[code - 1]:
             continue
-        claimed = _joined(claimed, starts[chosen], ends[chosen])
-        now = claimed.within(a, b).astype(np.float64)
+        if busy_union is not None and present.sum() == 1:  # this class is all of them
+            claimed, covered = busy_union
+            now = covered.astype(np.float64)
+        else:
+            chosen = classes == code
+            claimed = _joined(claimed, starts[chosen], ends[chosen])
+            now = claimed.within(a, b).astype(np.float64)
         seconds[name] += (now - before) / 1e9
         before = now
     busy = before
