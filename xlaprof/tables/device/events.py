@@ -84,8 +84,8 @@ def device_events(events: pd.DataFrame, columns: Collection[str] | None = None) 
 
     # Categorical comparisons and per-category lookups: astype(str) on every event is slow.
     rows = _device_rows(events)
-    kept = events if columns is None else events[[c for c in events.columns if c in columns]]
-    frame = rows_of(kept, rows)  # events are not touched
+    kept = [c for c in events.columns if columns is None or c in columns]
+    frame = rows_of(events, rows, kept)  # events are not touched
     host_plane = cols.equals(frame["plane_kind"], "host")
     # each row's device as a code into its distinct values (host-plane rows: "CPU"; missing:
     # NaN), so the device kind is named once per device
@@ -192,15 +192,18 @@ def _device_rows(events: pd.DataFrame) -> np.ndarray:
     return found
 
 
-def rows_of(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    """``frame.take(rows)`` (its index too), built column by column: a categorical from its
-    taken codes, a numpy column by a numpy take, without pandas' checks per column (each
-    column of a million events costs one gather)."""
+def rows_of(
+    frame: pd.DataFrame, rows: np.ndarray, columns: list[str] | None = None
+) -> pd.DataFrame:
+    """``frame[columns].take(rows)`` (its index too; None: every column), built column by
+    column: a categorical from its taken codes, a numpy column by a numpy take, without
+    pandas' checks per column (each column of a million events costs one gather)."""
     import numpy as np
     import pandas as pd
 
+    columns = list(frame.columns) if columns is None else columns
     data: dict[str, Any] = {}
-    for name in frame.columns:
+    for name in columns:
         column = frame[name]
         values = column.array
         if isinstance(values, pd.Categorical):
@@ -211,7 +214,7 @@ def rows_of(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
             data[name] = column.to_numpy()[rows]
         else:
             data[name] = values.take(rows)
-    return pd.DataFrame(data, index=frame.index[rows], columns=frame.columns, copy=False)
+    return pd.DataFrame(data, index=frame.index[rows], columns=columns, copy=False)
 
 
 _NONE = object()  # None as a value of its own (pandas counts None and NaN as one missing value)
@@ -378,14 +381,15 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ops = np.flatnonzero(frame["op_line"].to_numpy())
     if not len(ops):
         return time_ns, self_ns, parents
-    on_device = frame["device_duration_ps"].to_numpy()[ops]
-    starts = frame["start_ns"].to_numpy()[ops]
-    wall = frame["end_ns"].to_numpy()[ops] - starts
+    every = slice(None) if len(ops) == len(frame) else ops  # every row an op: no gather
+    on_device = frame["device_duration_ps"].to_numpy()[every]
+    starts = frame["start_ns"].to_numpy()[every]
+    wall = frame["end_ns"].to_numpy()[every] - starts
     times = np.where(np.isnan(on_device), wall, on_device / 1000.0)
-    offsets = frame["device_offset_ps"].to_numpy()[ops]
+    offsets = frame["device_offset_ps"].to_numpy()[every]
     # One group per (session, host, device, line), found from the columns' codes (a row with
     # a missing key is in no group, as in groupby).
-    keys = [cols.codes(frame[name])[ops] for name in ("session", "host", "device", "line")]
+    keys = [cols.codes(frame[name])[every] for name in ("session", "host", "device", "line")]
     keyed = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
     group = cols.group_codes([key[keyed] for key in keys])[0] if len(keyed) else keyed
     sizes = np.bincount(group)
@@ -402,7 +406,7 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             end = begin + times[index].astype(np.int64)
             own[index], up = nesting(begin, end)
         parent[index] = np.where(up >= 0, index[np.maximum(up, 0)], -1)
-    time_ns[ops] = times
-    self_ns[ops] = own
+    time_ns[every] = times
+    self_ns[every] = own
     parents[ops] = np.where(parent >= 0, ops[np.maximum(parent, 0)], -1)
     return time_ns, self_ns, parents

@@ -87,7 +87,8 @@ def device_ops(
     # distinct key (a missing value a key of its own), in order of first appearance, as
     # groupby(sort=False, dropna=False) on the six columns orders them.
     group_keys = ["session", "host", "device", "kind", "op", "category"]
-    group, firsts = cols.group_codes([cols.codes(frame[k])[rows] for k in group_keys])
+    every = slice(None) if len(rows) == len(frame) else rows  # every row an op: no gather
+    group, firsts = cols.group_codes([cols.codes(frame[k])[every] for k in group_keys])
     at = rows[firsts]
     table = pd.DataFrame(
         {
@@ -99,7 +100,7 @@ def device_ops(
         }
     )
     measured = pd.DataFrame(
-        {c: frame[c].to_numpy()[rows] for c in ("time_ns", "self_ns", "flops", "bytes_accessed")}
+        {c: frame[c].to_numpy()[every] for c in ("time_ns", "self_ns", "flops", "bytes_accessed")}
     )
     # pandas' grouped sums (compensated) and firsts (the first non-null), as always
     sums = measured.groupby(group, sort=False).sum()

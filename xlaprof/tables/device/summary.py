@@ -81,22 +81,19 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
     tracing = tracing.copy()
     # one row per (session, host, step) in the busiest rows: a lookup, not a join per row,
     # through one code per key of both tables (session and host compared as text)
-    both = [
-        np.concatenate([mine[busiest], theirs])
+    keys = [
+        (mine[busiest], theirs)
         for mine, theirs in (
             cols.text_codes([bottleneck[name], tracing[name]]) for name in ("session", "host")
         )
     ]
-    steps = np.concatenate(
-        [
+    keys.append(
+        (
             bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[busiest],
             tracing["step"].to_numpy(dtype=np.int64),
-        ]
+        )
     )
-    key = cols.group_codes([*both, steps])[0]
-    row_of = np.full(int(key.max()) + 1, -1, dtype=np.int64)
-    row_of[key[: len(busiest)]] = np.arange(len(busiest))
-    found = row_of[key[len(busiest) :]]
+    found = _lookup(keys)
     # each row's bound as a code into one list of values: the table's own, then the busiest
     # device's (listed once each)
     own, values = cols.refactorize(*cols.coded(tracing["bound"]))
@@ -125,6 +122,23 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
     verdict = np.where(lazy, bounds, len(values))
     tracing["tracing_bound"] = _used(verdicts.tolist(), verdict)
     return tracing
+
+
+def _lookup(keys: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Per row of the second table, the row of the first (whose keys are distinct) with the
+    same keys, -1 where none: each key a pair of integer arrays (first table, second). Two
+    tables listing the same keys in the same order (a host's steps, one device each) match
+    row for row without a lookup."""
+    import numpy as np
+
+    if all(np.array_equal(mine, theirs) for mine, theirs in keys):
+        return np.arange(len(keys[0][1]), dtype=np.int64)
+    size = len(keys[0][0])
+    key = cols.group_codes([np.concatenate(pair) for pair in keys])[0]
+    row_of = np.full(int(key.max()) + 1, -1, dtype=np.int64)
+    row_of[key[:size]] = np.arange(size)
+    found: np.ndarray = row_of[key[size:]]
+    return found
 
 
 def _used(values: list[object], codes: np.ndarray) -> Any:
