@@ -13,6 +13,13 @@ distinct tuple of several columns' codes in order of first appearance (``group_c
 (``groups_of``), so a table is built per group of rows without a frame per group. ``repeated``
 builds a column of a few values each repeated, typed as pandas types the whole list; ``firsts``
 is each group's first known value of an object column (pandas' grouped ``first``).
+
+Tables are built from codes too: ``from_codes`` makes a categorical of per-code values (each
+worked out once per distinct value), ``typed`` a column typed as pandas types the list of its
+rows' values, ``plain`` a categorical back as the plain column of its values; ``refactorize``
+renumbers codes as ``pd.factorize`` numbers values, ``text_codes`` gives several columns one
+code space, ``first_values`` is ``firsts`` read from a categorical's codes. ``flagged`` answers
+several text tests in one pass over the rows, ``equals_at`` one test at a few rows.
 """
 
 from __future__ import annotations

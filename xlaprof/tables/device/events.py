@@ -72,9 +72,9 @@ def device_events(events: pd.DataFrame, columns: Collection[str] | None = None) 
     TPU events are on the device clock (module docstring).
 
     ``device``, ``kind``, ``op``, ``category``, ``short_name``, ``parent_op`` and (from
-    ``args``) ``framework_op`` are categoricals (missing: none): each is worked out per
-    distinct value (a device's kind, an op's category) and spread to the rows through integer
-    codes, and the tables read their codes, not a string per row.
+    ``args``) ``framework_op`` are categoricals (missing where there is none): each is worked
+    out per distinct value (a device's kind, an op's category) and spread to the rows through
+    integer codes, and the tables read their codes, not a string per row.
 
     ``columns``: the events' columns to keep (None: all; ``MODEL_COLUMNS``: those the device
     tables read), since copying the device events' rows of each column is most of the cost.
