@@ -300,6 +300,8 @@ def groups_of(frame: pd.DataFrame, names: list[str]) -> list[tuple[tuple[Any, ..
         return []
     group, first_rows = group_codes([key[rows] for key in keys])
     parts = split_groups(rows, group, len(first_rows))
+    if len(parts) == 1:  # one group (a capture's one host and device): its key is any row's
+        return [(tuple(frame[name].iloc[int(rows[0])] for name in names), rows)]
     # pandas orders the groups (a categorical by its categories), on one row per group
     heads = frame[names].take(rows[first_rows]).reset_index(drop=True)
     return [
