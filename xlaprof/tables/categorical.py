@@ -224,7 +224,8 @@ def from_codes(codes: np.ndarray, values: list[Any]) -> pd.Categorical:
         value = values[at]
         if not pd.isna(value):
             remap[at] = seen.setdefault(value, len(seen))
-    return pd.Categorical.from_codes(remap[codes], pd.Index(list(seen)))
+    dtype = pd.CategoricalDtype(pd.Index(list(seen)))
+    return pd.Categorical.from_codes(remap[codes], dtype=dtype, validate=False)
 
 
 def refactorize(codes: np.ndarray, values: list[Any]) -> tuple[np.ndarray, list[Any]]:

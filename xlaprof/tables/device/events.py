@@ -112,7 +112,9 @@ def device_events(events: pd.DataFrame, columns: Collection[str] | None = None) 
     frame["compute"] = compute
     frame["op_line"] = np.where(tpu, op_lines, compute)
     op_codes, ops = _ops(frame["hlo_op"], frame["name"])
-    frame["op"] = pd.Categorical.from_codes(op_codes, pd.Index(ops))
+    frame["op"] = pd.Categorical.from_codes(
+        op_codes, dtype=pd.CategoricalDtype(pd.Index(ops)), validate=False
+    )
     # TPU ops are categorized by their HLO category and text (the memory space of a copy is
     # in the shapes of the event name); GPU kernels by their op or kernel name.
     names = cols.coded(frame["name"])
