@@ -137,11 +137,11 @@ def step_bottlenecks(
         seconds, busy = _class_seconds(
             (all_starts[mine], all_ends[mine], klass[mine]), on_host, (a, b), busy_union
         )
-        table = np.column_stack([seconds[name] for name in CLASSES])
+        largest, top = _largest([seconds[name] for name in CLASSES])
         wall = (b - a) / 1e9
-        named = np.where(wall > 0, table.argmax(axis=1), len(CLASSES))
+        named = np.where(wall > 0, top, len(CLASSES))
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(wall > 0, table.max(axis=1) / wall, np.nan)
+            share = np.where(wall > 0, largest / wall, np.nan)
         used = np.flatnonzero(np.bincount(named, minlength=len(names)))
         remap = np.zeros(len(names), dtype=np.int64)
         remap[used] = np.arange(len(used))
@@ -156,6 +156,24 @@ def step_bottlenecks(
         for name, values in found.items():
             parts.setdefault(name, []).append(values)
     return joined(windows, order, parts, BOTTLENECK_COLUMNS)
+
+
+def _largest(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the largest of ``columns`` and the index of the first column holding it (the
+    rows' ``max`` and ``argmax`` over the columns side by side), column by column without
+    copying them into one table; side by side where a value is NaN (which argmax picks)."""
+    import numpy as np
+
+    if any(np.isnan(column).any() for column in columns):
+        table = np.column_stack(columns)
+        return table.max(axis=1), table.argmax(axis=1)
+    largest = columns[0].copy()
+    top = np.zeros(len(largest), dtype=np.int64)
+    for index, column in enumerate(columns[1:], start=1):
+        larger = column > largest
+        largest = np.where(larger, column, largest)
+        top[larger] = index
+    return largest, top
 
 
 def _class_seconds(
