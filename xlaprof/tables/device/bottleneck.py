@@ -469,13 +469,14 @@ def busiest_rows(bottleneck: pd.DataFrame, host: str | None = None) -> np.ndarra
         return rows
     # per step, its busiest row (the first on a tie): the first of its key in the rows
     # ordered by busy time, descending and stable
-    key = cols.group_codes(
-        [
-            cols.codes(bottleneck["session"])[rows],
-            cols.codes(bottleneck["host"])[rows],
-            bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[rows],
-        ]
-    )[0]
+    keys = [
+        cols.codes(bottleneck["session"])[rows],
+        cols.codes(bottleneck["host"])[rows],
+        bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[rows],
+    ]
+    if all(k.min() == k.max() for k in keys[:2]) and (keys[2][1:] > keys[2][:-1]).all():
+        return rows  # one session and host, each step once (one device): each is the busiest
+    key = cols.group_codes(keys)[0]
     if key.max() + 1 < len(key):  # some step has several devices
         busy = bottleneck["busy_s"].to_numpy(dtype=np.float64)[rows]
         order = np.argsort(-busy, kind="stable")
@@ -485,10 +486,10 @@ def busiest_rows(bottleneck: pd.DataFrame, host: str | None = None) -> np.ndarra
 
 def step_bounds(bottleneck: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     """The bound (``CLASS_BOUNDS``, NaN for none) of each of ``bottleneck``'s ``rows``: codes
-    into the bounds, listed once each as they first appear (code -1 a missing class: NaN)."""
+    into the bounds, one per distinct class (``categorical.coded``'s; a missing class: NaN)."""
     import numpy as np
 
-    codes, named = cols.refactorize(*cols.coded(bottleneck["bottleneck"].take(rows)))
+    codes, named = cols.coded(bottleneck["bottleneck"].take(rows))
     bounds = [CLASS_BOUNDS.get(n, np.nan) for n in named]
     if (codes < 0).any():
         codes = np.where(codes < 0, len(bounds), codes)

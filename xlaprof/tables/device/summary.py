@@ -78,7 +78,7 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
     import pandas as pd
 
     busiest = busiest_rows(bottleneck) if not bottleneck.empty else np.zeros(0, np.int64)
-    tracing = tracing.copy()
+    tracing = tracing.copy(deep=False)  # columns replaced below, none written in place
     # one row per (session, host, step) in the busiest rows: a lookup, not a join per row,
     # through one code per key of both tables (session and host compared as text)
     keys = [
@@ -96,7 +96,7 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
     found = _lookup(keys)
     # each row's bound as a code into one list of values: the table's own, then the busiest
     # device's (listed once each)
-    own, values = cols.refactorize(*cols.coded(tracing["bound"]))
+    own, values = cols.coded(tracing["bound"])
     missing = np.flatnonzero(own < 0)
     # a missing bound as the column holds it (NaN in a text column, None in an object one)
     values = [*values, tracing["bound"].iloc[missing[0]] if len(missing) else np.nan]
