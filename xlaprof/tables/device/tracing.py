@@ -207,8 +207,9 @@ def _host_rows(
 
 def _table(columns: dict[str, list[Any]]) -> pd.DataFrame:
     """The hosts' blocks (``_host_rows``) as one table, each column typed as pandas types the
-    list of its values: a column of numbers or booleans only is joined as an array; one with
-    None or text goes through a list, as it always did."""
+    list of its values: a column of numbers or booleans only is joined as an array, one of None
+    only is an object array of None, ``bound`` (text only) is typed from its distinct values;
+    any other with None or text goes through a list, as it always did."""
     import numpy as np
     import pandas as pd
 
@@ -228,6 +229,8 @@ def _table(columns: dict[str, list[Any]]) -> pd.DataFrame:
             # text only ("tracing", "host", "device"): typed as its list, from its values
             codes, values = pd.factorize(np.concatenate(blocks))
             data[name] = cols.typed(values.tolist(), codes)
+        elif all(b is None for b in blocks):  # not measured on any host: None throughout
+            data[name] = np.full(sum(counts), None, dtype=object)
         elif any(b is None or b.dtype == object for b in blocks):
             listed: list[Any] = []
             for block, count in zip(blocks, counts, strict=True):
