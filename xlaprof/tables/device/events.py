@@ -397,6 +397,12 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sizes = np.bincount(group)
     own = np.full(len(ops), np.nan)  # an op in no group (a missing key): not measured
     parent = np.full(len(ops), -1, dtype=np.int64)
+    unnested = _unnested(keyed, (group, len(sizes)), (starts, offsets, times))
+    if unnested is not None:  # no op runs inside another: each its own time, no parent
+        own[keyed] = unnested
+        time_ns[every] = times
+        self_ns[every] = own
+        return time_ns, self_ns, parents
     for index in cols.split_groups(keyed, group, len(sizes)):
         if not np.isnan(offsets[index]).any():
             begin = offsets[index].astype(np.int64)
@@ -412,3 +418,39 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     self_ns[every] = own
     parents[ops] = np.where(parent >= 0, ops[np.maximum(parent, 0)], -1)
     return time_ns, self_ns, parents
+
+
+def _unnested(
+    keyed: np.ndarray,
+    groups: tuple[np.ndarray, int],
+    clocks: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> np.ndarray | None:
+    """``_op_times``' self times of the ops at ``keyed`` where no op on a line runs inside
+    another (each line's ops in start order, each starting at or after the one before ends):
+    each op's own time, on the clock ``_op_times`` reads its line on (the device clock, in
+    whole ps, where every op of the line has a device offset; else whole ns), as ``nesting``
+    gives it. None where some op may nest (``_op_times`` then walks each line).
+    ``groups``: each op's line and their count; ``clocks``: the ops' starts, device offsets
+    and times."""
+    import numpy as np
+
+    group, count = groups
+    starts, offsets, times = (values[keyed] for values in clocks)
+    missing = np.isnan(offsets)
+    device = (np.bincount(group, weights=missing, minlength=count) == 0)[group]
+    begin = starts.copy()
+    begin[device] = offsets[device].astype(np.int64)
+    length = times.astype(np.int64)
+    length[device] = (times[device] * 1000.0).astype(np.int64)
+    end = begin + length
+    if count > 1:  # each line's ops together, in their order
+        order = np.argsort(group.astype(np.uint16) if count <= 1 << 16 else group, kind="stable")
+        begin, end, group = begin[order], end[order], group[order]
+    later = begin[1:] - begin[:-1]
+    in_order = (later > 0) | ((later == 0) & (end[1:] <= end[:-1]))
+    apart = begin[1:] >= end[:-1]
+    if not (length >= 0).all() or not ((group[1:] != group[:-1]) | (in_order & apart)).all():
+        return None
+    own: np.ndarray = length.astype(np.float64)
+    own[device] = own[device] / 1000.0
+    return own
