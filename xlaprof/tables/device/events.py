@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from xlaprof.parse.events import COMPILE_EVENTS, DERIVED_LINES, TPU_OP_LINES
+from xlaprof.parse.events import COLUMNS, COMPILE_EVENTS, DERIVED_LINES, TPU_OP_LINES
 from xlaprof.tables import categorical as cols
 from xlaprof.tables.device.categories import OFF_DUTY_CATEGORIES, categorize, short_name
 from xlaprof.tables.intervals import Coverage, nesting
@@ -31,30 +31,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-# The events' columns the device tables read (``device_events(events, MODEL_COLUMNS)``).
-MODEL_COLUMNS = frozenset(
-    {
-        "session",
-        "host",
-        "plane_kind",
-        "device",
-        "line",
-        "name",
-        "start_ns",
-        "end_ns",
-        "hlo_op",
-        "hlo_module",
-        "hlo_category",
-        "program_id",
-        "flops",
-        "bytes_accessed",
-        "device_offset_ps",
-        "device_duration_ps",
-        "group_id",
-        "args",
-        "framework_op",
-    }
-)
+# The events' columns the device tables read (``device_events(events, MODEL_COLUMNS)``): all
+# but the plane's name, the duration (the tables read start and end) and the host's step
+# stats (``step_num``, and the ``step`` numbered from it), with the load's session and the
+# framework op a frame without ``args`` carries as a column.
+MODEL_COLUMNS = (frozenset(COLUMNS) - {"plane", "duration_ns", "step_num"}) | {
+    "session",
+    "framework_op",
+}
 
 # Kineto categories on GPU planes that annotate rather than execute.
 _ANNOTATION_CATS = frozenset({"gpu_user_annotation", "user_annotation"})
