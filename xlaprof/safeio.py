@@ -90,14 +90,18 @@ def read_capped(path: Path, limit: int, follow: bool = True) -> bytes:
 
     The size is asked of the open file first, so a (sparse) file far over the cap is refused
     before a byte is read; the read itself stops at ``limit`` for a file that grows meanwhile.
-    ``follow=False``: a link in the last component is refused (``open_regular``).
+    It asks for the size found (and one byte more, to see growth): asking for ``limit`` bytes
+    at once makes Python allocate that much and shrink it (17 ms against 6 ms for 28 MB under
+    a 2 GiB cap). ``follow=False``: a link in the last component is refused (``open_regular``).
     """
     fd = open_regular(path, follow)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:
             raise TooLarge(f"{path}: larger than {limit} bytes", size, limit)
-        data = handle.read(limit + 1)
+        data = handle.read(size + 1)
+        if len(data) > size:  # it grew since: read on, up to the cap
+            data += handle.read(limit + 1 - len(data))
     if len(data) > limit:
         raise TooLarge(f"{path}: larger than {limit} bytes", len(data), limit)
     return data

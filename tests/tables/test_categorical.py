@@ -50,12 +50,13 @@ def test_groups_of_is_groupby_without_the_frames(jax_cpu_trace: Any, jax_trace: 
 
     for trace in (jax_cpu_trace, jax_trace):
         events = trace.events
-        names = ["host", "plane", "line"]
-        found = groups_of(events, names)
-        expected = events.groupby(names, observed=True, sort=True).indices
-        assert [key for key, _ in found] == list(expected)
-        for key, rows in found:
-            assert rows.tolist() == expected[key].tolist()
+        # several groups; and one (each capture is one host): its key read from a row
+        for names in (["host", "plane", "line"], ["session", "host"]):
+            found = groups_of(events, names)
+            expected = events.groupby(names, observed=True, sort=True).indices
+            assert [key for key, _ in found] == list(expected)
+            for key, rows in found:
+                assert rows.tolist() == expected[key].tolist()
 
 
 def test_repeated_types_a_column_as_the_whole_list(jax_trace: Any) -> None:

@@ -4,7 +4,7 @@ any window it covers (``Coverage``), and each event's self time (its time minus 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,6 +18,10 @@ class Coverage:
     starts: np.ndarray
     ends: np.ndarray
     before: np.ndarray  # covered length before each block
+    # the blocks with an empty one ahead (``upto``), made when first asked
+    _ahead: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, starts: np.ndarray, ends: np.ndarray) -> Coverage:
@@ -26,8 +30,11 @@ class Coverage:
         if len(starts) == 0:
             empty = np.zeros(0, dtype=np.int64)
             return cls(empty, empty, empty)
-        order = np.argsort(starts, kind="stable")
-        s, e = starts[order], ends[order]
+        if (starts[1:] >= starts[:-1]).all():  # in order already (a union grown in turn)
+            s, e = starts, ends
+        else:
+            order = np.argsort(starts, kind="stable")
+            s, e = starts[order], ends[order]
         reach = np.maximum.accumulate(e)
         new = np.concatenate([[True], s[1:] > reach[:-1]])
         first = np.flatnonzero(new)
@@ -38,15 +45,25 @@ class Coverage:
         return cls(block_starts, block_ends, before)
 
     def upto(self, t: np.ndarray) -> np.ndarray:
-        """Covered length in (-inf, t) for each t."""
+        """Covered length in (-inf, t) for each t: the length before the last block starting
+        at or before t, and the part of that block before t. The blocks are looked up with
+        an empty block ahead of the first (at its start), so a t before every block needs no
+        case of its own."""
         import numpy as np
 
         if len(self.starts) == 0:
             return np.zeros(len(t), dtype=np.int64)
-        i = np.searchsorted(self.starts, t, side="right") - 1
-        safe = np.maximum(i, 0)
-        partial = np.clip(t - self.starts[safe], 0, self.ends[safe] - self.starts[safe])
-        return np.where(i >= 0, self.before[safe] + partial, 0)
+        if self._ahead is None:
+            first = self.starts[:1]
+            self._ahead = (
+                np.concatenate([first, self.starts]),
+                np.concatenate([first, self.ends]),
+                np.concatenate([[0], self.before]),
+            )
+        starts, ends, before = self._ahead
+        i = np.searchsorted(self.starts, t, side="right")  # 0: the empty block ahead
+        covered: np.ndarray = before[i] + np.maximum(np.minimum(t, ends[i]) - starts[i], 0)
+        return covered
 
     def within(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         covered: np.ndarray = self.upto(b) - self.upto(a)
@@ -71,19 +88,34 @@ def nesting(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarra
     into such blocks, and only blocks of two or more events are walked (``_nest``)."""
     import numpy as np
 
-    order = np.lexsort((-ends, starts))
     own: np.ndarray = (ends - starts).astype(np.float64)
     parent = np.full(len(starts), -1, dtype=np.int64)
-    if len(order) < 2:
+    if len(starts) < 2:
         return own, parent
-    ordered_ends = ends[order]
-    reach = np.maximum.accumulate(ordered_ends)
-    alone = np.concatenate([[True], starts[order][1:] >= reach[:-1]])
+    order = _start_order(starts, ends)  # None: in that order already
+    ordered_starts = starts if order is None else starts[order]
+    reach = np.maximum.accumulate(ends if order is None else ends[order])
+    alone = np.concatenate([[True], ordered_starts[1:] >= reach[:-1]])
+    if alone.all():  # no event overlaps another: none nests
+        return own, parent
     block = np.cumsum(alone) - 1
     crowded = np.bincount(block)[block] > 1
-    if crowded.any():
-        _nest(starts, ends, order[crowded], own, parent)
+    rows = np.flatnonzero(crowded) if order is None else order[crowded]
+    _nest(starts, ends, rows, own, parent)
     return own, parent
+
+
+def _start_order(starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """The events in start order, the longer first on a tie (``np.lexsort((-ends, starts))``,
+    stable); None where they are in that order already (a line's events mostly come in time
+    order)."""
+    import numpy as np
+
+    later = starts[1:] - starts[:-1]
+    if (later > 0).all() or ((later >= 0) & ((later > 0) | (ends[1:] <= ends[:-1]))).all():
+        return None
+    found: np.ndarray = np.lexsort((-ends, starts))
+    return found
 
 
 def _nest(

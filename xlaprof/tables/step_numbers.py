@@ -7,7 +7,7 @@ device planes, each plane's own "Steps" line defines them (never another device'
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import STEP_MARKER, STEPS_LINE
 from xlaprof.tables import categorical as cols
@@ -38,7 +38,8 @@ def assign_steps(
     bounds: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
     start_ns = events["start_ns"].to_numpy()
     end_ns = events["end_ns"].to_numpy()
-    step_num = events["step_num"].to_numpy(dtype="float64", na_value=np.nan)
+    step_num = events["step_num"].array
+    numbered = ~np.asarray(step_num.isna(), dtype=bool)
     # planes by code (a categorical's codes; never a million strings)
     plane_codes = cols.codes(events["plane"])
     on_steps_line = cols.equals(events["line"], STEPS_LINE)
@@ -48,7 +49,7 @@ def assign_steps(
     for host in events["host"].cat.categories:
         on_host = cols.equals(events["host"], host)
         host_plane = on_host & on_host_plane
-        marked = host_plane & ~np.isnan(step_num)
+        marked = host_plane & numbered
         given = None if ranges is None else ranges[ranges["host"].astype(str) == str(host)]
         if given is not None and len(given):
             _in_ranges(start_ns, steps, host_plane, given)
@@ -56,9 +57,10 @@ def assign_steps(
                 (host, *(given[c].to_numpy(np.int64) for c in ("step", "start_ns", "end_ns")))
             )
         elif marked.any():
-            _by_intervals(start_ns, end_ns, steps, host_plane, marked, step_num)
-            labels = events["step_num"].to_numpy(dtype="int64", na_value=0)[marked]
-            bounds.append((host, labels, start_ns[marked], end_ns[marked]))
+            at = np.flatnonzero(marked)
+            labels = np.asarray(step_num.take(at).to_numpy(dtype="int64"))
+            _by_intervals(start_ns, end_ns, steps, host_plane, at, labels)
+            bounds.append((host, labels, start_ns[at], end_ns[at]))
         else:
             markers = host_plane & cols.equals(events["name"], STEP_MARKER)
             ends = np.sort(end_ns[markers])
@@ -80,23 +82,32 @@ def assign_steps(
             scope = device & (plane_codes == plane)
             if step_labels is None:  # the Steps events' names are their step numbers
                 step_labels = cols.numbers(events["name"])
-            _by_intervals(start_ns, end_ns, steps, scope, scope & on_steps_line, step_labels)
-    frame = _bounds_frame(bounds)
-    frame["host"] = frame["host"].astype("category")
-    return pd.arrays.IntegerArray(steps, steps < 0), frame
+            at = np.flatnonzero(scope & on_steps_line)
+            _by_intervals(start_ns, end_ns, steps, scope, at, step_labels[at])
+    return pd.arrays.IntegerArray(steps, steps < 0), _bounds_frame(bounds)
 
 
 def _bounds_frame(bounds: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> pd.DataFrame:
     """The hosts' step bounds as one table (host, step, start_ns, end_ns), built from columns:
-    each host's name repeated, its numbers and times as int64 (what a row per step gave)."""
+    each host's name repeated (a categorical of the names, sorted, as ``astype("category")``
+    makes of them), its numbers and times as int64 (what a row per step gave)."""
     import numpy as np
     import pandas as pd
 
     columns = ["host", "step", "start_ns", "end_ns"]
     if not any(len(numbers) for _, numbers, _, _ in bounds):
-        return pd.DataFrame([], columns=columns)
-    hosts = cols.repeated([host for host, *_ in bounds], [len(b[1]) for b in bounds])
-    data = {"host": hosts}
+        frame = pd.DataFrame([], columns=columns)
+        frame["host"] = frame["host"].astype("category")
+        return frame
+    counts = [len(b[1]) for b in bounds]
+    hosts = [host for host, *_ in bounds]
+    if all(isinstance(host, str) for host in hosts):
+        names = sorted({host for host, count in zip(hosts, counts, strict=True) if count})
+        position = {name: at for at, name in enumerate(names)}
+        codes = np.repeat([position.get(host, -1) for host in hosts], counts)
+        data: dict[str, Any] = {"host": pd.Categorical.from_codes(codes, pd.Index(names))}
+    else:  # typed as pandas types the list of names, then its categories
+        data = {"host": pd.Series(cols.repeated(hosts, counts)).astype("category")}
     for at, name in enumerate(columns[1:], start=1):
         data[name] = np.concatenate([np.asarray(b[at], dtype=np.int64) for b in bounds])
     return pd.DataFrame(data, columns=columns)
@@ -124,23 +135,60 @@ def _by_intervals(
     definers: np.ndarray,
     labels: np.ndarray,
 ) -> None:
-    """Give each event in ``scope`` the label (a float; NaN: none) of the defining interval
-    that contains it."""
+    """Give each event in ``scope`` the label of the defining interval that contains it
+    (``definers``: the defining events' rows; ``labels``: theirs, integers, or floats where NaN
+    is none)."""
     import numpy as np
 
     starts = event_starts[definers]
     ends = event_ends[definers]
-    values = labels[definers]
     order = np.argsort(starts)
-    starts, ends, values = starts[order], ends[order], values[order]
+    starts, ends, values = starts[order], ends[order], labels[order]
     # each interval's label as an integer, converted once per interval, not per event
-    known = ~np.isnan(values)
+    known = ~np.isnan(values) if values.dtype.kind == "f" else np.ones(len(values), bool)
     numbers = np.where(known, values, 0).astype(np.int64)
+    rows = None if scope.all() else np.flatnonzero(scope)
+    at = event_starts if rows is None else event_starts[rows]
+    if len(at) > 4 * len(starts) and not (at[1:] < at[:-1]).any():
+        _in_order(starts, ends, (numbers, known), at, rows, steps)
+        return
     target, index = _inside(starts, ends, event_starts, scope)
     if not known.all():
         labelled = known[index]
         target, index = target[labelled], index[labelled]
     steps[target] = numbers[index]
+
+
+def _in_order(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    labels: tuple[np.ndarray, np.ndarray],
+    at: np.ndarray,
+    rows: np.ndarray | None,
+    steps: np.ndarray,
+) -> None:
+    """``_by_intervals``' assignment where the events' starts ``at`` (the events at ``rows``,
+    None: all) are in order: each interval's events are a run of them (``_runs``), so the
+    numbers are laid out run by run (each interval's run, and the gap before it) and copied
+    where an interval holds them, with no lookup per event. ``labels``: the intervals'
+    numbers and whether each is known (an unknown one numbers nothing)."""
+    import numpy as np
+
+    numbers, known = labels
+    begin, stop = _run_bounds(starts, ends, at)
+    gaps = np.append(begin, len(at)) - np.concatenate([[0], stop])
+    lengths = np.empty(2 * len(starts) + 1, dtype=np.int64)
+    lengths[0::2], lengths[1::2] = gaps, stop - begin
+    inside = np.zeros(len(lengths), dtype=bool)
+    inside[1::2] = known
+    values = np.zeros(len(lengths), dtype=np.int64)
+    values[1::2] = numbers
+    chosen = np.repeat(inside, lengths)
+    laid = np.repeat(values, lengths)
+    if rows is None:
+        np.copyto(steps, laid, where=chosen)
+    else:
+        steps[rows[chosen]] = laid[chosen]
 
 
 def _inside(
@@ -149,14 +197,47 @@ def _inside(
     """The events in ``scope`` that start inside an interval (``starts`` sorted, ``ends``): the
     last one starting at or before the event, that ends at or after its start; and that
     interval's index. Only the events in scope are looked up (every event, when the scope is
-    all of them, without gathering them)."""
+    all of them, without gathering them).
+
+    Events in start order (a decoded capture's are) are matched by merging: each interval's
+    events are a run of them, found by two searches per interval rather than one per event."""
     import numpy as np
 
     if not len(starts):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     rows = None if scope.all() else np.flatnonzero(scope)
     at = event_starts if rows is None else event_starts[rows]
+    if len(at) > 4 * len(starts) and not (at[1:] < at[:-1]).any():
+        first, index = _runs(starts, ends, at)
+        chosen = first if rows is None else rows[first]
+        return chosen, index
     index = np.searchsorted(starts, at, "right") - 1
     inside = (index >= 0) & (at <= ends[np.maximum(index, 0)])
     chosen = np.flatnonzero(inside) if rows is None else rows[inside]
     return chosen, index[inside]
+
+
+def _runs(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_inside`` for sorted event starts ``at``: interval i's events are those from the first
+    starting at or after its start, before the next interval's (the last of equal starts takes
+    them), up to the last starting at or before its end. Their positions, and i for each."""
+    import numpy as np
+
+    begin, stop = _run_bounds(starts, ends, at)
+    lengths = stop - begin
+    offsets = np.cumsum(lengths) - lengths
+    chosen = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(begin - offsets, lengths)
+    return chosen, np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
+
+
+def _run_bounds(
+    starts: np.ndarray, ends: np.ndarray, at: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per interval (``starts`` sorted, ``ends``), its run of the sorted event starts ``at``:
+    positions [begin, stop), the events it holds (``_runs``); the runs follow each other."""
+    import numpy as np
+
+    begin = np.searchsorted(at, starts, "left")
+    following = np.append(begin[1:], len(at))
+    stop = np.minimum(np.maximum(np.searchsorted(at, ends, "right"), begin), following)
+    return begin, stop

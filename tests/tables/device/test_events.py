@@ -12,7 +12,15 @@ from typing import Any
 import pandas as pd
 import pytest
 from decode import Decoded
-from helpers import SAMPLE_RUNS, SHARED_XPLANES, sample_capture, shared_trace
+from helpers import (
+    MI300,
+    SAMPLE_RUNS,
+    SHARED_XPLANES,
+    TPU,
+    jax_cpu_sample,
+    sample_capture,
+    shared_trace,
+)
 
 from xlaprof.parse.xplane import schema as xplane
 from xlaprof.parse.xplane import xspace_frame
@@ -105,3 +113,36 @@ def test_an_op_in_no_session_has_no_self_time_rather_than_garbage() -> None:
     assert pd.isna(again.loc[lost, "self_ns"])
     kept = ops[ops != lost]
     pd.testing.assert_series_equal(again.loc[kept, "self_ns"], frame.loc[kept, "self_ns"])
+
+
+@pytest.mark.parametrize("name", ["mi300", "tpu", "jax_cpu"])
+def test_self_times_are_each_lines_nesting_walk(name: str) -> None:
+    """An op's self time is its time less the ops nested in it on its line. On the MI300 and
+    TPU captures no op runs inside another on its line; on the JAX CPU capture fusions run
+    inside calls. Either way each line's ops, walked on their own by ``intervals.nesting``,
+    give the same self times and parents."""
+    import numpy as np
+
+    from xlaprof.tables.device.events import device_events
+    from xlaprof.tables.device.steps import with_session
+    from xlaprof.tables.intervals import nesting
+
+    paths = {"mi300": shared_trace(MI300), "tpu": shared_trace(TPU), "jax_cpu": jax_cpu_sample()}
+    frame = device_events(with_session(xspace_frame(paths[name])))
+    ops = frame[frame["op_line"].to_numpy()]
+    nested = 0
+    for _, line in ops.groupby(["session", "host", "device", "line"], observed=True):
+        offsets = line["device_offset_ps"].to_numpy()
+        times = line["time_ns"].to_numpy()
+        if np.isnan(offsets).any():  # the trace's clock, in whole ns
+            begin = line["start_ns"].to_numpy()
+            own, up = nesting(begin, begin + times.astype(np.int64))
+        else:  # the device clock, in whole ps
+            begin = offsets.astype(np.int64)
+            own, up = nesting(begin, begin + (times * 1000.0).astype(np.int64))
+            own = own / 1000.0
+        assert line["self_ns"].to_numpy().tolist() == own.tolist()
+        parents = [None if u < 0 else line["op"].iloc[u] for u in up.tolist()]
+        assert [None if pd.isna(p) else p for p in line["parent_op"]] == parents
+        nested += int((up >= 0).sum())
+    assert (nested > 0) == (name == "jax_cpu")  # ops nest on one capture only

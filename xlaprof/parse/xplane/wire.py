@@ -441,18 +441,16 @@ def _in_place(space: Any, raw: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | 
         runs = _runs_of_space(raw, wanted)
     except (_NotLaidOut, Truncated, ValueError):
         return None
-    counts = np.array([len(sizes) for _, sizes in runs])
-    size = np.concatenate([sizes for _, sizes in runs])
-    head = (varint_sizes(size) + 1).astype(index)
+    counts = np.array([len(sizes) for _, sizes, _ in runs])
+    size = np.concatenate([sizes for _, sizes, _ in runs])
+    head = np.concatenate([heads for _, _, heads in runs])
     span = np.add(head, size)
     # Each event's tag: where it is in its line's run (plus the runs before), moved to where
     # its line's first event is.
     at: np.ndarray = np.cumsum(span, dtype=index)
     np.subtract(at, span, out=at)
     firsts = np.cumsum(counts) - counts
-    np.add(
-        at, np.repeat(np.array([first for first, _ in runs], index) - at[firsts], counts), out=at
-    )
+    np.add(at, np.repeat(np.array([run[0] for run in runs], index) - at[firsts], counts), out=at)
     starts = np.add(at, head)
     ends = np.add(starts, size)
     # The file's own bytes, where the last event is followed by PAD more (a copy otherwise).
@@ -501,8 +499,9 @@ class _NotLaidOut(ValueError):
 
 _PLANES_TAG = 1 << 3 | _LEN  # XSpace.planes
 _LINES_TAG = 3 << 3 | _LEN  # XPlane.lines
-# A line's run of events: where its first event's tag is, and each event's size.
-_Run = tuple[int, np.ndarray]
+# A line's run of events: where its first event's tag is, each event's size, and the size of
+# its tag and length varint.
+_Run = tuple[int, np.ndarray, np.ndarray]
 
 
 def _runs_of_plane(raw: bytes, begin: int, end: int, lines: dict[int, np.ndarray]) -> list[_Run]:
@@ -513,16 +512,18 @@ def _runs_of_plane(raw: bytes, begin: int, end: int, lines: dict[int, np.ndarray
             line_index += 1
             size = lines.get(line_index)
             if size is not None:
-                runs.append((_run_of_events(raw, line_begin, line_end, size), size))
+                head = (varint_sizes(size) + 1).astype(size.dtype)
+                span = int(size.sum(dtype=np.int64) + head.sum(dtype=np.int64))
+                runs.append((_run_of_events(raw, line_begin, line_end, span), size, head))
             if line_index == last_line:
                 return runs
     raise _NotLaidOut("fewer lines than upb read")
 
 
-def _run_of_events(raw: bytes, begin: int, end: int, sizes: np.ndarray) -> int:
-    """Where the first events field of one line is, taking its events (of ``sizes``) to be one
-    run: found by walking the line's fields up to it. No events field may follow the run."""
-    span = int(sizes.sum(dtype=np.int64)) + len(sizes) + int(varint_sizes(sizes).sum())
+def _run_of_events(raw: bytes, begin: int, end: int, span: int) -> int:
+    """Where the first events field of one line is, taking its events (``span`` bytes, tags
+    included) to be one run: found by walking the line's fields up to it. No events field may
+    follow the run."""
     position = begin
     while position < end:
         tag, _, stop = _outer_field(raw, position, end)

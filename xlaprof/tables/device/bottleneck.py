@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.parse.events import COMPILE_EVENTS, LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
-from xlaprof.tables.device.steps import DeviceGroups
+from xlaprof.tables.device.steps import DeviceGroups, joined
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
@@ -115,83 +115,106 @@ def step_bottlenecks(
     host_spans = _host_spans(events)
     groups = DeviceGroups.of(frame) if groups is None else groups
     all_starts, all_ends = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
     # per device (in groupby's order) its windows' positions and new columns; the table is
     # the windows in that order with the columns joined once (no frame per device)
     order: list[np.ndarray] = []
     parts: dict[str, list[Any]] = {}
-    for (session, host, device), steps in windows.groupby(
-        ["session", "host", "device"], observed=True, sort=True
-    ):
+    names = np.array([*CLASSES, None], dtype=object)
+    for (session, host, device), at in groups.windows(windows):
         rows = groups.rows((session, host, device))
         mine = rows[klass[rows] > 0]
-        a = steps["start_ns"].to_numpy()
-        b = steps["end_ns"].to_numpy()
-        order.append(windows.index.get_indexer(steps.index))
+        a, b = starts[at], ends[at]
+        order.append(at)
         on_host = host_spans.get((str(session), str(host)), _HostSpans())
-        seconds, busy = _class_seconds(
-            (all_starts[mine], all_ends[mine], klass[mine]), on_host, a, b
+        key = (session, host, device)
+        # the classed events are the compute events: their union is the device's busy union
+        busy_union = (
+            (groups.busy(key), groups.busy_in(key, a, b))
+            if np.array_equal(mine, groups.compute(key))
+            else None
         )
-        table = np.column_stack([seconds[name] for name in CLASSES])
+        seconds, busy = _class_seconds(
+            (all_starts[mine], all_ends[mine], klass[mine]), on_host, (a, b), busy_union
+        )
+        largest, top = _largest([seconds[name] for name in CLASSES])
         wall = (b - a) / 1e9
-        named = np.array(CLASSES, dtype=object)[table.argmax(axis=1)]
-        named[~(wall > 0)] = None
+        named = np.where(wall > 0, top, len(CLASSES))
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(wall > 0, table.max(axis=1) / wall, np.nan)
+            share = np.where(wall > 0, largest / wall, np.nan)
+        used = np.flatnonzero(np.bincount(named, minlength=len(names)))
+        remap = np.zeros(len(names), dtype=np.int64)
+        remap[used] = np.arange(len(used))
         found = {
             "wall_s": wall,
             "busy_s": busy / 1e9,
             **{f"{name}_s": seconds[name] for name in CLASSES},
             # typed per device, as each device's rows were
-            "bottleneck": pd.Series(named.tolist()),
+            "bottleneck": pd.Series(cols.typed(names[used].tolist(), remap[named])),
             "share": share,
         }
         for name, values in found.items():
             parts.setdefault(name, []).append(values)
-    taken = windows.take(np.concatenate(order)).reset_index(drop=True)
-    added = pd.DataFrame(
-        {
-            name: pd.concat(values, ignore_index=True)
-            if name == "bottleneck"
-            else np.concatenate(values)
-            for name, values in parts.items()
-        }
-    )
-    result = pd.concat([taken, added], axis=1)
-    return result.reindex(columns=BOTTLENECK_COLUMNS)
+    return joined(windows, order, parts, BOTTLENECK_COLUMNS)
+
+
+def _largest(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the largest of ``columns`` and the index of the first column holding it (the
+    rows' ``max`` and ``argmax`` over the columns side by side), column by column without
+    copying them into one table; side by side where a value is NaN (which argmax picks)."""
+    import numpy as np
+
+    if any(np.isnan(column).any() for column in columns):
+        table = np.column_stack(columns)
+        return table.max(axis=1), table.argmax(axis=1)
+    largest = columns[0].copy()
+    top = np.zeros(len(largest), dtype=np.int64)
+    for index, column in enumerate(columns[1:], start=1):
+        larger = column > largest
+        largest = np.where(larger, column, largest)
+        top[larger] = index
+    return largest, top
 
 
 def _class_seconds(
     device: tuple[np.ndarray, np.ndarray, np.ndarray],
     on_host: _HostSpans,
-    a: np.ndarray,
-    b: np.ndarray,
+    windows: tuple[np.ndarray, np.ndarray],
+    busy_union: tuple[Coverage, np.ndarray] | None = None,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """One device's seconds per class in each window [a, b) (module docstring: each class
-    the part no class before it covers), and its busy time (ns). ``device``: its classed
-    events' starts, ends and class codes (``_device_class``)."""
+    """One device's seconds per class in each window [a, b) (``windows``; module docstring:
+    each class the part no class before it covers), and its busy time (ns). ``device``: its
+    classed events' starts, ends and class codes (``_device_class``); ``busy_union``: the
+    union of all of them and its length in each window, where the caller has it (a device
+    whose events are all of one class needs no other)."""
     import numpy as np
 
     starts, ends, classes = device
+    a, b = windows
     seconds = {name: np.zeros(len(a)) for name in CLASSES}
-    claimed_s: list[np.ndarray] = []
-    claimed_e: list[np.ndarray] = []
+    present = np.bincount(classes, minlength=len(DEVICE_CLASSES) + 1)[1:] > 0
+    # the union of what the classes so far claim: each class's events joined to the union
+    # before it (the same union as of all their events, with fewer intervals to order)
+    claimed = Coverage.of(starts[:0], ends[:0])
     before = np.zeros(len(a))
     for code, name in enumerate(DEVICE_CLASSES, start=1):
-        chosen = classes == code
-        if not chosen.any():
+        if not present[code - 1]:
             continue
-        claimed_s.append(starts[chosen])
-        claimed_e.append(ends[chosen])
-        now = _covered(claimed_s, claimed_e, a, b)
+        if busy_union is not None and present.sum() == 1:  # this class is all of them
+            claimed, covered = busy_union
+            now = covered.astype(np.float64)
+        else:
+            chosen = classes == code
+            claimed = _joined(claimed, starts[chosen], ends[chosen])
+            now = claimed.within(a, b).astype(np.float64)
         seconds[name] += (now - before) / 1e9
         before = now
     busy = before
     for name in ("compilation", "input"):
         if name not in on_host.spans:
             continue
-        claimed_s.append(on_host.spans[name][0])
-        claimed_e.append(on_host.spans[name][1])
-        now = _covered(claimed_s, claimed_e, a, b)
+        claimed = _joined(claimed, *on_host.spans[name])
+        now = claimed.within(a, b).astype(np.float64)
         seconds[name] += (now - before) / 1e9
         before = now
     rest = np.maximum((b - a) - before, 0) / 1e9
@@ -199,33 +222,32 @@ def _class_seconds(
     return seconds, busy
 
 
-def _covered(
-    starts: list[np.ndarray], ends: list[np.ndarray], a: np.ndarray, b: np.ndarray
-) -> np.ndarray:
+def _joined(union: Coverage, starts: np.ndarray, ends: np.ndarray) -> Coverage:
+    """The union of ``union`` and the intervals [starts, ends)."""
     import numpy as np
 
-    coverage = Coverage.of(np.concatenate(starts), np.concatenate(ends))
-    return coverage.within(a, b).astype(np.float64)
+    return Coverage.of(np.concatenate([union.starts, starts]), np.concatenate([union.ends, ends]))
 
 
 def _device_class(frame: pd.DataFrame, ops: pd.DataFrame | None) -> np.ndarray:
     """Each device event's class: 1 + its index in ``DEVICE_CLASSES``, 0 for events that are
     none. Each test is answered once per distinct category or op, not per event."""
     import numpy as np
-    import pandas as pd
 
     category_codes, categories = cols.coded(frame["category"])
 
     def category(name: str) -> np.ndarray:
         found = np.array([c == name for c in categories] + [False], dtype=bool)
-        rows: np.ndarray = found[category_codes]
+        rows: np.ndarray = np.take(found, category_codes)
         return rows
 
     compute = frame["compute"].to_numpy(dtype=bool)
     op_line = frame["op_line"].to_numpy(dtype=bool)
     # one regex per distinct op, not per event
-    codes, names = pd.factorize(frame["op"].to_numpy(dtype=object))
-    done = np.array([bool(_ASYNC_DONE.search(str(n))) for n in names] + [False], bool)[codes]
+    codes, names = cols.coded(frame["op"])
+    done = np.take(
+        np.array([bool(_ASYNC_DONE.search(str(n))) for n in names] + [False], bool), codes
+    )
     klass = np.zeros(len(frame), dtype=np.int64)
 
     def mark(rows: np.ndarray, name: str) -> None:
@@ -280,17 +302,19 @@ def _host_spans(events: pd.DataFrame) -> dict[tuple[str, str], _HostSpans]:
     torch_xla's lazy-tensor runtime."""
     import numpy as np
 
-    host = cols.equals(events["plane_kind"], "host")
-    if not host.any():
-        return {}
     # each test once per category; the rows each picks (few) split by host through the codes,
     # no mask of every event per host. A host none of them picks is left out: its lookup's
     # default (not lazy, no spans) is what its entry would say.
-    picked = {
-        "compilation": np.flatnonzero(cols.member(events["name"], COMPILE_EVENTS) & host),
-        "input": np.flatnonzero(cols.matches(events["name"], INPUT_EVENT) & host),
-    }
-    lazy = np.flatnonzero(cols.member(events["name"], LAZY_TENSOR_EVENTS) & host)
+    tests = [
+        lambda text: text in COMPILE_EVENTS,
+        lambda text: bool(INPUT_EVENT.search(text)),
+        lambda text: text in LAZY_TENSOR_EVENTS,
+    ]
+    some, bits = cols.flagged(events["name"], tests)
+    on_host = cols.equals_at(events["plane_kind"], "host", some)  # host planes' only
+    some, bits = some[on_host], bits[on_host]
+    picked = {"compilation": some[(bits & 1) > 0], "input": some[(bits & 2) > 0]}
+    lazy = some[(bits & 4) > 0]
     starts, ends = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
     sessions, hosts = cols.codes(events["session"]), cols.codes(events["host"])
     every = np.concatenate([lazy, *picked.values()])
@@ -414,38 +438,60 @@ def busiest_bounds(
     columns = ["session", "host", "step", "bound", "bound_share"]
     if bottleneck is None or bottleneck.empty:
         return pd.DataFrame(columns=columns)
-    chosen = bottleneck["step"].notna() & bottleneck["bottleneck"].notna()
-    if host is not None:
-        chosen &= bottleneck["host"].astype(str) == str(host)
-    rows = bottleneck.loc[chosen, ["session", "host", "step", "bottleneck", "share", "busy_s"]]
-    if rows.empty:
+    at = busiest_rows(bottleneck, host)
+    if not len(at):
         return pd.DataFrame(columns=columns)
-    # per step, its busiest row (the first on a tie): the first of its key in the rows
-    # ordered by busy time, descending and stable
-    key = cols.group_codes(
-        [
-            cols.codes(rows["session"]),
-            cols.codes(rows["host"]),
-            pd.factorize(rows["step"].to_numpy(dtype=np.int64))[0],
-        ]
-    )[0]
-    if key.max() + 1 < len(key):  # some step has several devices
-        order = np.argsort(-rows["busy_s"].to_numpy(dtype=np.float64), kind="stable")
-        rows = rows.take(np.sort(order[np.unique(key[order], return_index=True)[1]]))
-    # each distinct class named once (a missing one: NaN, the last)
-    classes, named = pd.factorize(rows["bottleneck"].to_numpy(dtype=object))
-    bounds = np.array(
-        [*(CLASS_BOUNDS.get(n, np.nan) for n in named.tolist()), np.nan], dtype=object
-    )
+    codes, values = step_bounds(bottleneck, at)
     table = pd.DataFrame(
         {
-            "session": rows["session"].astype(str).to_numpy(),
-            "host": rows["host"].astype(str).to_numpy(),
-            "step": rows["step"].astype("int64").to_numpy(),
-            "bound": bounds[classes],
-            "bound_share": rows["share"].astype("float64").to_numpy(),
+            **{name: bottleneck[name].take(at).astype(str).array for name in ("session", "host")},
+            "step": bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[at],
+            "bound": cols.typed(values, codes),
+            "bound_share": bottleneck["share"].to_numpy(dtype=np.float64)[at],
         }
     )
     if not ordered:
         return table
     return table.sort_values(["session", "host", "step"], ignore_index=True)
+
+
+def busiest_rows(bottleneck: pd.DataFrame, host: str | None = None) -> np.ndarray:
+    """The rows (positions, ascending) of ``bottleneck`` that are their step's busiest: one
+    per (session, host, step) among the rows with a step number and a bottleneck (of
+    ``host``'s steps only, if given), the first of the most busy time on a tie."""
+    import numpy as np
+
+    chosen = bottleneck["step"].notna().to_numpy() & bottleneck["bottleneck"].notna().to_numpy()
+    if host is not None:
+        chosen &= cols.equals(bottleneck["host"], host)
+    rows = np.flatnonzero(chosen)
+    if not len(rows):
+        return rows
+    # per step, its busiest row (the first on a tie): the first of its key in the rows
+    # ordered by busy time, descending and stable
+    keys = [
+        cols.codes(bottleneck["session"])[rows],
+        cols.codes(bottleneck["host"])[rows],
+        bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[rows],
+    ]
+    if all(k.min() == k.max() for k in keys[:2]) and (keys[2][1:] > keys[2][:-1]).all():
+        return rows  # one session and host, each step once (one device): each is the busiest
+    key = cols.group_codes(keys)[0]
+    if key.max() + 1 < len(key):  # some step has several devices
+        busy = bottleneck["busy_s"].to_numpy(dtype=np.float64)[rows]
+        order = np.argsort(-busy, kind="stable")
+        rows = rows[np.sort(order[np.unique(key[order], return_index=True)[1]])]
+    return rows
+
+
+def step_bounds(bottleneck: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """The bound (``CLASS_BOUNDS``, NaN for none) of each of ``bottleneck``'s ``rows``: codes
+    into the bounds, one per distinct class (``categorical.coded``'s; a missing class: NaN)."""
+    import numpy as np
+
+    codes, named = cols.coded(bottleneck["bottleneck"].take(rows))
+    bounds = [CLASS_BOUNDS.get(n, np.nan) for n in named]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(bounds), codes)
+        bounds.append(np.nan)
+    return codes, bounds

@@ -18,10 +18,10 @@ XProf's ``op_profile`` to the microsecond.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from xlaprof.parse.events import COMPILE_EVENTS, DERIVED_LINES, TPU_OP_LINES
+from xlaprof.parse.events import COLUMNS, COMPILE_EVENTS, DERIVED_LINES, TPU_OP_LINES
 from xlaprof.tables import categorical as cols
 from xlaprof.tables.device.categories import OFF_DUTY_CATEGORIES, categorize, short_name
 from xlaprof.tables.intervals import Coverage, nesting
@@ -31,11 +31,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+# The events' columns the device tables read (``device_events(events, MODEL_COLUMNS)``): all
+# but the plane's name, the duration (the tables read start and end) and the host's step
+# stats (``step_num``, and the ``step`` numbered from it), with the load's session and the
+# framework op a frame without ``args`` carries as a column.
+MODEL_COLUMNS = (frozenset(COLUMNS) - {"plane", "duration_ns", "step_num"}) | {
+    "session",
+    "framework_op",
+}
+
 # Kineto categories on GPU planes that annotate rather than execute.
 _ANNOTATION_CATS = frozenset({"gpu_user_annotation", "user_annotation"})
 
 
-def device_events(events: pd.DataFrame) -> pd.DataFrame:
+def device_events(events: pd.DataFrame, columns: Collection[str] | None = None) -> pd.DataFrame:
     """Each device's events, with ``compute`` (counts as busy), ``op`` and ``category``.
 
     Device planes as they are; for a host whose capture has no device plane with events, the
@@ -43,70 +52,155 @@ def device_events(events: pd.DataFrame) -> pd.DataFrame:
     Also ``time_ns`` and ``self_ns`` (op lines), ``parent_op`` (the op an op runs inside on its
     line: a fusion inside ``call.4`` or ``while.24``), ``short_name`` (a kernel's function name,
     ``categories.short_name``) and ``framework_op`` (the framework's op the event belongs to:
-    the ``name`` stat, JAX's name stack, else ``tf_op``; None where the capture has neither).
+    the ``name`` stat, JAX's name stack, else ``tf_op``; missing where the capture has neither).
     TPU events are on the device clock (module docstring).
+
+    ``device``, ``kind``, ``op``, ``category``, ``short_name``, ``parent_op`` and (from
+    ``args``) ``framework_op`` are categoricals (missing where there is none): each is worked
+    out per distinct value (a device's kind, an op's category) and spread to the rows through
+    integer codes, and the tables read their codes, not a string per row.
+
+    ``columns``: the events' columns to keep (None: all; ``MODEL_COLUMNS``: those the device
+    tables read), since copying the device events' rows of each column is most of the cost.
     """
     import numpy as np
     import pandas as pd
 
     # Categorical comparisons and per-category lookups: astype(str) on every event is slow.
-    on_device = (events["plane_kind"] == "device").to_numpy()
-    hosts_with_devices = set(events.loc[on_device, "host"].astype(str).unique())
-    host_rows = (events["plane_kind"] == "host").to_numpy() & ~events["host"].isin(
-        hosts_with_devices
-    ).to_numpy()
-    cpu_ops = host_rows & events["hlo_op"].notna().to_numpy()
-    frame = events[on_device | cpu_ops]  # a new frame (copy on write): events are not touched
+    rows = _device_rows(events)
+    kept = [c for c in events.columns if columns is None or c in columns]
+    frame = rows_of(events, rows, kept)  # events are not touched
     host_plane = cols.equals(frame["plane_kind"], "host")
     # each row's device as a code into its distinct values (host-plane rows: "CPU"; missing:
     # NaN), so the device kind is named once per device
     device_codes, distinct = cols.coded(frame["device"])
-    values = np.array([*distinct, "CPU", np.nan], dtype=object)
+    values = [*distinct, "CPU", np.nan]
     device_codes = np.where(device_codes < 0, len(values) - 1, device_codes)
     device_codes[host_plane] = len(values) - 2
-    devices = values[device_codes]
-    frame["device"] = devices
+    frame["device"] = cols.from_codes(device_codes, values)
     _to_device_clock(frame)
-    kinds = np.array([str(d).split(":", 1)[0].upper() for d in values.tolist()], dtype=object)
-    frame["kind"] = kinds[device_codes]
-    line = frame["line"]  # a categorical: isin tests its categories
-    kind = kinds[device_codes]
-    hlo_category = frame["hlo_category"].astype(object)
-    args = frame["args"]
-    cat = pd.Series(_stat(args, "cat"), index=frame.index, dtype=object)
-    tpu = kind == "TPU"
-    op_lines = line.isin(TPU_OP_LINES).to_numpy()
+    kinds = [str(d).split(":", 1)[0].upper() for d in values]
+    frame["kind"] = cols.from_codes(device_codes, kinds)
+    tpu = np.array([k == "TPU" for k in kinds], dtype=bool)[device_codes]
+    line = frame["line"]
+    category_codes, hlo_categories = cols.coded(frame["hlo_category"])
+    cat = _stat(frame["args"], "cat")
+    cat_codes, cats = _factorize(cat)
+    annotation = np.array([*(c in _ANNOTATION_CATS for c in cats), False], dtype=bool)
+    op_lines = cols.member(line, TPU_OP_LINES)
     compute = np.where(
         tpu,
-        op_lines & ~hlo_category.isin(OFF_DUTY_CATEGORIES).to_numpy(),
-        ~line.isin(DERIVED_LINES).to_numpy() & ~cat.isin(_ANNOTATION_CATS).to_numpy(),
+        op_lines & ~cols.member(frame["hlo_category"], OFF_DUTY_CATEGORIES),
+        ~cols.member(line, DERIVED_LINES) & ~annotation[cat_codes],
     )
     frame["compute"] = compute
     frame["op_line"] = np.where(tpu, op_lines, compute)
-    names = frame["name"].astype(object)
-    op = frame["hlo_op"].astype(object)
-    frame["op"] = op.where(op.notna(), names)
+    op_codes, ops = _ops(frame["hlo_op"], frame["name"])
+    frame["op"] = pd.Categorical.from_codes(
+        op_codes, dtype=pd.CategoricalDtype(pd.Index(ops)), validate=False
+    )
     # TPU ops are categorized by their HLO category and text (the memory space of a copy is
     # in the shapes of the event name); GPU kernels by their op or kernel name.
-    text = names.where(hlo_category.notna(), frame["op"])
-    frame["category"] = _categories(
-        hlo_category.where(hlo_category.notna(), None).to_numpy(dtype=object),
-        text.to_numpy(dtype=object),
-        cat.to_numpy(dtype=object),
+    names = cols.coded(frame["name"])
+    text = np.where(category_codes >= 0, np.take(_in_ops(names, ops), names[0]), op_codes)
+    category, labels = _categories(
+        (category_codes, [*hlo_categories, None]),
+        (text, [*ops, np.nan]),
+        (cat_codes, cat),
     )
-    frame.loc[_while_compiling(events, frame), "category"] = "autotune"
+    category[_while_compiling(events, frame)] = len(labels)
+    frame["category"] = cols.from_codes(category, [*labels, "autotune"])
     time_ns, self_ns, parents = _op_times(frame)
     frame["time_ns"], frame["self_ns"] = time_ns, self_ns
-    ops = frame["op"].to_numpy()
-    not_nested = np.array(None)  # an object array: None where an op is in no other op
-    frame["parent_op"] = np.where(parents >= 0, ops[np.maximum(parents, 0)], not_nested)
-    frame["short_name"] = _each_distinct(ops, lambda name: short_name(str(name)))
+    op_values = np.array([*ops, np.nan], dtype=object)  # code -1 (no op): the last
+    # the op each op runs inside (missing where it is in no other op)
+    frame["parent_op"] = cols.from_codes(
+        np.where(parents >= 0, op_codes[np.maximum(parents, 0)], -1), ops
+    )
+    named = np.where(op_codes < 0, len(ops), op_codes)
+    used = np.bincount(named, minlength=len(op_values)) > 0  # names of ops no row has: unread
+    shorts = [short_name(str(n)) if u else "" for n, u in zip(op_values, used, strict=True)]
+    frame["short_name"] = cols.from_codes(named, shorts)
     if "framework_op" in frame:  # made by the parse where the frame has no args (a pod's)
         ops_of = frame["framework_op"].astype(object)
         frame["framework_op"] = ops_of.where(ops_of.notna(), None)
     else:
-        frame["framework_op"] = _framework_ops(args)
+        frame["framework_op"] = _framework_ops(frame["args"])
     return frame
+
+
+def _ops(hlo_op: pd.Series, name: pd.Series) -> tuple[np.ndarray, list[Any]]:
+    """Each row's op, its ``hlo_op`` where it has one, else its ``name``: codes into the
+    distinct ops (-1: neither), found from the two columns' codes."""
+    import numpy as np
+
+    hlo_codes, hlo_ops = cols.coded(hlo_op)
+    names = cols.coded(name)
+    in_ops = _in_ops((hlo_codes, hlo_ops), hlo_ops)
+    ops = list(hlo_ops)
+    from_names = _in_ops(names, ops)  # extends ops with the names that are no hlo_op
+    codes = np.where(hlo_codes >= 0, np.take(in_ops, hlo_codes), np.take(from_names, names[0]))
+    return codes, ops
+
+
+def _in_ops(coded: tuple[np.ndarray, list[Any]], ops: list[Any]) -> np.ndarray:
+    """A lookup from ``coded``'s codes (codes and their values) to positions in ``ops``
+    (distinct values; a value not there yet is appended), -1 for a missing value (the
+    lookup's last entry: code -1)."""
+    import numpy as np
+    import pandas as pd
+
+    position = {value: at for at, value in enumerate(ops)}
+    found = np.full(len(coded[1]) + 1, -1, dtype=np.int64)
+    for at, value in enumerate(coded[1]):
+        if not pd.isna(value):
+            found[at] = position.setdefault(value, len(ops))
+            if found[at] == len(ops):
+                ops.append(value)
+    return found
+
+
+def _device_rows(events: pd.DataFrame) -> np.ndarray:
+    """The rows of the device events: device planes', and the host plane's XLA ops (an
+    ``hlo_op``) of hosts with no device plane."""
+    import numpy as np
+
+    on_device = cols.equals(events["plane_kind"], "device")
+    host_codes = cols.codes(events["host"])
+    with_devices = np.zeros(int(host_codes.max(initial=-1)) + 2, dtype=bool)  # last: missing
+    if on_device.any():
+        with_devices[host_codes[on_device]] = True
+    host_rows = cols.equals(events["plane_kind"], "host")
+    if with_devices.any():  # hosts with a device plane: their host planes are no device
+        host_rows &= ~with_devices[host_codes]
+    cpu_ops = host_rows & cols.present(events["hlo_op"])
+    found: np.ndarray = np.flatnonzero(on_device | cpu_ops)
+    return found
+
+
+def rows_of(
+    frame: pd.DataFrame, rows: np.ndarray, columns: list[str] | None = None
+) -> pd.DataFrame:
+    """``frame[columns].take(rows)`` (its index too; None: every column), built column by
+    column: a categorical from its taken codes, a numpy column by a numpy take, without
+    pandas' checks per column (each column of a million events costs one gather)."""
+    import numpy as np
+    import pandas as pd
+
+    columns = list(frame.columns) if columns is None else columns
+    data: dict[str, Any] = {}
+    for name in columns:
+        column = frame[name]
+        values = column.array
+        if isinstance(values, pd.Categorical):
+            data[name] = pd.Categorical.from_codes(
+                values.codes[rows], dtype=values.dtype, validate=False
+            )
+        elif isinstance(column.dtype, np.dtype):
+            data[name] = column.to_numpy()[rows]
+        else:
+            data[name] = values.take(rows)
+    return pd.DataFrame(data, index=frame.index[rows], columns=columns, copy=False)
 
 
 _NONE = object()  # None as a value of its own (pandas counts None and NaN as one missing value)
@@ -118,6 +212,8 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     import numpy as np
     import pandas as pd
 
+    if np.equal(values, np.array(None, dtype=object)).all():  # no value (an absent stat)
+        return np.zeros(len(values), dtype=np.int64), [None] if len(values) else []
     if not pd.isna(values).any():  # nothing missing: no None to tell apart
         codes, distinct = pd.factorize(values)
         return codes, distinct.tolist()
@@ -127,34 +223,31 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     return codes, [None if value is _NONE else value for value in distinct.tolist()]
 
 
-def _each_distinct(values: np.ndarray, convert: Callable[[Any], Any]) -> np.ndarray:
-    """``convert(value)`` per row (an object array), called once per distinct value."""
+def _categories(
+    hlo_category: tuple[np.ndarray, list[Any]],
+    text: tuple[np.ndarray, list[Any]],
+    cat: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, list[str]]:
+    """``categorize`` per row, called once per distinct (XLA category, text, Kineto cat): each
+    row's code into the labels, and the labels.
+
+    The first two are codes into their values (code -1: the values' last entry); ``cat`` the
+    codes of the Kineto categories (``_factorize``) and the categories themselves, per row
+    (a row of a missing one is categorized on its own)."""
     import numpy as np
 
-    codes, distinct = _factorize(values)
-    out = np.empty(len(distinct) + 1, dtype=object)
-    out[:-1] = [convert(value) for value in distinct]
-    result = np.asarray(out[codes], dtype=object)
-    missing = np.flatnonzero(codes < 0)  # NaN and the like: each from its own value
-    result[missing] = [convert(value) for value in values[missing].tolist()]
-    return result
+    cat_codes, cats = cat
+    group, first = cols.group_codes([hlo_category[0], text[0], cat_codes])
+    hlo, words = hlo_category[1], text[1]
 
+    def label(row: int) -> str:
+        return categorize(hlo[hlo_category[0][row]], str(words[text[0][row]]), cats[row])
 
-def _categories(hlo_category: np.ndarray, text: np.ndarray, cat: np.ndarray) -> np.ndarray:
-    """``categorize`` per row, called once per distinct (XLA category, text, Kineto cat)."""
-    import numpy as np
-
-    keys = [_factorize(column)[0] for column in (hlo_category, text, cat)]
-    missing = np.logical_or.reduce([key < 0 for key in keys])  # NaN and the like: one by one
-    group, first = cols.group_codes(keys)
-    labels = np.array(
-        [categorize(hlo_category[row], str(text[row]), cat[row]) for row in first.tolist()],
-        dtype=object,
-    )
-    result = np.asarray(labels[group], dtype=object)
-    for row in np.flatnonzero(missing).tolist():
-        result[row] = categorize(hlo_category[row], str(text[row]), cat[row])
-    return result
+    labels = [label(row) for row in first.tolist()]
+    for row in np.flatnonzero(cat_codes < 0).tolist():  # NaN and the like: one by one
+        group[row] = len(labels)
+        labels.append(label(row))
+    return group, labels
 
 
 def _stat(args: pd.Series, key: str) -> np.ndarray:
@@ -165,22 +258,26 @@ def _stat(args: pd.Series, key: str) -> np.ndarray:
     return stat_values(args, key)
 
 
-def _framework_ops(args: pd.Series) -> np.ndarray:
+def _framework_ops(args: pd.Series) -> pd.Categorical:
     """Per event, its framework op from its stats: ``name`` (JAX's name stack, e.g.
     ``jit(loss_fn)/jvp()/convert_element_type``), else ``tf_op`` unless it is only XLA's
-    placeholder (``XlaModule:``); None where neither is usable text. Each distinct value is
-    judged once."""
+    placeholder (``XlaModule:``); missing where neither is usable text. Each distinct value
+    is judged once; the rows get codes into the values chosen."""
     import numpy as np
     import pandas as pd
 
-    chosen = np.full(len(args), None, dtype=object)
+    chosen = np.full(len(args), -1, dtype=np.int64)
+    listed: list[Any] = []
     for key in ("tf_op", "name"):  # the name stack, where usable, wins: it is set last
         values = _stat(args, key)
+        if np.equal(values, np.array(None, dtype=object)).all():  # no event has it
+            continue
         codes, distinct = pd.factorize(values)
         usable = [isinstance(v, str) and v != "" and not v.endswith(":") for v in distinct]
         take = np.asarray([*usable, False], dtype=bool)[codes]  # code -1 (None): the last
-        chosen[take] = values[take]
-    return chosen
+        chosen[take] = len(listed) + codes[take]
+        listed += distinct.tolist()
+    return cols.from_codes(chosen, listed)
 
 
 def _to_device_clock(frame: pd.DataFrame) -> None:
@@ -233,7 +330,7 @@ def _while_compiling(events: pd.DataFrame, frame: pd.DataFrame) -> np.ndarray:
     import numpy as np
 
     chosen = np.zeros(len(frame), dtype=bool)
-    gpu = frame["compute"].to_numpy() & (frame["kind"].to_numpy() == "GPU")
+    gpu = frame["compute"].to_numpy() & cols.equals(frame["kind"], "GPU")
     if not gpu.any():
         return chosen
     compiles = events[
@@ -270,21 +367,27 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ops = np.flatnonzero(frame["op_line"].to_numpy())
     if not len(ops):
         return time_ns, self_ns, parents
-    on_device = frame["device_duration_ps"].to_numpy()[ops]
-    starts = frame["start_ns"].to_numpy()[ops]
-    wall = frame["end_ns"].to_numpy()[ops] - starts
+    every = slice(None) if len(ops) == len(frame) else ops  # every row an op: no gather
+    on_device = frame["device_duration_ps"].to_numpy()[every]
+    starts = frame["start_ns"].to_numpy()[every]
+    wall = frame["end_ns"].to_numpy()[every] - starts
     times = np.where(np.isnan(on_device), wall, on_device / 1000.0)
-    offsets = frame["device_offset_ps"].to_numpy()[ops]
+    offsets = frame["device_offset_ps"].to_numpy()[every]
     # One group per (session, host, device, line), found from the columns' codes (a row with
     # a missing key is in no group, as in groupby).
-    keys = [cols.codes(frame[name])[ops] for name in ("session", "host")]
-    keys += [cols.codes(frame[name].take(ops)) for name in ("device", "line")]
+    keys = [cols.codes(frame[name])[every] for name in ("session", "host", "device", "line")]
     keyed = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
     group = cols.group_codes([key[keyed] for key in keys])[0] if len(keyed) else keyed
     sizes = np.bincount(group)
     own = np.full(len(ops), np.nan)  # an op in no group (a missing key): not measured
     parent = np.full(len(ops), -1, dtype=np.int64)
-    for index in np.split(keyed[np.argsort(group, kind="stable")], np.cumsum(sizes)[:-1]):
+    unnested = _unnested(keyed, (group, len(sizes)), (starts, offsets, times))
+    if unnested is not None:  # no op runs inside another: each its own time, no parent
+        own[keyed] = unnested
+        time_ns[every] = times
+        self_ns[every] = own
+        return time_ns, self_ns, parents
+    for index in cols.split_groups(keyed, group, len(sizes)):
         if not np.isnan(offsets[index]).any():
             begin = offsets[index].astype(np.int64)
             end = begin + (times[index] * 1000.0).astype(np.int64)
@@ -295,7 +398,43 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             end = begin + times[index].astype(np.int64)
             own[index], up = nesting(begin, end)
         parent[index] = np.where(up >= 0, index[np.maximum(up, 0)], -1)
-    time_ns[ops] = times
-    self_ns[ops] = own
+    time_ns[every] = times
+    self_ns[every] = own
     parents[ops] = np.where(parent >= 0, ops[np.maximum(parent, 0)], -1)
     return time_ns, self_ns, parents
+
+
+def _unnested(
+    keyed: np.ndarray,
+    groups: tuple[np.ndarray, int],
+    clocks: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> np.ndarray | None:
+    """``_op_times``' self times of the ops at ``keyed`` where no op on a line runs inside
+    another (each line's ops in start order, each starting at or after the one before ends):
+    each op's own time, on the clock ``_op_times`` reads its line on (the device clock, in
+    whole ps, where every op of the line has a device offset; else whole ns), as ``nesting``
+    gives it. None where some op may nest (``_op_times`` then walks each line).
+    ``groups``: each op's line and their count; ``clocks``: the ops' starts, device offsets
+    and times."""
+    import numpy as np
+
+    group, count = groups
+    starts, offsets, times = (values[keyed] for values in clocks)
+    missing = np.isnan(offsets)
+    device = (np.bincount(group, weights=missing, minlength=count) == 0)[group]
+    begin = starts.copy()
+    begin[device] = offsets[device].astype(np.int64)
+    length = times.astype(np.int64)
+    length[device] = (times[device] * 1000.0).astype(np.int64)
+    end = begin + length
+    if count > 1:  # each line's ops together, in their order
+        order = np.argsort(group.astype(np.uint16) if count <= 1 << 16 else group, kind="stable")
+        begin, end, group = begin[order], end[order], group[order]
+    later = begin[1:] - begin[:-1]
+    in_order = (later > 0) | ((later == 0) & (end[1:] <= end[:-1]))
+    apart = begin[1:] >= end[:-1]
+    if not (length >= 0).all() or not ((group[1:] != group[:-1]) | (in_order & apart)).all():
+        return None
+    own: np.ndarray = length.astype(np.float64)
+    own[device] = own[device] / 1000.0
+    return own

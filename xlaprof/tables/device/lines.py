@@ -138,7 +138,7 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
     rows = np.flatnonzero(frame["op_line"].to_numpy(dtype=bool) & frame["compute"].to_numpy())
     if not len(rows) or sources is None or sources.empty:
         return pd.DataFrame(columns=LINE_COLUMNS)
-    op_codes, op_names = pd.factorize(frame["op"].to_numpy(dtype=object)[rows])
+    op_codes, op_names = cols.refactorize(*_at(cols.coded(frame["op"]), rows))
     where, found = _event_lines(frame, rows, sources, op_codes)
     # the keys as grouped: a missing file or function is "", a missing line 0
     filled = [
@@ -148,12 +148,9 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
     place = cols.group_codes([cols.codes(pd.Series(filled, dtype=object))])[0][where]
     module = frame["hlo_module"]
     key_codes = [
-        cols.codes(frame["session"])[rows],
-        cols.codes(frame["host"])[rows],
-        cols.codes(frame["device"].take(rows)),
-        cols.codes(frame["category"].take(rows)),
+        *(cols.codes(frame[name])[rows] for name in ("session", "host", "device", "category")),
         place,
-        cols.codes(module.take(rows).astype(object).fillna("")),
+        _filled_codes(module)[rows],
     ]
     # One integer per distinct key (in order of first appearance, as groupby(sort=False)
     # orders groups), so each group is summed over the same events in the same order as
@@ -161,37 +158,67 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
     group, firsts = cols.group_codes(key_codes)
     at = rows[firsts]
     triples = [filled[i] for i in where[firsts].tolist()]
-    result = pd.DataFrame(
-        {
-            **{
-                name: [str(v) for v in frame[name].take(at).to_numpy(dtype=object).tolist()]
-                for name in ("session", "host", "device", "category")
-            },
-            "file": [str(t[0]) for t in triples],
-            "line": np.array([t[1] for t in triples], dtype=np.int64),
-            "function": [str(t[2]) for t in triples],
-            "module": [str(v) for v in module.take(at).astype(object).fillna("").tolist()],
-        }
-    )
     self_ns = pd.Series(np.nan_to_num(frame["self_ns"].to_numpy(dtype=np.float64)[rows]))
-    # sums through pandas' grouped sum (compensated), as the table always summed
-    result["device_s"] = self_ns.groupby(group, sort=False).sum().to_numpy() / 1e9
-    result["executions"] = np.bincount(group, minlength=len(firsts))
     per_op, first_op = cols.group_codes([group, op_codes])
-    result["ops"] = np.bincount(group[first_op], minlength=len(firsts))
     per_group = self_ns.groupby(per_op, sort=False).sum()
     top = pd.DataFrame(
         {"group": group[first_op], "op": op_codes[first_op], "self_ns": per_group.to_numpy()}
     )
     top = top.sort_values("self_ns", ascending=False).drop_duplicates("group")
     names = np.array([str(name) for name in op_names], dtype=object)
-    top_op = np.empty(len(result), dtype=object)
+    top_op = np.empty(len(firsts), dtype=object)
     top_op[top["group"].to_numpy()] = names[top["op"].to_numpy()]
-    result["top_op"] = top_op.tolist()
-    for column in ("file", "function", "module"):
-        result[column] = result[column].replace("", None)
-    result["line"] = result["line"].astype("Int64").where(result["file"].notna())
+    files = _blank_missing([str(t[0]) for t in triples])
+    # the table built once from its columns ("" read as missing in its text columns)
+    result = pd.DataFrame(
+        {
+            **{
+                name: [str(v) for v in frame[name].take(at).to_numpy(dtype=object).tolist()]
+                for name in ("session", "host", "device", "category")
+            },
+            "file": files,
+            "line": pd.arrays.IntegerArray(
+                np.array([t[1] for t in triples], dtype=np.int64), np.asarray(files.isna())
+            ),
+            "function": _blank_missing([str(t[2]) for t in triples]),
+            "module": _blank_missing(
+                [str(v) for v in module.take(at).astype(object).fillna("").tolist()]
+            ),
+            # sums through pandas' grouped sum (compensated), as the table always summed
+            "device_s": self_ns.groupby(group, sort=False).sum().to_numpy() / 1e9,
+            "executions": np.bincount(group, minlength=len(firsts)),
+            "ops": np.bincount(group[first_op], minlength=len(firsts)),
+            "top_op": top_op.tolist(),
+        }
+    )
     return result.sort_values("device_s", ascending=False, ignore_index=True)[LINE_COLUMNS]
+
+
+def _blank_missing(texts: list[str]) -> Any:
+    """A text column of ``texts`` with "" read as missing: what ``replace("", None)`` makes of
+    the column of those strings (its text type kept)."""
+    import pandas as pd
+
+    dtype: Any = pd.Series(texts).dtype
+    values: list[Any] = [text or None for text in texts]
+    return pd.array(values, dtype=dtype)
+
+
+def _at(coded: tuple[np.ndarray, list[Any]], rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """Codes and their values (``categorical.coded``) of ``rows`` only."""
+    return coded[0][rows], coded[1]
+
+
+def _filled_codes(column: pd.Series) -> np.ndarray:
+    """The codes of ``column.astype(object).fillna("")``: a missing value the code of "" (a
+    code of its own where no value is "")."""
+    import numpy as np
+
+    codes, values = cols.coded(column)
+    if not (codes < 0).any():
+        return codes
+    blank = values.index("") if "" in values else len(values)
+    return np.where(codes < 0, blank, codes)
 
 
 def by_line(table: pd.DataFrame, categories: set[str] | None = None) -> pd.DataFrame:

@@ -87,38 +87,40 @@ def device_ops(
     # distinct key (a missing value a key of its own), in order of first appearance, as
     # groupby(sort=False, dropna=False) on the six columns orders them.
     group_keys = ["session", "host", "device", "kind", "op", "category"]
-    group, firsts = cols.group_codes([cols.codes(frame[k].take(rows)) for k in group_keys])
+    every = slice(None) if len(rows) == len(frame) else rows  # every row an op: no gather
+    group, firsts = cols.group_codes([cols.codes(frame[k])[every] for k in group_keys])
     at = rows[firsts]
+    measured = pd.DataFrame(
+        {c: frame[c].to_numpy()[every] for c in ("time_ns", "self_ns", "flops", "bytes_accessed")}
+    )
+    # pandas' grouped sums (compensated) and firsts (the first non-null), as always; FLOPs and
+    # bytes summed over no measured value are NaN (not measured), not 0
+    sums = measured.groupby(group, sort=False).sum()
+    summed = {}
+    for column in ("flops", "bytes_accessed"):
+        seen = np.bincount(group, weights=~np.isnan(measured[column].to_numpy()), minlength=len(at))
+        summed[column] = np.where(seen > 0, sums[column].to_numpy(), np.nan)
+    texts = ["hlo_category", "program_id", "hlo_module", "short_name", "framework_op", "parent_op"]
+    # the table built once from its columns
     table = pd.DataFrame(
         {
-            **{k: frame[k].take(at).reset_index(drop=True) for k in group_keys[:4]},
-            "op": frame["op"].take(at).tolist(),  # typed from its values, as a key was
-            "category": frame["category"].take(at).reset_index(drop=True),
+            **{k: frame[k].take(at).reset_index(drop=True) for k in group_keys[:2]},
+            **{k: cols.plain(frame[k].take(at)) for k in group_keys[2:4]},
+            "name": frame["op"].take(at).tolist(),  # typed from its values, as a key was
+            "category": cols.plain(frame["category"].take(at)),
             "occurrences": np.bincount(group),
+            **summed,
+            # a Series keeps the object dtype (an object array would be typed from its values)
+            **{
+                "parent" if column == "parent_op" else column: pd.Series(
+                    cols.first_values(frame[column], rows, group, firsts), dtype=object
+                )
+                for column in texts
+            },
+            "total_s": sums["time_ns"].to_numpy() / 1e9,
+            "self_s": sums["self_ns"].to_numpy() / 1e9,
         }
     )
-    measured = pd.DataFrame(
-        {c: frame[c].to_numpy()[rows] for c in ("time_ns", "self_ns", "flops", "bytes_accessed")}
-    )
-    # pandas' grouped sums (compensated) and firsts (the first non-null), as always
-    sums = measured.groupby(group, sort=False).sum()
-    table["total_ns"] = sums["time_ns"].to_numpy()
-    for column in ("self_ns", "flops", "bytes_accessed"):
-        table[column] = sums[column].to_numpy()
-    table["flops_seen"] = np.bincount(group, weights=measured["flops"].notna(), minlength=len(at))
-    table["bytes_seen"] = np.bincount(
-        group, weights=measured["bytes_accessed"].notna(), minlength=len(at)
-    )
-    texts = ["hlo_category", "program_id", "hlo_module", "short_name", "framework_op", "parent_op"]
-    for column in texts:
-        values = frame[column].take(rows).astype(object).to_numpy()
-        # a Series keeps the object dtype (an object array would be typed from its values)
-        first = pd.Series(cols.firsts(values, group, len(at)), dtype=object)
-        table["parent" if column == "parent_op" else column] = first
-    table = _unmeasured_as_nan(table)
-    table = table.rename(columns={"op": "name"})
-    table["total_s"] = table["total_ns"] / 1e9
-    table["self_s"] = table["self_ns"] / 1e9
     table["async_s"] = _async_spans(frame, table)
     add_rates(table, devices)
     table = table.sort_values(["self_s", "total_s"], ascending=False, ignore_index=True)

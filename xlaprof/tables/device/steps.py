@@ -70,7 +70,7 @@ def step_windows(
 
     columns: dict[str, Any] = {name: [] for name in WINDOW_COLUMNS}
     counts: list[int] = []  # the windows of each device: its key is repeated, not listed
-    kinds = frame["kind"].to_numpy()
+    kinds = _kinds(frame)
     of_host: dict[tuple[str, str], pd.DataFrame | None] = {}
     lines = _WindowLines.of(frame)
     groups = DeviceGroups.of(frame) if groups is None else groups
@@ -112,6 +112,21 @@ def step_windows(
     windows["start_ns"] = windows["start_ns"].astype("int64")
     windows["end_ns"] = windows["end_ns"].astype("int64")
     return windows
+
+
+def _kinds(frame: pd.DataFrame) -> Any:
+    """Each device event's kind, read per row as ``kinds[row]`` (no array of every row's
+    text is made)."""
+    import numpy as np
+
+    codes, names = cols.coded(frame["kind"])
+    values = np.array([*names, np.nan], dtype=object)
+
+    class _Kinds:
+        def __getitem__(self, row: int) -> object:
+            return values[codes[row]]
+
+    return _Kinds()
 
 
 @dataclass
@@ -228,12 +243,13 @@ def device_steps(
     # table is the windows in that order with the columns joined once (no frame per device)
     order: list[np.ndarray] = []
     parts: dict[str, list[np.ndarray]] = {}
-    for key, steps in windows.groupby(["session", "host", "device"], observed=True, sort=True):
+    starts = windows["start_ns"].to_numpy()
+    ends = windows["end_ns"].to_numpy()
+    for key, at in groups.windows(windows):
         mine = groups.compute(key)
-        a = steps["start_ns"].to_numpy()
-        b = steps["end_ns"].to_numpy()
-        order.append(windows.index.get_indexer(steps.index))
-        busy = groups.busy(key).within(a, b)
+        a, b = starts[at], ends[at]
+        order.append(at)
+        busy = groups.busy_in(key, a, b)
         found = {
             "wall_s": (b - a) / 1e9,
             "busy_s": busy / 1e9,
@@ -245,9 +261,40 @@ def device_steps(
             parts.setdefault(name, []).append(values)
     if not order:
         return pd.DataFrame(columns=STEP_COLUMNS)
-    taken = windows.take(np.concatenate(order)).reset_index(drop=True)
-    added = pd.DataFrame({name: np.concatenate(values) for name, values in parts.items()})
-    return pd.concat([taken, added], axis=1)[STEP_COLUMNS]
+    return joined(windows, order, parts, STEP_COLUMNS)
+
+
+def joined(
+    windows: pd.DataFrame, order: list[np.ndarray], parts: dict[str, list[Any]], columns: list[str]
+) -> pd.DataFrame:
+    """The rows of ``windows`` at ``order`` (each device's positions, in turn) with the
+    columns ``parts`` (each device's block of values, in the same turn, joined), as the table
+    of ``columns``: built once from its columns (the windows not taken where ``order`` keeps
+    them as they are)."""
+    import numpy as np
+    import pandas as pd
+
+    at = np.concatenate(order)
+    if not np.array_equal(at, np.arange(len(windows))):
+        windows = windows.take(at)
+    data = {
+        name: windows[name].array if name in windows.columns else _concatenated(parts[name])
+        for name in columns
+    }
+    return pd.DataFrame(data, columns=columns, copy=False)
+
+
+def _concatenated(blocks: list[Any]) -> Any:
+    """Blocks of a column joined: arrays as one array, Series (each typed on its own) as
+    ``pd.concat`` types them."""
+    import numpy as np
+    import pandas as pd
+
+    if any(isinstance(block, pd.Series) for block in blocks):
+        if len(blocks) == 1:
+            return blocks[0].array
+        return pd.concat(blocks, ignore_index=True).array
+    return np.concatenate(blocks)
 
 
 @dataclass
@@ -260,6 +307,10 @@ class DeviceGroups:
     by_text: dict[tuple[str, str, str], np.ndarray]
     timed: _Timed
     _busy: dict[tuple[str, str, str], Coverage] = field(default_factory=dict)
+    _windows: tuple[pd.DataFrame, list[tuple[tuple[Any, ...], np.ndarray]]] | None = None
+    _within: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=dict
+    )
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> DeviceGroups:
@@ -279,6 +330,28 @@ class DeviceGroups:
         rows = self.rows(key)
         busy: np.ndarray = rows[self.timed.compute[rows]]
         return busy
+
+    def windows(self, windows: pd.DataFrame) -> list[tuple[tuple[Any, ...], np.ndarray]]:
+        """``windows``' (``step_windows``) devices, each with its rows (positions), in
+        ``groupby(["session", "host", "device"], sort=True)``'s order: found once for the
+        last table asked about, through its columns' codes."""
+        if self._windows is None or self._windows[0] is not windows:
+            self._windows = (windows, cols.groups_of(windows, ["session", "host", "device"]))
+        return self._windows[1]
+
+    def busy_in(self, key: tuple[Any, ...], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``busy(key).within(a, b)``: the device's compute time in each window [a, b) (ns),
+        kept for the last windows asked about (the steps table and the host-vs-device table
+        ask about the same host steps)."""
+        import numpy as np
+
+        text = (str(key[0]), str(key[1]), str(key[2]))
+        last = self._within.get(text)
+        if last is not None and np.array_equal(last[0], a) and np.array_equal(last[1], b):
+            return last[2]
+        found = self.busy(key).within(a, b)
+        self._within[text] = (a, b, found)
+        return found
 
     def busy(self, key: tuple[Any, ...]) -> Coverage:
         """The union of ``key``'s compute events (found once per device)."""
@@ -318,7 +391,7 @@ class _Timed:
         codes, names = cols.coded(frame["category"])
         index = np.array([*(_CATEGORY_INDEX.get(n, -1) for n in names), -1], dtype=np.int64)
         compute = frame["compute"].to_numpy(dtype=bool)
-        return cls(starts, ends, compute, own, index[codes])
+        return cls(starts, ends, compute, own, np.take(index, codes))
 
     def category_seconds(
         self, rows: np.ndarray, a: np.ndarray, b: np.ndarray
@@ -380,11 +453,12 @@ def device_utilization(
     frame = device_events(with_session(events)) if frame is None else frame
     if windows is None:
         windows = step_windows(events, frame, host_bounds)
-    sources = windows.groupby(["session", "host", "device"], observed=True)
     groups = DeviceGroups.of(frame) if groups is None else groups
+    sources = {(str(s), str(h), str(d)): at for (s, h, d), at in groups.windows(windows)}
+    numbered = windows["step"].notna().to_numpy()
     timed = groups.timed
     spans = frame["op_line"].to_numpy(dtype=bool) | cols.equals(frame["line"], MODULES_LINE)
-    kinds = frame["kind"].to_numpy()
+    kinds = _kinds(frame)
     rows = []
     for (session, host, device), mine in groups.groups:
         spanning = mine[spans[mine]]
@@ -393,8 +467,7 @@ def device_utilization(
         start, end = int(timed.starts[spanning].min()), int(timed.ends[spanning].max())
         compute = mine[timed.compute[mine]]
         busy = groups.busy((session, host, device)).total
-        key = (session, host, device)
-        steps = sources.get_group(key) if key in sources.groups else None
+        steps = sources.get((str(session), str(host), str(device)))
         rows.append(
             {
                 "session": session,
@@ -405,8 +478,10 @@ def device_utilization(
                 "busy_s": busy / 1e9,
                 "idle_s": max(end - start - busy, 0) / 1e9,
                 "duty": busy / (end - start) if end > start else None,
-                "steps": 0 if steps is None else int(steps["step"].notna().sum()),
-                "step_source": None if steps is None else str(steps["step_source"].iloc[0]),
+                "steps": 0 if steps is None else int(numbered[steps].sum()),
+                "step_source": None
+                if steps is None
+                else str(windows["step_source"].iloc[int(steps[0])]),
                 **{
                     f"{name}_s": float(seconds[0])
                     for name, seconds in timed.category_seconds(

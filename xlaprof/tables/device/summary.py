@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.device import DeviceSummary
 from xlaprof.tables import categorical as cols
 from xlaprof.tables.device.bottleneck import (
     BOTTLENECK_COLUMNS,
-    busiest_bounds,
+    busiest_rows,
     step_bottlenecks,
+    step_bounds,
 )
-from xlaprof.tables.device.events import device_events
+from xlaprof.tables.device.events import MODEL_COLUMNS, device_events
 from xlaprof.tables.device.lines import LINE_COLUMNS, by_line, device_time_by_line
 from xlaprof.tables.device.ops import OP_COLUMNS, device_ops
 from xlaprof.tables.device.steps import (
@@ -27,6 +28,7 @@ from xlaprof.tables.device.steps import (
 from xlaprof.tables.device.tracing import TRACING_COLUMNS, tracing_vs_device
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -44,7 +46,7 @@ def summarize_host(
     import pandas as pd
 
     events = with_session(events)
-    frame = device_events(events)
+    frame = device_events(events, MODEL_COLUMNS)
     groups = DeviceGroups.of(frame)  # each device's rows, found once for every table
     windows = step_windows(events, frame, host_bounds, groups)
     ops = device_ops(events, devices, frame=frame)
@@ -75,36 +77,78 @@ def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataF
     import numpy as np
     import pandas as pd
 
-    table = busiest_bounds(bottleneck, ordered=False)
-    tracing = tracing.copy()
-    # busiest_bounds has one row per (session, host, step): a lookup, not a join per row,
-    # through one code per key of both tables
-    both = [
-        pd.concat([table[name].astype(str), tracing[name].astype(str)], ignore_index=True)
-        for name in ("session", "host")
+    busiest = busiest_rows(bottleneck) if not bottleneck.empty else np.zeros(0, np.int64)
+    tracing = tracing.copy(deep=False)  # columns replaced below, none written in place
+    # one row per (session, host, step) in the busiest rows: a lookup, not a join per row,
+    # through one code per key of both tables (session and host compared as text)
+    keys = [
+        (mine[busiest], theirs)
+        for mine, theirs in (
+            cols.text_codes([bottleneck[name], tracing[name]]) for name in ("session", "host")
+        )
     ]
-    steps = np.concatenate(
-        [table["step"].to_numpy(dtype=np.int64), tracing["step"].to_numpy(dtype=np.int64)]
+    keys.append(
+        (
+            bottleneck["step"].to_numpy(dtype=np.int64, na_value=0)[busiest],
+            tracing["step"].to_numpy(dtype=np.int64),
+        )
     )
-    key = cols.group_codes([*(cols.codes(b) for b in both), pd.factorize(steps)[0]])[0]
-    row_of = np.full(int(key.max()) + 1, -1, dtype=np.int64)
-    row_of[key[: len(table)]] = np.arange(len(table))
-    found = row_of[key[len(table) :]]
-    own = tracing["bound"].to_numpy(dtype=object)
+    found = _lookup(keys)
+    # each row's bound as a code into one list of values: the table's own, then the busiest
+    # device's (listed once each)
+    own, values = cols.coded(tracing["bound"])
+    missing = np.flatnonzero(own < 0)
+    # a missing bound as the column holds it (NaN in a text column, None in an object one)
+    values = [*values, tracing["bound"].iloc[missing[0]] if len(missing) else np.nan]
+    own = np.where(own < 0, len(values) - 1, own)
     # the bottleneck's "tracing" is the device's idle time the host spent on nothing measured
     # (a remainder): such a step keeps the table's own answer, from the host's measured work
-    if len(table):
-        known = table["bound"].to_numpy(dtype=object)[np.maximum(found, 0)]
-        use = (found >= 0) & pd.notna(known) & (known != "tracing")
-        bounds = np.where(use, known, own)
+    if len(busiest):
+        codes, known = step_bounds(bottleneck, busiest)
+        usable = np.array([pd.notna(k) and k != "tracing" for k in known], dtype=bool)
+        at = np.maximum(found, 0)
+        use = (found >= 0) & usable[codes[at]]
+        bounds = np.where(use, len(values) + codes[at], own)
+        values += known
     else:
         bounds = own
-    tracing["bound"] = bounds.tolist()
+    tracing["bound"] = _used(values, bounds)
+    # tracing_bound: whether the bound is "tracing", on lazy-tensor hosts with a bound (None
+    # elsewhere)
     lazy = tracing["lazy_tensor"].to_numpy(dtype=bool)
-    verdict = (bounds == "tracing").astype(object)
-    verdict[~lazy | np.equal(bounds, np.array(None, dtype=object))] = None  # None, not NaN
-    tracing["tracing_bound"] = verdict.tolist()
+    verdicts = np.array(
+        [None if v is None else v == "tracing" for v in values] + [None], dtype=object
+    )
+    verdict = np.where(lazy, bounds, len(values))
+    tracing["tracing_bound"] = _used(verdicts.tolist(), verdict)
     return tracing
+
+
+def _lookup(keys: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Per row of the second table, the row of the first (whose keys are distinct) with the
+    same keys, -1 where none: each key a pair of integer arrays (first table, second). Two
+    tables listing the same keys in the same order (a host's steps, one device each) match
+    row for row without a lookup."""
+    import numpy as np
+
+    if all(np.array_equal(mine, theirs) for mine, theirs in keys):
+        return np.arange(len(keys[0][1]), dtype=np.int64)
+    size = len(keys[0][0])
+    key = cols.group_codes([np.concatenate(pair) for pair in keys])[0]
+    row_of = np.full(int(key.max()) + 1, -1, dtype=np.int64)
+    row_of[key[:size]] = np.arange(size)
+    found: np.ndarray = row_of[key[size:]]
+    return found
+
+
+def _used(values: list[object], codes: np.ndarray) -> Any:
+    """``values[code]`` per row, typed from the values some row has (``categorical.typed``)."""
+    import numpy as np
+
+    used = np.flatnonzero(np.bincount(codes, minlength=len(values)))
+    remap = np.zeros(len(values), dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    return cols.typed([values[at] for at in used.tolist()], remap[codes])
 
 
 def merge_summaries(summaries: Iterable[DeviceSummary]) -> DeviceSummary:

@@ -111,21 +111,29 @@ def tracing_vs_device(
     columns: dict[str, list[Any]] = {name: [] for name in TRACING_COLUMNS}
     # masks and columns as arrays, once: no frame is copied per host
     host_plane = cols.equals(events["plane_kind"], "host")
-    lazy_rows = cols.member(events["name"], LAZY_TENSOR_EVENTS)
+    lazy_rows = np.flatnonzero(cols.member(events["name"], LAZY_TENSOR_EVENTS) & host_plane)
     groups = DeviceGroups.of(frame) if groups is None else groups
-    for (session, host), mine in bounds.groupby(["session", "host"], observed=True):
-        rows = (
-            cols.equals(events["session"], session) & cols.equals(events["host"], host) & host_plane
+    starts, ends = bounds["start_ns"].to_numpy(), bounds["end_ns"].to_numpy()
+    numbers = bounds["step"].to_numpy(dtype=np.int64)
+    for (session, host), mine in cols.groups_of(bounds, ["session", "host"]):
+        # the host's lazy-tensor events (few): read before any mask of every event is made
+        lazy = bool(
+            (
+                cols.equals_at(events["session"], session, lazy_rows)
+                & cols.equals_at(events["host"], host, lazy_rows)
+            ).any()
         )
-        lazy = bool((rows & lazy_rows).any())
-        a = mine["start_ns"].to_numpy()
-        b = mine["end_ns"].to_numpy()
+        a, b = starts[mine], ends[mine]
         # tracing and the host's measured work are read on lazy-tensor hosts only
-        measured = (
-            _lazy_host_s(events.loc[rows, ["line", "name", "start_ns", "end_ns"]], a, b)
-            if lazy
-            else None
-        )
+        measured = None
+        if lazy:
+            rows = (
+                cols.equals(events["session"], session)
+                & cols.equals(events["host"], host)
+                & host_plane
+            )
+            on_host = events.loc[rows, ["line", "name", "start_ns", "end_ns"]]
+            measured = _lazy_host_s(on_host, a, b)
         devices = [
             key
             for key, _ in groups.groups
@@ -134,10 +142,10 @@ def tracing_vs_device(
         _host_rows(
             columns,
             (session, host, lazy),
-            mine["step"].to_numpy(dtype=np.int64),
+            numbers[mine],
             (b - a) / 1e9,
             measured,
-            _busy_s([groups.busy(key) for key in devices], a, b),
+            _busy_s([groups.busy_in(key, a, b) for key in devices]),
         )
     return _table(columns)
 
@@ -178,7 +186,8 @@ def _host_rows(
         idled = busy == 0  # the device idled all step: bound by the host if it worked
         limit = TRACING_BOUND_RATIO if lazy else HOST_BOUND_RATIO
         by_host = np.where(idled, host_s > 0, host_s >= limit * busy)
-        bound = np.where(by_host, "tracing" if lazy else "host", "device").astype(object)
+        labels = np.array(["device", "tracing" if lazy else "host"], dtype=object)
+        bound = labels[by_host.astype(np.int8)]  # two strings, each row a reference to one
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = host_s / busy
         if idled.any():  # no ratio to an idle device: None
@@ -198,8 +207,9 @@ def _host_rows(
 
 def _table(columns: dict[str, list[Any]]) -> pd.DataFrame:
     """The hosts' blocks (``_host_rows``) as one table, each column typed as pandas types the
-    list of its values: a column of numbers or booleans only is joined as an array; one with
-    None or text goes through a list, as it always did."""
+    list of its values: a column of numbers or booleans only is joined as an array, one of None
+    only is an object array of None, ``bound`` (text only) is typed from its distinct values;
+    any other with None or text goes through a list, as it always did."""
     import numpy as np
     import pandas as pd
 
@@ -215,7 +225,13 @@ def _table(columns: dict[str, list[Any]]) -> pd.DataFrame:
         if name in data:
             continue
         blocks = columns[name]
-        if any(b is None or b.dtype == object for b in blocks):
+        if name == "bound" and all(b is not None for b in blocks):
+            # text only ("tracing", "host", "device"): typed as its list, from its values
+            codes, values = pd.factorize(np.concatenate(blocks))
+            data[name] = cols.typed(values.tolist(), codes)
+        elif all(b is None for b in blocks):  # not measured on any host: None throughout
+            data[name] = np.full(sum(counts), None, dtype=object)
+        elif any(b is None or b.dtype == object for b in blocks):
             listed: list[Any] = []
             for block, count in zip(blocks, counts, strict=True):
                 listed += [None] * count if block is None else block.tolist()
@@ -254,12 +270,11 @@ def _host_busy_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndar
     return busy
 
 
-def _busy_s(devices: list[Coverage], a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-    """Per window [a, b): the busiest device's compute time in it (seconds); None without
-    compute events. ``devices``: each device's union of compute events."""
+def _busy_s(per_device: list[np.ndarray]) -> np.ndarray | None:
+    """Per window: the busiest device's compute time in it (seconds); None without compute
+    events. ``per_device``: each device's compute time in each window (ns)."""
     import numpy as np
 
-    per_device = [busy.within(a, b) for busy in devices]
     if not per_device:
         return None
     busiest: np.ndarray = np.max(per_device, axis=0) / 1e9

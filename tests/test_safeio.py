@@ -1,0 +1,51 @@
+"""``safeio.read_capped``: a capped read that asks for the size it found, not for the cap."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xlaprof import safeio
+from xlaprof.safeio import TooLarge, read_capped
+
+
+def test_a_file_under_the_cap_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "capture.bin"
+    path.write_bytes(bytes(range(256)) * 1000)
+    assert read_capped(path, 1 << 31) == bytes(range(256)) * 1000
+    assert read_capped(path, 256_000) == bytes(range(256)) * 1000  # exactly at the cap
+
+
+def test_a_file_over_the_cap_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "capture.bin"
+    path.write_bytes(b"x" * 1001)
+    with pytest.raises(TooLarge):
+        read_capped(path, 1000)
+
+
+@pytest.mark.parametrize(("size", "limit", "whole"), [(1000, 5000, True), (1000, 1500, False)])
+def test_a_file_that_grew_after_its_size_was_asked_is_read_to_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int, limit: int, whole: bool
+) -> None:
+    """The size asked of the open file is older than its bytes (a capture still being
+    written): what grew since is read too, and the cap still holds."""
+    path = tmp_path / "capture.bin"
+    path.write_bytes(b"y" * 2000)
+    real_fstat = os.fstat
+
+    class Older:
+        def __init__(self, result: Any) -> None:
+            self.result = result
+
+        def __getattr__(self, name: str) -> Any:
+            return size if name == "st_size" else getattr(self.result, name)
+
+    monkeypatch.setattr(safeio.os, "fstat", lambda fd: Older(real_fstat(fd)))
+    if whole:
+        assert read_capped(path, limit) == b"y" * 2000
+    else:
+        with pytest.raises(TooLarge):
+            read_capped(path, limit)
