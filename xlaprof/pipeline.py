@@ -400,24 +400,19 @@ def _device_step_columns(trace: Trace, columns: list[str]) -> pd.DataFrame:
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
     """The step timeline, the story and the host tables of ``result`` (made here, once)."""
     from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
-    from xlaprof.tables.timeline import EVENT_COLUMNS, device_busy_by_step, step_timeline
+    from xlaprof.tables.timeline import EVENT_COLUMNS, step_timeline, trace_timeline
 
     data = result.part.data
     if data.steps or trace is not None:
-        # what the step timeline reads: a pod's first host, from its own files
-        view = None if trace is None else trace.step_view(EVENT_COLUMNS)
-        events = None if view is None else view.events
-        busy = windows = None
-        if view is not None and events is not None:
-            busy = device_busy_by_step(view.tracing_vs_device(), events)
-            windows = _device_windows(view)
-        timeline = step_timeline(
-            data.steps,
-            events,
-            None if view is None else view.step_bounds,
-            busy,
-            windows,
-        )
+        timeline = None
+        if trace is not None and not data.steps:
+            # a pod's: its first host's, made by its worker (no event is read here)
+            timeline = trace.events_source.stored_timeline()
+        if timeline is None and trace is not None:
+            # what the step timeline reads: a pod's first host, from its own files
+            timeline = trace_timeline(trace.step_view(EVENT_COLUMNS), data.steps)
+        if timeline is None:
+            timeline = step_timeline(data.steps)
         # the one step model: every per-step verdict and the story come from its parts
         result.timeline = with_bounds(timeline, data.warmup_steps)
         result.story = step_story(result.timeline, data.warmup_steps)
@@ -427,7 +422,6 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
             result.story.worth_most = chosen
             if chosen is not None:
                 result.story.worth_most_answer = answer_of(result.story.bound, chosen.kind)
-        del view
     if trace is not None and len(trace.hosts) > 1:
         from xlaprof.inputs.pod import host_tables
 
@@ -467,21 +461,6 @@ def _add_host_tables(result: PartResult) -> None:
 
         result.torch_compiles = compile_table(data.torch_traces, data.dynamo)
         result.compile_summary = compile_summary(result.torch_compiles)
-
-
-def _device_windows(trace: Trace) -> pd.DataFrame | None:
-    """Per host step from the devices' own steps (hosts without step markers): the slowest
-    device's window (``step_times``) with that device's busy time, or None."""
-    from xlaprof.tables.step_times import step_times
-
-    windows = step_times(trace)
-    windows = windows[windows["source"] != "host steps"]
-    if windows.empty:
-        return None
-    per_device = step_times(trace, per_device=True)[["host", "device", "step", "busy_ms"]]
-    per_device = per_device.astype({"host": str, "device": str})
-    windows = windows.astype({"host": str, "device": str})
-    return windows.merge(per_device, on=["host", "device", "step"], how="left")
 
 
 def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:

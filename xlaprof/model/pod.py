@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.device import DeviceSummary
-from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
+from xlaprof.model.ondisk import (
+    BOTTLENECK,
+    DEVICE_STEPS,
+    HOST_STEPS,
+    STEP_BOUNDS,
+    TIMELINE,
+    TRACING,
+)
 from xlaprof.model.trace import HostTableMaker, HostTables, Trace
 
 if TYPE_CHECKING:
@@ -50,9 +57,9 @@ HOST_STEP_COLUMNS = [
 class HostSummary:
     """What one worker sends back for one host: small, whatever the host's event and step
     counts. Its per-step tables (``xlaprof.model.ondisk.TABLES``: step bounds, device steps,
-    host vs device, the straggler rows) are in files beside its event cache (``tables``), or
-    held here (``frames``) when no cache could be written; ``aggregates`` is what the parent
-    needs of them."""
+    host vs device, the straggler rows, bottlenecks, the step timeline) are in files beside its
+    event cache (``tables``), or held here (``frames``) when no cache could be written;
+    ``aggregates`` is what the parent needs of them."""
 
     host: str
     path: str
@@ -358,6 +365,19 @@ class CachedEvents:
             device_summary=model,
             step_table=trace.step_table,
         )
+
+    def stored_timeline(self) -> pd.DataFrame | None:
+        """The first host's step timeline, as its worker made it (``ondisk.TIMELINE``); None
+        where its worker stored none or it has no rows (the pipeline then reads the host's
+        events)."""
+        first = self._summaries()[:1]
+        if not first:
+            return None
+        held = first[0].tables if first[0].frames is None else first[0].frames
+        if TIMELINE not in held:  # a worker of an earlier version
+            return None
+        frame = self._read_table(first[0], TIMELINE, None, None)
+        return frame if len(frame) else None
 
     def frame(self) -> Any:
         """A dask DataFrame over every host's cache: one partition per host."""

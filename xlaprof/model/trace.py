@@ -124,6 +124,12 @@ class EventSource(Protocol):
         ``columns`` only, where given)."""
         ...
 
+    def stored_timeline(self) -> pd.DataFrame | None:
+        """The step timeline of the trace's first host from its events alone
+        (``tables.timeline.trace_timeline``), as the loader made it and left it on disk
+        (None: none is stored, the pipeline makes it from the events)."""
+        ...
+
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         """``trace``'s host tables, made by ``maker`` from wherever the rows are."""
         ...
@@ -162,6 +168,9 @@ class HeldEvents:
 
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         return trace
+
+    def stored_timeline(self) -> None:
+        return None
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         return maker.of_events(trace)

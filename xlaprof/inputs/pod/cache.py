@@ -51,7 +51,8 @@ CACHE_SUFFIX = ".xlaprof.parquet"
 # device columns (device_idle_s, lazy_tensor, bound); 4: the bottleneck table, the host_transfer
 # category, and each step's bound from the one step model (tables/story.py); 5: per-step tables
 # in files of their own, aggregates in the metadata
-CACHE_VERSION = "6"  # 6: the tracing table has host_busy_s
+# 6: the tracing table has host_busy_s
+CACHE_VERSION = "7"  # 7: the host's step timeline, a per-step table
 # Rows per row group of a per-step table: a read of a range of steps skips the others.
 TABLE_ROW_GROUP = 16384
 # Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
