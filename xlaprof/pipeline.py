@@ -216,6 +216,10 @@ def _finish(result: PartResult) -> None:
     _keep_rows(result, drawn)
 
 
+# The per-host step rows' columns the heat map reads (``_heatmap_steps``, ``_figure_frames``).
+HEATMAP_COLUMNS = ("host", "device", "step", "wall_ms")
+
+
 def _heatmap_steps(result: PartResult, host_steps: pd.DataFrame | None) -> tuple[str, Any] | None:
     """The device the host x step heat map draws and the steps it draws of it (None: every
     step), or None without several hosts' steps (``tables.bounded.heatmap_steps``)."""
@@ -241,7 +245,7 @@ def _host_step_rows(result: PartResult) -> pd.DataFrame | None:
     if trace is None:
         return None
     if result.host_steps is None and len(trace.hosts) > 1:
-        return trace.events_source.stored_host_steps()
+        return trace.events_source.stored_host_steps(list(HEATMAP_COLUMNS))
     return result.host_steps
 
 

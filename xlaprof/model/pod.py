@@ -24,6 +24,7 @@ from xlaprof.model.ondisk import (
 from xlaprof.model.trace import HostTableMaker, HostTables, Trace
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from xlaprof.model.stats import StepAggregates
@@ -51,6 +52,9 @@ HOST_STEP_COLUMNS = [
     "own_ms",
     "events",
 ]
+# The straggler rows' columns that stragglers and host skew read (``tables.stragglers``,
+# ``tables.hosts.step_walls``): all a pod's parent reads of them for those tables.
+STEP_ROW_COLUMNS = ["host", "device", "step", "wall_ms", "collective_ms", "own_ms"]
 
 
 @dataclass
@@ -154,6 +158,19 @@ def _walls_record(aggregates: StepAggregates | None) -> dict[str, Any] | None:
         "p90_ms": digest.approximate(0.9),
         "slowest": [{"step": step, "wall_ms": wall} for step, wall in walls.slowest],
     }
+
+
+def _distinct(numbers: np.ndarray) -> np.ndarray:
+    """The distinct ``numbers``, sorted: one pass where they are sorted already (a cache's
+    straggler rows are, by step)."""
+    import numpy as np
+
+    if len(numbers) < 2 or not (numbers[1:] >= numbers[:-1]).all():
+        return np.unique(numbers)
+    new = np.ones(len(numbers), dtype=bool)
+    new[1:] = numbers[1:] != numbers[:-1]
+    kept: np.ndarray = numbers[new]
+    return kept
 
 
 def concat_frames(frames: Sequence[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -279,10 +296,11 @@ class CachedEvents:
             s.aggregates.rows.get(name, 0) for s in self._summaries() if s.aggregates is not None
         )
 
-    def host_steps(self) -> pd.DataFrame:
-        """Every host's straggler rows (HOST_STEP_COLUMNS), read from disk."""
-        frame = self.table(HOST_STEPS)
-        return frame if len(frame) else concat_frames([], HOST_STEP_COLUMNS)
+    def host_steps(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """Every host's straggler rows (HOST_STEP_COLUMNS, or those ``columns``), read from
+        disk."""
+        frame = self.table(HOST_STEPS, columns=columns)
+        return frame if len(frame) else concat_frames([], columns or HOST_STEP_COLUMNS)
 
     def in_memory(self) -> None:
         return None
@@ -290,8 +308,8 @@ class CachedEvents:
     def load_record(self) -> dict[str, Any] | None:
         return None if self.load is None else self.load.record()
 
-    def stored_host_steps(self) -> pd.DataFrame:
-        return self.host_steps()
+    def stored_host_steps(self, columns: list[str] | None = None) -> pd.DataFrame:
+        return self.host_steps(columns)
 
     def stored_host_step_count(self) -> int:
         return self.table_rows(HOST_STEPS)
@@ -305,7 +323,8 @@ class CachedEvents:
         return maker.of_chunks(marked, self._step_chunks(maker.chunk_rows))
 
     def _step_chunks(self, chunk_rows: int) -> Iterator[pd.DataFrame]:
-        """Every host's straggler rows, a range of steps at a time (about ``chunk_rows``)."""
+        """Every host's straggler rows, a range of steps at a time (about ``chunk_rows``):
+        the columns stragglers and host skew read (``STEP_ROW_COLUMNS``)."""
         import numpy as np
 
         summaries = self._summaries()
@@ -322,16 +341,19 @@ class CachedEvents:
         if rows <= chunk_rows:  # one range: every numbered row at once, no step read first
             import pyarrow.compute as pc
 
-            yield self.table(HOST_STEPS, filters=pc.field("step").is_valid())
+            valid = pc.field("step").is_valid()
+            yield self.table(HOST_STEPS, columns=STEP_ROW_COLUMNS, filters=valid)
             return
-        steps = np.zeros(0, np.int64)  # the distinct step numbers, over hosts
+        distinct = [np.zeros(0, np.int64)]  # the distinct step numbers, over hosts
         for summary in summaries:
             column = self.table(HOST_STEPS, hosts=[summary.host], columns=["step"])["step"]
-            steps = np.union1d(steps, column.to_numpy(dtype=np.int64))
+            distinct.append(_distinct(column.to_numpy(dtype=np.int64)))
+        steps = _distinct(np.sort(np.concatenate(distinct), kind="stable"))
         width = max(1, chunk_rows // max(1, rows // max(1, len(steps))))
         for at in range(0, len(steps), width):
             low, high = int(steps[at]), int(steps[min(at + width, len(steps)) - 1])
-            yield self.table(HOST_STEPS, filters=[("step", ">=", low), ("step", "<=", high)])
+            within = [("step", ">=", low), ("step", "<=", high)]
+            yield self.table(HOST_STEPS, columns=STEP_ROW_COLUMNS, filters=within)
 
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         """The pod's first host as an in-memory ``Trace`` (its events, step bounds and device

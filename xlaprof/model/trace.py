@@ -109,9 +109,9 @@ class EventSource(Protocol):
         read in this process)."""
         ...
 
-    def stored_host_steps(self) -> pd.DataFrame | None:
-        """The straggler rows the loader left on disk, read now (None: none are stored, the
-        pipeline makes them from the events)."""
+    def stored_host_steps(self, columns: list[str] | None = None) -> pd.DataFrame | None:
+        """The straggler rows the loader left on disk (``columns`` of them, where given), read
+        now (None: none are stored, the pipeline makes them from the events)."""
         ...
 
     def stored_host_step_count(self) -> int | None:
@@ -160,7 +160,7 @@ class HeldEvents:
     def load_record(self) -> None:
         return None
 
-    def stored_host_steps(self) -> None:
+    def stored_host_steps(self, columns: list[str] | None = None) -> None:
         return None
 
     def stored_host_step_count(self) -> None:

@@ -16,32 +16,38 @@ def host_skew(step_times: pd.DataFrame) -> pd.DataFrame:
 
     ``step_times`` has columns host, step, wall_ms (``Trace.step_times()``, or
     ``step_walls`` of a pod's straggler rows). ``skew`` is (slowest - fastest) / fastest.
-    Grouped reductions, no Python step per step.
+    Grouped reductions over arrays (``tables.grouped``), no Python step per step.
     """
     import numpy as np
     import pandas as pd
 
+    from xlaprof.tables.grouped import Groups, text_codes
+
     if step_times is None or step_times.empty:
         return pd.DataFrame(columns=SKEW_COLUMNS)
-    rows = step_times[["host", "step", "wall_ms"]].reset_index(drop=True)
-    rows = rows.assign(host=rows["host"].astype(str), wall_ms=rows["wall_ms"].astype("float64"))
-    groups = rows.groupby("step", observed=True, sort=True)
-    hosts = groups["host"].nunique()
-    keep = hosts[hosts >= 2].index
-    if not len(keep):
+    # as a grouping on the step: no group without a step
+    step_times = step_times[step_times["step"].notna().to_numpy()]
+    host_codes, host_names = text_codes(step_times["host"])
+    if (host_codes < 0).any():  # a row of no host is in no host's steps
+        step_times, host_codes = step_times[host_codes >= 0], host_codes[host_codes >= 0]
+    wall = step_times["wall_ms"].to_numpy(dtype="float64", na_value=np.nan)
+    groups = Groups([step_times["step"].to_numpy(dtype=np.int64)])
+    hosts = groups.distinct(host_codes)
+    keep = hosts >= 2
+    if not keep.any():
         return pd.DataFrame(columns=SKEW_COLUMNS)
-    slowest = rows.loc[groups["wall_ms"].idxmax()].set_index("step").loc[keep]
-    fastest = rows.loc[groups["wall_ms"].idxmin()].set_index("step").loc[keep]
-    fast, slow = fastest["wall_ms"].to_numpy(), slowest["wall_ms"].to_numpy()
+    slowest = groups.first_max(wall)[keep]
+    fastest = groups.first_min(wall)[keep]
+    fast, slow = wall[fastest], wall[slowest]
     with np.errstate(divide="ignore", invalid="ignore"):
         skew = np.where(fast > 0, (slow - fast) / np.where(fast > 0, fast, 1.0), np.nan)
     table = pd.DataFrame(
         {
-            "step": np.asarray(keep, dtype=np.int64),
-            "hosts": hosts.loc[keep].to_numpy().astype(np.int64),
-            "fastest_host": fastest["host"].to_numpy(dtype=object),
+            "step": groups.keys[0][keep].astype(np.int64),
+            "hosts": hosts[keep].astype(np.int64),
+            "fastest_host": host_names[host_codes[fastest]],
             "fastest_ms": fast,
-            "slowest_host": slowest["host"].to_numpy(dtype=object),
+            "slowest_host": host_names[host_codes[slowest]],
             "slowest_ms": slow,
             "skew": skew,
         },
