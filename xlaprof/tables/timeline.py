@@ -389,8 +389,24 @@ def _labelled_pairs(events: pd.DataFrame) -> _Pairs | None:
     if not len(labelled):
         return None
     label = events["step"].to_numpy(dtype=np.int64, na_value=0)[labelled]
+    numbers, window = _numbered(label)
+    return _Pairs.of(events, numbers, window, labelled)
+
+
+def _numbered(label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct step numbers of ``label`` (sorted) and each label's index among them:
+    from a table of every number between the smallest and the largest where that is no larger
+    than the labels (steps are numbered densely), else by sorting."""
+    import numpy as np
+
+    low, high = int(label.min()), int(label.max())
+    if high - low < 4 * len(label):
+        present = np.zeros(high - low + 1, dtype=bool)
+        present[label - low] = True
+        index = np.cumsum(present) - 1
+        return np.flatnonzero(present) + low, index[label - low]
     numbers = np.unique(label)
-    return _Pairs.of(events, numbers, np.searchsorted(numbers, label), labelled)
+    return numbers, np.searchsorted(numbers, label)
 
 
 def _host_parts(
