@@ -251,8 +251,9 @@ def _host_step_rows(result: PartResult) -> pd.DataFrame | None:
 
 def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
     """Cut the result's per-step tables to their bounds (``tables.bounded``), keeping every
-    row in ``every_row`` (the notebook's) and saying in ``rows_kept`` what was kept, with the
-    console's figures over every row (``drawn``: the heat map's device and steps)."""
+    row in ``every_row`` (the notebook's) and saying in ``rows_kept`` what was kept; the
+    console's figures of the stragglers and host skew over every row go to ``summaries``
+    whether or not a table was cut (``drawn``: the heat map's device and steps)."""
     import numpy as np
 
     from xlaprof.tables import bounded
@@ -280,9 +281,10 @@ def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
             "steps the heat map draws, and the rows whose slowest host was furthest behind "
             "the median host (behind_ms)"
         )
+        figures = _summarized(result, "stragglers", bounded.straggler_summary(stragglers))
         kept, told = bounded.keep_rows(stragglers, positions, chosen)
         if told is not None:
-            told.summary = bounded.straggler_summary(stragglers)
+            told.summary = figures
         _cut(result, "stragglers", kept, told)
     skew = result.host_skew
     if skew is not None:
@@ -293,15 +295,26 @@ def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
             f"the first {bounded.SKEW_FIRST_ROWS} steps and the steps of largest skew "
             "(slowest over fastest host)"
         )
+        figures = _summarized(result, "host_skew", bounded.skew_summary(skew))
         kept, told = bounded.keep_rows(skew, positions, chosen)
         if told is not None:
-            told.summary = bounded.skew_summary(skew)
+            told.summary = figures
         _cut(result, "host_skew", kept, told)
     if result.host_steps is not None and steps is not None:
         rows = result.host_steps
         positions = np.flatnonzero(rows["step"].isin(steps).to_numpy())
         kept, told = bounded.keep_rows(rows, positions, "the steps the heat map draws")
         _cut(result, "host_steps", kept, told)
+
+
+def _summarized(
+    result: PartResult, name: str, figures: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """Keep ``figures`` (a table's one-line figures over every row) as the result's
+    ``summaries[name]``, where there are any; return them."""
+    if figures is not None:
+        result.summaries[name] = figures
+    return figures
 
 
 def _cut(result: PartResult, name: str, kept: pd.DataFrame, told: KeptRows | None) -> None:

@@ -266,3 +266,18 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
     # AND a saved document renders the same text
     saved = AnalysisResult.from_json(json.loads(json.dumps(cut_doc)))
     assert render(saved, "console") == cut_text
+    # AND the result carries the stragglers' and host skew's figures over every row, cut or
+    # not (the renderers only show them): the same figures both ways, host-1 the straggler
+    figures = whole_doc["summaries"]
+    assert cut_doc["summaries"] == figures
+    assert kept["stragglers"]["summary"] == figures["stragglers"]
+    assert figures["stragglers"]["rows"] == len(every.stragglers)
+    assert figures["stragglers"]["slowest_host"] == figures["host_skew"]["slowest_host"] == "host-1"
+    assert figures["host_skew"]["steps"] == len(every.host_skew)
+    # AND a document saved before it carried them renders the same text
+    from xlaprof.report.json_out import saved_analysis
+
+    older = {key: value for key, value in whole_doc.items() if key != "summaries"}
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    loaded = saved_analysis(tmp_path / "older.json")
+    assert loaded is not None and render(loaded, "console") == whole_text
