@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xlaprof.tables.grouped import Groups, text_codes
+from xlaprof.tables.grouped import Groups, ranks, text_codes
 
 
 def _rows(seed: int, rows: int, even: bool) -> pd.DataFrame:
@@ -54,13 +54,15 @@ def test_grouped_reductions_are_pandas_groupby(seed: int, even: bool) -> None:
     assert np.array_equal(got_min, among.idxmin().to_numpy())
 
 
-def test_text_codes_rank_texts_as_a_grouping_sorts_them() -> None:
+def test_text_codes_ranked_as_a_grouping_sorts_texts() -> None:
     # GIVEN a text column with a missing value
     column = pd.Series(["b", "a", None, "b", "TPU:10", "TPU:2"], dtype=object)
-    # WHEN it is coded in sort order
-    codes, names = text_codes(column, ranked=True)
-    # THEN the codes index the texts, sorted, and a missing text has none (-1)
+    # WHEN it is coded, and its texts ranked
+    codes, names = text_codes(column)
+    rank, ordered = ranks(names)
+    # THEN the codes index the texts, a missing text has none (-1), and the ranks sort them
     known = column.notna().to_numpy()
     assert list(names[codes[known]]) == list(column[known])
-    assert list(names) == sorted(column[known].unique())
     assert list(codes[~known]) == [-1]
+    assert list(ordered) == sorted(column[known].unique())
+    assert list(ordered[rank[codes[known]]]) == list(column[known])

@@ -11,9 +11,11 @@ rows, a count or one host (``StepTables``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 # The per-step tables a pod keeps on disk, by name.
@@ -26,6 +28,40 @@ BOTTLENECK = "bottleneck"  # DeviceSummary.bottleneck: per device and step, seco
 # pipeline shows of a pod's first host, read instead of that host's events
 TIMELINE = "timeline"
 TABLES = (STEP_BOUNDS, DEVICE_STEPS, TRACING, HOST_STEPS, BOTTLENECK, TIMELINE)
+
+
+@dataclass
+class StepRows:
+    """Straggler rows (``HOST_STEPS``) as arrays, the columns stragglers and host skew read:
+    per row its host and device (codes into ``hosts`` and ``devices``, the texts; -1: none),
+    step, and wall, collective and own time (ms). A pod's parent reads them so, a range of
+    steps at a time, with no frame between the files and the grouped reductions."""
+
+    host: np.ndarray
+    hosts: np.ndarray
+    device: np.ndarray
+    devices: np.ndarray
+    step: np.ndarray
+    wall_ms: np.ndarray
+    collective_ms: np.ndarray
+    own_ms: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def take(self, rows: np.ndarray) -> StepRows:
+        """These rows only (a mask or positions), the same texts."""
+        return StepRows(
+            self.host[rows],
+            self.hosts,
+            self.device[rows],
+            self.devices,
+            self.step[rows],
+            self.wall_ms[rows],
+            self.collective_ms[rows],
+            self.own_ms[rows],
+        )
+
 
 # What reading an ``OnDisk`` attribute gives: a frame, or (a table that may be absent) None.
 _Frame = TypeVar("_Frame", bound="pd.DataFrame | None")

@@ -20,6 +20,7 @@ from xlaprof.model.ondisk import (
     STEP_BOUNDS,
     TIMELINE,
     TRACING,
+    StepRows,
 )
 from xlaprof.model.trace import HostTableMaker, HostTables, Trace
 
@@ -53,7 +54,7 @@ HOST_STEP_COLUMNS = [
     "events",
 ]
 # The straggler rows' columns that stragglers and host skew read (``tables.stragglers``,
-# ``tables.hosts.step_walls``): all a pod's parent reads of them for those tables.
+# ``tables.hosts.skew_of``): all a pod's parent reads of them for those tables.
 STEP_ROW_COLUMNS = ["host", "device", "step", "wall_ms", "collective_ms", "own_ms"]
 
 
@@ -322,9 +323,9 @@ class CachedEvents:
         marked = {host for host, a in aggregates if a.host is not None}
         return maker.of_chunks(marked, self._step_chunks(maker.chunk_rows))
 
-    def _step_chunks(self, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    def _step_chunks(self, chunk_rows: int) -> Iterator[StepRows]:
         """Every host's straggler rows, a range of steps at a time (about ``chunk_rows``):
-        the columns stragglers and host skew read (``STEP_ROW_COLUMNS``)."""
+        the columns stragglers and host skew read, as arrays (``StepRows``)."""
         import numpy as np
 
         summaries = self._summaries()
@@ -341,8 +342,7 @@ class CachedEvents:
         if rows <= chunk_rows:  # one range: every numbered row at once, no step read first
             import pyarrow.compute as pc
 
-            valid = pc.field("step").is_valid()
-            yield self.table(HOST_STEPS, columns=STEP_ROW_COLUMNS, filters=valid)
+            yield self._step_rows(pc.field("step").is_valid())
             return
         distinct = [np.zeros(0, np.int64)]  # the distinct step numbers, over hosts
         for summary in summaries:
@@ -352,8 +352,46 @@ class CachedEvents:
         width = max(1, chunk_rows // max(1, rows // max(1, len(steps))))
         for at in range(0, len(steps), width):
             low, high = int(steps[at]), int(steps[min(at + width, len(steps)) - 1])
-            within = [("step", ">=", low), ("step", "<=", high)]
-            yield self.table(HOST_STEPS, columns=STEP_ROW_COLUMNS, filters=within)
+            yield self._step_rows([("step", ">=", low), ("step", "<=", high)])
+
+    def _step_rows(self, filters: Any) -> StepRows:
+        """Every host's straggler rows that ``filters`` keeps, as arrays: each host's file read
+        in the columns stragglers and host skew use (its host is the summary's)."""
+        import numpy as np
+        import pandas as pd
+
+        summaries = self._summaries()
+        devices: dict[str, int] = {}
+        parts: list[tuple[np.ndarray, ...]] = []
+        for index, summary in enumerate(summaries):
+            frame = self._read_table(summary, HOST_STEPS, STEP_ROW_COLUMNS[1:], filters)
+            codes, names = pd.factorize(frame["device"])
+            ours = np.asarray([devices.setdefault(str(n), len(devices)) for n in names] + [-1])
+            parts.append(
+                (
+                    np.full(len(frame), index, np.int64),
+                    ours[codes],  # -1 (missing) -> the last entry, -1
+                    frame["step"].to_numpy(dtype=np.int64),
+                    *(
+                        frame[column].to_numpy(dtype="float64", na_value=np.nan)
+                        for column in ("wall_ms", "collective_ms", "own_ms")
+                    ),
+                )
+            )
+        columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
+        if not columns:
+            columns = [np.zeros(0, np.int64)] * 3 + [np.zeros(0)] * 3
+        host, device, step, wall, collective, own = columns
+        return StepRows(
+            host,
+            np.asarray([s.host for s in summaries], dtype=object),
+            device,
+            np.asarray(list(devices), dtype=object),
+            step,
+            wall,
+            collective,
+            own,
+        )
 
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         """The pod's first host as an in-memory ``Trace`` (its events, step bounds and device

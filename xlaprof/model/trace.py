@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from xlaprof.model.ondisk import BOTTLENECK, STEP_BOUNDS, TRACING, OnDisk, held
+from xlaprof.model.ondisk import BOTTLENECK, STEP_BOUNDS, TRACING, OnDisk, StepRows, held
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,9 +70,9 @@ class HostTableMaker(Protocol):
         """From ``trace``'s events and step tables, held in memory."""
         ...
 
-    def of_chunks(self, marked: set[str], chunks: Iterable[pd.DataFrame]) -> HostTables:
-        """From straggler rows read a range of steps at a time (``marked``: the hosts with
-        step markers)."""
+    def of_chunks(self, marked: set[str], chunks: Iterable[StepRows]) -> HostTables:
+        """From straggler rows read a range of steps at a time, as arrays (``marked``: the
+        hosts with step markers)."""
         ...
 
 

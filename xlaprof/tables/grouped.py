@@ -125,18 +125,22 @@ def _stable_order(keys: list[np.ndarray]) -> np.ndarray:
     return np.argsort(combined, kind="stable")
 
 
-def text_codes(column: pd.Series, ranked: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of a text column (-1 where missing) and the distinct texts (an object
-    array) they index; ``ranked``: codes in the texts' sort order (the distinct texts sorted),
-    as a grouping on the column sorts it."""
+    array) they index."""
     import numpy as np
     import pandas as pd
 
     codes, uniques = pd.factorize(column)
-    names = np.asarray([str(name) for name in uniques], dtype=object)
-    if not ranked:
-        return codes, names
-    order = np.argsort(names, kind="stable")
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[order] = np.arange(len(names))
-    return np.where(codes < 0, -1, rank[codes]), names[order]
+    return codes, np.asarray([str(name) for name in uniques], dtype=object)
+
+
+def ranks(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each of the distinct ``texts``' place among them sorted (as a grouping on text sorts
+    it), and the texts sorted: ``sorted[rank[code]] == texts[code]``."""
+    import numpy as np
+
+    order = np.argsort(texts, kind="stable")
+    rank = np.empty(len(texts), dtype=np.int64)
+    rank[order] = np.arange(len(texts))
+    return rank, texts[order]

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xlaprof.model.ondisk import StepRows
+
 COLUMNS = [
     "step",
     "device",
@@ -44,34 +46,50 @@ def stragglers(host_steps: pd.DataFrame) -> pd.DataFrame:
 
     Computed per group with grouped reductions over arrays (``tables.grouped``: no Python
     step per group, no pandas grouping), so a pod's rows can be taken a range of steps at a
-    time (``xlaprof.inputs.pod.step_tables``).
+    time as arrays (``stragglers_of``, ``xlaprof.inputs.pod.step_tables``).
     """
-    import numpy as np
     import pandas as pd
-
-    from xlaprof.tables.grouped import Groups, text_codes
 
     if host_steps is None or host_steps.empty:
         return pd.DataFrame(columns=COLUMNS)
-    # as a grouping on the step: no group without a step
+    return stragglers_of(step_rows(host_steps))
+
+
+def step_rows(host_steps: pd.DataFrame) -> StepRows:
+    """``host_steps``' rows with a step (as a grouping on the step keeps them), as arrays."""
+    import numpy as np
+
+    from xlaprof.model.ondisk import StepRows
+    from xlaprof.tables.grouped import text_codes
+
     host_steps = host_steps[host_steps["step"].notna().to_numpy()]
-    host_codes, host_names = text_codes(host_steps["host"])
-    device_codes, device_names = text_codes(host_steps["device"], ranked=True)
-    named = (host_codes >= 0) & (device_codes >= 0)  # as a grouping: a row of no host or device
-    if not named.all():  # is in no group
-        host_steps, host_codes, device_codes = (
-            host_steps[named],
-            host_codes[named],
-            device_codes[named],
-        )
+    host, hosts = text_codes(host_steps["host"])
+    device, devices = text_codes(host_steps["device"])
     wall, collective, own = (
         host_steps[column].to_numpy(dtype="float64", na_value=np.nan)
         for column in ("wall_ms", "collective_ms", "own_ms")
     )
-    groups = Groups([host_steps["step"].to_numpy(dtype=np.int64), device_codes])
-    counted = groups.distinct(host_codes)
+    step = host_steps["step"].to_numpy(dtype=np.int64)
+    return StepRows(host, hosts, device, devices, step, wall, collective, own)
+
+
+def stragglers_of(rows: StepRows) -> pd.DataFrame:
+    """``stragglers`` of straggler rows held as arrays (a pod's, a range of steps at a time)."""
+    import numpy as np
+    import pandas as pd
+
+    from xlaprof.tables.grouped import Groups, ranks
+
+    named = (rows.host >= 0) & (rows.device >= 0)  # as a grouping: a row of no host or device
+    if not named.all():  # is in no group
+        rows = rows.take(named)
+    if not len(rows):
+        return pd.DataFrame(columns=COLUMNS)
+    rank, devices = ranks(rows.devices)
+    wall, collective, own = rows.wall_ms, rows.collective_ms, rows.own_ms
+    groups = Groups([rows.step, rank[rows.device]])
+    counted = groups.distinct(rows.host)
     keep = counted >= 2
-    hosts = counted[keep]
     slowest = groups.first_max(wall)[keep]
     cause = groups.first_max(own)[keep]
     median = groups.median(wall)[keep]
@@ -85,9 +103,9 @@ def stragglers(host_steps: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(
         {
             "step": groups.keys[0][keep].astype("int64"),
-            "device": pd.Index(device_names[groups.keys[1][keep]], dtype=object).astype(str),
-            "hosts": hosts.astype("int64"),
-            "slowest_host": _where(late, host_names[host_codes[slowest]]),
+            "device": pd.Index(devices[groups.keys[1][keep]], dtype=object).astype(str),
+            "hosts": counted[keep].astype("int64"),
+            "slowest_host": _where(late, rows.hosts[rows.host[slowest]]),
             "slowest_ms": wall[slowest],
             "median_ms": median,
             "behind_ms": behind,
@@ -95,7 +113,7 @@ def stragglers(host_steps: pd.DataFrame) -> pd.DataFrame:
             "collective_ms": collective[slowest],
             "own_ms": own[slowest],
             "waiting_on": _where(late, waiting),
-            "cause_host": _where(late, host_names[host_codes[cause]]),
+            "cause_host": _where(late, rows.hosts[rows.host[cause]]),
             "cause_own_ms": np.where(late, own[cause], np.nan),
         },
         columns=COLUMNS,

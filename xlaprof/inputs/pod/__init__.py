@@ -41,12 +41,12 @@ from xlaprof.inputs.pod.cache import CACHE_DIR_ENV
 from xlaprof.inputs.pod.cluster import SCHEDULER_ENV
 from xlaprof.inputs.pod.runner import summarize_hosts
 from xlaprof.inputs.pod.summary import host_step_rows
-from xlaprof.model.ondisk import DEVICE_STEPS, TRACING
+from xlaprof.model.ondisk import DEVICE_STEPS, TRACING, StepRows
 from xlaprof.model.pod import HOST_STEP_COLUMNS, CachedEvents, concat_frames
 from xlaprof.model.stats import AUTOTUNE_STEPS, Digest, StepOverview, bin_range
 from xlaprof.model.trace import DEVICE_COLUMNS, HostTables, Trace
 from xlaprof.tables import device as device_model
-from xlaprof.tables.hosts import host_skew, step_walls
+from xlaprof.tables.hosts import host_skew
 from xlaprof.tables.step_stats import (
     STEP_STATS_COLUMNS,
     by_device_columns,
@@ -301,16 +301,16 @@ class _HostTables:
         rows = host_steps(trace)
         return HostTables(skew=skew, host_steps=rows, stragglers=stragglers(rows))
 
-    def of_chunks(self, marked: set[str], chunks: Iterable[pd.DataFrame]) -> HostTables:
+    def of_chunks(self, marked: set[str], chunks: Iterable[StepRows]) -> HostTables:
         import pandas as pd
 
-        from xlaprof.tables.hosts import SKEW_COLUMNS
-        from xlaprof.tables.stragglers import COLUMNS
+        from xlaprof.tables.hosts import SKEW_COLUMNS, skew_of
+        from xlaprof.tables.stragglers import COLUMNS, stragglers_of
 
         skews, late = [], []
         for chunk in chunks:
-            skews.append(host_skew(step_walls(chunk, marked)))
-            late.append(stragglers(chunk))
+            skews.append(skew_of(chunk, marked))
+            late.append(stragglers_of(chunk))
             del chunk
         skew = pd.concat(skews, ignore_index=True) if skews else pd.DataFrame(columns=SKEW_COLUMNS)
         behind = pd.concat(late, ignore_index=True) if late else pd.DataFrame(columns=COLUMNS)
