@@ -1,12 +1,12 @@
 """Per-step tables that a pod keeps on disk: read when a caller asks for every row.
 
 A pod's per-step tables (host step bounds, per-device steps, host vs device per step, the
-straggler rows, per-step bottlenecks, the step timeline) grow with hosts x steps; the workers
-write them beside each host's event cache and the parent holds only aggregates
-(``xlaprof.model.stats``). ``Trace.step_bounds`` and
-``DeviceSummary.steps``/``.tracing``/``.bottleneck`` stay plain attributes: on a pod, reading
-one reads every host's rows from disk (``OnDisk``), while the analysis asks only for the first
-rows, a count or one host (``StepTables``).
+straggler rows, per-step bottlenecks) grow with hosts x steps; the workers write them beside
+each host's event cache and the parent holds only aggregates (``xlaprof.model.stats``); the
+first host's step timeline joins them the first time it is asked for.
+``Trace.step_bounds`` and ``DeviceSummary.steps``/``.tracing``/``.bottleneck`` stay plain
+attributes: on a pod, reading one reads every host's rows from disk (``OnDisk``), while the
+analysis asks only for the first rows, a count or one host (``StepTables``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ DEVICE_STEPS = "device_steps"  # DeviceSummary.steps
 TRACING = "tracing"  # DeviceSummary.tracing
 HOST_STEPS = "host_steps"  # HOST_STEP_COLUMNS: the straggler rows
 BOTTLENECK = "bottleneck"  # DeviceSummary.bottleneck: per device and step, seconds per cause
-# the host's step timeline from its events alone (``tables.timeline.trace_timeline``): what the
-# pipeline shows of a pod's first host, read instead of that host's events
+TABLES = (STEP_BOUNDS, DEVICE_STEPS, TRACING, HOST_STEPS, BOTTLENECK)
+# The host's step timeline from its events alone (``tables.timeline.trace_timeline``): what the
+# pipeline shows of a pod's first host. Not a worker's: made the first time it is asked for,
+# of that one host, and kept beside its cache, so that a later load reads it instead of the
+# host's events (``CachedEvents.stored_timeline``).
 TIMELINE = "timeline"
-TABLES = (STEP_BOUNDS, DEVICE_STEPS, TRACING, HOST_STEPS, BOTTLENECK, TIMELINE)
+OPTIONAL_TABLES = (TIMELINE,)
 
 
 @dataclass

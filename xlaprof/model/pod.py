@@ -8,7 +8,7 @@ tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -208,6 +208,9 @@ class CachedEvents:
     load: PodLoad | None = None  # the workers' summaries
     # host -> the name its cache holds, where hosts were named apart (``hosts_named_apart``)
     stored: dict[str, str] = field(default_factory=dict)
+    # makes the first host's step timeline from its events where its cache has none, and
+    # keeps it beside the cache (set by the loader, ``xlaprof.inputs.pod.load_pod``)
+    make_timeline: Callable[[], pd.DataFrame] | None = field(default=None, repr=False)
 
     @property
     def hosts(self) -> list[str]:
@@ -427,17 +430,18 @@ class CachedEvents:
         )
 
     def stored_timeline(self) -> pd.DataFrame | None:
-        """The first host's step timeline, as its worker made it (``ondisk.TIMELINE``); None
-        where its worker stored none or it has no rows (the pipeline then reads the host's
-        events)."""
+        """The first host's step timeline from its events alone: read from beside its cache
+        (``ondisk.TIMELINE``), else made now and kept there (``make_timeline``: once per pod,
+        not per host); None where neither is there, or a kept one has no rows (the pipeline
+        then makes it from the host's events)."""
         first = self._summaries()[:1]
         if not first:
             return None
         held = first[0].tables if first[0].frames is None else first[0].frames
-        if TIMELINE not in held:  # a worker of an earlier version
-            return None
-        frame = self._read_table(first[0], TIMELINE, None, None)
-        return frame if len(frame) else None
+        if TIMELINE in held:
+            frame = self._read_table(first[0], TIMELINE, None, None)
+            return frame if len(frame) else None
+        return None if self.make_timeline is None else self.make_timeline()
 
     def frame(self) -> Any:
         """A dask DataFrame over every host's cache: one partition per host."""

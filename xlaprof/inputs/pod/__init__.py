@@ -132,7 +132,7 @@ def load_pod(
     ]
     warnings += [note for s in load.summaries for note in s.notes]
     model.warnings = list(warnings)
-    return Trace(
+    trace = Trace(
         events=source.frame(),
         files=sorted(Path(s.path) for s in load.summaries),
         step_bounds=None,
@@ -144,6 +144,29 @@ def load_pod(
         source=source,
         step_table=step_times,
     )
+    source.make_timeline = lambda: _first_timeline(trace, first_step, session)
+    return trace
+
+
+def _first_timeline(trace: Trace, first_step: int, session: str) -> pd.DataFrame:
+    """The step timeline of a pod's first host from its events alone (read in the columns the
+    timeline reads), as the pipeline makes a capture's; kept beside that host's cache, signed
+    as its worker signs its tables, so that the next load of the pod reads it instead of the
+    events (once per pod, not per host: a pod shows its first host's timeline)."""
+    from xlaprof.inputs.pod.cache import write_table
+    from xlaprof.model.ondisk import TIMELINE
+    from xlaprof.tables.timeline import EVENT_COLUMNS, trace_timeline
+
+    timeline = trace_timeline(trace.step_view(EVENT_COLUMNS))
+    source = trace.source
+    load = source.load if isinstance(source, CachedEvents) else None
+    first = load.in_order()[0] if load is not None and load.summaries else None
+    if first is not None and first.cache is not None and first.frames is None:
+        cache, capture = Path(first.cache), Path(first.path)
+        kept = write_table(timeline, cache, TIMELINE, capture, first_step, session)
+        if kept is not None:
+            first.tables[TIMELINE] = kept
+    return timeline
 
 
 def host_steps(trace: Trace) -> pd.DataFrame:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.device import DeviceSummary
-from xlaprof.model.ondisk import HOST_STEPS, TABLES
+from xlaprof.model.ondisk import HOST_STEPS, OPTIONAL_TABLES, TABLES
 from xlaprof.model.pod import HostSummary
 from xlaprof.model.stats import StepAggregates
 from xlaprof.safeio import (
@@ -51,8 +51,7 @@ CACHE_SUFFIX = ".xlaprof.parquet"
 # device columns (device_idle_s, lazy_tensor, bound); 4: the bottleneck table, the host_transfer
 # category, and each step's bound from the one step model (tables/story.py); 5: per-step tables
 # in files of their own, aggregates in the metadata
-# 6: the tracing table has host_busy_s
-CACHE_VERSION = "7"  # 7: the host's step timeline, a per-step table
+CACHE_VERSION = "6"  # 6: the tracing table has host_busy_s
 # Rows per row group of a per-step table: a read of a range of steps skips the others.
 TABLE_ROW_GROUP = 16384
 # Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
@@ -72,7 +71,7 @@ def cache_path_for(path: Path) -> Path:
     """
     beside = path.with_name(path.name + CACHE_SUFFIX)
     writable = os.access(path.parent, os.W_OK) and not os.environ.get(CACHE_DIR_ENV)
-    planted = [beside, *(table_path(beside, name) for name in TABLES)]
+    planted = [beside, *(table_path(beside, name) for name in TABLES + OPTIONAL_TABLES)]
     if writable and not any(map(os.path.islink, planted)):  # a link there: never used
         return beside
     digest = hashlib.sha1(str(path.absolute()).encode()).hexdigest()[:16]
@@ -364,6 +363,10 @@ def _read_cached(target: Path, source: Path, first_step: int, session: str) -> H
     tables = {name: table_path(target, name) for name in TABLES}
     for name, path in tables.items():  # each per-step table written with this cache
         _verified(path, source, first_step, session, name.encode())
+    for name in OPTIONAL_TABLES:  # one made later (the timeline), where it verifies
+        path = table_path(target, name)
+        if os.path.lexists(path) and _optional_verified(path, name, source, first_step, session):
+            tables[name] = path
     record = json.loads(record_bytes)
     device = record["device"]  # the tables of _DEVICE_TABLES
     # the per-step rows stay in their files: the parent reads them when asked
@@ -389,6 +392,43 @@ def _read_cached(target: Path, source: Path, first_step: int, session: str) -> H
         tables={name: str(path) for name, path in tables.items()},
         cache=str(target),
     )
+
+
+def _optional_verified(path: Path, name: str, source: Path, first_step: int, session: str) -> bool:
+    """Whether optional table ``path`` verifies (one that does not is never read, and is made
+    again and replaced when asked for: it does not cost the cache)."""
+    try:
+        _verified(path, source, first_step, session, name.encode())
+    except Exception:  # any failure: not reused
+        return False
+    return True
+
+
+def write_table(
+    frame: pd.DataFrame, cache: Path, name: str, source: Path, first_step: int, session: str
+) -> str | None:
+    """Write per-step table ``name`` of the cache ``cache`` of capture ``source`` beside it,
+    signed as the worker signs its tables (an optional table made after the load: the
+    timeline); its path, or None where it cannot be written."""
+    import pyarrow as pa
+
+    path = table_path(cache, name)
+    try:
+        arrow = _stored(pa.Table.from_pandas(frame, preserve_index=False, nthreads=1))
+        numbers = [f.name for f in arrow.schema if pa.types.is_integer(f.type)]
+        _write_signed(
+            arrow,
+            path,
+            source,
+            first_step,
+            session,
+            name.encode(),
+            row_group_size=TABLE_ROW_GROUP,
+            **_layout(arrow, numbers, split_floats=False),
+        )
+    except (OSError, UnsafeFile):
+        return None
+    return str(path)
 
 
 def _verified(

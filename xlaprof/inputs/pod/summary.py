@@ -18,28 +18,18 @@ from xlaprof.errors import InputNotRecognized, InputUnreadable, XlaprofError
 from xlaprof.inputs.captures import device_table, load_capture_file
 from xlaprof.inputs.pod.cache import cache_path_for, cached_summary, write_cache
 from xlaprof.model.device import DeviceSummary
-from xlaprof.model.ondisk import (
-    BOTTLENECK,
-    DEVICE_STEPS,
-    HOST_STEPS,
-    STEP_BOUNDS,
-    TIMELINE,
-    TRACING,
-)
+from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
 from xlaprof.model.pod import (
     CATEGORY_COLUMNS,
     HOST_STEP_COLUMNS,
     HostSummary,
     typed_steps,
 )
-from xlaprof.model.trace import Trace
 from xlaprof.tables import device as device_model
 from xlaprof.tables.device.categories import COLLECTIVE_NAMES
 from xlaprof.tables.intervals import Coverage
 from xlaprof.tables.step_numbers import assign_steps
 from xlaprof.tables.step_stats import by_device, host_aggregates
-from xlaprof.tables.step_times import step_times
-from xlaprof.tables.timeline import trace_timeline
 
 if TYPE_CHECKING:
     import numpy as np
@@ -128,25 +118,19 @@ def summarize_events(
     events: pd.DataFrame, bounds: pd.DataFrame, path: Path | str = ""
 ) -> tuple[HostSummary, dict[str, pd.DataFrame]]:
     """One host's events -> its summary (device model without per-step rows, aggregates) and
-    its per-step tables (``xlaprof.model.ondisk.TABLES``), which the caller writes to disk.
-
-    The step timeline is the one the pipeline makes of a capture's first host
-    (``trace_timeline`` of this host alone): kept with the tables, so that a pod's parent
-    shows its first host's timeline without reading that host's events."""
+    its per-step tables (``xlaprof.model.ondisk.TABLES``), which the caller writes to disk."""
     import pandas as pd
 
     host = str(events["host"].iloc[0]) if len(events) else ""
     model = device_model.summarize_host(events, events.attrs.get("devices"), bounds)
     steps = host_step_rows(events, bounds, model.steps)
     bottleneck = model.bottleneck if model.bottleneck is not None else pd.DataFrame()
-    view = Trace(events=events, step_bounds=bounds, device_summary=model, step_table=step_times)
     tables = {
         STEP_BOUNDS: bounds.assign(host=bounds["host"].astype(str)),
         DEVICE_STEPS: model.steps,
         TRACING: model.tracing,
         HOST_STEPS: steps,
         BOTTLENECK: bottleneck,
-        TIMELINE: trace_timeline(view),
     }
     aggregates = host_aggregates(
         steps, model.steps, model.tracing, {name: len(frame) for name, frame in tables.items()}
