@@ -429,6 +429,13 @@ class CachedEvents:
             step_table=trace.step_table,
         )
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle keeps (a dask cluster's copy, reading a host's events): not the
+        loader's ``make_timeline``, which holds the whole trace."""
+        state = dict(self.__dict__)
+        state.pop("make_timeline", None)
+        return state
+
     def stored_timeline(self) -> pd.DataFrame | None:
         """The first host's step timeline from its events alone: read from beside its cache
         (``ondisk.TIMELINE``), else made now and kept there (``make_timeline``: once per pod,
