@@ -292,21 +292,7 @@ def write_cache(
             rows = tables[name]
             if name == HOST_STEPS:  # by step, so that a range of steps is a few row groups
                 rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
-            # one thread: the pool pyarrow starts for a table costs the worker more CPU time
-            # than it saves
-            arrow = _stored(pa.Table.from_pandas(rows, preserve_index=False, nthreads=1))
-            # step numbers and times rise with the rows: deltas
-            numbers = [f.name for f in arrow.schema if pa.types.is_integer(f.type)]
-            _write_signed(
-                arrow,
-                path,
-                source,
-                first_step,
-                session,
-                name.encode(),
-                row_group_size=TABLE_ROW_GROUP,
-                **_layout(arrow, numbers, split_floats=False),
-            )
+            _write_table(rows, path, name, source, first_step, session)
             paths[name] = str(path)
         summary.tables = paths
         # no type is asked for, so nothing is cast; unchecked, pyarrow does not check each
@@ -410,25 +396,35 @@ def write_table(
     """Write per-step table ``name`` of the cache ``cache`` of capture ``source`` beside it,
     signed as the worker signs its tables (an optional table made after the load: the
     timeline); its path, or None where it cannot be written."""
-    import pyarrow as pa
-
     path = table_path(cache, name)
     try:
-        arrow = _stored(pa.Table.from_pandas(frame, preserve_index=False, nthreads=1))
-        numbers = [f.name for f in arrow.schema if pa.types.is_integer(f.type)]
-        _write_signed(
-            arrow,
-            path,
-            source,
-            first_step,
-            session,
-            name.encode(),
-            row_group_size=TABLE_ROW_GROUP,
-            **_layout(arrow, numbers, split_floats=False),
-        )
+        _write_table(frame, path, name, source, first_step, session)
     except (OSError, UnsafeFile):
         return None
     return str(path)
+
+
+def _write_table(
+    rows: pd.DataFrame, path: Path, name: str, source: Path, first_step: int, session: str
+) -> None:
+    """Per-step table ``name`` to ``path``, signed over its name (``_write_signed``)."""
+    import pyarrow as pa
+
+    # one thread: the pool pyarrow starts for a table costs the worker more CPU time than it
+    # saves
+    arrow = _stored(pa.Table.from_pandas(rows, preserve_index=False, nthreads=1))
+    # step numbers and times rise with the rows: deltas
+    numbers = [f.name for f in arrow.schema if pa.types.is_integer(f.type)]
+    _write_signed(
+        arrow,
+        path,
+        source,
+        first_step,
+        session,
+        name.encode(),
+        row_group_size=TABLE_ROW_GROUP,
+        **_layout(arrow, numbers, split_floats=False),
+    )
 
 
 def _verified(
