@@ -26,7 +26,8 @@ by one run first, then ``--repeat`` runs each in fresh processes, alternating, o
 process's CPU seconds (user + system, its own ``getrusage``; the workers' apart), peak RSS and
 ``--json`` size, and the ratio MANY / FEW of each: a parent whose work does not grow with
 steps has CPU ratios near 1 where the step counts differ 10x. ``--before DIR`` runs another
-checkout on the same caches in the same alternation (its ratio, and after / before).
+checkout in the same alternation, on pods and caches of its own (its cache version may differ;
+its ratio, and after / before).
 """
 
 from __future__ import annotations
@@ -169,15 +170,19 @@ def parent_alone(args: argparse.Namespace, env: dict[str, str]) -> dict[str, obj
     codes: list[Path | None] = [None, args.before] if args.before else [None]
     results: dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="xlaprof-parent-") as tmp:
-        pods = {}
-        for label, capture in (("few", few), ("many", many)):
-            pods[label] = make_pod(Path(tmp) / label, capture, args.hosts[0])
-            _pod(pods[label], args.hosts[0], args, env, None)  # the caches, made once
+        # each checkout its own pods: caches of another cache version would be rebuilt
+        pods: dict[tuple[Path | None, str], Path] = {}
+        for code in codes:
+            side = "before" if code else "after"
+            for label, capture in (("few", few), ("many", many)):
+                logdir = make_pod(Path(tmp) / side / label, capture, args.hosts[0])
+                _pod(logdir, args.hosts[0], args, env, code)  # the caches, made once
+                pods[(code, label)] = logdir
         best: dict[tuple[str, str], dict[str, float]] = {}
         for _ in range(args.repeat):
             for code in codes:
-                for label, logdir in pods.items():
-                    row = _pod(logdir, args.hosts[0], args, env, code)
+                for label in ("few", "many"):
+                    row = _pod(pods[(code, label)], args.hosts[0], args, env, code)
                     key = ("before" if code else "after", label)
                     if key not in best or row["parent_cpu_s"] < best[key]["parent_cpu_s"]:
                         best[key] = row

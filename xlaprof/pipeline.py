@@ -216,6 +216,10 @@ def _finish(result: PartResult) -> None:
     _keep_rows(result, drawn)
 
 
+# The per-host step rows' columns the heat map reads (``_heatmap_steps``, ``_figure_frames``).
+HEATMAP_COLUMNS = ("host", "device", "step", "wall_ms")
+
+
 def _heatmap_steps(result: PartResult, host_steps: pd.DataFrame | None) -> tuple[str, Any] | None:
     """The device the host x step heat map draws and the steps it draws of it (None: every
     step), or None without several hosts' steps (``tables.bounded.heatmap_steps``)."""
@@ -241,14 +245,15 @@ def _host_step_rows(result: PartResult) -> pd.DataFrame | None:
     if trace is None:
         return None
     if result.host_steps is None and len(trace.hosts) > 1:
-        return trace.events_source.stored_host_steps()
+        return trace.events_source.stored_host_steps(list(HEATMAP_COLUMNS))
     return result.host_steps
 
 
 def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
     """Cut the result's per-step tables to their bounds (``tables.bounded``), keeping every
-    row in ``every_row`` (the notebook's) and saying in ``rows_kept`` what was kept, with the
-    console's figures over every row (``drawn``: the heat map's device and steps)."""
+    row in ``every_row`` (the notebook's) and saying in ``rows_kept`` what was kept; the
+    console's figures of the stragglers and host skew over every row go to ``summaries``
+    whether or not a table was cut (``drawn``: the heat map's device and steps)."""
     import numpy as np
 
     from xlaprof.tables import bounded
@@ -276,9 +281,10 @@ def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
             "steps the heat map draws, and the rows whose slowest host was furthest behind "
             "the median host (behind_ms)"
         )
+        figures = _summarized(result, "stragglers", bounded.straggler_summary(stragglers))
         kept, told = bounded.keep_rows(stragglers, positions, chosen)
         if told is not None:
-            told.summary = bounded.straggler_summary(stragglers)
+            told.summary = figures
         _cut(result, "stragglers", kept, told)
     skew = result.host_skew
     if skew is not None:
@@ -289,15 +295,26 @@ def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
             f"the first {bounded.SKEW_FIRST_ROWS} steps and the steps of largest skew "
             "(slowest over fastest host)"
         )
+        figures = _summarized(result, "host_skew", bounded.skew_summary(skew))
         kept, told = bounded.keep_rows(skew, positions, chosen)
         if told is not None:
-            told.summary = bounded.skew_summary(skew)
+            told.summary = figures
         _cut(result, "host_skew", kept, told)
     if result.host_steps is not None and steps is not None:
         rows = result.host_steps
         positions = np.flatnonzero(rows["step"].isin(steps).to_numpy())
         kept, told = bounded.keep_rows(rows, positions, "the steps the heat map draws")
         _cut(result, "host_steps", kept, told)
+
+
+def _summarized(
+    result: PartResult, name: str, figures: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """Keep ``figures`` (a table's one-line figures over every row) as the result's
+    ``summaries[name]``, where there are any; return them."""
+    if figures is not None:
+        result.summaries[name] = figures
+    return figures
 
 
 def _cut(result: PartResult, name: str, kept: pd.DataFrame, told: KeptRows | None) -> None:
@@ -397,31 +414,38 @@ def _device_step_columns(trace: Trace, columns: list[str]) -> pd.DataFrame:
     return trace.device_steps()
 
 
+def _has_device_planes(trace: Trace) -> bool:
+    """Whether what the step timeline reads (``step_view``: a pod's first host, else the trace
+    itself) has a device plane; without one, the device model's busy time is the host CPU's
+    own XLA ops, not a device the host waits on (``tables.story``)."""
+    devices = trace.devices
+    if devices is None or devices.empty:
+        return False
+    if trace.source is None or "host" not in devices:
+        return True
+    return bool(devices["host"].astype(str).isin(trace.hosts[:1]).any())
+
+
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
     """The step timeline, the story and the host tables of ``result`` (made here, once)."""
     from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
-    from xlaprof.tables.timeline import EVENT_COLUMNS, device_busy_by_step, step_timeline
+    from xlaprof.tables.timeline import EVENT_COLUMNS, step_timeline, trace_timeline
 
     data = result.part.data
     if data.steps or trace is not None:
-        # what the step timeline reads: a pod's first host, from its own files
-        view = None if trace is None else trace.step_view(EVENT_COLUMNS)
-        events = None if view is None else view.events
-        busy = windows = None
-        if view is not None and events is not None:
-            busy = device_busy_by_step(view.tracing_vs_device(), events)
-            windows = _device_windows(view)
-        timeline = step_timeline(
-            data.steps,
-            events,
-            None if view is None else view.step_bounds,
-            busy,
-            windows,
-        )
+        timeline = None
+        if trace is not None and not data.steps:
+            # a pod's: its first host's, made by its worker (no event is read here)
+            timeline = trace.events_source.stored_timeline()
+        if timeline is None and trace is not None:
+            # what the step timeline reads: a pod's first host, from its own files
+            timeline = trace_timeline(trace.step_view(EVENT_COLUMNS), data.steps)
+        if timeline is None:
+            timeline = step_timeline(data.steps)
         # the one step model: every per-step verdict and the story come from its parts; a
         # capture with no device plane has no device to wait on (its busy time is the host
         # CPU's own XLA ops)
-        planes = view is None or (view.devices is not None and not view.devices.empty)
+        planes = trace is None or _has_device_planes(trace)
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
         result.story = step_story(result.timeline, data.warmup_steps, device_planes=planes)
         finding_costs(result.findings, data.steps, result.timeline, data.warmup_steps)
@@ -430,7 +454,6 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
             result.story.worth_most = chosen
             if chosen is not None:
                 result.story.worth_most_answer = answer_of(result.story.bound, chosen.kind)
-        del view
     if trace is not None and len(trace.hosts) > 1:
         from xlaprof.inputs.pod import host_tables
 
@@ -470,21 +493,6 @@ def _add_host_tables(result: PartResult) -> None:
 
         result.torch_compiles = compile_table(data.torch_traces, data.dynamo)
         result.compile_summary = compile_summary(result.torch_compiles)
-
-
-def _device_windows(trace: Trace) -> pd.DataFrame | None:
-    """Per host step from the devices' own steps (hosts without step markers): the slowest
-    device's window (``step_times``) with that device's busy time, or None."""
-    from xlaprof.tables.step_times import step_times
-
-    windows = step_times(trace)
-    windows = windows[windows["source"] != "host steps"]
-    if windows.empty:
-        return None
-    per_device = step_times(trace, per_device=True)[["host", "device", "step", "busy_ms"]]
-    per_device = per_device.astype({"host": str, "device": str})
-    windows = windows.astype({"host": str, "device": str})
-    return windows.merge(per_device, on=["host", "device", "step"], how="left")
 
 
 def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:

@@ -2,7 +2,8 @@
 
 A pod's per-step tables (host step bounds, per-device steps, host vs device per step, the
 straggler rows, per-step bottlenecks) grow with hosts x steps; the workers write them beside
-each host's event cache and the parent holds only aggregates (``xlaprof.model.stats``).
+each host's event cache and the parent holds only aggregates (``xlaprof.model.stats``); the
+first host's step timeline joins them the first time it is asked for.
 ``Trace.step_bounds`` and ``DeviceSummary.steps``/``.tracing``/``.bottleneck`` stay plain
 attributes: on a pod, reading one reads every host's rows from disk (``OnDisk``), while the
 analysis asks only for the first rows, a count or one host (``StepTables``).
@@ -10,9 +11,11 @@ analysis asks only for the first rows, a count or one host (``StepTables``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 # The per-step tables a pod keeps on disk, by name.
@@ -22,6 +25,46 @@ TRACING = "tracing"  # DeviceSummary.tracing
 HOST_STEPS = "host_steps"  # HOST_STEP_COLUMNS: the straggler rows
 BOTTLENECK = "bottleneck"  # DeviceSummary.bottleneck: per device and step, seconds per cause
 TABLES = (STEP_BOUNDS, DEVICE_STEPS, TRACING, HOST_STEPS, BOTTLENECK)
+# The host's step timeline from its events alone (``tables.timeline.trace_timeline``): what the
+# pipeline shows of a pod's first host. Not a worker's: made the first time it is asked for,
+# of that one host, and kept beside its cache, so that a later load reads it instead of the
+# host's events (``CachedEvents.stored_timeline``).
+TIMELINE = "timeline"
+OPTIONAL_TABLES = (TIMELINE,)
+
+
+@dataclass
+class StepRows:
+    """Straggler rows (``HOST_STEPS``) as arrays, the columns stragglers and host skew read:
+    per row its host and device (codes into ``hosts`` and ``devices``, the texts; -1: none),
+    step, and wall, collective and own time (ms). A pod's parent reads them so, a range of
+    steps at a time, with no frame between the files and the grouped reductions."""
+
+    host: np.ndarray
+    hosts: np.ndarray
+    device: np.ndarray
+    devices: np.ndarray
+    step: np.ndarray
+    wall_ms: np.ndarray
+    collective_ms: np.ndarray
+    own_ms: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def take(self, rows: np.ndarray) -> StepRows:
+        """These rows only (a mask or positions), the same texts."""
+        return StepRows(
+            self.host[rows],
+            self.hosts,
+            self.device[rows],
+            self.devices,
+            self.step[rows],
+            self.wall_ms[rows],
+            self.collective_ms[rows],
+            self.own_ms[rows],
+        )
+
 
 # What reading an ``OnDisk`` attribute gives: a frame, or (a table that may be absent) None.
 _Frame = TypeVar("_Frame", bound="pd.DataFrame | None")

@@ -8,15 +8,24 @@ tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.device import DeviceSummary
-from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
+from xlaprof.model.ondisk import (
+    BOTTLENECK,
+    DEVICE_STEPS,
+    HOST_STEPS,
+    STEP_BOUNDS,
+    TIMELINE,
+    TRACING,
+    StepRows,
+)
 from xlaprof.model.trace import HostTableMaker, HostTables, Trace
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from xlaprof.model.stats import StepAggregates
@@ -44,15 +53,18 @@ HOST_STEP_COLUMNS = [
     "own_ms",
     "events",
 ]
+# The straggler rows' columns that stragglers and host skew read (``tables.stragglers``,
+# ``tables.hosts.skew_of``): all a pod's parent reads of them for those tables.
+STEP_ROW_COLUMNS = ["host", "device", "step", "wall_ms", "collective_ms", "own_ms"]
 
 
 @dataclass
 class HostSummary:
     """What one worker sends back for one host: small, whatever the host's event and step
     counts. Its per-step tables (``xlaprof.model.ondisk.TABLES``: step bounds, device steps,
-    host vs device, the straggler rows) are in files beside its event cache (``tables``), or
-    held here (``frames``) when no cache could be written; ``aggregates`` is what the parent
-    needs of them."""
+    host vs device, the straggler rows, bottlenecks, the step timeline) are in files beside its
+    event cache (``tables``), or held here (``frames``) when no cache could be written;
+    ``aggregates`` is what the parent needs of them."""
 
     host: str
     path: str
@@ -149,6 +161,19 @@ def _walls_record(aggregates: StepAggregates | None) -> dict[str, Any] | None:
     }
 
 
+def _distinct(numbers: np.ndarray) -> np.ndarray:
+    """The distinct ``numbers``, sorted: one pass where they are sorted already (a cache's
+    straggler rows are, by step)."""
+    import numpy as np
+
+    if len(numbers) < 2 or not (numbers[1:] >= numbers[:-1]).all():
+        return np.unique(numbers)
+    new = np.ones(len(numbers), dtype=bool)
+    new[1:] = numbers[1:] != numbers[:-1]
+    kept: np.ndarray = numbers[new]
+    return kept
+
+
 def concat_frames(frames: Sequence[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     """The non-empty ``frames`` one after another; an empty frame of ``columns`` if none."""
     import pandas as pd
@@ -183,6 +208,9 @@ class CachedEvents:
     load: PodLoad | None = None  # the workers' summaries
     # host -> the name its cache holds, where hosts were named apart (``hosts_named_apart``)
     stored: dict[str, str] = field(default_factory=dict)
+    # makes the first host's step timeline from its events where its cache has none, and
+    # keeps it beside the cache (set by the loader, ``xlaprof.inputs.pod.load_pod``)
+    make_timeline: Callable[[], pd.DataFrame] | None = field(default=None, repr=False)
 
     @property
     def hosts(self) -> list[str]:
@@ -272,10 +300,11 @@ class CachedEvents:
             s.aggregates.rows.get(name, 0) for s in self._summaries() if s.aggregates is not None
         )
 
-    def host_steps(self) -> pd.DataFrame:
-        """Every host's straggler rows (HOST_STEP_COLUMNS), read from disk."""
-        frame = self.table(HOST_STEPS)
-        return frame if len(frame) else concat_frames([], HOST_STEP_COLUMNS)
+    def host_steps(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """Every host's straggler rows (HOST_STEP_COLUMNS, or those ``columns``), read from
+        disk."""
+        frame = self.table(HOST_STEPS, columns=columns)
+        return frame if len(frame) else concat_frames([], columns or HOST_STEP_COLUMNS)
 
     def in_memory(self) -> None:
         return None
@@ -283,8 +312,8 @@ class CachedEvents:
     def load_record(self) -> dict[str, Any] | None:
         return None if self.load is None else self.load.record()
 
-    def stored_host_steps(self) -> pd.DataFrame:
-        return self.host_steps()
+    def stored_host_steps(self, columns: list[str] | None = None) -> pd.DataFrame:
+        return self.host_steps(columns)
 
     def stored_host_step_count(self) -> int:
         return self.table_rows(HOST_STEPS)
@@ -297,8 +326,9 @@ class CachedEvents:
         marked = {host for host, a in aggregates if a.host is not None}
         return maker.of_chunks(marked, self._step_chunks(maker.chunk_rows))
 
-    def _step_chunks(self, chunk_rows: int) -> Iterator[pd.DataFrame]:
-        """Every host's straggler rows, a range of steps at a time (about ``chunk_rows``)."""
+    def _step_chunks(self, chunk_rows: int) -> Iterator[StepRows]:
+        """Every host's straggler rows, a range of steps at a time (about ``chunk_rows``):
+        the columns stragglers and host skew read, as arrays (``StepRows``)."""
         import numpy as np
 
         summaries = self._summaries()
@@ -315,16 +345,56 @@ class CachedEvents:
         if rows <= chunk_rows:  # one range: every numbered row at once, no step read first
             import pyarrow.compute as pc
 
-            yield self.table(HOST_STEPS, filters=pc.field("step").is_valid())
+            yield self._step_rows(pc.field("step").is_valid())
             return
-        steps = np.zeros(0, np.int64)  # the distinct step numbers, over hosts
+        distinct = [np.zeros(0, np.int64)]  # the distinct step numbers, over hosts
         for summary in summaries:
             column = self.table(HOST_STEPS, hosts=[summary.host], columns=["step"])["step"]
-            steps = np.union1d(steps, column.to_numpy(dtype=np.int64))
+            distinct.append(_distinct(column.to_numpy(dtype=np.int64)))
+        steps = _distinct(np.sort(np.concatenate(distinct), kind="stable"))
         width = max(1, chunk_rows // max(1, rows // max(1, len(steps))))
         for at in range(0, len(steps), width):
             low, high = int(steps[at]), int(steps[min(at + width, len(steps)) - 1])
-            yield self.table(HOST_STEPS, filters=[("step", ">=", low), ("step", "<=", high)])
+            yield self._step_rows([("step", ">=", low), ("step", "<=", high)])
+
+    def _step_rows(self, filters: Any) -> StepRows:
+        """Every host's straggler rows that ``filters`` keeps, as arrays: each host's file read
+        in the columns stragglers and host skew use (its host is the summary's)."""
+        import numpy as np
+        import pandas as pd
+
+        summaries = self._summaries()
+        devices: dict[str, int] = {}
+        parts: list[tuple[np.ndarray, ...]] = []
+        for index, summary in enumerate(summaries):
+            frame = self._read_table(summary, HOST_STEPS, STEP_ROW_COLUMNS[1:], filters)
+            codes, names = pd.factorize(frame["device"])
+            ours = np.asarray([devices.setdefault(str(n), len(devices)) for n in names] + [-1])
+            parts.append(
+                (
+                    np.full(len(frame), index, np.int64),
+                    ours[codes],  # -1 (missing) -> the last entry, -1
+                    frame["step"].to_numpy(dtype=np.int64),
+                    *(
+                        frame[column].to_numpy(dtype="float64", na_value=np.nan)
+                        for column in ("wall_ms", "collective_ms", "own_ms")
+                    ),
+                )
+            )
+        columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
+        if not columns:
+            columns = [np.zeros(0, np.int64)] * 3 + [np.zeros(0)] * 3
+        host, device, step, wall, collective, own = columns
+        return StepRows(
+            host,
+            np.asarray([s.host for s in summaries], dtype=object),
+            device,
+            np.asarray(list(devices), dtype=object),
+            step,
+            wall,
+            collective,
+            own,
+        )
 
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         """The pod's first host as an in-memory ``Trace`` (its events, step bounds and device
@@ -359,6 +429,27 @@ class CachedEvents:
             device_summary=model,
             step_table=trace.step_table,
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle keeps (a dask cluster's copy, reading a host's events): not the
+        loader's ``make_timeline``, which holds the whole trace."""
+        state = dict(self.__dict__)
+        state.pop("make_timeline", None)
+        return state
+
+    def stored_timeline(self) -> pd.DataFrame | None:
+        """The first host's step timeline from its events alone: read from beside its cache
+        (``ondisk.TIMELINE``), else made now and kept there (``make_timeline``: once per pod,
+        not per host); None where neither is there, or a kept one has no rows (the pipeline
+        then makes it from the host's events)."""
+        first = self._summaries()[:1]
+        if not first:
+            return None
+        held = first[0].tables if first[0].frames is None else first[0].frames
+        if TIMELINE in held:
+            frame = self._read_table(first[0], TIMELINE, None, None)
+            return frame if len(frame) else None
+        return None if self.make_timeline is None else self.make_timeline()
 
     def frame(self) -> Any:
         """A dask DataFrame over every host's cache: one partition per host."""

@@ -247,6 +247,10 @@ class PartResult:
     # host skew, per-host steps, the heat map's frame): what each had in all and how the kept
     # rows were chosen (``rows_kept`` in ``--json``). Empty where nothing was cut.
     rows_kept: dict[str, KeptRows] = field(default_factory=dict)
+    # What the reports say of every row of the stragglers and the host skew (the console's one
+    # line each: ``tables.bounded.straggler_summary``/``skew_summary``), by table name, made
+    # by the pipeline wherever the table is, cut or not (``summaries`` in ``--json``).
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Those tables before they were cut, for the notebook (``Analysis.timeline()``,
     # ``stragglers()``, ``host_skew()``: every row): held in memory only, never written.
     every_row: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
@@ -304,6 +308,10 @@ class PartResult:
 
         view = document.get("view") or {}
         counts = Counts.from_json(view["counts"]) if view.get("counts") else None
+        rows_kept = {
+            name: KeptRows.from_json(kept)
+            for name, kept in (document.get("rows_kept") or {}).items()
+        }
         sources = [
             SourceInfo(
                 path=s["path"],
@@ -358,10 +366,8 @@ class PartResult:
             compile_summary=None
             if compile_summary is None
             else CompileSummary.from_json(compile_summary),
-            rows_kept={
-                name: KeptRows.from_json(kept)
-                for name, kept in (document.get("rows_kept") or {}).items()
-            },
+            rows_kept=rows_kept,
+            summaries=_summaries_of(document.get("summaries"), rows_kept),
         )
 
     def findings_frame(self) -> pd.DataFrame:
@@ -611,3 +617,16 @@ class Counts:
     def from_json(cls, document: dict[str, Any]) -> Counts:
         fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
         return cls(**fields)
+
+
+def _summaries_of(
+    saved: dict[str, Any] | None, rows_kept: dict[str, KeptRows]
+) -> dict[str, dict[str, Any]]:
+    """A saved document's ``summaries``; one written before that key has those of the tables
+    it cut (``rows_kept``), and the reader of saved documents adds the others
+    (``report.json_out.saved_analysis``)."""
+    if saved is not None:
+        return {name: dict(figures) for name, figures in saved.items() if figures is not None}
+    return {
+        name: dict(kept.summary) for name, kept in rows_kept.items() if kept.summary is not None
+    }

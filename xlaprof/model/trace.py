@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from xlaprof.model.ondisk import BOTTLENECK, STEP_BOUNDS, TRACING, OnDisk, held
+from xlaprof.model.ondisk import BOTTLENECK, STEP_BOUNDS, TRACING, OnDisk, StepRows, held
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,9 +70,9 @@ class HostTableMaker(Protocol):
         """From ``trace``'s events and step tables, held in memory."""
         ...
 
-    def of_chunks(self, marked: set[str], chunks: Iterable[pd.DataFrame]) -> HostTables:
-        """From straggler rows read a range of steps at a time (``marked``: the hosts with
-        step markers)."""
+    def of_chunks(self, marked: set[str], chunks: Iterable[StepRows]) -> HostTables:
+        """From straggler rows read a range of steps at a time, as arrays (``marked``: the
+        hosts with step markers)."""
         ...
 
 
@@ -109,9 +109,9 @@ class EventSource(Protocol):
         read in this process)."""
         ...
 
-    def stored_host_steps(self) -> pd.DataFrame | None:
-        """The straggler rows the loader left on disk, read now (None: none are stored, the
-        pipeline makes them from the events)."""
+    def stored_host_steps(self, columns: list[str] | None = None) -> pd.DataFrame | None:
+        """The straggler rows the loader left on disk (``columns`` of them, where given), read
+        now (None: none are stored, the pipeline makes them from the events)."""
         ...
 
     def stored_host_step_count(self) -> int | None:
@@ -122,6 +122,12 @@ class EventSource(Protocol):
         """What the step timeline and the story read of ``trace`` (whose source this is): the
         trace itself when held, a pod's first host read from its own files (its events'
         ``columns`` only, where given)."""
+        ...
+
+    def stored_timeline(self) -> pd.DataFrame | None:
+        """The step timeline of the trace's first host from its events alone
+        (``tables.timeline.trace_timeline``), as the loader made it and left it on disk
+        (None: none is stored, the pipeline makes it from the events)."""
         ...
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
@@ -154,7 +160,7 @@ class HeldEvents:
     def load_record(self) -> None:
         return None
 
-    def stored_host_steps(self) -> None:
+    def stored_host_steps(self, columns: list[str] | None = None) -> None:
         return None
 
     def stored_host_step_count(self) -> None:
@@ -162,6 +168,9 @@ class HeldEvents:
 
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         return trace
+
+    def stored_timeline(self) -> None:
+        return None
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         return maker.of_events(trace)

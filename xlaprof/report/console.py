@@ -119,11 +119,12 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     if result.timeline is not None and len(result.timeline):
         _timeline(console, result, result.part.data.warmup_steps)
     if result.stragglers is not None and len(result.stragglers):
-        line = stragglers_line(result.stragglers, _summary(result, "stragglers"))
-        console.print(line, highlight=False)
-        console.print()
+        line = stragglers_line(_summary(result, "stragglers"))
+        if line is not None:
+            console.print(line, highlight=False)
+            console.print()
     elif result.host_skew is not None and len(result.host_skew):
-        _skew(console, result.host_skew, _summary(result, "host_skew"))
+        _skew(console, _summary(result, "host_skew"))
     if result.devices is not None and result.host_activity is None:
         from xlaprof.report.devices import render_console
 
@@ -465,9 +466,8 @@ def _ms(seconds: Any) -> str:
 
 
 def _summary(result: PartResult, table: str) -> dict[str, Any] | None:
-    """What the pipeline measured over every row of a table it cut (``rows_kept``), or None."""
-    kept = result.rows_kept.get(table)
-    return None if kept is None else kept.summary
+    """What the pipeline measured over every row of ``table`` (``summaries``), or None."""
+    return result.summaries.get(table)
 
 
 def _timeline(console: Console, result: PartResult, warmup: int) -> None:
@@ -558,10 +558,8 @@ def _timeline_rows(result: PartResult, warmup: int) -> tuple[list[tuple[str, lis
     return rows, traced_count
 
 
-def _skew(console: Console, skew: Any, summary: dict[str, Any] | None = None) -> None:
-    from xlaprof.tables.bounded import skew_summary
-
-    figures = summary or skew_summary(skew)
+def _skew(console: Console, figures: dict[str, Any] | None) -> None:
+    """The host skew line: the pipeline's figures over every step (``summaries``)."""
     if figures is None:
         return
     console.print(
@@ -603,12 +601,9 @@ def comparison_table(
     console.print(table)
 
 
-def stragglers_line(table: Any, summary: dict[str, Any] | None = None) -> str | None:
+def stragglers_line(figures: dict[str, Any] | None) -> str | None:
     """One line for the console: the host that is slowest most often, and how far behind
-    (``summary``: the figures over every row, where the pipeline cut the table)."""
-    from xlaprof.tables.bounded import straggler_summary
-
-    figures = summary or straggler_summary(table)
+    (``figures``: the pipeline's over every row, ``summaries``)."""
     if figures is None:
         return None
     hosts = figures["hosts"]

@@ -155,8 +155,7 @@ def result_document(result: PartResult) -> dict[str, Any]:
         # Analysis.stragglers() has every row.
         extra["stragglers"] = records(result.stragglers.head(MAX_STEP_ROWS))
         extra["stragglers_total"] = _total(result.stragglers, kept.get("stragglers"))
-    if kept:
-        extra["rows_kept"] = {name: told.to_json() for name, told in kept.items()}
+    extra.update(_kept_json(result))
     extra.update(host_json(result.host_activity, result.torch_compiles))
     document = analysis_document(part.data, result.findings, part.sources, extra)
     if result.counts is not None:
@@ -171,6 +170,17 @@ def result_document(result: PartResult) -> dict[str, Any]:
             }
         )
     return document
+
+
+def _kept_json(result: PartResult) -> dict[str, Any]:
+    """``rows_kept`` (the per-step tables cut) and ``summaries`` (the console's figures of
+    stragglers and host skew over every row), each where there is one."""
+    extra: dict[str, Any] = {}
+    if result.rows_kept:
+        extra["rows_kept"] = {name: told.to_json() for name, told in result.rows_kept.items()}
+    if result.summaries:
+        extra["summaries"] = {name: dict(figures) for name, figures in result.summaries.items()}
+    return extra
 
 
 def _total(table: Any, kept: KeptRows | None) -> int:
@@ -294,9 +304,27 @@ def saved_analysis(path: Path, max_size: int | None = None) -> AnalysisResult | 
 
     try:
         document = json.loads(raw)
-        return AnalysisResult.from_json(document)
+        return _with_summaries(AnalysisResult.from_json(document))
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise InputNotRecognized(
             f"{path}: an {SCHEMA} document that cannot be read back ({type(error).__name__}: "
             f"{error}); analyze the run again"
         ) from None
+
+
+def _with_summaries(result: AnalysisResult) -> AnalysisResult:
+    """A saved result whose document predates ``summaries``: the figures of each table it kept
+    whole, from its rows (those of a cut table came with ``rows_kept``), as the pipeline makes
+    them, so that the renderers only show them."""
+    from xlaprof.tables.bounded import skew_summary, straggler_summary
+
+    for part in result.parts:
+        for name, table, summarize in (
+            ("stragglers", part.stragglers, straggler_summary),
+            ("host_skew", part.host_skew, skew_summary),
+        ):
+            if name not in part.summaries and name not in part.rows_kept:
+                figures = summarize(table)
+                if figures is not None:
+                    part.summaries[name] = figures
+    return result

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xlaprof.model.ondisk import StepRows
+
 COLUMNS = [
     "step",
     "device",
@@ -42,50 +44,77 @@ def stragglers(host_steps: pd.DataFrame) -> pd.DataFrame:
     collectives: the one the others waited for. When every host took the same time there is no
     straggler: ``slowest_host``, ``waiting_on`` and ``cause_host`` are None.
 
-    Computed per group with pandas' grouped reductions (no Python step per group), so a pod's
-    rows can be taken a range of steps at a time (``xlaprof.inputs.pod.step_tables``).
+    Computed per group with grouped reductions over arrays (``tables.grouped``: no Python
+    step per group, no pandas grouping), so a pod's rows can be taken a range of steps at a
+    time as arrays (``stragglers_of``, ``xlaprof.inputs.pod.step_tables``).
     """
-    import numpy as np
     import pandas as pd
 
     if host_steps is None or host_steps.empty:
         return pd.DataFrame(columns=COLUMNS)
-    rows = host_steps[["host", "device", "step", "wall_ms", "collective_ms", "own_ms"]].copy()
-    rows["device"] = rows["device"].astype(str)
-    for column in ("wall_ms", "collective_ms", "own_ms"):
-        rows[column] = rows[column].astype("float64")
-    rows = rows.reset_index(drop=True)
-    groups = rows.groupby(["step", "device"], sort=True)
-    hosts = groups["host"].nunique()
-    medians = groups[["wall_ms", "collective_ms", "own_ms"]].median()
-    slowest = rows.loc[groups["wall_ms"].idxmax()].set_index(["step", "device"])
-    cause = rows.loc[groups["own_ms"].idxmax()].set_index(["step", "device"])
-    keep = hosts >= 2
-    hosts, medians = hosts[keep], medians[keep]
-    slowest, cause = slowest.loc[hosts.index], cause.loc[hosts.index]
-    median = medians["wall_ms"].to_numpy()
-    behind = slowest["wall_ms"].to_numpy() - median
+    return stragglers_of(step_rows(host_steps))
+
+
+def step_rows(host_steps: pd.DataFrame) -> StepRows:
+    """``host_steps``' rows with a step (as a grouping on the step keeps them), as arrays."""
+    import numpy as np
+
+    from xlaprof.model.ondisk import StepRows
+    from xlaprof.tables.grouped import text_codes
+
+    host_steps = host_steps[host_steps["step"].notna().to_numpy()]
+    host, hosts = text_codes(host_steps["host"])
+    device, devices = text_codes(host_steps["device"])
+    wall, collective, own = (
+        host_steps[column].to_numpy(dtype="float64", na_value=np.nan)
+        for column in ("wall_ms", "collective_ms", "own_ms")
+    )
+    step = host_steps["step"].to_numpy(dtype=np.int64)
+    return StepRows(host, hosts, device, devices, step, wall, collective, own)
+
+
+def stragglers_of(rows: StepRows) -> pd.DataFrame:
+    """``stragglers`` of straggler rows held as arrays (a pod's, a range of steps at a time)."""
+    import numpy as np
+    import pandas as pd
+
+    from xlaprof.tables.grouped import Groups, ranks
+
+    named = (rows.host >= 0) & (rows.device >= 0)  # as a grouping: a row of no host or device
+    if not named.all():  # is in no group
+        rows = rows.take(named)
+    if not len(rows):
+        return pd.DataFrame(columns=COLUMNS)
+    rank, devices = ranks(rows.devices)
+    wall, collective, own = rows.wall_ms, rows.collective_ms, rows.own_ms
+    groups = Groups([rows.step, rank[rows.device]])
+    counted = groups.distinct(rows.host)
+    keep = counted >= 2
+    slowest = groups.first_max(wall)[keep]
+    cause = groups.first_max(own)[keep]
+    median = groups.median(wall)[keep]
+    behind = wall[slowest] - median
     late = behind > 0
-    extra_collective = slowest["collective_ms"].to_numpy() - medians["collective_ms"].to_numpy()
-    extra_own = slowest["own_ms"].to_numpy() - medians["own_ms"].to_numpy()
+    extra_collective = collective[slowest] - groups.median(collective)[keep]
+    extra_own = own[slowest] - groups.median(own)[keep]
     waiting = np.where(extra_collective > extra_own, WAITING_ON[0], WAITING_ON[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(median > 0, behind / np.where(median > 0, median, 1.0), np.nan)
     table = pd.DataFrame(
         {
-            "step": hosts.index.get_level_values("step").astype("int64"),
-            "device": hosts.index.get_level_values("device").astype(str),
-            "hosts": hosts.to_numpy().astype("int64"),
-            "slowest_host": _where(late, slowest["host"].astype(str).to_numpy()),
-            "slowest_ms": slowest["wall_ms"].to_numpy(),
+            "step": groups.keys[0][keep].astype("int64"),
+            "device": pd.Index(devices[groups.keys[1][keep]], dtype=object).astype(str),
+            "hosts": counted[keep].astype("int64"),
+            "slowest_host": _where(late, rows.hosts[rows.host[slowest]]),
+            "slowest_ms": wall[slowest],
             "median_ms": median,
             "behind_ms": behind,
             "behind": share,
-            "collective_ms": slowest["collective_ms"].to_numpy(),
-            "own_ms": slowest["own_ms"].to_numpy(),
+            "collective_ms": collective[slowest],
+            "own_ms": own[slowest],
             "waiting_on": _where(late, waiting),
-            "cause_host": _where(late, cause["host"].astype(str).to_numpy()),
-            "cause_own_ms": np.where(late, cause["own_ms"].to_numpy(), np.nan),
+            "cause_host": _where(late, rows.hosts[rows.host[cause]]),
+            "cause_own_ms": np.where(late, own[cause], np.nan),
         },
         columns=COLUMNS,
     )

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from xlaprof.model.trace import Trace
+
 COLUMNS = [
     "step",
     "wall_s",
@@ -387,8 +389,24 @@ def _labelled_pairs(events: pd.DataFrame) -> _Pairs | None:
     if not len(labelled):
         return None
     label = events["step"].to_numpy(dtype=np.int64, na_value=0)[labelled]
+    numbers, window = _numbered(label)
+    return _Pairs.of(events, numbers, window, labelled)
+
+
+def _numbered(label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct step numbers of ``label`` (sorted) and each label's index among them:
+    from a table of every number between the smallest and the largest where that is no larger
+    than the labels (steps are numbered densely), else by sorting."""
+    import numpy as np
+
+    low, high = int(label.min()), int(label.max())
+    if high - low < 4 * len(label):
+        present = np.zeros(high - low + 1, dtype=bool)
+        present[label - low] = True
+        index = np.cumsum(present) - 1
+        return np.flatnonzero(present) + low, index[label - low]
     numbers = np.unique(label)
-    return _Pairs.of(events, numbers, np.searchsorted(numbers, label), labelled)
+    return numbers, np.searchsorted(numbers, label)
 
 
 def _host_parts(
@@ -552,6 +570,46 @@ def step_timeline(
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     frame["source"] = frame["source"].astype("category")
     return frame
+
+
+def trace_timeline(view: Trace, rows: list[StepRow] | None = None) -> pd.DataFrame:
+    """``step_timeline`` of ``view`` (``Trace.step_view``: its first host is the one the
+    timeline reads) and the run's step ``rows``: the device model's busy time per step, and
+    the devices' own steps where that host has no step markers (``device_windows``).
+
+    The one way the timeline of a trace is made: by the pipeline, and by a pod's worker for
+    its host (kept beside its cache, so the parent reads no events for it).
+    """
+    events = view.events
+    busy = device_busy_by_step(view.tracing_vs_device(), events)
+    bounds = view.step_bounds
+    windows = None
+    if not _has_bounds(events, bounds):  # only a host without step markers reads them
+        windows = device_windows(view)
+    return step_timeline(rows or [], events, bounds, busy, windows)
+
+
+def _has_bounds(events: pd.DataFrame, bounds: pd.DataFrame | None) -> bool:
+    """Whether the events' first host (the one the timeline reads) has host step bounds."""
+    if events.empty or bounds is None or bounds.empty:
+        return False
+    host = str(events["host"].cat.categories[0])
+    return bool((bounds["host"].astype(str) == host).any())
+
+
+def device_windows(trace: Trace) -> pd.DataFrame | None:
+    """Per host step from the devices' own steps (hosts without step markers): the slowest
+    device's window (``step_times``) with that device's busy time, or None."""
+    from xlaprof.tables.step_times import step_times
+
+    windows = step_times(trace)
+    windows = windows[windows["source"] != "host steps"]
+    if windows.empty:
+        return None
+    per_device = step_times(trace, per_device=True)[["host", "device", "step", "busy_ms"]]
+    per_device = per_device.astype({"host": str, "device": str})
+    windows = windows.astype({"host": str, "device": str})
+    return windows.merge(per_device, on=["host", "device", "step"], how="left")
 
 
 def _measured_by_the_run(row: TimelineRow, recorded: TimelineRow) -> None:

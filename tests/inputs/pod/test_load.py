@@ -285,6 +285,21 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
     # AND a saved document renders the same text
     saved = AnalysisResult.from_json(json.loads(json.dumps(cut_doc)))
     assert render(saved, "console") == cut_text
+    # AND the result carries the stragglers' and host skew's figures over every row, cut or
+    # not (the renderers only show them): the same figures both ways, host-1 the straggler
+    figures = whole_doc["summaries"]
+    assert cut_doc["summaries"] == figures
+    assert kept["stragglers"]["summary"] == figures["stragglers"]
+    assert figures["stragglers"]["rows"] == len(every.stragglers)
+    assert figures["stragglers"]["slowest_host"] == figures["host_skew"]["slowest_host"] == "host-1"
+    assert figures["host_skew"]["steps"] == len(every.host_skew)
+    # AND a document saved before it carried them renders the same text
+    from xlaprof.report.json_out import saved_analysis
+
+    older = {key: value for key, value in whole_doc.items() if key != "summaries"}
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    loaded = saved_analysis(tmp_path / "older.json")
+    assert loaded is not None and render(loaded, "console") == whole_text
 
 
 def test_a_pods_step_view_leaves_out_the_partial_steps_its_step_tables_do(
@@ -315,3 +330,43 @@ def test_a_pods_step_view_leaves_out_the_partial_steps_its_step_tables_do(
     mine = trace.step_times()
     mine = mine[mine["host"].astype(str) == "host-0"]
     assert list(steps["wall_s"]) == list(mine["wall_s"])
+
+
+def test_a_pods_first_host_timeline_is_made_once_kept_beside_its_cache_and_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pandas as pd
+
+    from xlaprof.model.ondisk import TIMELINE
+    from xlaprof.tables.timeline import trace_timeline
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    # GIVEN three hosts loaded as a pod (its workers make no timeline), and in memory
+    pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
+    lazy = load_trace(tmp_path, lazy=True, workers=2)
+    eager = load_trace(tmp_path, lazy=False)
+    assert not any(TIMELINE in s.tables for s in lazy.source.load.summaries)
+    # WHEN its first host's timeline is asked for
+    made = lazy.events_source.stored_timeline()
+    # THEN it is the first host's timeline of the trace in memory (made from its events)
+    want = trace_timeline(eager)
+    assert made is not None and len(made) >= POD_COPIES
+    pd.testing.assert_frame_equal(made, want, check_exact=True)
+    # AND it is kept beside the first host's cache only, and a second load reads it there
+    first, *others = lazy.source.load.in_order()
+    assert Path(first.tables[TIMELINE]).parent == Path(first.path).parent
+    assert not any(TIMELINE in s.tables for s in others)
+    again = load_trace(tmp_path, lazy=True, workers=2)
+    assert again.source.load.in_order()[0].cache_hit
+    again.source.make_timeline = None  # nothing may be made: it must be read
+    read = again.events_source.stored_timeline()
+    assert read is not None
+    pd.testing.assert_frame_equal(read, want, check_exact=True, check_categorical=False)
+    # AND a damaged one is never read: the cache is still reused, the timeline made again
+    Path(first.tables[TIMELINE]).write_bytes(b"PAR1 not a table")
+    third = load_trace(tmp_path, lazy=True, workers=2)
+    kept = third.source.load.in_order()[0]
+    assert kept.cache_hit and TIMELINE not in kept.tables
+    pd.testing.assert_frame_equal(
+        third.events_source.stored_timeline(), want, check_exact=True, check_categorical=False
+    )

@@ -41,12 +41,12 @@ from xlaprof.inputs.pod.cache import CACHE_DIR_ENV
 from xlaprof.inputs.pod.cluster import SCHEDULER_ENV
 from xlaprof.inputs.pod.runner import summarize_hosts
 from xlaprof.inputs.pod.summary import host_step_rows
-from xlaprof.model.ondisk import DEVICE_STEPS, TRACING
+from xlaprof.model.ondisk import DEVICE_STEPS, TRACING, StepRows
 from xlaprof.model.pod import HOST_STEP_COLUMNS, CachedEvents, concat_frames
-from xlaprof.model.stats import AUTOTUNE_STEPS, StepOverview
+from xlaprof.model.stats import AUTOTUNE_STEPS, Digest, StepOverview, bin_range
 from xlaprof.model.trace import DEVICE_COLUMNS, HostTables, Trace
 from xlaprof.tables import device as device_model
-from xlaprof.tables.hosts import host_skew, step_walls
+from xlaprof.tables.hosts import host_skew
 from xlaprof.tables.step_stats import (
     STEP_STATS_COLUMNS,
     by_device_columns,
@@ -132,7 +132,7 @@ def load_pod(
     ]
     warnings += [note for s in load.summaries for note in s.notes]
     model.warnings = list(warnings)
-    return Trace(
+    trace = Trace(
         events=source.frame(),
         files=sorted(Path(s.path) for s in load.summaries),
         step_bounds=None,
@@ -144,6 +144,29 @@ def load_pod(
         source=source,
         step_table=step_times,
     )
+    source.make_timeline = lambda: _first_timeline(trace, first_step, session)
+    return trace
+
+
+def _first_timeline(trace: Trace, first_step: int, session: str) -> pd.DataFrame:
+    """The step timeline of a pod's first host from its events alone (read in the columns the
+    timeline reads), as the pipeline makes a capture's; kept beside that host's cache, signed
+    as its worker signs its tables, so that the next load of the pod reads it instead of the
+    events (once per pod, not per host: a pod shows its first host's timeline)."""
+    from xlaprof.inputs.pod.cache import write_table
+    from xlaprof.model.ondisk import TIMELINE
+    from xlaprof.tables.timeline import EVENT_COLUMNS, trace_timeline
+
+    timeline = trace_timeline(trace.step_view(EVENT_COLUMNS))
+    source = trace.source
+    load = source.load if isinstance(source, CachedEvents) else None
+    first = load.in_order()[0] if load is not None and load.summaries else None
+    if first is not None and first.cache is not None and first.frames is None:
+        cache, capture = Path(first.cache), Path(first.path)
+        kept = write_table(timeline, cache, TIMELINE, capture, first_step, session)
+        if kept is not None:
+            first.tables[TIMELINE] = kept
+    return timeline
 
 
 def host_steps(trace: Trace) -> pd.DataFrame:
@@ -171,52 +194,46 @@ def host_steps(trace: Trace) -> pd.DataFrame:
 def overview(source: CachedEvents) -> StepOverview:
     """What the reports say of every step (``tables.step_stats.StepOverview``), from the
     workers' aggregates: counts and extremes merged, each median exact, found from the merged
-    histogram and the values of its one bin read back from the hosts' tables."""
+    histogram and the values of its one bin read back from the hosts' tables (each host's
+    table read once for every median: ``_BinValues``)."""
     import pandas as pd
-    import pyarrow.compute as pc
 
     summaries = source.load.in_order() if source.load is not None else []
     aggregates = [s.aggregates for s in summaries if s.aggregates is not None]
-    rows = []
-    for name, stats in merge_device_stats(d for a in aggregates for d in a.devices).items():
-
-        def read(column: str, device: str = name) -> Callable[[float, float], np.ndarray]:
-            return lambda low, high: _values(
-                source,
-                DEVICE_STEPS,
-                column,
-                low,
-                high,
-                (pc.field("device") == device) & pc.field("step").is_valid(),
-            )
-
-        rows.append(
-            {
-                "device": name,
-                "steps": stats.steps,
-                "step_source": stats.source,
-                "median_wall_s": stats.wall.median(read("wall_s")),
-                "median_busy_s": stats.busy.median(read("busy_s")),
-                "median_idle_s": stats.idle.median(read("idle_s")),
-                "slowest_s": stats.slowest_s,
-                "slowest_step": stats.slowest_step,
-            }
-        )
+    merged = merge_device_stats(d for a in aggregates for d in a.devices)
     tracing = merge_tracing_stats(a.tracing for a in aggregates)
-
-    def known(column: str) -> Callable[[float, float], np.ndarray]:
-        return lambda low, high: _values(
-            source, TRACING, column, low, high, pc.field("bound").is_valid()
-        )
-
+    device_bins = _BinValues(source, DEVICE_STEPS, "device", "step")
+    for name, stats in merged.items():
+        for column in ("wall_s", "busy_s", "idle_s"):
+            device_bins.want(getattr(stats, column.removesuffix("_s")), column, name)
+    tracing_bins = _BinValues(source, TRACING, None, "bound")
+    for column, digest in (
+        ("device_busy_s", tracing.busy),
+        ("host_busy_s", tracing.tracing),
+        ("device_idle_s", tracing.idle),
+    ):
+        tracing_bins.want(digest, column, None)
+    rows = [
+        {
+            "device": name,
+            "steps": stats.steps,
+            "step_source": stats.source,
+            "median_wall_s": stats.wall.median(device_bins.reader("wall_s", name)),
+            "median_busy_s": stats.busy.median(device_bins.reader("busy_s", name)),
+            "median_idle_s": stats.idle.median(device_bins.reader("idle_s", name)),
+            "slowest_s": stats.slowest_s,
+            "slowest_step": stats.slowest_step,
+        }
+        for name, stats in merged.items()
+    ]
     autotune = sorted({s for a in aggregates for d in a.devices for s in d.autotune_steps})
     return StepOverview(
         devices=pd.DataFrame(rows, columns=STEP_STATS_COLUMNS),
         autotune_steps=autotune[:AUTOTUNE_STEPS],
         tracing=tracing,
-        median_busy_s=tracing.busy.median(known("device_busy_s")),
-        median_tracing_s=tracing.tracing.median(known("host_busy_s")),
-        median_idle_s=tracing.idle.median(known("device_idle_s")),
+        median_busy_s=tracing.busy.median(tracing_bins.reader("device_busy_s", None)),
+        median_tracing_s=tracing.tracing.median(tracing_bins.reader("host_busy_s", None)),
+        median_idle_s=tracing.idle.median(tracing_bins.reader("device_idle_s", None)),
     )
 
 
@@ -229,6 +246,69 @@ def _values(
     chosen = keep & (pc.field(column) >= low) & (pc.field(column) <= high)
     frame = source.table(table, columns=[column], filters=chosen)
     return frame[column].to_numpy(dtype="float64", na_value=float("nan"))
+
+
+class _BinValues:
+    """The values an exact median reads back (``Digest.median``): of a pod's per-step
+    ``table``, every host's values of a column in the range of the one bin that holds a middle
+    value, among the rows of one device (``by``, None: every row) whose ``known`` column is
+    set. The bins are located first (``want``), then each host's table is read once for all of
+    them (the columns asked for), and only the values in those bins are kept."""
+
+    def __init__(self, source: CachedEvents, table: str, by: str | None, known: str) -> None:
+        self.source, self.table, self.by, self.known = source, table, by, known
+        self.ranges: dict[tuple[str, str | None], list[tuple[float, float]]] = {}
+        self.values: dict[tuple[str, str | None, float, float], list[np.ndarray]] | None = None
+
+    def want(self, digest: Digest, column: str, group: str | None) -> None:
+        """The bins ``digest.median`` will read of ``column`` (of device ``group``)."""
+        if not digest.count:
+            return
+        middle = {digest.count // 2, (digest.count - 1) // 2}
+        wanted = self.ranges.setdefault((column, group), [])
+        for rank in sorted(middle):
+            span = bin_range(digest.locate(rank)[0])
+            if span not in wanted:
+                wanted.append(span)
+
+    def reader(self, column: str, group: str | None) -> Callable[[float, float], np.ndarray]:
+        def read(low: float, high: float) -> np.ndarray:
+            import numpy as np
+
+            if self.values is None:
+                self.values = self._read()
+            found = self.values.get((column, group, low, high))
+            if found is None:  # a bin not located first: read on its own
+                return _values(self.source, self.table, column, low, high, self._keep(group))
+            return np.concatenate(found) if found else np.zeros(0)
+
+        return read
+
+    def _keep(self, group: str | None) -> Any:
+        import pyarrow.compute as pc
+
+        valid = pc.field(self.known).is_valid()
+        return valid if self.by is None else (pc.field(self.by) == group) & valid
+
+    def _read(self) -> dict[tuple[str, str | None, float, float], list[np.ndarray]]:
+        import numpy as np
+
+        out: dict[tuple[str, str | None, float, float], list[np.ndarray]] = {}
+        columns = sorted({column for column, _ in self.ranges})
+        if not columns:
+            return out
+        named = [self.known] + ([self.by] if self.by else [])
+        for host in self.source.hosts:
+            frame = self.source.table(self.table, hosts=[host], columns=named + columns)
+            known = frame[self.known].notna().to_numpy()
+            groups = None if self.by is None else frame[self.by].astype(str).to_numpy()
+            for (column, group), spans in self.ranges.items():
+                rows = known if groups is None else known & (groups == group)
+                values = frame[column].to_numpy(dtype="float64", na_value=np.nan)[rows]
+                for low, high in spans:
+                    kept = values[(values >= low) & (values <= high)]
+                    out.setdefault((column, group, low, high), []).append(kept)
+        return out
 
 
 class _HostTables:
@@ -244,16 +324,16 @@ class _HostTables:
         rows = host_steps(trace)
         return HostTables(skew=skew, host_steps=rows, stragglers=stragglers(rows))
 
-    def of_chunks(self, marked: set[str], chunks: Iterable[pd.DataFrame]) -> HostTables:
+    def of_chunks(self, marked: set[str], chunks: Iterable[StepRows]) -> HostTables:
         import pandas as pd
 
-        from xlaprof.tables.hosts import SKEW_COLUMNS
-        from xlaprof.tables.stragglers import COLUMNS
+        from xlaprof.tables.hosts import SKEW_COLUMNS, skew_of
+        from xlaprof.tables.stragglers import COLUMNS, stragglers_of
 
         skews, late = [], []
         for chunk in chunks:
-            skews.append(host_skew(step_walls(chunk, marked)))
-            late.append(stragglers(chunk))
+            skews.append(skew_of(chunk, marked))
+            late.append(stragglers_of(chunk))
             del chunk
         skew = pd.concat(skews, ignore_index=True) if skews else pd.DataFrame(columns=SKEW_COLUMNS)
         behind = pd.concat(late, ignore_index=True) if late else pd.DataFrame(columns=COLUMNS)

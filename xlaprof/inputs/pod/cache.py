@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.device import DeviceSummary
-from xlaprof.model.ondisk import HOST_STEPS, TABLES
+from xlaprof.model.ondisk import HOST_STEPS, OPTIONAL_TABLES, TABLES
 from xlaprof.model.pod import HostSummary
 from xlaprof.model.stats import StepAggregates
 from xlaprof.safeio import (
@@ -71,7 +71,7 @@ def cache_path_for(path: Path) -> Path:
     """
     beside = path.with_name(path.name + CACHE_SUFFIX)
     writable = os.access(path.parent, os.W_OK) and not os.environ.get(CACHE_DIR_ENV)
-    planted = [beside, *(table_path(beside, name) for name in TABLES)]
+    planted = [beside, *(table_path(beside, name) for name in TABLES + OPTIONAL_TABLES)]
     if writable and not any(map(os.path.islink, planted)):  # a link there: never used
         return beside
     digest = hashlib.sha1(str(path.absolute()).encode()).hexdigest()[:16]
@@ -318,21 +318,7 @@ def write_cache(
             rows = tables[name]
             if name == HOST_STEPS:  # by step, so that a range of steps is a few row groups
                 rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
-            # one thread: the pool pyarrow starts for a table costs the worker more CPU time
-            # than it saves
-            arrow = _stored(pa.Table.from_pandas(rows, preserve_index=False, nthreads=1))
-            # step numbers and times rise with the rows: deltas
-            numbers = [f.name for f in arrow.schema if pa.types.is_integer(f.type)]
-            _write_signed(
-                arrow,
-                path,
-                source,
-                first_step,
-                session,
-                name.encode(),
-                row_group_size=TABLE_ROW_GROUP,
-                **_layout(arrow, numbers, split_floats=False),
-            )
+            _write_table(rows, path, name, source, first_step, session)
             paths[name] = str(path)
         summary.tables = paths
         # no type is asked for, so nothing is cast; unchecked, pyarrow does not check each
@@ -389,6 +375,10 @@ def _read_cached(target: Path, source: Path, first_step: int, session: str) -> H
     tables = {name: table_path(target, name) for name in TABLES}
     for name, path in tables.items():  # each per-step table written with this cache
         _verified(path, source, first_step, session, name.encode())
+    for name in OPTIONAL_TABLES:  # one made later (the timeline), where it verifies
+        path = table_path(target, name)
+        if os.path.lexists(path) and _optional_verified(path, name, source, first_step, session):
+            tables[name] = path
     record = json.loads(record_bytes)
     device = record["device"]  # the tables of _DEVICE_TABLES
     # the per-step rows stay in their files: the parent reads them when asked
@@ -413,6 +403,53 @@ def _read_cached(target: Path, source: Path, first_step: int, session: str) -> H
         aggregates=StepAggregates.from_json(record["aggregates"]),
         tables={name: str(path) for name, path in tables.items()},
         cache=str(target),
+    )
+
+
+def _optional_verified(path: Path, name: str, source: Path, first_step: int, session: str) -> bool:
+    """Whether optional table ``path`` verifies (one that does not is never read, and is made
+    again and replaced when asked for: it does not cost the cache)."""
+    try:
+        _verified(path, source, first_step, session, name.encode())
+    except Exception:  # any failure: not reused
+        return False
+    return True
+
+
+def write_table(
+    frame: pd.DataFrame, cache: Path, name: str, source: Path, first_step: int, session: str
+) -> str | None:
+    """Write per-step table ``name`` of the cache ``cache`` of capture ``source`` beside it,
+    signed as the worker signs its tables (an optional table made after the load: the
+    timeline); its path, or None where it cannot be written."""
+    path = table_path(cache, name)
+    try:
+        _write_table(frame, path, name, source, first_step, session)
+    except (OSError, UnsafeFile):
+        return None
+    return str(path)
+
+
+def _write_table(
+    rows: pd.DataFrame, path: Path, name: str, source: Path, first_step: int, session: str
+) -> None:
+    """Per-step table ``name`` to ``path``, signed over its name (``_write_signed``)."""
+    import pyarrow as pa
+
+    # one thread: the pool pyarrow starts for a table costs the worker more CPU time than it
+    # saves
+    arrow = _stored(pa.Table.from_pandas(rows, preserve_index=False, nthreads=1))
+    # step numbers and times rise with the rows: deltas
+    numbers = [f.name for f in arrow.schema if pa.types.is_integer(f.type)]
+    _write_signed(
+        arrow,
+        path,
+        source,
+        first_step,
+        session,
+        name.encode(),
+        row_group_size=TABLE_ROW_GROUP,
+        **_layout(arrow, numbers, split_floats=False),
     )
 
 
