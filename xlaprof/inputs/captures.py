@@ -89,13 +89,16 @@ def pick_session(
     raise InputNotRecognized(f"{root}: no session {session!r} here (sessions: {found})")
 
 
-def load_capture_file(path: Path, args: bool = True, limit: int | None = None) -> pd.DataFrame:
+def load_capture_file(
+    path: Path, args: bool = True, limit: int | None = None, data: bytes | None = None
+) -> pd.DataFrame:
     """One capture file's events (``limit``: ``--max-size``, else each reader's own cap);
     ``args=False`` keeps no ``args`` of an xplane (its stats, which the column decodes on
     demand: a pod worker's cache has no ``args`` column), keeping what the device model reads
-    of them as a column (``framework_op``)."""
+    of them as a column (``framework_op``). ``data``: an xplane's bytes, read by the caller
+    (``xspace_frame``)."""
     if path.name.endswith(XPLANE_SUFFIX):
-        frame = xspace_frame(path, args=args, framework_op=not args, limit=limit)
+        frame = xspace_frame(path, args=args, framework_op=not args, limit=limit, data=data)
     else:
         frame = chrome_trace_frame(path, limit=limit)
     frame.attrs["source"] = str(path)

@@ -278,3 +278,34 @@ def test_a_pod_read_again_from_its_caches_is_the_pod_read_fresh(
         want = getattr(fresh.trace.summary(), name)
         got = getattr(again.trace.summary(), name)
         pd.testing.assert_frame_equal(got, want, check_exact=True, obj=name)
+
+
+def test_a_capture_rewritten_while_its_worker_runs_is_not_cached_as_the_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker signs its cache with the fingerprint of the bytes it decoded: a capture
+    rewritten after it was read (a run still writing it) is read again next time, not answered
+    from a cache of the old bytes under the new file's name."""
+    from xlaprof.inputs.pod import summary as pod_summary
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    # GIVEN a real capture, rewritten as another capture (other step times) just after the
+    # worker read it, before its cache is written
+    path = tmp_path / "host-0.xplane.pb"
+    shutil.copyfile(sample_capture("healthy_loop"), path)
+    decode = pod_summary.summarize_events
+
+    def rewritten_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        _same_size_other_capture(path)
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(pod_summary, "summarize_events", rewritten_meanwhile)
+    first = pod_summary.summarize_capture(path)
+    monkeypatch.setattr(pod_summary, "summarize_events", decode)
+    assert first.cache is not None and not first.cache_hit
+    # WHEN the (rewritten) capture is summarized again
+    again = pod_summary.summarize_capture(path)
+    # THEN its cache is not reused: it holds the old bytes' events, and the new ones are read
+    assert not again.cache_hit
+    fresh = pod_summary.summarize_capture(path)
+    assert fresh.cache_hit and fresh.aggregates == again.aggregates != first.aggregates

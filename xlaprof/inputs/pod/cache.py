@@ -87,20 +87,32 @@ def _private_root() -> Path:
     return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "xlaprof")
 
 
+def fingerprint(data: bytes) -> str:
+    """The content fingerprint of a capture's bytes, as ``file_digest`` takes it of its file:
+    a worker takes it of the very bytes it decodes, so that a cache is signed for the content
+    it was made from (the file may change after it was read), and the file is not read twice."""
+    return hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
 @functools.lru_cache(maxsize=256)
 def _content(path: str, size: int, mtime_ns: int, inode: int) -> str:
     """The capture's content fingerprint (read once per process per version of the file)."""
     return file_digest(Path(path), DEFAULT_XPLANE_LIMIT)  # protobuf's cap: no capture is larger
 
 
-def _stamp(path: Path, first_step: int, session: str, table: str = "") -> str:
+def _stamp(
+    path: Path, first_step: int, session: str, table: str = "", content: str | None = None
+) -> str:
     """The signed stamp of a cache of capture ``path``; ``table`` describes the cache's own
-    columns, rows and summary. Raises ``UnsafeFile`` when this user has no private key."""
+    columns, rows and summary; ``content``: the fingerprint of the bytes the cache was made
+    from (``fingerprint``), where the maker had them, else the file's as it is now. Raises
+    ``UnsafeFile`` when this user has no private key."""
     key = user_key(_private_root())
     if key is None:
         raise UnsafeFile(f"no private key in {_private_root()} to sign caches with")
-    info = path.stat()  # follows a link: the capture itself
-    content = _content(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
+    if content is None:
+        info = path.stat()  # follows a link: the capture itself
+        content = _content(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
     text = f"{CACHE_VERSION}:{content}:{first_step}:{session}:{table}"
     return f"{CACHE_VERSION}:" + hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
@@ -273,6 +285,7 @@ def _write_signed(
     first_step: int,
     session: str,
     summary: bytes,
+    content: str | None = None,
     **options: Any,
 ) -> None:
     """Write an Arrow table to ``target`` (exclusively, through a temporary file, never
@@ -283,7 +296,8 @@ def _write_signed(
     metadata = dict(table.schema.metadata or {})
     try:
         described = _described(table.schema, table.num_rows, summary)
-        metadata[b"xlaprof.stamp"] = _stamp(source, first_step, session, described).encode()
+        stamp = _stamp(source, first_step, session, described, content)
+        metadata[b"xlaprof.stamp"] = stamp.encode()
     except (OSError, UnsafeFile):
         metadata[b"xlaprof.stamp"] = b""
     table = table.replace_schema_metadata(metadata)
@@ -301,10 +315,12 @@ def write_cache(
     source: Path,
     first_step: int,
     session: str,
+    content: str | None = None,
 ) -> str | None:
     """Write ``events`` (all columns but ``args``) with the summary, and each per-step table
     in ``tables`` beside it (``table_path``; their paths go to ``summary.tables``); None if
-    they cannot be written. The tables go first: a cache file names only tables written."""
+    they cannot be written. The tables go first: a cache file names only tables written.
+    ``content``: the fingerprint of the bytes ``events`` were decoded from (``_stamp``)."""
     import pyarrow as pa
 
     columns = [c for c in events.columns if c != "args"]
@@ -318,7 +334,7 @@ def write_cache(
             rows = tables[name]
             if name == HOST_STEPS:  # by step, so that a range of steps is a few row groups
                 rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
-            _write_table(rows, path, name, source, first_step, session)
+            _write_table(rows, path, name, source, first_step, session, content)
             paths[name] = str(path)
         summary.tables = paths
         # no type is asked for, so nothing is cast; unchecked, pyarrow does not check each
@@ -335,6 +351,7 @@ def write_cache(
             first_step,
             session,
             record,
+            content,
             write_statistics=_STATISTICS,
             **_layout(table, deltas, split_floats=True),
         )
@@ -431,7 +448,13 @@ def write_table(
 
 
 def _write_table(
-    rows: pd.DataFrame, path: Path, name: str, source: Path, first_step: int, session: str
+    rows: pd.DataFrame,
+    path: Path,
+    name: str,
+    source: Path,
+    first_step: int,
+    session: str,
+    content: str | None = None,
 ) -> None:
     """Per-step table ``name`` to ``path``, signed over its name (``_write_signed``)."""
     import pyarrow as pa
@@ -448,6 +471,7 @@ def _write_table(
         first_step,
         session,
         name.encode(),
+        content,
         row_group_size=TABLE_ROW_GROUP,
         **_layout(arrow, numbers, split_floats=False),
     )

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import InputNotRecognized, InputUnreadable, XlaprofError
-from xlaprof.inputs.captures import device_table, load_capture_file
-from xlaprof.inputs.pod.cache import cache_path_for, cached_summary, write_cache
+from xlaprof.inputs.captures import XPLANE_SUFFIX, device_table, load_capture_file
+from xlaprof.inputs.pod.cache import cache_path_for, cached_summary, fingerprint, write_cache
 from xlaprof.model.device import DeviceSummary
 from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
 from xlaprof.model.pod import (
@@ -25,6 +25,7 @@ from xlaprof.model.pod import (
     HostSummary,
     typed_steps,
 )
+from xlaprof.parse.xplane.schema import read_capture
 from xlaprof.tables import device as device_model
 from xlaprof.tables.device.categories import COLLECTIVE_NAMES
 from xlaprof.tables.intervals import Coverage
@@ -65,10 +66,11 @@ def summarize_capture(
         summary.cache_hit = True
     else:
         events, bounds = read_host_events(path, first_step, session, limit)
+        content = events.attrs.pop("content", None)
         summary, tables = summarize_events(events, bounds, path)
         if cache_path is not None:
             summary.cache = write_cache(
-                events, summary, tables, cache_path, path, first_step, session
+                events, summary, tables, cache_path, path, first_step, session, content
             )
         if summary.cache is None:
             summary.frames = tables
@@ -85,14 +87,22 @@ def read_host_events(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One host's events with session and step numbers, and its step bounds.
 
-    ``events.attrs["devices"]`` keeps the host's device table (``Trace.devices`` rows).
+    ``events.attrs["devices"]`` keeps the host's device table (``Trace.devices`` rows), and
+    for an xplane ``attrs["content"]`` the fingerprint of the bytes decoded (``fingerprint``:
+    read once, for both).
     """
     import numpy as np
     import pandas as pd
 
+    content = None
     try:
+        data = None
+        if path.name.endswith(XPLANE_SUFFIX):
+            data = read_capture(path, limit)
+            content = fingerprint(data)
         # the cache keeps every column but args
-        events = load_capture_file(path, args=False, limit=limit)
+        events = load_capture_file(path, args=False, limit=limit, data=data)
+        del data
     except XlaprofError:
         raise
     except (ValueError, UnicodeDecodeError, EOFError, OSError) as error:
@@ -111,6 +121,8 @@ def read_host_events(
     events["step"], bounds = assign_steps(events, first_step, {host: start})
     bounds.insert(0, "session", session)
     events.attrs = {"devices": devices, "profile_start_ns": start}
+    if content is not None:
+        events.attrs["content"] = content
     return events, bounds
 
 

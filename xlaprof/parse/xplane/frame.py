@@ -71,6 +71,7 @@ def xspace_frame(
     args: bool = True,
     framework_op: bool = False,
     limit: int | None = None,
+    data: bytes | None = None,
 ) -> pd.DataFrame:
     """All timed events of one ``.xplane.pb`` as a DataFrame (see module docstring).
 
@@ -85,10 +86,12 @@ def xspace_frame(
     ``framework_op=True`` adds the one more thing it reads there as a column of its own,
     ``framework_op``: the event's own ``name`` stat (JAX's name stack), else its ``tf_op``,
     where that is text and not XLA's placeholder (``XlaModule:``); as
-    ``tables.device.events`` reads it from ``args``.
+    ``tables.device.events`` reads it from ``args``. ``data``: the file's bytes, where the
+    caller has read them (``read_capture``: a pod worker fingerprints what it decodes).
     """
     path = Path(path)
-    raw = read_capture(path, limit)  # limit: --max-size (None: protobuf's own cap)
+    # limit: --max-size (None: protobuf's own cap)
+    raw = read_capture(path, limit) if data is None else data
     space = parse_space(path, raw, message_class("XSpace", events_as_bytes=True))
     if not space.planes:
         size = path.stat().st_size
