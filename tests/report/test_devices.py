@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from builders import POD_COPIES, STRETCH, pod_logdir
-from helpers import sample_capture
+from helpers import sample_capture, shared_trace
 
 from xlaprof.inputs.traces import load_trace
 
@@ -20,7 +20,12 @@ def test_the_header_counts_the_devices_of_the_table_below_it() -> None:
     # WHEN its header is written THEN it counts the one device its device table shows
     rows = devices.device_rows(trace)
     assert [row["device"] for row in rows] == ["CPU"]
-    assert "1 device(s)" in devices.capture_line(trace)
+    assert "1 device(s) (the host CPU: no device plane)" in devices.capture_line(trace)
+    # AND a capture with device planes counts them, with nothing said of the host CPU
+    tpu = load_trace(shared_trace("xprof_tpu_inference_2_v1.xplane.pb"))
+    assert tpu.devices is not None and not tpu.devices.empty
+    line = devices.capture_line(tpu)
+    assert f"{len(tpu.devices)} device(s)" in line and "host CPU" not in line
 
 
 def test_the_reports_say_the_same_of_a_pod_as_of_its_hosts_in_memory(tmp_path: Path) -> None:

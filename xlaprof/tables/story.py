@@ -5,7 +5,8 @@ Every per-step verdict xlaprof shows comes from here, so the step timeline, the 
 opens with, "worth most" and the step chart cannot disagree. A step's wall time is split into
 parts, each measured, each from a named source (``PART_SOURCES``):
 
-- ``compile``: compiling (the ``CompileTime`` metric; in a trace, ``XLAGraphExecutor::Compile``);
+- ``compile``: compiling (the ``CompileTime`` metric; in a trace, ``XLAGraphExecutor::Compile``,
+  or where no lazy-tensor runtime runs, the PJRT client's compile: ``tables.timeline``);
 - ``transfer``: host-device copies (``TransferToDeviceTime``/``TransferFromDeviceTime``; in a
   trace, the transfer spans: a read's copy waits for the device to finish the graph first);
 - ``tracing``: the stepping thread's own CPU time, its Python, lazy tracing and graph build at
@@ -77,7 +78,8 @@ PART_SOURCES = {
         "device": "metrics (ExecuteTime)",
     },
     "trace": {
-        "compile": "trace (XLAGraphExecutor::Compile)",
+        "compile": "trace (XLAGraphExecutor::Compile; without torch_xla: the PJRT client's "
+        "compile, PJRT_Client_Compile)",
         "transfer": "trace (transfer spans)",
         "tracing": "metrics (the stepping thread's CPU clock) and trace (graph build)",
         "device": "trace (WaitDeviceOps) and metrics (ExecuteTime; a capture alone with "

@@ -47,7 +47,8 @@ CATEGORY_NAMES = {key.removesuffix("_s"): label for key, label in CATEGORY_LABEL
 
 
 def capture_line(trace: Trace) -> str:
-    """``path  (capture: 26,723 events, 1 host, 4 devices, session ...)``."""
+    """``path  (capture: 26,723 events, 1 host(s), 4 device(s), session ...)``; a capture
+    with no device plane counts the host CPU its XLA ops ran on, and says so."""
     files = trace.files
     where = str(files[0]) if len(files) == 1 else f"{len(files)} capture files"
     # The devices the device table shows: on a CPU capture (no device plane) the host's CPU.
@@ -56,11 +57,10 @@ def capture_line(trace: Trace) -> str:
         devices = len(utilization[["host", "device"]].astype(str).drop_duplicates())
     else:
         devices = 0 if trace.devices is None else len(trace.devices)
-    parts = [
-        f"{trace.event_count:,} events",
-        f"{len(trace.hosts)} host(s)",
-        f"{devices} device(s)",
-    ]
+    counted = f"{devices} device(s)"
+    if devices and (trace.devices is None or trace.devices.empty):
+        counted += " (the host CPU: no device plane)"  # what its XLA ops ran on
+    parts = [f"{trace.event_count:,} events", f"{len(trace.hosts)} host(s)", counted]
     if trace.session:
         parts.append(f"session {trace.session}")
     return f"{where}  (capture: {', '.join(parts)})"
