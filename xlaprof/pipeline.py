@@ -27,6 +27,7 @@ from xlaprof.model.request import ALL_PROCESSES, DEFAULT_MAX_INPUT_BYTES, Analys
 from xlaprof.model.result import AnalysisResult, Counts, KeptRows, PartResult, RunComparison
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from xlaprof.budgets import Budgets, CheckResult
@@ -281,11 +282,9 @@ def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
             "steps the heat map draws, and the rows whose slowest host was furthest behind "
             "the median host (behind_ms)"
         )
-        figures = _summarized(result, "stragglers", bounded.straggler_summary(stragglers))
-        kept, told = bounded.keep_rows(stragglers, positions, chosen)
-        if told is not None:
-            told.summary = figures
-        _cut(result, "stragglers", kept, told)
+        _cut_with_figures(
+            result, "stragglers", positions, chosen, bounded.straggler_summary(stragglers)
+        )
     skew = result.host_skew
     if skew is not None:
         positions = bounded.first_and_worst(
@@ -295,11 +294,7 @@ def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
             f"the first {bounded.SKEW_FIRST_ROWS} steps and the steps of largest skew "
             "(slowest over fastest host)"
         )
-        figures = _summarized(result, "host_skew", bounded.skew_summary(skew))
-        kept, told = bounded.keep_rows(skew, positions, chosen)
-        if told is not None:
-            told.summary = figures
-        _cut(result, "host_skew", kept, told)
+        _cut_with_figures(result, "host_skew", positions, chosen, bounded.skew_summary(skew))
     if result.host_steps is not None and steps is not None:
         rows = result.host_steps
         positions = np.flatnonzero(rows["step"].isin(steps).to_numpy())
@@ -307,14 +302,24 @@ def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
         _cut(result, "host_steps", kept, told)
 
 
-def _summarized(
-    result: PartResult, name: str, figures: dict[str, Any] | None
-) -> dict[str, Any] | None:
-    """Keep ``figures`` (a table's one-line figures over every row) as the result's
-    ``summaries[name]``, where there are any; return them."""
+def _cut_with_figures(
+    result: PartResult,
+    name: str,
+    positions: np.ndarray,
+    chosen: str,
+    figures: dict[str, Any] | None,
+) -> None:
+    """Keep the rows at ``positions`` of the result's table ``name`` (``chosen``: how they
+    were chosen), and its one-line figures over every row (``figures``) as the result's
+    ``summaries[name]``, and in ``rows_kept`` where rows were cut."""
+    from xlaprof.tables import bounded
+
     if figures is not None:
         result.summaries[name] = figures
-    return figures
+    kept, told = bounded.keep_rows(getattr(result, name), positions, chosen)
+    if told is not None:
+        told.summary = figures
+    _cut(result, name, kept, told)
 
 
 def _cut(result: PartResult, name: str, kept: pd.DataFrame, told: KeptRows | None) -> None:

@@ -107,12 +107,25 @@ def read_capped(path: Path, limit: int, follow: bool = True) -> bytes:
     return data
 
 
+def _content_hash() -> hashlib.blake2b:
+    """The one hash content fingerprints are taken with (``file_digest``, ``data_digest``)."""
+    return hashlib.blake2b(digest_size=32)
+
+
+def data_digest(data: bytes) -> str:
+    """``file_digest`` of bytes already read: a file's fingerprint from the very bytes a reader
+    used (the file may change after it was read), without reading it again."""
+    digest = _content_hash()
+    digest.update(data)
+    return digest.hexdigest()
+
+
 def file_digest(path: Path, limit: int) -> str:
     """A content fingerprint (BLAKE2b) of regular file ``path``, read in bounded chunks.
 
     Size and mtime say nothing of content: ``cp -p``, ``rsync -t`` and tar keep both.
     """
-    digest = hashlib.blake2b(digest_size=32)
+    digest = _content_hash()
     fd = open_regular(path)
     with os.fdopen(fd, "rb") as handle:
         if os.fstat(handle.fileno()).st_size > limit:

@@ -87,13 +87,6 @@ def _private_root() -> Path:
     return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "xlaprof")
 
 
-def fingerprint(data: bytes) -> str:
-    """The content fingerprint of a capture's bytes, as ``file_digest`` takes it of its file:
-    a worker takes it of the very bytes it decodes, so that a cache is signed for the content
-    it was made from (the file may change after it was read), and the file is not read twice."""
-    return hashlib.blake2b(data, digest_size=32).hexdigest()
-
-
 @functools.lru_cache(maxsize=256)
 def _content(path: str, size: int, mtime_ns: int, inode: int) -> str:
     """The capture's content fingerprint (read once per process per version of the file)."""
@@ -105,7 +98,7 @@ def _stamp(
 ) -> str:
     """The signed stamp of a cache of capture ``path``; ``table`` describes the cache's own
     columns, rows and summary; ``content``: the fingerprint of the bytes the cache was made
-    from (``fingerprint``), where the maker had them, else the file's as it is now. Raises
+    from (``safeio.data_digest``), where the maker had them, else the file's as it is now. Raises
     ``UnsafeFile`` when this user has no private key."""
     key = user_key(_private_root())
     if key is None:

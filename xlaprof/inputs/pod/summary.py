@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import InputNotRecognized, InputUnreadable, XlaprofError
 from xlaprof.inputs.captures import XPLANE_SUFFIX, device_table, load_capture_file
-from xlaprof.inputs.pod.cache import cache_path_for, cached_summary, fingerprint, write_cache
+from xlaprof.inputs.pod.cache import cache_path_for, cached_summary, write_cache
 from xlaprof.model.device import DeviceSummary
 from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
 from xlaprof.model.pod import (
@@ -26,6 +26,7 @@ from xlaprof.model.pod import (
     typed_steps,
 )
 from xlaprof.parse.xplane.schema import read_capture
+from xlaprof.safeio import data_digest
 from xlaprof.tables import device as device_model
 from xlaprof.tables.device.categories import COLLECTIVE_NAMES
 from xlaprof.tables.intervals import Coverage
@@ -88,7 +89,7 @@ def read_host_events(
     """One host's events with session and step numbers, and its step bounds.
 
     ``events.attrs["devices"]`` keeps the host's device table (``Trace.devices`` rows), and
-    for an xplane ``attrs["content"]`` the fingerprint of the bytes decoded (``fingerprint``:
+    for an xplane ``attrs["content"]`` the fingerprint of the bytes decoded (``data_digest``:
     read once, for both).
     """
     import numpy as np
@@ -99,7 +100,7 @@ def read_host_events(
         data = None
         if path.name.endswith(XPLANE_SUFFIX):
             data = read_capture(path, limit)
-            content = fingerprint(data)
+            content = data_digest(data)
         # the cache keeps every column but args
         events = load_capture_file(path, args=False, limit=limit, data=data)
         del data
