@@ -57,6 +57,7 @@ from xlaprof.errors import RuntimeUnavailable
 from xlaprof.parse.frames import is_library_file
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
+    EXECUTIONS,
     FALLBACK_LOG,
     FINAL_METRICS,
     METRICS_DIR,
@@ -168,6 +169,7 @@ class Session:
         self._steps: RowBuffer | None = None
         self._regions: RowBuffer | None = None
         self._samples: RowBuffer | None = None
+        self._executions: RowBuffer | None = None
         self._previous_sigterm: Any = None
         self.dynamo: DynamoRecorder | None = None
         self.modules: ModuleRecorder | None = None
@@ -202,6 +204,7 @@ class Session:
         self._steps = RowBuffer(self.directory / STEPS, limit)
         self._regions = RowBuffer(self.directory / REGIONS, limit)
         self._samples = RowBuffer(self.directory / SAMPLES, limit)
+        self._executions = RowBuffer(self.directory / EXECUTIONS, limit)
         if self.server_port is not None:
             from xlaprof.capture.runtime import runtime
 
@@ -400,13 +403,19 @@ class Session:
         if self.outer is not None and self.outer.recording:
             self.outer.record_region(name, seconds)
 
-    def boundary(self, graph_required: bool = False, sync_entered_cpu: float | None = None) -> None:
+    def boundary(
+        self,
+        graph_required: bool = False,
+        sync_entered_cpu: float | None = None,
+        sync_entered_wall: float | None = None,
+    ) -> None:
         """End the current step: write its row, then handle the trace window and max steps.
 
         Outside ``xlaprof.step`` marks, a sync that ran no graph ends no step (its time goes to
         the next one): nothing traced since the last step, or, with ``graph_required``, no
-        graph built (``MpDeviceLoader``'s syncs, see ``synchook``). ``sync_entered_cpu`` is the
-        thread's CPU clock when the sync that ends the step was entered (the sync hook's).
+        graph built (``MpDeviceLoader``'s syncs, see ``synchook``). ``sync_entered_cpu`` and
+        ``sync_entered_wall`` are the thread's CPU clock and ``time.perf_counter()`` when the
+        sync that ends the step was entered (the sync hook's).
 
         Never raises into the training script, except the ``SystemExit`` that ``max_steps``
         asks for under ``xlaprof run``: an error stops profiling and is recorded in the run.
@@ -420,7 +429,7 @@ class Session:
                 assert self.metrics is not None
                 if not self.user_steps and self.metrics.idle(graph_required):
                     return
-                done = self._boundary(now, cpu_now, sync_entered_cpu)
+                done = self._boundary(now, cpu_now, sync_entered_cpu, sync_entered_wall)
         except Exception as error:
             self._degrade("a step boundary", error)
             return
@@ -429,14 +438,21 @@ class Session:
             if self.exit_on_max_steps:
                 raise SystemExit(0)
 
-    def _boundary(self, now: float, cpu_now: float, sync_entered_cpu: float | None) -> bool:
+    def _boundary(
+        self,
+        now: float,
+        cpu_now: float,
+        sync_entered_cpu: float | None,
+        sync_entered_wall: float | None = None,
+    ) -> bool:
         """End the finished step; True when ``max_steps`` is reached.
 
         Only what must be read now is read here (clocks, log sizes, the runtime's metrics);
         its row is built later by ``_write_pending``, with the other steps kept since the last
         flush (see ``StepMetrics``). ``now`` and ``cpu_now`` are the wall and thread CPU clocks
         read as ``boundary`` was entered; ``sync_entered_cpu`` is the thread CPU clock as the
-        sync that ends the step was entered (None without one).
+        sync that ends the step was entered (None without one); ``sync_entered_wall`` its
+        ``perf_counter`` then.
         """
         assert self.metrics is not None
         self._close_step()  # the step ends here, as its row's wall time does (before the window
@@ -464,6 +480,9 @@ class Session:
                 now - self.step_start - capture_wall,
                 cpu_now - self.step_cpu_start - capture_cpu,
                 None if sync_entered_cpu is None else cpu_now - sync_entered_cpu - capture_sync,
+                None
+                if sync_entered_wall is None
+                else max(now - sync_entered_wall - capture_wall, 0.0),
                 debug_offset,
                 fallback_offset,
                 reading,
@@ -538,6 +557,7 @@ class Session:
                 wall_s=ended.wall_s,
                 host_cpu_s=ended.host_cpu_s,
                 sync_cpu_s=ended.sync_cpu_s,
+                sync_wall_s=ended.sync_wall_s,
                 debug_offset=ended.debug_offset,
                 fallback_offset=ended.fallback_offset,
                 eager=ended.eager,
@@ -549,11 +569,23 @@ class Session:
                 self._regions.add(
                     {"step": ended.step, "name": name, "calls": calls, "seconds": seconds}
                 )
+        self._write_executions()
+
+    def _write_executions(self) -> None:
+        """The executions completed since the last flush as rows of executions.jsonl: launch
+        and completion (Unix seconds), from their ``ExecuteTime`` samples."""
+        if self.metrics is None or self._executions is None:
+            return
+        completed, missed = self.metrics.take_executions()
+        for completion, value in completed:
+            self._executions.add({"launch": completion - value / 1e9, "completion": completion})
+        if missed:
+            self._executions.add({"missed": missed})
 
     def _flush_rows(self) -> None:
         self._write_pending()
         self._take_samples()
-        for rows in (self._steps, self._regions, self._samples):
+        for rows in (self._steps, self._regions, self._samples, self._executions):
             if rows is not None:
                 rows.flush()
         self._note_dropped()
@@ -564,6 +596,7 @@ class Session:
             STEPS: self._steps,
             REGIONS: self._regions,
             SAMPLES: self._samples,
+            EXECUTIONS: self._executions,
             DEBUG_LOG: self._debug_log,
             FALLBACK_LOG: self._fallback_log,
         }
@@ -634,7 +667,7 @@ class Session:
             self._attempt("graphs not checked", capture.check)
         if self._steps is not None:
             self._attempt("step rows not built", self._write_pending)
-        for rows in (self._steps, self._regions, self._samples):
+        for rows in (self._steps, self._regions, self._samples, self._executions):
             if rows is not None:
                 self._attempt("a run file not written", rows.close)
         for log_size in (self._debug_log, self._fallback_log):
@@ -698,10 +731,34 @@ class Session:
         if wait and (met.metric_names() or met.counter_names()):  # the runtime was used
             import torch_xla.core.xla_model as xm
 
-            xm.wait_device_ops()
+            self._drain(xm.wait_device_ops)
         metrics = self.directory / METRICS_DIR
         metrics.mkdir(exist_ok=True)
         atomic_write_text(metrics / FINAL_METRICS, met.metrics_report())
+
+    def _drain(self, wait: Any) -> None:
+        """Wait for the executions still queued or running (``wait``: ``wait_device_ops``),
+        keeping each one's ``ExecuteTime`` sample as it completes: the run's last steps end
+        when the device finishes them, which is after their syncs returned when the host ran
+        ahead. torch_xla keeps a short window of samples, so the wait runs on a thread while
+        this one reads them every millisecond. Nothing here adds a wait to a step: the run
+        has ended (``finish``)."""
+        assert self.metrics is not None
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                wait()
+            finally:
+                done.set()
+
+        waiter = threading.Thread(target=run, name="xlaprof-drain", daemon=True)
+        waiter.start()
+        while not done.wait(0.001):
+            self.metrics.poll_executions()
+        waiter.join()
+        self.metrics.poll_executions()
+        self.info.drained = time.time()
 
     def _write_derived(self) -> None:
         from xlaprof.rundir.derive import write_derived
@@ -742,7 +799,7 @@ class Session:
                 recorder.stop()
         self.dynamo = self.modules = None
         self.sampler = None  # its thread did not survive the fork
-        for rows in (self._steps, self._regions, self._samples):
+        for rows in (self._steps, self._regions, self._samples, self._executions):
             if rows is not None:
                 rows.discard()  # the parent's rows: the parent writes them
         self._pending = []
@@ -761,6 +818,7 @@ class _EndedStep(NamedTuple):
     wall_s: float
     host_cpu_s: float
     sync_cpu_s: float | None
+    sync_wall_s: float | None
     debug_offset: int
     fallback_offset: int
     reading: Reading

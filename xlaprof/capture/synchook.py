@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import weakref
-from time import thread_time
+from time import perf_counter, thread_time
 from types import FrameType
 from typing import Any
 
@@ -169,6 +169,7 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
 
     def sync(*args: Any, **kwargs: Any) -> Any:
         entered = thread_time()  # the step's CPU up to here is the user's code and its tracing
+        entered_wall = perf_counter()
         live = session.graph_capture  # taking graphs around this sync, or None
         if live is None or live.live is None or not session.recording or os.getpid() != session.pid:
             live = None
@@ -185,7 +186,11 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
                 del frame
                 if graph_required is not None:
                     before = session.step_index
-                    session.boundary(graph_required=graph_required, sync_entered_cpu=entered)
+                    session.boundary(
+                        graph_required=graph_required,
+                        sync_entered_cpu=entered,
+                        sync_entered_wall=entered_wall,
+                    )
                     ends.ended(session.step_index != before, graph_required, grad)
         return result
 

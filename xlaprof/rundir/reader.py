@@ -26,6 +26,7 @@ from xlaprof.rundir.jsonfiles import fits, read_jsonl, reason, short, typed_fiel
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
     DYNAMO,
+    EXECUTIONS,
     FALLBACK_LOG,
     GRAPH_INDEX,
     GRAPHS_DIR,
@@ -38,6 +39,7 @@ from xlaprof.rundir.schema import (
     STEPS,
     TORCH_TRACE_DIR,
     TRACE_DIR,
+    ExecutionRow,
     GraphInfo,
     RegionRow,
     RunInfo,
@@ -75,6 +77,7 @@ class Run:
     _steps: list[StepRow] | None = field(default=None, repr=False, compare=False)
     _debug_log: DebugLog | None = field(default=None, repr=False, compare=False)
     _graphs: list[GraphInfo] | None = field(default=None, repr=False, compare=False)
+    _executions: list[ExecutionRow] | None = field(default=None, repr=False, compare=False)
     # What could not be read (damaged files): shown by analyze with the run's own warnings.
     load_warnings: list[str] = field(default_factory=list, repr=False, compare=False)
 
@@ -101,6 +104,29 @@ class Run:
                 rows.append(row)
             self._steps = rows
         return self._steps
+
+    def execution_rows(self) -> list[ExecutionRow] | None:
+        """``executions.jsonl`` as typed rows (launch and completion of each execution, or a
+        count of executions whose times were lost), or None where the run did not record it
+        (an older xlaprof). A row whose times are not finite numbers with the launch at or
+        before the completion is skipped, with a warning."""
+        if self._executions is None:
+            path = self.path / EXECUTIONS
+            if not path.is_file():
+                return None
+            rows: list[ExecutionRow] = []
+            for data in read_jsonl(path, self.warn):
+                kept = typed_fields(ExecutionRow, data, self.warn, EXECUTIONS)
+                missed = kept.get("missed", 0)
+                launch, completion = kept.get("launch"), kept.get("completion")
+                if launch is None and completion is None and isinstance(missed, int) and missed > 0:
+                    rows.append(ExecutionRow(missed=missed))
+                elif _times_fit(launch, completion):
+                    rows.append(ExecutionRow(launch=launch, completion=completion))
+                else:
+                    self.warn(f"{EXECUTIONS}: a row without a launch before its completion skipped")
+            self._executions = rows
+        return self._executions
 
     def region_rows(self) -> list[RegionRow]:
         """``regions.jsonl`` as typed rows; rows with fields of the wrong type are skipped."""
@@ -302,17 +328,30 @@ class Run:
 
     # -- DataFrames --------------------------------------------------------------------------
     def steps(self) -> pd.DataFrame:
-        """One row per step: wall time and metric deltas (seconds, counts)."""
+        """One row per step: wall time and metric deltas (seconds, counts).
+
+        ``executions`` counts the graph executions the step launched, whenever they ran (the
+        step model's attribution, ``rundir.executions``); ``completed`` how many completed
+        while the step ran (its ``ExecuteTime`` samples, as ``steps.jsonl`` holds them, and
+        ``execute_s`` their launch-to-completion seconds). A run without ``executions.jsonl``
+        (an older xlaprof) has only the latter, as ``executions``."""
         import pandas as pd
 
+        from xlaprof.rundir.executions import attribute
+
         rows = []
-        for row in self.step_rows():
+        step_rows = self.step_rows()
+        device = attribute(step_rows, self.execution_rows())
+        for index, row in enumerate(step_rows):
             record = asdict(row)
             aten = record.pop("aten")
             record["aten_fallback_calls"] = sum(v for k, v in aten.items() if k != HOST_SYNC_OP)
+            record["completed"] = row.executions
+            if device is not None:
+                record["executions"] = device.steps[index].executions
             rows.append(record)
         columns = [f.name for f in fields(StepRow) if f.name != "aten"]
-        return pd.DataFrame(rows, columns=[*columns, "aten_fallback_calls"])
+        return pd.DataFrame(rows, columns=[*columns, "aten_fallback_calls", "completed"])
 
     def events(self) -> pd.DataFrame:
         """One row per compilation/execution, with its step and the user's source line."""
@@ -375,6 +414,17 @@ class _GraphReading:
                 f"{GRAPHS_DIR}/: {self.over} graph files not read: the run's graphs inflate "
                 f"to more than {MAX_RUN_GRAPH_BYTES} bytes together"
             )
+
+
+def _times_fit(launch: object, completion: object) -> bool:
+    """Whether an execution row's times are finite Unix seconds, launch first."""
+    import math
+
+    if not isinstance(launch, float) or not isinstance(completion, float):
+        return False
+    if not (math.isfinite(launch) and math.isfinite(completion)):
+        return False
+    return 0.0 <= launch <= completion
 
 
 def _lines_with_offsets(path: Path, starts: array[int]) -> Iterator[str]:

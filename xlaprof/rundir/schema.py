@@ -8,6 +8,7 @@ One process writes one run directory::
 
     run.json          RunInfo: versions, device, env flags, command, times, how it ended
     steps.jsonl       one line per finished step: metric deltas, wall time, log offsets
+    executions.jsonl  one line per graph execution: when it was launched and when it completed
     regions.jsonl     per step and user region: calls and host seconds
     samples.jsonl     per step: host CPU seconds by the user's source line (where host work went)
     events.jsonl      compile/execute events with their step (written when the run ends)
@@ -43,6 +44,7 @@ SAMPLES = "samples.jsonl"
 # The key of ``samples.jsonl`` for host CPU time with no user frame on the stack.
 SAMPLE_LIBRARY = "<library>"
 EVENTS = "events.jsonl"
+EXECUTIONS = "executions.jsonl"  # one line per graph execution: launch and completion
 DEBUG_LOG = "debug.log"
 FALLBACK_LOG = "fallbacks.log"
 METRICS_DIR = "metrics"
@@ -105,6 +107,10 @@ class RunInfo:
     # the user's line that turned it on, where seen ("file:line")
     eager_mode: bool | None = None
     eager_mode_site: str | None = None
+    # Unix time at which the executions still queued when the run ended had all completed
+    # (the session waits for them, reading each one's completion: executions.jsonl); None
+    # where it did not wait (an exception, a signal) and in older runs
+    drained: float | None = None
 
     def __post_init__(self) -> None:
         if self.script is None:
@@ -154,6 +160,28 @@ class StepRow:
     aten: dict[str, int] = field(default_factory=dict)
     debug_offset: int | None = None
     fallback_offset: int | None = None
+    # graphs built in this step (``TensorsGraphSize`` samples: one per graph a sync or a read
+    # hands to the runtime, each executed once); None in older runs
+    graphs: int | None = None
+    # wall time inside the sync() that ended the step (with ``sync_cpu_s``, its CPU time: the
+    # difference is time the sync was blocked, e.g. behind a full queue of executions); None
+    # where no sync ended the step, and in older runs
+    sync_wall_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ExecutionRow:
+    """One graph execution (``executions.jsonl``): Unix times of its launch and completion.
+
+    From torch_xla's ``ExecuteTime`` samples: each is recorded when its execution completes,
+    with the time since its launch (queue included) as its value, so launch = completion -
+    value. Where torch_xla's window of samples had moved past some executions before they
+    were read, a row carries ``missed`` (how many) instead of times.
+    """
+
+    launch: float | None = None
+    completion: float | None = None
+    missed: int = 0
 
 
 @dataclass

@@ -1,0 +1,101 @@
+"""Steps as the device runs them, on the real CPU runtime: a device-bound loop whose host runs
+ahead of the device (issue 45).
+
+torch_xla's ``sync()`` returns before the device has run the step's graph; with eight 1024x1024
+matmuls a step the device needs tens of milliseconds a step while the host needs well under
+one, so the host queues steps (torch_xla's CPU client lets about 32 wait before a sync blocks).
+The truth comes from the script itself, never from xlaprof: it drains the device
+(``wait_device_ops``), times its steps, drains again, and divides (the device's drained
+cadence), and it counts after each sync how many of its executions had completed
+(``metric_data('ExecuteTime')``'s sample count): how far its host was ahead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+from xlaprof.pipeline import analyze_one
+
+pytestmark = pytest.mark.runtime
+
+SCRIPT = """
+import json, sys, time
+import torch, torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.debug.metrics as met
+
+steps = int(sys.argv[1])
+device = torch_xla.device()
+w = torch.randn(1024, 1024, device=device) / 32
+x = torch.randn(1024, 1024, device=device)
+
+def step():
+    global x
+    for _ in range(8):
+        x = torch.tanh(x @ w)
+    torch_xla.sync()
+
+for _ in range(2):  # warm-up: the two compiles
+    step()
+xm.wait_device_ops()
+done = met.metric_data("ExecuteTime")[0]
+ahead = []
+start = time.perf_counter()
+for i in range(steps):
+    step()
+    # earlier steps whose execution had not completed as this one was launched
+    ahead.append(i - (met.metric_data("ExecuteTime")[0] - done))
+host = time.perf_counter() - start
+xm.wait_device_ops()
+drained = time.perf_counter() - start
+print("TRUTH " + json.dumps(
+    {"cadence_s": drained / steps, "host_s": host / steps, "max_ahead": max(ahead)}
+))
+"""
+
+
+def _run(tmp_path: Path, steps: int) -> tuple[dict[str, float], Path]:
+    """The script under ``xlaprof run`` for ``steps`` steps after its warm-up: its own
+    measurements and the run directory."""
+    script = tmp_path / "device_bound.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / f"run{steps}"
+    result = cli("run", "-q", "--out", str(out), "--", sys.executable, str(script), str(steps))
+    assert result.returncode == 0, result.stderr[-2000:]
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("TRUTH ")]
+    return json.loads(line.removeprefix("TRUTH ")), out
+
+
+@pytest.mark.parametrize("steps", [16, 40])
+def test_a_device_bound_loop_is_timed_as_the_device_runs_it(tmp_path: Path, steps: int) -> None:
+    # GIVEN a loop whose device needs far longer per step than its host (the script measures
+    # both, and how far its host ran ahead: 16 steps queue up whole; 40 fill the queue)
+    truth, out = _run(tmp_path, steps)
+    assert truth["host_s"] < truth["cadence_s"] / 2  # the host ran ahead: its premise
+    assert truth["max_ahead"] >= 4
+    # WHEN xlaprof analyzes the run
+    result, _, _ = analyze_one(out)
+    story = result.story
+    assert story is not None and story.median_wall_s is not None
+    # THEN the median steady step is the device's cadence, not when the host's sync returned
+    assert story.median_wall_s == pytest.approx(truth["cadence_s"], rel=0.25)
+    assert story.host_wall_s is not None and story.host_wall_s < story.median_wall_s
+    # AND the steady steps are device-bound, as the headline says, with no tracing verdict
+    assert story.bound == "device"
+    assert story.bound_steps.get("device", 0) >= story.steady_steps - 1
+    assert "tracing_bound" not in {f.kind.value for f in result.findings}
+    # AND the story names how far the host ran ahead (the script's own count, one either way:
+    # the script reads its count a moment after each sync, the session at the sync)
+    assert story.ahead_max is not None
+    assert abs(story.ahead_max - truth["max_ahead"]) <= 1
+    # AND the run's time holds the drain: the steps' times add up to the run, so the
+    # steady steps hold at least the device's time for them
+    timeline = result.timeline
+    steady = timeline[timeline["steady"]]
+    assert steady["wall_s"].sum() >= 0.75 * truth["cadence_s"] * (len(steady) - 1)
+    assert story.drain_s is not None and story.drain_s > truth["cadence_s"]

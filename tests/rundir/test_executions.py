@@ -1,0 +1,175 @@
+"""Each execution attributed to the step that launched it (``xlaprof.rundir.executions``), and
+the steps' times in the run: worked examples whose answers are written out by hand from the
+timelines below, and properties over any rows a sent ``executions.jsonl`` can hold.
+
+Times are seconds from 100.0 (Unix-like); each step row is (start, host wall, graphs built).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xlaprof.rundir.executions import attribute, device_windows
+from xlaprof.rundir.reader import load_run
+from xlaprof.rundir.schema import ExecutionRow, StepRow
+
+T0 = 100.0
+
+
+def _rows(*steps: tuple[float, float, int | None]) -> list[StepRow]:
+    return [
+        StepRow(step=index, start=T0 + start, wall_s=wall, graphs=graphs)
+        for index, (start, wall, graphs) in enumerate(steps)
+    ]
+
+
+def _runs(*pairs: tuple[float, float]) -> list[ExecutionRow]:
+    return [ExecutionRow(launch=T0 + a, completion=T0 + b) for a, b in pairs]
+
+
+def test_a_host_that_runs_ahead_pays_each_step_its_device_time() -> None:
+    # GIVEN four 1 ms host steps, each launching one graph at its end, on a device that needs
+    # 10 ms a graph: graph k runs 10k+1 .. 10k+11 ms, queued behind the ones before
+    rows = _rows((0.000, 0.001, 1), (0.001, 0.001, 1), (0.002, 0.001, 1), (0.003, 0.001, 1))
+    runs = _runs((0.001, 0.011), (0.002, 0.021), (0.003, 0.031), (0.004, 0.041))
+    device = attribute(rows, runs)
+    assert device is not None
+    # THEN each step took its device time (the first also its host millisecond), not 1 ms
+    assert [round(s.time_s, 6) for s in device.steps] == [0.011, 0.010, 0.010, 0.010]
+    assert [round(s.device_s, 6) for s in device.steps] == [0.010] * 4
+    # AND the queue and run-ahead are what the timeline says: graph k waited 9k ms behind the
+    # k graphs before it, none of which had completed when it was launched
+    assert [round(s.queue_s, 6) for s in device.steps] == [0.0, 0.009, 0.018, 0.027]
+    assert [s.ahead_steps for s in device.steps] == [0, 1, 2, 3]
+    assert device.max_ahead == 3
+    # AND the drain is the 37 ms from the last sync (4 ms) to the last completion (41 ms), and
+    # the steps' times add up to the run's 41 ms
+    assert device.drain_s == pytest.approx(0.037)
+    assert sum(s.time_s for s in device.steps) == pytest.approx(0.041)
+
+
+def test_a_device_that_waits_for_the_host_gives_the_host_its_time() -> None:
+    # GIVEN 10 ms host steps launching a graph the device runs in 1 ms
+    rows = _rows((0.00, 0.01, 1), (0.01, 0.01, 1), (0.02, 0.01, 1))
+    runs = _runs((0.0100, 0.0110), (0.0200, 0.0210), (0.0300, 0.0310))
+    device = attribute(rows, runs)
+    assert device is not None
+    # THEN each step took the host's 10 ms, the last one's millisecond of device work on top
+    assert [round(s.time_s, 6) for s in device.steps] == [0.011, 0.010, 0.010]
+    assert [round(s.device_s, 6) for s in device.steps] == [0.001] * 3
+    assert [s.ahead_steps for s in device.steps] == [0, 0, 0]
+
+
+def test_a_launch_that_lands_in_the_next_step_is_its_syncs() -> None:
+    # GIVEN a step whose sync's launch came from the thread pool after the next step began
+    rows = _rows((0.00, 0.01, 1), (0.01, 0.01, 1))
+    runs = _runs((0.0102, 0.015), (0.0201, 0.025))
+    device = attribute(rows, runs)
+    assert device is not None
+    # THEN it is the first step's (it built a graph not yet launched), the other the second's
+    assert [s.executions for s in device.steps] == [1, 1]
+
+
+def test_a_read_after_the_loop_belongs_to_no_step() -> None:
+    # GIVEN a last step that launched its one graph, then a read after the loop
+    rows = _rows(
+        (0.00, 0.01, 1),
+    )
+    runs = _runs((0.0100, 0.0110), (0.0500, 0.0510))
+    device = attribute(rows, runs)
+    assert device is not None
+    assert device.steps[0].executions == 1 and device.outside == 1
+
+
+def test_a_step_whose_graph_never_completed_has_no_time() -> None:
+    # GIVEN a run ended without its drain: the second step's graph was never seen completing
+    rows = _rows((0.00, 0.01, 1), (0.01, 0.01, 1))
+    device = attribute(rows, _runs((0.0100, 0.0110)))
+    assert device is not None
+    # THEN its device time and time in the run are not measured (never 0.0)
+    assert device.steps[1].device_s is None and device.steps[1].time_s is None
+    assert device.steps[0].time_s is not None
+
+
+def test_a_run_without_executions_is_not_attributed() -> None:
+    assert attribute(_rows((0.0, 0.01, 1)), None) is None
+
+
+def test_device_windows_are_each_steps_place_in_the_run() -> None:
+    rows = _rows((0.000, 0.001, 1), (0.001, 0.001, 1))
+    device = attribute(rows, _runs((0.001, 0.011), (0.002, 0.021)))
+    assert device is not None
+    windows = device_windows(device)
+    # step 0 from its start to its graph's completion, step 1 from there to its own
+    assert windows == [
+        (0, round(T0 * 1e9), round((T0 + 0.011) * 1e9)),
+        (1, round((T0 + 0.011) * 1e9), round((T0 + 0.021) * 1e9)),
+    ]
+
+
+_times = st.floats(allow_nan=True, allow_infinity=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(
+        st.tuples(st.floats(0, 10), st.floats(0, 1), st.one_of(st.none(), st.integers(0, 3))),
+        min_size=1,
+        max_size=20,
+    ),
+    pairs=st.lists(st.tuples(st.floats(-1, 12), st.floats(0, 5)), max_size=40),
+)
+def test_any_rows_give_sane_steps(steps, pairs) -> None:
+    # rows as a run could hold them (starts in order), executions anywhere
+    ordered = sorted(steps, key=lambda s: s[0])
+    rows = _rows(*ordered)
+    runs = [ExecutionRow(launch=T0 + a, completion=T0 + a + d) for a, d in pairs]
+    device = attribute(rows, runs)
+    assert device is not None and len(device.steps) == len(rows)
+    assert sum(s.executions for s in device.steps) + device.outside == len(runs)
+    for step in device.steps:
+        for value in (step.time_s, step.device_s, step.queue_s):
+            assert value is None or (math.isfinite(value) and value >= 0)
+        assert step.ahead_steps is None or step.ahead_steps >= 0
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.dictionaries(
+                st.sampled_from(["launch", "completion", "missed", "x"]),
+                st.one_of(_times, st.integers(-(10**30), 10**30), st.text(max_size=5), st.none()),
+                max_size=4,
+            ),
+            st.text(max_size=20),
+        ),
+        max_size=12,
+    )
+)
+def test_a_sent_executions_file_is_read_or_skipped(tmp_path: Path, lines) -> None:
+    # GIVEN a run directory whose executions.jsonl holds anything at all
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    (run / "run.json").write_text(json.dumps({"schema": 1, "steps_recorded": 1}))
+    (run / "steps.jsonl").write_text(json.dumps({"step": 0, "start": T0, "wall_s": 0.01}) + "\n")
+    text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines)
+    (run / "executions.jsonl").write_text(text + "\n")
+    # WHEN it is read
+    rows = load_run(run).execution_rows()
+    # THEN every row kept has finite times, launch first, or a positive count of lost ones
+    assert rows is not None
+    for row in rows:
+        if row.missed:
+            assert row.launch is None and row.completion is None and row.missed > 0
+        else:
+            assert row.launch is not None and row.completion is not None
+            assert math.isfinite(row.launch) and row.launch <= row.completion
