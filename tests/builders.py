@@ -115,6 +115,7 @@ def two_gpu_hosts(root: Path) -> Path:
 
 POD_SOURCE_RUN = "healthy_loop"  # its capture holds two steps
 POD_COPIES = 3  # three copies of it give a host six steps
+STEP_RANGE = "xlaprof_step"  # the session's TraceMe over each step, numbered
 STRETCH = 1.5
 
 
@@ -122,7 +123,8 @@ def write_pod_host(
     path: Path, stretch: float = 1.0, collective_share: float | None = None
 ) -> list[int]:
     """Write a host's capture (copies of a real CPU capture); return its StepMarker end times
-    (ns, absolute).
+    (ns, absolute). The copies' steps are their StepMarkers: the session's numbered step
+    ranges (``xlaprof_step``, whose numbers would repeat in every copy) are left out.
 
     ``stretch`` multiplies every event's absolute time and duration (a host slower at
     everything). ``collective_share`` adds an ``all-reduce`` event covering that share of each
@@ -147,6 +149,8 @@ def write_pod_host(
             del line.events[:]
             for copy in range(POD_COPIES):
                 for event in originals:
+                    if names.get(event.metadata_id) == STEP_RANGE:
+                        continue
                     start = round((base + event.offset_ps + copy * span) * stretch)
                     added = line.events.add(
                         metadata_id=event.metadata_id,
@@ -351,3 +355,34 @@ def forward(self, seq):
         h = self.cell(seq[:, t], h)
     return h
 """
+
+
+def paced_steps(
+    host_cpu_s: float, device_s: float, wall_s: float, count: int = 8, **fields: Any
+) -> tuple[list[Any], list[Any]]:
+    """Step rows and their executions for a loop whose host takes ``wall_s`` a step (using
+    ``host_cpu_s`` of CPU) and launches one graph at each step's end, which the device runs
+    in ``device_s`` (less than ``wall_s``: it never queues). ``fields`` go on every row."""
+    from xlaprof.rundir.schema import ExecutionRow, StepRow
+
+    start = 1_800_000_000.0
+    rows = [
+        StepRow(
+            step=i,
+            start=start + i * wall_s,
+            wall_s=wall_s,
+            host_cpu_s=host_cpu_s,
+            executions=1,
+            execute_s=device_s,
+            graphs=1,
+            **fields,
+        )
+        for i in range(count)
+    ]
+    runs = [
+        ExecutionRow(
+            launch=start + (i + 1) * wall_s, completion=start + (i + 1) * wall_s + device_s
+        )
+        for i in range(count)
+    ]
+    return rows, runs

@@ -121,6 +121,8 @@ class Event:
     name: str
     start_ns: float
     end_ns: float
+    # the names of the stats the event itself carries (XEvent.stats: hlo_op, program_id, ...)
+    stats: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -135,23 +137,24 @@ class Decoded:
 
 
 def decode_xspace(path: Path) -> Decoded:
-    """XSpace.planes(1) -> XPlane{name 2, lines 3, event_metadata 4}; XLine{name 2,
-    timestamp_ns 3, events 4}; XEvent{metadata_id 1, offset_ps 2, duration_ps 3};
-    event_metadata is a map entry {key 1, value 2: XEventMetadata{id 1, name 2}}."""
+    """XSpace.planes(1) -> XPlane{name 2, lines 3, event_metadata 4, stat_metadata 5};
+    XLine{name 2, timestamp_ns 3, events 4}; XEvent{metadata_id 1, offset_ps 2, duration_ps 3,
+    stats 4: XStat{metadata_id 1}}; each metadata map entry is {key 1, value 2: {id 1,
+    name 2}}."""
     decoded = Decoded()
     for number, plane_bytes in _fields(memoryview(path.read_bytes())):
         if number != 1:
             continue
-        name, lines, names = "", [], {}
+        name, lines, names, stat_names = "", [], {}, {}
         for key, value in _fields(plane_bytes):
             if key == 2:
                 name = bytes(value).decode()
             elif key == 3:
                 lines.append(value)
-            elif key == 4:
+            elif key in (4, 5):
                 entry = dict(_fields(value))
                 meta = dict(_fields(entry[2]))
-                names[entry[1]] = bytes(meta.get(2, b"")).decode()
+                (names if key == 4 else stat_names)[entry[1]] = bytes(meta.get(2, b"")).decode()
         for line_bytes in lines:
             line: dict[str, Any] = {"name": "", "ts": 0, "events": []}
             for key, value in _fields(line_bytes):
@@ -160,7 +163,12 @@ def decode_xspace(path: Path) -> Decoded:
                 elif key == 3:
                     line["ts"] = value
                 elif key == 4:
-                    line["events"].append(dict(_fields(value)))
+                    fields = list(_fields(value))
+                    event = {k: v for k, v in fields if k != 4}
+                    event["stats"] = frozenset(
+                        stat_names.get(dict(_fields(v)).get(1, 0), "") for k, v in fields if k == 4
+                    )
+                    line["events"].append(event)
             for event in line["events"]:
                 start = line["ts"] + event.get(2, 0) / 1000
                 decoded.events.append(
@@ -170,6 +178,7 @@ def decode_xspace(path: Path) -> Decoded:
                         names.get(event.get(1, 0), ""),
                         start,
                         start + event.get(3, 0) / 1000,
+                        event["stats"],
                     )
                 )
     return decoded
@@ -206,3 +215,57 @@ def profiler_steps(kineto: list[dict[str, Any]], cat: str) -> dict[int, tuple[fl
         for e in kineto
         if e.get("ph") == "X" and e.get("cat") == cat and e["name"].startswith("ProfilerStep#")
     }
+
+
+def run_steps(run_dir: Path) -> dict[int, dict[str, float]]:
+    """Each step of a run directory as the device ran it, from its files alone (``steps.jsonl``
+    and ``executions.jsonl`` read as JSON; no xlaprof): per step its host start and end (Unix
+    s), ``device_s`` (its executions' own busy time: completion less the later of launch and
+    the previous completion), ``end`` (the later of its host end and its last completion),
+    ``time_s`` (end less the later of the previous step's end and its own start), and the
+    executions it launched. An execution is the step's whose window (its start to the next
+    step's) holds its launch, or the previous step's if that step built a graph (``graphs``)
+    not yet seen launched (its sync's launch, a moment after the sync returned)."""
+    (directory,) = [p.parent for p in run_dir.glob("*/steps.jsonl")] or [run_dir]
+    rows = [json.loads(line) for line in (directory / "steps.jsonl").read_text().splitlines()]
+    runs = [json.loads(line) for line in (directory / "executions.jsonl").read_text().splitlines()]
+    runs = sorted((r["launch"], r["completion"]) for r in runs if "launch" in r)
+    starts = [row["start"] for row in rows]
+    left = [row.get("graphs") or 0 for row in rows]
+    mine: dict[int, list[tuple[float, float]]] = {i: [] for i in range(len(rows))}
+    for launch, completion in runs:
+        index = max((i for i, s in enumerate(starts) if s <= launch), default=None)
+        if index is None:
+            continue
+        if index > 0 and left[index - 1] > 0:
+            index -= 1
+        if (
+            index == len(rows) - 1
+            and left[index] == 0
+            and launch > starts[index] + rows[index]["wall_s"]
+        ):
+            continue
+        left[index] -= 1
+        mine[index].append((launch, completion))
+    busy: dict[tuple[float, float], float] = {}
+    previous = float("-inf")
+    for launch, completion in sorted(runs, key=lambda r: r[1]):
+        busy[(launch, completion)] = completion - max(launch, previous)
+        previous = max(previous, completion)
+    out: dict[int, dict[str, float]] = {}
+    ended = starts[0]
+    for index, row in enumerate(rows):
+        host_end = row["start"] + row["wall_s"]
+        end = max([host_end] + [c for _, c in mine[index]])
+        begin = max(ended, row["start"])
+        out[row["step"]] = {
+            "start": row["start"],
+            "host_end": host_end,
+            "begin": begin,
+            "end": end,
+            "time_s": end - begin,
+            "device_s": sum(busy[r] for r in mine[index]),
+            "executions": len(mine[index]),
+        }
+        ended = max(ended, end)
+    return out

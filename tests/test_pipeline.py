@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from decode import run_steps
 from helpers import EXAMPLES, cli
 
 from xlaprof.cli import main
@@ -47,11 +48,17 @@ def invoke(*args: str) -> Any:
 
 
 def truth(run: Path) -> dict[str, Any]:
-    """What the run's own rows say: steps, compilations, the median steady step's wall time
-    (after warm-up, compiling nothing: the lower middle one), in seconds."""
+    """What the run's own files say: steps, compilations, the median steady step's time in the
+    run (after warm-up, compiling nothing: the lower middle one; each step's time from its
+    rows and executions as ``decode.run_steps`` reads the JSON), in seconds."""
     steps = load_run(run).steps()
-    steady = steps[(steps["step"] >= WARMUP) & (steps["compiles"] == 0)].sort_values("wall_s")
-    median = float(steady["wall_s"].iloc[(len(steady) - 1) // 2])
+    times = run_steps(run)
+    steady = sorted(
+        times[int(step)]["time_s"]
+        for step, compiles in zip(steps["step"], steps["compiles"], strict=True)
+        if step >= WARMUP and compiles == 0
+    )
+    median = float(steady[(len(steady) - 1) // 2])
     return {"steps": len(steps), "compiles": int(steps["compiles"].sum()), "median": median}
 
 

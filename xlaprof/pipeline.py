@@ -444,15 +444,16 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
             timeline = trace.events_source.stored_timeline()
         if timeline is None and trace is not None:
             # what the step timeline reads: a pod's first host, from its own files
-            timeline = trace_timeline(trace.step_view(EVENT_COLUMNS), data.steps)
+            timeline = trace_timeline(trace.step_view(EVENT_COLUMNS), data.steps, data.device)
         if timeline is None:
-            timeline = step_timeline(data.steps)
+            timeline = step_timeline(data.steps, device=data.device)
         # the one step model: every per-step verdict and the story come from its parts; a
         # capture with no device plane has no device to wait on (its busy time is the host
         # CPU's own XLA ops)
         planes = trace is None or _has_device_planes(trace)
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
-        result.story = step_story(result.timeline, data.warmup_steps, device_planes=planes)
+        drain = None if data.device is None else data.device.drain_s
+        result.story = step_story(result.timeline, data.warmup_steps, planes, drain)
         finding_costs(result.findings, data.steps, result.timeline, data.warmup_steps)
         if result.story is not None:
             chosen = worth_most(result.story, result.findings, story_answers())
@@ -505,9 +506,13 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
     if part.run is None or not part.run.trace_files():
         return None
     from xlaprof.inputs.traces import load_trace
+    from xlaprof.rundir.executions import device_windows
 
-    # steps numbered from the run's trace window
-    return load_trace(part.run.path, max_size=_capture_limit(request))
+    # steps numbered from the run's trace window; each step's device events where its
+    # executions ran (the host runs ahead of the device)
+    device = part.data.device
+    windows = None if device is None else device_windows(device)
+    return load_trace(part.run.path, max_size=_capture_limit(request), device_windows=windows)
 
 
 def _capture_limit(request: AnalysisRequest) -> int | None:

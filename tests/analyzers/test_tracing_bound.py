@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import paced_steps
 from helpers import step_model_capture, step_model_run
 
 from xlaprof.analyzers import tracing_bound
@@ -20,10 +21,14 @@ from xlaprof.rundir.schema import StepRow
 
 
 def steps(host: float, device: float, wall: float, count: int = 8) -> list[StepRow]:
-    return [
-        StepRow(step=i, wall_s=wall, host_cpu_s=host, executions=1, execute_s=device)
-        for i in range(count)
-    ]
+    return paced_steps(host, device, wall, count)[0]
+
+
+def paced(host: float, device: float, wall: float, **extra) -> AnalysisInput:
+    """The analyzer's input for a loop paced as ``paced_steps`` makes it: its rows and the
+    executions the run recorded (each step's device work, never queued)."""
+    rows, runs = paced_steps(host, device, wall)
+    return AnalysisInput(steps=rows, execution_rows=runs, **extra)
 
 
 @pytest.mark.parametrize(
@@ -40,7 +45,7 @@ def steps(host: float, device: float, wall: float, count: int = 8) -> list[StepR
     ],
 )
 def test_tracing_bound_margins(host, device, wall, expected) -> None:
-    findings = tracing_bound.analyze(AnalysisInput(steps=steps(host, device, wall)))
+    findings = tracing_bound.analyze(paced(host, device, wall))
     assert [f.severity for f in findings] == ([] if expected is None else [expected])
 
 
@@ -48,7 +53,7 @@ def test_tracing_bound_is_placed_where_host_cpu_goes_not_at_the_sync(tmp_path: P
     script = tmp_path / "train.py"
     script.write_text("x = step(x)\ntorch_xla.sync()\n")
     samples = {f"{script}:2": 0.6, f"{script}:1": 0.3, "<library>": 0.1}
-    data = AnalysisInput(steps=steps(3e-3, 1e-3, 3e-3), host_samples={i: samples for i in range(8)})
+    data = paced(3e-3, 1e-3, 3e-3, host_samples={i: samples for i in range(8)})
     data.sources = SourceFiles([tmp_path])  # read only under a source root (issue 16)
     (finding,) = tracing_bound.analyze(data)
     assert finding.location == Location(str(script), 1)
@@ -56,15 +61,45 @@ def test_tracing_bound_is_placed_where_host_cpu_goes_not_at_the_sync(tmp_path: P
 
 def test_tracing_bound_shows_the_syncs_share_only_where_it_was_recorded() -> None:
     # GIVEN steps of 3 ms host CPU, 0.4-0.6 ms of it inside the sync that ended them
-    rows = steps(3e-3, 1e-3, 3e-3)
-    for row, in_sync in zip(rows, [4e-4, 5e-4, 6e-4, 5e-4, 4e-4, 6e-4, 5e-4, 5e-4], strict=True):
+    data = paced(3e-3, 1e-3, 3e-3)
+    for row, in_sync in zip(
+        data.steps, [4e-4, 5e-4, 6e-4, 5e-4, 4e-4, 6e-4, 5e-4, 5e-4], strict=True
+    ):
         row.sync_cpu_s = in_sync
-    (finding,) = tracing_bound.analyze(AnalysisInput(steps=rows))
+    (finding,) = tracing_bound.analyze(data)
     assert finding.evidence["host_seconds_in_sync_per_step"] == 5e-4  # the median
     assert finding.evidence["host_seconds_per_step"] == 3e-3  # the verdict's basis is unchanged
     # a run without the split (older runs, xlaprof.step marks) has no such key, not a 0
-    (finding,) = tracing_bound.analyze(AnalysisInput(steps=steps(3e-3, 1e-3, 3e-3)))
+    (finding,) = tracing_bound.analyze(paced(3e-3, 1e-3, 3e-3))
     assert "host_seconds_in_sync_per_step" not in finding.evidence
+
+
+def test_a_run_without_executions_gets_no_verdict_and_says_why() -> None:
+    # GIVEN the rows of a run an older xlaprof recorded (no executions.jsonl): ExecuteTime
+    # holds the queue, so the device's own time per step is not known
+    data = AnalysisInput(steps=steps(3e-3, 1e-3, 3e-3))
+    # THEN no verdict, and the analyzer says what it needs
+    assert tracing_bound.analyze(data) == []
+    assert "executions.jsonl" in (tracing_bound.unmeasured(data) or "")
+
+
+def test_a_device_bound_run_whose_host_ran_ahead_is_no_tracing_verdict() -> None:
+    # GIVEN 1 ms host steps (1 ms of CPU each) whose graphs need 10 ms on the device: by
+    # their syncs the steps are 1 ms apart and the device "idle" 90%, but the host queued
+    # them; the device ran them back to back
+    rows = steps(1e-3, 1e-3, 1e-3)
+    start = rows[0].start
+    from xlaprof.rundir.schema import ExecutionRow
+
+    runs = [
+        ExecutionRow(launch=start + (i + 1) * 1e-3, completion=start + 1e-3 + (i + 1) * 10e-3)
+        for i in range(len(rows))
+    ]
+    data = AnalysisInput(steps=rows, execution_rows=runs)
+    # THEN no tracing-bound finding: each step took 10 ms, its device busy all of it
+    assert tracing_bound.analyze(data) == []
+    assert data.device is not None
+    assert [round(s.time_s, 6) for s in data.device.steps[2:]] == [0.01] * (len(rows) - 2)
 
 
 # -- from a capture alone ---------------------------------------------------------------------

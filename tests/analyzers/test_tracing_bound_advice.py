@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import paced_steps
 
 from xlaprof.analyzers import tracing_bound
 from xlaprof.model.input import AnalysisInput
@@ -18,7 +19,7 @@ from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugEvent, DebugLog
 from xlaprof.parse.frames import Frame
 from xlaprof.parse.hlo import HloModule, Instruction
-from xlaprof.rundir.schema import GraphInfo, StepRow
+from xlaprof.rundir.schema import GraphInfo
 
 DECOMP = "/venv/lib/python3.11/site-packages/torch/_decomp/decompositions.py"
 SOURCE = """def main():
@@ -51,15 +52,13 @@ def _graph(script: str) -> HloModule:
 
 
 def _data(script: str, cause: str) -> AnalysisInput:
-    steps = [
-        StepRow(step=i, wall_s=20e-3, host_cpu_s=20e-3, executions=1, execute_s=0.3e-3)
-        for i in range(8)
-    ]
+    steps, runs = paced_steps(20e-3, 0.3e-3, 20e-3)
     frames = [Frame("main", script, 2)]
     events = [DebugEvent("execution", cause, "g1", frames=frames, step=i) for i in range(8)]
     sampled = {f"{script}:5": 0.6, f"{script}:4": 0.3}
     return AnalysisInput(
         steps=steps,
+        execution_rows=runs,
         debug=DebugLog(events=events),
         graphs=[GraphInfo(0, 0, "train_step", _graph(script), graph_hash="g1")],
         host_samples={i: sampled for i in range(8)},

@@ -11,14 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from decode import clipped_union_ns, decode_xspace
+from decode import clipped_union_ns, decode_xspace, run_steps
 from helpers import SAMPLE_RUNS, jax_cpu_sample, sample_capture, sample_run, step_model_run
 
 import xlaprof
 from xlaprof.analyzers import story_answers
 from xlaprof.inputs.traces import load_trace
 from xlaprof.model.result import PartResult
-from xlaprof.parse.units import format_seconds
 from xlaprof.pipeline import analyze_one
 from xlaprof.report.console import story_lines
 from xlaprof.tables.story import with_bounds, worth_most
@@ -44,9 +43,10 @@ def test_a_step_gets_the_same_bound_whether_or_not_it_was_traced() -> None:
     for path in _all_runs():
         result = _analyzed(path)
         assert result.timeline is not None, path
+        data = result.part.data
         # WHEN each traced steady step is bound from the run and its trace, and again from the
-        # run's per-step metrics alone (as if no trace window had held it)
-        untraced = with_bounds(step_timeline(result.part.data.steps), result.part.data.warmup_steps)
+        # run's per-step rows and executions alone (as if no trace window had held it)
+        untraced = with_bounds(step_timeline(data.steps, device=data.device), data.warmup_steps)
         alone = untraced.set_index("step")["bound"]
         traced = result.timeline[(result.timeline["source"] == "trace") & result.timeline["steady"]]
         # THEN the verdict is the same, step for step
@@ -56,82 +56,92 @@ def test_a_step_gets_the_same_bound_whether_or_not_it_was_traced() -> None:
     assert compared >= 20
 
 
+@functools.cache
+def _cpu_client(path: Path) -> tuple[int, tuple[tuple[int, int], ...], frozenset[int]]:
+    """The run's capture decoded without xlaprof: its clock's epoch offset (from its header),
+    the CPU client's busy spans (its XLA ops, events with an ``hlo_op`` stat, and its
+    executions, the thunk executor's spans) and the steps it traced."""
+    capture = next(path.glob("*/plugins/profile/*/*.xplane.pb"))
+    trace = load_trace(capture)
+    (epoch,) = trace.epoch_offset_ns.values()
+    spans = tuple(
+        (int(e.start_ns), int(e.end_ns))
+        for e in decode_xspace(capture).events
+        if "hlo_op" in e.stats or e.name.startswith("ThunkExecutor::Execute")
+    )
+    return epoch, spans, frozenset(int(s) for s in trace.step_bounds["step"])
+
+
+def _device_in_trace(path: Path, begin: float, end: float) -> float:
+    """The CPU client's busy time (s) between two Unix times, in the run's capture."""
+    epoch, spans, _ = _cpu_client(path)
+    return clipped_union_ns(list(spans), round(begin * 1e9) - epoch, round(end * 1e9) - epoch) / 1e9
+
+
 def _independent_parts(path: Path, step: int) -> dict[str, float]:
-    """The measured parts of one step, from the run's own rows (``load_run(...).steps()``) and,
-    where a trace window held it, the trace's events on the stepping thread."""
+    """The measured parts of one step, from the run's own files: its rows
+    (``load_run(...).steps()``), its executions and step times as ``decode.run_steps`` reads
+    them from the JSON, and, where a trace window held the step, the capture decoded without
+    xlaprof. The parts take the step's time compile first, then the larger of device work and
+    host work, then the rest (docs/analyzers/timeline.md)."""
     run = xlaprof.load_run(path)
     row = run.steps().set_index("step").loc[step]
-    wall = float(row["wall_s"])
+    ran = run_steps(path)[step]
+    wall = ran["time_s"]
     compile_s = float(row["compile_s"])
     transfer = float(row["to_device_s"] + row["from_device_s"])
     host = float(row["host_cpu_s"])
-    wait = 0.0
-    trace = load_trace(path)
-    bounds = trace.step_bounds.set_index("step")
-    if step in bounds.index:  # traced: the spans of the thread's own line, in the step's bounds
-        a, b = int(bounds.loc[step, "start_ns"]), int(bounds.loc[step, "end_ns"])
-        events = trace.events[trace.events["line"] == "python"]
-        names = events["name"].astype(str)
-
-        def union(*parts: str) -> float:
-            chosen = events[names.map(lambda n: any(p in n for p in parts))]
-            spans = list(zip(chosen["start_ns"], chosen["end_ns"], strict=True))
-            return clipped_union_ns(spans, a, b) / 1e9
-
-        wall = (b - a) / 1e9
-        compile_s = union("XLAGraphExecutor::Compile")
-        transfer = union("Compile", "TransferToDevice", "TransferFromDevice") - compile_s
-        wait = union("Compile", "Transfer", "WaitDeviceOps") - compile_s - transfer
-        build = union("Compile", "Transfer", "WaitDeviceOps", "SyncTensorsGraphInternal")
-        build -= compile_s + transfer + wait
-        sync_cpu = row["sync_cpu_s"]
-        # the thread's CPU outside the sync (all of it where the sync's was not split off,
-        # less the graph build the trace measured), plus that build
-        outside = (
-            host - float(sync_cpu)
-            if sync_cpu == sync_cpu and sync_cpu is not None
-            else host - build
-        )
-        host = max(outside, 0.0) + build
-    device = max(wait, min(float(row["execute_s"]), wall))
+    device = ran["device_s"]
+    if step in _cpu_client(path)[2]:  # traced: the trace's device time
+        device = _device_in_trace(path, ran["begin"], ran["end"])
+    order = (
+        ["device", "tracing", "transfer"] if device >= host else ["tracing", "transfer", "device"]
+    )
+    amounts = {"compile": compile_s, "transfer": transfer, "tracing": host, "device": device}
     parts = {}
     left = wall
-    for name, seconds in (
-        ("compile", compile_s),
-        ("transfer", transfer),
-        ("tracing", host),
-        ("device", device),
-    ):
-        parts[name] = min(seconds, left)
+    for name in ["compile", *order]:
+        parts[name] = min(amounts[name], left)
         left -= parts[name]
     parts["unattributed"] = left
     return parts
 
 
 @pytest.mark.parametrize(
-    ("path", "traced"),
+    "path",
     [
-        (sample_run("recompile_varying_batch"), False),  # as make demo: median step untraced
-        (step_model_run("device_bound_logging"), True),
-        (step_model_run("tracing_bound_tiny_ops"), True),
+        sample_run("recompile_varying_batch"),  # as make demo
+        step_model_run("device_bound_logging"),
+        step_model_run("tracing_bound_tiny_ops"),
     ],
-    ids=["median_outside_window", "device_bound_traced", "tracing_bound_traced"],
+    ids=["demo", "device_bound", "tracing_bound"],
 )
-def test_the_headline_is_the_runs_measured_parts(path: Path, traced: bool) -> None:
-    # GIVEN a run (its median steady step inside the trace window or outside it)
+def test_the_headline_is_the_runs_measured_parts(path: Path) -> None:
+    # GIVEN a run with a trace window
     result = _analyzed(path)
     story = result.story
-    assert (story.median_source == "trace") is traced
-    # WHEN the story splits the median steady step
+    # WHEN the story splits the median steady step, and the timeline every steady step
     expected = _independent_parts(path, story.median_step)
-    # THEN each part is what the run (and its trace) measured for that step, and the parts
-    # and the unattributed rest add up to its wall time
+    # THEN the step's time is what its files say it cost the run, each part is what the run
+    # (and its trace) measured for that step, and the parts and the unattributed rest add up
+    assert story.median_wall_s == pytest.approx(run_steps(path)[story.median_step]["time_s"])
     for name, seconds in expected.items():
-        assert story.parts[name] == pytest.approx(seconds, abs=2e-6), name
+        assert story.parts[name] == pytest.approx(seconds, abs=20e-6), name
     assert sum(story.parts.values()) == pytest.approx(story.median_wall_s)
-    # AND its largest part is the largest measured one, never the unattributed rest
+    timeline = result.timeline
+    traced = 0
+    for _, row in timeline[timeline["steady"]].iterrows():
+        step = int(row["step"])
+        parts = _independent_parts(path, step)
+        for name, seconds in parts.items():
+            assert row[f"part_{name}_s"] == pytest.approx(seconds, abs=20e-6), (step, name)
+        traced += row["source"] == "trace"
+    assert traced >= 1  # the trace window's steps, by the same rule
+    # AND its largest part is the largest measured one, never the unattributed rest, and the
+    # headline's largest part is what the steady steps' bounds count most
     measured = {k: v for k, v in expected.items() if k != "unattributed"}
     assert story.bound == max(measured, key=measured.get)
+    assert story.bound == max(story.bound_steps, key=story.bound_steps.get)
     lines = story_lines(story)
     (largest,) = [line for line in lines if "Largest" in line]
     assert "unattributed" not in largest
@@ -215,36 +225,33 @@ def test_worth_most_is_the_largest_cost_per_step_and_says_so() -> None:
     [jax_cpu_sample, lambda: sample_capture("healthy_loop")],
     ids=["jax_cpu", "torch_xla_cpu"],
 )
-def test_a_capture_with_no_device_plane_never_calls_host_work_a_wait(
+def test_a_capture_with_no_device_plane_counts_the_cpu_clients_work_never_a_wait(
     capture: Callable[[], Path],
 ) -> None:
     # GIVEN a real capture of XLA's CPU client alone (JAX; torch_xla's CPU PJRT): a plain
-    # protobuf read finds no device plane, so the XLA ops ran on the host's own threads; the
-    # host's waits are its WaitDeviceOps spans (torch_xla's runtime records them, JAX none)
+    # protobuf read finds no device plane, so the XLA programs ran on the client's own threads
     path = capture()
     decoded = decode_xspace(path)
     assert decoded.events and not decoded.on("/device:")
-    lazy_runtime = any("SyncTensorsGraph" in e.name for e in decoded.events)
-    waits = [(int(e.start_ns), int(e.end_ns)) for e in decoded.named("WaitDeviceOps")]
     # WHEN it is analyzed
     result = _analyzed(path)
     story, timeline = result.story, result.timeline.set_index("step")
     step = result.trace.step_bounds.set_index("step").loc[story.median_step]
     a, b = int(step["start_ns"]), int(step["end_ns"])
-    # THEN the median step's device part is the host's own wait where the runtime records
-    # one (here none: 0), and not measured (None) where nothing does: never the CPU's busy
-    # time, which the timeline shows as device busy
-    expected = clipped_union_ns(waits, a, b) / 1e9 if lazy_runtime else None
-    assert story.parts["device"] == (None if expected is None else pytest.approx(expected))
-    busy = timeline.loc[story.median_step, "device_busy_s"]
-    assert busy > 0 and story.host_xla_busy_s == busy
-    # AND every step's device part is at most its measured wait (--json, the step chart)
-    wait, part = timeline["device_wait_s"], timeline["part_device_s"]
-    assert (part.isna() == wait.isna()).all() and (part.fillna(0) <= wait.fillna(0)).all()
-    # AND the measured parts and the unattributed rest still add up to the wall time
+    # THEN the median step's device work is the CPU client's busy time in it: its XLA ops
+    # (events with an hlo_op stat) and its executions (the thunk executor's spans), decoded
+    # without xlaprof
+    spans = [
+        (int(e.start_ns), int(e.end_ns))
+        for e in decoded.events
+        if "hlo_op" in e.stats or e.name.startswith("ThunkExecutor::Execute")
+    ]
+    busy = clipped_union_ns(spans, a, b) / 1e9
+    assert timeline.loc[story.median_step, "device_busy_s"] == pytest.approx(busy, abs=2e-6)
+    assert story.parts["device"] == pytest.approx(min(busy, story.median_wall_s), abs=2e-6)
+    # AND the measured parts and the unattributed rest still add up to the step's time
     assert sum(v for v in story.parts.values() if v) == pytest.approx(story.median_wall_s)
-    # AND the headline (console and HTML) quotes no wait on a device, and says the busy time
-    # as what it is
+    # AND the headline never calls it a wait on a device, nor the host's work one
     lines = story_lines(story)
-    assert not any(re.search(r"waiting on the device \d", line) for line in lines), lines
-    assert any(f"host CPU ran XLA ops for {format_seconds(busy)}" in line for line in lines)
+    assert not any(re.search(r"waiting on the device", line) for line in lines), lines
+    assert any("device work" in line for line in lines), lines

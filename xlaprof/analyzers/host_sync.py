@@ -483,7 +483,15 @@ def _uses_step_closures(data: AnalysisInput, lines: list[Location]) -> bool:
 
 
 def _seconds_per_execution(data: AnalysisInput) -> float | None:
-    """Median device seconds per graph execution (ExecuteTime), None when not measured."""
+    """Median device seconds per graph execution, None when not measured: the device's own
+    busy time per execution where the run recorded its executions (``AnalysisInput.device``),
+    else ExecuteTime's median (launch to completion: a run whose reads drain the queue every
+    step has little queue in it)."""
+    device = data.device
+    if device is not None and device.execution_busy:
+        import statistics
+
+        return statistics.median(device.execution_busy)
     for report in reversed(data.reports):
         metric = report.metrics.get("ExecuteTime")
         if metric is not None and metric.total_samples:
@@ -493,7 +501,7 @@ def _seconds_per_execution(data: AnalysisInput) -> float | None:
             if metric.accumulator is not None:
                 return metric.accumulator / metric.total_samples
     executed = [s for s in data.steps if s.executions]
-    if executed:
+    if executed and device is None:
         return sum(s.execute_s for s in executed) / sum(s.executions for s in executed)
     return None
 

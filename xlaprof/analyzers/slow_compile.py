@@ -58,6 +58,16 @@ def _dynamo_seconds(data: AnalysisInput) -> list[float]:
     return [r.seconds for r in data.dynamo if r.kind == "compile" and r.seconds is not None]
 
 
+def _device_seconds(data: AnalysisInput) -> float | None:
+    """The device's own busy time over the run: its executions' where the run recorded them
+    (``AnalysisInput.device``), else ExecuteTime's total (launch to completion, the queue
+    included: an overstatement when the host ran ahead)."""
+    device = data.device
+    if device is not None and not device.lost:
+        return sum(device.execution_busy)
+    return data.metric_total(*EXECUTE_METRICS)
+
+
 def analyze(data: AnalysisInput) -> list[Finding]:
     suggestion = SUGGESTION
     compiles: int | None
@@ -70,11 +80,13 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     elif data.reports:
         compiles = data.metric_samples(*COMPILE_METRICS)
         compile_s = data.metric_total(*COMPILE_METRICS)
-        execute_s = data.metric_total(*EXECUTE_METRICS)
+        execute_s = _device_seconds(data)
     elif data.steps:
         compiles = sum(s.compiles for s in data.steps)
         compile_s = sum(s.compile_s for s in data.steps)
-        execute_s = sum(s.execute_s for s in data.steps)
+        execute_s = _device_seconds(data)
+        if execute_s is None:
+            execute_s = sum(s.execute_s for s in data.steps)
     else:
         return []
     if not compiles or compile_s is None:

@@ -14,10 +14,12 @@ not at the sync line that ends the step.
 Reads (run directories): steady-state steps (after warm-up, without compiles) and their host
 CPU time (the CPU the stepping thread used: time blocked waiting for the device uses none, so it
 is not counted as host work); the sampler's CPU time per user source line (the lines that
-dominate host work); user regions; per-step counts of lowered ops; and device time per
-execution from the ``ExecuteTime`` metric. On asynchronous runtimes
-ExecuteTime can include time queued behind earlier executions, so it can overstate device time:
-the verdict then errs toward *not* calling a step tracing-bound.
+dominate host work); user regions; per-step counts of lowered ops; and the step model's device
+work and step time (``AnalysisInput.device``: each execution attributed to the step that
+launched it, its own busy time with the queue left out, and the step's time in the run, which
+holds its device work when the host runs ahead). The step timeline and the story read the same
+figures. A run recorded by an older xlaprof has no executions: its device time is not measured
+and this analyzer says nothing of it (``ExecuteTime`` holds the queue).
 
 Where the tracing goes comes from the graphs when they were kept: the HLO metadata gives each
 op its innermost source line, so the user line with the most ops in the steady steps' graph is
@@ -53,10 +55,11 @@ from typing import Any
 
 from xlaprof.analyzers.shared.sourcecode import source_line
 from xlaprof.findings import Cost, Finding, Kind, Location, Severity
-from xlaprof.model.input import EXECUTE_METRICS, AnalysisInput
+from xlaprof.model.input import AnalysisInput
 from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.frames import DYNAMO_DIR, LOADER_FILE, is_library_file
-from xlaprof.rundir.schema import SAMPLE_LIBRARY
+from xlaprof.rundir.executions import StepDevice
+from xlaprof.rundir.schema import SAMPLE_LIBRARY, StepRow
 from xlaprof.tables.device.bottleneck import EDGE_STEPS
 
 # Host time per step must be at least this many times the device time per step ...
@@ -127,10 +130,15 @@ class _InUse:
 
 def unmeasured(data: AnalysisInput) -> str | None:
     """Why this analyzer could not judge ``data``: fewer than ``MIN_STEADY_STEPS`` steady steps
-    (after warm-up, without compiling) in the run and in the capture's lazy-tensor steps, or
-    None."""
+    (after warm-up, without compiling) in the run and in the capture's lazy-tensor steps, or a
+    run without the device's own time per step (recorded by an older xlaprof), or None."""
     steady = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles == 0]
     if len(steady) >= MIN_STEADY_STEPS:
+        if not _steady_device(data):
+            return (
+                "needs the device's own time per step (executions.jsonl), which this run "
+                "did not record (an older xlaprof)"
+            )
         return None
     if not data.steps and len(_traced_steps(data)["host_busy_s"]) >= MIN_STEADY_STEPS:
         return None
@@ -140,18 +148,31 @@ def unmeasured(data: AnalysisInput) -> str | None:
     )
 
 
-def analyze(data: AnalysisInput) -> list[Finding]:
-    steady = [
-        s
-        for s in data.steps
-        if s.step >= data.warmup_steps and s.compiles == 0 and s.wall_s is not None
+def _steady_device(data: AnalysisInput) -> list[tuple[StepRow, StepDevice]]:
+    """The run's steady steps (after warm-up, compiling nothing) with the step model's device
+    figures for each: its time in the run and the device's own busy time (both measured)."""
+    device = data.device
+    if device is None:
+        return []
+    return [
+        (row, ran)
+        for row, ran in zip(data.steps, device.steps, strict=True)
+        if row.step >= data.warmup_steps
+        and row.compiles == 0
+        and ran.time_s is not None
+        and ran.device_s is not None
     ]
+
+
+def analyze(data: AnalysisInput) -> list[Finding]:
+    steady_device = _steady_device(data)
+    steady = [row for row, _ in steady_device]
     if len(steady) < MIN_STEADY_STEPS:
         return [] if data.steps else _from_trace(data)
-    device_s = _device_seconds_per_step(data, len(data.steps))
+    device_s = statistics.median(ran.device_s or 0.0 for _, ran in steady_device)
     if not device_s:
         return []
-    wall = statistics.median(s.wall_s or 0.0 for s in steady)
+    wall = statistics.median(ran.time_s or 0.0 for _, ran in steady_device)
     lazy_tracing = statistics.median(s.tracing_s for s in steady)
     cpu = [s.host_cpu_s for s in steady if s.host_cpu_s is not None]
     if len(cpu) == len(steady):
@@ -173,9 +194,13 @@ def analyze(data: AnalysisInput) -> list[Finding]:
         "host_seconds_per_step": round(host_s, 6),
         "host_basis": host_basis,
         "device_seconds_per_step": round(device_s, 6),
-        "device_basis": "median ExecuteTime per execution x executions per step",
+        "device_basis": (
+            "median over the steady steps of the device's own busy time running each step's "
+            "executions (the run's executions: launch and completion, queue left out)"
+        ),
         "host_to_device_ratio": round(ratio, 3),
         "median_step_wall_seconds": round(wall, 6),
+        "step_time_basis": "median over the steady steps of each step's time in the run",
         "device_idle_share": round(idle, 3),
         "thresholds": (
             f"host >= {HOST_TO_DEVICE_MIN_RATIO}x device and device idle >= "
@@ -312,25 +337,6 @@ def _cost(host_s: float, device_s: float, steps: int) -> Cost:
         steps=steps,
         basis="host time per step less device time per step (the device idles through it)",
     )
-
-
-def _device_seconds_per_step(data: AnalysisInput, steps: int) -> float | None:
-    for report in reversed(data.reports):
-        for name in EXECUTE_METRICS:
-            metric = report.metrics.get(name)
-            if metric is None or not metric.total_samples:
-                continue
-            per_execution = metric.percentiles.get(50.0)
-            if per_execution is None and metric.accumulator is not None:
-                per_execution = metric.accumulator / metric.total_samples
-            if per_execution is None:
-                continue
-            executions_per_step = metric.total_samples / max(steps, 1)
-            return per_execution * max(executions_per_step, 1.0)
-    executions = sum(s.executions for s in data.steps)
-    if executions:
-        return sum(s.execute_s for s in data.steps) / max(len(data.steps), 1)
-    return None
 
 
 def _top_regions(data: AnalysisInput, steps: set[int]) -> dict[str, float]:

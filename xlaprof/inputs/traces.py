@@ -51,10 +51,16 @@ def load_trace(
     lazy: bool | None = None,
     scheduler: str | None = None,
     max_size: int | None = None,
+    device_windows: list[tuple[int, int, int]] | None = None,
 ) -> Trace:
     """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers;
     ``max_size`` caps each file (``--max-size``; None: each reader's own cap), in the worker
     processes too.
+
+    ``device_windows``: (step, start, end) in Unix nanoseconds, where each step's device work
+    lay (a run's executions, ``rundir.executions.device_windows``): the device tables read each
+    step's device events there rather than in the host's step, which the device runs behind
+    when the host runs ahead. Only for a capture with one host whose clock is known.
 
     Several hosts load lazily (``xlaprof.inputs.pod``) when ``lazy`` is True, a dask
     ``scheduler`` is given, or (``lazy=None``) their files hold more than ``pod.LAZY_BYTES``.
@@ -102,7 +108,8 @@ def load_trace(
     ranges = None if named is None else named.ranges
     events["step"], bounds = assign_steps(events, first_step or 0, starts, ranges)
     bounds.insert(0, "session", chosen)
-    summary = device_model.summarize_host(events, devices, bounds, sources)
+    on_device = _device_bounds(bounds, device_windows, epochs)
+    summary = device_model.summarize_host(events, devices, bounds, sources, on_device)
     summary.warnings = list(warnings)
     return Trace(
         events=events,
@@ -118,6 +125,29 @@ def load_trace(
         epoch_offset_ns=epochs,
         step_table=step_times,
     )
+
+
+def _device_bounds(
+    bounds: pd.DataFrame, windows: list[tuple[int, int, int]] | None, epochs: dict[str, int]
+) -> pd.DataFrame | None:
+    """``windows`` (Unix ns) as step bounds on the capture's clock: ``bounds``' rows of the
+    steps it has, their times replaced; None where there are none, or the capture has more
+    than one host or no known clock."""
+    import numpy as np
+
+    if not windows or bounds.empty or len(epochs) != 1:
+        return None
+    ((_, epoch),) = epochs.items()
+    found = {step: (start - epoch, end - epoch) for step, start, end in windows}
+    steps = bounds["step"].to_numpy(dtype=np.int64)
+    keep = np.array([int(step) in found for step in steps], dtype=bool)
+    if not keep.any():
+        return None
+    chosen = bounds[keep].copy()
+    times = [found[int(step)] for step in steps[keep]]
+    chosen["start_ns"] = np.array([t[0] for t in times], dtype=np.int64)
+    chosen["end_ns"] = np.array([t[1] for t in times], dtype=np.int64)
+    return chosen
 
 
 def _run_graphs(root: Path) -> list[object]:

@@ -10,7 +10,8 @@ from xlaprof.parse.debug_log import DebugLog
 from xlaprof.parse.dynamo_log import DynamoRecord, parse_dynamo_records
 from xlaprof.parse.metrics_report import HOST_SYNC_OP, MetricsReport
 from xlaprof.parse.torch_trace import TorchTraceLog
-from xlaprof.rundir.schema import GraphInfo, RegionRow, StepRow
+from xlaprof.rundir.executions import RunDevice, attribute
+from xlaprof.rundir.schema import ExecutionRow, GraphInfo, RegionRow, StepRow
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,6 +51,8 @@ class AnalysisInput:
     reports: list[MetricsReport] = field(default_factory=list)
     debug: DebugLog = field(default_factory=DebugLog)
     steps: list[StepRow] = field(default_factory=list)
+    # each graph execution's launch and completion (executions.jsonl); None: not recorded
+    execution_rows: list[ExecutionRow] | None = None
     warmup_steps: int = 2
     regions: list[RegionRow] = field(default_factory=list)
     # step -> {"file:line" or "<library>": host CPU seconds} from the session's sampler
@@ -78,6 +81,28 @@ class AnalysisInput:
     # The user's source files the analyzers may read (the request's source roots; none by
     # default): findings quote their lines and read their loops from here, and nowhere else.
     sources: SourceFiles = field(default_factory=SourceFiles)
+
+    _device: RunDevice | None = field(default=None, repr=False, compare=False)
+    _device_made: bool = field(default=False, repr=False, compare=False)
+
+    @property
+    def device(self) -> RunDevice | None:
+        """The run's executions attributed to its steps (``rundir.executions``): each step's
+        time in the run, device busy time, queue wait and run-ahead; None where the run
+        recorded no executions. Made once, on first use: every reader sees the same."""
+        if not self._device_made:
+            self._device = attribute(self.steps, self.execution_rows)
+            self._device_made = True
+        return self._device
+
+    def step_times(self) -> list[float | None]:
+        """Each step row's time in the run (the step model's: until its host and device work
+        had both ended, ``rundir.executions``), where the run recorded its executions; else the
+        host's boundary-to-boundary time (an older run). One per row, in row order."""
+        device = self.device
+        if device is None:
+            return [row.wall_s for row in self.steps]
+        return [ran.time_s if ran.time_s is not None else None for ran in device.steps]
 
     # Counters and metrics are cumulative, so each value comes from the latest report that
     # has it: a truncated last snapshot must not hide what earlier ones showed.
@@ -196,6 +221,7 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
         reports=run.metrics_reports(),
         debug=run.debug_log(),
         steps=run.step_rows(),
+        execution_rows=run.execution_rows(),
         warmup_steps=warmup_steps,
         regions=run.region_rows(),
         host_samples=run.host_sample_map(),

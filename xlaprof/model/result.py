@@ -40,9 +40,20 @@ class StepStory:
     measured cost per step (set by the pipeline, which has the findings) and
     ``worth_most_basis`` how it was ranked, and ``worth_most_answer`` why its kind answers the
     bound (the kind's story sentence, from its registry entry; None where no bound picked it).
-    ``host_xla_busy_s``: in a capture with no device plane (and no ExecuteTime from a run),
-    the median step's ``device_busy_s``, which is the host CPU's own XLA ops and so no part of
-    the step (host work, not a wait on a device); None elsewhere.
+    ``host_xla_busy_s``: set only by documents of older versions (a capture's XLA ops on
+    the host CPU, then not counted as device work).
+
+    The step's time is what it cost the run, not when its sync returned (the host runs ahead
+    of an asynchronous device): ``host_wall_s`` is the host's boundary-to-boundary time of the
+    median step, ``host_cpu_s`` the stepping thread's work in it (its CPU time in a run; in a
+    capture alone, the wall time of its runtime spans: ``host_measure`` says which), and
+    ``host_blocked_s`` the time its sync was blocked on the device (no host work),
+    ``transfer_s`` its host-device copies and reads (a read waits for the device first);
+    ``overlap_s`` the measured work that ran hidden under the other side's and ``queue_s`` how
+    long its executions waited behind earlier ones. ``ahead_max`` and ``ahead_median``: how
+    many steps the host was ahead of the device when a step's graph was launched (the most, and
+    the median over steady steps); ``drain_s``: after the last step's sync, how long the device
+    took to finish what the host had queued (in the last step's time).
     """
 
     steps: int
@@ -67,6 +78,18 @@ class StepStory:
     traced_compile_steps: list[int] = field(default_factory=list)
     worth_most_basis: str | None = None
     host_xla_busy_s: float | None = None
+    host_wall_s: float | None = None
+    host_cpu_s: float | None = None
+    # how ``host_cpu_s`` was measured: "cpu" (the stepping thread's CPU clock, a run) or
+    # "spans" (the wall time of the thread's runtime spans, a capture alone)
+    host_measure: str | None = None
+    host_blocked_s: float | None = None
+    transfer_s: float | None = None
+    overlap_s: float | None = None
+    queue_s: float | None = None
+    ahead_max: int | None = None
+    ahead_median: float | None = None
+    drain_s: float | None = None
 
     def to_json(self) -> dict[str, object]:
         """The ``story`` object of the ``--json`` document (docs/json-format.md)."""

@@ -34,13 +34,20 @@ METRICS = (
 def run_summary(data: AnalysisInput) -> dict[str, Any]:
     """The comparison figures of one run (None where the run lacks the data)."""
     steps = data.steps
-    steady = [s for s in steps if s.step >= data.warmup_steps and s.compiles == 0]
+    steady_rows = [
+        (s, time)
+        for s, time in zip(steps, data.step_times(), strict=True)
+        if s.step >= data.warmup_steps and s.compiles == 0
+    ]
+    steady = [s for s, _ in steady_rows]
+    # each step's time in the run (the step model's), not when its sync returned
+    times = [time for _, time in steady_rows if time is not None]
 
     def median(values: list[float]) -> float | None:
         return statistics.median(values) if values else None
 
     graph_ops = [g.hlo.op_count for g in data.graphs if g.hlo is not None]
-    walls = sorted(s.wall_s for s in steady if s.wall_s is not None)
+    walls = sorted(times)
     spread = None
     if len(walls) >= 4:
         q1, _median, q3 = statistics.quantiles(walls, n=4)
@@ -51,7 +58,7 @@ def run_summary(data: AnalysisInput) -> dict[str, Any]:
         "compile_s": sum(s.compile_s for s in steps) if steps else None,
         "compiles": data.compiles(),
         "graph_ops": max(graph_ops) if graph_ops else None,
-        "step_median_s": median([s.wall_s for s in steady if s.wall_s is not None]),
+        "step_median_s": median(times),
         "host_cpu_median_s": median([s.host_cpu_s for s in steady if s.host_cpu_s is not None]),
         "tracing_median_s": median([s.tracing_s for s in steady]),
         "step_spread_s": spread,

@@ -1,42 +1,47 @@
-"""The run's one step model: each step's wall time split into the parts that were measured, what
-bounds the step, and where a steady step's time goes.
+"""The run's one step model: each step's time in the run split into the parts that were
+measured, what bounds the step, and where a steady step's time goes.
 
 Every per-step verdict xlaprof shows comes from here, so the step timeline, the story a report
-opens with, "worth most" and the step chart cannot disagree. A step's wall time is split into
-parts, each measured, each from a named source (``PART_SOURCES``):
+opens with, "worth most" and the step chart cannot disagree. A step's time is what it cost the
+run (``tables.timeline``: the host runs ahead of an asynchronous device, so it is not when the
+step's sync returned). Its parts, each measured, each from a named source (``PART_SOURCES``):
 
 - ``compile``: compiling (the ``CompileTime`` metric; in a trace, ``XLAGraphExecutor::Compile``,
-  or where no lazy-tensor runtime runs, the PJRT client's compile: ``tables.timeline``);
+  or where no lazy-tensor runtime runs, the PJRT client's compile);
+- ``tracing``: host work: the stepping thread's CPU time, its Python, lazy tracing and graph
+  build at the sync (a run's CPU clock; a capture alone measures only its spans: the graph
+  build, ``SyncTensorsGraphInternal`` less the barrier it waits in);
 - ``transfer``: host-device copies (``TransferToDeviceTime``/``TransferFromDeviceTime``; in a
-  trace, the transfer spans: a read's copy waits for the device to finish the graph first);
-- ``tracing``: the stepping thread's own CPU time, its Python, lazy tracing and graph build at
-  the sync (metrics: its CPU clock, read at each boundary; a trace alone measures only the
-  graph build, ``SyncTensorsGraphInternal``);
-- ``device``: the host waiting on the device: a trace's ``WaitDeviceOps``, or device execution
-  in the step (the run's ``ExecuteTime``, traced or not; a capture alone: its busiest device)
-  up to the step time no other part took (the host cannot have waited longer than it was not
-  otherwise busy). A capture with no device plane (XLA's CPU client: JAX on CPU, torch_xla's
-  CPU PJRT) has no device to wait on: the busy time the device model gives its "device" is the
-  host CPU's own XLA ops, so there only ``WaitDeviceOps`` and ``ExecuteTime`` measure this
-  part; without them it is not measured (the busy time stays in the timeline's
-  ``device_busy_s``);
-- ``unattributed``: the rest of the wall time: measured as a duration, but not what it was
-  spent on (blocked on I/O, on another thread, preempted, or untraced Python). Shown as such,
+  trace, the transfer spans: a read waits for the device to finish the graph first);
+- ``device``: device work: the device's own busy time running the step's executions, whenever
+  they ran (a run's executions; a capture alone: the busiest device's busy time in the step,
+  the CPU client's executions where there is no device plane);
+- ``unattributed``: the rest of the step's time: measured as a duration, but not what it was
+  spent on (blocked on I/O, on another thread, preempted, untraced Python). Shown as such,
   never named as a cause.
 
-Parts can overlap (a thread's CPU clock runs inside a transfer it waits in): they take the
-wall time in ``PARTS`` order, each at most what is left, so they always add up to the wall.
+Waiting for the device (a barrier, ``WaitDeviceOps``, a sync blocked behind a full queue) is
+never host work: it is time the device's part already holds.
 
-A step's ``bound`` is its largest measured part and ``bound_share`` that part's share of the
-step's wall time: a description of the step, not a finding. Whether it is worth a fix is the
-analyzers' call, with their own thresholds; the story names the finding worth most (by cost).
-A step is steady when it comes after warm-up and compiled nothing.
+Host and device work overlap: the device runs one step's graph while the host traces the next.
+So the parts take the step's time bound side first: after compiling, the larger of device work
+and host work (``tracing``) takes what it measured, then the other side and the transfers take
+what is left (each at most that); ``overlap_s`` is the measured work that found no time left,
+the work that ran hidden under the other side's. The parts always add up to the step's time.
+
+A step's ``bound`` is its largest part (so the largest part and the bound cannot disagree) and
+``bound_share`` that part's share of the step's time: a description of the step, not a
+finding. In steady state it reads: ``device`` (device-bound: the healthy case), ``tracing``
+(tracing-bound: host work per step exceeds device work), ``transfer`` (sync-bound: the step
+waits on device-to-host reads and host-device copies), ``compile``. Whether it is worth a fix
+is the analyzers' call, with their own thresholds; the story names the finding worth most (by
+cost). A step is steady when it comes after warm-up and compiled nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlaprof.findings import Cost, Finding, Kind
 from xlaprof.model.result import StepStory
@@ -52,10 +57,10 @@ if TYPE_CHECKING:
 # Plain words for each bound (console, HTML).
 BOUND_WORDS = {
     "compile": "compiling",
-    "tracing": "host CPU (Python, lazy tracing, graph build)",
+    "tracing": "host work (Python, lazy tracing, graph build): tracing-bound",
     "input": "waiting for input data",
-    "transfer": "host-device transfers",
-    "device": "waiting on the device",
+    "transfer": "host-device transfers and reads (sync-bound)",
+    "device": "device work: device-bound",
     "host": "other host work (the device idle)",
 }
 # The measured parts of a step, in the order they take its wall time (module docstring).
@@ -66,7 +71,7 @@ PART_WORDS = {
     "compile": "compiling",
     "tracing": "host CPU (Python + tracing)",
     "transfer": "transfers",
-    "device": "waiting on the device",
+    "device": "device work",
     UNATTRIBUTED: "unattributed",
 }
 # Where each part of a step comes from, by the row's ``source`` (the timeline's).
@@ -75,18 +80,20 @@ PART_SOURCES = {
         "compile": "metrics (CompileTime)",
         "transfer": "metrics (TransferToDeviceTime, TransferFromDeviceTime)",
         "tracing": "metrics (the stepping thread's CPU clock)",
-        "device": "metrics (ExecuteTime)",
+        "device": "the run's executions (each one's launch and completion, from ExecuteTime's "
+        "samples: the device's own busy time, queue left out)",
     },
     "trace": {
         "compile": "trace (XLAGraphExecutor::Compile; without torch_xla: the PJRT client's "
         "compile, PJRT_Client_Compile)",
         "transfer": "trace (transfer spans)",
-        "tracing": "metrics (the stepping thread's CPU clock) and trace (graph build)",
-        "device": "trace (WaitDeviceOps) and metrics (ExecuteTime; a capture alone with "
-        "device planes: the busiest device's busy time)",
+        "tracing": "metrics (the stepping thread's CPU clock; a capture alone: trace, the "
+        "graph build less its barrier wait)",
+        "device": "the run's executions (a capture alone: the busiest device's busy time in "
+        "the step; without a device plane, the CPU client's executions)",
     },
 }
-STORY_COLUMNS = ("bound", "bound_share", "steady")
+STORY_COLUMNS = ("bound", "bound_share", "steady", "overlap_s")
 # The step model's columns the timeline gets (``with_bounds``): each part's seconds.
 PART_COLUMNS = tuple(f"part_{name}_s" for name in (*PARTS, UNATTRIBUTED))
 
@@ -95,14 +102,16 @@ def with_bounds(
     timeline: pd.DataFrame, warmup_steps: int, device_planes: bool = True
 ) -> pd.DataFrame:
     """``timeline`` with the step model: each part's seconds (``PART_COLUMNS``), ``bound``,
-    ``bound_share`` (from measured parts only) and ``steady`` (after warm-up, compiling
-    nothing). ``device_planes``: False where the trace has no device plane, so that its
-    ``device_busy_s`` (the host CPU's XLA ops) is not taken for waiting on a device (module
-    docstring)."""
+    ``bound_share`` (from measured parts only), ``overlap_s`` (measured work hidden under the
+    other side's) and ``steady`` (after warm-up, compiling nothing). ``device_planes`` is kept
+    for callers' wording only: without a device plane the device is the CPU client, whose
+    executions are the device work all the same."""
+    del device_planes
     frame = timeline.copy()
-    parts = _parts_columns(frame, device_planes)
+    parts, overlap = _parts_columns(frame)
     for name, column in zip((*PARTS, UNATTRIBUTED), PART_COLUMNS, strict=True):
         frame[column] = parts[name]
+    frame["overlap_s"] = overlap
     bounds, shares = _bound_columns(parts, _column(frame, "wall_s"))
     frame["bound"] = bounds
     # a list with None where not measured, so the column's type is inferred as before
@@ -124,43 +133,57 @@ def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
     return np.asarray(values, dtype="float64")
 
 
-def _parts_columns(frame: pd.DataFrame, device_planes: bool) -> dict[str, np.ndarray]:
-    """Each row's wall time by measured part, plus ``unattributed``: per part, its seconds (NaN
-    where not measured), see the module docstring. The parts take the wall time in ``PARTS``
-    order, each at most what the ones before left; ``unattributed`` is what is left (NaN where
-    the wall time is not known), so where it is known they add up to it."""
+# The order the parts take a step's time, after compiling: the bound side first (module
+# docstring).
+_DEVICE_FIRST = ("device", "tracing", "transfer")
+_HOST_FIRST = ("tracing", "transfer", "device")
+
+
+def _parts_columns(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each row's time by measured part, plus ``unattributed``, and the overlap (module
+    docstring): per part, its seconds (NaN where not measured). Compiling takes the time first,
+    then the larger of device and host work, then the rest, each at most what the ones before
+    left; ``unattributed`` is what is left (NaN where the step's time is not known), so where
+    it is known they add up to it. The overlap is the measured work (host, transfers, device)
+    beyond what it took."""
     import numpy as np
 
     wall = _column(frame, "wall_s")
     python, build = _column(frame, "python_tracing_s"), _column(frame, "graph_build_s")
-    wait = _column(frame, "device_wait_s")
-    busy = _column(frame, "execute_s")
-    if device_planes:
-        busy = np.where(np.isnan(busy), _column(frame, "device_busy_s"), busy)
     both_missing = np.isnan(python) & np.isnan(build)
     tracing = np.where(both_missing, np.nan, np.nan_to_num(python) + np.nan_to_num(build))
-    device = np.where(
-        np.isnan(wait) & np.isnan(busy),
-        np.nan,
-        np.maximum(np.nan_to_num(wait), np.nan_to_num(busy)),
-    )
     measured = {
         "compile": _column(frame, "compile_s"),
         "transfer": _column(frame, "transfer_s"),
         "tracing": tracing,
-        "device": device,
+        "device": _column(frame, "device_busy_s"),
     }
+    device_first = np.nan_to_num(measured["device"], nan=-1.0) >= np.nan_to_num(tracing)
     known = ~np.isnan(wall)
     left = wall.copy()
     parts: dict[str, np.ndarray] = {}
-    for name in PARTS:
+
+    def take(name: str, rows: np.ndarray) -> None:
         seconds = measured[name]
         taken = np.minimum(np.maximum(seconds, 0.0), left)
-        has = ~np.isnan(seconds)
-        parts[name] = np.where(known, np.where(has, taken, np.nan), seconds)
-        left = np.where(known & has, left - taken, left)
-    parts[UNATTRIBUTED] = left  # NaN where the wall time is not known
-    return parts
+        has = ~np.isnan(seconds) & rows
+        value = np.where(known, np.where(~np.isnan(seconds), taken, np.nan), seconds)
+        parts[name] = np.where(rows, value, parts.get(name, value))
+        left[:] = np.where(known & has, left - taken, left)
+
+    take("compile", np.ones(len(wall), dtype=bool))
+    # each row takes the others in its own order: device rows by _DEVICE_FIRST, host rows by
+    # _HOST_FIRST (a part's second call sets the other rows, keeping the first call's)
+    for device_part, host_part in zip(_DEVICE_FIRST, _HOST_FIRST, strict=True):
+        take(device_part, device_first)
+        take(host_part, ~device_first)
+    parts[UNATTRIBUTED] = left  # NaN where the step's time is not known
+    # host and device work only: a transfer's time is mostly a wait for the device (a read
+    # waits for the graph to finish), which is no work running hidden under the device's
+    work = sum(np.nan_to_num(np.maximum(measured[n], 0.0)) for n in ("tracing", "device"))
+    took = sum(np.nan_to_num(parts[n]) for n in ("tracing", "device"))
+    overlap = np.where(known, np.maximum(work - took, 0.0), np.nan)
+    return parts, overlap
 
 
 def _bound_columns(
@@ -183,12 +206,17 @@ def _bound_columns(
 
 
 def step_story(
-    timeline: pd.DataFrame, warmup_steps: int, device_planes: bool = True
+    timeline: pd.DataFrame,
+    warmup_steps: int,
+    device_planes: bool = True,
+    drain_s: float | None = None,
 ) -> StepStory | None:
-    """Where a steady step's time goes: the steady step of median wall time (its parts add up
-    to it, where medians of each column would not), how the steady steps are bound, what
-    warm-up cost, and which traced steps compiled. ``timeline`` must carry ``with_bounds``'
-    columns, made with the same ``device_planes``. None without steps."""
+    """Where a steady step's time goes: the steady step of median time (its parts add up to
+    it, where medians of each column would not), how the steady steps are bound, how far the
+    host ran ahead of the device, what warm-up cost, and which traced steps compiled.
+    ``timeline`` must carry ``with_bounds``' columns; ``drain_s``: the run's final drain (the
+    device finishing what the host had queued, ``rundir.executions``). None without steps."""
+    del device_planes
     if timeline is None or timeline.empty or "bound" not in timeline:
         return None
     steady = timeline[timeline["steady"] & timeline["wall_s"].notna()]
@@ -225,14 +253,46 @@ def step_story(
         name: sources[name] for name in PARTS if parts[name] is not None and name in sources
     }
     story.device_busy_s = _number(row.get("device_busy_s"))
-    if not device_planes and _number(row.get("execute_s")) is None:
-        story.host_xla_busy_s = story.device_busy_s  # not a part: host work, not a wait
+    story.host_wall_s = _number(row.get("host_wall_s"))
+    story.host_cpu_s = _host_cpu(row)
+    if story.host_cpu_s is not None:
+        # a run's thread CPU clock; a capture alone measures only the thread's spans
+        measured = _number(row.get("python_tracing_s")) is not None
+        story.host_measure = "cpu" if measured or story.median_source == "metrics" else "spans"
+    story.host_blocked_s = _number(row.get("device_wait_s"))
+    story.transfer_s = _number(row.get("transfer_s"))
+    story.overlap_s = _number(row.get("overlap_s"))
+    story.queue_s = _number(row.get("queue_s"))
+    _run_ahead(story, timeline, steady)
+    story.drain_s = drain_s
     bound = median["bound"]  # None where no part was measured (NaN once in a row)
     story.bound = bound if isinstance(bound, str) else None
     story.bound_share = _number(median["bound_share"])
     counts = steady["bound"].dropna().value_counts()
     story.bound_steps = {str(k): int(v) for k, v in counts.items()}
     return story
+
+
+def _host_cpu(row: Mapping[Any, object]) -> float | None:
+    """The stepping thread's work in a step: Python + tracing and the graph build (None where
+    neither was measured)."""
+    python, build = _number(row.get("python_tracing_s")), _number(row.get("graph_build_s"))
+    if python is None and build is None:
+        return None
+    return (python or 0.0) + (build or 0.0)
+
+
+def _run_ahead(story: StepStory, timeline: pd.DataFrame, steady: pd.DataFrame) -> None:
+    """How far the host ran ahead of the device: the most steps, and the median over the
+    steady steps (where the run measured it)."""
+    if "ahead_steps" not in timeline:
+        return
+    every = timeline["ahead_steps"].dropna()
+    if len(every):
+        story.ahead_max = int(every.max())
+    known = steady["ahead_steps"].dropna()
+    if len(known):
+        story.ahead_median = float(known.median())
 
 
 def worth_most(

@@ -1,29 +1,47 @@
-"""The step timeline: where each step's wall time went, on the host and on the device.
+"""The step timeline: what each step cost the run, and where its time went, host and device.
 
-Columns (seconds): ``wall_s``; host side ``python_tracing_s`` (user Python and lazy tracing:
-the stepping thread's CPU time outside the sync, from the run's metrics; a trace does not
-measure it, so a step known from a trace alone has it None), ``graph_build_s`` (collecting and
-hashing the graph at sync), ``compile_s``, ``transfer_s``, ``device_wait_s`` (the host blocked
-on the device); device side ``device_busy_s`` and ``device_idle_s``, and ``execute_s`` (the
-run's ExecuteTime in the step, where the run recorded it, traced or not). ``source`` says whether a
-row came from the trace (exact intervals) or from per-step metrics (sums of metric deltas).
+torch_xla's ``sync()`` launches the step's graph and returns; the device runs it later, and a
+device-bound host runs steps ahead. So a step's time is not when its sync returned: it is what
+the step costs the run (``rundir.executions``): from when the previous step ended (or its own
+host work began) until both its host work and its device work had ended. Every column is
+seconds; None (NaN) where not measured:
 
-From metrics alone the host split is coarser: ``device_wait_s`` is not measured (None, shown
-as "—"); ``python_tracing_s`` is the stepping thread's CPU time before the sync that ended the
-step and ``graph_build_s`` its CPU time inside that sync (the sync hook reads the thread's clock
-as the call enters), so time the host spent blocked (on the device, on I/O) is in neither. Where
-no sync ended the step (``xlaprof.step`` marks) the whole step's CPU time is
-``python_tracing_s`` and ``graph_build_s`` is not measured. In a step that compiled, that CPU
-time mixes tracing with compiling (XLA compiles on other threads too, so the two cannot be told
-apart): there neither is measured. ``tracing_s`` (the LazyTracing
-metric) is kept as its own column either way: it is the part of Python time spent building IR.
+- ``wall_s``: that time, the step's time in the run (the final drain is in the last step);
+  ``host_wall_s``: the host's time from the previous boundary to this one (when its sync
+  returned), which is what the step's time would be if the device never ran behind.
+- host: ``python_tracing_s`` (user Python and lazy tracing: the stepping thread's CPU time
+  outside the sync), ``graph_build_s`` (its CPU time inside the sync: collecting, hashing and
+  handing over the graph), ``tracing_s`` (the LazyTracing metric: the part of Python time spent
+  building IR), ``compile_s``, ``transfer_s`` (host-device copies; a read waits for the device
+  first), ``device_wait_s`` (the host blocked on the device: the sync's wall time beyond its
+  CPU time, e.g. behind a full queue of executions; in a trace, its wait spans);
+- device: ``device_busy_s`` (the device's own busy time running the step's executions, whenever
+  they ran), ``device_idle_s`` (the rest of the step's time), ``queue_s`` (how long the step's
+  executions waited in the queue behind earlier ones), ``ahead_steps`` (how many earlier steps'
+  executions were still to complete when this step's first one launched: how far the host ran
+  ahead);
+- ``source``: ``metrics`` (the run's per-step rows and executions) or ``trace`` (a step a
+  trace window or capture holds: its host spans from the trace, its device figures from the
+  run's executions where it has them).
 
-From a trace without lazy-tensor runtime events (JAX, PyTorch eager: no torch_xla on the host)
-there is no lazy tracing to split off: ``python_tracing_s``, ``graph_build_s``, ``transfer_s``,
-``device_wait_s`` and ``tracing_s`` are not measured (None). ``compile_s`` is measured where the
-host records PJRT C API calls (JAX: ``PJRT_Client_Compile`` inside ``backend_compile_and_load``),
-and device busy comes from the device model (the busiest device's compute events in the step):
-GPUs have no ``XLA Modules`` line.
+From metrics the host split is the stepping thread's CPU clock, read at each boundary and as
+each sync is entered, so time the host spent blocked (on the device, on I/O) is in neither
+part. In a step that compiled, that CPU time mixes tracing with compiling (XLA compiles on
+other threads too): there neither is measured. Where no sync ended the step (``xlaprof.step``
+marks) the whole step's CPU time is ``python_tracing_s`` and ``graph_build_s`` is not measured.
+
+A run recorded by an older xlaprof has no executions: its steps' device time is not measured
+(``ExecuteTime`` holds the queue, and summed it overstates device time many times over when the
+host runs ahead), and their time is the host's.
+
+From a capture alone (no run directory), a step's time is the host's boundary to boundary (in a
+live job's steady state the host is either blocked behind the device or the device waits on it,
+so the two agree), its device busy the device model's (the busiest device's compute in the
+step; without a device plane, the CPU client's executions), and its host parts the trace's
+spans. Without lazy-tensor runtime events (JAX, PyTorch eager) there is no lazy tracing to split
+off: ``python_tracing_s``, ``graph_build_s``, ``transfer_s``, ``device_wait_s`` and
+``tracing_s`` are not measured; ``compile_s`` is measured where the host records PJRT C API
+calls (JAX: ``PJRT_Client_Compile`` inside ``backend_compile_and_load``).
 """
 
 from __future__ import annotations
@@ -32,6 +50,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
 from xlaprof.parse.events import MODULES_LINE
+from xlaprof.rundir.executions import RunDevice, StepDevice
 from xlaprof.rundir.schema import StepRow
 from xlaprof.tables import categorical as cols
 from xlaprof.tables.intervals import Coverage
@@ -45,6 +64,7 @@ if TYPE_CHECKING:
 COLUMNS = [
     "step",
     "wall_s",
+    "host_wall_s",
     "python_tracing_s",
     "tracing_s",
     "graph_build_s",
@@ -53,7 +73,8 @@ COLUMNS = [
     "device_wait_s",
     "device_busy_s",
     "device_idle_s",
-    "execute_s",
+    "queue_s",
+    "ahead_steps",
     "source",
 ]
 # The events' columns the timeline reads (``step_timeline``, ``device_busy_by_step``): what a
@@ -63,7 +84,9 @@ EVENT_COLUMNS = ("host", "plane_kind", "line", "name", "start_ns", "end_ns", "st
 # inside a compile counts once, as compile.
 _COMPILE = ("XLAGraphExecutor::Compile",)
 _TRANSFER = ("TransferToDevice", "TransferFromDevice")
-_WAIT = ("WaitDeviceOps",)
+# the host blocked on the device: an explicit wait, and the sync's barrier (it waits for the
+# previous execution's launch, which blocks behind a full queue of executions)
+_WAIT = ("WaitDeviceOps", "TensorCollectionBarrier")
 _GRAPH = ("SyncTensorsGraphInternal",)
 _CPU_EXECUTE = "ThunkExecutor::Execute"
 # Without a lazy-tensor runtime: the PJRT C API's calls, which any PJRT client (JAX, plugins)
@@ -82,6 +105,7 @@ class TimelineRow(TypedDict):
 
     step: int
     wall_s: float | None
+    host_wall_s: float | None
     python_tracing_s: float | None
     tracing_s: float | None
     graph_build_s: float | None
@@ -90,14 +114,19 @@ class TimelineRow(TypedDict):
     device_wait_s: float | None
     device_busy_s: float | None
     device_idle_s: float | None
-    execute_s: float | None
+    queue_s: float | None
+    ahead_steps: float | None
     source: str
 
 
-def from_metrics(rows: list[StepRow]) -> list[TimelineRow]:
+def from_metrics(rows: list[StepRow], device: RunDevice | None = None) -> list[TimelineRow]:
+    """One row per step row: its host parts from the run's clocks and metrics, its time and
+    device figures from the run's executions (``device``: ``rundir.executions.attribute``; None
+    for a run that recorded none: device not measured, the step's time the host's)."""
     out: list[TimelineRow] = []
-    for row in rows:
-        wall = row.wall_s
+    steps = device.steps if device is not None else [None] * len(rows)
+    for row, ran in zip(rows, steps, strict=True):
+        host_wall = row.wall_s
         cpu, sync = row.host_cpu_s, row.sync_cpu_s
         # A step that compiled mixes tracing with compiling; an eager step whose per-op
         # compiles were not recorded may have compiled.
@@ -106,39 +135,53 @@ def from_metrics(rows: list[StepRow]) -> list[TimelineRow]:
             cpu = sync = None
         elif sync is not None:
             cpu -= sync
-        compile_s, busy = _with_eager(row)
+        compile_s, busy = _device_of(row, ran)
+        wall = host_wall if ran is None or ran.time_s is None else ran.time_s
         out.append(
             {
                 "step": row.step,
                 "wall_s": wall,
+                "host_wall_s": host_wall,
                 "python_tracing_s": cpu,
                 "tracing_s": row.tracing_s,
                 "graph_build_s": sync,
                 "compile_s": compile_s,
                 "transfer_s": row.to_device_s + row.from_device_s,
-                "device_wait_s": None,
-                # ExecuteTime can hold an execution queued in the step before: never above wall
-                "device_busy_s": busy if wall is None or busy is None else min(busy, wall),
+                "device_wait_s": _blocked(row),
+                "device_busy_s": busy,
                 "device_idle_s": None if wall is None or busy is None else max(wall - busy, 0.0),
+                "queue_s": None if ran is None else ran.queue_s,
+                "ahead_steps": None if ran is None else ran.ahead_steps,
                 "source": "metrics",
-                "execute_s": busy if wall is None or busy is None else min(busy, wall),
             }
         )
     return out
 
 
-def _with_eager(row: StepRow) -> tuple[float | None, float | None]:
+def _blocked(row: StepRow) -> float | None:
+    """The time the step's sync was blocked (its wall time beyond its CPU time: behind a full
+    queue of executions, on a lock), where both were recorded and the step compiled nothing
+    (a compile inside the sync is neither)."""
+    if row.sync_wall_s is None or row.sync_cpu_s is None or row.compiles:
+        return None
+    return max(row.sync_wall_s - row.sync_cpu_s, 0.0)
+
+
+def _device_of(row: StepRow, ran: StepDevice | None) -> tuple[float | None, float | None]:
     """A step's compile and device-busy seconds, eager mode's per-op graphs included.
 
-    In eager mode torch_xla records per-op compiles and executions in their own metrics; a step
-    known to be eager whose row does not hold them (an older xlaprof) has neither measured.
+    The device's busy time is its executions' own (``ran``); a run without executions has it
+    not measured. In eager mode torch_xla records per-op compiles and executions in their own
+    metrics (``EagerOpExecuteTime``: launch to completion, each op on its own); a step known to
+    be eager whose row does not hold them (an older xlaprof) has neither measured.
     """
     if row.eager and row.eager_compile_s is None:
         return None, None
-    return (
-        row.compile_s + (row.eager_compile_s or 0.0),
-        row.execute_s + (row.eager_execute_s or 0.0),
-    )
+    compile_s = row.compile_s + (row.eager_compile_s or 0.0)
+    busy = None if ran is None else ran.device_s
+    if row.eager_execute_s:
+        busy = (busy or 0.0) + row.eager_execute_s
+    return compile_s, busy
 
 
 def from_trace(
@@ -250,6 +293,7 @@ def _rows_of(
             {
                 "step": number,
                 "wall_s": wall / 1e9,
+                "host_wall_s": wall / 1e9,
                 # the trace does not measure the thread's Python: its rest is no measurement
                 "python_tracing_s": None,
                 "tracing_s": tracing.get(number),
@@ -259,8 +303,9 @@ def _rows_of(
                 "graph_build_s": part["graph_build_s"],
                 "device_busy_s": busy,
                 "device_idle_s": None if busy is None else max(wall / 1e9 - busy, 0.0),
+                "queue_s": None,
+                "ahead_steps": None,
                 "source": "trace",
-                "execute_s": None,
             }
         )
     return out
@@ -302,6 +347,7 @@ def _frame_of(
         {
             "step": pairs.numbers.astype(np.int64),
             "wall_s": wall,
+            "host_wall_s": wall,
             "python_tracing_s": missing,
             "tracing_s": np.array([np.nan if t is None else t for t in tracing_s], dtype="float64"),
             "graph_build_s": part("graph_build_s"),
@@ -310,7 +356,8 @@ def _frame_of(
             "device_wait_s": part("device_wait_s"),
             "device_busy_s": busy,
             "device_idle_s": np.where(np.isnan(busy), np.nan, np.maximum(wall - busy, 0.0)),
-            "execute_s": missing,
+            "queue_s": missing,
+            "ahead_steps": missing,
         },
         columns=COLUMNS[:-1],
     )
@@ -454,18 +501,19 @@ def _device_busy(
     rows: list[StepRow],
     device_busy: dict[int, float | None] | None,
 ) -> list[float | None]:
-    """Per step, the device's busy seconds: the device model's where it has the step, else
-    the ``XLA Modules`` line's union, else (a device plane) not measured, else the step's
-    ExecuteTime metric, else the host's CPU executions (``ThunkExecutor::Execute``)."""
+    """Per step, the device's busy seconds in the step's window: the device model's where it
+    has the step, else the ``XLA Modules`` line's union, else (a device plane) not measured,
+    else the host's CPU executions (``ThunkExecutor::Execute``). A run's traced steps take
+    their device figures from the run's executions instead (``step_timeline``)."""
     import numpy as np
 
+    del rows
     has_devices = bool((events["plane_kind"] == "device").any())
     has_modules = bool((events["line"] == MODULES_LINE).any())
     device = pairs.mask(cols.equals(events["plane_kind"], "device"))
     device_events = np.bincount(pairs.window[device], minlength=len(pairs.numbers))
     modules = pairs.covered(device & pairs.mask(cols.equals(events["line"], MODULES_LINE)))
-    cpu_execute = pairs.covered(pairs.mask(cols.equals(events["name"], _CPU_EXECUTE)))
-    execute = {row.step: row.execute_s for row in rows}
+    cpu_execute = pairs.covered(pairs.mask(cols.contains(events["name"], _CPU_EXECUTE)))
     out: list[float | None] = []
     for index, number in enumerate(pairs.numbers.tolist()):
         if device_busy and number in device_busy:
@@ -474,8 +522,6 @@ def _device_busy(
             out.append(int(modules[index]) / 1e9)
         elif has_devices:
             out.append((device_busy or {}).get(number))
-        elif number in execute:
-            out.append(execute[number])
         else:
             out.append(int(cpu_execute[index]) / 1e9)
     return out
@@ -546,11 +592,13 @@ def step_timeline(
     step_bounds: pd.DataFrame | None = None,
     device_busy: dict[int, float | None] | None = None,
     device_windows: pd.DataFrame | None = None,
+    device: RunDevice | None = None,
 ) -> pd.DataFrame:
     """One row per step: trace-derived where the trace covers the step, metrics otherwise.
 
     ``device_busy``: the device model's busy time per step of the trace's first host;
-    ``device_windows``: its device steps where it has no step markers (see ``from_trace``).
+    ``device_windows``: its device steps where it has no step markers (see ``from_trace``);
+    ``device``: the run's executions attributed to its steps (``rundir.executions``).
     """
     import pandas as pd
 
@@ -558,7 +606,7 @@ def step_timeline(
         made = _trace_steps(trace_events, rows, step_bounds, device_busy, device_windows)
         if made is not None:
             return _frame_of(*made)
-    by_step: dict[int, TimelineRow] = {r["step"]: r for r in from_metrics(rows)}
+    by_step: dict[int, TimelineRow] = {r["step"]: r for r in from_metrics(rows, device)}
     if trace_events is not None:
         for row in from_trace(trace_events, rows, step_bounds, device_busy, device_windows):
             recorded = by_step.get(row["step"])
@@ -572,7 +620,9 @@ def step_timeline(
     return frame
 
 
-def trace_timeline(view: Trace, rows: list[StepRow] | None = None) -> pd.DataFrame:
+def trace_timeline(
+    view: Trace, rows: list[StepRow] | None = None, device: RunDevice | None = None
+) -> pd.DataFrame:
     """``step_timeline`` of ``view`` (``Trace.step_view``: its first host is the one the
     timeline reads) and the run's step ``rows``: the device model's busy time per step, and
     the devices' own steps where that host has no step markers (``device_windows``).
@@ -586,7 +636,7 @@ def trace_timeline(view: Trace, rows: list[StepRow] | None = None) -> pd.DataFra
     windows = None
     if not _has_bounds(events, bounds):  # only a host without step markers reads them
         windows = device_windows(view)
-    return step_timeline(rows or [], events, bounds, busy, windows)
+    return step_timeline(rows or [], events, bounds, busy, windows, device)
 
 
 def _has_bounds(events: pd.DataFrame, bounds: pd.DataFrame | None) -> bool:
@@ -613,15 +663,36 @@ def device_windows(trace: Trace) -> pd.DataFrame | None:
 
 
 def _measured_by_the_run(row: TimelineRow, recorded: TimelineRow) -> None:
-    """A traced step's figures that the run measured and the trace does not: the thread's CPU
-    time outside the sync (Python + tracing: where the run did not split off the sync's CPU,
-    less the graph build the trace measured) and ExecuteTime, so a step gets the same parts
-    whether or not a trace window held it."""
+    """A traced step's figures that the run measured and the trace does not, so a step gets the
+    same figures whether or not a trace window held it: its time in the run, queue and
+    run-ahead (from the run's executions: the trace window ends before a step's graph has run
+    when the host runs ahead), and the thread's CPU time (host work is measured one way, by the
+    stepping thread's CPU clock: Python + tracing outside the sync, the graph build inside it;
+    where the run did not split off the sync's CPU, less the graph build the trace measured).
+    The trace keeps what it measures best: compile, transfer and wait spans, and the device's
+    busy time, which the device model reads from the step's events in the step's place in the
+    run (``Trace`` loaded with the run's device windows), so the device tables agree."""
     python = recorded["python_tracing_s"]
-    if python is not None and recorded["graph_build_s"] is None and row["graph_build_s"]:
+    build = recorded["graph_build_s"]
+    if python is not None and build is None and row["graph_build_s"]:
         python = max(python - row["graph_build_s"], 0.0)
+        build = row["graph_build_s"]
     row["python_tracing_s"] = python
-    row["execute_s"] = recorded["execute_s"]
+    # where the run did not measure the thread's CPU (a step that compiled: tracing and
+    # compiling mix in it), neither does the trace stand in with its spans' wall time
+    row["graph_build_s"] = build if python is not None or build is not None else None
+    row["host_wall_s"] = recorded["host_wall_s"]
+    if recorded["device_busy_s"] is None and recorded["queue_s"] is None:
+        return  # no executions recorded (an older run): the trace's own figures stand
+    row["wall_s"] = recorded["wall_s"]
+    row["queue_s"] = recorded["queue_s"]
+    row["ahead_steps"] = recorded["ahead_steps"]
+    if row["device_busy_s"] is None:
+        row["device_busy_s"] = recorded["device_busy_s"]
+    wall, busy = row["wall_s"], row["device_busy_s"]
+    if wall is not None and busy is not None:
+        row["device_busy_s"] = min(busy, wall)
+        row["device_idle_s"] = max(wall - busy, 0.0)
 
 
 def steady_median(timeline: pd.DataFrame, warmup_steps: int) -> tuple[pd.Series, int]:

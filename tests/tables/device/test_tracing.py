@@ -38,8 +38,17 @@ def test_tracing_bound_is_answered_from_the_trace() -> None:
 
     runtime = spans(*HOST_RUNTIME_EVENTS)
     work = spans("SyncTensorsGraphInternal", "TransferToDevice", "ExecuteComputation")
-    waits = spans("WaitDeviceOps", "TransferFromDevice", "XLAGraphExecutor::Compile")
-    ops = events[events["hlo_op"].notna() & (events["plane_kind"] == "host")]
+    # the sync's barrier waits (behind a full queue of executions): no host work
+    waits = spans(
+        "WaitDeviceOps",
+        "TransferFromDevice",
+        "XLAGraphExecutor::Compile",
+        "TensorCollectionBarrier",
+    )
+    # the CPU client's "device": its XLA ops and its executions (the thunk executor's spans)
+    host_plane = events["plane_kind"] == "host"
+    executing = events["name"].astype(str).str.startswith("ThunkExecutor::Execute")
+    ops = events[(events["hlo_op"].notna() | executing) & host_plane]
     for row, bound in zip(table.itertuples(), trace.step_bounds.itertuples(), strict=True):
         a, b = int(bound.start_ns), int(bound.end_ns)
         assert row.tracing_s == pytest.approx(((b - a) - clipped_union_ns(runtime, a, b)) / 1e9)

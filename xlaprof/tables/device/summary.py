@@ -37,29 +37,37 @@ def summarize_host(
     devices: pd.DataFrame | None = None,
     host_bounds: pd.DataFrame | None = None,
     sources: pd.DataFrame | None = None,
+    device_bounds: pd.DataFrame | None = None,
 ) -> DeviceSummary:
     """Reduce one host's (or any) events to a ``DeviceSummary`` (see the module docstring).
 
     ``sources``: the HLO instructions' source lines (``xlaprof.parse.hlo_sources``, with a
     ``host`` column), for device time per user line; without them ``lines`` is None.
+    ``device_bounds``: where each step's device work lies, where it is known to differ from
+    the host's step (a run's executions: the host runs ahead of the device), in the form of
+    ``host_bounds``; the device's tables read its steps there, the host's figures stay in the
+    host's steps. None: the device's steps are the host's.
     """
     import pandas as pd
 
     events = with_session(events)
     frame = device_events(events, MODEL_COLUMNS)
     groups = DeviceGroups.of(frame)  # each device's rows, found once for every table
-    windows = step_windows(events, frame, host_bounds, groups)
+    on_device = host_bounds if device_bounds is None else device_bounds
+    windows = step_windows(events, frame, on_device, groups)
     ops = device_ops(events, devices, frame=frame)
     lines = None if sources is None else device_time_by_line(frame, sources)
     bottleneck = step_bottlenecks(events, frame, windows, ops, groups)
     return DeviceSummary(
         devices=devices if devices is not None else pd.DataFrame(),
-        steps=device_steps(events, host_bounds, frame=frame, windows=windows, groups=groups),
+        steps=device_steps(events, on_device, frame=frame, windows=windows, groups=groups),
         ops=ops,
         utilization=device_utilization(
-            events, host_bounds, frame=frame, windows=windows, groups=groups
+            events, on_device, frame=frame, windows=windows, groups=groups
         ),
-        tracing=bounds_of_steps(tracing_vs_device(events, host_bounds, frame, groups), bottleneck),
+        tracing=bounds_of_steps(
+            tracing_vs_device(events, host_bounds, frame, groups, device_bounds), bottleneck
+        ),
         events=len(events),
         bottleneck=bottleneck,
         lines=lines,

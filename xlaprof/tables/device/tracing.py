@@ -39,8 +39,16 @@ HOST_WORK_EVENTS = (
     "TransferToDevice",
     "ExecuteComputation",
 )
-# Time on the stepping thread spent waiting on the device, and compiling.
-_HOST_NOT_WORK = ("WaitDeviceOps", "TransferFromDevice", "XLAGraphExecutor::Compile")
+# Time on the stepping thread spent waiting on the device, and compiling. The sync's barrier
+# waits for the previous execution's launch to be handed over, which blocks behind a full
+# queue of executions (torch_xla's CPU client holds about 32): on a device-bound loop in steady
+# state it holds nearly all of the sync's time (checked on torch_xla 2.9).
+_HOST_NOT_WORK = (
+    "WaitDeviceOps",
+    "TransferFromDevice",
+    "XLAGraphExecutor::Compile",
+    "TensorCollectionBarrier",
+)
 
 
 # A step is called tracing-bound when host tracing takes at least this share of device busy.
@@ -73,9 +81,12 @@ def tracing_vs_device(
     host_bounds: pd.DataFrame | None,
     frame: pd.DataFrame | None = None,
     groups: DeviceGroups | None = None,
+    device_bounds: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per host step: what the host did against the device's busy time, and which bounds it.
-    (``groups``: ``frame``'s devices' rows, where the caller has them.)
+    (``groups``: ``frame``'s devices' rows, where the caller has them; ``device_bounds``: where
+    each step's device work lies where that is known to differ from the host's step, a run's
+    executions: the device's busy time is read there.)
 
     Device busy is the busiest of the host's devices within the host step's window (union of
     its compute events); ``device_idle_s`` is the rest of the window. What the host figure is
@@ -139,15 +150,39 @@ def tracing_vs_device(
             for key, _ in groups.groups
             if (str(key[0]), str(key[1])) == (str(session), str(host)) and len(groups.compute(key))
         ]
+        da, db = _device_windows(device_bounds, host, numbers[mine], a, b)
         _host_rows(
             columns,
             (session, host, lazy),
             numbers[mine],
             (b - a) / 1e9,
             measured,
-            _busy_s([groups.busy_in(key, a, b) for key in devices]),
+            _busy_s([groups.busy_in(key, da, db) for key in devices]),
         )
     return _table(columns)
+
+
+def _device_windows(
+    device_bounds: pd.DataFrame | None,
+    host: object,
+    steps: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's device window: ``device_bounds``' for the host's steps it has, else the
+    host's own window [a, b)."""
+    import numpy as np
+
+    if device_bounds is None or device_bounds.empty:
+        return a, b
+    mine = device_bounds[device_bounds["host"].astype(str) == str(host)]
+    found = {
+        int(step): (int(start), int(end))
+        for step, start, end in zip(mine["step"], mine["start_ns"], mine["end_ns"], strict=True)
+    }
+    da = np.array([found.get(int(n), (x, y))[0] for n, x, y in zip(steps, a, b, strict=True)])
+    db = np.array([found.get(int(n), (x, y))[1] for n, x, y in zip(steps, a, b, strict=True)])
+    return da.astype(np.int64), db.astype(np.int64)
 
 
 def _lazy_host_s(
