@@ -29,6 +29,11 @@ sync hook per call on a stand-in; a region per call against a bare ``xp.Trace``.
 steady-state parts (boundary, sampler, debug output for one execution a step) is reported as a
 share of the bare step: the estimate with the least noise.
 
+``--before DIR`` adds a process to each repeat: the default `xlaprof run` with another checkout's
+package first on the path (DIR: a ``git worktree`` of an earlier commit), so one run shows what a
+change to the session costs next to the bare process and the current default (issue 45: each
+execution's launch and completion kept at the boundary, the drain read at the end).
+
 ``--level1`` adds a fourth process to each repeat: `xlaprof run --debug-level 1`, which
 keeps torch_xla's analysis of compilations but not of every execution (the default's largest
 steady cost on a tracing-bound loop, which torch_xla cannot switch inside a process), so one run
@@ -88,6 +93,9 @@ HEADLINE: dict[str, tuple[list[str] | None, list[str]]] = {
 # ``--level1``: the default without torch_xla's per-execution analysis (see the docstring).
 LEVEL1 = "level 1"
 LEVEL1_VARIANT: tuple[list[str] | None, list[str]] = (["--debug-level", "1"], [])
+# ``--before DIR``: the default run with another checkout's xlaprof (its folder on PYTHONPATH).
+BEFORE = "default, before"
+BEFORE_PATH: dict[str, str] = {}
 PARTS: dict[str, tuple[list[str] | None, list[str]]] = {
     "step boundary": ([], ["--toggle", "boundary"]),
     "host sampler": (None, ["--toggle", "sampler"]),
@@ -177,7 +185,10 @@ def measure(repeats: int, part_repeats: int) -> dict[str, object]:
                 shift = repeat % len(names)  # rotate the order so no variant always runs first
                 for variant in names[shift:] + names[:shift]:
                     out = Path(tmp) / f"{workload}-{variant.replace(' ', '_')}-{repeat}"
-                    result = _run(workload, HEADLINE[variant], out, prefix, steps)
+                    env = None
+                    if variant == BEFORE:
+                        env = {"PYTHONPATH": BEFORE_PATH["dir"]}
+                    result = _run(workload, HEADLINE[variant], out, prefix, steps, env)
                     headline[workload][variant].append(result)
                     shutil.rmtree(out, ignore_errors=True)
                 if repeat < part_repeats:
@@ -326,6 +337,23 @@ def _summarize(
         "rss_mb_xlaprof": statistics.median(r["rss_mb"] for r in default),
         "runs_per_variant": len(default),
         **(_against_bare(runs, LEVEL1, prefix="level1_") if LEVEL1 in runs else {}),
+        **(_against_bare(runs, BEFORE, prefix="before_") if BEFORE in runs else {}),
+        **(_before_figures(runs) if BEFORE in runs else {}),
+    }
+
+
+def _before_figures(runs: dict[str, list[dict[str, float]]]) -> dict[str, object]:
+    """The default's step time and boundary over the earlier checkout's, repeat by repeat."""
+    ratios = [
+        d["step_s"] / b["step_s"]
+        for d, b in zip(runs["default"], runs[BEFORE], strict=True)
+        if d.get("step_s") and b.get("step_s")
+    ]
+    inside = [r["boundary_mean_s"] for r in runs[BEFORE] if r.get("boundary_mean_s") is not None]
+    return {
+        "after_over_before": _spread(ratios),
+        "after_over_before_ci90": _median_ci(ratios),
+        "before_boundary_inside_us": _median_or_none([s * 1e6 for s in inside]),
     }
 
 
@@ -430,6 +458,18 @@ def report(figures: dict[str, object], regions: dict[str, float], repeats: int) 
                 f"      --debug-level 1 / bare: step {_range(row['level1_ratio'])}, 90% CI "
                 f"{_interval(row['level1_ratio_ci90'])}; host CPU {_range(row['level1_cpu_ratio'])}"
             )
+        if "before_ratio" in row:
+            print(
+                f"      earlier checkout's xlaprof run / bare: step {_range(row['before_ratio'])}, "
+                f"90% CI {_interval(row['before_ratio_ci90'])}"
+            )
+            print(
+                f"      this xlaprof run / the earlier one, per repeat: step "
+                f"{_range(row['after_over_before'])}, 90% CI "
+                f"{_interval(row['after_over_before_ci90'])}; boundary CPU "
+                f"{_fmt(row['boundary_inside_us'], '.1f')} us vs "
+                f"{_fmt(row['before_boundary_inside_us'], '.1f')} us"
+            )
         print(f"      control: a second bare process / bare       {_range(row['control_ratio'])}")
         print(
             "      host tracing recorded / bare: CPU before the sync  "
@@ -500,6 +540,12 @@ def main() -> dict[str, object]:
         "then holds any host CPU added to it)",
     )
     parser.add_argument(
+        "--before",
+        type=Path,
+        help="also run the default with this checkout's xlaprof (a git worktree of an earlier "
+        "commit), in the same repeats",
+    )
+    parser.add_argument(
         "--level1",
         action="store_true",
         help="also run `xlaprof run --debug-level 1` in each repeat (no per-execution analysis)",
@@ -507,6 +553,9 @@ def main() -> dict[str, object]:
     args = parser.parse_args()
     if args.level1:
         HEADLINE[LEVEL1] = LEVEL1_VARIANT
+    if args.before:
+        HEADLINE[BEFORE] = ([], [])
+        BEFORE_PATH["dir"] = str(args.before.resolve())
     for name in set(WORKLOADS) - set(args.workloads.split(",")):
         del WORKLOADS[name]
     PIN["on"] = not args.no_pin

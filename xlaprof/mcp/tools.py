@@ -332,9 +332,12 @@ class Tools:
         table: Annotated[
             StepTable,
             Field(
-                description="timeline: where each step's wall time went (wall_s, "
+                description="timeline: what each step cost the run and where its time went "
+                "(wall_s: the step's time in the run, until its host and device work had both "
+                "ended, the host running ahead of the device; host_wall_s: sync to sync; "
                 "python_tracing_s, tracing_s, graph_build_s, compile_s, transfer_s, "
-                "device_wait_s, device_busy_s, device_idle_s; source trace|metrics); "
+                "device_wait_s, device_busy_s: the device's own busy time on the step's "
+                "executions, device_idle_s, queue_s, ahead_steps; source trace|metrics); "
                 "device_steps: per device and step (busy, idle, duty, seconds per op "
                 "category); tracing: per host step, host tracing against device busy and what "
                 "bounds it; stragglers: per step and device of a pod, the slowest host and "
@@ -354,10 +357,11 @@ class Tools:
         offset: OffsetArg = 0,
         limit: LimitArg = DEFAULT_ROWS,
     ) -> models.StepsOutput:
-        """The story of the steps: the steady state (median seconds of each part of a step
-        after warm-up: Python and tracing, graph build, compile, transfers, device wait, device
-        busy and idle), the trace's verdict on what bounds the steps, and the rows of one
-        per-step table, a page at a time. Seconds throughout; null where not measured."""
+        """The story of the steps: the steady state (the steady step of median time in the run,
+        its figures: Python and tracing, graph build, compile, transfers, device wait, device
+        busy and idle, queue, run-ahead, its parts and bound), the trace's verdict on what
+        bounds the steps, and the rows of one per-step table, a page at a time. Seconds
+        throughout; null where not measured."""
         from xlaprof.report.json_out import strict_json
         from xlaprof.tables.timeline import COLUMNS, steady_median
 

@@ -254,18 +254,61 @@ def _median_step_lines(story: StepStory, warm: str) -> list[str]:
     elif not_measured:
         lines.append(f"  not measured: {', '.join(not_measured)}")
     busy = story.host_xla_busy_s
-    if busy:
-        # the step model takes a busy time for waiting only on a device plane (tables/story.py)
+    if busy:  # a document saved by an older xlaprof
         lines.append(
             f"  the host CPU ran XLA ops for {format_seconds(busy)} in it (the timeline's "
             "device busy): the capture has no device plane, so that is host work, not a wait "
             "on a device"
         )
+    lines.extend(_host_lines(story))
     if story.bound is not None:
         count = story.bound_steps.get(story.bound, 0)
         lines.append(
             f"  Largest measured part: {BOUND_WORDS.get(story.bound, story.bound)}"
             f" (in {count} of {story.steady_steps} steady steps)"
+        )
+    return lines
+
+
+def _host_lines(story: StepStory) -> list[str]:
+    """How the host's side of the median step compares with its time in the run: when its
+    sync returned, its CPU time, the time it was blocked on the device and the work hidden
+    under the other side's; how far the host ran ahead, and the run's final drain."""
+    lines = []
+    said = []
+    if story.host_wall_s is not None:
+        said.append(f"{format_seconds(story.host_wall_s)} from the previous step's sync to its own")
+    if story.host_cpu_s is not None and story.host_measure == "spans":
+        said.append(
+            f"the stepping thread's runtime spans {format_seconds(story.host_cpu_s)} of wall "
+            "time (a capture has no CPU clock: untraced Python is not in it)"
+        )
+    elif story.host_cpu_s is not None:
+        said.append(f"the stepping thread's CPU {format_seconds(story.host_cpu_s)}")
+    if story.host_blocked_s:
+        said.append(f"blocked in its sync {format_seconds(story.host_blocked_s)}")
+    if story.transfer_s and story.median_wall_s and story.transfer_s >= 0.01 * story.median_wall_s:
+        said.append(
+            f"in transfers and reads {format_seconds(story.transfer_s)} (a read waits for the "
+            "device to finish the graph)"
+        )
+    if story.overlap_s:
+        said.append(f"{format_seconds(story.overlap_s)} of work ran hidden under the other side's")
+    if said:
+        lines.append("  host: " + "; ".join(said))
+    if story.ahead_max:
+        median = story.ahead_median
+        typical = f" (a median {median:g} in steady steps)" if median is not None and median else ""
+        steps = "step" if story.ahead_max == 1 else "steps"
+        lines.append(
+            f"  The host was up to {story.ahead_max} {steps} ahead of the device{typical}: a "
+            "step's sync returned before its graph ran, so a step's time runs until the device "
+            "finished it"
+        )
+    if story.drain_s:
+        lines.append(
+            f"  After the last step's sync the device took {format_seconds(story.drain_s)} "
+            "more to finish the steps still queued (in those steps' times)"
         )
     return lines
 
@@ -451,13 +494,15 @@ def _notes(console: Console, sources: list[SourceInfo], verbose: bool) -> None:
 _MAX_TRACED_ROWS = 6
 # Headers on two lines where needed, so that no column is wider than its numbers.
 _TIMELINE_COLUMNS = (
-    ("wall_s", "wall"),
+    ("wall_s", "step\ntime"),
+    ("host_wall_s", "host\nwall"),
     ("python_tracing_s", "python\n+tracing"),
     ("compile_s", "compile"),
     ("graph_build_s", "graph\nbuild"),
     ("transfer_s", "trans-\nfers"),
     ("device_wait_s", "device\nwait"),
     ("device_busy_s", "device\nbusy"),
+    ("queue_s", "queue"),
 )
 
 

@@ -29,7 +29,7 @@ STEP_PARTS = (
     ("part_compile_s", "compile", "#E45756"),
     ("part_transfer_s", "transfers", "#F58518"),
     ("part_tracing_s", "Python + tracing", "#4C78A8"),
-    ("part_device_s", "waiting on the device", "#B279A2"),
+    ("part_device_s", "device work", "#B279A2"),
     ("part_unattributed_s", "unattributed", "#D0D0D0"),
 )
 
@@ -88,13 +88,14 @@ def _empty(title: str, message: str) -> go.Figure:
 
 @_inert
 def step_timeline(timeline: pd.DataFrame | None, kept: KeptRows | None = None) -> go.Figure:
-    """Each step's wall time, stacked by the step model's parts (ms), which add up to it; the
-    wall time as markers on top, with the device's busy time in its hover. A part measured in
-    no step has no bar and no legend entry. ``kept``: the timeline is the rows the result kept
-    of a long run's (``PartResult.rows_kept``), which the figure says."""
+    """Each step's time in the run, stacked by the step model's parts (ms), which add up to
+    it; the step's time as markers on top, with the device's busy time and the host's time
+    from sync to sync in its hover (the host runs ahead of the device, so the two differ). A
+    part measured in no step has no bar and no legend entry. ``kept``: the timeline is the rows
+    the result kept of a long run's (``PartResult.rows_kept``), which the figure says."""
     import plotly.graph_objects as go
 
-    title = "Step timeline: where each step's wall time went"
+    title = "Step timeline: where each step's time went"
     if timeline is None or timeline.empty:
         return _empty(title, "no per-step data")
     if STEP_PARTS[0][0] not in timeline:
@@ -119,14 +120,19 @@ def step_timeline(timeline: pd.DataFrame | None, kept: KeptRows | None = None) -
             hovertemplate=f"step %{{x}}<br>{label}: %{{customdata}}<extra></extra>",
         )
     busy = (timeline["device_busy_s"] * 1e3).to_numpy(dtype="float64", na_value=float("nan"))
+    host = timeline["host_wall_s"] if "host_wall_s" in timeline else timeline["wall_s"]
+    host_ms = (host * 1e3).to_numpy(dtype="float64", na_value=float("nan"))
     figure.add_scatter(
         x=steps,
         y=timeline["wall_s"] * 1e3,
-        name="step wall time",
+        name="step time",
         mode="markers",
         marker={"color": "black", "symbol": "line-ew-open", "size": 14, "line": {"width": 2}},
-        customdata=busy,
-        hovertemplate="step %{x}: %{y:.2f} ms<br>device busy %{customdata:.2f} ms<extra></extra>",
+        customdata=list(zip(busy.tolist(), host_ms.tolist(), strict=True)),
+        hovertemplate=(
+            "step %{x}: %{y:.2f} ms<br>device busy %{customdata[0]:.2f} ms"
+            "<br>host, sync to sync %{customdata[1]:.2f} ms<extra></extra>"
+        ),
     )
     figure.update_layout(
         title=title,
