@@ -8,7 +8,9 @@ For each example it writes:
 And ci_check/{base,slow}/: examples/ci_check.py under `xlaprof run --max-steps 6`, as docs/ci.md
 runs it, as it is and with each batch arriving 1 s later (CI_CHECK_LOADER_DELAY_S).
 
-Usage: python sample_traces/regenerate.py [NAME ...]   (needs the runtime extra installed)
+Usage: python sample_traces/regenerate.py [--runs] [NAME ...]   (needs the runtime extra)
+  --runs: the run directories only (runs/, ci_check/, step_model/), leaving the job logs and
+          fallback records as they are: what a change to xlaprof's capture side changes
 """
 
 from __future__ import annotations
@@ -38,7 +40,14 @@ BOOTSTRAP = (
 )
 
 
-def regenerate(name: str) -> None:
+def regenerate(name: str, runs_only: bool = False) -> None:
+    if not runs_only:
+        regenerate_log(name)
+    regenerate_run(name)
+
+
+def regenerate_log(name: str) -> None:
+    """<name>.log and <name>.fallbacks: the job as a user's log holds it, no xlaprof."""
     script = EXAMPLES / f"{name}.py"
     fallbacks = HERE / f"{name}.fallbacks"
     fallbacks.unlink(missing_ok=True)
@@ -60,6 +69,11 @@ def regenerate(name: str) -> None:
         )
     if fallbacks.exists() and fallbacks.stat().st_size == 0:
         fallbacks.unlink()
+
+
+def regenerate_run(name: str) -> None:
+    """runs/<name>/: the example under `xlaprof run --trace-steps 4:6`."""
+    script = EXAMPLES / f"{name}.py"
     runs = HERE / "runs"
     runs.mkdir(exist_ok=True)
     target = runs / name
@@ -135,13 +149,15 @@ def regenerate_step_model() -> None:
 
 
 def main() -> None:
-    for name in sys.argv[1:] or [*NAMES, "ci_check", "step_model"]:
+    names = [a for a in sys.argv[1:] if a != "--runs"]
+    runs_only = "--runs" in sys.argv[1:]
+    for name in names or [*NAMES, "ci_check", "step_model"]:
         if name == "ci_check":
             regenerate_ci_check()
         elif name == "step_model":
             regenerate_step_model()
         else:
-            regenerate(name)
+            regenerate(name, runs_only)
 
 
 if __name__ == "__main__":
