@@ -189,7 +189,9 @@ def test_padding_to_multiples_of_16_removes_the_recompiles_in_xlaprof_diff() -> 
     from helpers import cli
 
     before = RUNS / "text_cls_dynamic_padding"
-    result = cli("diff", "--json", str(before), str(RUNS / after))
+    # (source lines read from this checkout, as findings() reads them: a run records the
+    # folder it ran in, which a fresh clone elsewhere does not have)
+    result = cli("diff", "--json", "--source-root", str(REPO), str(before), str(RUNS / after))
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     figures = {row["metric"]: row for row in document["comparison"]}
