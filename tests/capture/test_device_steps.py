@@ -99,3 +99,8 @@ def test_a_device_bound_loop_is_timed_as_the_device_runs_it(tmp_path: Path, step
     steady = timeline[timeline["steady"]]
     assert steady["wall_s"].sum() >= 0.75 * truth["cadence_s"] * (len(steady) - 1)
     assert story.drain_s is not None and story.drain_s > truth["cadence_s"]
+    # AND each step's wait for a CPU is measured (Linux's run-queue wait of the stepping
+    # thread), within the host's own time for the step
+    waits = timeline["cpu_wait_s"].to_numpy(dtype=float)
+    assert (waits >= 0).all()
+    assert (waits <= timeline["host_wall_s"].to_numpy(dtype=float) + 1e-6).all()

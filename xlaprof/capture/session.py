@@ -50,6 +50,7 @@ from xlaprof.capture.graphcapture import GraphCapture
 from xlaprof.capture.metrics import METRICS_SAMPLES, Reading, StepMetrics
 from xlaprof.capture.modules import ModuleRecorder
 from xlaprof.capture.rows import FLUSH_SECONDS, MAX_FILE_ENV, LogSize, RowBuffer, file_limit
+from xlaprof.capture.runqueue import RunQueueClock
 from xlaprof.capture.sampler import DEFAULT_SAMPLE_HZ, HostSampler
 from xlaprof.capture.synchook import hooked_session, install_sync_hook, uninstall_sync_hook
 from xlaprof.capture.tracewindow import TraceWindow
@@ -160,6 +161,7 @@ class Session:
         self.step_start = 0.0
         self.step_start_wall = 0.0
         self.step_cpu_start = 0.0
+        self._run_queue = RunQueueClock()  # the stepping thread's wait for a CPU
         self.regions: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
         self.window: TraceWindow | None = None
         self.exception: str | None = None
@@ -217,6 +219,7 @@ class Session:
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
         self.step_cpu_start = time.thread_time()
+        self._run_queue.restart()
         if self.trace_steps and self.trace_steps[0] == 0:
             self.window.start()
         self._open_step()
@@ -422,6 +425,7 @@ class Session:
         """
         # The clocks first: the step's host CPU must not hold the boundary's own reads.
         now, cpu_now = time.perf_counter(), time.thread_time()
+        wait_now = self._run_queue.read()
         try:
             with self.lock:
                 if not self.recording:
@@ -429,7 +433,9 @@ class Session:
                 assert self.metrics is not None
                 if not self.user_steps and self.metrics.idle(graph_required):
                     return
-                done = self._boundary(now, cpu_now, sync_entered_cpu, sync_entered_wall)
+                done = self._boundary(
+                    now, cpu_now, sync_entered_cpu, sync_entered_wall, wait_now
+                )
         except Exception as error:
             self._degrade("a step boundary", error)
             return
@@ -444,6 +450,7 @@ class Session:
         cpu_now: float,
         sync_entered_cpu: float | None,
         sync_entered_wall: float | None = None,
+        wait_now: float | None = None,
     ) -> bool:
         """End the finished step; True when ``max_steps`` is reached.
 
@@ -452,7 +459,8 @@ class Session:
         flush (see ``StepMetrics``). ``now`` and ``cpu_now`` are the wall and thread CPU clocks
         read as ``boundary`` was entered; ``sync_entered_cpu`` is the thread CPU clock as the
         sync that ends the step was entered (None without one); ``sync_entered_wall`` its
-        ``perf_counter`` then.
+        ``perf_counter`` then; ``wait_now`` the thread's run-queue wait as ``boundary`` was
+        entered (``RunQueueClock``; None where not measured).
         """
         assert self.metrics is not None
         self._close_step()  # the step ends here, as its row's wall time does (before the window
@@ -483,6 +491,7 @@ class Session:
                 None
                 if sync_entered_wall is None
                 else max(now - sync_entered_wall - capture_wall, 0.0),
+                self._run_queue.since_start(wait_now),
                 debug_offset,
                 fallback_offset,
                 reading,
@@ -533,6 +542,7 @@ class Session:
         self.step_start = time.perf_counter()
         self.step_start_wall = time.time()
         self.step_cpu_start = time.thread_time()
+        self._run_queue.restart()
 
     def step_label(self) -> int:
         """The number the step in progress will have in ``steps.jsonl`` (read by the sampler)."""
@@ -558,6 +568,7 @@ class Session:
                 host_cpu_s=ended.host_cpu_s,
                 sync_cpu_s=ended.sync_cpu_s,
                 sync_wall_s=ended.sync_wall_s,
+                cpu_wait_s=ended.cpu_wait_s,
                 debug_offset=ended.debug_offset,
                 fallback_offset=ended.fallback_offset,
                 eager=ended.eager,
@@ -806,6 +817,7 @@ class Session:
         self._step_trace = None  # the parent's step, not the child's to end
         self.recording = False
         self.finished = True
+        self._run_queue.close()
         annotate.set_session(None)
 
 
@@ -819,6 +831,7 @@ class _EndedStep(NamedTuple):
     host_cpu_s: float
     sync_cpu_s: float | None
     sync_wall_s: float | None
+    cpu_wait_s: float | None  # the thread's run-queue wait in the step (RunQueueClock)
     debug_offset: int
     fallback_offset: int
     reading: Reading

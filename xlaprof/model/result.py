@@ -48,6 +48,8 @@ class StepStory:
     median step, ``host_cpu_s`` the stepping thread's work in it (its CPU time in a run; in a
     capture alone, the wall time of its runtime spans: ``host_measure`` says which), and
     ``host_blocked_s`` the time its sync was blocked on the device (no host work),
+    ``host_cpu_wait_s`` the time its thread was ready to run but waited for a CPU (a busy
+    machine: Linux's run-queue wait),
     ``transfer_s`` its host-device copies and reads (a read waits for the device first);
     ``overlap_s`` the measured work that ran hidden under the other side's and ``queue_s`` how
     long its executions waited behind earlier ones. ``ahead_max`` and ``ahead_median``: how
@@ -84,6 +86,7 @@ class StepStory:
     # "spans" (the wall time of the thread's runtime spans, a capture alone)
     host_measure: str | None = None
     host_blocked_s: float | None = None
+    host_cpu_wait_s: float | None = None
     transfer_s: float | None = None
     overlap_s: float | None = None
     queue_s: float | None = None

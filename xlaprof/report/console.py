@@ -241,7 +241,13 @@ def _median_step_lines(story: StepStory, warm: str) -> list[str]:
         + (f" ({seconds / wall:.0%})" if wall else "")
         for name, seconds in measured
     ]
-    not_measured = [PART_WORDS[name] for name, seconds in story.parts.items() if seconds is None]
+    # the run-queue wait qualifies the host's wall time where Linux measures it; a source
+    # without it (a trace, another system) is not short of a part of the step's work
+    not_measured = [
+        PART_WORDS[name]
+        for name, seconds in story.parts.items()
+        if seconds is None and name != "cpu_wait"
+    ]
     if shown:
         lines.append("  measured: " + ", ".join(shown))
     rest = story.unattributed_s
@@ -271,29 +277,10 @@ def _median_step_lines(story: StepStory, warm: str) -> list[str]:
 
 
 def _host_lines(story: StepStory) -> list[str]:
-    """How the host's side of the median step compares with its time in the run: when its
-    sync returned, its CPU time, the time it was blocked on the device and the work hidden
-    under the other side's; how far the host ran ahead, and the run's final drain."""
+    """How the host's side of the median step compares with its time in the run
+    (``_host_said``); how far the host ran ahead, and the run's final drain."""
     lines = []
-    said = []
-    if story.host_wall_s is not None:
-        said.append(f"{format_seconds(story.host_wall_s)} from the previous step's sync to its own")
-    if story.host_cpu_s is not None and story.host_measure == "spans":
-        said.append(
-            f"the stepping thread's runtime spans {format_seconds(story.host_cpu_s)} of wall "
-            "time (a capture has no CPU clock: untraced Python is not in it)"
-        )
-    elif story.host_cpu_s is not None:
-        said.append(f"the stepping thread's CPU {format_seconds(story.host_cpu_s)}")
-    if story.host_blocked_s:
-        said.append(f"blocked in its sync {format_seconds(story.host_blocked_s)}")
-    if story.transfer_s and story.median_wall_s and story.transfer_s >= 0.01 * story.median_wall_s:
-        said.append(
-            f"in transfers and reads {format_seconds(story.transfer_s)} (a read waits for the "
-            "device to finish the graph)"
-        )
-    if story.overlap_s:
-        said.append(f"{format_seconds(story.overlap_s)} of work ran hidden under the other side's")
+    said = _host_said(story)
     if said:
         lines.append("  host: " + "; ".join(said))
     if story.ahead_max:
@@ -311,6 +298,36 @@ def _host_lines(story: StepStory) -> list[str]:
             "more to finish the steps still queued (in those steps' times)"
         )
     return lines
+
+
+def _host_said(story: StepStory) -> list[str]:
+    """The host's side of the median step: when its sync returned, its CPU time, the time it
+    was blocked on the device or waiting for a CPU, its transfers, and the work hidden under
+    the other side's (each where measured; the small ones left out)."""
+    said = []
+    wall = story.median_wall_s or 0.0
+    if story.host_wall_s is not None:
+        said.append(f"{format_seconds(story.host_wall_s)} from the previous step's sync to its own")
+    if story.host_cpu_s is not None and story.host_measure == "spans":
+        said.append(
+            f"the stepping thread's runtime spans {format_seconds(story.host_cpu_s)} of wall "
+            "time (a capture has no CPU clock: untraced Python is not in it)"
+        )
+    elif story.host_cpu_s is not None:
+        said.append(f"the stepping thread's CPU {format_seconds(story.host_cpu_s)}")
+    if story.host_blocked_s:
+        said.append(f"blocked in its sync {format_seconds(story.host_blocked_s)}")
+    waited = story.host_cpu_wait_s
+    if waited and waited >= 0.01 * wall:
+        said.append(f"waiting for a CPU {format_seconds(waited)} (other processes had the cores)")
+    if story.transfer_s and wall and story.transfer_s >= 0.01 * wall:
+        said.append(
+            f"in transfers and reads {format_seconds(story.transfer_s)} (a read waits for the "
+            "device to finish the graph)"
+        )
+    if story.overlap_s:
+        said.append(f"{format_seconds(story.overlap_s)} of work ran hidden under the other side's")
+    return said
 
 
 def _span(steps: list[int]) -> str:

@@ -30,6 +30,7 @@ STEP_PARTS = (
     ("part_transfer_s", "transfers", "#F58518"),
     ("part_tracing_s", "Python + tracing", "#4C78A8"),
     ("part_device_s", "device work", "#B279A2"),
+    ("part_cpu_wait_s", "waiting for a CPU", "#9D9D9D"),
     ("part_unattributed_s", "unattributed", "#D0D0D0"),
 )
 

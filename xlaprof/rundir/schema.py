@@ -167,6 +167,10 @@ class StepRow:
     # difference is time the sync was blocked, e.g. behind a full queue of executions); None
     # where no sync ended the step, and in older runs
     sync_wall_s: float | None = None
+    # time the stepping thread was ready to run but waited for a CPU (Linux's run-queue wait,
+    # ``capture.runqueue``): a busy machine's share of the step's host wall time; None where
+    # not measured (another system, older runs)
+    cpu_wait_s: float | None = None
 
 
 @dataclass(frozen=True)

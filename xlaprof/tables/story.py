@@ -16,6 +16,9 @@ step's sync returned). Its parts, each measured, each from a named source (``PAR
 - ``device``: device work: the device's own busy time running the step's executions, whenever
   they ran (a run's executions; a capture alone: the busiest device's busy time in the step,
   the CPU client's executions where there is no device plane);
+- ``cpu_wait``: the stepping thread ready to run but waiting for a CPU (Linux's run-queue
+  wait, read at each boundary): a busy machine's share of the host's side, no cause in the
+  user's code (a run only; a trace does not record it);
 - ``unattributed``: the rest of the step's time: measured as a duration, but not what it was
   spent on (blocked on I/O, on another thread, preempted, untraced Python). Shown as such,
   never named as a cause.
@@ -25,9 +28,10 @@ never host work: it is time the device's part already holds.
 
 Host and device work overlap: the device runs one step's graph while the host traces the next.
 So the parts take the step's time bound side first: after compiling, the larger of device work
-and host work (``tracing``) takes what it measured, then the other side and the transfers take
-what is left (each at most that); ``overlap_s`` is the measured work that found no time left,
-the work that ran hidden under the other side's. The parts always add up to the step's time.
+and the host's side (``tracing`` and ``cpu_wait``) takes what it measured, then the other side
+and the transfers take what is left (each at most that); ``overlap_s`` is the measured work
+that found no time left, the work that ran hidden under the other side's. The parts always
+add up to the step's time.
 
 A step's ``bound`` is its largest part (so the largest part and the bound cannot disagree) and
 ``bound_share`` that part's share of the step's time: a description of the step, not a
@@ -62,9 +66,10 @@ BOUND_WORDS = {
     "transfer": "host-device transfers and reads (sync-bound)",
     "device": "device work: device-bound",
     "host": "other host work (the device idle)",
+    "cpu_wait": "waiting for a CPU: the machine is busy (other processes had its cores)",
 }
 # The measured parts of a step, in the order they take its wall time (module docstring).
-PARTS = ("compile", "transfer", "tracing", "device")
+PARTS = ("compile", "transfer", "tracing", "device", "cpu_wait")
 UNATTRIBUTED = "unattributed"
 # The parts of a step's wall time (``with_bounds``' part columns), in words.
 PART_WORDS = {
@@ -72,6 +77,7 @@ PART_WORDS = {
     "tracing": "host CPU (Python + tracing)",
     "transfer": "transfers",
     "device": "device work",
+    "cpu_wait": "waiting for a CPU (a busy machine)",
     UNATTRIBUTED: "unattributed",
 }
 # Where each part of a step comes from, by the row's ``source`` (the timeline's).
@@ -82,6 +88,7 @@ PART_SOURCES = {
         "tracing": "metrics (the stepping thread's CPU clock)",
         "device": "the run's executions (each one's launch and completion, from ExecuteTime's "
         "samples: the device's own busy time, queue left out)",
+        "cpu_wait": "the stepping thread's run-queue wait (Linux's /proc schedstat)",
     },
     "trace": {
         "compile": "trace (XLAGraphExecutor::Compile; without torch_xla: the PJRT client's "
@@ -91,6 +98,7 @@ PART_SOURCES = {
         "graph build less its barrier wait)",
         "device": "the run's executions (a capture alone: the busiest device's busy time in "
         "the step; without a device plane, the CPU client's executions)",
+        "cpu_wait": "the run's steps (the stepping thread's run-queue wait)",
     },
 }
 STORY_COLUMNS = ("bound", "bound_share", "steady", "overlap_s")
@@ -135,17 +143,17 @@ def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
 
 # The order the parts take a step's time, after compiling: the bound side first (module
 # docstring).
-_DEVICE_FIRST = ("device", "tracing", "transfer")
-_HOST_FIRST = ("tracing", "transfer", "device")
+_DEVICE_FIRST = ("device", "tracing", "cpu_wait", "transfer")
+_HOST_FIRST = ("tracing", "cpu_wait", "transfer", "device")
 
 
 def _parts_columns(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Each row's time by measured part, plus ``unattributed``, and the overlap (module
     docstring): per part, its seconds (NaN where not measured). Compiling takes the time first,
-    then the larger of device and host work, then the rest, each at most what the ones before
-    left; ``unattributed`` is what is left (NaN where the step's time is not known), so where
-    it is known they add up to it. The overlap is the measured work (host, transfers, device)
-    beyond what it took."""
+    then the larger of device work and the host's side, then the rest, each at most what the
+    ones before left; ``unattributed`` is what is left (NaN where the step's time is not
+    known), so where it is known they add up to it. The overlap is the measured work (host,
+    transfers, device) beyond what it took."""
     import numpy as np
 
     wall = _column(frame, "wall_s")
@@ -157,8 +165,10 @@ def _parts_columns(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarr
         "transfer": _column(frame, "transfer_s"),
         "tracing": tracing,
         "device": _column(frame, "device_busy_s"),
+        "cpu_wait": _column(frame, "cpu_wait_s"),
     }
-    device_first = np.nan_to_num(measured["device"], nan=-1.0) >= np.nan_to_num(tracing)
+    host_side = np.nan_to_num(tracing) + np.nan_to_num(measured["cpu_wait"])
+    device_first = np.nan_to_num(measured["device"], nan=-1.0) >= host_side
     known = ~np.isnan(wall)
     left = wall.copy()
     parts: dict[str, np.ndarray] = {}
@@ -260,6 +270,7 @@ def step_story(
         measured = _number(row.get("python_tracing_s")) is not None
         story.host_measure = "cpu" if measured or story.median_source == "metrics" else "spans"
     story.host_blocked_s = _number(row.get("device_wait_s"))
+    story.host_cpu_wait_s = _number(row.get("cpu_wait_s"))
     story.transfer_s = _number(row.get("transfer_s"))
     story.overlap_s = _number(row.get("overlap_s"))
     story.queue_s = _number(row.get("queue_s"))

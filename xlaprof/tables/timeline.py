@@ -14,7 +14,9 @@ seconds; None (NaN) where not measured:
   handing over the graph), ``tracing_s`` (the LazyTracing metric: the part of Python time spent
   building IR), ``compile_s``, ``transfer_s`` (host-device copies; a read waits for the device
   first), ``device_wait_s`` (the host blocked on the device: the sync's wall time beyond its
-  CPU time, e.g. behind a full queue of executions; in a trace, its wait spans);
+  CPU time, e.g. behind a full queue of executions; in a trace, its wait spans),
+  ``cpu_wait_s`` (the stepping thread ready to run but waiting for a CPU: a busy machine;
+  Linux's run-queue wait, ``capture.runqueue``; a trace does not record it);
 - device: ``device_busy_s`` (the device's own busy time running the step's executions, whenever
   they ran), ``device_idle_s`` (the rest of the step's time), ``queue_s`` (how long the step's
   executions waited in the queue behind earlier ones), ``ahead_steps`` (how many earlier steps'
@@ -71,6 +73,7 @@ COLUMNS = [
     "compile_s",
     "transfer_s",
     "device_wait_s",
+    "cpu_wait_s",
     "device_busy_s",
     "device_idle_s",
     "queue_s",
@@ -112,6 +115,7 @@ class TimelineRow(TypedDict):
     compile_s: float | None
     transfer_s: float | None
     device_wait_s: float | None
+    cpu_wait_s: float | None
     device_busy_s: float | None
     device_idle_s: float | None
     queue_s: float | None
@@ -148,6 +152,7 @@ def from_metrics(rows: list[StepRow], device: RunDevice | None = None) -> list[T
                 "compile_s": compile_s,
                 "transfer_s": row.to_device_s + row.from_device_s,
                 "device_wait_s": _blocked(row),
+                "cpu_wait_s": row.cpu_wait_s,
                 "device_busy_s": busy,
                 "device_idle_s": None if wall is None or busy is None else max(wall - busy, 0.0),
                 "queue_s": None if ran is None else ran.queue_s,
@@ -300,6 +305,7 @@ def _rows_of(
                 "compile_s": part["compile_s"],
                 "transfer_s": part["transfer_s"],
                 "device_wait_s": part["device_wait_s"],
+                "cpu_wait_s": None,  # the scheduler's, which a trace does not record
                 "graph_build_s": part["graph_build_s"],
                 "device_busy_s": busy,
                 "device_idle_s": None if busy is None else max(wall / 1e9 - busy, 0.0),
@@ -354,6 +360,7 @@ def _frame_of(
             "compile_s": part("compile_s"),
             "transfer_s": part("transfer_s"),
             "device_wait_s": part("device_wait_s"),
+            "cpu_wait_s": missing,
             "device_busy_s": busy,
             "device_idle_s": np.where(np.isnan(busy), np.nan, np.maximum(wall - busy, 0.0)),
             "queue_s": missing,
@@ -682,6 +689,7 @@ def _measured_by_the_run(row: TimelineRow, recorded: TimelineRow) -> None:
     # compiling mix in it), neither does the trace stand in with its spans' wall time
     row["graph_build_s"] = build if python is not None or build is not None else None
     row["host_wall_s"] = recorded["host_wall_s"]
+    row["cpu_wait_s"] = recorded["cpu_wait_s"]
     if recorded["device_busy_s"] is None and recorded["queue_s"] is None:
         return  # no executions recorded (an older run): the trace's own figures stand
     row["wall_s"] = recorded["wall_s"]
