@@ -48,7 +48,13 @@ __all__ = [
 
 def analyze(request: AnalysisRequest) -> AnalysisResult:
     """Load ``request``'s inputs, choose the process runs it names (the latest run's, unless
-    ``process`` says otherwise), analyze each, and return the finished result."""
+    ``process`` says otherwise), analyze each, and return the finished result. A saved
+    result (a document of ``xlaprof analyze --json``, given alone) is read back as it was,
+    every part naming the file read (``xlaprof.inputs.saved``)."""
+    from xlaprof.inputs.saved import is_saved, load_saved
+
+    if len(request.inputs) == 1 and is_saved(Path(request.inputs[0])):
+        return load_saved(Path(request.inputs[0]), request.max_size, request.process)
     parts, processes, notes = _load(request)
     results = [_analyze_part(part, request) for part in parts]
     counts = [r.counts for r in results if r.counts is not None]
@@ -201,6 +207,9 @@ def _finish(result: PartResult) -> None:
         measured=bool(data.reports or data.steps),
         warmup_steps=data.warmup_steps,
     )
+    from xlaprof.tables.check_figures import check_figures
+
+    result.checked = check_figures(data, result.part.run)
     trace = result.trace
     if trace is not None:
         from xlaprof.tables.device.view import device_view

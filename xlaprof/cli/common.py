@@ -235,12 +235,6 @@ def write_atomic(path: Path, text: str, force: bool) -> None:
 
 
 def result_of(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any]) -> AnalysisResult:
-    """The result to show for ``paths``: a document saved with ``xlaprof analyze --json``
-    read back as it was (``xlaprof.analysis/1``), else ``paths`` analyzed."""
-    from xlaprof.report.json_out import saved_analysis
-
-    if len(paths) == 1:
-        saved = saved_analysis(Path(paths[0]), settings.get("max_size"))
-        if saved is not None:
-            return saved
+    """The result to show for ``paths`` (a document saved with ``xlaprof analyze --json`` is
+    read back as it was, by the pipeline: ``xlaprof.inputs.saved``)."""
     return analyzed(request_from(paths, settings))

@@ -225,6 +225,48 @@ class KeptRows:
 
 
 @dataclass
+class StepCount:
+    """One recorded step's counts as the budgets read them (``xlaprof check``): compilations
+    and their seconds, device-to-host reads, ``.item()`` reads and CPU-fallback calls."""
+
+    step: int
+    compiles: int
+    compile_s: float
+    reads: int
+    scalar_reads: int
+    fallback_calls: int
+
+
+@dataclass
+class CheckFigures:
+    """What ``xlaprof check`` judges, measured once by the pipeline (``tables.check_figures``)
+    so that budgets read numbers, not the input: the recorded steps' counts (``steps``: empty
+    where none were recorded), whether a metrics report was read, the compile seconds it
+    holds, the compilations a debug log lists, how many distinct hashes they had and whether
+    each had one, the run directory and its recorded status."""
+
+    steps: list[StepCount]
+    has_reports: bool
+    report_compile_s: float | None
+    logged_compilations: int
+    graph_hashes: int
+    all_hashed: bool
+    run_path: str | None
+    run_status: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> CheckFigures:
+        fields = dict(document)
+        fields["steps"] = [StepCount(**row) for row in document.get("steps") or []]
+        return cls(**fields)
+
+
+@dataclass
 class PartResult:
     """One part analyzed (``xlaprof.pipeline.analyze``), finished: everything a renderer shows."""
 
@@ -277,6 +319,11 @@ class PartResult:
     # Those tables before they were cut, for the notebook (``Analysis.timeline()``,
     # ``stragglers()``, ``host_skew()``: every row): held in memory only, never written.
     every_row: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    # What ``xlaprof check`` judges (``CheckFigures``), made by the pipeline.
+    checked: CheckFigures | None = None
+    # A result read back from a saved ``--json`` document (``inputs.saved``): the file read
+    # (every output names it, not the run it was made from).
+    read_from: str | None = None
 
     @property
     def run(self) -> Run | None:
@@ -318,6 +365,7 @@ class PartResult:
             "compile_summary": None
             if self.compile_summary is None
             else self.compile_summary.to_json(),
+            "check": None if self.checked is None else self.checked.to_json(),
         }
 
     @classmethod
@@ -359,6 +407,7 @@ class PartResult:
         activity = view.get("host_activity")
         host_view = view.get("host_view")
         compile_summary = view.get("compile_summary")
+        checked = view.get("check")
         return cls(
             part=part,
             findings=[Finding.from_json(f) for f in document.get("findings", [])],
@@ -391,6 +440,7 @@ class PartResult:
             else CompileSummary.from_json(compile_summary),
             rows_kept=rows_kept,
             summaries=_summaries_of(document.get("summaries"), rows_kept),
+            checked=None if checked is None else CheckFigures.from_json(checked),
         )
 
     def findings_frame(self) -> pd.DataFrame:
@@ -647,7 +697,7 @@ def _summaries_of(
 ) -> dict[str, dict[str, Any]]:
     """A saved document's ``summaries``; one written before that key has those of the tables
     it cut (``rows_kept``), and the reader of saved documents adds the others
-    (``report.json_out.saved_analysis``)."""
+    (``inputs.saved.load_saved``)."""
     if saved is not None:
         return {name: dict(figures) for name, figures in saved.items() if figures is not None}
     return {

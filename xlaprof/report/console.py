@@ -142,10 +142,16 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
     notes and unreadable lines are still to be said."""
     part = result.part
     run = part.run_summary
+    lead = ("xlaprof analyze ", "bold")
+    if result.read_from is not None:  # the file read first; the input it was made from after
+        console.print(
+            Text.assemble(lead, escape.terminal(result.read_from), SAVED_WORDS), highlight=False
+        )
+        lead = (MADE_FROM, "")
     if run is not None:
         console.print(
             Text.assemble(
-                ("xlaprof analyze ", "bold"),
+                lead,
                 escape.terminal(run.path),
                 f"  (run: {run.steps_recorded} steps, ended {run.status}"
                 + (f", exit code {run.exit_code}" if run.exit_code is not None else "")
@@ -158,7 +164,7 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
         return []
     if result.trace_only and result.devices is not None:  # a capture: what it holds
         capture = escape.terminal(result.devices.capture)
-        console.print(Text.assemble(("xlaprof analyze ", "bold"), capture))
+        console.print(Text.assemble(lead, capture))
         return []
     for source in part.sources:
         what = (
@@ -168,8 +174,13 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
             f"{source.debug_events} debug event(s)"
         )
         path = escape.terminal(source.path)
-        console.print(Text.assemble(("xlaprof analyze ", "bold"), path, f"  ({what})"))
+        console.print(Text.assemble(lead, path, f"  ({what})"))
     return part.sources
+
+
+# How the header says that a result was read back from a saved document, not measured.
+SAVED_WORDS = "  (a saved result: nothing was measured again)"
+MADE_FROM = "  made from "
 
 
 def story_lines(story: StepStory | None, host_table: bool = False) -> list[str]:
