@@ -23,6 +23,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -98,7 +99,22 @@ Seconds = Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)]
 Share = Annotated[StrictFloat | StrictInt, Field(ge=0, le=1, allow_inf_nan=False)]
 Cell = StrictBool | Integer | Annotated[StrictFloat, Field(allow_inf_nan=False)] | Text | None
 Figure = Number | Text | None | list[Number | Text | None]
-Rows = Annotated[list[dict[Name, Text]], Field(max_length=MAX_TABLE_ROWS)]
+
+
+def _same_columns(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A text table's rows, each with the first row's columns in its order (the renderers lay
+    the table out by them)."""
+    if rows:
+        columns = list(rows[0])
+        for number, row in enumerate(rows):
+            if list(row) != columns:
+                raise ValueError(f"row {number} has other columns than the first row")
+    return rows
+
+
+Rows = Annotated[
+    list[dict[Name, Text]], Field(max_length=MAX_TABLE_ROWS), AfterValidator(_same_columns)
+]
 
 
 class _Closed(BaseModel):
@@ -139,18 +155,30 @@ class TableDoc(_Closed):
 
 
 def _fits(dtype: str, cell: object) -> bool:
-    """Whether ``cell`` is a value a ``dtype`` column holds (None: not measured, any column)."""
-    if cell is None:
-        return True
-    if _NUMERIC.match(dtype):
-        if isinstance(cell, bool) or not isinstance(cell, int | float):
-            return False
-        return not (dtype.lower().startswith("int") or dtype.lower().startswith("uint")) or (
-            isinstance(cell, int) or float(cell).is_integer()
-        )
+    """Whether ``cell`` is a value a ``dtype`` column holds (None: not measured, any column):
+    a whole number within an integer column's range, a number in a float column, a bool in a
+    bool column; any scalar in an object, string or category column."""
+    if cell is None or not (dtype in ("bool", "boolean") or _NUMERIC.match(dtype)):
+        return True  # not measured; or an object, str, string or category column
     if dtype in ("bool", "boolean"):
         return isinstance(cell, bool)
-    return True  # object, str, string, category: any scalar cell
+    if isinstance(cell, bool) or not isinstance(cell, int | float):
+        return False
+    kind = dtype.lower()
+    if kind.startswith("float"):
+        return True
+    return _whole_in_range(kind, cell)
+
+
+def _whole_in_range(kind: str, cell: float) -> bool:
+    """Whether ``cell`` is a whole number an integer column of ``kind`` (``int64``,
+    ``uint8``, ...) holds."""
+    if isinstance(cell, float) and not cell.is_integer():
+        return False
+    bits = int(kind.removeprefix("u").removeprefix("int"))
+    if kind.startswith("u"):
+        return 0 <= cell <= 2**bits - 1
+    return -(2 ** (bits - 1)) <= cell <= 2 ** (bits - 1) - 1
 
 
 class LocationDoc(_Closed):

@@ -620,7 +620,7 @@ def frame_from_json(document: dict[str, Any]) -> pd.DataFrame:
             continue
         try:
             frame[column] = frame[column].astype(dtype)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             continue  # a type the values no longer fit (ints with a gap): kept as read
     return frame
 
