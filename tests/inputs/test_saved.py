@@ -133,7 +133,7 @@ def test_a_saved_result_reads_back_the_same_in_every_command(
 
 
 def _render(name: str, part: Any) -> str:
-    """``part`` as renderer ``name`` writes it, 400 columns wide (no line of a long path wrapped)."""
+    """``part`` as renderer ``name`` writes it, 400 wide (no long path wrapped)."""
     import io
 
     from xlaprof.model.result import AnalysisResult
