@@ -181,6 +181,13 @@ def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
     if figures.get("compiles") is None and result.compile_summary is not None:
         # a TORCH_TRACE log alone: its compiles are the part's (no torch_xla counter ran)
         figures["compiles"] = result.compile_summary.compiles
+    intermediate = [
+        e.memory.intermediate_bytes
+        for e in result.part.data.debug.compilations()
+        if e.memory is not None and e.memory.intermediate_bytes is not None
+    ]
+    # the largest graph's intermediate buffers, as PT_XLA_DEBUG measured them (a fix's bench)
+    figures["intermediate_bytes"] = max(intermediate) if intermediate else None
     story = result.story
     if story is not None and story.median_wall_s is not None:
         # the one step model: the median steady step the story names is the run's median step
