@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.xlaprof-setup
 export PJRT_DEVICE ?= CPU
 
-.PHONY: setup browser demo test lint typecheck format bench samples clean
+.PHONY: setup browser demo test lint typecheck format bench samples golden clean
 
 setup: $(STAMP)
 

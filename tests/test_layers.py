@@ -225,3 +225,38 @@ def test_no_test_takes_a_private_name_of_the_package() -> None:
         if i.private is not None
     ]
     assert not wrong, "\n".join(wrong)
+
+
+# What the stages after the pipeline may not import: the live inputs (a trace, a run directory's
+# reader, the input loaders). They read the finished result, which holds numbers, tables and
+# findings; what they need of a path (MCP's listings) they ask of ``xlaprof.pipeline``.
+CLOSED_CONSUMERS = (
+    "xlaprof.report",
+    "xlaprof.mcp",
+    "xlaprof.api",
+    "xlaprof.budgets",
+    "xlaprof.fixes",
+)
+LIVE_INPUTS = ("xlaprof.model.trace", "xlaprof.rundir.reader", "xlaprof.inputs")
+# The notebook facade still hands out the live run and trace it was analyzed from
+# (``Analysis.run``, ``Analysis.trace()``: their types only) until the result names a row
+# store for every row (issue 46); no other import is allowed.
+FACADE_TYPES = {("xlaprof.api", "xlaprof.model.trace"), ("xlaprof.api", "xlaprof.rundir.reader")}
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_results_consumers_import_no_live_input() -> None:
+    # GIVEN every import of the renderers, MCP, the facade, the budgets and the fix benchmarks
+    # WHEN its target is a live input (a trace, a run's reader, a loader)
+    wrong = [
+        f"{i.importer}:{i.line} imports {i.target}"
+        for i in all_imports()
+        if _within(i.importer, CLOSED_CONSUMERS)
+        and _within(i.target, LIVE_INPUTS)
+        and (i.importer, i.target) not in FACADE_TYPES
+    ]
+    # THEN there is none: they read the finished result
+    assert not wrong, "\n".join(wrong)

@@ -112,6 +112,38 @@ def _under(path: Path, root: Path) -> bool:
     return True
 
 
+# -- what the inputs stage says of a path, for the stages after the pipeline (MCP's listings):
+# they reach inputs and run directories only through here.
+
+
+def recorded_root_of(part: Part) -> Path | None:
+    """The working directory ``part``'s run recorded, when it is a real project folder here."""
+    return None if part.run is None else recorded_root(part.run.info.cwd)
+
+
+def runs_in(folder: Path) -> list[Path]:
+    """The run directories at or under ``folder`` (one per process)."""
+    from xlaprof.rundir.reader import find_runs
+
+    return find_runs(folder)
+
+
+def run_record(run: Path) -> tuple[str, int | None]:
+    """A run directory's recorded status and steps (``RunDirError`` where its ``run.json``
+    cannot be read; one that is a link is not followed)."""
+    from xlaprof.rundir.reader import read_info
+
+    info = read_info(run, follow=False)
+    return info.status, info.steps_recorded
+
+
+def is_capture(path: Path) -> bool:
+    """Whether ``path`` is a profiler capture file (an xplane, a Chrome/Kineto trace)."""
+    from xlaprof.inputs.captures import is_capture_file
+
+    return is_capture_file(path)
+
+
 def source_root_of(part: Part, request: AnalysisRequest) -> Path | None:
     """The folder whose source files findings on ``part`` may quote: the request's
     ``source_root_of(part)`` or ``source_root``, else a run's recorded working directory."""
@@ -188,6 +220,7 @@ def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
     ]
     # the largest graph's intermediate buffers, as PT_XLA_DEBUG measured them (a fix's bench)
     figures["intermediate_bytes"] = max(intermediate) if intermediate else None
+    figures.update(_cache_counters(result.part.data))
     story = result.story
     if story is not None and story.median_wall_s is not None:
         # the one step model: the median steady step the story names is the run's median step
@@ -195,6 +228,23 @@ def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
     result.figures = figures
     _finish(result)
     return result
+
+
+# The persistent compile cache's counters in a metrics report, by the figure each becomes.
+CACHE_COUNTERS = {
+    "cache_hits": "PersistentCacheHit",
+    "cache_misses": "PersistentCacheMiss",
+    "cache_deserialize_failures": "PersistentCacheDeserializeFailure",
+}
+
+
+def _cache_counters(data: AnalysisInput) -> dict[str, int | None]:
+    """The last metrics report's persistent-cache counters (None: no report; 0: a report
+    without the counter, torch_xla's way of saying it never counted), for ``bench cache``."""
+    if not data.reports:
+        return dict.fromkeys(CACHE_COUNTERS)
+    counters = data.reports[-1].counters
+    return {figure: counters.get(name) or 0 for figure, name in CACHE_COUNTERS.items()}
 
 
 def _finish(result: PartResult) -> None:

@@ -359,15 +359,12 @@ def _cache_verdict(second: Side) -> tuple[str, bool]:
 
     A compile time is only the cache's doing if the cache hit and nothing failed to load.
     """
-    from xlaprof.rundir.reader import load_run
-
-    reports = load_run(second.run_dir).metrics_reports()
-    counters = reports[-1].counters if reports else {}
-    failures = counters.get("PersistentCacheDeserializeFailure") or 0
-    hits = counters.get("PersistentCacheHit") or 0
+    figures = second.summary  # the pipeline's (``measured_side``): the last report's counters
+    failures = figures.get("cache_deserialize_failures") or 0
+    hits = figures.get("cache_hits") or 0
     second.summary["persistent_cache"] = {
         "hits": hits,
-        "misses": counters.get("PersistentCacheMiss") or 0,
+        "misses": figures.get("cache_misses") or 0,
         "deserialize_failures": failures,
     }
     if failures:
