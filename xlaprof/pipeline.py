@@ -144,6 +144,13 @@ def is_capture(path: Path) -> bool:
     return is_capture_file(path)
 
 
+def is_saved_result(path: Path) -> bool:
+    """Whether ``path`` is a document saved by ``xlaprof analyze --json`` (a saved result)."""
+    from xlaprof.inputs.saved import is_saved
+
+    return is_saved(path)
+
+
 def source_root_of(part: Part, request: AnalysisRequest) -> Path | None:
     """The folder whose source files findings on ``part`` may quote: the request's
     ``source_root_of(part)`` or ``source_root``, else a run's recorded working directory."""

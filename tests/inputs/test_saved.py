@@ -81,7 +81,8 @@ def test_a_saved_result_reads_back_the_same_in_every_command(
         monkeypatch.setenv(name, value)
     done = cli("analyze", "--json", str(original), env=env)
     assert done.returncode == 0, done.stderr
-    saved = tmp_path / f"{kind}.json"
+    saved = tmp_path / "saved" / f"{kind}.json"
+    saved.parent.mkdir()
     saved.write_text(done.stdout)
     before = json.loads(done.stdout)
 
@@ -120,7 +121,10 @@ def test_a_saved_result_reads_back_the_same_in_every_command(
         notebook = xlaprof.Analysis(saved)
     assert len(notebook.findings()) == len(fresh.findings)
     assert len(notebook.timeline()) == len(fresh.timeline_frame())
-    overview = Tools(Roots([tmp_path])).analyze(str(saved))
+    tools = Tools(Roots([tmp_path]))
+    listed = tools.list_inputs(str(saved.parent)).entries
+    assert [(e.path, e.kind) for e in listed] == [(str(saved), "saved_result")]
+    overview = tools.analyze(str(saved))
     assert overview.summary.model_dump() == before["summary"]
     assert any(f"read a saved result: {saved}" in note for note in overview.notes)
 

@@ -62,15 +62,9 @@ def load_saved(path: Path, max_size: int, process: str | None = None) -> Analysi
             names = ", ".join(p.part.name for p in result.parts)
             raise InputNotFound(f"{path}: no process {process!r} in this saved result ({names})")
         result.parts = chosen
-    result.notes = [saved_note(path, result), *result.notes]
+    note = result.saved_note()
+    result.notes = [*([note] if note else []), *result.notes]
     return result
-
-
-def saved_note(path: Path | str, result: AnalysisResult) -> str:
-    """The line every output shows of a saved result: the file read, and what it was made of."""
-    made = sorted({s.path for p in result.parts for s in p.part.sources})
-    of = f" (made from {', '.join(made[:3])}{', ...' if len(made) > 3 else ''})" if made else ""
-    return f"read a saved result: {path}{of}; nothing was measured again"
 
 
 def _with_summaries(result: AnalysisResult) -> AnalysisResult:

@@ -64,8 +64,8 @@ class Fingerprint:
 class Entry:
     """One thing an agent can analyze: ``kind`` is ``run`` (a run directory, or a folder of
     process runs), ``capture`` (a trace file), ``capture_logdir`` (a folder with
-    ``plugins/profile/<session>/``) or ``log`` (a text file holding a metrics report or
-    PT_XLA_DEBUG output: ``contents`` says which)."""
+    ``plugins/profile/<session>/``), ``log`` (a text file holding a metrics report or
+    PT_XLA_DEBUG output: ``contents`` says which) or ``saved_result`` (a ``--json`` document)."""
 
     path: str
     kind: str
@@ -349,13 +349,12 @@ def _file_entry(path: Path) -> Entry | None:
         return None
     if not stat.S_ISREG(info.st_mode):
         return None
-    from xlaprof.pipeline import is_capture
+    from xlaprof.pipeline import is_capture, is_saved_result
 
-    if is_capture(path):
-        return Entry(str(path), "capture", info.st_size, 1, _stamp(info.st_mtime_ns))
-    if path.suffix not in TEXT_SUFFIXES:
-        return None
-    contents = _text_contents(path, info.st_size)
+    kind = "capture" if is_capture(path) else "saved_result" if is_saved_result(path) else None
+    if kind is not None:
+        return Entry(str(path), kind, info.st_size, 1, _stamp(info.st_mtime_ns))
+    contents = _text_contents(path, info.st_size) if path.suffix in TEXT_SUFFIXES else []
     if not contents:
         return None
     return Entry(str(path), "log", info.st_size, 1, _stamp(info.st_mtime_ns), contents=contents)

@@ -551,6 +551,23 @@ class AnalysisResult:
             totals=Counts.from_summary(document["summary"]) if several else None,
         )
 
+    def saved_note(self) -> str | None:
+        """The line every output shows of a result read back from a saved document: the file
+        read, and what it was made from (None: measured, not read back)."""
+        read = next((p.read_from for p in self.parts if p.read_from is not None), None)
+        if read is None:
+            return None
+        made = sorted({s.path for p in self.parts for s in p.part.sources})
+        listed = ", ".join(made[:3]) + (", ..." if len(made) > 3 else "")
+        of = f" (made from {listed})" if made else ""
+        return f"read a saved result: {read}{of}; nothing was measured again"
+
+    def measured_notes(self) -> list[str]:
+        """The notes on what was analyzed, without the one saying it was read back (a document
+        written again from a saved result holds the notes it was saved with)."""
+        said = self.saved_note()
+        return [note for note in self.notes if note != said]
+
     def one(self) -> AnalysisResult:
         """This result with its first part only (``report``, ``diff``, the notebook), and a
         note naming it when there were several."""

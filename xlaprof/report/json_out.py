@@ -241,7 +241,7 @@ def analysis_json(result: AnalysisResult) -> dict[str, Any]:
     under ``view``, every process found and the notes on which were read."""
     document = dict(results_document(result.parts, result.totals))
     view = dict(document.get("view") or {})
-    view.update({"processes": result.processes, "notes": result.notes})
+    view.update({"processes": result.processes, "notes": result.measured_notes()})
     read_from = next((p.read_from for p in result.parts if p.read_from is not None), None)
     if read_from is not None:
         view["read_from"] = read_from
