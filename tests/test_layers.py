@@ -260,3 +260,21 @@ def test_the_results_consumers_import_no_live_input() -> None:
     ]
     # THEN there is none: they read the finished result
     assert not wrong, "\n".join(wrong)
+
+
+# The one module of tables the renderers use: the --json document's serialization helpers
+# (records, strict numbers, the trace object), which the pipeline shares.
+RENDERER_TABLES = ("xlaprof.tables.document",)
+
+
+def test_the_renderers_compute_nothing_from_tables() -> None:
+    # GIVEN every import of the renderers WHEN its target is a module of tables
+    wrong = [
+        f"{i.importer}:{i.line} imports {i.target}"
+        for i in all_imports()
+        if _within(i.importer, ("xlaprof.report",))
+        and _within(i.target, ("xlaprof.tables",))
+        and i.target not in RENDERER_TABLES
+    ]
+    # THEN there is none: the story's words are the report's, its numbers the result's
+    assert not wrong, "\n".join(wrong)

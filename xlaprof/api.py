@@ -251,8 +251,9 @@ class Analysis:
     def plot_device_ops(self) -> go.Figure:
         from xlaprof.report import figures
 
-        # No trace at all is "not captured", not "no device ops".
-        return figures.top_device_ops(self.device_ops() if self.trace() is not None else None)
+        # No capture at all is "not captured", not "no device ops"; the top ops are the
+        # pipeline's (the HTML report's), a saved result's included.
+        return figures.top_device_ops(self.result.frame("device_ops"))
 
     def plot_device_steps(self) -> go.Figure:
         from xlaprof.report import figures

@@ -53,7 +53,7 @@ def load_saved(path: Path, max_size: int, process: str | None = None) -> Analysi
     except OSError as error:
         raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
     document = parse_document(raw, str(path))
-    result = _with_summaries(AnalysisResult.from_json(document))
+    result = _with_parts(_with_summaries(AnalysisResult.from_json(document)))
     for part in result.parts:
         part.read_from = str(path)
     if process not in (None, ALL_PROCESSES):
@@ -64,6 +64,19 @@ def load_saved(path: Path, max_size: int, process: str | None = None) -> Analysi
         result.parts = chosen
     note = result.saved_note()
     result.notes = [*([note] if note else []), *result.notes]
+    return result
+
+
+def _with_parts(result: AnalysisResult) -> AnalysisResult:
+    """A saved result whose timeline predates the step model's part columns: them added, as
+    the pipeline makes them (the step chart stacks them; a renderer computes nothing)."""
+    from xlaprof.tables.story import PART_COLUMNS, with_bounds
+
+    for part in result.parts:
+        timeline = part.timeline
+        if timeline is not None and not timeline.empty and PART_COLUMNS[0] not in timeline:
+            bounded = with_bounds(timeline, 0)  # as the step chart drew such a document
+            part.timeline = timeline.assign(**{c: bounded[c] for c in PART_COLUMNS})
     return result
 
 

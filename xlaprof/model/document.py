@@ -176,9 +176,10 @@ def _whole_in_range(kind: str, cell: float) -> bool:
     if isinstance(cell, float) and not cell.is_integer():
         return False
     bits = int(kind.removeprefix("u").removeprefix("int"))
-    if kind.startswith("u"):
-        return 0 <= cell <= 2**bits - 1
-    return -(2 ** (bits - 1)) <= cell <= 2 ** (bits - 1) - 1
+    low, high = (
+        (0, 2**bits - 1) if kind.startswith("u") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    )
+    return bool(low <= cell <= high)
 
 
 class LocationDoc(_Closed):

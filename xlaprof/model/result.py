@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
 
+# The part of a step's time no measured part covers (``StepStory.parts``' key): never a cause.
+UNATTRIBUTED = "unattributed"
+
 FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence", "cost"]
 
 

@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.findings import Cost, Finding, Kind
-from xlaprof.model.result import StepStory
+from xlaprof.model.result import UNATTRIBUTED, StepStory
 from xlaprof.parse.units import as_float, format_seconds
 from xlaprof.tables.timeline import steady_median
 
@@ -54,26 +54,8 @@ if TYPE_CHECKING:
 
     from xlaprof.rundir.schema import StepRow
 
-# Plain words for each bound (console, HTML).
-BOUND_WORDS = {
-    "compile": "compiling",
-    "tracing": "host work (Python, lazy tracing, graph build): tracing-bound",
-    "input": "waiting for input data",
-    "transfer": "host-device transfers and reads (sync-bound)",
-    "device": "device work: device-bound",
-    "host": "other host work (the device idle)",
-}
 # The measured parts of a step, in the order they take its wall time (module docstring).
 PARTS = ("compile", "transfer", "tracing", "device")
-UNATTRIBUTED = "unattributed"
-# The parts of a step's wall time (``with_bounds``' part columns), in words.
-PART_WORDS = {
-    "compile": "compiling",
-    "tracing": "host CPU (Python + tracing)",
-    "transfer": "transfers",
-    "device": "device work",
-    UNATTRIBUTED: "unattributed",
-}
 # Where each part of a step comes from, by the row's ``source`` (the timeline's).
 PART_SOURCES = {
     "metrics": {
