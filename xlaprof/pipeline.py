@@ -506,7 +506,9 @@ def _has_device_planes(trace: Trace) -> bool:
 
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
     """The step timeline, the story and the host tables of ``result`` (made here, once)."""
-    from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
+    from xlaprof.analyzers import price
+    from xlaprof.analyzers.shared.costs import StepCosts
+    from xlaprof.tables.story import step_story, with_bounds, worth_most
     from xlaprof.tables.timeline import EVENT_COLUMNS, step_timeline, trace_timeline
 
     data = result.part.data
@@ -527,7 +529,7 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
         drain = None if data.device is None else data.device.drain_s
         result.story = step_story(result.timeline, data.warmup_steps, planes, drain)
-        finding_costs(result.findings, data.steps, result.timeline, data.warmup_steps)
+        price(result.findings, StepCosts.of(data.steps, result.timeline, data.warmup_steps))
         if result.story is not None:
             chosen = worth_most(result.story, result.findings, story_answers())
             result.story.worth_most = chosen
