@@ -68,13 +68,10 @@ UNWRAPPED_WIDTH = 100_000
 
 def console_for(out: TextIO, options: RenderOptions) -> Console:
     """The console to write ``out`` with: ``options.width`` where given, else a terminal's own
-    width, else (a file or a pipe) ``COLUMNS`` where set, else no wrapping."""
-    import os
-
+    width, else (a file or a pipe) ``options.file_width`` where set, else no wrapping."""
     width = options.width
     if width is None and not (hasattr(out, "isatty") and out.isatty()):
-        columns = os.environ.get("COLUMNS", "")
-        width = int(columns) if columns.isdigit() and int(columns) > 0 else UNWRAPPED_WIDTH
+        width = options.file_width or UNWRAPPED_WIDTH
     return escape.safe_console(file=out, width=width)
 
 
