@@ -278,3 +278,15 @@ def test_the_renderers_compute_nothing_from_tables() -> None:
     ]
     # THEN there is none: the story's words are the report's, its numbers the result's
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_renderers_read_no_environment_variable() -> None:
+    # GIVEN every renderer module WHEN its source is searched for the environment
+    readers = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((PACKAGE / "report").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv"))
+    ]
+    # THEN none reads one: settings reach them in RenderOptions (the CLI fills it)
+    assert not readers, "\n".join(readers)
