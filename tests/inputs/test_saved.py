@@ -180,6 +180,12 @@ def _parts_past_the_step(d: dict[str, Any]) -> None:
     d["story"]["parts"]["device"] = d["story"]["median_wall_s"] * 3
 
 
+def _timeline_parts_past_the_step(d: dict[str, Any]) -> None:
+    table = _table(d)
+    row = table["rows"][-1]
+    row[table["columns"].index("part_device_s")] = row[table["columns"].index("wall_s")] * 2
+
+
 def _share_past_100(d: dict[str, Any]) -> None:
     d["story"]["bound_share"] = 1.5
 
@@ -213,6 +219,7 @@ DAMAGES = [
     _unknown_dtype,
     _text_in_number_column,
     _parts_past_the_step,
+    _timeline_parts_past_the_step,
     _share_past_100,
     _duty_past_100,
     _title_not_text,

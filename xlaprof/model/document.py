@@ -151,7 +151,31 @@ class TableDoc(_Closed):
             for dtype, cell in zip(self.dtypes, row, strict=True):
                 if not _fits(dtype, cell):
                     raise ValueError(f"row {number}: a {type(cell).__name__} in a {dtype} column")
+        _possible_steps(self.columns, self.rows)
         return self
+
+
+def _possible_steps(columns: list[str], rows: list[list[Cell]]) -> None:
+    """Refuse a step table's row whose parts (``part_*_s``) are negative or add up to more
+    than the step's time (``wall_s``), or whose shares (``*_share``) are outside 0..1."""
+    at = {name: index for index, name in enumerate(columns)}
+    parts = [i for name, i in at.items() if name.startswith("part_") and name.endswith("_s")]
+    shares = [i for name, i in at.items() if name.endswith("_share")]
+    wall = at.get("wall_s")
+    for number, row in enumerate(rows):
+        for index in shares:
+            share = row[index]
+            if isinstance(share, int | float) and not 0 <= share <= 1:
+                raise ValueError(f"row {number}: {columns[index]} {share:g} is not a share")
+        values = [v for v in (row[i] for i in parts) if isinstance(v, int | float)]
+        if any(v < 0 for v in values):
+            raise ValueError(f"row {number}: a part of the step below zero")
+        step = None if wall is None else row[wall]
+        if isinstance(step, int | float) and sum(values) > step * (1 + _PARTS_SLACK) + 1e-9:
+            raise ValueError(
+                f"row {number}: the step's parts add up to {sum(values):.6g} s, more than "
+                f"the step ({step:.6g} s)"
+            )
 
 
 def _fits(dtype: str, cell: object) -> bool:
