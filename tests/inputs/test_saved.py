@@ -81,7 +81,7 @@ def test_a_saved_result_reads_back_the_same_in_every_command(
         monkeypatch.setenv(name, value)
     done = cli("analyze", "--json", str(original), env=env)
     assert done.returncode == 0, done.stderr
-    saved = tmp_path / "saved" / f"{kind}.json"
+    saved = tmp_path / "saved" / f"saved-{kind}.json"
     saved.parent.mkdir()
     saved.write_text(done.stdout)
     before = json.loads(done.stdout)
