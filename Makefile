@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.xlaprof-setup
 export PJRT_DEVICE ?= CPU
 
-.PHONY: setup browser demo test lint typecheck format bench samples clean
+.PHONY: setup browser demo test lint typecheck format bench samples golden clean
 
 setup: $(STAMP)
 
@@ -56,6 +56,11 @@ bench: setup
 
 samples: setup
 	$(BIN)/python sample_traces/regenerate.py
+
+# Rewrite the renderers' whole outputs kept in tests/report/golden/ (after a change meant to
+# change them, or `make samples`); review them with `git diff tests/report/golden/`.
+golden: setup
+	UPDATE_GOLDEN=1 PJRT_DEVICE=CPU $(BIN)/python -m pytest -q tests/report/test_golden.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache runs

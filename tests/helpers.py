@@ -410,3 +410,31 @@ def jax_cpu_sample(name: str = JAX_CPU) -> Path:
     if not path.is_file():
         missing_input(path, "a JAX-on-CPU capture of the repository (sample_traces/jax_cpu)")
     return path
+
+
+def without_saved_line(text: str) -> str:
+    """A console report of a saved result as the original's reads: without the line naming the
+    saved file, and the original's header as it leads then."""
+    from xlaprof.report.console import MADE_FROM, SAVED_WORDS
+
+    lines = [line for line in text.split("\n") if not line.endswith(SAVED_WORDS)]
+    return "\n".join(
+        "xlaprof analyze " + line[len(MADE_FROM) :] if line.startswith(MADE_FROM) else line
+        for line in lines
+    )
+
+
+def html_without_saved_rows(page: bytes) -> bytes:
+    """An HTML report of a saved result as the original's reads: without the row naming the
+    saved file, and the original's row named ``source`` again."""
+    import re
+
+    page = re.sub(rb"<tr><td>read</td><td>[^<]*</td></tr>", b"", page, count=1)
+    return page.replace(b"<tr><td>made from</td>", b"<tr><td>source</td>", 1)
+
+
+def without_read_from(text: str) -> dict[str, Any]:
+    """A ``--json`` document written from a saved one, without the key naming the file read."""
+    document: dict[str, Any] = json.loads(text)
+    document.get("view", {}).pop("read_from", None)
+    return document

@@ -225,3 +225,68 @@ def test_no_test_takes_a_private_name_of_the_package() -> None:
         if i.private is not None
     ]
     assert not wrong, "\n".join(wrong)
+
+
+# What the stages after the pipeline may not import: the live inputs (a trace, a run directory's
+# reader, the input loaders). They read the finished result, which holds numbers, tables and
+# findings; what they need of a path (MCP's listings) they ask of ``xlaprof.pipeline``.
+CLOSED_CONSUMERS = (
+    "xlaprof.report",
+    "xlaprof.mcp",
+    "xlaprof.api",
+    "xlaprof.budgets",
+    "xlaprof.fixes",
+)
+LIVE_INPUTS = ("xlaprof.model.trace", "xlaprof.rundir.reader", "xlaprof.inputs")
+# The notebook facade still hands out the live run and trace it was analyzed from
+# (``Analysis.run``, ``Analysis.trace()``: their types only) until the result names a row
+# store for every row (issue 46); no other import is allowed.
+FACADE_TYPES = {("xlaprof.api", "xlaprof.model.trace"), ("xlaprof.api", "xlaprof.rundir.reader")}
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_results_consumers_import_no_live_input() -> None:
+    # GIVEN every import of the renderers, MCP, the facade, the budgets and the fix benchmarks
+    # WHEN its target is a live input (a trace, a run's reader, a loader)
+    wrong = [
+        f"{i.importer}:{i.line} imports {i.target}"
+        for i in all_imports()
+        if _within(i.importer, CLOSED_CONSUMERS)
+        and _within(i.target, LIVE_INPUTS)
+        and (i.importer, i.target) not in FACADE_TYPES
+    ]
+    # THEN there is none: they read the finished result
+    assert not wrong, "\n".join(wrong)
+
+
+# The one module of tables the renderers use: the --json document's serialization helpers
+# (records, strict numbers, the trace object), which the pipeline shares.
+RENDERER_TABLES = ("xlaprof.tables.document",)
+
+
+def test_the_renderers_compute_nothing_from_tables() -> None:
+    # GIVEN every import of the renderers WHEN its target is a module of tables
+    wrong = [
+        f"{i.importer}:{i.line} imports {i.target}"
+        for i in all_imports()
+        if _within(i.importer, ("xlaprof.report",))
+        and _within(i.target, ("xlaprof.tables",))
+        and i.target not in RENDERER_TABLES
+    ]
+    # THEN there is none: the story's words are the report's, its numbers the result's
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_renderers_read_no_environment_variable() -> None:
+    # GIVEN every renderer module WHEN its source is searched for the environment
+    readers = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((PACKAGE / "report").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv"))
+    ]
+    # THEN none reads one: settings reach them in RenderOptions (the CLI fills it)
+    assert not readers, "\n".join(readers)

@@ -143,16 +143,23 @@ class Analysis:
         return self.result.findings_frame()
 
     def steps(self) -> pd.DataFrame:
-        return self.run.steps() if self.run is not None else _empty()
+        return self.run.steps() if self.run is not None else self._saved("steps")
 
     def events(self) -> pd.DataFrame:
         return self.run.events() if self.run is not None else _empty()
 
     def compiles(self) -> pd.DataFrame:
-        return self.run.compiles() if self.run is not None else _empty()
+        return self.run.compiles() if self.run is not None else self._saved("compiles")
 
     def regions(self) -> pd.DataFrame:
         return self.run.regions_frame() if self.run is not None else _empty()
+
+    def _saved(self, name: str) -> pd.DataFrame:
+        """A table the result holds for its figures (a saved result has no run to read every
+        row from: the columns its figures draw, as its document kept them), else an empty
+        one."""
+        frame = self.result.frame(name)
+        return frame if frame is not None else _empty()
 
     def timeline(self) -> pd.DataFrame:
         return self.result.timeline_frame()
@@ -244,8 +251,9 @@ class Analysis:
     def plot_device_ops(self) -> go.Figure:
         from xlaprof.report import figures
 
-        # No trace at all is "not captured", not "no device ops".
-        return figures.top_device_ops(self.device_ops() if self.trace() is not None else None)
+        # No capture at all is "not captured", not "no device ops"; the top ops are the
+        # pipeline's (the HTML report's), a saved result's included.
+        return figures.top_device_ops(self.result.frame("device_ops"))
 
     def plot_device_steps(self) -> go.Figure:
         from xlaprof.report import figures

@@ -45,6 +45,13 @@ class InputNotRecognized(XlaprofError):
     exit_code = 7
 
 
+class SavedDocumentInvalid(InputNotRecognized):
+    """A saved ``--json`` document that its schema refuses (nesting, sizes, a cell or column
+    type, an impossible figure): read as nothing else, and never reaching a renderer."""
+
+    exit_code = 29
+
+
 class InputTooLarge(XlaprofError):
     """A file is over the size limit (``--max-size``)."""
 

@@ -48,7 +48,13 @@ __all__ = [
 
 def analyze(request: AnalysisRequest) -> AnalysisResult:
     """Load ``request``'s inputs, choose the process runs it names (the latest run's, unless
-    ``process`` says otherwise), analyze each, and return the finished result."""
+    ``process`` says otherwise), analyze each, and return the finished result. A saved
+    result (a document of ``xlaprof analyze --json``, given alone) is read back as it was,
+    every part naming the file read (``xlaprof.inputs.saved``)."""
+    from xlaprof.inputs.saved import is_saved, load_saved
+
+    if len(request.inputs) == 1 and is_saved(Path(request.inputs[0])):
+        return load_saved(Path(request.inputs[0]), request.max_size, request.process)
     parts, processes, notes = _load(request)
     results = [_analyze_part(part, request) for part in parts]
     counts = [r.counts for r in results if r.counts is not None]
@@ -104,6 +110,45 @@ def _under(path: Path, root: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+# -- what the inputs stage says of a path, for the stages after the pipeline (MCP's listings):
+# they reach inputs and run directories only through here.
+
+
+def recorded_root_of(part: Part) -> Path | None:
+    """The working directory ``part``'s run recorded, when it is a real project folder here."""
+    return None if part.run is None else recorded_root(part.run.info.cwd)
+
+
+def runs_in(folder: Path) -> list[Path]:
+    """The run directories at or under ``folder`` (one per process)."""
+    from xlaprof.rundir.reader import find_runs
+
+    return find_runs(folder)
+
+
+def run_record(run: Path) -> tuple[str, int | None]:
+    """A run directory's recorded status and steps (``RunDirError`` where its ``run.json``
+    cannot be read; one that is a link is not followed)."""
+    from xlaprof.rundir.reader import read_info
+
+    info = read_info(run, follow=False)
+    return info.status, info.steps_recorded
+
+
+def is_capture(path: Path) -> bool:
+    """Whether ``path`` is a profiler capture file (an xplane, a Chrome/Kineto trace)."""
+    from xlaprof.inputs.captures import is_capture_file
+
+    return is_capture_file(path)
+
+
+def is_saved_result(path: Path) -> bool:
+    """Whether ``path`` is a document saved by ``xlaprof analyze --json`` (a saved result)."""
+    from xlaprof.inputs.saved import is_saved
+
+    return is_saved(path)
 
 
 def source_root_of(part: Part, request: AnalysisRequest) -> Path | None:
@@ -175,6 +220,14 @@ def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
     if figures.get("compiles") is None and result.compile_summary is not None:
         # a TORCH_TRACE log alone: its compiles are the part's (no torch_xla counter ran)
         figures["compiles"] = result.compile_summary.compiles
+    intermediate = [
+        e.memory.intermediate_bytes
+        for e in result.part.data.debug.compilations()
+        if e.memory is not None and e.memory.intermediate_bytes is not None
+    ]
+    # the largest graph's intermediate buffers, as PT_XLA_DEBUG measured them (a fix's bench)
+    figures["intermediate_bytes"] = max(intermediate) if intermediate else None
+    figures.update(_cache_counters(result.part.data))
     story = result.story
     if story is not None and story.median_wall_s is not None:
         # the one step model: the median steady step the story names is the run's median step
@@ -182,6 +235,23 @@ def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
     result.figures = figures
     _finish(result)
     return result
+
+
+# The persistent compile cache's counters in a metrics report, by the figure each becomes.
+CACHE_COUNTERS = {
+    "cache_hits": "PersistentCacheHit",
+    "cache_misses": "PersistentCacheMiss",
+    "cache_deserialize_failures": "PersistentCacheDeserializeFailure",
+}
+
+
+def _cache_counters(data: AnalysisInput) -> dict[str, int | None]:
+    """The last metrics report's persistent-cache counters (None: no report; 0: a report
+    without the counter, torch_xla's way of saying it never counted), for ``bench cache``."""
+    if not data.reports:
+        return dict.fromkeys(CACHE_COUNTERS)
+    counters = data.reports[-1].counters
+    return {figure: counters.get(name) or 0 for figure, name in CACHE_COUNTERS.items()}
 
 
 def _finish(result: PartResult) -> None:
@@ -201,6 +271,9 @@ def _finish(result: PartResult) -> None:
         measured=bool(data.reports or data.steps),
         warmup_steps=data.warmup_steps,
     )
+    from xlaprof.tables.check_figures import check_figures
+
+    result.checked = check_figures(data, result.part.run)
     trace = result.trace
     if trace is not None:
         from xlaprof.tables.device.view import device_view
@@ -433,7 +506,9 @@ def _has_device_planes(trace: Trace) -> bool:
 
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
     """The step timeline, the story and the host tables of ``result`` (made here, once)."""
-    from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
+    from xlaprof.analyzers import price
+    from xlaprof.analyzers.shared.costs import StepCosts
+    from xlaprof.tables.story import step_story, with_bounds, worth_most
     from xlaprof.tables.timeline import EVENT_COLUMNS, step_timeline, trace_timeline
 
     data = result.part.data
@@ -454,7 +529,7 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
         drain = None if data.device is None else data.device.drain_s
         result.story = step_story(result.timeline, data.warmup_steps, planes, drain)
-        finding_costs(result.findings, data.steps, result.timeline, data.warmup_steps)
+        price(result.findings, StepCosts.of(data.steps, result.timeline, data.warmup_steps))
         if result.story is not None:
             chosen = worth_most(result.story, result.findings, story_answers())
             result.story.worth_most = chosen

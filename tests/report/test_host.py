@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import SAMPLES, cli
+from helpers import SAMPLES, cli, html_without_saved_rows, without_saved_line
 
 CAPTURE = SAMPLES / "host_capture"
 
@@ -43,8 +43,9 @@ def test_the_forms_show_the_same_host_rows_and_compiles(tmp_path: Path) -> None:
         assert pointer in text and pointer in html
         assert "Largest measured part" not in text
     # AND the saved document renders the same text and page again
+    # (but for the line and row naming the saved file read)
     again = cli("analyze", str(saved), env={"COLUMNS": "200"}).stdout
-    assert again == text
+    assert without_saved_line(again) == text
     page_again = tmp_path / "again.html"
     assert cli("report", str(saved), "-o", str(page_again)).returncode == 0
-    assert page_again.read_bytes() == page.read_bytes()
+    assert html_without_saved_rows(page_again.read_bytes()) == page.read_bytes()

@@ -38,7 +38,8 @@ from xlaprof.analyzers import (
     tracing_bound,
     unrolled_loop,
 )
-from xlaprof.findings import Coverage, Finding, Kind, KindCoverage
+from xlaprof.analyzers.shared.costs import StepCosts
+from xlaprof.findings import Cost, Coverage, Finding, Kind, KindCoverage
 from xlaprof.model.input import AnalysisInput
 
 
@@ -61,6 +62,9 @@ class Analyzer:
     analyze: Callable[[AnalysisInput], list[Finding]]
     unmeasured: Callable[[AnalysisInput], str | None]
     story: StoryAnswer
+    # what a finding of the kind cost the run, from the step model's figures (None: the
+    # kind sets its own cost, or has none)
+    price: Callable[[Finding, StepCosts], Cost | None] | None = None
 
     @property
     def docs(self) -> str:
@@ -79,6 +83,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
         recompilation.analyze,
         recompilation.unmeasured,
         StoryAnswer({"compile": 1}, "graphs compiled again as their inputs change"),
+        recompilation.price,
     ),
     Analyzer(
         Kind.GRAPH_BREAK,
@@ -94,6 +99,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
             {"transfer": 0, "tracing": 3},
             "the host reads device values mid-step, so it waits and traces again",
         ),
+        host_sync.price,
     ),
     Analyzer(
         Kind.ATEN_FALLBACK,
@@ -183,6 +189,15 @@ def answer_of(bound: str | None, kind: Kind) -> str | None:
     return story.sentence if bound in story.bounds else None
 
 
+def price(findings: list[Finding], costs: StepCosts) -> None:
+    """Give each finding that has no cost the one its kind's rule measures (``price`` of its
+    registry entry); a kind without a rule keeps what its analyzer set, else none."""
+    for finding in findings:
+        rule = analyzer_of(finding.kind).price
+        if finding.cost is None and rule is not None:
+            finding.cost = rule(finding, costs)
+
+
 def analyzer_of(kind: Kind) -> Analyzer:
     """The registered analyzer of ``kind``."""
     return next(a for a in ANALYZERS if a.kind is kind)
@@ -219,6 +234,7 @@ __all__ = [
     "analyzer_of",
     "answer_of",
     "examine",
+    "price",
     "run_analyzers",
     "story_answers",
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from xlaprof.analyzers.shared.costs import StepCosts
 from xlaprof.analyzers.shared.sites import (
     TENSOR_ACCESS_CAUSE,
     ReadSite,
@@ -28,7 +29,7 @@ from xlaprof.analyzers.shared.sites import (
     library_frame,
 )
 from xlaprof.analyzers.shared.sourcecode import in_loop_over_data
-from xlaprof.findings import Finding, Kind, Location, Severity
+from xlaprof.findings import Cost, Finding, Kind, Location, Severity
 from xlaprof.model.input import FROM_DEVICE_METRICS, AnalysisInput
 from xlaprof.parse.debug_log import DebugEvent
 from xlaprof.parse.frames import LOADER_FILE, Frame, is_library_file
@@ -125,6 +126,28 @@ KNOWN_READS = (
         "read, one graph per step.",
     ),
 )
+
+
+def price(finding: Finding, costs: StepCosts) -> Cost | None:
+    """What the host's reads cost: the time the steps with device-to-host reads spent in them
+    (``TransferFromDeviceTime``: a read waits for the device to finish the graph, then copies),
+    per step (median over the steady steps with reads) and over the run; every read of the
+    step is in it, whichever site made it. None where no step read."""
+    import statistics
+
+    reading = [r for r in costs.rows.values() if r.transfers_from_device > 0]
+    if not reading:
+        return None
+    steady = [r.from_device_s for r in reading if r.step >= costs.warmup_steps and r.compiles == 0]
+    return Cost(
+        per_step_s=statistics.median(steady) if steady else None,
+        run_s=sum(r.from_device_s for r in reading),
+        steps=len(reading),
+        basis=(
+            "time in device-to-host reads (TransferFromDeviceTime: a read waits for "
+            "the device to finish the graph, then copies), all reads of the step"
+        ),
+    )
 
 
 def unmeasured(data: AnalysisInput) -> str | None:

@@ -10,12 +10,10 @@ from xlaprof.analyzers import analyzer_of
 from xlaprof.budgets.config import LIMITS, Budgets
 from xlaprof.budgets.result import CheckResult, Outcome, RunCheck, Status
 from xlaprof.findings import Coverage, Finding, Kind
-from xlaprof.model.input import COMPILE_METRICS, AnalysisInput
-from xlaprof.parse.metrics_report import HOST_SYNC_OP
 from xlaprof.parse.units import format_seconds
 
 if TYPE_CHECKING:
-    from xlaprof.model.result import PartResult
+    from xlaprof.model.result import CheckFigures, Counts, PartResult, StepCount
 
 
 @dataclass(frozen=True)
@@ -25,8 +23,36 @@ class _Context:
     budgets: Budgets
 
     @property
-    def data(self) -> AnalysisInput:
-        return self.result.part.data
+    def checked(self) -> CheckFigures:
+        """The figures the pipeline measured for the budgets (a result made by hand, without
+        them: measured from its input here)."""
+        if self.result.checked is not None:
+            return self.result.checked
+        from xlaprof.tables.check_figures import check_figures
+
+        return check_figures(self.result.part.data, self.result.part.run)
+
+    @property
+    def counts(self) -> Counts:
+        from xlaprof.model.result import Counts
+
+        if self.result.counts is not None:
+            return self.result.counts
+        data = self.result.part.data
+        return Counts(
+            steps=data.step_count(),
+            compiles=data.compiles(),
+            executions=data.executions(),
+            device_to_host_transfers=data.device_to_host_transfers(),
+            aten_fallbacks=data.aten_fallbacks(),
+            fallbacks_named="",
+            measured=bool(data.reports or data.steps),
+            warmup_steps=data.warmup_steps,
+        )
+
+    @property
+    def warmup_steps(self) -> int:
+        return self.budgets.warmup_steps
 
     def findings(self, *kinds: Kind) -> list[Finding]:
         return [f for f in self.result.findings if f.kind in kinds]
@@ -37,7 +63,7 @@ class _Context:
         for entry in self.result.analyzers:
             if entry.kind is kind:
                 return entry.why if entry.status is Coverage.NOT_MEASURED else None
-        return analyzer_of(kind).unmeasured(self.data)
+        return analyzer_of(kind).unmeasured(self.result.part.data)
 
 
 Measure = Callable[[_Context, Any], list[Outcome]]
@@ -80,14 +106,17 @@ def evaluate(
                 if outcome.status is Status.UNMEASURED:
                     outcome.status = Status.SKIPPED
         part = result.part
-        run = part.run
+        checked = context.checked
+        path = checked.run_path or ", ".join(s.path for s in part.sources)
+        if result.read_from is not None:
+            path = f"{result.read_from} (a saved result)"
         runs.append(
             RunCheck(
                 name=part.name,
-                path=str(run.path) if run is not None else ", ".join(s.path for s in part.sources),
+                path=path,
                 outcomes=outcomes,
-                steps=part.data.step_count(),
-                status=None if run is None else run.info.status,
+                steps=context.counts.steps,
+                status=checked.run_status,
             )
         )
     return CheckResult(runs)
@@ -121,16 +150,16 @@ _MAX_LISTED_STEPS = 12
 _NEEDS_STEPS = "needs per-step rows: profile the script with `xlaprof run` or xlaprof.profile()"
 
 
-def _after_warmup(data: AnalysisInput) -> list[Any]:
-    return [s for s in data.steps if s.step >= data.warmup_steps]
+def _after_warmup(ctx: _Context) -> list[StepCount]:
+    return [s for s in ctx.checked.steps if s.step >= ctx.warmup_steps]
 
 
-def _no_steady_steps(data: AnalysisInput, later: list[Any]) -> str | None:
+def _no_steady_steps(ctx: _Context, later: list[StepCount]) -> str | None:
     """Why a per-step budget cannot be measured (no step rows, none after warm-up), or None."""
-    if not data.steps:
+    if not ctx.checked.steps:
         return _NEEDS_STEPS
     if not later:
-        return f"no step after warm-up (steps ≥ {data.warmup_steps}) was recorded"
+        return f"no step after warm-up (steps ≥ {ctx.warmup_steps}) was recorded"
     return None
 
 
@@ -140,19 +169,18 @@ def _steps_text(steps: list[int]) -> str:
 
 
 def _recompilations(ctx: _Context, limit: int) -> list[Outcome]:
-    data = ctx.data
     budget = "max-recompilations"
-    later = _after_warmup(data)
-    unmeasured = _no_steady_steps(data, later)
+    later = _after_warmup(ctx)
+    unmeasured = _no_steady_steps(ctx, later)
     if unmeasured:
         return [_verdict(budget, None, limit, "", unmeasured)]
     compiling = [s for s in later if s.compiles]
     value = sum(s.compiles for s in compiling)
-    measured = f"compilations after warm-up (steps ≥ {data.warmup_steps}, {len(later)} steps)"
+    measured = f"compilations after warm-up (steps ≥ {ctx.warmup_steps}, {len(later)} steps)"
     if compiling:
         measured += f", at steps {_steps_text([s.step for s in compiling])}"
     evidence = {
-        "warmup_steps": data.warmup_steps,
+        "warmup_steps": ctx.warmup_steps,
         "steps_after_warmup": len(later),
         "compile_steps": [s.step for s in compiling],
     }
@@ -162,15 +190,14 @@ def _recompilations(ctx: _Context, limit: int) -> list[Outcome]:
 
 
 def _host_syncs(ctx: _Context, limit: float) -> list[Outcome]:
-    data = ctx.data
     budget = "max-host-syncs-per-step"
-    later = _after_warmup(data)
-    unmeasured = _no_steady_steps(data, later)
+    later = _after_warmup(ctx)
+    unmeasured = _no_steady_steps(ctx, later)
     if unmeasured:
         return [_verdict(budget, None, limit, "", unmeasured)]
-    reads = [s.transfers_from_device for s in later]
-    scalar = sum(s.aten.get(HOST_SYNC_OP, 0) for s in later)
-    fallback = sum(v for s in later for k, v in s.aten.items() if k != HOST_SYNC_OP)
+    reads = [s.reads for s in later]
+    scalar = sum(s.scalar_reads for s in later)
+    fallback = sum(s.fallback_calls for s in later)
     value = sum(reads) / len(later)
     measured = (
         f"device→host reads per step after warm-up (mean of {len(later)} steps, max {max(reads)};"
@@ -192,13 +219,12 @@ def _host_syncs(ctx: _Context, limit: float) -> list[Outcome]:
 
 
 def _fallback_ops(ctx: _Context, limit: int) -> list[Outcome]:
-    data = ctx.data
     budget = "max-fallback-ops"
     allowed = ctx.budgets.allow_fallback
-    if not data.reports and not data.steps:
+    if not ctx.checked.has_reports and not ctx.checked.steps:
         text = "no metrics report or per-step rows (the aten:: counters) to read"
         return [_verdict(budget, None, limit, "", text)]
-    calls = {op: n for op, n in data.aten_fallbacks().items() if n}
+    calls = {op: n for op, n in ctx.counts.aten_fallbacks.items() if n}
     counted = {op: n for op, n in calls.items() if op not in allowed}
     measured = "distinct aten:: ops run on the CPU"
     if allowed:
@@ -211,35 +237,34 @@ def _fallback_ops(ctx: _Context, limit: int) -> list[Outcome]:
 
 
 def _graphs(ctx: _Context, limit: int) -> list[Outcome]:
-    data = ctx.data
     budget = "max-graphs"
-    compilations = data.debug.compilations()
-    hashes = [e.graph_hash for e in compilations]
-    compiles = data.compiles()
-    if compilations and all(hashes):
-        value: int | None = len(set(hashes))
-        measured = f"distinct graphs compiled (by graph hash; {len(compilations)} compilations)"
+    checked = ctx.checked
+    compiles = ctx.counts.compiles
+    if checked.logged_compilations and checked.all_hashed:
+        value: int | None = checked.graph_hashes
+        measured = (
+            f"distinct graphs compiled (by graph hash; {checked.logged_compilations} compilations)"
+        )
     else:
         value = compiles
         measured = "graphs compiled (compilations: no graph hashes recorded)"
     if value is None:
         measured = "no compilation count in the input"
-    evidence = {"compiles": compiles, "distinct_graph_hashes": len(set(hashes)) or None}
+    evidence = {"compiles": compiles, "distinct_graph_hashes": checked.graph_hashes or None}
     findings = ctx.findings(Kind.RECOMPILATION, Kind.UNROLLED_LOOP)
     return [_verdict(budget, value, limit, "", measured, findings, evidence)]
 
 
 def _compile_seconds(ctx: _Context, limit: float) -> list[Outcome]:
-    data = ctx.data
     budget = "max-compile-seconds"
+    checked = ctx.checked
     value: float | None = None
-    if data.reports:
-        # torch_xla omits a metric that never had a sample: then no compilation happened.
-        value = data.metric_total(*COMPILE_METRICS) or 0.0
-        measured = f"compile time in the whole run ({data.compiles() or 0} compilations)"
-    elif data.steps:
-        value = sum(s.compile_s for s in data.steps)
-        measured = f"compile time in the recorded steps ({sum(s.compiles for s in data.steps)} "
+    if checked.has_reports:
+        value = checked.report_compile_s
+        measured = f"compile time in the whole run ({ctx.counts.compiles or 0} compilations)"
+    elif checked.steps:
+        value = sum(s.compile_s for s in checked.steps)
+        measured = f"compile time in the recorded steps ({sum(s.compiles for s in checked.steps)} "
         measured += "compilations)"
     else:
         measured = "no metrics report or per-step rows in the input"
@@ -259,7 +284,7 @@ def _step_time_ratio(ctx: _Context, limit: float) -> list[Outcome]:
         "baseline_median_s": base["step_median_s"],
         "baseline_spread_s": base["step_spread_s"],
         "baseline_steady_steps": base["steady_steps"],
-        "baseline": str(ctx.baseline.part.run.path if ctx.baseline.part.run else ""),
+        "baseline": _where(ctx.baseline),
     }
     measured = (
         f"median steady step {_steady_text(mine)} vs baseline {_steady_text(base)}"
@@ -273,6 +298,17 @@ def _step_time_ratio(ctx: _Context, limit: float) -> list[Outcome]:
     before = {(f.kind, f.location) for f in ctx.baseline.findings}
     new = [f for f in ctx.result.findings if (f.kind, f.location) not in before]
     return [_verdict(budget, _round(ratio), limit, "x", measured, new, evidence)]
+
+
+def _where(result: PartResult) -> str:
+    """The run a result was made from, or the saved document it was read from ("" for
+    neither)."""
+    if result.read_from is not None:
+        return result.read_from
+    checked = result.checked
+    if checked is not None:
+        return checked.run_path or ""
+    return str(result.part.run.path) if result.part.run is not None else ""
 
 
 def _steady_text(summary: Mapping[str, Any]) -> str:

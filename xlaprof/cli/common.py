@@ -198,7 +198,7 @@ def emit(
     """Render ``result`` (by ``name``, else by ``output``'s extension) to stdout or ``output``."""
     from xlaprof.report import RenderOptions, renderer_for
 
-    options = options or RenderOptions()
+    options = with_environment(options or RenderOptions())
     renderer = renderer_for(result, name, output)
     if output is None:
         renderer.write(result, sys.stdout, options)
@@ -208,6 +208,22 @@ def emit(
     buffer = io.StringIO()
     renderer.write(result, buffer, options)
     write_atomic(output, buffer.getvalue(), force or _owned(output, owned))
+
+
+def with_environment(options: RenderOptions) -> RenderOptions:
+    """``options`` with what the CLI's environment says of the output (the renderers read no
+    environment variable): ``COLUMNS``, the width of a file or pipe; ``GITHUB_WORKSPACE``, the
+    folder GitHub annotations name files relative to."""
+    import dataclasses
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else None
+    return dataclasses.replace(
+        options,
+        file_width=options.file_width or width,
+        workspace=options.workspace or os.environ.get("GITHUB_WORKSPACE"),
+    )
 
 
 def _owned(path: Path, owned: Callable[[str], bool] | None) -> bool:
@@ -235,12 +251,6 @@ def write_atomic(path: Path, text: str, force: bool) -> None:
 
 
 def result_of(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any]) -> AnalysisResult:
-    """The result to show for ``paths``: a document saved with ``xlaprof analyze --json``
-    read back as it was (``xlaprof.analysis/1``), else ``paths`` analyzed."""
-    from xlaprof.report.json_out import saved_analysis
-
-    if len(paths) == 1:
-        saved = saved_analysis(Path(paths[0]), settings.get("max_size"))
-        if saved is not None:
-            return saved
+    """The result to show for ``paths`` (a document saved with ``xlaprof analyze --json`` is
+    read back as it was, by the pipeline: ``xlaprof.inputs.saved``)."""
     return analyzed(request_from(paths, settings))

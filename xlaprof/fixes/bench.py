@@ -113,7 +113,7 @@ def run_variant(
                 f"{fix} does not apply to {target}: {reason.removeprefix('FixFailed: ')}"
             )
         raise FixFailed(f"{variant} run of {target} failed: {reason}")
-    side = _side(variant, Path(message["run"]), check_path)
+    side = measured_side(variant, Path(message["run"]), check_path)
     side.notes = [str(n) for n in message.get("notes") or []]
     return side
 
@@ -184,20 +184,14 @@ def _run_worker(
         return returncode, stdout.read(), "".join(kept)
 
 
-def _side(name: str, run_dir: Path, check_path: Path | None) -> Side:
-    from xlaprof.model.input import input_from_run
-    from xlaprof.rundir.reader import load_run
-    from xlaprof.tables.compare import run_summary
+def measured_side(name: str, run_dir: Path, check_path: Path | None = None) -> Side:
+    """One side of a benchmark: the run directory ``run_dir`` analyzed by the pipeline, as
+    ``xlaprof analyze`` does, so that its figures (the median steady step first) are the ones
+    analyze and diff show for the same run."""
+    from xlaprof.pipeline import AnalysisRequest, analyze
 
-    data = input_from_run(load_run(run_dir))
-    summary = run_summary(data)
-    intermediate = [
-        e.memory.intermediate_bytes
-        for e in data.debug.compilations()
-        if e.memory is not None and e.memory.intermediate_bytes is not None
-    ]
-    summary["intermediate_bytes"] = max(intermediate) if intermediate else None
-    return Side(name, run_dir, summary, check_path)
+    (part,) = analyze(AnalysisRequest((run_dir,))).parts
+    return Side(name, run_dir, dict(part.figures), check_path)
 
 
 def compare_numerics(before: Path, after: Path) -> dict[str, Any]:
@@ -365,15 +359,12 @@ def _cache_verdict(second: Side) -> tuple[str, bool]:
 
     A compile time is only the cache's doing if the cache hit and nothing failed to load.
     """
-    from xlaprof.rundir.reader import load_run
-
-    reports = load_run(second.run_dir).metrics_reports()
-    counters = reports[-1].counters if reports else {}
-    failures = counters.get("PersistentCacheDeserializeFailure") or 0
-    hits = counters.get("PersistentCacheHit") or 0
+    figures = second.summary  # the pipeline's (``measured_side``): the last report's counters
+    failures = figures.get("cache_deserialize_failures") or 0
+    hits = figures.get("cache_hits") or 0
     second.summary["persistent_cache"] = {
         "hits": hits,
-        "misses": counters.get("PersistentCacheMiss") or 0,
+        "misses": figures.get("cache_misses") or 0,
         "deserialize_failures": failures,
     }
     if failures:

@@ -24,11 +24,12 @@ class Open(BaseModel):
 # -- list_inputs --------------------------------------------------------------------------------
 class InputEntry(BaseModel):
     path: str = Field(description="Absolute path: pass it to analyze and the other tools.")
-    kind: Literal["run", "capture", "capture_logdir", "log"] = Field(
+    kind: Literal["run", "capture", "capture_logdir", "log", "saved_result"] = Field(
         description="run: a run directory of `xlaprof run` (or a folder of process runs); "
         "capture: a .xplane.pb or *trace.json(.gz) file; capture_logdir: a folder with "
         "plugins/profile/<session>/; log: a text file with a metrics report or PT_XLA_DEBUG "
-        "output."
+        "output; saved_result: a document saved by `xlaprof analyze --json`, read back as "
+        "it was (nothing measured again)."
     )
     size_bytes: int = Field(description="Bytes of every file in it.")
     files: int = Field(description="Files in it.")

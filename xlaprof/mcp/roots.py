@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlaprof.errors import InputNotFound, InputTooLarge, InputUnreadable, OutsideRoots
-from xlaprof.inputs.captures import is_capture_file
 from xlaprof.rundir.schema import RUN_JSON
 from xlaprof.safeio import UnsafeFile, open_regular
 
@@ -65,8 +64,8 @@ class Fingerprint:
 class Entry:
     """One thing an agent can analyze: ``kind`` is ``run`` (a run directory, or a folder of
     process runs), ``capture`` (a trace file), ``capture_logdir`` (a folder with
-    ``plugins/profile/<session>/``) or ``log`` (a text file holding a metrics report or
-    PT_XLA_DEBUG output: ``contents`` says which)."""
+    ``plugins/profile/<session>/``), ``log`` (a text file holding a metrics report or
+    PT_XLA_DEBUG output: ``contents`` says which) or ``saved_result`` (a ``--json`` document)."""
 
     path: str
     kind: str
@@ -311,20 +310,20 @@ def _stamp(ns: int) -> str:
 
 def _run_entry(folder: Path, runs: list[Path]) -> Entry:
     from xlaprof.errors import RunDirError
-    from xlaprof.rundir.reader import read_info
+    from xlaprof.pipeline import run_record
 
     files, size, latest = _totals(folder)
     statuses: list[str] = []
     steps: int | None = None
     for run in runs:
         try:
-            info = read_info(run, follow=False)  # a run.json that is a link: unreadable
+            status, recorded = run_record(run)  # a run.json that is a link: unreadable
         except RunDirError:
             statuses.append("unreadable")
             continue
-        statuses.append(info.status)
-        if info.steps_recorded is not None:
-            steps = (steps or 0) + info.steps_recorded
+        statuses.append(status)
+        if recorded is not None:
+            steps = (steps or 0) + recorded
     status = statuses[0] if len(set(statuses)) == 1 else ", ".join(dict.fromkeys(statuses))
     return Entry(
         path=str(folder),
@@ -350,11 +349,12 @@ def _file_entry(path: Path) -> Entry | None:
         return None
     if not stat.S_ISREG(info.st_mode):
         return None
-    if is_capture_file(path):
-        return Entry(str(path), "capture", info.st_size, 1, _stamp(info.st_mtime_ns))
-    if path.suffix not in TEXT_SUFFIXES:
-        return None
-    contents = _text_contents(path, info.st_size)
+    from xlaprof.pipeline import is_capture, is_saved_result
+
+    kind = "capture" if is_capture(path) else "saved_result" if is_saved_result(path) else None
+    if kind is not None:
+        return Entry(str(path), kind, info.st_size, 1, _stamp(info.st_mtime_ns))
+    contents = _text_contents(path, info.st_size) if path.suffix in TEXT_SUFFIXES else []
     if not contents:
         return None
     return Entry(str(path), "log", info.st_size, 1, _stamp(info.st_mtime_ns), contents=contents)

@@ -239,9 +239,9 @@ class Tools:
     def source_root(self, part: Part) -> Path:
         """Where findings on ``part`` may quote source lines from: its run's recorded working
         directory when that lies inside the roots, else the root holding the part."""
-        from xlaprof.inputs.sourcefiles import recorded_root
+        from xlaprof.pipeline import recorded_root_of
 
-        recorded = recorded_root(part.run.info.cwd) if part.run is not None else None
+        recorded = recorded_root_of(part)
         where = part.run.path if part.run is not None else Path(part.sources[0].path)
         return source_root_for(self.roots, where.resolve(), recorded)
 
@@ -607,12 +607,12 @@ class Tools:
         if trace_steps:
             command += ["--trace-steps", trace_steps]
         command += ["--", sys.executable, str(source), *(args or [])]
-        from xlaprof.rundir.reader import find_runs
+        from xlaprof.pipeline import runs_in
 
         done = _run_bounded(command, source.parent, self._timeout(timeout_s))
         done.pop("stdout")
         analysis = None
-        if folder.is_dir() and find_runs(folder):
+        if folder.is_dir() and runs_in(folder):
             with self.held():
                 analysis = self._overview(self.analysis(str(folder)), None, DEFAULT_FINDINGS)
         return models.RunOutput(**done, out=str(folder), analysis=analysis)

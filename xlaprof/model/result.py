@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run
 
+# The part of a step's time no measured part covers (``StepStory.parts``' key): never a cause.
+UNATTRIBUTED = "unattributed"
+
 FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence", "cost"]
 
 
@@ -228,6 +231,48 @@ class KeptRows:
 
 
 @dataclass
+class StepCount:
+    """One recorded step's counts as the budgets read them (``xlaprof check``): compilations
+    and their seconds, device-to-host reads, ``.item()`` reads and CPU-fallback calls."""
+
+    step: int
+    compiles: int
+    compile_s: float
+    reads: int
+    scalar_reads: int
+    fallback_calls: int
+
+
+@dataclass
+class CheckFigures:
+    """What ``xlaprof check`` judges, measured once by the pipeline (``tables.check_figures``)
+    so that budgets read numbers, not the input: the recorded steps' counts (``steps``: empty
+    where none were recorded), whether a metrics report was read, the compile seconds it
+    holds, the compilations a debug log lists, how many distinct hashes they had and whether
+    each had one, the run directory and its recorded status."""
+
+    steps: list[StepCount]
+    has_reports: bool
+    report_compile_s: float | None
+    logged_compilations: int
+    graph_hashes: int
+    all_hashed: bool
+    run_path: str | None
+    run_status: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> CheckFigures:
+        fields = dict(document)
+        fields["steps"] = [StepCount(**row) for row in document.get("steps") or []]
+        return cls(**fields)
+
+
+@dataclass
 class PartResult:
     """One part analyzed (``xlaprof.pipeline.analyze``), finished: everything a renderer shows."""
 
@@ -280,6 +325,11 @@ class PartResult:
     # Those tables before they were cut, for the notebook (``Analysis.timeline()``,
     # ``stragglers()``, ``host_skew()``: every row): held in memory only, never written.
     every_row: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    # What ``xlaprof check`` judges (``CheckFigures``), made by the pipeline.
+    checked: CheckFigures | None = None
+    # A result read back from a saved ``--json`` document (``inputs.saved``): the file read
+    # (every output names it, not the run it was made from).
+    read_from: str | None = None
 
     @property
     def run(self) -> Run | None:
@@ -321,6 +371,7 @@ class PartResult:
             "compile_summary": None
             if self.compile_summary is None
             else self.compile_summary.to_json(),
+            "check": None if self.checked is None else self.checked.to_json(),
         }
 
     @classmethod
@@ -362,6 +413,7 @@ class PartResult:
         activity = view.get("host_activity")
         host_view = view.get("host_view")
         compile_summary = view.get("compile_summary")
+        checked = view.get("check")
         return cls(
             part=part,
             findings=[Finding.from_json(f) for f in document.get("findings", [])],
@@ -394,6 +446,7 @@ class PartResult:
             else CompileSummary.from_json(compile_summary),
             rows_kept=rows_kept,
             summaries=_summaries_of(document.get("summaries"), rows_kept),
+            checked=None if checked is None else CheckFigures.from_json(checked),
         )
 
     def findings_frame(self) -> pd.DataFrame:
@@ -504,6 +557,23 @@ class AnalysisResult:
             totals=Counts.from_summary(document["summary"]) if several else None,
         )
 
+    def saved_note(self) -> str | None:
+        """The line every output shows of a result read back from a saved document: the file
+        read, and what it was made from (None: measured, not read back)."""
+        read = next((p.read_from for p in self.parts if p.read_from is not None), None)
+        if read is None:
+            return None
+        made = sorted({s.path for p in self.parts for s in p.part.sources})
+        listed = ", ".join(made[:3]) + (", ..." if len(made) > 3 else "")
+        of = f" (made from {listed})" if made else ""
+        return f"read a saved result: {read}{of}; nothing was measured again"
+
+    def measured_notes(self) -> list[str]:
+        """The notes on what was analyzed, without the one saying it was read back (a document
+        written again from a saved result holds the notes it was saved with)."""
+        said = self.saved_note()
+        return [note for note in self.notes if note != said]
+
     def one(self) -> AnalysisResult:
         """This result with its first part only (``report``, ``diff``, the notebook), and a
         note naming it when there were several."""
@@ -573,7 +643,7 @@ def frame_from_json(document: dict[str, Any]) -> pd.DataFrame:
             continue
         try:
             frame[column] = frame[column].astype(dtype)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             continue  # a type the values no longer fit (ints with a gap): kept as read
     return frame
 
@@ -650,7 +720,7 @@ def _summaries_of(
 ) -> dict[str, dict[str, Any]]:
     """A saved document's ``summaries``; one written before that key has those of the tables
     it cut (``rows_kept``), and the reader of saved documents adds the others
-    (``report.json_out.saved_analysis``)."""
+    (``inputs.saved.load_saved``)."""
     if saved is not None:
         return {name: dict(figures) for name, figures in saved.items() if figures is not None}
     return {

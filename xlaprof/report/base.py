@@ -10,10 +10,15 @@ from typing import Any, TextIO
 @dataclass(frozen=True)
 class RenderOptions:
     """How to render: ``verbose`` lists every unreadable input line; ``width`` is the terminal
-    width in characters (the console's; None: the terminal's own, or 80)."""
+    width in characters (the console's; None: the terminal's own, or 80); ``file_width`` the
+    width to wrap at when writing to a file or pipe (the CLI's ``COLUMNS``; None: no
+    wrapping); ``workspace`` the folder GitHub annotations name files relative to (the CLI's
+    ``GITHUB_WORKSPACE``; None: as recorded). The renderers read no environment variable."""
 
     verbose: bool = False
     width: int | None = None
+    file_width: int | None = None
+    workspace: str | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ pytest and the command line show the same text.
 from __future__ import annotations
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, TextIO
@@ -155,10 +154,9 @@ def _workspace_path(file: str, workspace: str | None) -> str:
 
 def github_annotations(result: CheckResult, workspace: str | None = None) -> list[str]:
     """GitHub Actions workflow commands: ``::error`` for each failed budget (at the user's line
-    of the finding that explains it, where known), ``::warning`` for each allowed unmeasured one.
+    of the finding that explains it, where known, relative to ``workspace``), ``::warning`` for
+    each allowed unmeasured one.
     """
-    if workspace is None:
-        workspace = os.environ.get("GITHUB_WORKSPACE")
     lines = []
     for run in result.runs:
         for outcome in run.outcomes:
@@ -192,5 +190,5 @@ def write_junit(result: CheckResult, out: TextIO, options: RenderOptions) -> Non
 
 
 def write_github(result: CheckResult, out: TextIO, options: RenderOptions) -> None:
-    for line in github_annotations(result):
+    for line in github_annotations(result, options.workspace):
         out.write(line + "\n")

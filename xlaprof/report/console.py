@@ -11,10 +11,10 @@ from rich.text import Text
 from xlaprof import escape
 from xlaprof.findings import Coverage, Finding, KindCoverage, Severity
 from xlaprof.model.parts import SourceInfo
-from xlaprof.model.result import AnalysisResult, PartResult, RunComparison, StepStory
+from xlaprof.model.result import UNATTRIBUTED, AnalysisResult, PartResult, RunComparison, StepStory
 from xlaprof.parse.units import NOT_MEASURED, format_bytes, format_seconds, missing
 from xlaprof.report.base import RenderOptions
-from xlaprof.tables.story import BOUND_WORDS, PART_WORDS, UNATTRIBUTED
+from xlaprof.report.words import BOUND_WORDS, PART_WORDS
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 # Evidence worth a line of its own; the rest is one compact line (all of it is in --json).
@@ -68,13 +68,10 @@ UNWRAPPED_WIDTH = 100_000
 
 def console_for(out: TextIO, options: RenderOptions) -> Console:
     """The console to write ``out`` with: ``options.width`` where given, else a terminal's own
-    width, else (a file or a pipe) ``COLUMNS`` where set, else no wrapping."""
-    import os
-
+    width, else (a file or a pipe) ``options.file_width`` where set, else no wrapping."""
     width = options.width
     if width is None and not (hasattr(out, "isatty") and out.isatty()):
-        columns = os.environ.get("COLUMNS", "")
-        width = int(columns) if columns.isdigit() and int(columns) > 0 else UNWRAPPED_WIDTH
+        width = options.file_width or UNWRAPPED_WIDTH
     return escape.safe_console(file=out, width=width)
 
 
@@ -117,7 +114,7 @@ def _render_part(console: Console, result: PartResult, verbose: bool) -> None:
     _story(console, result.story, result.host_view is not None)
     _counts(console, result)
     if result.timeline is not None and len(result.timeline):
-        _timeline(console, result, result.part.data.warmup_steps)
+        _timeline(console, result, 2 if result.counts is None else result.counts.warmup_steps)
     if result.stragglers is not None and len(result.stragglers):
         line = stragglers_line(_summary(result, "stragglers"))
         if line is not None:
@@ -142,10 +139,16 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
     notes and unreadable lines are still to be said."""
     part = result.part
     run = part.run_summary
+    lead = ("xlaprof analyze ", "bold")
+    if result.read_from is not None:  # the file read first; the input it was made from after
+        console.print(
+            Text.assemble(lead, escape.terminal(result.read_from), SAVED_WORDS), highlight=False
+        )
+        lead = (MADE_FROM, "")
     if run is not None:
         console.print(
             Text.assemble(
-                ("xlaprof analyze ", "bold"),
+                lead,
                 escape.terminal(run.path),
                 f"  (run: {run.steps_recorded} steps, ended {run.status}"
                 + (f", exit code {run.exit_code}" if run.exit_code is not None else "")
@@ -158,7 +161,7 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
         return []
     if result.trace_only and result.devices is not None:  # a capture: what it holds
         capture = escape.terminal(result.devices.capture)
-        console.print(Text.assemble(("xlaprof analyze ", "bold"), capture))
+        console.print(Text.assemble(lead, capture))
         return []
     for source in part.sources:
         what = (
@@ -168,8 +171,13 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
             f"{source.debug_events} debug event(s)"
         )
         path = escape.terminal(source.path)
-        console.print(Text.assemble(("xlaprof analyze ", "bold"), path, f"  ({what})"))
+        console.print(Text.assemble(lead, path, f"  ({what})"))
     return part.sources
+
+
+# How the header says that a result was read back from a saved document, not measured.
+SAVED_WORDS = "  (a saved result: nothing was measured again)"
+MADE_FROM = "  made from "
 
 
 def story_lines(story: StepStory | None, host_table: bool = False) -> list[str]:
@@ -590,8 +598,6 @@ def _timeline(console: Console, result: PartResult, warmup: int) -> None:
 def _timeline_rows(result: PartResult, warmup: int) -> tuple[list[tuple[str, list[str], str]], int]:
     """The console timeline's rows (label, cells, source): warm-up steps, the median steady
     step, the first traced steps; and how many traced steps there are after warm-up."""
-    from xlaprof.tables.timeline import steady_median
-
     timeline: Any = result.timeline
     rows: list[tuple[str, list[str], str]] = []
 
@@ -600,19 +606,19 @@ def _timeline_rows(result: PartResult, warmup: int) -> tuple[list[tuple[str, lis
 
     for _, row in timeline[timeline["step"] < warmup].iterrows():
         add(str(row["step"]), row, str(row["source"]))
-    median, steady_steps = steady_median(timeline, warmup)
     steady = timeline[timeline["step"] >= warmup]
     traced = steady[steady["source"] == "trace"]
     traced_count = len(traced)
-    cut = result.rows_kept.get("timeline")
+    # the median steady step is the story's (the pipeline picked it over every step)
     story = result.story
-    if cut is not None and story is not None:  # over every step, as the story counted them
+    median, steady_steps = None, 0
+    if story is not None:
         steady_steps = story.steady_steps
         found = timeline[timeline["step"] == story.median_step]
-        if len(found):
-            median = found.iloc[0]
-        traced_count = sum(1 for step in story.traced_steps if step >= warmup)
-    if steady_steps:
+        median = found.iloc[0] if len(found) else None
+        if result.rows_kept.get("timeline") is not None:  # over every step, as it counted
+            traced_count = sum(1 for step in story.traced_steps if step >= warmup)
+    if steady_steps and median is not None:
         add(f"{int(median['step'])} (median)", median, f"of {steady_steps} steady")
     for _, row in traced.head(_MAX_TRACED_ROWS).iterrows():
         add(str(row["step"]), row, "trace")

@@ -1,51 +1,19 @@
 """The device sections of the console and HTML reports, laid out from a finished result's
-``DeviceView`` (``xlaprof.tables.device.view`` computed it; nothing is computed here)."""
+``DeviceView`` (the pipeline made it, ``xlaprof.tables.device.view``; nothing is computed
+here)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from xlaprof.parse.units import NOT_MEASURED
-from xlaprof.tables.device.view import (
-    autotune_note,
-    bottleneck_device_rows,
-    bottleneck_note,
-    bottleneck_rows,
-    capture_line,
-    device_rows,
-    line_note,
-    line_rows,
-    op_rows,
-    step_note,
-    step_rows,
-    tracing_rows,
-    tracing_title,
-    tracing_verdict,
-)
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from xlaprof.model.result import DeviceView
 
-__all__ = [
-    "autotune_note",
-    "bottleneck_device_rows",
-    "bottleneck_note",
-    "bottleneck_rows",
-    "capture_line",
-    "device_rows",
-    "line_note",
-    "line_rows",
-    "op_rows",
-    "render_console",
-    "render_html",
-    "step_note",
-    "step_rows",
-    "tracing_rows",
-    "tracing_title",
-    "tracing_verdict",
-]
+__all__ = ["render_console", "render_html"]
 
 
 def render_console(console: Console, view: DeviceView) -> None:

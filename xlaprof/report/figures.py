@@ -99,10 +99,6 @@ def step_timeline(timeline: pd.DataFrame | None, kept: KeptRows | None = None) -
     title = "Step timeline: where each step's time went"
     if timeline is None or timeline.empty:
         return _empty(title, "no per-step data")
-    if STEP_PARTS[0][0] not in timeline:
-        from xlaprof.tables.story import with_bounds
-
-        timeline = with_bounds(timeline, 0)
     figure = go.Figure()
     steps = timeline["step"].astype(int)
     for column, label, color in STEP_PARTS:
@@ -265,11 +261,10 @@ def top_regions(regions: pd.DataFrame, limit: int = 15) -> go.Figure:
 
 
 @_inert
-def top_device_ops(ops: pd.DataFrame | None, limit: int = 15) -> go.Figure:
-    """Total device time per op over all devices (``Trace.device_ops``), by category."""
-    from xlaprof.tables.device import top_ops
-
-    return top_ops_chart(None if ops is None else top_ops(ops, limit))
+def top_device_ops(top: pd.DataFrame | None) -> go.Figure:
+    """The result's top device ops (``PartResult.frame("device_ops")``: total time per op
+    over all devices, most first, as the pipeline chose them), by category; None: no capture."""
+    return top_ops_chart(top)
 
 
 def top_ops_chart(top: pd.DataFrame | None) -> go.Figure:

@@ -137,8 +137,12 @@ def page(result: PartResult) -> str:
     counts = result.counts
     run = part.run_summary
     title = f"xlaprof report: {part.name}"
+    saved = []
+    if result.read_from is not None:  # the file read, then the input it was made from
+        saved = [("read", f"{result.read_from} (a saved result: nothing was measured again)")]
     meta = [
-        ("source", ", ".join(s.path for s in part.sources)),
+        *saved,
+        ("made from" if saved else "source", ", ".join(s.path for s in part.sources)),
         (
             "status",
             "- (exit code -)" if run is None else f"{run.status} (exit code {run.exit_code})",

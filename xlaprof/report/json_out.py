@@ -7,12 +7,12 @@ The keys listed in the contract are stable; more keys may be added. Non-finite n
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from xlaprof.errors import SavedDocumentInvalid
 from xlaprof.findings import Finding, merged_coverage
+from xlaprof.model.document import DOCUMENT_VERSION, SCHEMA, check_document
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.parts import SourceInfo
 from xlaprof.model.result import AnalysisResult, Counts, KeptRows, PartResult, RunComparison
@@ -47,7 +47,6 @@ __all__ = [
     "lines_json",
     "result_document",
     "results_document",
-    "saved_analysis",
     "strict_document",
     "strict_json",
     "trace_json",
@@ -55,8 +54,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     pass
-
-SCHEMA = "xlaprof.analysis/1"
 
 
 def report_json(report: MetricsReport) -> dict[str, Any]:
@@ -102,6 +99,7 @@ def analysis_document(
     """The whole ``--json`` document as a dict."""
     document: dict[str, Any] = {
         "schema": SCHEMA,
+        "document_version": DOCUMENT_VERSION,
         "sources": [
             {
                 "path": s.path,
@@ -201,6 +199,7 @@ def results_document(results: list[PartResult], totals: Counts | None = None) ->
         return documents[0]
     merged: dict[str, Any] = {
         "schema": SCHEMA,
+        "document_version": DOCUMENT_VERSION,
         "sources": [s for d in documents for s in d["sources"]],
         "reports": [r for d in documents for r in d["reports"]],
         "debug_events": [e for d in documents for e in d["debug_events"]],
@@ -240,12 +239,17 @@ def dumps(document: dict[str, Any]) -> str:
 def analysis_json(result: AnalysisResult) -> dict[str, Any]:
     """The whole ``--json`` document of ``result``: its parts' (``results_document``) and,
     under ``view``, every process found and the notes on which were read."""
-    document = results_document(result.parts, result.totals)
-    if len(result.parts) == 1 and result.parts[0].saved is not None:
-        document = dict(document)
+    document = dict(results_document(result.parts, result.totals))
     view = dict(document.get("view") or {})
-    view.update({"processes": result.processes, "notes": result.notes})
+    view.update({"processes": result.processes, "notes": result.measured_notes()})
+    read_from = next((p.read_from for p in result.parts if p.read_from is not None), None)
+    if read_from is not None:
+        view["read_from"] = read_from
     document["view"] = view
+    try:  # the schema it is read back by: a document it refuses is xlaprof's bug
+        check_document(document, "the --json document written")
+    except SavedDocumentInvalid as error:
+        raise RuntimeError(f"xlaprof wrote a document its own schema refuses: {error}") from None
     return document
 
 
@@ -274,57 +278,3 @@ def comparison_document(comparison: RunComparison) -> dict[str, Any]:
         "findings_appeared": comparison.came,
     }
     return strict_document(document)
-
-
-def saved_analysis(path: Path, max_size: int | None = None) -> AnalysisResult | None:
-    """The result a document saved with ``xlaprof analyze --json`` holds, or None when
-    ``path`` is not one (``xlaprof analyze saved.json``, ``xlaprof report saved.json``)."""
-    from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
-    from xlaprof.safeio import UnsafeFile, open_regular, read_capped
-
-    if not path.is_file() or path.suffix.lower() != ".json":
-        return None
-    try:  # the head first: a Chrome trace (*.trace.json) is not read twice
-        fd = open_regular(path)
-        with os.fdopen(fd, "rb") as handle:
-            head = handle.read(4096).decode("utf-8", errors="replace")
-    except (OSError, UnsafeFile):
-        return None
-    if f'"schema": "{SCHEMA}"' not in head:
-        return None
-    from xlaprof.errors import InputTooLarge
-
-    try:
-        raw = read_capped(path, max_size or DEFAULT_MAX_INPUT_BYTES)
-    except UnsafeFile as error:
-        raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
-    except OSError:
-        return None
-    from xlaprof.errors import InputNotRecognized
-
-    try:
-        document = json.loads(raw)
-        return _with_summaries(AnalysisResult.from_json(document))
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise InputNotRecognized(
-            f"{path}: an {SCHEMA} document that cannot be read back ({type(error).__name__}: "
-            f"{error}); analyze the run again"
-        ) from None
-
-
-def _with_summaries(result: AnalysisResult) -> AnalysisResult:
-    """A saved result whose document predates ``summaries``: the figures of each table it kept
-    whole, from its rows (those of a cut table came with ``rows_kept``), as the pipeline makes
-    them, so that the renderers only show them."""
-    from xlaprof.tables.bounded import skew_summary, straggler_summary
-
-    for part in result.parts:
-        for name, table, summarize in (
-            ("stragglers", part.stragglers, straggler_summary),
-            ("host_skew", part.host_skew, skew_summary),
-        ):
-            if name not in part.summaries and name not in part.rows_kept:
-                figures = summarize(table)
-                if figures is not None:
-                    part.summaries[name] = figures
-    return result

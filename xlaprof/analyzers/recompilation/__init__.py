@@ -18,13 +18,37 @@ from xlaprof.analyzers.recompilation.dynamo import from_dynamo
 from xlaprof.analyzers.recompilation.ranks import from_ranks
 from xlaprof.analyzers.recompilation.sites import WARMUP_GRAPHS_PER_SITE, from_events
 from xlaprof.analyzers.recompilation.torchtpu import from_torchtpu
-from xlaprof.findings import Finding, Kind, Severity
+from xlaprof.analyzers.shared.costs import StepCosts
+from xlaprof.findings import Cost, Finding, Kind, Severity
 from xlaprof.model.input import COMPILE_METRICS, AnalysisInput
 
 # Metrics-only heuristics: more compiles than warm-up and either this many in all...
 METRICS_MIN_COMPILES_ABSOLUTE = 10
 # ... or at least this many compiles per step.
 METRICS_MIN_COMPILES_PER_STEP = 0.2
+
+
+def price(finding: Finding, costs: StepCosts) -> Cost | None:
+    """What a recompilation cost the run: the compile time of the steps after warm-up it
+    compiled in (``evidence["compile_steps"]``), paid once per new graph; per step as well
+    where it compiled in more than half the steps after warm-up (it recurs). None where none
+    of those steps' compile time was measured."""
+    warmup = costs.warmup_steps
+    steps = [int(s) for s in finding.evidence.get("compile_steps") or [] if int(s) >= warmup]
+    paid = [costs.compile_s[s] for s in steps if s in costs.compile_s]
+    if not paid:
+        return None
+    total = sum(paid)
+    after = costs.after_warmup
+    recurs = len(after) > 0 and len(steps) > len(after) / 2
+    return Cost(
+        per_step_s=total / len(after) if recurs else None,
+        one_time_s=None if recurs else total,
+        run_s=total,
+        steps=len(paid),
+        basis="compile time (CompileTime; in a traced step its compile spans) of the "
+        "steps after warm-up it compiled in",
+    )
 
 
 def unmeasured(data: AnalysisInput) -> str | None:

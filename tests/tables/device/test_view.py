@@ -1,5 +1,6 @@
-"""The device sections of the reports (``xlaprof.report.devices``): the rows every renderer
-shows of a capture's devices, the same for a pod read from its hosts' files as in memory."""
+"""The device sections of the reports as the pipeline makes them (``xlaprof.tables.device.view``):
+the rows every renderer shows of a capture's devices, the same for a pod read from its hosts'
+files as in memory."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from xlaprof.inputs.traces import load_trace
 
 
 def test_the_header_counts_the_devices_of_the_table_below_it() -> None:
-    from xlaprof.report import devices
+    from xlaprof.tables.device import view as devices
 
     # GIVEN a CPU capture: no device plane, its XLA ops ran on the host's CPU
     trace = load_trace(sample_capture("recompile_varying_batch"))
@@ -29,7 +30,7 @@ def test_the_header_counts_the_devices_of_the_table_below_it() -> None:
 
 
 def test_the_reports_say_the_same_of_a_pod_as_of_its_hosts_in_memory(tmp_path: Path) -> None:
-    from xlaprof.report import devices
+    from xlaprof.tables.device import view as devices
 
     # GIVEN four hosts, one slower, loaded as a pod (aggregates) and in memory (every row)
     pod_logdir(tmp_path, 4, {"host-2": {"stretch": STRETCH}})

@@ -1,0 +1,151 @@
+"""Whole outputs of every renderer on the sample inputs, compared with files kept in
+``tests/report/golden/`` and reviewed as diffs.
+
+For each sample input: the console report (120 columns), the ``--json`` document, and the HTML
+report's structure (its tags, classes and headings, the story and the findings' text; plotly's
+inlined library and figure data left out). Paths that depend on where the repository or the
+sample's recording sat are replaced by ``<repo>`` and ``<recorded>``.
+
+After a change that means to change an output, or after the sample runs are regenerated
+(``make samples``), rewrite the files and review the diff:
+
+    UPDATE_GOLDEN=1 PJRT_DEVICE=CPU .venv/bin/python -m pytest -q tests/report/test_golden.py
+    git diff tests/report/golden/
+
+(``make golden`` runs the first line.)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from helpers import REPO, SAMPLES, sample_run
+
+from xlaprof.model.request import AnalysisRequest
+from xlaprof.model.result import AnalysisResult
+from xlaprof.pipeline import analyze
+from xlaprof.report import RenderOptions, renderer_for
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+WIDTH = 120
+
+
+def _inputs() -> dict[str, Path]:
+    """The sample inputs whose outputs are kept: three runs, a log and a capture alone."""
+    return {
+        "recompile_varying_batch": sample_run("recompile_varying_batch"),
+        "host_sync_item": sample_run("host_sync_item"),
+        "tracing_bound_tiny_ops": sample_run("tracing_bound_tiny_ops"),
+        "healthy_loop_log": SAMPLES / "healthy_loop.log",
+        "host_capture": SAMPLES / "host_capture" / "torch_profiler_cpu.pt.trace.json.gz",
+    }
+
+
+NAMES = sorted(_inputs())
+
+
+def _recorded_roots(result: AnalysisResult) -> list[str]:
+    """Where the input was recorded (a run's working directory, which holds its examples)."""
+    roots = []
+    for part in result.parts:
+        run = part.part.run
+        if run is not None and run.info.cwd:
+            roots.append(str(run.info.cwd).rstrip("/"))
+    return roots
+
+
+def _normal(text: str, result: AnalysisResult) -> str:
+    """``text`` with the repository's and the recording's folders named, not spelled."""
+    for root in sorted(_recorded_roots(result), key=len, reverse=True):
+        text = text.replace(root, "<recorded>")
+    text = text.replace(str(REPO), "<repo>")
+    # a recording's venv (torch's own files quoted as an op's source)
+    return re.sub(r"<recorded>/\.venv/lib/python[0-9.]+/site-packages", "<site-packages>", text)
+
+
+def _render(result: AnalysisResult, name: str) -> str:
+    out = io.StringIO()
+    renderer_for(result, name).write(result, out, RenderOptions(width=WIDTH))
+    return out.getvalue()
+
+
+class _Structure(HTMLParser):
+    """An HTML page as one line per element (indented by depth, with its class) and per
+    piece of text outside scripts and styles; a figure's div by its id alone."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self.depth = 0
+        self.skip = 0
+
+    VOID = frozenset({"meta", "br", "hr", "img", "input", "link"})
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.skip:
+            self.skip += tag not in self.VOID
+            return
+        named = dict(attrs)
+        label = tag + "".join(f".{c}" for c in (named.get("class") or "").split())
+        if named.get("id"):
+            label += f"#{named['id']}"
+        self.lines.append("  " * self.depth + label)
+        if tag in ("script", "style"):
+            self.skip = 1
+            return
+        if tag not in self.VOID:
+            self.depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skip:
+            self.skip -= 1
+            return
+        if tag not in self.VOID:
+            self.depth = max(self.depth - 1, 0)
+
+    def handle_data(self, data: str) -> None:
+        if not self.skip and data.strip():
+            self.lines.append("  " * self.depth + repr(data.strip()))
+
+
+def _html_structure(page: str) -> str:
+    parser = _Structure()
+    parser.feed(page)
+    return "\n".join(parser.lines) + "\n"
+
+
+def _outputs(path: Path) -> dict[str, str]:
+    """Each output kept for the input at ``path``, normalised, by its golden file's suffix."""
+    result = analyze(AnalysisRequest((path,)))
+    document = json.loads(_render(result, "json"))
+    return {
+        "console.txt": _normal(_render(result, "console"), result),
+        "json": _normal(json.dumps(document, indent=1, sort_keys=True), result) + "\n",
+        "html.txt": _normal(_html_structure(_render(result, "html")), result),
+    }
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_renderers_whole_output_is_the_kept_one(name: str) -> None:
+    # GIVEN a sample input, WHEN every renderer writes its analysis
+    outputs = _outputs(_inputs()[name])
+    for suffix, text in outputs.items():
+        golden = GOLDEN / f"{name}.{suffix}"
+        if UPDATE:
+            golden.parent.mkdir(exist_ok=True)
+            golden.write_text(text)
+            continue
+        # THEN each is the output kept for it, line for line
+        assert golden.is_file(), f"{golden} missing: run UPDATE_GOLDEN=1 (see this module)"
+        expected = golden.read_text().split("\n")
+        got = text.split("\n")
+        for number, (want, have) in enumerate(zip(expected, got, strict=False), start=1):
+            assert have == want, f"{golden.name} line {number}"
+        assert len(got) == len(expected), f"{golden.name}: {len(got)} lines, kept {len(expected)}"
