@@ -172,7 +172,7 @@ def test_an_item_in_tiny_pieces_is_parsed_a_logarithmic_number_of_times(
     # GIVEN a document whose one item is 200 KB, delivered a character at a time
     document = json.dumps({"traceEvents": [{"name": "x" * 200_000}]})
     parses = 0
-    real = json_stream._DECODER
+    real = json_stream.DECODER
 
     class Counting:
         def raw_decode(self, text: str, at: int) -> Any:
@@ -180,7 +180,7 @@ def test_an_item_in_tiny_pieces_is_parsed_a_logarithmic_number_of_times(
             parses += 1
             return real.raw_decode(text, at)
 
-    monkeypatch.setattr(json_stream, "_DECODER", Counting())
+    monkeypatch.setattr(json_stream, "DECODER", Counting())
     got: list[Any] = []
     # WHEN it is streamed
     json_stream.JsonStream(iter(document)).document("traceEvents", got.append)

@@ -162,8 +162,10 @@ def _refuse_escaping_names(logdir: Path, path: Path) -> None:
         raise InputUnreadable(f"{error}") from None
     if found:
         capture, names = next(iter(found.items()))
+        # named as given, not as the private copy the UI would have served
+        shown = str(capture).replace(str(logdir), str(path), 1)
         raise UnsafeInput(
-            f"{capture}: HLO module name {names[0]!r} is not a file name; XProf would write "
+            f"{shown}: HLO module name {names[0]!r} is not a file name; XProf would write "
             f"outside the logdir when the UI loads it, so it is not served "
             f"({sum(map(len, found.values()))} such name(s) in {len(found)} capture(s))"
         )

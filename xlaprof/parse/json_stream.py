@@ -24,7 +24,6 @@ _WHITESPACE = " \t\n\r"
 # A value that does not parse is read on (its end may be in the next chunk) up to this many
 # characters of text; past that it is malformed, not cut.
 MAX_ITEM_CHARS = 64 * 1024**2
-_DECODER = DECODER
 # A value ending this close to the end of the text held is parsed again with more text after it:
 # a number cut by a chunk's end ("-1." of "-1.5e3") is itself a valid number.
 _LOOKAHEAD = 64
@@ -91,7 +90,7 @@ class JsonStream:
             raise self._error("Expecting value")
         while True:
             try:
-                value, end = _DECODER.raw_decode(self.text, self.at)
+                value, end = DECODER.raw_decode(self.text, self.at)
             except json.JSONDecodeError:
                 # Cut by the chunk's end, or malformed: read on, up to MAX_ITEM_CHARS. The text
                 # held at least doubles before the item is parsed again from its start, so an
