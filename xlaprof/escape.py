@@ -146,23 +146,54 @@ def plotly_label(text: object) -> str:
     return html.escape(terminal(text), quote=False)
 
 
-# Trace properties plotly shows as labels, and where data goes in this project's figures.
-_TRACE_KEYS = ("x", "y", "text", "hovertext", "name", "labels", "ids", "customdata")
-
-
 def _labels(value: Any) -> Any:
     if isinstance(value, str):
         return plotly_label(value)
     if isinstance(value, list | tuple):
         return [_labels(v) for v in value]
-    if hasattr(value, "dtype") and hasattr(value, "tolist") and value.dtype == object:
+    if hasattr(value, "dtype") and hasattr(value, "tolist") and value.dtype.kind in "OUS":
         return [_labels(v) for v in value.tolist()]
     return value
 
 
+def _inert_properties(value: Any, key: str = "") -> Any:
+    """Every string of a figure's properties, at any depth, made inert; templates kept.
+
+    A template (``hovertemplate``, ``texttemplate``: written here, with ``%{...}`` naming the
+    data it shows, and that data is escaped) is the only markup a figure keeps; the theme
+    (``layout.template``) is plotly's. Everything else a figure holds (trace data, titles,
+    annotations, shapes' labels, legends, menus, axis ticks) is escaped however it got there:
+    listing the properties that may hold data missed one (the step chart's off-scale note).
+    """
+    if key == "template" or key.endswith("template"):
+        return value
+    if isinstance(value, dict) and "bdata" in value and set(value) <= {"bdata", "dtype", "shape"}:
+        return _typed_array(value)  # numbers: nothing to escape, kept as the array they were
+    if isinstance(value, dict):
+        return {k: _inert_properties(v, k) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_inert_properties(v, key) for v in value]
+    return _labels(value)
+
+
+def _typed_array(value: dict[str, Any]) -> Any:
+    """A plotly typed array (``{"dtype": "f8", "bdata": base64}``, how ``to_plotly_json``
+    writes numeric arrays) as the numpy array it was made from."""
+    import base64
+
+    import numpy as np
+
+    array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value.get("dtype", "f8"))
+    shape = value.get("shape")
+    if isinstance(shape, str):
+        array = array.reshape([int(n) for n in shape.split(",")])
+    return array
+
+
 def plotly_figure(figure: Any) -> Any:
-    """``figure`` with every data string its traces show made inert (``plotly_label``),
-    and its titles too; templates (``hovertemplate``, ours) are left as they are.
+    """``figure`` with every string of every property made inert (``plotly_label``):
+    traces, layout, annotations, shapes, menus, at any depth; templates (``hovertemplate``,
+    ours) are left as they are.
 
     Done once per figure: the figures of ``xlaprof.report.figures`` come back inert (so no
     notebook caller can forget), and the HTML report passing them through again changes
@@ -170,24 +201,11 @@ def plotly_figure(figure: Any) -> Any:
     """
     if getattr(figure, "_xlaprof_inert", False):
         return figure
-    for trace in figure.data:
-        for key in _TRACE_KEYS:
-            value = getattr(trace, key, None)
-            if value is not None:
-                trace[key] = _labels(value)
-    layout = figure.layout
-    if layout.title.text:
-        layout.title.text = plotly_label(layout.title.text)
-    axes = [name for name in layout.to_plotly_json() if name.startswith(("xaxis", "yaxis"))]
-    for name in axes:
-        axis = layout[name]
-        if axis.title.text:
-            axis.title.text = plotly_label(axis.title.text)
-        for key in ("categoryarray", "ticktext"):
-            if axis[key] is not None:
-                axis[key] = _labels(axis[key])
-    figure._xlaprof_inert = True  # plotly keeps attributes named with "_" off the figure's JSON
-    return figure
+    import plotly.graph_objects as go
+
+    inert = go.Figure(_inert_properties(figure.to_plotly_json()), skip_invalid=False)
+    inert._xlaprof_inert = True  # plotly keeps attributes named with "_" off the figure's JSON
+    return inert
 
 
 def safe_console(**options: Any) -> Console:

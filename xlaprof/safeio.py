@@ -248,28 +248,14 @@ def gunzip_capped(data: bytes, limit: int = DEFAULT_GZIP_LIMIT, name: str = "dat
     ``gzip.decompress`` inflates everything before anyone can look at the size: a few MB of
     zeros become gigabytes. Here each step asks for at most what the limit still allows.
     """
-    out = bytearray()
-    rest = data
-    data_size = len(data)
-    while rest:
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        chunk = rest
-        while chunk:
-            try:
-                piece = inflater.decompress(chunk, limit - len(out) + 1)
-            except zlib.error as error:
-                raise UnsafeFile(f"{name}: corrupt gzip data ({error})") from None
-            out += piece
-            if len(out) > limit:
-                raise TooLarge(f"{name}: inflates to more than {limit} bytes", data_size, limit)
-            chunk = inflater.unconsumed_tail
-            if inflater.eof:
-                break
-        if not inflater.eof:
-            raise UnsafeFile(f"{name}: truncated gzip data")
-        rest = inflater.unused_data.lstrip(b"\x00")  # members may be padded with zeros
     if not data:
         raise UnsafeFile(f"{name}: empty gzip data")
+    member = _Member(limit, name, len(data))
+    out = bytearray()
+    for piece in member.feed(data):
+        out += piece
+    if not member.ended:
+        raise UnsafeFile(f"{name}: truncated gzip data")
     return bytes(out)
 
 
@@ -281,47 +267,68 @@ def iter_gunzip_capped(
     ``limit`` bytes as it goes (``size``: the compressed size, for the error)."""
     member = _Member(limit, name, size)
     read_any = False
-    while data := member.pending or handle.read(_CHUNK):
+    while data := handle.read(_CHUNK):
         read_any = True
-        yield from member.inflate(data)
+        yield from member.feed(data)
     if not read_any:
         raise UnsafeFile(f"{name}: empty gzip data")
     if not member.ended:
         raise UnsafeFile(f"{name}: truncated gzip data")
 
 
+# The compressed bytes handed to zlib at once after a member ended: at least this many, at most
+# twice the last member's size (zlib copies what is left after a member's end, so handing it a
+# whole chunk per tiny member cost the chunk once per member: quadratic).
+_MIN_FEED = 4096
+
+
 class _Member:
-    """The gzip member being inflated, and the bytes after its end (``pending``)."""
+    """The gzip member being inflated, across the pieces of input ``feed`` is given."""
 
     def __init__(self, limit: int, name: str, size: int | None) -> None:
         self.limit, self.name, self.size = limit, name, size
         self.inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         self.total = 0
         self.ended = False  # after a member's end: zero padding, or another member
-        self.pending = b""
+        self.member_bytes = 0  # compressed bytes of the member being inflated
+        self.step = _CHUNK
 
-    def inflate(self, data: bytes) -> Iterator[bytes]:
-        self.pending = b""
-        if self.ended:
-            data = data.lstrip(b"\x00")
-            if not data:
-                return
-            self.inflater, self.ended = zlib.decompressobj(16 + zlib.MAX_WBITS), False
-        while data:
-            try:
-                piece = self.inflater.decompress(data, self.limit - self.total + 1)
-            except zlib.error as error:
-                raise UnsafeFile(f"{self.name}: corrupt gzip data ({error})") from None
-            self.total += len(piece)
-            if self.total > self.limit:
-                message = f"{self.name}: inflates to more than {self.limit} bytes"
-                raise TooLarge(message, self.size, self.limit)
-            if piece:
-                yield piece
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The inflated pieces of the next compressed bytes ``data``."""
+        at, end = 0, len(data)
+        while at < end:
+            piece = data[at : at + self.step]
+            if self.ended:
+                stripped = piece.lstrip(b"\x00")  # members may be padded with zeros
+                at += len(piece) - len(stripped)
+                if not stripped:
+                    continue
+                piece = stripped
+                self.inflater, self.ended = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+            left = 0
+            tail = piece
+            while tail:
+                try:
+                    out = self.inflater.decompress(tail, self.limit - self.total + 1)
+                except zlib.error as error:
+                    raise UnsafeFile(f"{self.name}: corrupt gzip data ({error})") from None
+                self.total += len(out)
+                if self.total > self.limit:
+                    message = f"{self.name}: inflates to more than {self.limit} bytes"
+                    raise TooLarge(message, self.size, self.limit)
+                if out:
+                    yield out
+                if self.inflater.eof:
+                    left = len(self.inflater.unused_data)
+                    break
+                tail = self.inflater.unconsumed_tail
+            used = len(piece) - left
+            at += used
+            self.member_bytes += used
             if self.inflater.eof:
-                self.pending, self.ended = self.inflater.unused_data, True
-                return
-            data = self.inflater.unconsumed_tail
+                self.ended = True
+                self.step = min(_CHUNK, max(_MIN_FEED, 2 * self.member_bytes))
+                self.member_bytes = 0
 
 
 def read_gzip_capped(path: Path, limit: int = DEFAULT_GZIP_LIMIT) -> bytes:

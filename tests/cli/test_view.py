@@ -29,8 +29,8 @@ def test_view_serves_every_traced_run() -> None:
     assert view_runs(SAMPLES / "runs") == [f"{name}/" for name in traced]
 
 
-def test_view_links_a_single_capture_file_into_a_logdir() -> None:
-    # GIVEN one capture file WHEN it is viewed THEN the file is linked into a temporary logdir
+def test_view_copies_a_single_capture_file_into_a_logdir() -> None:
+    # GIVEN one capture file WHEN it is viewed THEN the file is copied into a private logdir
     # the UI can read, and the UI lists it
     assert view_runs(shared_trace(TPU)) == ["xprof_tpu_inference_2_v1/"]
 

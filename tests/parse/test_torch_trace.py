@@ -288,3 +288,52 @@ def test_compiles_are_capped_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> 
     # THEN the first two are kept, and the log says the rest were not
     assert [c.compile_id for c in log.compiles] == ["0/0", "1/0"]
     assert any("only the first 2 compiles" in w for w in log.warnings)
+
+
+# -- issue 48: any bytes where a TORCH_TRACE log is expected -----------------------------------
+def _hostile_record(value: Any) -> str:
+    """A TORCH_TRACE record line whose metadata holds ``value`` (integers past any float
+    written out in digits, as a hostile log can)."""
+    body = json.dumps({"dynamo_start": {"stack": value}, "frame_id": value, "attempt": value})
+    return f"V1127 14:07:16.065000 9366 torch/_dynamo/utils.py:1952] {body}"
+
+
+def test_any_damaged_torch_trace_reads_or_is_refused_in_one_error(tmp_path: Path) -> None:
+    import random
+
+    import hypothesis
+    from fuzzing import HOSTILE_JSON, Hang, mutate_text, time_limit
+    from hypothesis import strategies as st
+
+    from xlaprof.errors import XlaprofError
+
+    real = gzip.decompress((LOGS / "openxla.log.gz").read_bytes()).decode()[:200_000]
+    adversarial = [
+        "V1127 14:07:16.065000 9366 " + " " * 200_000 + "]",
+        "V1127 14:07:16.065000 9366 x.py:1] " + '{"a": ' + "9" * 5000 + "}",
+        "[rank1]:" + "[rank1]:" * 20_000,
+        "Graph Break Reason: " + " " * 200_000,
+    ]
+
+    @hypothesis.settings(max_examples=25, database=None)
+    @hypothesis.given(
+        seed=st.integers(0, 2**32),
+        value=st.sampled_from([*HOSTILE_JSON, "HUGE"]),
+        long_line=st.sampled_from(["", *adversarial]),
+    )
+    def check(seed: int, value: Any, long_line: str) -> None:
+        rng = random.Random(seed)
+        record = _hostile_record(value).replace('"HUGE"', str(10**400))
+        text = mutate_text(rng, real) + "\n" + record + "\n" + long_line + "\n"
+        path = tmp_path / "dedicated_log_torch_trace_x.log"
+        path.write_text(text, errors="surrogatepass")
+        # WHEN read THEN a log, or one of xlaprof's errors, within a bound only a hang reaches
+        try:
+            with time_limit(60):
+                read_torch_trace(path, 8 * 1024**2)
+        except XlaprofError:
+            pass
+        except Hang as error:  # pragma: no cover - the property's failure
+            raise AssertionError(f"seed {seed}: {error}") from None
+
+    check()

@@ -78,3 +78,55 @@ def test_the_report_has_no_placeholder_panels() -> None:
     assert {"timeline", "device-ops", "device-steps", "metric-deltas"} <= set(names)
     for _, figure in figures.result_figures(result):
         assert figure.data, figure.layout.title.text
+
+
+def _strings(value: object, key: str = "") -> list[tuple[str, str]]:
+    """Every string of a figure's JSON with the key it is under (templates left out: ours)."""
+    if key.endswith("template"):
+        return []
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(v, k)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v, key)]
+    if hasattr(value, "tolist"):
+        return _strings(value.tolist(), key)
+    return [(key, value)] if isinstance(value, str) else []
+
+
+def test_every_label_of_the_step_chart_is_inert_the_off_scale_notes_too() -> None:
+    # GIVEN a run whose compile steps are drawn off the scale, the bound of each step named
+    # with live markup (a saved --json someone sent carries any text there)
+    analysis = xlaprof.Analysis(sample_run("tracing_bound_tiny_ops"))
+    timeline = analysis.timeline()
+    link = '<a href="https://evil.example">x</a><br>'
+    timeline["bound"] = link
+    # WHEN the step chart is drawn
+    figure = figures.step_timeline(timeline)
+    # THEN the off-scale notes name the bound, as text: no string anywhere in the figure
+    # holds markup (plotly would make it a live link in the HTML report)
+    notes = [a.text for a in figure.layout.annotations]
+    assert notes and all("evil.example" in note for note in notes)
+    assert not [(k, s) for k, s in _strings(figure.to_plotly_json()) if "<" in s]
+
+
+def test_a_figure_is_escaped_in_every_property_not_only_those_listed() -> None:
+    import plotly.graph_objects as go
+
+    from xlaprof.escape import plotly_figure
+
+    # GIVEN a figure with markup in properties no list names: an annotation, a shape's label,
+    # a legend title, a menu button, a hover label, a colorbar title
+    live = '<a href="https://evil.example">x</a>'
+    figure = go.Figure(go.Heatmap(z=[[1]], colorbar={"title": {"text": live}}, hovertext=[[live]]))
+    figure.add_annotation(text=live, x=0, y=0)
+    figure.add_shape(type="line", x0=0, x1=1, y0=0, y1=1, label={"text": live})
+    figure.update_layout(
+        legend={"title": {"text": live}},
+        updatemenus=[{"buttons": [{"label": live, "method": "restyle", "args": []}]}],
+    )
+    # WHEN it is made inert
+    inert = plotly_figure(figure)
+    # THEN no string of it holds markup, and the text is still there to read
+    strings = _strings(inert.to_plotly_json())
+    assert not [(k, s) for k, s in strings if "<" in s]
+    assert sum("evil.example" in s for _, s in strings) >= 5

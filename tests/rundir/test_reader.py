@@ -368,3 +368,23 @@ def test_a_runs_graphs_are_capped_in_total_inflated_bytes(tmp_path: Path, monkey
     first_proto = 1 if _index_entries(run)[0].get("proto") else 0
     unread = len(files) - 1 + first_proto
     assert any(f"{unread} graph files not read" in w for w in loaded.load_warnings)
+
+
+def test_a_run_given_alone_reads_no_torch_trace_beside_it(tmp_path: Path) -> None:
+    # GIVEN a run directory whose parent holds a torch_trace/ log of the run's process (what
+    # `xlaprof run` writes for a launch), as a sent folder or an MCP root one level down has it
+    run = copy_run(tmp_path / "launch")
+    info = json.loads((run / "run.json").read_text())
+    pid = info.get("pid") or 4242
+    info["pid"] = pid
+    (run / "run.json").write_text(json.dumps(info))
+    logs = tmp_path / "launch" / "torch_trace"
+    logs.mkdir()
+    log = logs / "dedicated_log_torch_trace_x.log"
+    log.write_text(f"V1127 14:07:16.065000 {pid} torch/_dynamo/utils.py:1952] {{}}\n")
+    # WHEN the run is loaded on its own, and through the launch's folder
+    alone = load_run(run)
+    launch = load_run(tmp_path / "launch")
+    # THEN only the load that was given the launch's folder reads the log beside the run
+    assert alone.torch_trace_files() == []
+    assert launch.torch_trace_files() == [log]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import BudgetError
 from xlaprof.findings import Kind
+from xlaprof.parse.units import finite
 
 if TYPE_CHECKING:
     pass
@@ -69,7 +69,7 @@ class Budgets:
             if value is not None and (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
-                or not math.isfinite(value)
+                or not finite(value)
                 or value < 0
             ):
                 raise BudgetError(f"{_option(name)}: expected a number ≥ 0, got {value!r}")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -31,17 +33,22 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def logdir_for(path: Path, scratch: Path | None = None) -> Path:
-    """The folder to serve: XProf's UI reads ``<run>/plugins/profile/<session>/*.xplane.pb``.
+def logdir_for(path: Path) -> Path:
+    """The folder to serve: a private copy of ``path``'s captures (``view_guard``).
 
-    A run directory or logdir in that layout is served as it is. A single ``.xplane.pb``, or a
-    folder holding xplanes in any other layout, is linked into a temporary logdir under
-    ``scratch`` (one run named after ``path``, one session per folder of captures).
+    XProf's UI reads ``<run>/plugins/profile/<session>/*.xplane.pb``. A run directory or
+    logdir in that layout keeps its layout in the copy; a single ``.xplane.pb``, or a folder
+    holding xplanes in any other layout, becomes one run named after ``path``, one session
+    per folder of captures. Only files that really lie inside ``path`` are copied: a capture
+    that is a link, or reached through a linked folder, is refused (exit 24).
     """
+    from xlaprof.cli.view_guard import private_logdir
     from xlaprof.inputs.captures import find_sessions
+    from xlaprof.safeio import TooLarge, UnsafeFile
 
     if not path.exists():
         raise InputNotFound(f"{path}: no such run directory, logdir or capture file")
+    path = path.resolve()  # the path given may be a link; what it holds is checked below
     hint = "record one with `xlaprof run --trace-steps A:B` or `xlaprof capture`"
     try:
         sessions = find_sessions(path)
@@ -57,23 +64,47 @@ def logdir_for(path: Path, scratch: Path | None = None) -> Path:
             f"{path}: only Chrome traces here; XProf's UI reads *.xplane.pb (open a "
             "*.trace.json.gz in https://ui.perfetto.dev instead)"
         )
-    if path.is_dir() and all(
+    _refuse_links(path, xplanes)
+    copies = _session_copies(path, xplanes)
+    try:
+        return private_logdir(copies)
+    except TooLarge as error:
+        raise InputTooLarge(f"{error}") from None
+    except UnsafeFile as error:
+        raise UnsafeInput(f"{error}; `xlaprof view` serves only regular files") from None
+    except OSError as error:
+        reason = error.strerror or error
+        raise InputUnreadable(f"{path}: not copied for the UI ({reason})") from None
+
+
+def _refuse_links(path: Path, xplanes: dict[str, list[Path]]) -> None:
+    """``UnsafeInput`` for a capture that is a link or lies outside ``path`` (a linked folder)."""
+    real_root = Path(os.path.realpath(path if path.is_dir() else path.parent))
+    for files in xplanes.values():
+        for file in files:
+            real = Path(os.path.realpath(file))
+            if os.path.islink(file) or not real.is_relative_to(real_root):
+                raise UnsafeInput(f"{file}: a link; `xlaprof view` serves only the files given")
+
+
+def _session_copies(path: Path, xplanes: dict[str, list[Path]]) -> dict[Path, list[Path]]:
+    """Where in the private logdir each capture goes: its own ``plugins/profile/<session>``
+    where ``path`` is in XProf's layout, else one run named after ``path``."""
+    in_layout = path.is_dir() and all(
         f.parent.parent.name == "profile" and f.parent.parent.parent.name == "plugins"
         for files in xplanes.values()
         for f in files
-    ):
-        return path.resolve()
-    if scratch is None:
-        import tempfile
-
-        scratch = Path(tempfile.mkdtemp(prefix="xlaprof-view-"))
+    )
+    copies: dict[Path, list[Path]] = {}
     run = path.name.split(".xplane.pb")[0] or "capture"
     for name, files in xplanes.items():
-        session = scratch / run / "plugins" / "profile" / (name.replace("/", "_") or "capture")
-        session.mkdir(parents=True, exist_ok=True)
         for file in files:
-            (session / file.name).symlink_to(file.resolve())
-    return scratch
+            if in_layout:
+                session = file.parent.relative_to(path)
+            else:
+                session = Path(run, "plugins", "profile", name.replace("/", "_") or "capture")
+            copies.setdefault(session, []).append(file)
+    return copies
 
 
 @click.command()
@@ -96,23 +127,24 @@ def view(path: Path, port: int, host: str) -> None:
     """Serve PATH's traces in the XProf UI until Ctrl-C; prints the URL to open.
 
     PATH is a run directory (one or many processes), a logdir with plugins/profile/, a single
-    .xplane.pb, or any folder of xplanes (linked into a temporary logdir for the UI).
+    .xplane.pb, or any folder of xplanes. The UI serves a private copy of its captures,
+    read-only, to its own page only (docs/security.md).
     """
     logdir = logdir_for(path)
-    _refuse_escaping_names(logdir, path)
-    if not _port_free(host, port):
-        raise PortBusy(f"port {port} is in use on {host}; pass --port with a free one")
-    runs = sorted({p.parent.parent.parent for p in logdir.rglob("plugins/profile/*/*.xplane.pb")})
-    shown = path if logdir != path.resolve() else logdir
-    click.echo(f"xlaprof: serving {len(runs)} traced run(s) from {shown} on {host}", err=True)
-    click.echo(f"http://{_url_host(host)}:{port}/", err=False)
     try:
+        _refuse_escaping_names(logdir, path)
+        if not _port_free(host, port):
+            raise PortBusy(f"port {port} is in use on {host}; pass --port with a free one")
+        runs = sorted(
+            {p.parent.parent.parent for p in logdir.rglob("plugins/profile/*/*.xplane.pb")}
+        )
+        click.echo(f"xlaprof: serving {len(runs)} traced run(s) from {path} on {host}", err=True)
+        click.echo(f"http://{_url_host(host)}:{port}/", err=False)
         _serve(logdir, host, port)
-    finally:
-        if logdir != path.resolve():  # the temporary logdir of links (and XProf's caches)
-            import shutil
+    finally:  # the private copy (and XProf's caches in it)
+        import shutil
 
-            shutil.rmtree(logdir, ignore_errors=True)
+        shutil.rmtree(logdir, ignore_errors=True)
 
 
 def _refuse_escaping_names(logdir: Path, path: Path) -> None:
@@ -129,13 +161,11 @@ def _refuse_escaping_names(logdir: Path, path: Path) -> None:
     except (OSError, UnsafeFile) as error:
         raise InputUnreadable(f"{error}") from None
     if found:
-        if logdir != path.resolve():
-            import shutil
-
-            shutil.rmtree(logdir, ignore_errors=True)
         capture, names = next(iter(found.items()))
+        # named as given, not as the private copy the UI would have served
+        shown = str(capture).replace(str(logdir), str(path), 1)
         raise UnsafeInput(
-            f"{capture}: HLO module name {names[0]!r} is not a file name; XProf would write "
+            f"{shown}: HLO module name {names[0]!r} is not a file name; XProf would write "
             f"outside the logdir when the UI loads it, so it is not served "
             f"({sum(map(len, found.values()))} such name(s) in {len(found)} capture(s))"
         )
@@ -149,8 +179,8 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _serve(logdir: Path, host: str, port: int) -> None:
-    """XProf's own server (``xprof.server._launch_server``), bound to ``host`` only.
+def guarded_app(logdir: Path, host: str, port: int) -> Any:
+    """XProf's UI over ``logdir`` as a WSGI app, behind ``view_guard.Guard``.
 
     ``xprof.server.start_server`` listens on every interface and also opens a gRPC worker port
     on 0.0.0.0 for distributed conversion. Serving one logdir needs no workers: without the
@@ -159,11 +189,24 @@ def _serve(logdir: Path, host: str, port: int) -> None:
     """
     from xprof import server
 
+    from xlaprof.cli.view_guard import Guard, allowed_hosts
+
     context = server.TBContext(
         str(logdir), server.DataProvider(str(logdir)), server.TBContext.Flags(False)
     )
-    context.hide_capture_profile_button = False
+    context.hide_capture_profile_button = True  # the route is refused (view_guard)
     context.enable_tab_name_label = False
     context.src_prefix = None
     plugin = server.ProfilePluginLoader().load(context)
-    server.run_server(plugin, host, port)
+    return Guard(server.make_wsgi_app(plugin), logdir, allowed_hosts(host, port))
+
+
+def _serve(logdir: Path, host: str, port: int) -> None:
+    """Serve ``guarded_app`` on ``host:port`` (XProf's own WSGI server) until Ctrl-C."""
+    from xprof import server
+
+    wsgi_server = server.wsgi.Server((host, port), guarded_app(logdir, host, port))
+    try:
+        wsgi_server.start()
+    except KeyboardInterrupt:
+        wsgi_server.stop()

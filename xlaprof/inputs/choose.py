@@ -12,11 +12,11 @@ by folder name or PID, and commands read the latest unless a process is named.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from xlaprof.errors import RunDirError
 from xlaprof.model.request import ALL_PROCESSES
+from xlaprof.parse.units import format_utc
 from xlaprof.rundir.schema import LAUNCH_ENV
 
 if TYPE_CHECKING:
@@ -82,8 +82,7 @@ def _when(part: Part) -> str:
     started = part.run.info.started if part.run is not None else None
     if started is None:
         return "start not recorded"
-    moment = datetime.fromtimestamp(float(started), tz=UTC)
-    return "started " + moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "started " + format_utc(started)
 
 
 def _listed(names: list[str]) -> str:

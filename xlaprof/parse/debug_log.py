@@ -37,14 +37,16 @@ _PREFIX_RE = re.compile(
 _HASH_RE = re.compile(r"Graph Hash:\s*(\S+)")
 _INPUTS_RE = re.compile(r"Number of Graph Inputs?:\s*(\d+)")
 _OUTPUTS_RE = re.compile(r"Number of Graph Outputs?:\s*(\d+)")
-_SIZE_RE = re.compile(r"^\s*(.+?) size:\s*([\d.]+)\s*(B|KB|MB|GB|TB)\s*$")
+_SIZE_RE = re.compile(r"^\s*(\S.*?) size:\s*([\d.]+)\s*(B|KB|MB|GB|TB)\s*$")
 _PROFILER_RE = re.compile(r"pt-xla-profiler:[ \t]?(.*)$")
-_TOO_FREQUENT_RE = re.compile(r"(\w+) too frequent: (\d+) counts during (\d+) steps")
+_TOO_FREQUENT_RE = re.compile(r"\b(\w+) too frequent: (\d+) counts during (\d+) steps")
 _NOT_LOWERED_RE = re.compile(r"Op\(s\) not lowered:\s*(.*?)(?:\s*Please open.*)?$")
 _NAMESPACED_OP_RE = re.compile(r"\b([A-Za-z_]\w*::\w+(?:\.\w+)?)")
 _FRAME_GROUP_RE = re.compile(r"FRAME \(count=(\d+)\):")
 _UNLOWERED_RE = re.compile(r'Unlowered Op:\s*"([^"]*)"')
-_TAG_RE = re.compile(r"\[TAG\s+(.*?)\s+From Thread\s+\d+\]")
+# The tag is an op name: it crosses no bracket and ends in a non-space, so neither another
+# "[TAG" nor a run of spaces is scanned again from each position (quadratic).
+_TAG_RE = re.compile(r"\[TAG\s+(\S(?:[^\[\]]*?\S)?)\s+From Thread\s+\d+\]")
 _CPP_OP_RE = re.compile(r"at::_ops::(\w+)::call\b")
 
 

@@ -18,7 +18,8 @@ _RECOMPILE_RE = re.compile(r"Recompiling function (\S+) in (\S+:\d+)")
 _GUARD_RE = re.compile(r"^\s*-\s*(\d+/\d+):\s*(.+?)\s*$", re.MULTILINE)
 _BREAK_AT_RE = re.compile(r"in user code at (\S+:\d+)")
 _BREAK_REASON_RE = re.compile(r"Graph Break Reason:\s*(.+)")
-_GUARD_COMMENT_RE = re.compile(r"\s+#.*$", re.DOTALL)
+# From the start of a run of spaces only: a search tried each space of a long run again.
+_GUARD_COMMENT_RE = re.compile(r"(?<!\s)\s+#.*$", re.DOTALL)
 _SIZE_RE = re.compile(
     r"^(tensor '([^']+)' size mismatch at index (\d+))\. expected (\d+), actual (\d+)"
 )

@@ -19,9 +19,11 @@ from xlaprof.findings import Location
 # parallel loader (``MpDeviceLoader`` syncs at each batch) and the openxla dynamo backend.
 LOADER_FILE = "parallel_loader.py"
 DYNAMO_DIR = "torch_xla/_dynamo/"
-_FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\((.*)\)\s*$")
+# The function's name holds no "(" and ends in a non-space: a lazy name beside ``\s+``
+# backtracked over each run of spaces, and over each " (" of a line (quadratic).
+_FRAME_RE = re.compile(r"^\s*(\S(?:[^(]*?\S)?)\s+\((.*)\)\s*$")
 # A frame cut off at the end of a paste: ``train_loop_fn (/home/user/train.py:4``
-_CUT_FRAME_RE = re.compile(r"^\s*(\S.*?)\s+\(([^()]*)$")
+_CUT_FRAME_RE = re.compile(r"^\s*(\S(?:[^(]*?\S)?)\s+\(([^()]*)$")
 
 _LIBRARY_RE = re.compile(
     r"([/\\](site|dist)-packages[/\\])"

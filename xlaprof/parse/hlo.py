@@ -23,8 +23,8 @@ from xlaprof.parse.frames import Frame
 _INSTRUCTION_RE = re.compile(
     r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*(?P<shape>.+?)\s+(?P<opcode>[a-z][\w\-]*)\((?P<rest>.*)$"
 )
-_METADATA_RE = re.compile(r"metadata=\{(?P<body>[^}]*)\}")
-_META_FIELD_RE = re.compile(r'(\w+)=(?:"((?:[^"\\]|\\.)*)"|(\S+))')
+_METADATA_RE = re.compile(r"metadata=\{(?P<body>[^{}]*)\}")
+_META_FIELD_RE = re.compile(r'\b(\w+)=(?:"((?:[^"\\]|\\.)*)"|(\S+))')
 _PARAMETER_INDEX_RE = re.compile(r"^(\d+)\)")
 _LAYOUT_RE = re.compile(r"\{[^{}]*\}")
 _ENTRY_RE = re.compile(r"^ENTRY\s+%(?P<name>[\w.\-]+)")

@@ -18,14 +18,17 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from xlaprof.parse.units import DECODER
+
 _WHITESPACE = " \t\n\r"
 # A value that does not parse is read on (its end may be in the next chunk) up to this many
 # characters of text; past that it is malformed, not cut.
 MAX_ITEM_CHARS = 64 * 1024**2
-_DECODER = json.JSONDecoder()
 # A value ending this close to the end of the text held is parsed again with more text after it:
 # a number cut by a chunk's end ("-1." of "-1.5e3") is itself a valid number.
 _LOOKAHEAD = 64
+# The least text read on before a value that did not parse is parsed again.
+_MIN_READ_ON = 4096
 
 
 class JsonStream:
@@ -38,15 +41,28 @@ class JsonStream:
         self.done = False
         self.found = False  # whether the streamed array was there (``document``)
 
-    def _more(self) -> bool:
-        """Append the next chunk (dropping what was read); False at the end of the text."""
+    def _more(self, wanted: int = 1) -> bool:
+        """Append at least ``wanted`` more characters (fewer at the end of the text), dropping
+        what was read; False if there was nothing more.
+
+        The pieces are joined once: appending a tiny chunk at a time to a long item held would
+        copy the item again for each chunk (a trace cut into thousands of tiny gzip members).
+        """
+        pieces = [self.text[self.at :]]
+        got = 0
         for chunk in self.chunks:
             if chunk:
-                self.text = self.text[self.at :] + chunk
-                self.at = 0
-                return True
-        self.done = True
-        return False
+                pieces.append(chunk)
+                got += len(chunk)
+                if got >= wanted:
+                    break
+        else:
+            self.done = True
+        if not got:
+            return False
+        self.text = "".join(pieces)
+        self.at = 0
+        return True
 
     def _error(self, message: str) -> json.JSONDecodeError:
         return json.JSONDecodeError(message, self.text, self.at)
@@ -74,13 +90,17 @@ class JsonStream:
             raise self._error("Expecting value")
         while True:
             try:
-                value, end = _DECODER.raw_decode(self.text, self.at)
+                value, end = DECODER.raw_decode(self.text, self.at)
             except json.JSONDecodeError:
-                # cut by the chunk's end, or malformed: read on, up to MAX_ITEM_CHARS
-                if len(self.text) - self.at > MAX_ITEM_CHARS or not self._more():
+                # Cut by the chunk's end, or malformed: read on, up to MAX_ITEM_CHARS. The text
+                # held at least doubles before the item is parsed again from its start, so an
+                # item arriving in many small pieces is parsed a logarithmic number of times,
+                # not once per piece (which was quadratic in the item's length).
+                held = len(self.text) - self.at
+                if held > MAX_ITEM_CHARS or not self._more(max(held, _MIN_READ_ON)):
                     raise
                 continue
-            if end > len(self.text) - _LOOKAHEAD and not self.done and self._more():
+            if end > len(self.text) - _LOOKAHEAD and not self.done and self._more(_LOOKAHEAD):
                 continue  # a number may go on in the next chunk ("-1." + "5e3")
             self.at = end
             return value

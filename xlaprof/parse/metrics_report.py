@@ -43,13 +43,16 @@ _FIELDS = (
 _FIELD_RE = re.compile(r"(?<!Value)(" + "|".join(_FIELDS) + r"):[ \t]*")
 _HEADER_RE = re.compile(r"\[MetricsData;\s*step=(\d+)\]")
 _NAME_RE = re.compile(r"[A-Za-z_][\w:./<>\-]*")
-_PERCENTILE_RE = re.compile(r"([\d.]+)%=(\S+?)(?:;|$)")
+# Not from inside a number: a search would start again at each digit of a long one.
+_PERCENTILE_RE = re.compile(r"(?<![\d.])([\d.]+)%=(\S+?)(?:;|$)")
 # Warnings kept per input (a log of garbage must not make a list as long as itself).
 MAX_WARNINGS = 1000
 # The counter of ``.item()`` and other reads of a device value on the host: a host sync, not
 # an op that falls back to the CPU.
 HOST_SYNC_OP = "aten::_local_scalar_dense"
-_PER_SECOND_RE = re.compile(r"^(.*?)\s*/\s*second")
+# The value before "/ second"; what comes before the slash is stripped by the reader (a lazy
+# body beside ``\s*`` backtracked over a line of spaces: quadratic).
+_PER_SECOND_RE = re.compile(r"^((?:[^/]|/(?!\s*second))*)/\s*second")
 # A count, and what a count must not be followed by: "1e308" and "1.5" are not counts, while
 # "20step 10 done" is a count with program output glued on.
 _LEADING_INT_RE = re.compile(r"^\s*(\d+)(?![\d.]|[eE][-+]?\d)")
@@ -355,7 +358,7 @@ class MetricsParser:
                 if value == "":
                     return  # Some XRT-era reports print the field with no value.
                 number, unit, _rest = parse_leading_quantity(
-                    per_second.group(1) if per_second else value
+                    per_second.group(1).rstrip() if per_second else value
                 )
                 if key == "ValueRate":
                     metric.value_rate = number

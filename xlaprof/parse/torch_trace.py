@@ -30,7 +30,6 @@ is optional, and unknown keys are ignored.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -41,6 +40,7 @@ from typing import Any
 from xlaprof.errors import InputNotRecognized, InputTooLarge, InputUnreadable
 from xlaprof.parse.dynamo_log import DynamoRecord
 from xlaprof.parse.frames import is_library_file
+from xlaprof.parse.units import loads as load_json
 from xlaprof.safeio import TooLarge, UnsafeFile, gunzip_capped, iter_lines, read_capped
 
 # ``V1127 14:07:16.065000 9366 torch/_dynamo/utils.py:1952] {...}`` (level, month and day,
@@ -267,7 +267,7 @@ def _record(line: str) -> tuple[str, dict[str, Any], int | None] | None:
     if not body.startswith("{"):
         return None
     try:
-        value = json.loads(body)
+        value = load_json(body)
     except (ValueError, RecursionError):
         return None
     if not isinstance(value, dict) or not value:
@@ -383,7 +383,7 @@ def _finish(log: TorchTraceLog, pending: _Pending) -> None:
     compile_ = pending.compile
     if pending.kind == "recompile_reasons" and compile_ is not None:
         try:
-            reasons = json.loads(payload)
+            reasons = load_json(payload)
         except (ValueError, RecursionError):
             reasons = [payload] if payload else []
         if isinstance(reasons, list):
@@ -404,7 +404,7 @@ def _tpu_batch(log: TorchTraceLog, meta: dict[str, Any], payload: str | None) ->
     sources = [meta, meta.get(TORCHTPU_BATCH), meta.get("artifact")]
     if payload:
         with contextlib.suppress(ValueError, RecursionError):
-            sources.append(json.loads(payload))
+            sources.append(load_json(payload))
     found: dict[str, Any] = {}
     for source in sources:
         if isinstance(source, dict):

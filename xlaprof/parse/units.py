@@ -8,9 +8,11 @@ seconds, bytes, or as a plain float, with the unit ("s", "B" or "").
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from typing import Literal
+import sys
+from typing import Any, Literal
 
 Unit = Literal["s", "B", ""]
 
@@ -24,7 +26,9 @@ _DURATION_FACTORS = {
     "ns": 1e-9,
 }
 # "ms", "us" and "ns" must be tried before "m" and "s".
-_DURATION_PART = r"(\d+(?:\.\d+)?)(ms|us|ns|d|h|m|s)"
+# A part starts where no number goes on before it: a search would otherwise start again at
+# each digit of a long number (quadratic).
+_DURATION_PART = r"(?<![\d.])(\d+(?:\.\d+)?)(ms|us|ns|d|h|m|s)"
 # A sign is allowed so that "-10s" reads as minus ten seconds, not as -10 with the unit cut off.
 _DURATION_RE = re.compile(rf"[-+]?(?:{_DURATION_PART})+")
 _DURATION_PART_RE = re.compile(_DURATION_PART)
@@ -102,6 +106,52 @@ def missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and value != value) or str(value) == "<NA>"
 
 
+# The most digits an integer of any float's range has (float max is about 1.8e308).
+_MAX_FLOAT_DIGITS = 309
+
+
+def finite(value: object) -> bool:
+    """True for an int or float that is a finite float, without raising.
+
+    ``math.isfinite`` and ``float`` raise ``OverflowError`` on an integer past any float
+    (``10**400``, which a JSON or TOML file may hold): that was an exit 70.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, int):
+        return abs(value) <= sys.float_info.max
+    return math.isfinite(value)
+
+
+def json_int(text: str) -> int:
+    """A JSON integer literal as ``int``, refused past any float's range.
+
+    The hook every JSON reader of sent data parses integers with (``loads``, ``DECODER``): an
+    integer such as ``1e400`` written out in digits would reach ``float()`` or
+    ``math.isfinite`` downstream and raise ``OverflowError``; past 4300 digits ``int()`` itself
+    raises a ``ValueError`` that is no ``JSONDecodeError``. Refused here, it is a damaged
+    value like any other malformed JSON, where the reader already says so in one line.
+    """
+    digits = len(text) - (text[:1] == "-")
+    if digits > _MAX_FLOAT_DIGITS or (
+        digits == _MAX_FLOAT_DIGITS and abs(int(text)) > sys.float_info.max
+    ):
+        raise json.JSONDecodeError(
+            f"an integer of {digits} digits, past any float's range", text[:40], 0
+        )
+    return int(text)
+
+
+# The decoder of sent JSON: integers past any float are refused (``json_int``).
+DECODER = json.JSONDecoder(parse_int=json_int)
+
+
+def loads(data: str | bytes | bytearray) -> Any:
+    """``json.loads`` for sent data: integers past any float's range raise
+    ``json.JSONDecodeError`` (``json_int``), as other malformed JSON does."""
+    return json.loads(data, parse_int=json_int)
+
+
 def as_float(value: object) -> float:
     """``float(value)`` for a value typed ``object``: a table's cell of whatever dtype (a
     Python or numpy number, a numeric string), as the formatters take it once ``missing`` has
@@ -109,6 +159,24 @@ def as_float(value: object) -> float:
     # float() decides at run time what it accepts (__float__, __index__, str, bytes): an object
     # cannot be narrowed to that union statically.
     return float(value)  # type: ignore[arg-type]
+
+
+def format_utc(seconds: float) -> str:
+    """A moment given in seconds since the epoch as ``2026-12-02 06:21:05 UTC``; never raises.
+
+    A recorded start comes from a file someone sent: finite but absurd (``1e300``, year
+    minus a million), it is past what ``datetime`` can show (``OverflowError``, ``OSError``,
+    ``ValueError``), and so is NaN. Such a moment is shown as the number it was recorded as.
+    """
+    from datetime import UTC, datetime
+
+    if not finite(seconds):
+        return f"not a time (recorded as {repr(seconds)[:24]})"
+    try:
+        moment = datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return f"not a time (recorded as {seconds:.6g} s since the epoch)"
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def format_seconds(seconds: object) -> str:

@@ -62,19 +62,22 @@ def _say_kept(figure: go.Figure, kept: KeptRows | None, what: str) -> None:
 
     chosen = textwrap.wrap(f"chosen: {kept.chosen}", 110, break_on_hyphens=False)
     lines = [f"downsampled: {kept.kept:,} of {kept.total:,} {what} drawn", *chosen]
-    figure.add_annotation(
-        xref="paper",
-        yref="paper",
-        x=0,
-        y=1.0,
-        xanchor="left",
-        yanchor="bottom",
-        align="left",
-        showarrow=False,
-        font={"size": 11},
-        # our words, but the chosen text may come from a saved --json someone sent
-        text="<br>".join(escape.plotly_label(line) for line in lines),
-    )
+    # One annotation a line: every string of a figure is escaped (the chosen text may come
+    # from a saved --json someone sent), so no line break can be written as markup.
+    for at, line in enumerate(lines):
+        figure.add_annotation(
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=1.0,
+            yshift=16 * (len(lines) - 1 - at),
+            xanchor="left",
+            yanchor="bottom",
+            align="left",
+            showarrow=False,
+            font={"size": 11},
+            text=line,
+        )
     figure.update_layout(margin={"t": 80 + 16 * len(lines)})
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from xlaprof.parse.units import finite
+from xlaprof.parse.units import loads as load_json
 from xlaprof.safeio import UnsafeFile, iter_lines
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ def read_jsonl(path: Path, warn: Callable[[str], None] | None = None) -> list[di
             if not raw.strip():
                 continue
             try:
-                value = json.loads(raw)
+                value = load_json(raw)
             except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
                 if raw.endswith(b"\n"):  # not a cut last line
                     skipped += 1
@@ -65,7 +66,7 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_float(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and finite(value)
 
 
 # Per field type, as the format's row dataclasses declare it, whether a JSON value fits it.

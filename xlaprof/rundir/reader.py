@@ -11,7 +11,6 @@ defensively (what does not fit the format is reported, not raised).
 from __future__ import annotations
 
 import bisect
-import json
 import os
 from array import array
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.errors import RunDirError
 from xlaprof.parse.debug_log import DebugEvent, DebugLog, parse_debug_log
 from xlaprof.parse.metrics_report import HOST_SYNC_OP, MetricsParser, MetricsReport
+from xlaprof.parse.units import loads as load_json
 from xlaprof.rundir.jsonfiles import fits, read_jsonl, reason, short, typed_fields
 from xlaprof.rundir.schema import (
     DEBUG_LOG,
@@ -80,6 +80,9 @@ class Run:
     _executions: list[ExecutionRow] | None = field(default=None, repr=False, compare=False)
     # What could not be read (damaged files): shown by analyze with the run's own warnings.
     load_warnings: list[str] = field(default_factory=list, repr=False, compare=False)
+    # The folder the run was loaded from (``load_runs``): nothing outside it is read, though
+    # the launch's folder beside the run may hold its TORCH_TRACE logs. None: the run's own.
+    given: Path | None = field(default=None, repr=False, compare=False)
 
     def warn(self, message: str) -> None:
         if message not in self.load_warnings and len(self.load_warnings) < MAX_WARNINGS:
@@ -218,7 +221,7 @@ class Run:
         if not path.exists() and not path.is_symlink():
             return None
         try:  # capped, regular files only (a FIFO or /dev/zero is refused), nesting bounded
-            data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES))
+            data = load_json(read_capped(path, MAX_RUN_JSON_BYTES))
         except (OSError, UnsafeFile, ValueError, RecursionError) as error:
             self.warn(f"{MODULES}: not read ({reason(error)})")
             return None
@@ -272,7 +275,7 @@ class Run:
         from xlaprof.safeio import UnsafeFile, iter_lines
 
         found = []
-        for folder in (self.path / TORCH_TRACE_DIR, self.path.parent / TORCH_TRACE_DIR):
+        for folder in self._torch_trace_folders():
             if not folder.is_dir() or folder.is_symlink():
                 continue
             for path in sorted(folder.glob("*.log"))[:4096]:
@@ -286,6 +289,17 @@ class Run:
             if found:
                 break
         return found
+
+    def _torch_trace_folders(self) -> list[Path]:
+        """The run's own ``torch_trace/``, and the launch's beside it only where the launch's
+        folder is inside what the user gave (``given``): a run given on its own, or under an
+        MCP root, reads nothing of its parent's."""
+        folders = [self.path / TORCH_TRACE_DIR]
+        if self.given is not None:
+            parent = self.path.parent.resolve()
+            if parent == self.given or self.given in parent.parents:
+                folders.append(self.path.parent / TORCH_TRACE_DIR)
+        return folders
 
     def trace_files(self) -> list[Path]:
         return sorted((self.path / TRACE_DIR).glob("*/*.xplane.pb"))
@@ -472,7 +486,8 @@ def load_runs(path: str | os.PathLike[str]) -> list[Run]:
     directories = find_runs(root)
     if not directories:
         raise RunDirError(f"{root}: not a run directory (no run.json here or below)")
-    runs = [Run(directory, read_info(directory)) for directory in directories]
+    given = root.resolve()
+    runs = [Run(directory, read_info(directory), given=given) for directory in directories]
     runs.sort(key=lambda r: (r.info.rank if r.info.rank is not None else 1 << 30, str(r.path)))
     return runs
 
@@ -484,7 +499,7 @@ def read_info(directory: Path, follow: bool = True) -> RunInfo:
     read nothing through a link)."""
     path = directory / RUN_JSON
     try:
-        data = json.loads(read_capped(path, MAX_RUN_JSON_BYTES, follow))
+        data = load_json(read_capped(path, MAX_RUN_JSON_BYTES, follow))
     except (OSError, UnsafeFile, ValueError, RecursionError) as error:
         raise RunDirError(f"{path}: unreadable run.json ({reason(error)})") from None
     if not isinstance(data, dict):

@@ -137,6 +137,38 @@ def test_a_cache_with_junk_columns_is_rebuilt_not_exit_70(tmp_path: Path) -> Non
     assert "cache not reused" not in stderr_again
 
 
+def test_a_cache_edited_in_place_with_schema_and_rows_kept_is_rebuilt(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    # GIVEN the caches of one host edited in place: every float value ten times larger, the
+    # columns, types, row counts, metadata and stamp kept (issue 48: a host silently became
+    # the straggler, the stamp covered only the schema and the row count)
+    session = two_pod_hosts(tmp_path / "logdir")
+    env = pod_env(tmp_path)
+    code, truth, stderr = _analyze(tmp_path / "logdir", env)
+    assert code == 0, stderr
+    edited = 0
+    for cache in sorted(session.glob("host-0.xplane.pb.xlaprof*.parquet")):
+        table = pq.read_table(cache)
+        columns = [
+            pc.multiply(column, 10.0) if pa.types.is_floating(column.type) else column
+            for column in table.columns
+        ]
+        if any(pa.types.is_floating(c.type) for c in table.columns):
+            edited += 1
+        changed = pa.Table.from_arrays(columns, schema=table.schema)
+        pq.write_table(changed, cache)
+    assert edited >= 2
+    # WHEN analyzed again
+    code, document, stderr = _analyze(tmp_path / "logdir", env)
+    # THEN the edit is seen: the caches are rebuilt (said once) and the walls are the capture's
+    assert code == 0, stderr
+    assert "cache not reused" in stderr
+    assert _host_walls(document) == _host_walls(truth)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away needs root")
 def test_a_cache_owned_by_someone_else_is_not_trusted(tmp_path: Path) -> None:
     # GIVEN a valid cache that another user owns (a tarball extracted as root keeps owners)

@@ -11,11 +11,12 @@ A capture folder may have come from anyone, and so may a cache in it. A cache is
 when it and each of its tables is a regular file (not a link) owned by this user and its stamp
 verifies: an HMAC, under this user's private key (``safeio.user_key``), of the capture's
 *content* fingerprint (size and mtime survive ``cp -p``, ``rsync -t`` and tar), the step
-numbering, the file's own column schema and row count, and the summary (the table's name for a
-table). Anything else (a planted cache, a stale one, junk columns, a read error) is a miss: the
-cache is rebuilt and the reason said once (``notes``, shown as a trace warning). The cache, its
-tables and their temporary files are created exclusively without following links; a link where
-one goes is refused, and the cache goes to the private cache folder instead.
+numbering, the file's own column schema, row count and every column's values, and the summary
+(the table's name for a table): a cache edited in place (values changed, schema and rows kept)
+does not verify. Anything else (a planted cache, a stale one, junk columns, a read error) is a
+miss: the cache is rebuilt and the reason said once (``notes``, shown as a trace warning). The
+cache, its tables and their temporary files are created exclusively without following links; a
+link where one goes is refused, and the cache goes to the private cache folder instead.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from xlaprof.model.device import DeviceSummary
 from xlaprof.model.ondisk import HOST_STEPS, OPTIONAL_TABLES, TABLES
 from xlaprof.model.pod import HostSummary
 from xlaprof.model.stats import StepAggregates
+from xlaprof.parse.units import loads as load_json
 from xlaprof.safeio import (
     DEFAULT_XPLANE_LIMIT,
     UnsafeFile,
@@ -51,7 +53,8 @@ CACHE_SUFFIX = ".xlaprof.parquet"
 # device columns (device_idle_s, lazy_tensor, bound); 4: the bottleneck table, the host_transfer
 # category, and each step's bound from the one step model (tables/story.py); 5: per-step tables
 # in files of their own, aggregates in the metadata
-CACHE_VERSION = "6"  # 6: the tracing table has host_busy_s
+# 6: the tracing table has host_busy_s
+CACHE_VERSION = "7"  # 7: the stamp covers the columns' values, not only their schema and rows
 # Rows per row group of a per-step table: a read of a range of steps skips the others.
 TABLE_ROW_GROUP = 16384
 # Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
@@ -126,14 +129,55 @@ def _family(kind: object) -> str:
     return str(kind)
 
 
-def _described(schema: object, rows: int, summary: bytes) -> str:
-    """What the stamp covers of the cache itself: columns and types, rows, the summary."""
+def _described(table: object, summary: bytes) -> str:
+    """What the stamp covers of the cache itself: columns and types, rows, every column's
+    values, the summary.
+
+    The values are covered through their Arrow IPC form, one column at a time, in the one
+    form ``_canonical`` gives them: the same however the file splits or types them.
+    """
     import pyarrow as pa
 
-    assert isinstance(schema, pa.Schema)
-    columns = ",".join(f"{field.name}:{_family(field.type)}" for field in schema)
+    assert isinstance(table, pa.Table)
+    columns = ",".join(f"{field.name}:{_family(field.type)}" for field in table.schema)
+    values = hashlib.sha256()
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        batch = pa.record_batch(list(_canonical(column)), names=[name, f"{name}.valid"])
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        values.update(sink.getvalue().to_pybytes())
     digest = hashlib.sha256(summary).hexdigest()
-    return hashlib.sha256(f"{columns}|{rows}|{digest}".encode()).hexdigest()
+    text = f"{columns}|{table.num_rows}|{values.hexdigest()}|{digest}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical(column: Any) -> tuple[Any, Any]:
+    """A column's values and which are there (not null), in the form the Parquet round trip
+    cannot change: one chunk, dictionaries decoded, text as large strings, a fixed value under
+    each null (Arrow leaves whatever bytes were there) and no validity bitmap of its own."""
+    import pyarrow as pa
+
+    array = column.combine_chunks() if column.num_chunks else pa.array([], column.type)
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if pa.types.is_string(array.type):
+        array = array.cast(pa.large_string())
+    elif pa.types.is_binary(array.type):
+        array = array.cast(pa.large_binary())
+    valid = array.is_valid()
+    if array.null_count and not pa.types.is_null(array.type):
+        if pa.types.is_large_string(array.type):
+            fill = pa.scalar("", array.type)
+        elif pa.types.is_boolean(array.type):
+            fill = pa.scalar(False)
+        else:
+            fill = pa.scalar(0).cast(array.type)
+        array = array.fill_null(fill)
+    buffers = array.buffers()
+    if array.type.num_fields == 0 and buffers and buffers[0] is not None and not array.null_count:
+        array = pa.Array.from_buffers(array.type, len(array), [None, *buffers[1:]], 0, array.offset)
+    return array, valid
 
 
 # the small tables (the per-step ones are files of their own)
@@ -172,12 +216,11 @@ def frame_as_written(table: Any) -> pd.DataFrame:
     Python objects (``numpy_type`` object: text, lists, None) is read back as Python objects.
     Metadata that says anything else leaves the column as Arrow reads it.
     """
-    import json
 
     import pandas as pd
 
     frame: pd.DataFrame = table.to_pandas()
-    described = json.loads((table.schema.metadata or {}).get(b"pandas", b"{}"))
+    described = load_json((table.schema.metadata or {}).get(b"pandas", b"{}"))
     columns = described.get("columns") if isinstance(described, dict) else None
     for column in columns if isinstance(columns, list) else []:
         if not isinstance(column, dict) or column.get("numpy_type") != "object":
@@ -288,7 +331,7 @@ def _write_signed(
 
     metadata = dict(table.schema.metadata or {})
     try:
-        described = _described(table.schema, table.num_rows, summary)
+        described = _described(table, summary)
         stamp = _stamp(source, first_step, session, described, content)
         metadata[b"xlaprof.stamp"] = stamp.encode()
     except (OSError, UnsafeFile):
@@ -389,7 +432,7 @@ def _read_cached(target: Path, source: Path, first_step: int, session: str) -> H
         path = table_path(target, name)
         if os.path.lexists(path) and _optional_verified(path, name, source, first_step, session):
             tables[name] = path
-    record = json.loads(record_bytes)
+    record = load_json(record_bytes)
     device = record["device"]  # the tables of _DEVICE_TABLES
     # the per-step rows stay in their files: the parent reads them when asked
     empty = pd.DataFrame()
@@ -478,10 +521,11 @@ def _verified(
     import pyarrow.parquet as pq
 
     with os.fdopen(open_owned(path), "rb") as handle:
-        parquet = pq.ParquetFile(handle)
-        metadata = parquet.schema_arrow.metadata or {}
+        # The whole file is read: the stamp covers the values (an edit in place changes them).
+        table = pq.ParquetFile(handle).read()
+        metadata = table.schema.metadata or {}
         covered = metadata[b"xlaprof.summary"] if summary is None else summary
-        described = _described(parquet.schema_arrow, parquet.metadata.num_rows, covered)
+        described = _described(table, covered)
     stamp = metadata.get(b"xlaprof.stamp", b"").decode()
     if not hmac.compare_digest(stamp, _stamp(source, first_step, session, described)):
         raise _Mismatch(

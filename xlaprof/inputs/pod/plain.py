@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.model.device import DeviceSummary
 from xlaprof.model.pod import HostError, HostSummary
 from xlaprof.model.stats import StepAggregates
+from xlaprof.parse.units import loads as load_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,7 +92,7 @@ def decode(answer: object) -> HostSummary | HostError:
     if len(answer) > MAX_ANSWER_BYTES:
         raise ValueError(f"an answer of {len(answer)} bytes (at most {MAX_ANSWER_BYTES})")
     try:
-        record = json.loads(bytes(answer))
+        record = load_json(bytes(answer))
     except (ValueError, RecursionError) as error:
         raise ValueError(f"not a JSON document ({type(error).__name__})") from None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
