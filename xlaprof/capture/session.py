@@ -433,9 +433,7 @@ class Session:
                 assert self.metrics is not None
                 if not self.user_steps and self.metrics.idle(graph_required):
                     return
-                done = self._boundary(
-                    now, cpu_now, sync_entered_cpu, sync_entered_wall, wait_now
-                )
+                done = self._boundary(now, cpu_now, sync_entered_cpu, sync_entered_wall, wait_now)
         except Exception as error:
             self._degrade("a step boundary", error)
             return
