@@ -37,7 +37,7 @@ def test_facade_tables_and_figures() -> None:
     assert list(analysis.compiles()["step"])[:2] == [0, 1]
     timeline = analysis.plot_timeline()
     names = [trace.name for trace in timeline.data]
-    assert {"compile", "Python + tracing", "step wall time"} <= set(names)
+    assert {"compile", "Python + tracing", "step time"} <= set(names)
     compile_bar = next(t for t in timeline.data if t.name == "compile")
     assert list(compile_bar.x) == list(range(12)) and max(compile_bar.y) > 100  # ms
     # a CPU capture has no device planes: its device is the CPU executor's XLA ops

@@ -75,7 +75,9 @@ def _damage_run(rng: random.Random, run: Path) -> str:
         path.write_bytes(gzip.compress(b"\0" * (80 * 1024**2), 9))
         return f"{relative} is a gzip bomb"
     data = path.read_bytes()
-    if relative.endswith(".gz"):
+    if relative.endswith(".pb.gz"):  # a graph's HloProto: binary inside the gzip
+        path.write_bytes(mutate_gzip(rng, data, lambda c: mutate_bytes(rng, c)))
+    elif relative.endswith(".gz"):
         path.write_bytes(mutate_gzip(rng, data, lambda c: mutate_text(rng, c.decode()).encode()))
     elif relative.endswith((".jsonl", ".json")):
         if relative == "run.json" and rng.random() < 0.7:

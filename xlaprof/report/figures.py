@@ -105,6 +105,8 @@ def step_timeline(timeline: pd.DataFrame | None, kept: KeptRows | None = None) -
     figure = go.Figure()
     steps = timeline["step"].astype(int)
     for column, label, color in STEP_PARTS:
+        if column not in timeline:  # a document saved before the part was measured
+            continue
         values = timeline[column] * 1e3
         if not (values.fillna(0.0) > 0).any():
             continue
