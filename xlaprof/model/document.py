@@ -302,6 +302,7 @@ class StoryDoc(_Closed):
     host_cpu_s: Seconds | None = None
     host_measure: Name | None = None
     host_blocked_s: Seconds | None = None
+    host_cpu_wait_s: Seconds | None = None
     transfer_s: Seconds | None = None
     overlap_s: Seconds | None = None
     queue_s: Seconds | None = None
