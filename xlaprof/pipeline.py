@@ -433,7 +433,8 @@ def _has_device_planes(trace: Trace) -> bool:
 
 def _add_tables(result: PartResult, trace: Trace | None) -> None:
     """The step timeline, the story and the host tables of ``result`` (made here, once)."""
-    from xlaprof.tables.story import finding_costs, step_story, with_bounds, worth_most
+    from xlaprof.tables.costs import finding_costs
+    from xlaprof.tables.story import step_story, with_bounds, worth_most
     from xlaprof.tables.timeline import EVENT_COLUMNS, step_timeline, trace_timeline
 
     data = result.part.data

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from xlaprof.rundir.schema import StepRow
 
 # Plain words for each bound (console, HTML).
 BOUND_WORDS = {
@@ -348,77 +347,6 @@ def _run_cost(cost: Cost | None) -> float:
 def _basis(story: StepStory | None, text: str) -> None:
     if story is not None:
         story.worth_most_basis = text
-
-
-def finding_costs(
-    findings: Sequence[Finding],
-    rows: Sequence[StepRow],
-    timeline: pd.DataFrame | None,
-    warmup_steps: int,
-) -> None:
-    """Give each finding that has none the cost the run measured for it (``Cost``):
-
-    - ``recompilation``: the compile time of the steps after warm-up it compiled in
-      (``evidence["compile_steps"]``): paid once per new graph; per step as well where it
-      compiled in more than half the steps after warm-up (it recurs).
-    - ``host_sync``: the time the steps with device-to-host reads spent in them
-      (``TransferFromDeviceTime``: a read waits for the device to finish the graph, then
-      copies), per step (median over the steady steps with reads) and over the run; every read
-      of the step is in it, whichever site made it.
-
-    Other kinds keep what their analyzer set (``tracing_bound`` sets its own), else none.
-    """
-    import statistics
-
-    by_step = {row.step: row for row in rows}
-    # the step model's compile part, as the story's "compiled again" line says it (the run's
-    # CompileTime; in a traced step, its compile spans)
-    compile_s: dict[int, float] = {}
-    if timeline is not None and not timeline.empty:
-        compile_s = {
-            int(s): float(c)
-            for s, c in zip(timeline["step"], timeline["compile_s"], strict=True)
-            if c == c
-        }
-    after = [s for s in by_step if s >= warmup_steps]
-    for finding in findings:
-        if finding.cost is not None:
-            continue
-        if finding.kind is Kind.RECOMPILATION:
-            steps = [
-                int(s)
-                for s in finding.evidence.get("compile_steps") or []
-                if int(s) >= warmup_steps
-            ]
-            paid = [compile_s[s] for s in steps if s in compile_s]
-            if not paid:
-                continue
-            total = sum(paid)
-            recurs = len(after) > 0 and len(steps) > len(after) / 2
-            finding.cost = Cost(
-                per_step_s=total / len(after) if recurs else None,
-                one_time_s=None if recurs else total,
-                run_s=total,
-                steps=len(paid),
-                basis="compile time (CompileTime; in a traced step its compile spans) of the "
-                "steps after warm-up it compiled in",
-            )
-        elif finding.kind is Kind.HOST_SYNC:
-            reading = [r for r in rows if r.transfers_from_device > 0]
-            if not reading:
-                continue
-            steady = [
-                r.from_device_s for r in reading if r.step >= warmup_steps and r.compiles == 0
-            ]
-            finding.cost = Cost(
-                per_step_s=statistics.median(steady) if steady else None,
-                run_s=sum(r.from_device_s for r in reading),
-                steps=len(reading),
-                basis=(
-                    "time in device-to-host reads (TransferFromDeviceTime: a read waits for "
-                    "the device to finish the graph, then copies), all reads of the step"
-                ),
-            )
 
 
 def _number(value: object) -> float | None:
