@@ -242,6 +242,25 @@ def user_key(folder: Path) -> bytes | None:
     return key if len(key) == 32 else None
 
 
+def gunzip_kept(data: bytes, limit: int, name: str = "data") -> tuple[bytes, bool]:
+    """``gunzip_capped``, but a stream cut short (a copy stopped mid-way, a killed writer)
+    gives what inflated before the cut and True, so that a reader can keep those records and
+    say the file is damaged; any other corruption still raises ``UnsafeFile``."""
+    try:
+        return gunzip_capped(data, limit, name), False
+    except UnsafeFile as error:
+        if "truncated" not in str(error):
+            raise
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as error:
+        raise UnsafeFile(f"{name}: corrupt gzip data ({error})") from None
+    if len(out) > limit:
+        raise TooLarge(f"{name}: inflates to more than {limit} bytes", len(data), limit)
+    return out, True
+
+
 def gunzip_capped(data: bytes, limit: int = DEFAULT_GZIP_LIMIT, name: str = "data") -> bytes:
     """Inflate gzip ``data`` (all members), refusing output beyond ``limit`` bytes as it goes.
 
