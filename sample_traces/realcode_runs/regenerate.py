@@ -11,7 +11,8 @@ recorded run stays well under 1 MB: wlm_get_batch stops after 5 steps (`--max-st
 decoder layer and a hidden size of 32.
 
 Only what the analysis reads is kept: run.json, steps.jsonl, executions.jsonl (runs recorded
-since issue 45), debug.log, fallbacks.log, metrics/
+since issue 45), modules.json (the live module tree unrolled_loop matches; since issue 47),
+debug.log, fallbacks.log, metrics/
 and graphs/ (HLO text and HloProto per compiled graph).
 
 Usage: python sample_traces/realcode_runs/regenerate.py [NAME ...]   (needs the runtime and
@@ -52,6 +53,9 @@ SETUPS: dict[str, tuple[str, list[str]]] = {
     # issue 47: read sites in two functions, a step split by a read (costs that add up)
     "mp_eval_reads": ("examples/realcode/mp_eval_reads.py", []),
     "item_split_padding": ("examples/realcode/item_split_padding.py", []),
+    # issue 47: fixes that fit the cause
+    "nanogpt_grad_accum": ("examples/realcode/nanogpt_grad_accum.py", []),
+    "reinforce_episode": ("examples/realcode/reinforce_episode.py", []),
 }
 # Environment a recording adds (the padded variant that `xlaprof diff` compares).
 ENV: dict[str, dict[str, str]] = {"text_cls_pad_multiple_16": {"PAD_TO_MULTIPLE_OF": "16"}}
@@ -62,6 +66,7 @@ KEEP = (
     "run.json",
     "steps.jsonl",
     "executions.jsonl",
+    "modules.json",
     "debug.log",
     "fallbacks.log",
     "metrics",

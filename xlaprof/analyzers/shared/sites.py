@@ -161,18 +161,25 @@ def _tracked_calls(data: AnalysisInput, sites: Sites) -> Counter[Location]:
 # torch and torch_xla frames are the read's mechanism (``Tensor.item``, ``mesh_reduce``), not the
 # code that asked for it: the library named is the innermost frame outside them.
 _RUNTIME_RE = re.compile(r"[/\\](torch|torch_xla|typing_extensions\.py)([/\\]|$)")
+# Parts of torch that read on the host on their own, like a library: torch.distributions
+# checks its arguments and samples (``constraint.check(value).all()``) unless told not to.
+_TORCH_LIBRARY_RE = re.compile(r"[/\\]torch[/\\]distributions[/\\]")
 _PACKAGE_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\](.+)$")
 
 
 def library_frame(stack: list[Frame]) -> Frame | None:
-    """The innermost frame of ``stack`` in an installed library other than torch/torch_xla,
-    if it comes before (inside) the user's first frame; None for a read in the user's code."""
+    """The innermost frame of ``stack`` in an installed library other than torch/torch_xla
+    (torch.distributions counts as one: its validation reads on its own), if it comes before
+    (inside) the user's first frame; None for a read in the user's code."""
     for frame in stack:
         if frame.file is None or frame.line is None:
             continue
         if not is_library_file(frame.file):
             return None  # the user's own line reads
-        if _PACKAGE_RE.search(frame.file) and not _RUNTIME_RE.search(below_packages(frame.file)):
+        below = below_packages(frame.file)
+        if _PACKAGE_RE.search(frame.file) and (
+            not _RUNTIME_RE.search(below) or _TORCH_LIBRARY_RE.search(below)
+        ):
             return frame
     return None
 

@@ -617,3 +617,90 @@ def call_source(sources: SourceFiles, file: str, line: int) -> str | None:
         return None
     outer = max(calls, key=lambda n: (n.end_lineno or n.lineno, -n.col_offset))
     return ast.unparse(outer)
+
+
+def backward_in_loop(sources: SourceFiles, file: str, line: int) -> int | None:
+    """The line of a ``backward()`` call in the body of the ``for``/``while`` loop at (or
+    holding) ``line``: ``loss.backward()``, ``scaler.scale(loss).backward()``,
+    ``accelerator.backward(loss)``. A loop that runs the backward pass once per iteration is a
+    gradient-accumulation loop: scan cannot hold it (its traced function has no backward), so
+    its fix is a sync per iteration or torch_xla's gradient-accumulation helper. None when the
+    loop calls no backward or the source is not there."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    loop = _innermost(tree, line, (ast.For, ast.AsyncFor, ast.While))
+    if loop is None:
+        return None
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and _call_name(node) == "backward":
+            return node.lineno
+    return None
+
+
+def caller_loop(sources: SourceFiles, file: str, line: int, depth: int = 2) -> int | None:
+    """The loop that repeats ``line`` through a call: where ``line`` is in no loop of its own
+    function (``probs = policy(state)`` inside ``select_action``), the header of the loop in
+    the same file around a call of that function (``for t in range(steps):
+    action = select_action(...)``), up to ``depth`` calls out. None when no such loop is there.
+    """
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    function = _innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if function is None or depth <= 0:
+        return None
+    assert isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    end = function.end_lineno or function.lineno
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _call_name(node) == function.name):
+            continue
+        if function.lineno <= node.lineno <= end:
+            continue  # a recursive call repeats nothing from outside
+        loop = enclosing_loop(sources, file, node.lineno)
+        if loop is None:
+            loop = caller_loop(sources, file, node.lineno, depth - 1)
+        if loop is not None:
+            return loop
+    return None
+
+
+# Calls that read a device tensor's value on the host.
+_HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+
+
+def host_read_in_loop(sources: SourceFiles, file: str, loop_line: int) -> int | None:
+    """The line of a host read (``.item()``, ``.tolist()``, ``.cpu()``, ``.numpy()``) in the
+    body of the loop whose header is at ``loop_line``, or in a function of the same file that
+    the body calls: such a loop needs each iteration's value on the host (an action handed to
+    an environment), so scan cannot run it. None when there is none or no source."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    loop = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno == loop_line
+        ),
+        None,
+    )
+    if loop is None:
+        return None
+    functions = {
+        n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    bodies: list[ast.AST] = [loop]
+    seen: set[str] = set()
+    while bodies:
+        body = bodies.pop()
+        for node in ast.walk(body):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _call_name(node)
+            if name in _HOST_READS and isinstance(node.func, ast.Attribute):
+                return node.lineno
+            if name in functions and name not in seen:
+                seen.add(name)
+                bodies.append(functions[name])
+    return None
