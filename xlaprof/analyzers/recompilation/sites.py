@@ -33,6 +33,7 @@ from xlaprof.analyzers.shared.sourcecode import (
     loop_call_of,
     loop_of_moved_batch,
     loop_reassignment,
+    pad_multiple,
     padding_call,
     source_line,
 )
@@ -398,7 +399,7 @@ def from_events(
             continue
         compiled = [e for e in events if e.kind == "compilation"]
         site = _judge_late(data.sources, location, compiled, late, graph_of, dynamic)
-        if site is not None and not _cached_per_value(site, events):
+        if site is not None and not _cached_per_value(site, events, data.sources):
             site.graph_of = graph_of
             site.executions = [e for e in events if e.kind == "execution"]
             sites.append(site)
@@ -408,13 +409,17 @@ def from_events(
 # A site whose inputs take at most this many sizes, each compiled once and reused, serves fixed
 # shapes (evaluation sets, buckets): it is not recompiling.
 MAX_CACHED_SIZES = 3
+# Padded sizes each first seen larger than all before, this many or more, follow the data.
+GROWING_SIZES = 3
 
 
-def _cached_per_value(site: _Site, events: list[DebugEvent]) -> bool:
+def _cached_per_value(site: _Site, events: list[DebugEvent], sources: SourceFiles) -> bool:
     """Whether the site's late compiles are only new sizes from a few fixed ones, each compiled
     once and reused (the site runs more graphs than it compiles): three evaluation index sets,
     or batches padded to two bucket sizes. A short last batch (one full size, then a smaller
-    one) is not: drop_last removes its compiles."""
+    one) is not: drop_last removes its compiles. Nor are padded lengths that keep rising as
+    the data goes on (56, 64, 72: each batch's longest rounded to a multiple): which sizes
+    occur depends on the data seen so far, so their number grows with the data."""
     explanation = site.explanation
     if explanation is None or explanation.kind != "input_shapes" or not explanation.inputs:
         return False
@@ -427,7 +432,20 @@ def _cached_per_value(site: _Site, events: list[DebugEvent]) -> bool:
                 return False
             if dim == 0 and len(set(values)) == 2 and values[-1] < values[0]:
                 return False  # a short last batch
+            if dim > 0 and _rising_padded_sizes(sources, site, values):
+                return False
     return True
+
+
+def _rising_padded_sizes(sources: SourceFiles, site: _Site, values: list[int]) -> bool:
+    """Whether a padded dimension's sizes, in the order they were first compiled, each came
+    in larger than every one before (at least ``GROWING_SIZES``), in a file that pads batches
+    to their longest: sizes that follow the data, not buckets chosen up front."""
+    firsts = list(dict.fromkeys(values))
+    if len(firsts) < GROWING_SIZES or firsts != sorted(firsts):
+        return False
+    where = site.location
+    return where is not None and padding_call(sources, where.file) is not None
 
 
 def _judge_late(
@@ -531,7 +549,10 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
             + (", …" if len(values) > _MAX_VALUES_SHOWN else "")
             + ")"
         )
-        fix = padding.advice(padded[3], str(location) if location else None, padded[2])
+        multiple = pad_multiple(data.sources, location.file, location.line) if location else None
+        fix = padding.advice(
+            padded[3], str(location) if location else None, padded[2], multiple=multiple
+        )
     accounting = _accounting(events, late, first_needed, evidence)
     return Finding(
         kind=Kind.RECOMPILATION,

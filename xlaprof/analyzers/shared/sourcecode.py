@@ -704,3 +704,24 @@ def host_read_in_loop(sources: SourceFiles, file: str, loop_line: int) -> int | 
                 seen.add(name)
                 bodies.append(functions[name])
     return None
+
+
+def pad_multiple(sources: SourceFiles, file: str, line: int) -> int | None:
+    """The constant ``pad_to_multiple_of=N`` of the call at ``line`` (a collator, a tokenizer
+    call), or None: padding that rounds each batch's longest up to a multiple of N."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno == line:
+            for keyword in node.keywords:
+                value = keyword.value
+                if (
+                    keyword.arg == "pad_to_multiple_of"
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, int)
+                    and not isinstance(value.value, bool)
+                    and value.value > 0
+                ):
+                    return value.value
+    return None
