@@ -6,13 +6,13 @@ Our own words: a word-level tokenizer built in memory, 48 synthetic sentences of
 words sorted by length, a tiny random-init BertForSequenceClassification, AdamW; 2 epochs of
 6 batches of 8, a `torch_xla.sync()` after each.
 
-What is true (bare runtime): each batch is padded to its longest sentence rounded up to a
-multiple of 8: 56, 64, 64, 72, 72, 72 as the data goes on (three sizes, each new one larger). Those are not fixed buckets: which sizes
-occur depends on the data seen so far, and each longer stretch of data brings a new one,
-compiled late (after warm-up) in the first epoch and reused in the second. The number of sizes
-grows with the data (up to the tokenizer's max length), so it is a recompilation at the
-collator; the fix is padding to a fixed length (padding="max_length" with max_length) or to a
-fixed set of bucket sizes chosen up front."""
+What is true (bare runtime): each batch is padded to its longest sentence rounded up to 8:
+56, 64, 64, 72, 72, 72 as the data goes on, three sizes each larger than the one before: no
+fixed buckets, since which sizes occur depends on the data seen so far. 7 compiles, 24
+executions; the new sizes compiled late (after warm-up) in epoch 1, reused in epoch 2. The
+number of sizes grows with the data (up to the tokenizer's max length), so it is a
+recompilation at the collator; the fix is padding to a fixed length (padding="max_length"
+with max_length) or to a fixed set of bucket sizes chosen up front."""
 
 import os
 
