@@ -116,3 +116,22 @@ def test_padded_sizes_that_follow_the_data_are_a_recompilation_not_buckets() -> 
     assert "pad_to_multiple_of=8" in fix and "not fixed buckets" in fix
     assert 'padding="max_length"' in fix
     assert "the collator's pad_to_multiple_of=N" not in fix
+
+
+def test_trainers_device_side_accumulator_gets_trainers_own_option() -> None:
+    # GIVEN Trainer.evaluate() with a compute_metrics and no eval_accumulation_steps: the
+    # runtime compiled 23 graphs (8 with eval_accumulation_steps=1, the script says)
+    name = "hf_trainer_eval_accumulate"
+    assert samples(name, "CompileTime") == 23
+    (finding,) = analyzed(name, Kind.RECOMPILATION)
+    # THEN the recompilation is at the evaluate() call and named a growing accumulator,
+    # concatenated in Trainer's own code, by one batch (8 rows) each step
+    assert finding.location is not None
+    assert finding.location.line == judge.marked_line(name, "recompilation", REALCODE)
+    sizes = finding.evidence["accumulator_sizes"]
+    assert sizes[:3] == [8, 16, 24] and "transformers/trainer" in finding.evidence["accumulator_at"]
+    assert "accumulator" in finding.title
+    # AND the fix is Trainer's accumulate-to-host option, not the generic shape advice
+    fix = finding.suggestion
+    assert "eval_accumulation_steps=1" in fix
+    assert "drop_last=True" not in fix and "mark_dynamic" not in fix

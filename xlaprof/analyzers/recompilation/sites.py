@@ -11,7 +11,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from xlaprof.analyzers.recompilation import padding
-from xlaprof.analyzers.recompilation.advice import MAX_LISTED, growth_suggestion, suggestion
+from xlaprof.analyzers.recompilation.advice import (
+    MAX_LISTED,
+    growing_accumulator,
+    growth_suggestion,
+    suggestion,
+)
 from xlaprof.analyzers.recompilation.growth import Growth, find_growth
 from xlaprof.analyzers.shared.graph_diff import (
     DYNAMIC_SHAPE_OPS,
@@ -537,7 +542,7 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     if text:
         evidence["source_text"] = text
     batches = _batch_sizes(explanation, text)
-    headline = _headline(explanation)
+    headline = _accumulator_headline(explanation, grown, evidence) or _headline(explanation)
     if batches is not None:
         headline = f"the loop's batches change size ({batches}): a short last batch"
     fix = suggestion(data.sources, explanation, grown, batches)
@@ -775,6 +780,25 @@ def _batch_sizes(explanation: Explanation | None, loop_text: str | None) -> str 
     if sizes is None or len(set(sizes)) != 2 or sizes[1] >= sizes[0]:
         return None
     return f"{sizes[0]} → {sizes[1]}"
+
+
+def _accumulator_headline(
+    explanation: Explanation | None, grown: int | None, evidence: dict[str, object]
+) -> str | None:
+    """The title's words for a device-side accumulator (an input growing by the same step each
+    compile), with its sizes and where it is concatenated added to ``evidence``; else None."""
+    accumulator = growing_accumulator(explanation) if grown is None else None
+    if accumulator is None:
+        return None
+    sizes = list(dict.fromkeys(accumulator.varying_dims.get(0) or []))
+    evidence["accumulator_sizes"] = sizes[: MAX_LISTED * 4]
+    if accumulator.op_source is not None:
+        evidence["accumulator_at"] = str(accumulator.op_source)
+    shown = " → ".join(map(str, sizes[:_MAX_VALUES_SHOWN]))
+    return (
+        f"a device-side accumulator grows by {sizes[1] - sizes[0]} each step "
+        f"({shown}{' → …' if len(sizes) > _MAX_VALUES_SHOWN else ''})"
+    )
 
 
 def _headline(explanation: Explanation | None) -> str | None:
