@@ -135,3 +135,12 @@ def test_trainers_device_side_accumulator_gets_trainers_own_option() -> None:
     fix = finding.suggestion
     assert "eval_accumulation_steps=1" in fix
     assert "drop_last=True" not in fix and "mark_dynamic" not in fix
+
+
+def test_a_sharding_wrappers_set_up_graphs_are_no_recompilation() -> None:
+    # GIVEN FSDP with auto-wrapping: its constructor syncs once per wrapped submodule, each
+    # a graph of that submodule's parameter shapes; the runtime compiled 5 graphs in all
+    name = "fsdp_auto_wrap"
+    assert samples(name, "CompileTime") == 5
+    # THEN those set-up graphs are not called recompiles (nor given the pad/bucket fix)
+    assert analyzed(name, Kind.RECOMPILATION) == []

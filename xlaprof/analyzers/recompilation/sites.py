@@ -46,7 +46,7 @@ from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugEvent
-from xlaprof.parse.frames import is_library_file, user_location
+from xlaprof.parse.frames import Frame, is_library_file, user_location
 from xlaprof.rundir.reader import link_graphs
 from xlaprof.rundir.schema import GraphInfo
 
@@ -383,6 +383,23 @@ def _frame_in_loop(
     return None
 
 
+# The constructors of torch_xla's sharding wrappers (FSDP, FSDPv2): they shard each wrapped
+# submodule's parameters with a sync of its own, one graph per parameter shape, once.
+_WRAPPER_FILE_RE = re.compile(
+    r"torch_xla[/\\](?:distributed[/\\]fsdp[/\\]|experimental[/\\]spmd_fully_sharded)"
+)
+
+
+def _wrapper_setup(frames: list[Frame]) -> bool:
+    """Whether an event was traced inside a sharding wrapper's constructor (its frames pass
+    through ``__init__`` of torch_xla's FSDP or FSDPv2): set-up run once, whose graphs differ
+    by the submodules' parameter shapes, not by anything a step feeds them."""
+    return any(
+        frame.function == "__init__" and frame.file and _WRAPPER_FILE_RE.search(frame.file)
+        for frame in frames
+    )
+
+
 def from_events(
     data: AnalysisInput, compilations: list[DebugEvent], skip: set[Location]
 ) -> list[Finding]:
@@ -393,6 +410,8 @@ def from_events(
         location = user_location(event.frames)
         if by_dynamo and event.cause and _DYNAMO_CAUSE in event.cause:
             continue  # dynamo's own compilations: reported from its reasons (_from_dynamo)
+        if _wrapper_setup(event.frames):
+            continue  # a sharding wrapper's one-time set-up graphs, not recompiles
         if location in compiled_sites and location not in skip:
             timelines[location].append(event)
     graph_of = link_graphs(data.graphs, compilations)
@@ -542,7 +561,9 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     if text:
         evidence["source_text"] = text
     batches = _batch_sizes(explanation, text)
-    headline = _accumulator_headline(explanation, grown, evidence) or _headline(explanation)
+    headline = (
+        _accumulator_headline(explanation, grown, evidence) if padded is None else None
+    ) or _headline(explanation)
     if batches is not None:
         headline = f"the loop's batches change size ({batches}): a short last batch"
     fix = suggestion(data.sources, explanation, grown, batches)
@@ -794,6 +815,9 @@ def _accumulator_headline(
     evidence["accumulator_sizes"] = sizes[: MAX_LISTED * 4]
     if accumulator.op_source is not None:
         evidence["accumulator_at"] = str(accumulator.op_source)
+        evidence["location_is"] = (
+            f"your call into the code that concatenates the accumulator ({accumulator.op_source})"
+        )
     shown = " → ".join(map(str, sizes[:_MAX_VALUES_SHOWN]))
     return (
         f"a device-side accumulator grows by {sizes[1] - sizes[0]} each step "
