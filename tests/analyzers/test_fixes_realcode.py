@@ -144,3 +144,15 @@ def test_a_sharding_wrappers_set_up_graphs_are_no_recompilation() -> None:
     assert samples(name, "CompileTime") == 5
     # THEN those set-up graphs are not called recompiles (nor given the pad/bucket fix)
     assert analyzed(name, Kind.RECOMPILATION) == []
+
+
+def test_the_accumulation_helpers_device_side_sync_is_no_host_read() -> None:
+    # GIVEN torch_xla's gradient_accumulation helper, which syncs its inputs on the device
+    # (_xla_sync_multi) before its While loop: the runtime copied nothing to the host
+    name = "grad_accum_helper"
+    assert "TransferFromDeviceTime" not in final_metrics(name)
+    assert samples(name, "CompileTime") == 3
+    # THEN no host sync is reported (the debug analysis guesses "user code trying to access
+    # tensor value" for that execution), and no unrolled loop either
+    assert analyzed(name, Kind.HOST_SYNC) == []
+    assert analyzed(name, Kind.UNROLLED_LOOP) == []
