@@ -60,6 +60,7 @@ SETUPS: dict[str, tuple[str, list[str]]] = {
     "hf_trainer_eval_accumulate": ("examples/realcode/hf_trainer_eval_accumulate.py", []),
     "fsdp_auto_wrap": ("examples/realcode/fsdp_auto_wrap.py", []),
     "grad_accum_helper": ("examples/realcode/grad_accum_helper.py", []),
+    "timm_random_erasing": ("examples/realcode/timm_random_erasing.py", []),
 }
 # Environment a recording adds (the padded variant that `xlaprof diff` compares).
 ENV: dict[str, dict[str, str]] = {"text_cls_pad_multiple_16": {"PAD_TO_MULTIPLE_OF": "16"}}

@@ -156,3 +156,20 @@ def test_the_accumulation_helpers_device_side_sync_is_no_host_read() -> None:
     # tensor value" for that execution), and no unrolled loop either
     assert analyzed(name, Kind.HOST_SYNC) == []
     assert analyzed(name, Kind.UNROLLED_LOOP) == []
+
+
+def test_a_device_side_augmentation_is_named_with_a_fix_that_can_work() -> None:
+    # GIVEN torchvision's RandomErasing applied to each batch on the device: a new box, of a
+    # new size, every step; the runtime compiled a graph every step (8 of 8)
+    name = "timm_random_erasing"
+    assert samples(name, "CompileTime") == 8
+    (finding,) = analyzed(name, Kind.RECOMPILATION)
+    # THEN it is placed at the user's call of the transform, which it names
+    assert finding.location is not None
+    assert finding.location.line == judge.marked_line(name, "recompilation", REALCODE)
+    assert "torchvision/transforms" in finding.title
+    # AND the fix moves the transform to the host or to a fixed-shape mask; no padding advice
+    # (a convolution's padding=1 is no padding to the longest)
+    fix = finding.suggestion
+    assert "on the host" in fix and "fixed-shape mask" in fix
+    assert "padding=" not in fix and "sequence length" not in finding.title

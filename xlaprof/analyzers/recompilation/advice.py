@@ -154,6 +154,43 @@ _ACCUMULATOR = (
 ACCUMULATOR_SIZES = 3
 
 
+# Data-augmentation code: a transform applied to a device batch that draws its own random
+# bounds (an erased box, a crop) bakes them into the graph as constants and shapes.
+_AUGMENTATION_RE = re.compile(
+    r"[/\\](?:torchvision[/\\]transforms|timm[/\\]data|kornia[/\\]augmentation)[/\\]"
+)
+_AUGMENTATION = (
+    "The changing shape is made by a data transform applied to the batch on the device: "
+    "{where} (called at your line {line}{text}) draws its own random bounds and size on each "
+    "call, which the graph takes as constants and shapes, so every call compiles a new graph. "
+    "Keeping those values fixed or passing them as device tensors cannot work: the region's "
+    "size varies too. Apply the transform on the host instead, in the DataLoader's workers "
+    "before the batch moves to the device, or build a fixed-shape mask on the device (random "
+    "bounds as device tensors compared against a coordinate grid, then torch.where(mask, "
+    "value, images)): one shape whatever the bounds."
+)
+
+
+def augmentation_change(explanation: Explanation | None) -> InputChange | None:
+    """The input of ``explanation`` whose changing shape is first used inside a data-augmentation
+    library's transform (torchvision.transforms, timm.data, kornia.augmentation), or None."""
+    if explanation is None or explanation.kind != "input_shapes":
+        return None
+    for change in explanation.inputs:
+        where = change.op_source
+        if where is not None and _AUGMENTATION_RE.search(where.file):
+            return change
+    return None
+
+
+def augmentation_text(change: InputChange) -> str:
+    """The fix for a device-side augmentation's random bounds, naming the transform."""
+    assert change.op_source is not None
+    text = f": `{change.source_text}`" if change.source_text else ""
+    line = str(change.source) if change.source is not None else "?"
+    return _AUGMENTATION.format(where=_short(change.op_source), line=line, text=text)
+
+
 def growing_accumulator(explanation: Explanation | None) -> InputChange | None:
     """The input of ``explanation`` whose first dimension grows by the same step each compile
     (8, 16, 24, 32 …): a device-side accumulator concatenated each step (an evaluation loop
@@ -191,6 +228,9 @@ def suggestion(
     accumulator = growing_accumulator(explanation) if grown is None and batches is None else None
     if accumulator is not None:
         return accumulator_text(accumulator)
+    augmented = augmentation_change(explanation) if grown is None else None
+    if augmented is not None:
+        return augmentation_text(augmented)
     return _cause_suggestion(sources, explanation, grown, batches)
 
 

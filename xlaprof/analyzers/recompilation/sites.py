@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from xlaprof.analyzers.recompilation import padding
 from xlaprof.analyzers.recompilation.advice import (
     MAX_LISTED,
+    augmentation_change,
     growing_accumulator,
     growth_suggestion,
     suggestion,
@@ -557,13 +558,19 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         evidence["sequence_dim"] = dim
         evidence["sequence_lengths_seen"] = lengths[: MAX_LISTED * 8]
         evidence["padding_choices"] = [c.record() for c in padding.choices(lengths)]
+    transform_at, transform_headline = _transform_origin(
+        explanation, grown is None and padded is None, evidence
+    )
+    location = transform_at or location
     text = source_line(data.sources, location.file, location.line) if location else None
     if text:
         evidence["source_text"] = text
     batches = _batch_sizes(explanation, text)
     headline = (
-        _accumulator_headline(explanation, grown, evidence) if padded is None else None
-    ) or _headline(explanation)
+        transform_headline
+        or (_accumulator_headline(explanation, grown, evidence) if padded is None else None)
+        or _headline(explanation)
+    )
     if batches is not None:
         headline = f"the loop's batches change size ({batches}): a short last batch"
     fix = suggestion(data.sources, explanation, grown, batches)
@@ -801,6 +808,31 @@ def _batch_sizes(explanation: Explanation | None, loop_text: str | None) -> str 
     if sizes is None or len(set(sizes)) != 2 or sizes[1] >= sizes[0]:
         return None
     return f"{sizes[0]} → {sizes[1]}"
+
+
+def _transform_origin(
+    explanation: Explanation | None, applies: bool, evidence: dict[str, object]
+) -> tuple[Location | None, str | None]:
+    """Where a device-side data transform that draws new shapes is called (the user's line,
+    not where its input was made) and the title's words for it, noted in ``evidence``; else
+    (None, None)."""
+    augmented = augmentation_change(explanation) if applies else None
+    if augmented is None or augmented.source is None:
+        return None, None
+    evidence["location_is"] = "your call of the data transform that draws new shapes"
+    evidence["transform_at"] = str(augmented.op_source)
+    return augmented.source, (
+        f"a data transform on the device draws new shapes each call "
+        f"({_short_path(augmented.op_source)})"
+    )
+
+
+def _short_path(where: Location | None) -> str:
+    """``where`` below site-packages (``torchvision/transforms/x.py:937``)."""
+    if where is None:
+        return "?"
+    match = re.search(r"[/\\](?:site|dist)-packages[/\\](.+)$", where.file)
+    return f"{match.group(1) if match else where.file}:{where.line}"
 
 
 def _accumulator_headline(

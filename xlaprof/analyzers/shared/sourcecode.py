@@ -266,7 +266,8 @@ def _pads_to_longest(call: ast.Call) -> str | None:
     """What makes ``call`` pad a batch to its longest sequence, or None."""
     name = _call_name(call)
     padding = next((k.value for k in call.keywords if k.arg == "padding"), None)
-    if isinstance(padding, ast.Constant) and padding.value in ("longest", True):
+    # (``padding=1`` of a convolution is no padding to the longest: 1 == True in Python)
+    if isinstance(padding, ast.Constant) and (padding.value is True or padding.value == "longest"):
         return f"padding={padding.value!r}"
     if name.endswith("CollatorWithPadding"):
         if isinstance(padding, ast.Constant) and padding.value == "max_length":
