@@ -144,6 +144,11 @@ def test_a_sharding_wrappers_set_up_graphs_are_no_recompilation() -> None:
     assert samples(name, "CompileTime") == 5
     # THEN those set-up graphs are not called recompiles (nor given the pad/bucket fix)
     assert analyzed(name, Kind.RECOMPILATION) == []
+    # AND the constructor's syncs end no step: the run has the script's 6 training steps
+    (steps,) = RUNS.glob(f"{name}/*/steps.jsonl")
+    rows = [line for line in steps.read_text().splitlines() if line.strip()]
+    source = (REALCODE / f"{name}.py").read_text()
+    assert "STEPS = 6" in source and len(rows) == 6
 
 
 def test_the_accumulation_helpers_device_side_sync_is_no_host_read() -> None:
