@@ -293,7 +293,9 @@ def padding_call(sources: SourceFiles, file: str) -> tuple[int, str] | None:
         if what is not None:
             return node.lineno, what
         if collate is None and any(k.arg == "collate_fn" for k in node.keywords):
-            collate = node.lineno, "the collate function"
+            # the line is the call that names the collate function, not the function itself
+            name = _call_name(node) or "the call"
+            collate = node.lineno, f"{name}(collate_fn=...), whose collate function pads"
     return collate
 
 
