@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from xlaprof import safeio
 from xlaprof.safeio import TooLarge, read_capped
@@ -49,3 +51,24 @@ def test_a_file_that_grew_after_its_size_was_asked_is_read_to_the_cap(
     else:
         with pytest.raises(TooLarge):
             read_capped(path, limit)
+
+
+_TEXT = b"".join(b'V1202 record %d {"k": %d}\n' % (i, i * i) for i in range(400))
+_PACKED = __import__("gzip").compress(_TEXT)
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(st.integers(min_value=0, max_value=len(_PACKED)), st.binary(max_size=64))
+def test_a_gzip_stream_cut_anywhere_keeps_a_prefix_or_says_why(cut: int, tail: bytes) -> None:
+    # GIVEN a gzip stream cut at any byte, sometimes with junk after the cut
+    data = _PACKED[:cut] + (tail if cut < len(_PACKED) // 2 else b"")
+    # WHEN it is inflated as a reader of a copied log does
+    try:
+        out, was_cut = safeio.gunzip_kept(data, limit=len(_TEXT) * 2, name="log.gz")
+    except (safeio.UnsafeFile, TooLarge) as error:
+        assert str(error).startswith("log.gz")  # one line naming the file, never a traceback
+        return
+    # THEN what it kept is the start of the log, and a cut stream says it was cut
+    if not tail or cut == len(_PACKED):
+        assert _TEXT.startswith(out)
+    assert was_cut or out == _TEXT or tail

@@ -242,6 +242,19 @@ def user_key(folder: Path) -> bytes | None:
     return key if len(key) == 32 else None
 
 
+def gunzip_kept(data: bytes, limit: int, name: str = "data") -> tuple[bytes, bool]:
+    """``gunzip_capped``, but a stream cut short (a copy stopped mid-way, a killed writer)
+    gives what inflated before the cut and True, so that a reader can keep those records and
+    say the file is damaged; any other corruption still raises ``UnsafeFile``."""
+    if not data:
+        raise UnsafeFile(f"{name}: empty gzip data")
+    member = _Member(limit, name, len(data))
+    out = bytearray()
+    for piece in member.feed(data):
+        out += piece
+    return bytes(out), not member.ended
+
+
 def gunzip_capped(data: bytes, limit: int = DEFAULT_GZIP_LIMIT, name: str = "data") -> bytes:
     """Inflate gzip ``data`` (all members), refusing output beyond ``limit`` bytes as it goes.
 

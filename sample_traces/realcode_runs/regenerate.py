@@ -10,7 +10,9 @@ recorded run stays well under 1 MB: wlm_get_batch stops after 5 steps (`--max-st
 8 graphs, 3 of them late), and mixtral_one_layer.py (this folder) is hf_mixtral_moe with one
 decoder layer and a hidden size of 32.
 
-Only what the analysis reads is kept: run.json, steps.jsonl, debug.log, fallbacks.log, metrics/
+Only what the analysis reads is kept: run.json, steps.jsonl, executions.jsonl (runs recorded
+since issue 45), modules.json (the live module tree unrolled_loop matches; since issue 47),
+debug.log, fallbacks.log, metrics/
 and graphs/ (HLO text and HloProto per compiled graph).
 
 Usage: python sample_traces/realcode_runs/regenerate.py [NAME ...]   (needs the runtime and
@@ -48,13 +50,33 @@ SETUPS: dict[str, tuple[str, list[str]]] = {
     "neural_ode_euler": ("examples/realcode/neural_ode_euler.py", []),
     "hf_generate_dynamic_cache": ("examples/realcode/hf_generate_dynamic_cache.py", []),
     "pt_examples_regression": ("examples/realcode/pt_examples_regression.py", []),
+    # issue 47: read sites in two functions, a step split by a read (costs that add up)
+    "mp_eval_reads": ("examples/realcode/mp_eval_reads.py", []),
+    "item_split_padding": ("examples/realcode/item_split_padding.py", []),
+    # issue 47: fixes that fit the cause
+    "nanogpt_grad_accum": ("examples/realcode/nanogpt_grad_accum.py", []),
+    "reinforce_episode": ("examples/realcode/reinforce_episode.py", []),
+    "text_cls_growing_buckets": ("examples/realcode/text_cls_growing_buckets.py", []),
+    "hf_trainer_eval_accumulate": ("examples/realcode/hf_trainer_eval_accumulate.py", []),
+    "fsdp_auto_wrap": ("examples/realcode/fsdp_auto_wrap.py", []),
+    "grad_accum_helper": ("examples/realcode/grad_accum_helper.py", []),
+    "timm_random_erasing": ("examples/realcode/timm_random_erasing.py", []),
 }
 # Environment a recording adds (the padded variant that `xlaprof diff` compares).
 ENV: dict[str, dict[str, str]] = {"text_cls_pad_multiple_16": {"PAD_TO_MULTIPLE_OF": "16"}}
 # What the analysis of a run reads; a run judged on its reads alone keeps no graphs (the
 # generate run's 40 growing graphs are 4 MB of HLO).
 NO_GRAPHS = {"hf_generate_reads"}
-KEEP = ("run.json", "steps.jsonl", "debug.log", "fallbacks.log", "metrics", "graphs")
+KEEP = (
+    "run.json",
+    "steps.jsonl",
+    "executions.jsonl",
+    "modules.json",
+    "debug.log",
+    "fallbacks.log",
+    "metrics",
+    "graphs",
+)
 BOOTSTRAP = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
 
 

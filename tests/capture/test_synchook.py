@@ -76,3 +76,34 @@ def test_a_steps_host_cpu_splits_at_the_sync_that_ended_it(tmp_path: Path) -> No
             assert timeline.loc[step, "python_tracing_s"] == pytest.approx(
                 row.host_cpu_s - row.sync_cpu_s
             )
+
+
+FSDP_SCRIPT = r"""
+import functools
+import torch, torch_xla
+from torch import nn
+from torch_xla.distributed.fsdp import XlaFullyShardedDataParallel as FSDP
+from torch_xla.distributed.fsdp.wrap import size_based_auto_wrap_policy
+
+device = torch_xla.device()
+layers = [nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 16)]
+policy = functools.partial(size_based_auto_wrap_policy, min_num_params=1000)
+model = FSDP(nn.Sequential(*layers).to(device), auto_wrap_policy=policy)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(4):
+    model(torch.randn(8, 32, device=device)).pow(2).mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    torch_xla.sync()
+"""
+
+
+def test_a_sharding_wrappers_constructor_syncs_end_no_step(tmp_path: Path) -> None:
+    # GIVEN FSDP with auto-wrapping, whose constructor syncs once per wrapped submodule
+    # (execute_sharding_on_init), then 4 training iterations with a sync each
+    script = tmp_path / "fsdp.py"
+    script.write_text(FSDP_SCRIPT)
+    # WHEN it runs under xlaprof run
+    run = load_run(profiled_run(script, tmp_path / "out"))
+    # THEN the run has the script's 4 steps: the constructor's syncs are set-up, in step 0
+    assert [row.step for row in run.step_rows()] == [0, 1, 2, 3]

@@ -4,7 +4,11 @@ thousands of reports in bounded memory."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 from builders import one_metrics_report
@@ -48,7 +52,9 @@ def test_messy_log(data_dir) -> None:
     assert first.metrics["OutboundData"].percentiles[50.0] == pytest.approx(512 * 1024**2)
     # program output glued before and after the fields does not hide them
     assert first.counters == {"CachedCompile": 7, "aten::nonzero": 20, "MarkStep": 10}
-    assert result.reports[1].metrics["CompileTime"].accumulator == pytest.approx(9774.123456789)
+    # "02h42m54s123ms456.789us" as torch_xla prints it: every field but the last is rounded
+    # (54.12 s is 0.9 min, so "42m" holds 41 whole minutes, and 41.9 min rounds "01h" up)
+    assert result.reports[1].metrics["CompileTime"].accumulator == pytest.approx(6114.123456789)
     # the truncated last line is reported, and what was readable before it is kept
     last = result.reports[2].metrics["CompileTime"]
     assert last.percentiles == {1.0: pytest.approx(0.010094235)}
@@ -66,7 +72,9 @@ def test_xrt_2019_format(data_dir) -> None:
     assert result.warnings == []
     (report,) = result.reports
     # "Counter:" inside a Metric block is the accumulator field, not a counter
-    assert report.metrics["CompileTime"].accumulator == pytest.approx(6.460740516)
+    # "06s460ms740.516us": the 2019 formatter rounded fields as today's does ("460ms"
+    # is 459.74 ms rounded, since 0.74 ms is left below it)
+    assert report.metrics["CompileTime"].accumulator == pytest.approx(6.459740516)
     assert "06s460ms740.516us" not in report.counters
     assert report.metrics["CompileTime"].percentiles[25.0] == pytest.approx(0.001043596)
     assert report.metrics["TransferFromServerTime"].percentiles == {}
@@ -186,3 +194,40 @@ def test_reports_of_the_live_runtime_parse_without_warnings(live_runtime_job) ->
     assert full.metrics["CompileTime"].total_samples == short.metrics["CompileTime"].total_samples
     assert full.counters["aten::median"] == 3
     assert full.counters["aten::_local_scalar_dense"] == 3
+
+
+# Twelve graphs of distinct sizes, each read back: every time metric gets samples, then the
+# report is printed beside what the runtime itself holds (metric_data: count, accumulator).
+_ACCUMULATOR_JOB = """
+import json, torch, torch_xla
+import torch_xla.debug.metrics as met
+device = torch_xla.device()
+for rows in range(2, 14):
+    x = torch.randn(rows, 8, device=device)
+    (x @ x.T).relu().sum().item()
+print(met.metrics_report())
+print("@@DATA@@" + json.dumps({name: met.metric_data(name)[:2] for name in met.metric_names()}))
+"""
+
+
+def test_durations_read_as_the_runtime_holds_them(tmp_path) -> None:
+    # GIVEN a metrics report printed by the live runtime and the runtime's own metric_data
+    script = tmp_path / "job.py"
+    script.write_text(_ACCUMULATOR_JOB)
+    env = {**os.environ, "PJRT_DEVICE": "CPU"}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report_text, data_text = done.stdout.split("@@DATA@@")
+    truth = json.loads(data_text)
+    # WHEN the printed report is parsed
+    report = parse_metrics_report(report_text).reports[0]
+    # THEN every duration's accumulator is the runtime's (nanoseconds), though torch_xla's
+    # formatter prints each field but the last rounded ("049ms677us" for 48.677 ms)
+    times = [name for name, metric in report.metrics.items() if metric.unit == "s"]
+    assert {"CompileTime", "ExecuteTime", "TransferFromDeviceTime"} <= set(times)
+    for name in times:
+        _count, accumulator_ns = truth[name]
+        parsed = report.metrics[name].accumulator
+        assert parsed == pytest.approx(accumulator_ns / 1e9, rel=1e-9, abs=2e-9), name

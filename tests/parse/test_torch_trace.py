@@ -182,6 +182,34 @@ def test_damaged_records_are_skipped_and_unknown_keys_ignored() -> None:
     assert log.recompiles == 3
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_log_cut_short_is_named_damaged_with_what_was_kept(tmp_path: Path, packed: bool) -> None:
+    # GIVEN a real log cut in the middle of a record line (as text, or as its gzip stream cut
+    # short: a copy stopped mid-way)
+    text = gzip.decompress((LOGS / "aot_eager.log.gz").read_bytes())
+    lines = text.splitlines(keepends=True)
+    whole = sum(1 for line in lines if not line.startswith(b"\t"))
+    cut = b"".join(lines[:60]) + lines[60][:25]
+    if packed:
+        path = tmp_path / "dedicated_log_torch_trace_cut.log.gz"
+        path.write_bytes(gzip.compress(text)[: len(gzip.compress(cut)) - 10])
+    else:
+        path = tmp_path / "dedicated_log_torch_trace_cut.log"
+        path.write_bytes(cut)
+    # WHEN it is read
+    log = read_torch_trace(path, 64 * 1024**2)
+    # THEN it says it is damaged and how many records it kept, which are fewer than the log's
+    (note,) = [w for w in log.warnings if "damaged" in w]
+    assert ("gzip stream ends early" if packed else "last line is cut") in note
+    assert f"the {log.records:,} records before the cut are kept" in note
+    assert 0 < log.records < whole
+
+
+def test_a_whole_log_is_not_called_damaged() -> None:
+    log = read_torch_trace(LOGS / "aot_eager.log.gz", 64 * 1024**2)
+    assert not [w for w in log.warnings if "damaged" in w]
+
+
 def test_a_log_over_the_size_limit_is_refused() -> None:
     with pytest.raises(InputTooLarge):
         read_torch_trace(LOGS / "aot_eager.log.gz", 1000)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -293,6 +294,26 @@ def test_debug_log_offsets_count_newlines_only(tmp_path: Path) -> None:
     events = load_run(run).debug_log().events
     assert [e.graph_hash for e in events] == ["h0", "h1", "h2"]
     assert [e.step for e in events] == [0, 1, 2]
+
+
+def test_a_steps_file_cut_short_of_run_json_is_named_damaged(tmp_path: Path) -> None:
+    # GIVEN a finished real run whose steps.jsonl was cut mid-row after a few steps
+    run = copy_run(tmp_path)
+    recorded = json.loads((run / "run.json").read_text())["steps_recorded"]
+    text = (run / "steps.jsonl").read_text()
+    rows = [line for line in text.split("\n") if line]
+    assert recorded == len(rows) >= 4
+    kept = rows[:3]
+    (run / "steps.jsonl").write_text("\n".join(kept) + "\n" + rows[3][: len(rows[3]) // 2])
+    # WHEN it is analyzed
+    document = analyze_json(run)
+    # THEN the run is named damaged with what was kept, and no finding claims more steps
+    # with reads than the run has
+    notes = " ".join(document["run"]["warnings"])
+    assert f"steps.jsonl: damaged: 3 of the {recorded} steps" in notes
+    for finding in document["findings"]:
+        shares = re.findall(r"in (\d+) of (\d+) steps", finding["title"])
+        assert all(int(a) <= int(b) for a, b in shares), finding["title"]
 
 
 def test_steps_recorded_follows_steps_jsonl_when_run_json_is_stale(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from xlaprof.analyzers import (
     unrolled_loop,
 )
 from xlaprof.analyzers.shared.costs import StepCosts
-from xlaprof.findings import Cost, Coverage, Finding, Kind, KindCoverage
+from xlaprof.findings import Coverage, Finding, Kind, KindCoverage
 from xlaprof.model.input import AnalysisInput
 
 
@@ -62,9 +62,10 @@ class Analyzer:
     analyze: Callable[[AnalysisInput], list[Finding]]
     unmeasured: Callable[[AnalysisInput], str | None]
     story: StoryAnswer
-    # what a finding of the kind cost the run, from the step model's figures (None: the
-    # kind sets its own cost, or has none)
-    price: Callable[[Finding, StepCosts], Cost | None] | None = None
+    # what the kind's findings cost the run, from the step model's figures: given all of
+    # them that have no cost yet, it sets theirs (shared, where two point at the same
+    # seconds, so costs add up); None: the kind sets its own cost, or has none
+    price: Callable[[list[Finding], StepCosts], None] | None = None
 
     @property
     def docs(self) -> str:
@@ -190,12 +191,13 @@ def answer_of(bound: str | None, kind: Kind) -> str | None:
 
 
 def price(findings: list[Finding], costs: StepCosts) -> None:
-    """Give each finding that has no cost the one its kind's rule measures (``price`` of its
-    registry entry); a kind without a rule keeps what its analyzer set, else none."""
-    for finding in findings:
-        rule = analyzer_of(finding.kind).price
-        if finding.cost is None and rule is not None:
-            finding.cost = rule(finding, costs)
+    """Give the findings that have no cost the ones their kind's rule measures (``price`` of
+    its registry entry), all of a kind's at once so that its rule can share the seconds two
+    of them point at; a kind without a rule keeps what its analyzer set, else none."""
+    for analyzer in ANALYZERS:
+        pending = [f for f in findings if f.kind is analyzer.kind and f.cost is None]
+        if pending and analyzer.price is not None:
+            analyzer.price(pending, costs)
 
 
 def analyzer_of(kind: Kind) -> Analyzer:

@@ -34,6 +34,20 @@ SUGGESTION = (
     "(model, batch))."
 )
 
+# A run on the CPU backend: the cache's effect cannot be measured where it ran, so the advice
+# that can be acted on here comes first and the cache is named for the accelerator.
+CPU_CACHE_NOTE = (
+    "no: on the CPU backend torch_xla's persistent cache does not load its entries "
+    "(PersistentCacheDeserializeFailure), so `xlaprof bench cache` can only say 'not compared'"
+)
+CPU_SUGGESTION = (
+    "Remove recompilations first (each compiles a graph again), and if the graph repeats a "
+    "layer many times, compile one layer with torch_xla.experimental.scan_layers; both can be "
+    "measured on this backend. On the accelerator, also enable the persistent compilation "
+    "cache (torch_xla.runtime.initialize_cache(path)) so restarts reuse compiled programs, and "
+    "measure it there with `xlaprof bench cache`: on the CPU backend it does not load."
+)
+
 
 # torch.compile (a TORCH_TRACE log or dynamo's records with no torch_xla metrics): its caches
 # and regional compilation, not torch_xla's.
@@ -103,6 +117,13 @@ def analyze(data: AnalysisInput) -> list[Finding]:
             "cache", data.script, factory=bench_factory(data.sources, data.script)
         ),
     }
+    if suggestion is not DYNAMO_SUGGESTION and (data.device_kind or "").upper() == "CPU":
+        # the persistent cache cannot be measured here: on the CPU backend its entries do not
+        # load (PersistentCacheDeserializeFailure, torch_xla 2.9), so `bench cache` would spend
+        # a minute to say "not compared"
+        del evidence["bench_command"]
+        evidence["cache_measurable_here"] = CPU_CACHE_NOTE
+        suggestion = CPU_SUGGESTION
     if suggestion is DYNAMO_SUGGESTION:  # torch_xla's cache benchmark does not apply
         del evidence["bench_command"]
         timed = [r for r in data.dynamo if r.kind == "compile" and r.seconds is not None]

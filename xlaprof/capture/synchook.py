@@ -19,6 +19,11 @@ _COMPILE_ENTRY = "_clear_pending_ops_before_compile"
 _COLLECTIVES_FILE = "torch_xla/core/xla_model.py"
 _COLLECTIVES = frozenset({"xla_rendezvous", "broadcast_master_param"})
 _UNSET = object()
+# torch_xla's sharding wrappers, whose constructors sync (see ``_ends_step``).
+_WRAPPER_FILES = (
+    "torch_xla/distributed/fsdp/xla_fully_sharded_data_parallel.py",
+    "torch_xla/experimental/spmd_fully_sharded_data_parallel.py",
+)
 
 
 def _ends_step(caller: Any) -> bool:
@@ -26,12 +31,16 @@ def _ends_step(caller: Any) -> bool:
 
     ``torch_xla.compile``'s sync before the function (it flushes what the caller queued for this
     call), the syncs of the ``openxla`` dynamo backend while it extracts and runs a graph
-    (``torch_xla/_dynamo/dynamo_bridge.py``), and those of torch_xla's collectives
-    (``_COLLECTIVES``).
+    (``torch_xla/_dynamo/dynamo_bridge.py``), those of torch_xla's collectives
+    (``_COLLECTIVES``), and the sync FSDP's constructor makes to shard the parameters it wraps
+    (``execute_sharding_on_init``, once per wrapped submodule): set-up, whose work goes to the
+    first step, as a loader's first sync does.
     """
     if caller.co_name == _COMPILE_ENTRY:
         return False
     file = caller.co_filename.replace("\\", "/")
+    if caller.co_name == "__init__" and file.endswith(_WRAPPER_FILES):
+        return False  # a sharding wrapper's constructor: set-up, before any training step
     if caller.co_name in _COLLECTIVES and file.endswith(_COLLECTIVES_FILE):
         return False
     return DYNAMO_DIR not in file

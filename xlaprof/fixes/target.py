@@ -29,6 +29,27 @@ def _default_loss(output: Any) -> Any:
     return output.float().pow(2).mean()
 
 
+def _import_script(loader: Any, module: Any, path: Path) -> None:
+    """Run the script's top level as an import does, with a command line of its own name only:
+    the worker's own arguments are not the script's, and a script that parses its command
+    line at import (``args = parser.parse_args()`` at the top) would read them and stop with
+    its usage error. A script that still exits while imported (a required argument, a
+    ``sys.exit`` at the top) is refused in one line that says what to change."""
+    saved = sys.argv
+    sys.argv = [str(path)]
+    try:
+        loader.exec_module(module)
+    except SystemExit as exiting:
+        raise TargetError(
+            f"{path.name}: the script exits while it is imported (exit code {exiting.code}): "
+            "it runs its command line at the top level. Put that under "
+            '`if __name__ == "__main__":`, or write the factory in a file of its own that '
+            "imports only the model code"
+        ) from None
+    finally:
+        sys.argv = saved
+
+
 def load_factory(target: str) -> Callable[[], Any]:
     module_part, sep, name = target.rpartition(":")
     if not sep or not module_part or not name:
@@ -43,7 +64,7 @@ def load_factory(target: str) -> Callable[[], Any]:
             raise TargetError(f"{module_part}: cannot be imported")
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
+        _import_script(spec.loader, module, path)
     else:
         try:
             module = importlib.import_module(module_part)

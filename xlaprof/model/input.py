@@ -61,6 +61,8 @@ class AnalysisInput:
     graphs: list[GraphInfo] = field(default_factory=list)  # in compile order
     device_memory: dict[str, int] | None = None  # bytes_used / bytes_limit, where recorded
     script: str | None = None  # the profiled script (for `xlaprof bench` commands)
+    # the device the run ran on as torch_xla names it ("CPU", "TPU"); None: not recorded
+    device_kind: str | None = None
     dynamo: list[DynamoRecord] = field(default_factory=list)  # torch.compile's own records
     # TORCH_TRACE logs (one per process/rank), the first rank's compiles also in ``dynamo``
     torch_traces: list[TorchTraceLog] = field(default_factory=list)
@@ -229,6 +231,7 @@ def input_from_run(run: Run, warmup_steps: int = 2) -> AnalysisInput:
         graphs=run.graphs(),
         device_memory=run.info.device_memory,
         script=run.info.script,
+        device_kind=run.info.device_kind,
         dynamo=parse_dynamo_records(run.dynamo_records()),
         modules=run.modules(),
         run_steps=run.steps_recorded,

@@ -41,7 +41,7 @@ from xlaprof.errors import InputNotRecognized, InputTooLarge, InputUnreadable
 from xlaprof.parse.dynamo_log import DynamoRecord
 from xlaprof.parse.frames import is_library_file
 from xlaprof.parse.units import loads as load_json
-from xlaprof.safeio import TooLarge, UnsafeFile, gunzip_capped, iter_lines, read_capped
+from xlaprof.safeio import TooLarge, UnsafeFile, gunzip_kept, iter_lines, read_capped
 
 # ``V1127 14:07:16.065000 9366 torch/_dynamo/utils.py:1952] {...}`` (level, month and day,
 # time, process id, source file:line); distributed jobs put ``[rank3]:`` before the level.
@@ -163,24 +163,45 @@ def read_torch_trace(path: Path, max_bytes: int) -> TorchTraceLog:
     try:
         if path.stat().st_size > max_bytes:
             raise TooLarge(f"{path}: over the {max_bytes:,}-byte limit")
+        cut = False
         if path.name.endswith(".gz"):
             raw = read_capped(path, max_bytes)
-            text = gunzip_capped(raw, min(max_bytes, MAX_GZIP_RATIO * len(raw)), name=str(path))
+            limit = min(max_bytes, MAX_GZIP_RATIO * len(raw))
+            text, cut = gunzip_kept(raw, limit, name=str(path))
             lines: Iterable[bytes] = text.splitlines(keepends=True)
         else:
             lines = iter_lines(path, limit=max_bytes)
-        log = parse_torch_trace(_decoded(lines), str(path))
+        ends = _LastLine()
+        log = parse_torch_trace(_decoded(ends.watch(lines)), str(path))
     except TooLarge as error:
         raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
-    except UnsafeFile:
+    except UnsafeFile as error:
+        if "gzip" in str(error):
+            raise InputUnreadable(f"{error}") from None
         raise InputUnreadable(f"{path}: not a regular file (a FIFO or a device?)") from None
     except OSError as error:
         raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
     if not log.records:
         raise InputNotRecognized(f"{path}: no TORCH_TRACE record found")
+    if cut or ends.cut:
+        # a writer stops at a newline: a last line without one is a file cut short
+        how = "its gzip stream ends early" if cut else "its last line is cut"
+        log.warnings.append(f"damaged: {how}; the {log.records:,} records before the cut are kept")
     if log.rank is None and (match := _RANK_FILE_RE.search(path.name)) is not None:
         log.rank = int(match.group(1))
     return log
+
+
+@dataclass
+class _LastLine:
+    """Whether the last line of what it watched ends without a newline (a cut file)."""
+
+    cut: bool = False
+
+    def watch(self, lines: Iterable[bytes]) -> Iterator[bytes]:
+        for raw in lines:
+            self.cut = not raw.endswith(b"\n")
+            yield raw
 
 
 def _decoded(lines: Iterable[bytes]) -> Iterator[str]:

@@ -45,11 +45,35 @@ _SIZE_RE = re.compile(r"([-+]?\d+(?:\.\d+)?)\s?(B|KB|MB|GB|TB|PB)")
 _NUMBER_RE = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.I)
 
 
+def _duration_seconds(parts: list[tuple[str, str]]) -> float:
+    """Seconds of a duration's ``(number, unit)`` fields, read as torch_xla's formatter meant them.
+
+    torch_xla's ``MetricFnTime`` prints each field but the last as the remaining time in that
+    unit rounded to a whole number, then carries only the floor down: 3.998 s prints as
+    ``04s998ms…``, 157 s as ``03m37s…``, and 6 min 59.991 s as ``07m60s991ms…``. A field is
+    therefore one more than its floor whenever what the fields below it add up to is half of
+    its unit or more. That layout is recognised by its last field, microseconds with a
+    fraction, which is the only one printed exactly; reading from it upwards gives each field
+    its floor back. Any other layout (``1d02h``, a value someone typed) is read at face value.
+    """
+    values = [(float(number), _DURATION_FACTORS[unit]) for number, unit in parts]
+    if len(parts) < 2 or parts[-1][1] != "us" or "." not in parts[-1][0]:
+        return sum(number * factor for number, factor in values)
+    below = values[-1][0] * values[-1][1]
+    for number, factor in reversed(values[:-1]):
+        # The printed field rounds (floor + fraction), where the fraction is what lies below.
+        whole = number - 1 if number >= 1 and below / factor >= 0.5 else number
+        below += whole * factor
+    return below
+
+
 def parse_quantity(text: str) -> tuple[float, Unit]:
     """Parse one value as torch_xla prints it; raise ValueError if it is not one.
 
     >>> parse_quantity("01s250ms")
     (1.25, 's')
+    >>> parse_quantity("04s998ms000.000us")  # torch_xla rounds all but the last field
+    (3.998, 's')
     >>> parse_quantity("2.00KB")
     (2048.0, 'B')
     """
@@ -57,9 +81,7 @@ def parse_quantity(text: str) -> tuple[float, Unit]:
     if not token:
         raise ValueError("empty value")
     if _DURATION_RE.fullmatch(token):
-        total = 0.0
-        for number, unit in _DURATION_PART_RE.findall(token):
-            total += float(number) * _DURATION_FACTORS[unit]
+        total = _duration_seconds(_DURATION_PART_RE.findall(token))
         return (-total if token.startswith("-") else total), "s"
     size = _SIZE_RE.fullmatch(token)
     if size:

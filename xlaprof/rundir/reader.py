@@ -106,6 +106,14 @@ class Run:
                 row.aten = {k: v for k, v in row.aten.items() if v}
                 rows.append(row)
             self._steps = rows
+            recorded = self.info.steps_recorded
+            if isinstance(recorded, int) and recorded > len(rows):
+                # a cut or truncated file: say so, and what the analysis still has
+                last = f", the last step {rows[-1].step}" if rows else ""
+                self.warn(
+                    f"{STEPS}: damaged: {len(rows)} of the {recorded} steps run.json recorded "
+                    f"are readable{last}; per-step figures cover those steps only"
+                )
         return self._steps
 
     def execution_rows(self) -> list[ExecutionRow] | None:

@@ -28,27 +28,46 @@ METRICS_MIN_COMPILES_ABSOLUTE = 10
 METRICS_MIN_COMPILES_PER_STEP = 0.2
 
 
-def price(finding: Finding, costs: StepCosts) -> Cost | None:
-    """What a recompilation cost the run: the compile time of the steps after warm-up it
+COMPILE_BASIS = (
+    "compile time (CompileTime; in a traced step its compile spans) of the steps after "
+    "warm-up it compiled in"
+)
+
+
+def price(findings: list[Finding], costs: StepCosts) -> None:
+    """What each recompilation cost the run: the compile time of the steps after warm-up it
     compiled in (``evidence["compile_steps"]``), paid once per new graph; per step as well
-    where it compiled in more than half the steps after warm-up (it recurs). None where none
-    of those steps' compile time was measured."""
+    where it compiled in more than half the steps after warm-up (it recurs). Two findings
+    that compiled in one step (one cause split in parts, or two causes in one step) share
+    that step's compile time equally, and a step named twice by one finding is paid once, so
+    the findings' costs add up to no more than the run compiled. No cost where none of a
+    finding's steps' compile time was measured."""
+    from collections import Counter
+
     warmup = costs.warmup_steps
-    steps = [int(s) for s in finding.evidence.get("compile_steps") or [] if int(s) >= warmup]
-    paid = [costs.compile_s[s] for s in steps if s in costs.compile_s]
-    if not paid:
-        return None
-    total = sum(paid)
+    steps_of = [
+        sorted({int(s) for s in f.evidence.get("compile_steps") or [] if int(s) >= warmup})
+        for f in findings
+    ]
+    holders = Counter(step for steps in steps_of for step in steps)
     after = costs.after_warmup
-    recurs = len(after) > 0 and len(steps) > len(after) / 2
-    return Cost(
-        per_step_s=total / len(after) if recurs else None,
-        one_time_s=None if recurs else total,
-        run_s=total,
-        steps=len(paid),
-        basis="compile time (CompileTime; in a traced step its compile spans) of the "
-        "steps after warm-up it compiled in",
-    )
+    for finding, steps in zip(findings, steps_of, strict=True):
+        paid = [costs.compile_s[s] / holders[s] for s in steps if s in costs.compile_s]
+        if not paid:
+            continue
+        total = sum(paid)
+        recurs = len(after) > 0 and len(steps) > len(after) / 2
+        shared = any(holders[s] > 1 for s in steps if s in costs.compile_s)
+        basis = COMPILE_BASIS
+        if shared:
+            basis += ", shared equally with the other findings that compiled in the same steps"
+        finding.cost = Cost(
+            per_step_s=total / len(after) if recurs else None,
+            one_time_s=None if recurs else total,
+            run_s=total,
+            steps=len(paid),
+            basis=basis,
+        )
 
 
 def unmeasured(data: AnalysisInput) -> str | None:

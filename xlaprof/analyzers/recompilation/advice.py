@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from xlaprof.analyzers.recompilation.growth import Growth
-from xlaprof.analyzers.shared.graph_diff import Explanation
+from xlaprof.analyzers.shared.graph_diff import Explanation, InputChange
 from xlaprof.analyzers.shared.sourcecode import (
     call_source,
     enclosing_class,
@@ -132,6 +133,91 @@ _SHORT_BATCH = (
 )
 
 
+_TRAINER_ACCUMULATOR = (
+    "Trainer's evaluation loop keeps each batch's outputs for compute_metrics and, with no "
+    "eval_accumulation_steps, concatenates them on the device ({where}): a device-side "
+    "accumulator that grows by one batch every step ({sizes}), so each evaluation batch traces "
+    "a concatenation of a new size and compiles a new graph. The input shapes are not the "
+    "cause, so padding, bucketing and drop_last do not help. Set eval_accumulation_steps=1 in "
+    "TrainingArguments (Trainer then moves the accumulated outputs to the host after each "
+    "batch), or batch_eval_metrics=True with a compute_metrics that accumulates itself."
+)
+_ACCUMULATOR = (
+    "A tensor kept across steps grows by the same amount every step ({sizes}, at {where}): "
+    "outputs concatenated onto an accumulator on the device, so each step traces a "
+    "concatenation of a new size and compiles a new graph. The input shapes are not the "
+    "cause, so padding and bucketing do not help. Keep the per-step outputs in a Python list "
+    "and concatenate once at the end, or move each to the host (.cpu() after the step's "
+    "sync) before accumulating; the library that accumulates may have an option for it."
+)
+# At least this many sizes, each the one before plus the same step, make an accumulator.
+ACCUMULATOR_SIZES = 3
+
+
+# Data-augmentation code: a transform applied to a device batch that draws its own random
+# bounds (an erased box, a crop) bakes them into the graph as constants and shapes.
+_AUGMENTATION_RE = re.compile(
+    r"[/\\](?:torchvision[/\\]transforms|timm[/\\]data|kornia[/\\]augmentation)[/\\]"
+)
+_AUGMENTATION = (
+    "The changing shape is made by a data transform applied to the batch on the device: "
+    "{where} (called at your line {line}{text}) draws its own random bounds and size on each "
+    "call, which the graph takes as constants and shapes, so every call compiles a new graph. "
+    "Keeping those values fixed or passing them as device tensors cannot work: the region's "
+    "size varies too. Apply the transform on the host instead, in the DataLoader's workers "
+    "before the batch moves to the device, or build a fixed-shape mask on the device (random "
+    "bounds as device tensors compared against a coordinate grid, then torch.where(mask, "
+    "value, images)): one shape whatever the bounds."
+)
+
+
+def augmentation_change(explanation: Explanation | None) -> InputChange | None:
+    """The input of ``explanation`` whose changing shape is first used inside a data-augmentation
+    library's transform (torchvision.transforms, timm.data, kornia.augmentation), or None."""
+    if explanation is None or explanation.kind != "input_shapes":
+        return None
+    for change in explanation.inputs:
+        where = change.op_source
+        if where is not None and _AUGMENTATION_RE.search(where.file):
+            return change
+    return None
+
+
+def augmentation_text(change: InputChange) -> str:
+    """The fix for a device-side augmentation's random bounds, naming the transform."""
+    assert change.op_source is not None
+    text = f": `{change.source_text}`" if change.source_text else ""
+    line = str(change.source) if change.source is not None else "?"
+    return _AUGMENTATION.format(where=_short(change.op_source), line=line, text=text)
+
+
+def growing_accumulator(explanation: Explanation | None) -> InputChange | None:
+    """The input of ``explanation`` whose first dimension grows by the same step each compile
+    (8, 16, 24, 32 …): a device-side accumulator concatenated each step (an evaluation loop
+    keeping every batch's outputs), or None."""
+    if explanation is None or explanation.kind != "input_shapes":
+        return None
+    for change in explanation.inputs:
+        sizes = list(dict.fromkeys(change.varying_dims.get(0) or []))
+        if len(sizes) < ACCUMULATOR_SIZES:
+            continue
+        steps = {b - a for a, b in itertools.pairwise(sizes)}
+        if len(steps) == 1 and min(steps) > 0 and sizes[0] == min(steps):
+            return change
+    return None
+
+
+def accumulator_text(change: InputChange) -> str:
+    """The fix for a growing accumulator, with the library's own option where known."""
+    sizes = list(dict.fromkeys(change.varying_dims.get(0) or []))
+    shown = " → ".join(map(str, sizes[:MAX_LISTED])) + (" → …" if len(sizes) > MAX_LISTED else "")
+    where = change.op_source or change.source
+    place = _short(where) if where is not None else "the step"
+    if where is not None and re.search(r"[/\\]transformers[/\\]trainer", where.file):
+        return _TRAINER_ACCUMULATOR.format(where=place, sizes=shown)
+    return _ACCUMULATOR.format(where=place, sizes=shown)
+
+
 def suggestion(
     sources: SourceFiles,
     explanation: Explanation | None,
@@ -139,6 +225,21 @@ def suggestion(
     batches: str | None = None,
 ) -> str:
     """The fix text for the cause the graphs show, with the library's own remedy where known."""
+    accumulator = growing_accumulator(explanation) if grown is None and batches is None else None
+    if accumulator is not None:
+        return accumulator_text(accumulator)
+    augmented = augmentation_change(explanation) if grown is None else None
+    if augmented is not None:
+        return augmentation_text(augmented)
+    return _cause_suggestion(sources, explanation, grown, batches)
+
+
+def _cause_suggestion(
+    sources: SourceFiles,
+    explanation: Explanation | None,
+    grown: int | None,
+    batches: str | None,
+) -> str:
     if explanation is None:
         return SUGGESTION
     text = ADVICE.get(explanation.kind, SUGGESTION)

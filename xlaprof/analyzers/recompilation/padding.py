@@ -95,21 +95,15 @@ def choices(lengths: list[int]) -> list[PaddingChoice]:
     return found
 
 
-def advice(lengths: list[int], where: str | None, dim: int) -> str:
-    """The fix text for a sequence length padded per batch, with the trade-offs."""
+def advice(lengths: list[int], where: str | None, dim: int, multiple: int | None = None) -> str:
+    """The fix text for a sequence length padded per batch, with the trade-offs. ``multiple``:
+    the padding already rounds up to multiples of it (pad_to_multiple_of), whose sizes still
+    follow the data."""
     distinct = sorted(set(lengths))
     head = (
-        f"Dimension {dim} is the sequence length: each batch is padded to its own longest "
-        f'sequence (padding="longest", DataCollatorWithPadding\'s default, or padding=True)'
-        + (f" at {where}" if where else "")
-        + f", so each new length compiles new graphs ({len(distinct)} lengths in "
-        f"{len(lengths)} batches: {', '.join(map(str, distinct))}). max_length alone does not "
-        'fix it: with padding="longest" (or True) it only truncates, padding="longest" wins. '
-        'Pad to fixed sizes instead: the tokenizer\'s padding="max_length" with max_length=N, '
-        "the collator's pad_to_multiple_of=N, or a collate function that pads to the smallest "
-        "of a few bucket sizes. drop_last does not "
-        "help: no batch is short. From the lengths this run saw (extra padding is over what "
-        "it padded to):"
+        _rounded_head(distinct, len(lengths), where, dim, multiple)
+        if multiple is not None
+        else _longest_head(distinct, len(lengths), where, dim)
     )
     lines = [head]
     for choice in choices(lengths):
@@ -118,3 +112,37 @@ def advice(lengths: list[int], where: str | None, dim: int) -> str:
             f"({', '.join(map(str, choice.sizes))}), {choice.waste:.0%} extra padding"
         )
     return "\n".join(lines)
+
+
+def _rounded_head(
+    distinct: list[int], batches: int, where: str | None, dim: int, multiple: int
+) -> str:
+    return (
+        f"Dimension {dim} is the sequence length: each batch is padded to its own longest "
+        f"sequence rounded up to a multiple of {multiple} (pad_to_multiple_of={multiple})"
+        + (f" at {where}" if where else "")
+        + f". Those are not fixed buckets: the sizes follow the data ({len(distinct)} lengths "
+        f"in {batches} batches: {', '.join(map(str, distinct))}), a new one whenever the data "
+        "brings a longer batch, so their number grows with the data (up to the longest "
+        "sequence allowed), each compiling new graphs. Pad to sizes fixed up front instead: "
+        'one length (padding="max_length" with max_length=N, N the longest you keep), or a '
+        "collate function that pads each batch to the smallest of a few bucket sizes chosen "
+        "before training. drop_last does not help: no batch is short. From the lengths this "
+        "run saw (extra padding is over what it padded to):"
+    )
+
+
+def _longest_head(distinct: list[int], batches: int, where: str | None, dim: int) -> str:
+    return (
+        f"Dimension {dim} is the sequence length: each batch is padded to its own longest "
+        f'sequence (padding="longest", DataCollatorWithPadding\'s default, or padding=True)'
+        + (f" at {where}" if where else "")
+        + f", so each new length compiles new graphs ({len(distinct)} lengths in "
+        f"{batches} batches: {', '.join(map(str, distinct))}). max_length alone does not "
+        'fix it: with padding="longest" (or True) it only truncates, padding="longest" wins. '
+        'Pad to fixed sizes instead: the tokenizer\'s padding="max_length" with max_length=N, '
+        "the collator's pad_to_multiple_of=N, or a collate function that pads to the smallest "
+        "of a few bucket sizes. drop_last does not "
+        "help: no batch is short. From the lengths this run saw (extra padding is over what "
+        "it padded to):"
+    )

@@ -11,7 +11,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from xlaprof.analyzers.recompilation import padding
-from xlaprof.analyzers.recompilation.advice import MAX_LISTED, growth_suggestion, suggestion
+from xlaprof.analyzers.recompilation.advice import (
+    MAX_LISTED,
+    augmentation_change,
+    growing_accumulator,
+    growth_suggestion,
+    suggestion,
+)
 from xlaprof.analyzers.recompilation.growth import Growth, find_growth
 from xlaprof.analyzers.shared.graph_diff import (
     DYNAMIC_SHAPE_OPS,
@@ -33,6 +39,7 @@ from xlaprof.analyzers.shared.sourcecode import (
     loop_call_of,
     loop_of_moved_batch,
     loop_reassignment,
+    pad_multiple,
     padding_call,
     source_line,
 )
@@ -40,7 +47,7 @@ from xlaprof.findings import Finding, Kind, Location, Severity
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.sources import SourceFiles
 from xlaprof.parse.debug_log import DebugEvent
-from xlaprof.parse.frames import is_library_file, user_location
+from xlaprof.parse.frames import Frame, is_library_file, user_location
 from xlaprof.rundir.reader import link_graphs
 from xlaprof.rundir.schema import GraphInfo
 
@@ -377,6 +384,23 @@ def _frame_in_loop(
     return None
 
 
+# The constructors of torch_xla's sharding wrappers (FSDP, FSDPv2): they shard each wrapped
+# submodule's parameters with a sync of its own, one graph per parameter shape, once.
+_WRAPPER_FILE_RE = re.compile(
+    r"torch_xla[/\\](?:distributed[/\\]fsdp[/\\]|experimental[/\\]spmd_fully_sharded)"
+)
+
+
+def _wrapper_setup(frames: list[Frame]) -> bool:
+    """Whether an event was traced inside a sharding wrapper's constructor (its frames pass
+    through ``__init__`` of torch_xla's FSDP or FSDPv2): set-up run once, whose graphs differ
+    by the submodules' parameter shapes, not by anything a step feeds them."""
+    return any(
+        frame.function == "__init__" and frame.file and _WRAPPER_FILE_RE.search(frame.file)
+        for frame in frames
+    )
+
+
 def from_events(
     data: AnalysisInput, compilations: list[DebugEvent], skip: set[Location]
 ) -> list[Finding]:
@@ -387,6 +411,8 @@ def from_events(
         location = user_location(event.frames)
         if by_dynamo and event.cause and _DYNAMO_CAUSE in event.cause:
             continue  # dynamo's own compilations: reported from its reasons (_from_dynamo)
+        if _wrapper_setup(event.frames):
+            continue  # a sharding wrapper's one-time set-up graphs, not recompiles
         if location in compiled_sites and location not in skip:
             timelines[location].append(event)
     graph_of = link_graphs(data.graphs, compilations)
@@ -398,7 +424,7 @@ def from_events(
             continue
         compiled = [e for e in events if e.kind == "compilation"]
         site = _judge_late(data.sources, location, compiled, late, graph_of, dynamic)
-        if site is not None and not _cached_per_value(site, events):
+        if site is not None and not _cached_per_value(site, events, data.sources):
             site.graph_of = graph_of
             site.executions = [e for e in events if e.kind == "execution"]
             sites.append(site)
@@ -408,13 +434,17 @@ def from_events(
 # A site whose inputs take at most this many sizes, each compiled once and reused, serves fixed
 # shapes (evaluation sets, buckets): it is not recompiling.
 MAX_CACHED_SIZES = 3
+# Padded sizes each first seen larger than all before, this many or more, follow the data.
+GROWING_SIZES = 3
 
 
-def _cached_per_value(site: _Site, events: list[DebugEvent]) -> bool:
+def _cached_per_value(site: _Site, events: list[DebugEvent], sources: SourceFiles) -> bool:
     """Whether the site's late compiles are only new sizes from a few fixed ones, each compiled
     once and reused (the site runs more graphs than it compiles): three evaluation index sets,
     or batches padded to two bucket sizes. A short last batch (one full size, then a smaller
-    one) is not: drop_last removes its compiles."""
+    one) is not: drop_last removes its compiles. Nor are padded lengths that keep rising as
+    the data goes on (56, 64, 72: each batch's longest rounded to a multiple): which sizes
+    occur depends on the data seen so far, so their number grows with the data."""
     explanation = site.explanation
     if explanation is None or explanation.kind != "input_shapes" or not explanation.inputs:
         return False
@@ -427,7 +457,20 @@ def _cached_per_value(site: _Site, events: list[DebugEvent]) -> bool:
                 return False
             if dim == 0 and len(set(values)) == 2 and values[-1] < values[0]:
                 return False  # a short last batch
+            if dim > 0 and _rising_padded_sizes(sources, site, values):
+                return False
     return True
+
+
+def _rising_padded_sizes(sources: SourceFiles, site: _Site, values: list[int]) -> bool:
+    """Whether a padded dimension's sizes, in the order they were first compiled, each came
+    in larger than every one before (at least ``GROWING_SIZES``), in a file that pads batches
+    to their longest: sizes that follow the data, not buckets chosen up front."""
+    firsts = list(dict.fromkeys(values))
+    if len(firsts) < GROWING_SIZES or firsts != sorted(firsts):
+        return False
+    where = site.location
+    return where is not None and padding_call(sources, where.file) is not None
 
 
 def _judge_late(
@@ -515,11 +558,19 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         evidence["sequence_dim"] = dim
         evidence["sequence_lengths_seen"] = lengths[: MAX_LISTED * 8]
         evidence["padding_choices"] = [c.record() for c in padding.choices(lengths)]
+    transform_at, transform_headline = _transform_origin(
+        explanation, grown is None and padded is None, evidence
+    )
+    location = transform_at or location
     text = source_line(data.sources, location.file, location.line) if location else None
     if text:
         evidence["source_text"] = text
     batches = _batch_sizes(explanation, text)
-    headline = _headline(explanation)
+    headline = (
+        transform_headline
+        or (_accumulator_headline(explanation, grown, evidence) if padded is None else None)
+        or _headline(explanation)
+    )
     if batches is not None:
         headline = f"the loop's batches change size ({batches}): a short last batch"
     fix = suggestion(data.sources, explanation, grown, batches)
@@ -531,7 +582,10 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
             + (", …" if len(values) > _MAX_VALUES_SHOWN else "")
             + ")"
         )
-        fix = padding.advice(padded[3], str(location) if location else None, padded[2])
+        multiple = pad_multiple(data.sources, location.file, location.line) if location else None
+        fix = padding.advice(
+            padded[3], str(location) if location else None, padded[2], multiple=multiple
+        )
     accounting = _accounting(events, late, first_needed, evidence)
     return Finding(
         kind=Kind.RECOMPILATION,
@@ -754,6 +808,53 @@ def _batch_sizes(explanation: Explanation | None, loop_text: str | None) -> str 
     if sizes is None or len(set(sizes)) != 2 or sizes[1] >= sizes[0]:
         return None
     return f"{sizes[0]} → {sizes[1]}"
+
+
+def _transform_origin(
+    explanation: Explanation | None, applies: bool, evidence: dict[str, object]
+) -> tuple[Location | None, str | None]:
+    """Where a device-side data transform that draws new shapes is called (the user's line,
+    not where its input was made) and the title's words for it, noted in ``evidence``; else
+    (None, None)."""
+    augmented = augmentation_change(explanation) if applies else None
+    if augmented is None or augmented.source is None:
+        return None, None
+    evidence["location_is"] = "your call of the data transform that draws new shapes"
+    evidence["transform_at"] = str(augmented.op_source)
+    return augmented.source, (
+        f"a data transform on the device draws new shapes each call "
+        f"({_short_path(augmented.op_source)})"
+    )
+
+
+def _short_path(where: Location | None) -> str:
+    """``where`` below site-packages (``torchvision/transforms/x.py:937``)."""
+    if where is None:
+        return "?"
+    match = re.search(r"[/\\](?:site|dist)-packages[/\\](.+)$", where.file)
+    return f"{match.group(1) if match else where.file}:{where.line}"
+
+
+def _accumulator_headline(
+    explanation: Explanation | None, grown: int | None, evidence: dict[str, object]
+) -> str | None:
+    """The title's words for a device-side accumulator (an input growing by the same step each
+    compile), with its sizes and where it is concatenated added to ``evidence``; else None."""
+    accumulator = growing_accumulator(explanation) if grown is None else None
+    if accumulator is None:
+        return None
+    sizes = list(dict.fromkeys(accumulator.varying_dims.get(0) or []))
+    evidence["accumulator_sizes"] = sizes[: MAX_LISTED * 4]
+    if accumulator.op_source is not None:
+        evidence["accumulator_at"] = str(accumulator.op_source)
+        evidence["location_is"] = (
+            f"your call into the code that concatenates the accumulator ({accumulator.op_source})"
+        )
+    shown = " → ".join(map(str, sizes[:_MAX_VALUES_SHOWN]))
+    return (
+        f"a device-side accumulator grows by {sizes[1] - sizes[0]} each step "
+        f"({shown}{' → …' if len(sizes) > _MAX_VALUES_SHOWN else ''})"
+    )
 
 
 def _headline(explanation: Explanation | None) -> str | None:

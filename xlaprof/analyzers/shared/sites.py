@@ -97,13 +97,30 @@ def attribute(data: AnalysisInput) -> Sites:
     return sites
 
 
+# torch_xla's own code that syncs on the device with no read: the debug analysis guesses
+# "user code trying to access tensor value" for any execution it cannot name, but these copy
+# nothing to the host (``_xla_sync_multi`` materializing the helper's inputs).
+_DEVICE_SYNCS = (
+    ("torch_xla/experimental/gradient_accumulation.py", "_gradient_accumulation_impl"),
+)
+
+
+def _device_sync(event: DebugEvent) -> bool:
+    """Whether ``event``'s innermost frame is one of torch_xla's device-side syncs."""
+    frame = next((f for f in event.frames if f.file), None)
+    if frame is None or frame.file is None:
+        return False
+    file = frame.file.replace("\\", "/")
+    return any(file.endswith("/" + path) and frame.function == name for path, name in _DEVICE_SYNCS)
+
+
 def _forced_reads(data: AnalysisInput, sites: Sites) -> Counter[Location]:
     """Executions a host read forced, per user line (noted in ``sites`` with their steps)."""
     reads = [r for r in data.debug.fallbacks if r.op == HOST_SYNC_OP]
     index: dict[int, dict[tuple[tuple[str | None, int | None], ...], Location]] = {}
     access: Counter[Location] = Counter()
     for event in data.debug.executions():
-        if event.cause and TENSOR_ACCESS_CAUSE in event.cause:
+        if event.cause and TENSOR_ACCESS_CAUSE in event.cause and not _device_sync(event):
             location = user_location(event.frames) or _tracked_location(event.frames, reads, index)
             if location is not None:
                 access[location] += 1
@@ -161,18 +178,25 @@ def _tracked_calls(data: AnalysisInput, sites: Sites) -> Counter[Location]:
 # torch and torch_xla frames are the read's mechanism (``Tensor.item``, ``mesh_reduce``), not the
 # code that asked for it: the library named is the innermost frame outside them.
 _RUNTIME_RE = re.compile(r"[/\\](torch|torch_xla|typing_extensions\.py)([/\\]|$)")
+# Parts of torch that read on the host on their own, like a library: torch.distributions
+# checks its arguments and samples (``constraint.check(value).all()``) unless told not to.
+_TORCH_LIBRARY_RE = re.compile(r"[/\\]torch[/\\]distributions[/\\]")
 _PACKAGE_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\](.+)$")
 
 
 def library_frame(stack: list[Frame]) -> Frame | None:
-    """The innermost frame of ``stack`` in an installed library other than torch/torch_xla,
-    if it comes before (inside) the user's first frame; None for a read in the user's code."""
+    """The innermost frame of ``stack`` in an installed library other than torch/torch_xla
+    (torch.distributions counts as one: its validation reads on its own), if it comes before
+    (inside) the user's first frame; None for a read in the user's code."""
     for frame in stack:
         if frame.file is None or frame.line is None:
             continue
         if not is_library_file(frame.file):
             return None  # the user's own line reads
-        if _PACKAGE_RE.search(frame.file) and not _RUNTIME_RE.search(below_packages(frame.file)):
+        below = below_packages(frame.file)
+        if _PACKAGE_RE.search(frame.file) and (
+            not _RUNTIME_RE.search(below) or _TORCH_LIBRARY_RE.search(below)
+        ):
             return frame
     return None
 

@@ -266,7 +266,8 @@ def _pads_to_longest(call: ast.Call) -> str | None:
     """What makes ``call`` pad a batch to its longest sequence, or None."""
     name = _call_name(call)
     padding = next((k.value for k in call.keywords if k.arg == "padding"), None)
-    if isinstance(padding, ast.Constant) and padding.value in ("longest", True):
+    # (``padding=1`` of a convolution is no padding to the longest: 1 == True in Python)
+    if isinstance(padding, ast.Constant) and (padding.value is True or padding.value == "longest"):
         return f"padding={padding.value!r}"
     if name.endswith("CollatorWithPadding"):
         if isinstance(padding, ast.Constant) and padding.value == "max_length":
@@ -292,7 +293,9 @@ def padding_call(sources: SourceFiles, file: str) -> tuple[int, str] | None:
         if what is not None:
             return node.lineno, what
         if collate is None and any(k.arg == "collate_fn" for k in node.keywords):
-            collate = node.lineno, "the collate function"
+            # the line is the call that names the collate function, not the function itself
+            name = _call_name(node) or "the call"
+            collate = node.lineno, f"{name}(collate_fn=...), whose collate function pads"
     return collate
 
 
@@ -617,3 +620,111 @@ def call_source(sources: SourceFiles, file: str, line: int) -> str | None:
         return None
     outer = max(calls, key=lambda n: (n.end_lineno or n.lineno, -n.col_offset))
     return ast.unparse(outer)
+
+
+def backward_in_loop(sources: SourceFiles, file: str, line: int) -> int | None:
+    """The line of a ``backward()`` call in the body of the ``for``/``while`` loop at (or
+    holding) ``line``: ``loss.backward()``, ``scaler.scale(loss).backward()``,
+    ``accelerator.backward(loss)``. A loop that runs the backward pass once per iteration is a
+    gradient-accumulation loop: scan cannot hold it (its traced function has no backward), so
+    its fix is a sync per iteration or torch_xla's gradient-accumulation helper. None when the
+    loop calls no backward or the source is not there."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    loop = _innermost(tree, line, (ast.For, ast.AsyncFor, ast.While))
+    if loop is None:
+        return None
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and _call_name(node) == "backward":
+            return node.lineno
+    return None
+
+
+def caller_loop(sources: SourceFiles, file: str, line: int, depth: int = 2) -> int | None:
+    """The loop that repeats ``line`` through a call: where ``line`` is in no loop of its own
+    function (``probs = policy(state)`` inside ``select_action``), the header of the loop in
+    the same file around a call of that function (``for t in range(steps):
+    action = select_action(...)``), up to ``depth`` calls out. None when no such loop is there.
+    """
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    function = _innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if function is None or depth <= 0:
+        return None
+    assert isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    end = function.end_lineno or function.lineno
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _call_name(node) == function.name):
+            continue
+        if function.lineno <= node.lineno <= end:
+            continue  # a recursive call repeats nothing from outside
+        loop = enclosing_loop(sources, file, node.lineno)
+        if loop is None:
+            loop = caller_loop(sources, file, node.lineno, depth - 1)
+        if loop is not None:
+            return loop
+    return None
+
+
+# Calls that read a device tensor's value on the host.
+_HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+
+
+def host_read_in_loop(sources: SourceFiles, file: str, loop_line: int) -> int | None:
+    """The line of a host read (``.item()``, ``.tolist()``, ``.cpu()``, ``.numpy()``) in the
+    body of the loop whose header is at ``loop_line``, or in a function of the same file that
+    the body calls: such a loop needs each iteration's value on the host (an action handed to
+    an environment), so scan cannot run it. None when there is none or no source."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    loop = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno == loop_line
+        ),
+        None,
+    )
+    if loop is None:
+        return None
+    functions = {
+        n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    bodies: list[ast.AST] = [loop]
+    seen: set[str] = set()
+    while bodies:
+        body = bodies.pop()
+        for node in ast.walk(body):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _call_name(node)
+            if name in _HOST_READS and isinstance(node.func, ast.Attribute):
+                return node.lineno
+            if name in functions and name not in seen:
+                seen.add(name)
+                bodies.append(functions[name])
+    return None
+
+
+def pad_multiple(sources: SourceFiles, file: str, line: int) -> int | None:
+    """The constant ``pad_to_multiple_of=N`` of the call at ``line`` (a collator, a tokenizer
+    call), or None: padding that rounds each batch's longest up to a multiple of N."""
+    tree = sources.tree(file)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno == line:
+            for keyword in node.keywords:
+                value = keyword.value
+                if (
+                    keyword.arg == "pad_to_multiple_of"
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, int)
+                    and not isinstance(value.value, bool)
+                    and value.value > 0
+                ):
+                    return value.value
+    return None

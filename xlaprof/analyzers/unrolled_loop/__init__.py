@@ -26,14 +26,18 @@ from typing import Any
 from xlaprof.analyzers.recompilation.growth import find_growth
 from xlaprof.analyzers.shared.scan_rewrite import blockers, call_in_words
 from xlaprof.analyzers.shared.sourcecode import (
+    backward_in_loop,
     bench_factory,
     enclosing_class,
     find_layer_stack,
+    host_read_in_loop,
     time_loop_sketch,
 )
 from xlaprof.analyzers.unrolled_loop import unsynced
 from xlaprof.analyzers.unrolled_loop.advice import (
     CAVEATS,
+    accumulation_text,
+    host_loop_text,
     library_text,
     model_path,
     package_of,
@@ -372,18 +376,30 @@ def _time_loop_finding(
     unit = ", ".join(match.unit_classes)
     evidence["repeated_module"] = f"{match.name} ({unit}), called {match.units} times a step"
     call = match.call
-    sketch = time_loop_sketch(sources, call.file, call.line) if call is not None else None
-    if sketch is not None:
-        evidence["scan_sketch"] = sketch
+    loop = match.location
+    backward = None if loop is None else backward_in_loop(sources, loop.file, loop.line)
+    read = None if loop is None else host_read_in_loop(sources, loop.file, loop.line)
+    if loop is not None and backward is not None:
+        evidence["loop_calls_backward"] = f"{loop.file}:{backward}"
+        suggestion = accumulation_text(str(loop), backward, match.units)
+    elif loop is not None and read is not None:
+        evidence["loop_reads_on_host"] = f"{loop.file}:{read}"
+        suggestion = host_loop_text(str(loop), read, match.units)
+    else:
+        sketch = time_loop_sketch(sources, call.file, call.line) if call is not None else None
+        if sketch is not None:
+            evidence["scan_sketch"] = sketch
+        suggestion = time_loop_text(match, sketch)
     return Finding(
         kind=Kind.UNROLLED_LOOP,
         severity=Severity.WARNING,
         title=(
-            f"Unrolled time loop: {match.name} ({unit}) applied {match.units} times in a Python "
-            f"loop, traced as {primary.repeats} identical copies of a {primary.block_ops}-op "
-            f"block ({share:.0%} of the graph)"
+            f"Unrolled {'gradient-accumulation' if backward is not None else 'time'} loop: "
+            f"{'the model' if match.name in (None, '<root>') else match.name} ({unit}) "
+            f"applied {match.units} times in a Python loop, traced as {primary.repeats} "
+            f"identical copies of a {primary.block_ops}-op block ({share:.0%} of the graph)"
         ),
         evidence=evidence,
         location=match.location,
-        suggestion=time_loop_text(match, sketch),
+        suggestion=suggestion,
     )

@@ -174,6 +174,40 @@ def time_loop_text(match: ModuleMatch, sketch: str | None) -> str:
     )
 
 
+def accumulation_text(loop: str, backward_line: int, units: int) -> str:
+    """The fix for a loop whose body runs ``backward()`` with no sync (gradient accumulation
+    traced into one graph): scan cannot hold a backward pass, so not scan."""
+    return (
+        f"The loop at {loop} calls backward() in its body (line {backward_line}): gradient "
+        f"accumulation with no sync inside, so all {units} micro-batches' forward and backward "
+        "passes are traced into one graph. Scan cannot run it (the function scan traces cannot "
+        "contain a backward pass). Either sync once per micro-batch (torch_xla.sync() right "
+        "after the backward call: the micro-batch's graph, compiled once (the first "
+        "micro-batch's, which creates the gradients, once more) and run "
+        f"{units} times a step, the gradients kept on the device between them), or run the "
+        "micro-batches in one XLA loop with torch_xla's gradient-accumulation helper "
+        "(torch_xla.experimental.gradient_accumulation.gradient_accumulation(train_step, "
+        "iterable_tensors, model)), which compiles the body once."
+    )
+
+
+def host_loop_text(loop: str, read_line: int, units: int) -> str:
+    """The fix for a loop that reads a value on the host each iteration and never syncs (an
+    episode handing each sampled action to an environment): each read runs everything traced
+    since the last sync, so the graphs grow with the iteration; scan cannot hold a loop whose
+    body needs its values on the host."""
+    return (
+        f"The loop at {loop} reads a device value on the host in its body (line {read_line}) "
+        "and nothing syncs inside it, so each read runs everything traced since the loop "
+        f"began: {units} iterations traced as one growing program, a new and larger graph at "
+        "each iteration (random sampling adds its RNG state to it too). Scan cannot run it: "
+        "the body needs its value on the host. Sync once per iteration (torch_xla.sync() at "
+        "the end of the loop's body, or right after the read): each iteration is then the "
+        "same small graph, compiled once and reused, and the values kept for later "
+        "(log-probabilities for the backward) stay on the device."
+    )
+
+
 def source_suggestion(sources: SourceFiles, stack: LayerStack | None, repeats: int) -> str:
     """The fix where only the source names the stack (no module tree): the loop's own call
     decides between ``x = scan_layers(...)`` and carrying its other arguments."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from xlaprof.analyzers.shared.sourcecode import enclosing_loop
+from xlaprof.analyzers.shared.sourcecode import caller_loop, enclosing_loop
 from xlaprof.analyzers.unrolled_loop.repeats import EDGE_BLOCKS, MIN_REPEATS
 from xlaprof.findings import Location
 from xlaprof.model.sources import SourceFiles
@@ -164,7 +164,11 @@ def _time_match(
     call = _site(entry, direct=True)
     if call is None:
         return None
-    loop = enclosing_loop(sources, call.file, call.line)
+    # the loop around the call, or around the call of the function making it (the body a
+    # Python loop repeats, where the finding is placed)
+    loop = enclosing_loop(sources, call.file, call.line) or caller_loop(
+        sources, call.file, call.line
+    )
     match = ModuleMatch(
         kind="time",
         units=calls,
