@@ -271,3 +271,29 @@ def test_every_python_process_of_the_job_gets_its_own_run(tmp_path: Path) -> Non
     assert sorted(len(r.steps()) for r in runs) == [2, 3]
     assert len({r.info.pid for r in runs}) == 2
     assert cli("analyze", "--json", str(out)).returncode == 0
+
+
+def test_the_job_records_with_the_xlaprof_that_launched_it(tmp_path: Path) -> None:
+    # GIVEN a job whose own path finds another xlaprof first: a stand-in package on its
+    # PYTHONPATH, as an editable install of another checkout or an older release would be
+    other = tmp_path / "other"
+    (other / "xlaprof").mkdir(parents=True)
+    (other / "xlaprof" / "__init__.py").write_text("raise ImportError('the other copy')\n")
+    script = tmp_path / "job.py"
+    script.write_text("import torch_xla, sys\nprint('XLAPROF', sys.modules['xlaprof'].__file__)\n")
+    # WHEN it runs under this checkout's `xlaprof run`
+    result = cli(
+        "run",
+        "-q",
+        "--out",
+        str(tmp_path / "out"),
+        "--",
+        sys.executable,
+        str(script),
+        env={"PYTHONPATH": str(other)},
+    )
+    # THEN its session is this checkout's package, and the other copy was never imported
+    assert result.returncode == 0, result.stderr[-2000:]
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("XLAPROF ")]
+    assert Path(line.split(" ", 1)[1]).resolve() == (REPO / "xlaprof" / "__init__.py").resolve()
+    assert "profiling disabled" not in result.stderr

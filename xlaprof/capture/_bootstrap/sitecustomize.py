@@ -58,12 +58,30 @@ class _TorchXlaImportHook(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _on_import() -> None:
-    if importlib.util.find_spec("xlaprof") is None:  # not installed where the job runs
-        parent = os.environ.get("XLAPROF_PACKAGE_PARENT")
-        if parent:
-            sys.path.append(parent)
+def _launchers_xlaprof() -> None:
+    """Import the xlaprof package that launched the job (``XLAPROF_PACKAGE_PARENT``: the
+    folder holding it), not whichever one the job's own path finds first: a job whose Python
+    has another copy installed (an editable install of another checkout, an older release)
+    would otherwise record its run with code other than the command reading it. The folder
+    is not put on the job's path, so nothing else in it shadows the job's own modules."""
+    parent = os.environ.get("XLAPROF_PACKAGE_PARENT")
+    if not parent or "xlaprof" in sys.modules:
+        return
+    spec = importlib.machinery.PathFinder.find_spec("xlaprof", [parent])
+    if spec is None or spec.loader is None:
+        return  # the job's own xlaprof, if any, is used
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["xlaprof"] = module
     try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules["xlaprof"]
+        raise
+
+
+def _on_import() -> None:
+    try:
+        _launchers_xlaprof()
         from xlaprof.capture.hook import start_from_environment
 
         start_from_environment()
