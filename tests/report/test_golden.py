@@ -4,7 +4,7 @@
 For each sample input: the console report (120 columns), the ``--json`` document, and the HTML
 report's structure (its tags, classes and headings, the story and the findings' text; plotly's
 inlined library and figure data left out). Paths that depend on where the repository or the
-sample's recording sat are replaced by ``<repo>`` and ``<recorded>``.
+sample's recording sat are both replaced by ``<repo>``.
 
 After a change that means to change an output, or after the sample runs are regenerated
 (``make samples``), rewrite the files and review the diff:
@@ -62,12 +62,14 @@ def _recorded_roots(result: AnalysisResult) -> list[str]:
 
 
 def _normal(text: str, result: AnalysisResult) -> str:
-    """``text`` with the repository's and the recording's folders named, not spelled."""
-    for root in sorted(_recorded_roots(result), key=len, reverse=True):
-        text = text.replace(root, "<recorded>")
-    text = text.replace(str(REPO), "<repo>")
+    """``text`` with the repository's and the recording's folders named, not spelled: both
+    as ``<repo>``, since the recording's folder is this checkout's where the samples were
+    regenerated and another clone's everywhere else."""
+    roots = {*_recorded_roots(result), str(REPO)}
+    for root in sorted(roots, key=len, reverse=True):
+        text = text.replace(root, "<repo>")
     # a recording's venv (torch's own files quoted as an op's source)
-    return re.sub(r"<recorded>/\.venv/lib/python[0-9.]+/site-packages", "<site-packages>", text)
+    return re.sub(r"<repo>/\.venv/lib/python[0-9.]+/site-packages", "<site-packages>", text)
 
 
 def _render(result: AnalysisResult, name: str) -> str:
