@@ -261,15 +261,10 @@ def gunzip_capped(data: bytes, limit: int = DEFAULT_GZIP_LIMIT, name: str = "dat
     ``gzip.decompress`` inflates everything before anyone can look at the size: a few MB of
     zeros become gigabytes. Here each step asks for at most what the limit still allows.
     """
-    if not data:
-        raise UnsafeFile(f"{name}: empty gzip data")
-    member = _Member(limit, name, len(data))
-    out = bytearray()
-    for piece in member.feed(data):
-        out += piece
-    if not member.ended:
+    out, cut = gunzip_kept(data, limit, name)
+    if cut:
         raise UnsafeFile(f"{name}: truncated gzip data")
-    return bytes(out)
+    return out
 
 
 def iter_gunzip_capped(

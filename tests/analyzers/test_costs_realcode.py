@@ -11,12 +11,12 @@ compiled for 12.6 s), and two read sites were each charged every read's wait.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
 import pytest
 from helpers import EXAMPLES, REPO, SAMPLES
+from recorded import counter, samples
 
 from xlaprof import api
 from xlaprof.findings import Finding, Kind
@@ -36,23 +36,6 @@ def analyzed(name: str) -> list[Finding]:
 def step_records(name: str) -> list[dict[str, object]]:
     (path,) = RUNS.glob(f"{name}/*/steps.jsonl")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def final_metrics(name: str) -> str:
-    (path,) = RUNS.glob(f"{name}/*/metrics/final.txt")
-    return path.read_text()
-
-
-def counter(name: str, metric: str) -> int:
-    match = re.search(rf"Counter: {re.escape(metric)}\n\s+Value: (\d+)", final_metrics(name))
-    assert match is not None, metric
-    return int(match.group(1))
-
-
-def samples(name: str, metric: str) -> int:
-    match = re.search(rf"Metric: {metric}\n\s+TotalSamples: (\d+)", final_metrics(name))
-    assert match is not None, metric
-    return int(match.group(1))
 
 
 def expected_lines(script: str, kind: str) -> list[int]:

@@ -14,11 +14,11 @@ data (56, 64, 72) were taken for fixed buckets: 1.1 min of later compiles and no
 
 from __future__ import annotations
 
-import re
 import sys
 
 import pytest
 from helpers import EXAMPLES, REPO, SAMPLES
+from recorded import counter, final_metrics, samples
 
 from xlaprof import api
 from xlaprof.findings import Finding, Kind
@@ -33,23 +33,6 @@ pytest.importorskip("google.protobuf")
 
 def analyzed(name: str, kind: Kind) -> list[Finding]:
     return [f for f in api.analyze(RUNS / name, source_root=REPO) if f.kind is kind]
-
-
-def final_metrics(name: str) -> str:
-    (path,) = RUNS.glob(f"{name}/*/metrics/final.txt")
-    return path.read_text()
-
-
-def counter(name: str, metric: str) -> int:
-    match = re.search(rf"Counter: {re.escape(metric)}\n\s+Value: (\d+)", final_metrics(name))
-    assert match is not None, metric
-    return int(match.group(1))
-
-
-def samples(name: str, metric: str) -> int:
-    match = re.search(rf"Metric: {metric}\n\s+TotalSamples: (\d+)", final_metrics(name))
-    assert match is not None, metric
-    return int(match.group(1))
 
 
 def source_line(name: str, line: int) -> str:

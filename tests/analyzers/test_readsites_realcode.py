@@ -15,12 +15,12 @@ sets were a recompilation.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import pytest
 from helpers import EXAMPLES, REPO, SAMPLES
+from recorded import counter, samples
 
 from xlaprof import api
 from xlaprof.findings import Finding, Kind, Severity
@@ -38,23 +38,9 @@ def findings(name: str, kind: Kind) -> list[Finding]:
     return [f for f in api.analyze(RUNS / name, source_root=REPO) if f.kind == kind]
 
 
-def final_metrics(name: str) -> str:
-    (path,) = RUNS.glob(f"{name}/*/metrics/final.txt")
-    return path.read_text()
-
-
-def counter(name: str, metric: str) -> int:
-    """A counter's value (``Counter: X`` / ``Value: N``) in the run's final metrics report."""
-    match = re.search(rf"Counter: {re.escape(metric)}\n\s+Value: (\d+)", final_metrics(name))
-    assert match is not None, metric
-    return int(match.group(1))
-
-
 def compiles(name: str) -> int:
     """CompileTime's samples in the run's final metrics report: the runtime's compile count."""
-    match = re.search(r"Metric: CompileTime\n\s+TotalSamples: (\d+)", final_metrics(name))
-    assert match is not None
-    return int(match.group(1))
+    return samples(name, "CompileTime")
 
 
 def where(finding: Finding) -> tuple[str, int]:
