@@ -197,6 +197,18 @@ def marker_walls(markers: list[int]) -> dict[int, float]:
 # ---------------------------------------------------------------- run directories
 
 
+def drop_graph_protos(run: Path) -> None:
+    """Leave a run's graphs with their text only: the HloProtos kept beside them (their
+    stack frames name the same source files, in a binary form a test cannot edit as text) and
+    their index entries' ``proto`` removed, as a run recorded without them has it."""
+    index = run / "graphs" / "index.jsonl"
+    entries = [json.loads(line) for line in index.read_text().splitlines() if line]
+    for entry in entries:
+        if entry.pop("proto", None):
+            (run / "graphs" / (entry["file"].removesuffix(".txt.gz") + ".pb.gz")).unlink()
+    index.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+
+
 def copy_run(tmp_path: Path, name: str = "recompile_varying_batch") -> Path:
     """A sample run's directory copied under ``tmp_path`` (without its trace), to damage."""
     source = next(sample_run(name).glob("*/run.json")).parent

@@ -14,7 +14,7 @@ import random
 import shutil
 from pathlib import Path
 
-from builders import HOSTILE, hostile_chrome_trace
+from builders import HOSTILE, drop_graph_protos, hostile_chrome_trace
 from fuzzing import CALL_LIMIT_S, HOSTILE_NAMES, SMALL, Hang, hostile_name, raw_controls, time_limit
 from helpers import cli
 
@@ -47,14 +47,16 @@ def _hostile_run(tmp_path: Path, samples: Path) -> Path:
         run,
         ignore=shutil.ignore_patterns("plugins"),
     )
-    evil = f"/work/main/examples/evil{HOSTILE},x:1/"
-    for path in [run / "debug.log", *run.glob("graphs/*.gz")]:
+    info = json.loads((run / "run.json").read_text())
+    examples = f"{info['cwd']}/examples/"  # where the sample was recorded
+    evil = f"{examples}evil{HOSTILE},x:1/"
+    drop_graph_protos(run)  # their stack frames name the script too, in binary
+    for path in [run / "debug.log", *run.glob("graphs/*.txt.gz")]:
         data = path.read_bytes()
         if path.suffix == ".gz":
             data = gzip.decompress(data)
-        data = data.replace(b"/work/main/examples/", evil.encode())
+        data = data.replace(examples.encode(), evil.encode())
         path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
-    info = json.loads((run / "run.json").read_text())
     info["device_kind"] = f"TPU{HOSTILE}"
     info["host"] = HOSTILE
     (run / "run.json").write_text(json.dumps(info))

@@ -43,7 +43,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
 
 
 def invoke(*args: str) -> Any:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    # a terminal wide enough for a header naming a worker's deep temporary folder unwrapped
+    result = CliRunner(env={"COLUMNS": "300"}).invoke(main, list(args), catch_exceptions=False)
     return result
 
 

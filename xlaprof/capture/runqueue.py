@@ -6,6 +6,10 @@ for the device; without measuring it, it is left over in the step's time. Linux 
 thread (``/proc/thread-self/schedstat``: time on a CPU, time waiting on a run queue, timeslices,
 in nanoseconds), so each step boundary reads it, as it reads the thread's CPU clock.
 
+Linux adds to a thread's wait when the thread is given a CPU again, so a wait is counted at
+the moment it ends: one that began before a step's boundary and ended after it is in the later
+step (the session caps a step's wait at its wall time).
+
 The file is opened once per thread (``/proc/thread-self`` names the thread that opens it) and
 read with ``pread`` (about a microsecond); where it cannot be read (another system, a kernel
 without scheduler statistics) the clock is None and the step's wait is not measured.

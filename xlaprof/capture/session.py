@@ -566,7 +566,11 @@ class Session:
                 host_cpu_s=ended.host_cpu_s,
                 sync_cpu_s=ended.sync_cpu_s,
                 sync_wall_s=ended.sync_wall_s,
-                cpu_wait_s=ended.cpu_wait_s,
+                # Linux adds a wait when the thread is given a CPU again, so a wait that
+                # began before the step can land in it: never more than the step's wall
+                cpu_wait_s=None
+                if ended.cpu_wait_s is None
+                else min(ended.cpu_wait_s, max(ended.wall_s, 0.0)),
                 debug_offset=ended.debug_offset,
                 fallback_offset=ended.fallback_offset,
                 eager=ended.eager,
