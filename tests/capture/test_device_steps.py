@@ -84,7 +84,12 @@ def test_a_device_bound_loop_is_timed_as_the_device_runs_it(tmp_path: Path, step
     assert story is not None and story.median_wall_s is not None
     # THEN the median steady step is the device's cadence, not when the host's sync returned
     assert story.median_wall_s == pytest.approx(truth["cadence_s"], rel=0.25)
-    assert story.host_wall_s is not None and story.host_wall_s < story.median_wall_s
+    # AND the host's own work is a small part of it; its wall too while the queue has room
+    # (16 steps queue up whole; once 40 fill the queue, each sync waits for a slot, so the
+    # host's wall is the device's cadence and only its CPU time tells it was ahead)
+    assert story.host_cpu_s is not None and story.host_cpu_s < story.median_wall_s / 2
+    if steps == 16:
+        assert story.host_wall_s is not None and story.host_wall_s < story.median_wall_s
     # AND the steady steps are device-bound, as the headline says, with no tracing verdict
     assert story.bound == "device"
     assert story.bound_steps.get("device", 0) >= story.steady_steps - 1

@@ -76,6 +76,30 @@ def test_a_launch_that_lands_in_the_next_step_is_its_syncs() -> None:
     assert [s.executions for s in device.steps] == [1, 1]
 
 
+def test_a_launch_several_steps_late_is_still_its_syncs() -> None:
+    # GIVEN 0.1 ms host steps whose launches each come 0.25 ms after their sync (the runtime's
+    # thread pool waiting for a CPU the device's work holds): each lands two windows later
+    rows = _rows(*[(0.0001 * k, 0.0001, 1) for k in range(6)])
+    runs = _runs(*[(0.0001 * (k + 1) + 0.00025, 0.01 * (k + 1)) for k in range(6)])
+    device = attribute(rows, runs)
+    assert device is not None
+    # THEN every step has its own one execution, in order, and its device time
+    assert [s.executions for s in device.steps] == [1] * 6
+    assert [round(s.device_s, 6) for s in device.steps[1:]] == [0.01] * 5
+
+
+def test_a_graph_the_run_never_timed_does_not_pull_later_launches_back() -> None:
+    # GIVEN a first step that built two graphs of which only one was ever timed, then steps
+    # whose launches land in their own windows
+    rows = _rows((0.00, 0.01, 2), (0.01, 0.01, 1), (0.02, 0.01, 1), (0.03, 0.01, 1))
+    runs = _runs((0.005, 0.006), (0.015, 0.016), (0.025, 0.026), (0.035, 0.036))
+    device = attribute(rows, runs)
+    assert device is not None
+    # THEN (fewer launches than graphs) the order is not trusted: each launch goes back at
+    # most to the step before its own, so the step owed a launch takes one more, not all
+    assert [s.executions for s in device.steps] == [2, 1, 1, 0]
+
+
 def test_a_read_after_the_loop_belongs_to_no_step() -> None:
     # GIVEN a last step that launched its one graph, then a read after the loop
     rows = _rows(

@@ -10,8 +10,9 @@ directory records every execution's launch and completion (``executions.jsonl``,
 - **Attribution.** Executions are launched in program order. Each belongs to the step whose
   window (its start to the next step's start) holds its launch, except that a step's sync
   launches its graph from torch_xla's thread pool a moment after the sync returned, which can
-  fall in the next step's window: a launch goes back to the earliest earlier step that still
-  has graphs not yet launched (``StepRow.graphs``: each graph a step builds runs once). A
+  fall in a later step's window: a launch goes back to the earliest earlier step that still
+  has graphs not yet launched (``StepRow.graphs``: each graph a step builds runs once; where
+  the run has fewer launches than graphs, to the previous step only). A
   launch before the first step, or after the last step has launched all its graphs, belongs to
   no step.
 - **The device's own busy time** of an execution is its completion less the later of its launch
@@ -169,13 +170,25 @@ def _owners(
     # graphs each step built and has not yet seen launched; None: not recorded (time alone)
     left: list[int | None] = [row.graphs for row in rows]
     owner: list[int | None] = []
+    # Every graph a step built launches once, in order, so where the counts hold (as many
+    # launches as graphs) a late launch goes back to the earliest step still owed one; where
+    # they do not (a graph launched by a path the run does not time), only to the previous
+    # step, so one missing launch cannot pull every later one into its step.
+    counted = all(g is not None for g in left) and len(launches) >= sum(g or 0 for g in left)
+    earliest = 0  # no step before this one has a recorded graph not yet launched
     for launch in launches:
         index = bisect.bisect_right(starts, launch) - 1
         if index < 0:
             owner.append(None)
             continue
-        if index > 0 and left[index - 1]:
-            index -= 1  # the previous step's sync launched it after this step began
+        if not counted:
+            earliest = max(index - 1, 0)
+        while earliest < index and not left[earliest]:
+            earliest += 1
+        if earliest < index and left[earliest]:
+            # an earlier step's sync launched it after later steps began (its launch comes
+            # from the runtime's thread pool, which waits for a CPU on a busy machine)
+            index = earliest
         remaining = left[index]
         if index == len(rows) - 1 and remaining == 0 and launch > ends[index]:
             owner.append(None)  # after the last step, which launched all its graphs
