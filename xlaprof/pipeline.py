@@ -166,7 +166,8 @@ def source_root_of(part: Part, request: AnalysisRequest) -> Path | None:
 def _findings(part: Part, request: AnalysisRequest, trace: Trace | None) -> PartResult:
     """The part's findings, on a new analyzer input carrying its trace; the part as the result
     holds it (with the withheld-sources note, when there is one)."""
-    sources = SourceFiles([source_root_of(part, request)])
+    recorded = None if part.run is None else part.run.info.cwd
+    sources = SourceFiles([source_root_of(part, request)], recorded=recorded)
     data = dataclasses.replace(
         part.data, trace=trace, sources=sources, **_host_side(part.data, trace)
     )

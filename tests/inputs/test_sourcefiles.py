@@ -104,3 +104,41 @@ def test_source_files_are_read_only_inside_the_source_root(tmp_path: Path) -> No
     assert "/etc/passwd" in sources.withheld()  # exists here, not read: the report says so
     # no root: nothing is read
     assert source_line(SourceFiles(), str(root / "train.py"), 2) is None
+
+
+# -- a run recorded in another folder, read with --source-root -----------------------------------
+def test_a_run_recorded_elsewhere_quotes_its_sources_from_the_source_root(
+    tmp_path: Path, samples: Path
+) -> None:
+    # GIVEN a run recorded in a folder that is not on this machine, naming its script there,
+    # and the project (its script at the same place) in another folder here
+    project = tmp_path / "clone"
+    project.mkdir()
+    (project / "model.py").write_text("x = torch.randn(batch_size, 16)  # changes per step\n")
+    gone = "/nonexistent-machine/project"
+    run = _run_quoting(tmp_path / "a", samples, gone, f"{gone}/model.py", 1)
+    # WHEN it is analyzed without a source root, and with the clone as the source root
+    alone = cli("analyze", str(run), "--json")
+    rooted = cli("analyze", str(run), "--json", "--source-root", str(project))
+    # THEN only the second quotes the line, from the clone's file at the recorded place
+    assert alone.returncode == rooted.returncode == 0
+    assert "torch.randn(batch_size, 16)" not in alone.stdout
+    assert "torch.randn(batch_size, 16)" in rooted.stdout
+
+
+def test_a_recorded_folder_maps_only_into_the_roots(tmp_path: Path) -> None:
+    from xlaprof.inputs.sourcefiles import SourceFiles
+
+    # GIVEN a root and, beside it, a secret the recorded names could climb to
+    root = tmp_path / "clone"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "train.py").write_text("loss = model(x)\n")
+    (tmp_path / "secret.py").write_text("TOKEN = 'secret-token-123'\n")
+    (root / "out.py").symlink_to(tmp_path / "secret.py")
+    sources = SourceFiles([root], recorded="/elsewhere/proj")
+    # THEN a name under the recorded folder reads the root's file at the same place
+    assert sources.text("/elsewhere/proj/pkg/train.py") == "loss = model(x)\n"
+    # AND nothing outside the root is reached: by climbing, by a link, or from another folder
+    for name in ("/elsewhere/proj/../secret.py", "/elsewhere/proj/out.py", "/other/pkg/train.py"):
+        assert sources.text(name) is None, name
+    assert sources.text("/elsewhere/proj/../../" + str(tmp_path / "secret.py")) is None

@@ -70,8 +70,10 @@ def _normal(text: str, result: AnalysisResult) -> str:
     roots = {*_recorded_roots(result), str(REPO)}
     for root in sorted(roots, key=len, reverse=True):
         text = text.replace(root, "<repo>")
-    # a recording's venv (torch's own files quoted as an op's source)
-    return re.sub(r"<repo>/\.venv/lib/python[0-9.]+/site-packages", "<site-packages>", text)
+    # a log's recording folder (a log names no folder of its own, only its frames' files)
+    text = re.sub(r"(?<![\w>])/[\w./-]*/examples/", "<repo>/examples/", text)
+    # a recording's venv (torch's own files quoted as an op's source), wherever it was
+    return re.sub(r"[^\s\"']*/\.venv/lib/python[0-9.]+/site-packages", "<site-packages>", text)
 
 
 def _render(result: AnalysisResult, name: str) -> str:
@@ -127,7 +129,9 @@ def _html_structure(page: str) -> str:
 
 def _outputs(path: Path) -> dict[str, str]:
     """Each output kept for the input at ``path``, normalised, by its golden file's suffix."""
-    result = analyze(AnalysisRequest((path,)))
+    # the repository as the source root: the samples' sources are this checkout's examples,
+    # wherever the samples were recorded (a run's recorded folder exists only where it was)
+    result = analyze(AnalysisRequest((path,), source_root=REPO))
     document = json.loads(_render(result, "json"))
     return {
         "console.txt": _normal(_render(result, "console"), result),

@@ -71,7 +71,9 @@ def _options() -> dict[str, Callable[[Any], Any]]:
             "--source-root",
             type=click.Path(path_type=Path, file_okay=False),
             help="Folder whose source files findings may quote (default: the run's recorded "
-            "working directory, if it exists here). Files outside it are never read.",
+            "working directory, if it exists here). A run recorded elsewhere has the files it "
+            "names under its recorded folder read at the same place under this one. Files "
+            "outside it are never read.",
         ),
         click.option(
             "--max-size",

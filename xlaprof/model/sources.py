@@ -22,7 +22,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from xlaprof.safeio import UnsafeFile, read_capped
 
@@ -48,11 +48,25 @@ def allowed_path(file: str, roots: tuple[Path, ...]) -> Path | None:
 
 
 class SourceFiles:
-    """The ``*.py`` files under ``roots`` (folders that exist here), read when asked."""
+    """The ``*.py`` files under ``roots`` (folders that exist here), read when asked.
 
-    def __init__(self, roots: Iterable[str | os.PathLike[str] | None] = ()) -> None:
+    ``recorded``: the folder the input was recorded in (a run's working directory), where it
+    is not where its sources are here (a run recorded in another clone or on another machine,
+    read with ``--source-root``): a file named under it that cannot be read where it is named
+    is read at the same place under each root instead, inside the roots as ever.
+    """
+
+    def __init__(
+        self,
+        roots: Iterable[str | os.PathLike[str] | None] = (),
+        recorded: str | None = None,
+    ) -> None:
         self.roots: tuple[Path, ...] = tuple(
             dict.fromkeys(Path(r).resolve() for r in roots if r is not None and Path(r).is_dir())
+        )
+        self.recorded = (
+            PurePath(recorded) if recorded and os.path.isabs(recorded) and "\x00" not in recorded
+            else None
         )
         self._texts: dict[str, str | None] = {}
         self._trees: dict[str, ast.Module | None] = {}
@@ -91,7 +105,7 @@ class SourceFiles:
         return sorted(self._withheld)
 
     def _read(self, file: str) -> str | None:
-        path = allowed_path(file, self.roots)
+        path = allowed_path(file, self.roots) or self._moved(file)
         if path is not None and path.suffix != SOURCE_SUFFIX:
             path = None
         if path is None:
@@ -101,6 +115,22 @@ class SourceFiles:
             return read_capped(path, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
         except (OSError, UnsafeFile):
             return None
+
+    def _moved(self, file: str) -> Path | None:
+        """``file``, named under the recorded folder, at its place under a root."""
+        if self.recorded is None or not file or "\x00" in file or not os.path.isabs(file):
+            return None
+        try:
+            inside = PurePath(file).relative_to(self.recorded)
+        except ValueError:
+            return None
+        if ".." in inside.parts:
+            return None
+        for root in self.roots:
+            path = allowed_path(str(root / inside), self.roots)
+            if path is not None and path.is_file():
+                return path
+        return None
 
     def _note_withheld(self, file: str) -> None:
         if not file or "\x00" in file or not os.path.isabs(file):
