@@ -65,7 +65,8 @@ class SourceFiles:
             dict.fromkeys(Path(r).resolve() for r in roots if r is not None and Path(r).is_dir())
         )
         self.recorded = (
-            PurePath(recorded) if recorded and os.path.isabs(recorded) and "\x00" not in recorded
+            PurePath(recorded)
+            if recorded and os.path.isabs(recorded) and "\x00" not in recorded
             else None
         )
         self._texts: dict[str, str | None] = {}
