@@ -22,6 +22,24 @@ from xlaprof.parse.xplane.schema import read_xspace, xspace_class
 MS = 10**9  # one millisecond in picoseconds
 
 
+# ---------------------------------------------------------------- jobs for the real runtime
+
+# A device-bound step for a script's source (after ``import torch, torch_xla``): eight
+# 1024x1024 matmuls and a sync. The CPU device needs tens of milliseconds for it, the host well
+# under one, so a loop of it runs its host ahead of its device (issue 45's tests).
+DEVICE_BOUND_STEP = """
+device = torch_xla.device()
+w = torch.randn(1024, 1024, device=device) / 32
+x = torch.randn(1024, 1024, device=device)
+
+def step():
+    global x
+    for _ in range(8):
+        x = torch.tanh(x @ w)
+    torch_xla.sync()
+"""
+
+
 # ---------------------------------------------------------------- xplane captures
 
 

@@ -17,28 +17,24 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import DEVICE_BOUND_STEP
 from helpers import cli
 
 from xlaprof.pipeline import analyze_one
 
 pytestmark = pytest.mark.runtime
 
-SCRIPT = """
+SCRIPT = (
+    """
 import json, sys, time
 import torch, torch_xla
 import torch_xla.core.xla_model as xm
 import torch_xla.debug.metrics as met
 
 steps = int(sys.argv[1])
-device = torch_xla.device()
-w = torch.randn(1024, 1024, device=device) / 32
-x = torch.randn(1024, 1024, device=device)
-
-def step():
-    global x
-    for _ in range(8):
-        x = torch.tanh(x @ w)
-    torch_xla.sync()
+"""
+    + DEVICE_BOUND_STEP
+    + """
 
 for _ in range(2):  # warm-up: the two compiles
     step()
@@ -57,6 +53,7 @@ print("TRUTH " + json.dumps(
     {"cadence_s": drained / steps, "host_s": host / steps, "max_ahead": max(ahead)}
 ))
 """
+)
 
 
 def _run(tmp_path: Path, steps: int) -> tuple[dict[str, float], Path]:

@@ -18,6 +18,7 @@ import sys
 import time
 
 import pytest
+from builders import DEVICE_BOUND_STEP
 from helpers import cli, free_port
 
 from xlaprof.pipeline import analyze_one
@@ -46,15 +47,8 @@ def measured(step, count):
 
 DEVICE_BOUND = (
     _MEASURE
+    + DEVICE_BOUND_STEP
     + """
-device = torch_xla.device()
-w = torch.randn(1024, 1024, device=device) / 32
-x = torch.randn(1024, 1024, device=device)
-def step():
-    global x
-    for _ in range(8):
-        x = torch.tanh(x @ w)
-    torch_xla.sync()
 for _ in range(3):
     step()
 print("TRUTH " + json.dumps(measured(step, 4)), flush=True)
