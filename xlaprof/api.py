@@ -65,6 +65,7 @@ def check(  # noqa: PLR0913
     warmup_steps: int | None = None,
     allow_unmeasured: bool | None = None,
     budget_file: str | os.PathLike[str] | None = None,
+    source_root: str | os.PathLike[str] | None = None,
 ) -> CheckResult:
     """Check runs against budgets, as ``xlaprof check`` does: for pytest and scripts.
 
@@ -73,7 +74,9 @@ def check(  # noqa: PLR0913
     failure, the finding that explains it at the user's source line. Budgets given here override
     those of ``budget_file`` (a TOML file: its ``[tool.xlaprof.check]`` table, or its top level);
     no pyproject.toml is read unless given. A budget whose figure the run did not measure fails
-    unless ``allow_unmeasured``. Bad input raises an ``XlaprofError`` (``BudgetError`` for
+    unless ``allow_unmeasured``. ``source_root``: the folder whose source files the findings
+    may quote, as ``--source-root`` (default: a run's recorded working directory, if it
+    exists here). Bad input raises an ``XlaprofError`` (``BudgetError`` for
     invalid budgets). The budgets are documented in docs/ci.md.
     """
     from xlaprof.budgets import Budgets
@@ -92,7 +95,8 @@ def check(  # noqa: PLR0913
         warmup_steps=warmup_steps,
         allow_unmeasured=allow_unmeasured,
     )
-    return pipeline.check(AnalysisRequest.of(*runs), budgets)
+    request = AnalysisRequest.of(*runs, source_root=_path(source_root))
+    return pipeline.check(request, budgets)
 
 
 class Analysis:

@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLES, SAMPLES, cli, line_of, missing_input, sample_run
+from helpers import EXAMPLES, REPO, SAMPLES, cli, line_of, missing_input, sample_run
 
 from xlaprof.budgets import Budgets
 from xlaprof.errors import BudgetError
@@ -62,7 +62,8 @@ def test_varying_batch_fails_max_recompilations_0_and_healthy_loop_passes() -> N
     # 72) compiles once: 3 recompilations. The healthy loop compiles only at steps 0 and 1.
     varying, healthy = sample_run("recompile_varying_batch"), sample_run("healthy_loop")
     # WHEN each is checked with no recompilation allowed
-    bad = check(str(varying), "--max-recompilations", "0")
+    # (the repository as the source root: the samples were recorded in another checkout)
+    bad = check(str(varying), "--max-recompilations", "0", "--source-root", str(REPO))
     good = check(str(healthy), "--max-recompilations", "0")
     # THEN the varying batch is over budget, at the user's sync line, and the healthy loop passes
     assert bad.returncode == OVER_BUDGET, bad.stderr
@@ -289,7 +290,7 @@ def test_junit_file_parses_and_names_the_failing_budget(tmp_path: Path) -> None:
     junit = tmp_path / "check.xml"
     result = check(
         str(sample_run("recompile_varying_batch")), "--max-recompilations", "0",
-        "--max-fallback-ops", "0", "--junit", str(junit),
+        "--max-fallback-ops", "0", "--junit", str(junit), "--source-root", str(REPO),
     )  # fmt: skip
     assert result.returncode == OVER_BUDGET
     root = ET.parse(junit).getroot()
