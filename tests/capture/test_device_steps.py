@@ -21,6 +21,7 @@ from builders import DEVICE_BOUND_STEP
 from helpers import cli
 
 from xlaprof.pipeline import analyze_one
+from xlaprof.rundir.reader import load_run
 
 pytestmark = pytest.mark.runtime
 
@@ -106,3 +107,15 @@ def test_a_device_bound_loop_is_timed_as_the_device_runs_it(tmp_path: Path, step
     waits = timeline["cpu_wait_s"].to_numpy(dtype=float)
     assert (waits >= 0).all()
     assert (waits <= timeline["host_wall_s"].to_numpy(dtype=float) + 1e-6).all()
+    # AND the host's wall splits without counting a moment twice: its CPU time, its wait for
+    # a CPU and the time its sync was blocked (the sync's own wait for a CPU is not blocked
+    # time: on the CPU runtime the device's threads hold the cores while the host waits)
+    rows = [r for r in load_run(next(out.glob("*"))).step_rows() if r.step >= 2 and r.sync_wall_s]
+    assert rows and all(r.sync_cpu_wait_s is not None for r in rows)
+    for r in rows:
+        assert r.sync_cpu_wait_s is not None and r.sync_cpu_s is not None
+        assert r.sync_cpu_wait_s <= r.sync_wall_s + 1e-9
+        blocked = max(r.sync_wall_s - r.sync_cpu_s - r.sync_cpu_wait_s, 0.0)
+        split = r.host_cpu_s + (r.cpu_wait_s or 0.0) + blocked
+        # a wait is counted when it ends, so one can straddle the boundary: a little slack
+        assert split <= r.wall_s * 1.05 + 0.002, (r.step, split, r.wall_s)

@@ -411,6 +411,7 @@ class Session:
         graph_required: bool = False,
         sync_entered_cpu: float | None = None,
         sync_entered_wall: float | None = None,
+        sync_entered_wait: float | None = None,
     ) -> None:
         """End the current step: write its row, then handle the trace window and max steps.
 
@@ -418,7 +419,8 @@ class Session:
         the next one): nothing traced since the last step, or, with ``graph_required``, no
         graph built (``MpDeviceLoader``'s syncs, see ``synchook``). ``sync_entered_cpu`` and
         ``sync_entered_wall`` are the thread's CPU clock and ``time.perf_counter()`` when the
-        sync that ends the step was entered (the sync hook's).
+        sync that ends the step was entered (the sync hook's), ``sync_entered_wait`` its
+        run-queue wait then (``run_queue_wait``).
 
         Never raises into the training script, except the ``SystemExit`` that ``max_steps``
         asks for under ``xlaprof run``: an error stops profiling and is recorded in the run.
@@ -433,7 +435,9 @@ class Session:
                 assert self.metrics is not None
                 if not self.user_steps and self.metrics.idle(graph_required):
                     return
-                done = self._boundary(now, cpu_now, sync_entered_cpu, sync_entered_wall, wait_now)
+                done = self._boundary(
+                    now, cpu_now, sync_entered_cpu, sync_entered_wall, wait_now, sync_entered_wait
+                )
         except Exception as error:
             self._degrade("a step boundary", error)
             return
@@ -449,6 +453,7 @@ class Session:
         sync_entered_cpu: float | None,
         sync_entered_wall: float | None = None,
         wait_now: float | None = None,
+        sync_entered_wait: float | None = None,
     ) -> bool:
         """End the finished step; True when ``max_steps`` is reached.
 
@@ -458,7 +463,8 @@ class Session:
         read as ``boundary`` was entered; ``sync_entered_cpu`` is the thread CPU clock as the
         sync that ends the step was entered (None without one); ``sync_entered_wall`` its
         ``perf_counter`` then; ``wait_now`` the thread's run-queue wait as ``boundary`` was
-        entered (``RunQueueClock``; None where not measured).
+        entered (``RunQueueClock``; None where not measured) and ``sync_entered_wait`` as the
+        sync was.
         """
         assert self.metrics is not None
         self._close_step()  # the step ends here, as its row's wall time does (before the window
@@ -490,6 +496,9 @@ class Session:
                 if sync_entered_wall is None
                 else max(now - sync_entered_wall - capture_wall, 0.0),
                 self._run_queue.since_start(wait_now),
+                None
+                if wait_now is None or sync_entered_wait is None
+                else max(wait_now - sync_entered_wait, 0.0),
                 debug_offset,
                 fallback_offset,
                 reading,
@@ -542,6 +551,11 @@ class Session:
         self.step_cpu_start = time.thread_time()
         self._run_queue.restart()
 
+    def run_queue_wait(self) -> float | None:
+        """The calling thread's run-queue wait so far (seconds; None where not measured): the
+        sync hook reads it as a sync is entered, so the step's wait inside the sync is known."""
+        return self._run_queue.read()
+
     def step_label(self) -> int:
         """The number the step in progress will have in ``steps.jsonl`` (read by the sampler)."""
         return self.user_label if self.user_label is not None else self.step_index
@@ -571,6 +585,9 @@ class Session:
                 cpu_wait_s=None
                 if ended.cpu_wait_s is None
                 else min(ended.cpu_wait_s, max(ended.wall_s, 0.0)),
+                sync_cpu_wait_s=None
+                if ended.sync_cpu_wait_s is None or ended.sync_wall_s is None
+                else min(ended.sync_cpu_wait_s, ended.sync_wall_s),
                 debug_offset=ended.debug_offset,
                 fallback_offset=ended.fallback_offset,
                 eager=ended.eager,
@@ -834,6 +851,7 @@ class _EndedStep(NamedTuple):
     sync_cpu_s: float | None
     sync_wall_s: float | None
     cpu_wait_s: float | None  # the thread's run-queue wait in the step (RunQueueClock)
+    sync_cpu_wait_s: float | None  # the part of it inside the sync that ended the step
     debug_offset: int
     fallback_offset: int
     reading: Reading

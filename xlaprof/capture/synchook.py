@@ -179,6 +179,7 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
     def sync(*args: Any, **kwargs: Any) -> Any:
         entered = thread_time()  # the step's CPU up to here is the user's code and its tracing
         entered_wall = perf_counter()
+        entered_wait = session.run_queue_wait() if session.recording else None
         live = session.graph_capture  # taking graphs around this sync, or None
         if live is None or live.live is None or not session.recording or os.getpid() != session.pid:
             live = None
@@ -199,6 +200,7 @@ def install_sync_hook(torch_xla: Any, session: Any) -> Any:
                         graph_required=graph_required,
                         sync_entered_cpu=entered,
                         sync_entered_wall=entered_wall,
+                        sync_entered_wait=entered_wait,
                     )
                     ends.ended(session.step_index != before, graph_required, grad)
         return result

@@ -327,7 +327,10 @@ def _host_said(story: StepStory) -> list[str]:
         said.append(f"blocked in its sync {format_seconds(story.host_blocked_s)}")
     waited = story.host_cpu_wait_s
     if waited and waited >= 0.01 * wall:
-        said.append(f"waiting for a CPU {format_seconds(waited)} (other processes had the cores)")
+        said.append(
+            f"waiting for a CPU {format_seconds(waited)} (other threads or processes had the "
+            "cores)"
+        )
     if story.transfer_s and wall and story.transfer_s >= 0.01 * wall:
         said.append(
             f"in transfers and reads {format_seconds(story.transfer_s)} (a read waits for the "

@@ -171,6 +171,10 @@ class StepRow:
     # ``capture.runqueue``): a busy machine's share of the step's host wall time; None where
     # not measured (another system, older runs)
     cpu_wait_s: float | None = None
+    # the part of ``cpu_wait_s`` inside the sync that ended the step (so the sync's wall time
+    # splits into its CPU time, this wait for a CPU, and the rest: blocked); None where not
+    # measured
+    sync_cpu_wait_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -164,12 +164,13 @@ def from_metrics(rows: list[StepRow], device: RunDevice | None = None) -> list[T
 
 
 def _blocked(row: StepRow) -> float | None:
-    """The time the step's sync was blocked (its wall time beyond its CPU time: behind a full
-    queue of executions, on a lock), where both were recorded and the step compiled nothing
-    (a compile inside the sync is neither)."""
+    """The time the step's sync was blocked (its wall time beyond its CPU time and, where
+    recorded, its thread's wait for a CPU inside it: behind a full queue of executions, on a
+    lock), where both were recorded and the step compiled nothing (a compile inside the sync
+    is neither)."""
     if row.sync_wall_s is None or row.sync_cpu_s is None or row.compiles:
         return None
-    return max(row.sync_wall_s - row.sync_cpu_s, 0.0)
+    return max(row.sync_wall_s - row.sync_cpu_s - (row.sync_cpu_wait_s or 0.0), 0.0)
 
 
 def _device_of(row: StepRow, ran: StepDevice | None) -> tuple[float | None, float | None]:
