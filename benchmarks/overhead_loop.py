@@ -203,22 +203,31 @@ def _pin_threads() -> dict[str, object] | None:
     return {"host_cores": sorted(host), "device_cores": sorted(device), "native_threads": native}
 
 
-def _hook_cost() -> float:
+def _hook_cost(count: int = 200_000) -> float:
     """Seconds the sync hook adds to one call, around a sync that does nothing (its boundary
-    replaced by a no-op), measured on a stand-in module so no graph runs."""
+    replaced by a no-op), measured on a stand-in module so no graph runs (``count`` calls,
+    best of 5)."""
     import timeit
     import types
 
+    from xlaprof.capture.runqueue import RunQueueClock
     from xlaprof.capture.synchook import install_sync_hook
 
     module = types.SimpleNamespace(sync=lambda: None)
+    # what the hook asks of a session: the run-queue clock read as the real session reads it
     session = types.SimpleNamespace(
-        recording=True, user_steps=False, pid=os.getpid(), boundary=lambda **_: None
+        recording=True,
+        user_steps=False,
+        pid=os.getpid(),
+        boundary=lambda **_: None,
+        graph_capture=None,
+        run_queue_wait=RunQueueClock().read,
+        step_index=0,
+        step_label=lambda: 0,
     )
     plain = module.sync
     install_sync_hook(module, session)
     hooked = module.sync
-    count = 200_000
     with_hook = min(timeit.repeat(hooked, number=count, repeat=5)) / count
     without = min(timeit.repeat(plain, number=count, repeat=5)) / count
     return with_hook - without
