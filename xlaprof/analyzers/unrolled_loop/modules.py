@@ -177,7 +177,11 @@ def _time_match(
         owner_class=None,
         attribute=None,
         name=entry.get("name"),
-        location=Location(call.file, loop) if loop is not None else call,
+        location=(
+            Location(call.file, loop, "the Python loop that applies the module each iteration")
+            if loop is not None
+            else Location(call.file, call.line, "your call of the module the graph repeats")
+        ),
         call=call,
     )
     return (abs(calls - repeats), 0 if entry.get("file") in block_files else 1, 1), match
