@@ -864,7 +864,8 @@ def _accumulator_headline(
     if accumulator.op_source is not None:
         evidence["accumulator_at"] = str(accumulator.op_source)
         evidence["location_is"] = (
-            f"your call into the code that concatenates the accumulator ({accumulator.op_source})"
+            "your call into the code that concatenates the accumulator "
+            f"({_short_path(accumulator.op_source)})"
         )
     shown = " → ".join(map(str, sizes[:_MAX_VALUES_SHOWN]))
     return (
