@@ -7,7 +7,7 @@ and what to do about it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -43,19 +43,49 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True)
 class Location:
-    """A place in the user's own source code."""
+    """A place in the user's own source code, and what that line is to the finding (``what``:
+    "the read of a device value, in evaluate()", "the loop whose body is repeated").
+
+    ``what`` travels with the line so that every renderer (text, ``--json``, HTML, MCP) shows
+    one fact; it takes no part in equality, so a line is the same place whatever is said of it.
+    A finding made without it gets its kind's wording (``Finding.__post_init__``).
+    """
 
     file: str
     line: int
+    what: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+    def described(self) -> str:
+        """``file:line (what it is)``: the line as the text renderers show it."""
+        return f"{self} ({self.what})" if self.what else str(self)
 
     @classmethod
     def parse(cls, text: str) -> Location | None:
         """``"file:line"`` as a location; None when it has no file or no line number."""
         file, _, line = text.rpartition(":")
         return cls(file, int(line)) if file and line.isdigit() else None
+
+
+# What a finding's line is, by kind, for an analyzer that says nothing more precise.
+LOCATION_IS: dict[Kind, str] = {
+    Kind.RECOMPILATION: "the line the recompiled graphs trace back to",
+    Kind.HOST_SYNC: "the line that reads a device value on the host",
+    Kind.ATEN_FALLBACK: "your call that runs the op on the CPU (most calls)",
+    Kind.TRACING_BOUND: "your line that traces the most work per step",
+    Kind.UNROLLED_LOOP: "where the repeated block is traced",
+    Kind.MEMORY_PRESSURE: "your line that allocates the most",
+    Kind.SLOW_COMPILE: "the line whose graph compiles slowly",
+    Kind.GRAPH_BREAK: "the line where torch.compile breaks the graph",
+    Kind.INPUT_BOUND: "your line that waits for input",
+    Kind.COLLECTIVE_BOUND: "your line with the most time in collectives",
+    Kind.ASYNC_WAIT: "your line with the most time waiting on the device",
+    Kind.HOST_BOUND: "your line with the most host time",
+    Kind.COMPILE_IN_STEP: "the line whose graph is compiled inside the step",
+    Kind.EAGER_MODE: "the call that turns eager mode on",
+}
 
 
 @dataclass(frozen=True)
@@ -107,6 +137,10 @@ class Finding:
     suggestion: str = ""
     cost: Cost | None = None
 
+    def __post_init__(self) -> None:
+        if self.location is not None and not self.location.what:
+            self.location = replace(self.location, what=LOCATION_IS.get(self.kind, ""))
+
     def to_json(self) -> dict[str, Any]:
         """The JSON contract's finding object (docs/json-format.md)."""
         return {
@@ -116,7 +150,11 @@ class Finding:
             "location": (
                 None
                 if self.location is None
-                else {"file": self.location.file, "line": self.location.line}
+                else {
+                    "file": self.location.file,
+                    "line": self.location.line,
+                    "what": self.location.what,
+                }
             ),
             "evidence": self.evidence,
             "suggestion": self.suggestion,
@@ -132,7 +170,11 @@ class Finding:
             severity=Severity(document["severity"]),
             title=str(document["title"]),
             evidence=dict(document.get("evidence") or {}),
-            location=None if not where else Location(str(where["file"]), int(where["line"])),
+            location=(
+                None
+                if not where
+                else Location(str(where["file"]), int(where["line"]), str(where.get("what") or ""))
+            ),
             suggestion=str(document.get("suggestion") or ""),
             cost=None if not document.get("cost") else Cost.from_json(document["cost"]),
         )

@@ -149,5 +149,6 @@ def test_a_step_closure_that_syncs_leaves_the_module_window_to_a_forward(tmp_pat
     analysis = cli("analyze", str(tmp_path / "out"), "--json", "--source-root", str(tmp_path))
     findings = json.loads(analysis.stdout)["findings"]
     (finding,) = [f for f in findings if f["kind"] == "unrolled_loop"]
-    assert finding["location"] == {"file": str(script), "line": loop}
+    assert (finding["location"]["file"], finding["location"]["line"]) == (str(script), loop)
+    assert finding["location"]["what"].startswith("the loop over the layer stack")
     assert finding["evidence"]["layer_stack"].startswith("self.layers of Model")

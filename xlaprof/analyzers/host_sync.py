@@ -284,9 +284,41 @@ def _site_finding(
         severity=_severity(count, steps),
         title=title,
         evidence=evidence,
-        location=location,
+        location=_read_location(
+            location,
+            [stack, *(e.frames for e in forced)],
+            library is not None or (bool(listed) and all(s.frame is not None for s in listed)),
+        ),
         suggestion=suggestion,
     )
+
+
+def _read_location(location: Location, stacks: list[list[Frame]], in_library: bool) -> Location:
+    """``location`` said as the read it is (the user's own, or a call whose library reads), in
+    the function that holds it (from the frames that reached it: two reads in two functions are
+    told apart by name, not only by line)."""
+    function = next(
+        (
+            frame.function
+            for frames in stacks
+            for frame in frames
+            if frame.file == location.file and frame.line == location.line and frame.function
+        ),
+        None,
+    )
+    where = (
+        ""
+        if function is None
+        else ", at module level"
+        if function == "<module>"
+        else f", in {function}()"
+    )
+    what = (
+        "your call into a library that reads a device value on the host"
+        if in_library
+        else "the line that reads a device value on the host"
+    )
+    return Location(location.file, location.line, what + where)
 
 
 def _title(count: int, listed: list[ReadSite], library: Frame | None) -> str:

@@ -63,6 +63,9 @@ class ListOutput(BaseModel):
 class Location(BaseModel):
     file: str
     line: int
+    what: str = Field(
+        default="", description="What the line is to the finding (the read, the loop, ...)."
+    )
 
 
 class FindingOut(Open):

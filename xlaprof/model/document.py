@@ -209,6 +209,7 @@ def _whole_in_range(kind: str, cell: float) -> bool:
 class LocationDoc(_Closed):
     file: Text
     line: Count
+    what: Text = ""
 
 
 class CostDoc(_Closed):

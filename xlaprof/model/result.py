@@ -24,7 +24,16 @@ if TYPE_CHECKING:
 # The part of a step's time no measured part covers (``StepStory.parts``' key): never a cause.
 UNATTRIBUTED = "unattributed"
 
-FINDING_COLUMNS = ["severity", "kind", "title", "location", "suggestion", "evidence", "cost"]
+FINDING_COLUMNS = [
+    "severity",
+    "kind",
+    "title",
+    "location",
+    "location_is",
+    "suggestion",
+    "evidence",
+    "cost",
+]
 
 
 @dataclass
@@ -450,7 +459,8 @@ class PartResult:
         )
 
     def findings_frame(self) -> pd.DataFrame:
-        """One row per finding: severity, kind, title, location, suggestion, evidence, and
+        """One row per finding: severity, kind, title, location (``file:line``) and what that
+        line is (``location_is``: ``Location.what``), suggestion, evidence, and
         (added) cost: ``Cost.to_json()`` where measured, else None."""
         import pandas as pd
 
@@ -460,6 +470,7 @@ class PartResult:
                 "kind": f.kind.value,
                 "title": f.title,
                 "location": None if f.location is None else str(f.location),
+                "location_is": None if f.location is None else f.location.what,
                 "suggestion": f.suggestion,
                 "evidence": f.evidence,
                 "cost": None if f.cost is None else f.cost.to_json(),

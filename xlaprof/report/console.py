@@ -446,7 +446,7 @@ def _finding(console: Console, index: int, finding: Finding) -> None:
         )
     )
     if finding.location is not None:
-        console.print(Text(f"   at {escape.terminal(finding.location)}", style="bold"))
+        console.print(Text(f"   at {escape.terminal(finding.location.described())}", style="bold"))
     for key, label in _HEADLINE_EVIDENCE:
         if finding.evidence.get(key):
             console.print(Text(f"   {label}: {_fmt(finding.evidence[key])}"))

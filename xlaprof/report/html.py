@@ -56,6 +56,9 @@ def _finding(row: Any) -> str:
     )
     # A DataFrame holds a missing location as NaN (a float), not None.
     location = row["location"] if isinstance(row["location"], str) else ""
+    what = row.get("location_is")
+    if location and isinstance(what, str) and what:
+        location = f"{location} ({what})"  # as Location.described() says it
     where = f'<div class="where">at {html_text(location)}</div>' if location else ""
     cost = _cost(row.get("cost"))
     if cost:

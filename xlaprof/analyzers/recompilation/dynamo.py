@@ -3,6 +3,7 @@ function and what its guard found changed)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 
@@ -82,8 +83,9 @@ def _finding(
     if call is not None:
         evidence["call_site"] = str(call)
     location = Location.parse(first.site) if first.site else call
+    how = "your call of the compiled function"
     if location is not call:
-        evidence["location_is"] = "the line dynamo names in its guard"
+        how = "the line dynamo names in its guard"
     if mismatches:
         evidence["sizes_seen"] = sizes
         evidence["dimension"] = mismatches[0].dim
@@ -91,7 +93,7 @@ def _finding(
         assigned = _assignment(sources, call, mismatches[0].tensor)
         if assigned is not None:
             location = assigned
-            evidence["location_is"] = "the assignment of the argument whose size changed"
+            how = "the assignment of the argument whose size changed"
     what = (
         f"{mismatches[0].tensor} dim {mismatches[0].dim} took sizes "
         + " → ".join(map(str, dict.fromkeys(sizes)))
@@ -106,7 +108,7 @@ def _finding(
             f"{len(records)} times: {what}"
         ),
         evidence=evidence,
-        location=location,
+        location=None if location is None else dataclasses.replace(location, what=how),
         suggestion=ADVICE["dynamo_shapes" if mismatches else "dynamo"],
     )
 

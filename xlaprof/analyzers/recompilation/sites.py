@@ -6,6 +6,7 @@ the line that causes it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -597,9 +598,18 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
             + accounting
         ),
         evidence=evidence,
-        location=location,
+        location=_said(location, evidence),
         suggestion=fix,
     )
+
+
+def _said(location: Location | None, evidence: dict[str, object]) -> Location | None:
+    """``location`` with what it is (the rule that placed it, which the helpers above note in
+    ``evidence`` as they choose the line) moved onto it: one fact, however it is rendered."""
+    how = evidence.pop("location_is", None)
+    if location is None or not how:
+        return location
+    return dataclasses.replace(location, what=str(how))
 
 
 def _accounting(
@@ -730,7 +740,13 @@ def _growth_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
             "everything traced so far"
         ),
         evidence=evidence,
-        location=location,
+        location=(
+            None
+            if location is None
+            else dataclasses.replace(
+                location, what="the line whose reads each compile everything traced so far"
+            )
+        ),
         suggestion=growth_suggestion(data.sources, growth, location),
     )
 
@@ -848,7 +864,8 @@ def _accumulator_headline(
     if accumulator.op_source is not None:
         evidence["accumulator_at"] = str(accumulator.op_source)
         evidence["location_is"] = (
-            f"your call into the code that concatenates the accumulator ({accumulator.op_source})"
+            "your call into the code that concatenates the accumulator "
+            f"({_short_path(accumulator.op_source)})"
         )
     shown = " → ".join(map(str, sizes[:_MAX_VALUES_SHOWN]))
     return (

@@ -274,7 +274,9 @@ def _source_finding(
             f"(nn.{stack.container} of {stack.layer_class}, {stack.file}:{stack.defined_line})"
         )
         if stack.loop_line is not None:
-            location = Location(stack.file, stack.loop_line)
+            location = Location(
+                stack.file, stack.loop_line, "the loop over the layer stack, traced unrolled"
+            )
             evidence["loop"] = f"{stack.file}:{stack.loop_line}"
     # Blocks at a stack's edges can differ slightly (the first layer needs no input
     # gradient), so the count is of identical copies found, not the number of layers.

@@ -140,17 +140,26 @@ def _stack_location(
     """Where a stack's finding points, and whether the code applying it is a library's: the
     loop around the user's call of each layer, else the user's line calling the stack."""
     if child_call is not None:
+        loop = _loop_line(sources, child_call, applied)
+        if loop is not None:
+            return Location(
+                child_call.file, loop, "the loop over the layer stack, traced unrolled"
+            ), False
         return Location(
-            child_call.file, _loop_line(sources, child_call, applied) or child_call.line
+            child_call.file, child_call.line, "your call of each layer of the stack"
         ), False
     location = _site(stack, direct=True)
     if location is not None:
-        return location, False
+        return Location(location.file, location.line, "your call of the layer stack"), False
     # The stack is applied inside a library (transformers' LlamaModel, timm's
     # VisionTransformer): the user's line is the call that led there.
     location = _site({"sites": stack.get("child_sites")}, direct=False) or _site(
         stack, direct=False
     )
+    if location is not None:
+        location = Location(
+            location.file, location.line, "your call into the library that applies the layers"
+        )
     return location, applied is None or bool(applied.get("library", True))
 
 
@@ -177,7 +186,11 @@ def _time_match(
         owner_class=None,
         attribute=None,
         name=entry.get("name"),
-        location=Location(call.file, loop) if loop is not None else call,
+        location=(
+            Location(call.file, loop, "the Python loop that applies the module each iteration")
+            if loop is not None
+            else Location(call.file, call.line, "your call of the module the graph repeats")
+        ),
         call=call,
     )
     return (abs(calls - repeats), 0 if entry.get("file") in block_files else 1, 1), match

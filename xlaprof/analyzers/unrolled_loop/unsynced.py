@@ -126,6 +126,8 @@ def finding(
             f"({share:.0%} of the graph)"
         ),
         evidence=evidence,
-        location=Location(file, loop_line),
+        location=Location(
+            file, loop_line, "the loop whose iterations are all traced into one graph"
+        ),
         suggestion=suggestion,
     )
