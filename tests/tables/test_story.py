@@ -17,7 +17,7 @@ from helpers import SAMPLE_RUNS, jax_cpu_sample, sample_capture, sample_run, ste
 import xlaprof
 from xlaprof.analyzers import story_answers
 from xlaprof.inputs.traces import load_trace
-from xlaprof.model.result import PartResult
+from xlaprof.model.result import PartResult, StepStory
 from xlaprof.pipeline import analyze_one
 from xlaprof.report.console import story_lines
 from xlaprof.tables.story import with_bounds, worth_most
@@ -279,3 +279,23 @@ def test_a_capture_with_no_device_plane_counts_the_cpu_clients_work_never_a_wait
     lines = story_lines(story)
     assert not any(re.search(r"waiting on the device", line) for line in lines), lines
     assert any("device work" in line for line in lines), lines
+
+
+def test_the_headline_says_where_more_steps_have_another_largest_part() -> None:
+    # GIVEN a story whose median step is device-bound while more of its steady steps have
+    # their wait for a CPU as the largest part (a demo run on a busy machine: 3 and 4 of 7)
+    story = StepStory(
+        steps=9, warmup_steps=2, steady_steps=7, median_step=8, median_wall_s=0.0347,
+        parts={"device": 0.0233, "tracing": 0.0088, "cpu_wait": 0.0025},
+        bound="device", bound_steps={"cpu_wait": 4, "device": 3},
+    )  # fmt: skip
+    lines = story_lines(story)
+    # THEN the headline names the median step's largest part with its count, and the line
+    # after it the part more steps have, with theirs: no count is left out or contradicted
+    (at,) = [i for i, line in enumerate(lines) if "Largest measured part" in line]
+    assert "device work" in lines[at] and "(in 3 of 7 steady steps)" in lines[at]
+    assert "In more steady steps (4 of 7)" in lines[at + 1]
+    assert "waiting for a CPU" in lines[at + 1]
+    # AND where the median step's part is also the most common, there is no such line
+    story.bound_steps = {"device": 4, "cpu_wait": 3}
+    assert not any("In more steady steps" in line for line in story_lines(story))

@@ -277,10 +277,19 @@ def _median_step_lines(story: StepStory, warm: str) -> list[str]:
     lines.extend(_host_lines(story))
     if story.bound is not None:
         count = story.bound_steps.get(story.bound, 0)
-        lines.append(
+        line = (
             f"  Largest measured part: {BOUND_WORDS.get(story.bound, story.bound)}"
             f" (in {count} of {story.steady_steps} steady steps)"
         )
+        # the median step's bound is the headline's; where more steady steps have another,
+        # that is said beside it, so the headline never contradicts the steps' own counts
+        most, most_count = max(story.bound_steps.items(), key=lambda kv: kv[1], default=("", 0))
+        lines.append(line)
+        if most != story.bound and most_count > count:
+            lines.append(
+                f"  In more steady steps ({most_count} of {story.steady_steps}) the largest part "
+                f"is {BOUND_WORDS.get(most, most)}"
+            )
     return lines
 
 
@@ -328,8 +337,7 @@ def _host_said(story: StepStory) -> list[str]:
     waited = story.host_cpu_wait_s
     if waited and waited >= 0.01 * wall:
         said.append(
-            f"waiting for a CPU {format_seconds(waited)} (other threads or processes had the "
-            "cores)"
+            f"waiting for a CPU {format_seconds(waited)} (other threads or processes had the cores)"
         )
     if story.transfer_s and wall and story.transfer_s >= 0.01 * wall:
         said.append(

@@ -14,7 +14,7 @@ BOUND_WORDS = {
     "transfer": "host-device transfers and reads (sync-bound)",
     "device": "device work: device-bound",
     "host": "other host work (the device idle)",
-    "cpu_wait": "waiting for a CPU: the machine is busy (other processes had its cores)",
+    "cpu_wait": "waiting for a CPU: the cores were busy (other threads or processes had them)",
 }
 # The parts of a step's wall time (``with_bounds``' part columns), in words.
 PART_WORDS = {
