@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.model.device import DeviceSummary
+    from xlaprof.model.rowstore import RowStore
 
 DEVICE_COLUMNS = [
     "session",
@@ -134,6 +135,10 @@ class EventSource(Protocol):
         """``trace``'s host tables, made by ``maker`` from wherever the rows are."""
         ...
 
+    def row_store(self) -> RowStore:
+        """Where the per-step tables left on disk are (empty: every row is held in memory)."""
+        ...
+
 
 class HeldEvents:
     """A trace's events held in memory: ``Trace.events``, a pandas frame."""
@@ -174,6 +179,11 @@ class HeldEvents:
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         return maker.of_events(trace)
+
+    def row_store(self) -> RowStore:
+        from xlaprof.model.rowstore import RowStore
+
+        return RowStore()
 
 
 @dataclass
