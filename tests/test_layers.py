@@ -238,10 +238,6 @@ CLOSED_CONSUMERS = (
     "xlaprof.fixes",
 )
 LIVE_INPUTS = ("xlaprof.model.trace", "xlaprof.rundir.reader", "xlaprof.inputs")
-# The notebook facade still hands out the live run and trace it was analyzed from
-# (``Analysis.run``, ``Analysis.trace()``: their types only) until the result names a row
-# store for every row (issue 46); no other import is allowed.
-FACADE_TYPES = {("xlaprof.api", "xlaprof.model.trace"), ("xlaprof.api", "xlaprof.rundir.reader")}
 
 
 def _within(module: str, prefixes: tuple[str, ...]) -> bool:
@@ -256,7 +252,6 @@ def test_the_results_consumers_import_no_live_input() -> None:
         for i in all_imports()
         if _within(i.importer, CLOSED_CONSUMERS)
         and _within(i.target, LIVE_INPUTS)
-        and (i.importer, i.target) not in FACADE_TYPES
     ]
     # THEN there is none: they read the finished result
     assert not wrong, "\n".join(wrong)

@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from xlaprof.budgets import CheckResult
     from xlaprof.findings import Finding
     from xlaprof.model.result import PartResult
-    from xlaprof.model.trace import Trace
-    from xlaprof.rundir.reader import Run
 
 
 def analyze(
@@ -135,30 +133,30 @@ class Analysis:
         return analysis
 
     # -- tables --------------------------------------------------------------------------
-    @property
-    def run(self) -> Run | None:
-        return self.result.run
-
     def findings(self) -> pd.DataFrame:
         return self.result.findings_frame()
 
     def steps(self) -> pd.DataFrame:
-        return self.run.steps() if self.run is not None else self._saved("steps")
+        """A run's rows per step (wall time, metric deltas), as the result holds them whole."""
+        return self._run_table("steps")
 
     def events(self) -> pd.DataFrame:
-        return self.run.events() if self.run is not None else _empty()
+        """A run's compilations and executions, one row each, with the user's source line."""
+        return self._run_table("events", saved=False)
 
     def compiles(self) -> pd.DataFrame:
-        return self.run.compiles() if self.run is not None else self._saved("compiles")
+        return self._run_table("compiles")
 
     def regions(self) -> pd.DataFrame:
-        return self.run.regions_frame() if self.run is not None else _empty()
+        return self._run_table("regions", saved=False)
 
-    def _saved(self, name: str) -> pd.DataFrame:
-        """A table the result holds for its figures (a saved result has no run to read every
-        row from: the columns its figures draw, as its document kept them), else an empty
-        one."""
-        frame = self.result.frame(name)
+    def _run_table(self, name: str, saved: bool = True) -> pd.DataFrame:
+        """A run's own table ``name``, every row, as the result holds it; a saved result
+        holds no run's rows: the columns its figures draw, as its document kept them
+        (``saved``), else an empty table."""
+        frame = self.result.table(name)
+        if frame is None and saved:
+            frame = self.result.frame(name)
         return frame if frame is not None else _empty()
 
     def timeline(self) -> pd.DataFrame:
@@ -188,10 +186,6 @@ class Analysis:
     def torch_compiles(self) -> pd.DataFrame:
         """TORCH_TRACE logs: one row per torch.compile compile (``tables.torch_compiles``)."""
         return self.result.torch_compiles_frame()
-
-    def trace(self) -> Trace | None:
-        """The profiler trace, or None if the input has none."""
-        return self.result.trace
 
     def device_steps(self) -> pd.DataFrame:
         """Per device and step: wall, busy, idle, duty, seconds per category (traces only)."""
@@ -258,7 +252,7 @@ class Analysis:
     def plot_device_steps(self) -> go.Figure:
         from xlaprof.report import figures
 
-        return figures.device_steps(self.device_steps() if self.trace() is not None else None)
+        return figures.device_steps(self.device_steps() if self.result.part.traced else None)
 
     def plot_host_steps(self) -> go.Figure:
         """The host x step heat map of the steps the result kept (a long run's: the first and

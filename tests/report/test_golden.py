@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, SAMPLES, sample_run
 
+import xlaprof
 from xlaprof.model.request import AnalysisRequest
 from xlaprof.model.result import AnalysisResult
 from xlaprof.pipeline import analyze
@@ -57,9 +58,11 @@ def _recorded_roots(result: AnalysisResult) -> list[str]:
     """Where the input was recorded (a run's working directory, which holds its examples)."""
     roots = []
     for part in result.parts:
-        run = part.part.run
-        if run is not None and run.info.cwd:
-            roots.append(str(run.info.cwd).rstrip("/"))
+        if part.part.run_path is None:
+            continue
+        cwd = xlaprof.load_run(part.part.run_path).info.cwd
+        if cwd:
+            roots.append(str(cwd).rstrip("/"))
     return roots
 
 

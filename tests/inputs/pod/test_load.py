@@ -124,21 +124,24 @@ def test_the_analyzers_find_the_same_in_a_pod_as_in_its_hosts_in_memory(
     from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
     from xlaprof.model.pod import CachedEvents
     from xlaprof.model.trace import HeldEvents
-    from xlaprof.pipeline import analyze_parts
+    from xlaprof.pipeline import analyze_inputs
 
     # GIVEN three hosts analyzed as a pod (per-step rows on disk) and in memory
     pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
 
-    def analyzed(lazy_bytes: str) -> tuple[list, object]:
+    def analyzed(lazy_bytes: str) -> tuple[list, object, object]:
         monkeypatch.setenv("XLAPROF_LAZY_BYTES", lazy_bytes)
-        (result,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
-        findings = [(f.kind.value, f.title, f.evidence) for f in result.findings]
-        return findings, result
+        (made,) = analyze_inputs(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
+        findings = [(f.kind.value, f.title, f.evidence) for f in made.result.findings]
+        return findings, made.result, made.trace
 
-    pod_findings, pod_result = analyzed("0")
-    memory_findings, memory_result = analyzed(str(10**12))
-    assert isinstance(pod_result.trace.events_source, CachedEvents)
-    assert isinstance(memory_result.trace.events_source, HeldEvents)
+    pod_findings, pod_result, pod_trace = analyzed("0")
+    memory_findings, memory_result, memory_trace = analyzed(str(10**12))
+    assert isinstance(pod_trace.events_source, CachedEvents)
+    assert isinstance(memory_trace.events_source, HeldEvents)
+    # AND the pod's result names its per-step rows' files; the in-memory one holds them
+    assert "device_steps" in pod_result.store and not memory_result.store.tables
+    assert _same(pod_result.device_steps(), memory_result.device_steps())
     # THEN the findings (the capture's bottleneck analyzers among them) and the step story
     # are the same
     assert pod_findings == memory_findings
@@ -166,8 +169,8 @@ def test_a_pods_stragglers_and_skew_taken_a_few_steps_at_a_time_are_every_rows(
 
     monkeypatch.setenv("XLAPROF_LAZY_BYTES", "0")
     (result,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
-    assert result.host_steps is None  # not held
-    assert _same(result.trace.source.host_steps(), every)
+    assert result.host_steps is None  # not held: named by the result's row store
+    assert _same(result.host_steps_frame(), every)
     assert _same(result.stragglers, late)
 
 
