@@ -250,8 +250,7 @@ def test_the_results_consumers_import_no_live_input() -> None:
     wrong = [
         f"{i.importer}:{i.line} imports {i.target}"
         for i in all_imports()
-        if _within(i.importer, CLOSED_CONSUMERS)
-        and _within(i.target, LIVE_INPUTS)
+        if _within(i.importer, CLOSED_CONSUMERS) and _within(i.target, LIVE_INPUTS)
     ]
     # THEN there is none: they read the finished result
     assert not wrong, "\n".join(wrong)
