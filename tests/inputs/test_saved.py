@@ -203,6 +203,10 @@ def _duty_past_100(d: dict[str, Any]) -> None:
     d["view"]["devices"]["devices"][0]["duty"] = "250.0%"
 
 
+def _duty_past_one(d: dict[str, Any]) -> None:
+    d["view"]["devices"]["devices"][0]["duty"] = 2.5  # a device busy 250% of its span
+
+
 def _title_not_text(d: dict[str, Any]) -> None:
     d["findings"][0]["title"] = {"nested": [1, 2]}
 
@@ -231,6 +235,7 @@ DAMAGES = [
     _timeline_parts_past_the_step,
     _share_past_100,
     _duty_past_100,
+    _duty_past_one,
     _title_not_text,
     _row_too_short,
     _integer_past_any_float,

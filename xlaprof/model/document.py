@@ -39,7 +39,8 @@ from xlaprof.errors import SavedDocumentInvalid
 from xlaprof.findings import Coverage, Kind, Severity
 
 SCHEMA = "xlaprof.analysis/1"
-DOCUMENT_VERSION = 2
+# 3: the device view's rows as numbers (2 and before: as text, still read).
+DOCUMENT_VERSION = 3
 
 # Bounds of a saved document: far above what the writer makes (its tables are cut to
 # MAX_STEP_ROWS and its lists to a few hundred entries), small enough that a renderer given one
@@ -101,9 +102,9 @@ Cell = StrictBool | Integer | Annotated[StrictFloat, Field(allow_inf_nan=False)]
 Figure = Number | Text | None | list[Number | Text | None]
 
 
-def _same_columns(rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    """A text table's rows, each with the first row's columns in its order (the renderers lay
-    the table out by them)."""
+def _same_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A device table's rows, each with the first row's columns in its order (the renderers
+    lay the table out by them)."""
     if rows:
         columns = list(rows[0])
         for number, row in enumerate(rows):
@@ -112,8 +113,10 @@ def _same_columns(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     return rows
 
 
+# A device table's cell: a number, a name, or a row's largest parts with their shares.
+ViewCell = Cell | Annotated[list[tuple[Name, Number]], Field(max_length=MAX_COLUMNS)]
 Rows = Annotated[
-    list[dict[Name, Text]], Field(max_length=MAX_TABLE_ROWS), AfterValidator(_same_columns)
+    list[dict[Name, ViewCell]], Field(max_length=MAX_TABLE_ROWS), AfterValidator(_same_columns)
 ]
 
 
@@ -338,7 +341,8 @@ class CountsDoc(_Closed):
 
 
 class DeviceViewDoc(_Closed):
-    """The device section as text rows; a duty cycle over 100% cannot be and is refused."""
+    """The device section: its rows as numbers (a document of version 2 or older: as text);
+    a duty cycle over 100% cannot be and is refused."""
 
     where: Text
     session: Text | None
@@ -364,11 +368,19 @@ class DeviceViewDoc(_Closed):
     @model_validator(mode="after")
     def _possible(self) -> DeviceViewDoc:
         for row in self.devices:
-            duty = _percent(row.get("duty"))
+            value = row.get("duty")
+            duty = _percent(value) if isinstance(value, str) else _hundredfold(value)
             if duty is not None and duty > 100.0 + 1e-6:
-                name = row.get("device", "?")[:40]
+                name = str(row.get("device", "?"))[:40]
                 raise ValueError(f"device {name!r} busy {duty:g}% of its span")
         return self
+
+
+def _hundredfold(share: object) -> float | None:
+    """A share of one as a percentage (None for anything but a number)."""
+    if isinstance(share, int | float) and not isinstance(share, bool):
+        return float(share) * 100.0
+    return None
 
 
 def _percent(text: str | None) -> float | None:

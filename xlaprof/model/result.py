@@ -119,14 +119,17 @@ class StepStory:
         return story
 
 
-Rows = list[dict[str, str]]
+# A device table's rows: numbers (seconds, shares of one, counts; None where not measured) and
+# names, by column; a document of version 2 or older holds them as text (shown as they are).
+Rows = list[dict[str, Any]]
 
 
 @dataclass
 class DeviceView:
-    """What the reports show of a capture's devices, as text (``tables.device.view``): each
-    table's rows, the notes under them and the verdict on the traced steps. Computed once by
-    the pipeline; renderers lay it out, and a saved result carries it whole."""
+    """What the reports show of a capture's devices (``tables.device.view``): each table's
+    rows as numbers, the notes under them and the verdict on the traced steps. Computed once
+    by the pipeline; renderers write the rows as text (``report.devices``), and a saved result
+    carries the view whole."""
 
     where: str
     session: str | None
