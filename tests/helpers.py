@@ -446,8 +446,9 @@ def analyzed_inputs(path: Path, warmup_steps: int = 2) -> Any:
     tables compares the finished result with."""
     from xlaprof.inputs.choose import choose
     from xlaprof.inputs.paths import load_parts
-    from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
+    from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES, PodSettings
     from xlaprof.pipeline import analyze_inputs
 
-    parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, warmup_steps)
+    pod = PodSettings.of(os.environ)  # as a command reads it
+    parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, warmup_steps, pod=pod)
     return analyze_inputs(choose(parts, None, str(path)).parts[:1])[0]

@@ -10,6 +10,7 @@ run, a capture, a log and a pod: every attribute, item and table cell of each re
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from xlaprof.model.device import DeviceSummary
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.parts import Part
 from xlaprof.model.pod import CachedEvents, PodLoad
-from xlaprof.model.request import AnalysisRequest
+from xlaprof.model.request import AnalysisRequest, PodSettings
 from xlaprof.model.trace import HeldEvents, Trace
 from xlaprof.pipeline import analyze
 from xlaprof.rundir.reader import Run
@@ -86,7 +87,7 @@ def test_no_live_input_is_reachable_from_a_result(
     path, env = _input(kind, tmp_path)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    result = analyze(AnalysisRequest((path,)))
+    result = analyze(AnalysisRequest((path,), pod=PodSettings.of(os.environ)))
     # WHEN every attribute, item and object cell of the result is walked
     found = _live_in(result, "result", set())
     # THEN none is a part, a run's reader, an analyzer input, a trace or an event source

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlaprof import pipeline
-from xlaprof.model.request import AnalysisRequest
+from xlaprof.model.request import AnalysisRequest, PodSettings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,8 +34,16 @@ def analyze(
 ) -> list[Finding]:
     """Findings for report/log files, run directories or trace logdirs, most severe first
     (a folder of several runs: its latest)."""
-    request = AnalysisRequest.of(*paths, warmup_steps=warmup_steps, source_root=_path(source_root))
+    request = AnalysisRequest.of(
+        *paths, warmup_steps=warmup_steps, source_root=_path(source_root), pod=_environment()
+    )
     return [f for result in pipeline.analyze(request).parts for f in result.findings]
+
+
+def _environment() -> PodSettings:
+    """How a capture of several hosts is read, as the environment sets it: read here, where
+    the facade starts, and carried by the request (nothing below reads the environment)."""
+    return PodSettings.of(os.environ)
 
 
 def _empty() -> pd.DataFrame:
@@ -90,7 +98,7 @@ def check(  # noqa: PLR0913
         warmup_steps=warmup_steps,
         allow_unmeasured=allow_unmeasured,
     )
-    return pipeline.check(AnalysisRequest.of(*runs), budgets)
+    return pipeline.check(AnalysisRequest.of(*runs, pod=_environment()), budgets)
 
 
 class Analysis:
@@ -112,6 +120,7 @@ class Analysis:
             session=session,
             warmup_steps=warmup_steps,
             source_root=_path(source_root),
+            pod=_environment(),
         )
         analyzed = pipeline.analyze(self.request).one()
         self.result = analyzed.parts[0]

@@ -87,6 +87,7 @@ def _load(request: AnalysisRequest) -> tuple[list[Part], list[str], list[str]]:
         scheduler=request.scheduler,
         workers=request.workers,
         capture_limit=_capture_limit(request),
+        pod=request.pod,
     )
     if not any(p.run is not None for p in parts) or len(request.inputs) == 1:
         chosen = choose(parts, request.process, str(request.inputs[0]))
@@ -677,7 +678,9 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
     # executions ran (the host runs ahead of the device)
     device = part.data.device
     windows = None if device is None else device_windows(device)
-    return load_trace(part.run.path, max_size=_capture_limit(request), device_windows=windows)
+    return load_trace(
+        part.run.path, max_size=_capture_limit(request), device_windows=windows, pod=request.pod
+    )
 
 
 def _capture_limit(request: AnalysisRequest) -> int | None:

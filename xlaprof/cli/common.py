@@ -14,6 +14,7 @@ that runs again), which is rewritten.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -117,7 +118,7 @@ def with_options(*names: str) -> Callable[[Command], Command]:
 def request_from(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any]) -> AnalysisRequest:
     """The request ``analysis_options``' values make for ``paths`` (a bad ``--scheduler``
     address is one line and its exit code, at once)."""
-    from xlaprof.model.request import AnalysisRequest
+    from xlaprof.model.request import AnalysisRequest, PodSettings
 
     scheduler = settings.get("scheduler")
     if scheduler:
@@ -135,6 +136,7 @@ def request_from(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any])
         max_size_given=max_size is not None,
         scheduler=scheduler,
         workers=settings.get("workers"),
+        pod=PodSettings.of(os.environ),  # the one read of the environment's pod settings
     )
 
 

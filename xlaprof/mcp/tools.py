@@ -41,6 +41,7 @@ from xlaprof.errors import (
 )
 from xlaprof.mcp import models
 from xlaprof.mcp.roots import Roots, source_root_for
+from xlaprof.model.request import PodSettings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -110,11 +111,13 @@ DeviceArg = Annotated[str | None, Field(description="Only rows of this device (e
 @dataclass(frozen=True)
 class Settings:
     """How the server was started: ``allow_run`` adds run_script and bench_fix, each capped at
-    ``max_run_steps`` steps and ``run_timeout_s`` seconds."""
+    ``max_run_steps`` steps and ``run_timeout_s`` seconds; ``pod``: how a capture of several
+    hosts is read, as the environment the server started in sets it (``xlaprof mcp`` reads it)."""
 
     allow_run: bool = False
     max_run_steps: int = 50
     run_timeout_s: float = 600.0
+    pod: PodSettings = field(default_factory=PodSettings)
 
 
 @dataclass
@@ -226,6 +229,7 @@ class Tools:
             session=session,
             warmup_steps=warmup_steps,
             source_root_of=self.source_root,
+            pod=self.settings.pod,
         )
 
     def _analyze(self, request: AnalysisRequest) -> Analyzed:
