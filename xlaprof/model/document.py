@@ -367,6 +367,23 @@ class DeviceViewDoc(_Closed):
 
     @model_validator(mode="after")
     def _possible(self) -> DeviceViewDoc:
+        for table in (
+            self.devices,
+            self.steps,
+            self.ops,
+            self.bottleneck_devices,
+            self.bottlenecks,
+            self.lines,
+            self.tracing,
+        ):
+            if not table or all(isinstance(v, str) for v in table[0].values()):
+                continue  # rows saved as text (version 2 or older): shown as they are
+            for number, row in enumerate(table):
+                for key, value in row.items():
+                    if not _view_cell_fits(key, value):
+                        raise ValueError(
+                            f"device row {number}: {key[:40]!r} holds a {type(value).__name__}"
+                        )
         for row in self.devices:
             value = row.get("duty")
             duty = _percent(value) if isinstance(value, str) else _hundredfold(value)
@@ -374,6 +391,29 @@ class DeviceViewDoc(_Closed):
                 name = str(row.get("device", "?"))[:40]
                 raise ValueError(f"device {name!r} busy {duty:g}% of its span")
         return self
+
+
+# The device view's columns by what they hold (``tables.device.view``): whole numbers, other
+# numbers, and a row's largest parts; every other column holds a name. None: not measured. A
+# table of text (a document of version 2 or older) holds text in every column.
+_VIEW_COUNTS = frozenset({"occurrences", "steps", "step", "line", "slowest_step"})
+_VIEW_NUMBERS = frozenset({"duty", "share", "flops_per_s", "bytes_per_s"})
+_VIEW_PARTS = frozenset({"categories", "split"})
+
+
+def _view_cell_fits(key: str, value: object) -> bool:
+    """Whether a device row's ``value`` is of the kind its column ``key`` holds."""
+    if value is None:
+        return True  # not measured
+    if isinstance(value, bool):
+        return False
+    if key in _VIEW_PARTS:
+        return isinstance(value, list)
+    if key in _VIEW_COUNTS:
+        return isinstance(value, int)
+    if key in _VIEW_NUMBERS or key.endswith("_s"):
+        return isinstance(value, int | float)
+    return isinstance(value, str)
 
 
 def _hundredfold(share: object) -> float | None:
@@ -441,6 +481,18 @@ class CheckDoc(_Closed):
     run_status: Name | None
 
 
+# The columns each figure draws of its table (``PartResult.frames``, written as ``frame:NAME``):
+# a table with rows but without them cannot be drawn.
+FIGURE_COLUMNS = {
+    "frame:device_steps": {"device", "step", "busy_s", "idle_s"},
+    "frame:device_ops": {"name", "total_s", "occurrences", "devices"},
+    "frame:host_steps": {"host", "device", "step", "wall_ms"},
+    "frame:compiles": {"step", "cause", "location", "graph_hash"},
+    "frame:regions": {"name", "seconds"},
+    "frame:steps": {"step"},
+}
+
+
 class ViewDoc(_Closed):
     """What the renderers read beyond the contract's keys (``PartResult.view_json``)."""
 
@@ -466,6 +518,11 @@ class ViewDoc(_Closed):
     def _host_tables(self) -> ViewDoc:
         if self.host_activity is not None and not {"host_activity", "host_hot"} <= set(self.tables):
             raise ValueError("host_activity without its host_activity and host_hot tables")
+        for name, needed in FIGURE_COLUMNS.items():
+            table = self.tables.get(name)
+            if table is not None and table.rows and not needed <= set(table.columns):
+                missing = ", ".join(sorted(needed - set(table.columns)))
+                raise ValueError(f"table {name} has rows but not its column(s) {missing}")
         return self
 
 
