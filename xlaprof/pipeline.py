@@ -24,6 +24,7 @@ from xlaprof.analyzers import answer_of, examine, story_answers
 from xlaprof.inputs.choose import choose
 from xlaprof.inputs.paths import load_parts
 from xlaprof.inputs.sourcefiles import SourceFiles, recorded_root, withheld_note
+from xlaprof.model.ondisk import HOST_STEPS
 from xlaprof.model.request import ALL_PROCESSES, DEFAULT_MAX_INPUT_BYTES, AnalysisRequest
 from xlaprof.model.result import (
     AnalysisResult,
@@ -339,8 +340,8 @@ def _finish(work: AnalyzedPart) -> None:
 
         result.devices = device_view(trace)
         result.trace_json = trace_json(trace, result.part.trace_path)
-        pod = None if work.part.trace is None else trace.events_source.load_record()
-        if pod is not None:  # hosts read by workers (inputs.pod): where, how long, failures
+        pod = {} if work.part.trace is None else trace.events_source.load_record()
+        if pod:  # hosts read by workers (inputs.pod): where, how long, failures
             result.trace_json["pod"] = pod
         result.whole.update(_trace_tables(trace))
         result.store = trace.events_source.row_store()
@@ -410,8 +411,12 @@ def _host_step_rows(work: AnalyzedPart) -> pd.DataFrame | None:
     trace, result = work.trace, work.result
     if trace is None:
         return None
-    if result.host_steps is None and len(trace.hosts) > 1:
-        return trace.events_source.stored_host_steps(list(HEATMAP_COLUMNS))
+    store = trace.events_source.row_store()
+    if result.host_steps is None and len(trace.hosts) > 1 and HOST_STEPS in store:
+        import pandas as pd
+
+        rows = store.read(HOST_STEPS, columns=list(HEATMAP_COLUMNS))  # a pod's, from its files
+        return rows if len(rows) else pd.DataFrame(columns=list(HEATMAP_COLUMNS))
     return result.host_steps
 
 

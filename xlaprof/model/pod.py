@@ -284,14 +284,8 @@ class CachedEvents:
     def in_memory(self) -> None:
         return None
 
-    def load_record(self) -> dict[str, Any] | None:
-        return None if self.load is None else self.load.record()
-
-    def stored_host_steps(self, columns: list[str] | None = None) -> pd.DataFrame:
-        return self.host_steps(columns)
-
-    def stored_host_step_count(self) -> int:
-        return self.table_rows(HOST_STEPS)
+    def load_record(self) -> dict[str, Any]:
+        return {} if self.load is None else self.load.record()
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         """Host skew and stragglers from the hosts' straggler rows read a range of steps at a

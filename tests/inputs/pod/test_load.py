@@ -126,9 +126,8 @@ def test_a_pod_keeps_its_per_step_rows_on_disk_and_reads_them_when_asked(tmp_pat
     assert len(eager.select(**picked)) > 0
     assert _same(lazy.select(**picked), eager.select(**picked), key=["start_ns", "name"])
     # AND only the pod's source keeps straggler rows and a workers' record
-    assert eager.events_source.stored_host_steps() is None
-    assert eager.events_source.load_record() is None
-    assert lazy.events_source.stored_host_step_count() == len(pod.host_steps(eager)) > 0
+    assert not eager.events_source.row_store().tables and eager.events_source.load_record() == {}
+    assert lazy.events_source.row_store().count("host_steps") == len(pod.host_steps(eager)) > 0
     assert [h["host"] for h in lazy.events_source.load_record()["hosts"]] == eager.hosts
 
 

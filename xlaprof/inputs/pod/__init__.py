@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.errors import BadCapture, InputUnreadable
 from xlaprof.inputs.pod.runner import summarize_hosts
 from xlaprof.inputs.pod.summary import host_step_rows
-from xlaprof.model.ondisk import DEVICE_STEPS, TRACING, StepRows
+from xlaprof.model.ondisk import DEVICE_STEPS, HOST_STEPS, TRACING, StepRows
 from xlaprof.model.pod import HOST_STEP_COLUMNS, CachedEvents, concat_frames
 from xlaprof.model.request import CACHE_DIR_ENV, LAZY_BYTES, LAZY_BYTES_ENV, PodSettings
 from xlaprof.model.stats import AUTOTUNE_STEPS, Digest, StepOverview, bin_range
@@ -191,9 +191,10 @@ def host_steps(trace: Trace) -> pd.DataFrame:
     A lazy (pod) trace has them from its workers; an in-memory trace is summarized host by host
     the same way.
     """
-    stored = trace.events_source.stored_host_steps()
-    if stored is not None:
-        return stored
+    store = trace.events_source.row_store()
+    if HOST_STEPS in store:  # a pod's: its workers' files
+        stored = store.read(HOST_STEPS)
+        return stored if len(stored) else concat_frames([], HOST_STEP_COLUMNS)
     frames: list[pd.DataFrame] = []
     events, all_bounds = trace.events, trace.step_bounds
     if all_bounds is None:  # a Trace made without a loader: no steps were found
