@@ -438,3 +438,17 @@ def without_read_from(text: str) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(text)
     document.get("view", {}).pop("read_from", None)
     return document
+
+
+def analyzed_inputs(path: Path, warmup_steps: int = 2) -> Any:
+    """``path``'s first process analyzed as ``xlaprof analyze`` does (its latest run), beside
+    the part and trace it was analyzed from (``pipeline.AnalyzedPart``): what a test of the
+    tables compares the finished result with."""
+    from xlaprof.inputs.choose import choose
+    from xlaprof.inputs.paths import load_parts
+    from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES, PodSettings
+    from xlaprof.pipeline import analyze_inputs
+
+    pod = PodSettings.of(os.environ)  # as a command reads it
+    parts = load_parts([path], DEFAULT_MAX_INPUT_BYTES, warmup_steps, pod=pod)
+    return analyze_inputs(choose(parts, None, str(path)).parts[:1])[0]

@@ -238,10 +238,6 @@ CLOSED_CONSUMERS = (
     "xlaprof.fixes",
 )
 LIVE_INPUTS = ("xlaprof.model.trace", "xlaprof.rundir.reader", "xlaprof.inputs")
-# The notebook facade still hands out the live run and trace it was analyzed from
-# (``Analysis.run``, ``Analysis.trace()``: their types only) until the result names a row
-# store for every row (issue 46); no other import is allowed.
-FACADE_TYPES = {("xlaprof.api", "xlaprof.model.trace"), ("xlaprof.api", "xlaprof.rundir.reader")}
 
 
 def _within(module: str, prefixes: tuple[str, ...]) -> bool:
@@ -254,9 +250,7 @@ def test_the_results_consumers_import_no_live_input() -> None:
     wrong = [
         f"{i.importer}:{i.line} imports {i.target}"
         for i in all_imports()
-        if _within(i.importer, CLOSED_CONSUMERS)
-        and _within(i.target, LIVE_INPUTS)
-        and (i.importer, i.target) not in FACADE_TYPES
+        if _within(i.importer, CLOSED_CONSUMERS) and _within(i.target, LIVE_INPUTS)
     ]
     # THEN there is none: they read the finished result
     assert not wrong, "\n".join(wrong)
@@ -289,4 +283,40 @@ def test_the_renderers_read_no_environment_variable() -> None:
         if (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv"))
     ]
     # THEN none reads one: settings reach them in RenderOptions (the CLI fills it)
+    assert not readers, "\n".join(readers)
+
+
+# Where the environment may be read: the edges, where a command, the facade or the MCP server
+# starts and puts what the environment says into the request (``PodSettings.of``); the training
+# process's side (``capture/``, which runs inside the user's job and reads its own switches);
+# and the fix benchmarks' processes, which set the runtime's flags for themselves
+# (``fixes/worker.py``) and hand the environment on to the processes they start
+# (``fixes/bench.py``).
+ENVIRONMENT_EDGES = ("xlaprof/cli", "xlaprof/api.py", "xlaprof/__init__.py", "xlaprof/capture")
+ENVIRONMENT_PASSED_ON = ("xlaprof/fixes/worker.py", "xlaprof/fixes/bench.py")
+
+
+def _reads_environment(tree: ast.AST) -> list[int]:
+    lines = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb")) or (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "os"
+            and any(a.name in ("environ", "getenv", "environb") for a in node.names)
+        ):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_nothing_below_the_edges_reads_the_environment() -> None:
+    # GIVEN every module of the package but the edges and the processes it starts
+    readers = [
+        f"{relative}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not (relative := str(path.relative_to(REPO))).startswith(ENVIRONMENT_EDGES)
+        and relative not in ENVIRONMENT_PASSED_ON
+        for line in _reads_environment(ast.parse(path.read_text()))
+    ]
+    # THEN none reads an environment variable: settings reach the pipeline in the request
+    # (the pod's scheduler, lazy-loading threshold, client timeout and cache folder included)
     assert not readers, "\n".join(readers)

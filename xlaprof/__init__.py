@@ -26,7 +26,6 @@ _EXPORTS = {
     "Finding": "xlaprof.findings",
     "analyze": "xlaprof.api",
     "check": "xlaprof.api",
-    "load_trace": "xlaprof.inputs.traces",
     "Analysis": "xlaprof.api",
 }
 
@@ -35,8 +34,22 @@ if TYPE_CHECKING:
     from xlaprof.capture.annotate import annotate_module, enable_annotations, region, step, steps
     from xlaprof.capture.profile import profile
     from xlaprof.findings import Finding
-    from xlaprof.inputs.traces import load_trace
+    from xlaprof.model.trace import Trace
     from xlaprof.rundir.reader import Run, load_run, load_runs
+
+
+def load_trace(path: Any, *args: Any, **settings: Any) -> Trace:
+    """Load a capture (``xlaprof.inputs.traces.load_trace``: its arguments), a capture of
+    several hosts read as the environment says (``$XLAPROF_LAZY_BYTES``,
+    ``$XLAPROF_DASK_SCHEDULER``, ``$XLAPROF_DASK_TIMEOUT``, ``$XLAPROF_CACHE_DIR``): read here,
+    where the caller comes in, as the commands read it, unless ``pod`` is given."""
+    import os
+
+    from xlaprof.inputs.traces import load_trace as load
+    from xlaprof.model.request import PodSettings
+
+    settings.setdefault("pod", PodSettings.of(os.environ))
+    return load(path, *args, **settings)
 
 
 def __getattr__(name: str) -> Any:
@@ -51,7 +64,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*_EXPORTS, "__version__"])
+    return sorted([*_EXPORTS, "load_trace", "__version__"])
 
 
 __all__ = [

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlaprof import pipeline
-from xlaprof.model.request import AnalysisRequest
+from xlaprof.model.request import AnalysisRequest, PodSettings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from xlaprof.budgets import CheckResult
     from xlaprof.findings import Finding
     from xlaprof.model.result import PartResult
-    from xlaprof.model.trace import Trace
-    from xlaprof.rundir.reader import Run
 
 
 def analyze(
@@ -36,8 +34,16 @@ def analyze(
 ) -> list[Finding]:
     """Findings for report/log files, run directories or trace logdirs, most severe first
     (a folder of several runs: its latest)."""
-    request = AnalysisRequest.of(*paths, warmup_steps=warmup_steps, source_root=_path(source_root))
+    request = AnalysisRequest.of(
+        *paths, warmup_steps=warmup_steps, source_root=_path(source_root), pod=_environment()
+    )
     return [f for result in pipeline.analyze(request).parts for f in result.findings]
+
+
+def _environment() -> PodSettings:
+    """How a capture of several hosts is read, as the environment sets it: read here, where
+    the facade starts, and carried by the request (nothing below reads the environment)."""
+    return PodSettings.of(os.environ)
 
 
 def _empty() -> pd.DataFrame:
@@ -95,7 +101,7 @@ def check(  # noqa: PLR0913
         warmup_steps=warmup_steps,
         allow_unmeasured=allow_unmeasured,
     )
-    request = AnalysisRequest.of(*runs, source_root=_path(source_root))
+    request = AnalysisRequest.of(*runs, source_root=_path(source_root), pod=_environment())
     return pipeline.check(request, budgets)
 
 
@@ -118,6 +124,7 @@ class Analysis:
             session=session,
             warmup_steps=warmup_steps,
             source_root=_path(source_root),
+            pod=_environment(),
         )
         analyzed = pipeline.analyze(self.request).one()
         self.result = analyzed.parts[0]
@@ -139,30 +146,30 @@ class Analysis:
         return analysis
 
     # -- tables --------------------------------------------------------------------------
-    @property
-    def run(self) -> Run | None:
-        return self.result.run
-
     def findings(self) -> pd.DataFrame:
         return self.result.findings_frame()
 
     def steps(self) -> pd.DataFrame:
-        return self.run.steps() if self.run is not None else self._saved("steps")
+        """A run's rows per step (wall time, metric deltas), as the result holds them whole."""
+        return self._run_table("steps")
 
     def events(self) -> pd.DataFrame:
-        return self.run.events() if self.run is not None else _empty()
+        """A run's compilations and executions, one row each, with the user's source line."""
+        return self._run_table("events", saved=False)
 
     def compiles(self) -> pd.DataFrame:
-        return self.run.compiles() if self.run is not None else self._saved("compiles")
+        return self._run_table("compiles")
 
     def regions(self) -> pd.DataFrame:
-        return self.run.regions_frame() if self.run is not None else _empty()
+        return self._run_table("regions", saved=False)
 
-    def _saved(self, name: str) -> pd.DataFrame:
-        """A table the result holds for its figures (a saved result has no run to read every
-        row from: the columns its figures draw, as its document kept them), else an empty
-        one."""
-        frame = self.result.frame(name)
+    def _run_table(self, name: str, saved: bool = True) -> pd.DataFrame:
+        """A run's own table ``name``, every row, as the result holds it; a saved result
+        holds no run's rows: the columns its figures draw, as its document kept them
+        (``saved``), else an empty table."""
+        frame = self.result.table(name)
+        if frame is None and saved:
+            frame = self.result.frame(name)
         return frame if frame is not None else _empty()
 
     def timeline(self) -> pd.DataFrame:
@@ -192,10 +199,6 @@ class Analysis:
     def torch_compiles(self) -> pd.DataFrame:
         """TORCH_TRACE logs: one row per torch.compile compile (``tables.torch_compiles``)."""
         return self.result.torch_compiles_frame()
-
-    def trace(self) -> Trace | None:
-        """The profiler trace, or None if the input has none."""
-        return self.result.trace
 
     def device_steps(self) -> pd.DataFrame:
         """Per device and step: wall, busy, idle, duty, seconds per category (traces only)."""
@@ -262,7 +265,7 @@ class Analysis:
     def plot_device_steps(self) -> go.Figure:
         from xlaprof.report import figures
 
-        return figures.device_steps(self.device_steps() if self.trace() is not None else None)
+        return figures.device_steps(self.device_steps() if self.result.part.traced else None)
 
     def plot_host_steps(self) -> go.Figure:
         """The host x step heat map of the steps the result kept (a long run's: the first and

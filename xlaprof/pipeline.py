@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +24,16 @@ from xlaprof.analyzers import answer_of, examine, story_answers
 from xlaprof.inputs.choose import choose
 from xlaprof.inputs.paths import load_parts
 from xlaprof.inputs.sourcefiles import SourceFiles, recorded_root, withheld_note
+from xlaprof.model.ondisk import HOST_STEPS
 from xlaprof.model.request import ALL_PROCESSES, DEFAULT_MAX_INPUT_BYTES, AnalysisRequest
-from xlaprof.model.result import AnalysisResult, Counts, KeptRows, PartResult, RunComparison
+from xlaprof.model.result import (
+    AnalysisResult,
+    Counts,
+    KeptRows,
+    PartInfo,
+    PartResult,
+    RunComparison,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,11 +44,14 @@ if TYPE_CHECKING:
     from xlaprof.model.input import AnalysisInput
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
+    from xlaprof.rundir.reader import Run
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "AnalysisRequest",
+    "AnalyzedPart",
     "analyze",
+    "analyze_inputs",
     "analyze_parts",
     "check",
     "compare",
@@ -56,7 +68,7 @@ def analyze(request: AnalysisRequest) -> AnalysisResult:
     if len(request.inputs) == 1 and is_saved(Path(request.inputs[0])):
         return load_saved(Path(request.inputs[0]), request.max_size, request.process)
     parts, processes, notes = _load(request)
-    results = [_analyze_part(part, request) for part in parts]
+    results = [_analyze_part(part, request).result for part in parts]
     counts = [r.counts for r in results if r.counts is not None]
     totals = Counts.total(counts) if len(results) > 1 else None
     return AnalysisResult(results, processes=processes, notes=notes, totals=totals)
@@ -76,6 +88,7 @@ def _load(request: AnalysisRequest) -> tuple[list[Part], list[str], list[str]]:
         scheduler=request.scheduler,
         workers=request.workers,
         capture_limit=_capture_limit(request),
+        pod=request.pod,
     )
     if not any(p.run is not None for p in parts) or len(request.inputs) == 1:
         chosen = choose(parts, request.process, str(request.inputs[0]))
@@ -163,9 +176,47 @@ def source_root_of(part: Part, request: AnalysisRequest) -> Path | None:
     return None
 
 
-def _findings(part: Part, request: AnalysisRequest, trace: Trace | None) -> PartResult:
+@dataclass
+class AnalyzedPart:
+    """One part analyzed, beside what it was analyzed from: the part (its analyzer input as
+    the analyzers read it, with its trace and the user's source files), the trace (a capture,
+    or a run's trace window) and the finished result. The pipeline's own working state, and
+    what a test of the tables looks at; the result holds none of the inputs."""
+
+    part: Part
+    trace: Trace | None
+    result: PartResult
+
+    @property
+    def data(self) -> AnalysisInput:
+        return self.part.data
+
+    @property
+    def run(self) -> Run | None:
+        return self.part.run
+
+
+def _info(part: Part, trace: Trace | None) -> PartInfo:
+    """What ``part`` was, as the result names it (no live input)."""
+    return PartInfo(
+        name=part.name,
+        sources=list(part.sources),
+        run_summary=part.run_summary,
+        trace_path=part.trace_path,
+        run_path=None if part.run is None else str(part.run.path),
+        warmup_steps=part.data.warmup_steps,
+        trace_only=part.trace_only,
+        traced=trace is not None,
+        hosts=[] if trace is None else list(trace.hosts),
+        session=None if trace is None else trace.session,
+        sessions=[] if trace is None else list(trace.sessions),
+        trace_warnings=[] if trace is None else list(trace.warnings),
+    )
+
+
+def _findings(part: Part, request: AnalysisRequest, trace: Trace | None) -> AnalyzedPart:
     """The part's findings, on a new analyzer input carrying its trace; the part as the result
-    holds it (with the withheld-sources note, when there is one)."""
+    names it (with the withheld-sources note, when there is one)."""
     recorded = None if part.run is None else part.run.info.cwd
     sources = SourceFiles([source_root_of(part, request)], recorded=recorded)
     data = dataclasses.replace(
@@ -177,7 +228,8 @@ def _findings(part: Part, request: AnalysisRequest, trace: Trace | None) -> Part
     shown = dataclasses.replace(part, data=data)
     if note is not None:
         shown = _with_note(shown, note)
-    return PartResult(shown, findings, analyzers=coverage)
+    result = PartResult(_info(shown, trace), findings, analyzers=coverage)
+    return AnalyzedPart(shown, trace, result)
 
 
 def _plain(finding: Finding) -> Finding:
@@ -210,32 +262,33 @@ def _with_note(part: Part, note: str) -> Part:
     return part
 
 
-def _analyze_part(part: Part, request: AnalysisRequest) -> PartResult:
+def _analyze_part(part: Part, request: AnalysisRequest) -> AnalyzedPart:
     from xlaprof.tables.compare import run_summary
 
     trace = part.trace if part.trace is not None else _trace_window(part, request)
-    result = _findings(part, request, trace)
-    _add_tables(result, trace)
-    _add_host_tables(result)
-    figures = run_summary(result.part.data)
+    work = _findings(part, request, trace)
+    result = work.result
+    _add_tables(work)
+    _add_host_tables(work)
+    figures = run_summary(work.data)
     if figures.get("compiles") is None and result.compile_summary is not None:
         # a TORCH_TRACE log alone: its compiles are the part's (no torch_xla counter ran)
         figures["compiles"] = result.compile_summary.compiles
     intermediate = [
         e.memory.intermediate_bytes
-        for e in result.part.data.debug.compilations()
+        for e in work.data.debug.compilations()
         if e.memory is not None and e.memory.intermediate_bytes is not None
     ]
     # the largest graph's intermediate buffers, as PT_XLA_DEBUG measured them (a fix's bench)
     figures["intermediate_bytes"] = max(intermediate) if intermediate else None
-    figures.update(_cache_counters(result.part.data))
+    figures.update(_cache_counters(work.data))
     story = result.story
     if story is not None and story.median_wall_s is not None:
         # the one step model: the median steady step the story names is the run's median step
         figures["step_median_s"] = story.median_wall_s
     result.figures = figures
-    _finish(result)
-    return result
+    _finish(work)
+    return work
 
 
 # The persistent compile cache's counters in a metrics report, by the figure each becomes.
@@ -255,10 +308,12 @@ def _cache_counters(data: AnalysisInput) -> dict[str, int | None]:
     return {figure: counters.get(name) or 0 for figure, name in CACHE_COUNTERS.items()}
 
 
-def _finish(result: PartResult) -> None:
+def _finish(work: AnalyzedPart) -> None:
     """Everything the renderers show that the tables above did not make: the counts, the
-    device view and the figures' tables, so that no renderer computes or reads a file."""
-    data = result.part.data
+    device view, the figures' tables and the document's reports and events, so that no
+    renderer computes or reads a file; and the tables held whole (or, a pod's, named by its
+    row store) for the notebook and the MCP tools."""
+    result, data = work.result, work.data
     compiles = data.compiles()
     if compiles is None and result.compile_summary is not None:
         compiles = result.compile_summary.compiles  # a TORCH_TRACE log's (see _analyze_part)
@@ -274,21 +329,59 @@ def _finish(result: PartResult) -> None:
     )
     from xlaprof.tables.check_figures import check_figures
 
-    result.checked = check_figures(data, result.part.run)
-    trace = result.trace
+    result.checked = check_figures(data, work.run)
+    from xlaprof.tables.document import event_json, report_json
+
+    result.reports_json = [report_json(r) for r in data.reports]
+    result.events_json = [event_json(e) for e in data.debug.events]
+    trace = work.trace
     if trace is not None:
         from xlaprof.tables.device.view import device_view
         from xlaprof.tables.document import trace_json
 
         result.devices = device_view(trace)
         result.trace_json = trace_json(trace, result.part.trace_path)
-        pod = None if result.part.trace is None else trace.events_source.load_record()
-        if pod is not None:  # hosts read by workers (inputs.pod): where, how long, failures
+        pod = {} if work.part.trace is None else trace.events_source.load_record()
+        if pod:  # hosts read by workers (inputs.pod): where, how long, failures
             result.trace_json["pod"] = pod
-    host_steps = _host_step_rows(result)
+        result.whole.update(_trace_tables(trace))
+        result.store = trace.events_source.row_store()
+    if work.run is not None:
+        run = work.run
+        result.whole.update(
+            steps=run.steps(),
+            events=run.events(),
+            compiles=run.compiles(),
+            regions=run.regions_frame(),
+        )
+    host_steps = _host_step_rows(work)
     drawn = _heatmap_steps(result, host_steps)
-    result.frames = _figure_frames(result, host_steps, drawn)
+    result.frames = _figure_frames(work, host_steps, drawn)
     _keep_rows(result, drawn)
+
+
+def _trace_tables(trace: Trace) -> dict[str, pd.DataFrame]:
+    """The trace's device model as tables held whole by the result: those held in memory (a
+    pod's per-step ones stay on disk, named by its row store)."""
+    from xlaprof.model.ondisk import held
+    from xlaprof.tables.document import devices_table
+
+    summary = trace.summary()
+    on_disk = summary.tables is not None
+    tables: dict[str, pd.DataFrame | None] = {
+        "device_ops": summary.ops,
+        "device_utilization": summary.utilization,
+        "devices": devices_table(trace),
+        "lines": summary.lines,
+        "line_totals": summary.line_totals,
+    }
+    if not on_disk or held(summary, "steps") is not None:
+        tables["device_steps"] = trace.device_steps()
+    if not on_disk or held(summary, "tracing") is not None:
+        tables["tracing"] = trace.tracing_vs_device()
+    if not on_disk or held(summary, "bottleneck") is not None:
+        tables["bottlenecks"] = trace.bottlenecks()
+    return {name: frame for name, frame in tables.items() if frame is not None}
 
 
 # The per-host step rows' columns the heat map reads (``_heatmap_steps``, ``_figure_frames``).
@@ -313,14 +406,18 @@ def _heatmap_steps(result: PartResult, host_steps: pd.DataFrame | None) -> tuple
     return device, heatmap_steps(stragglers, str(device), steps)
 
 
-def _host_step_rows(result: PartResult) -> pd.DataFrame | None:
+def _host_step_rows(work: AnalyzedPart) -> pd.DataFrame | None:
     """Several hosts' rows per (host, device, step) of a trace: the result's, or a pod's from
     its files (None: not a trace of several hosts)."""
-    trace = result.trace
+    trace, result = work.trace, work.result
     if trace is None:
         return None
-    if result.host_steps is None and len(trace.hosts) > 1:
-        return trace.events_source.stored_host_steps(list(HEATMAP_COLUMNS))
+    store = trace.events_source.row_store()
+    if result.host_steps is None and len(trace.hosts) > 1 and HOST_STEPS in store:
+        import pandas as pd
+
+        rows = store.read(HOST_STEPS, columns=list(HEATMAP_COLUMNS))  # a pod's, from its files
+        return rows if len(rows) else pd.DataFrame(columns=list(HEATMAP_COLUMNS))
     return result.host_steps
 
 
@@ -336,7 +433,7 @@ def _keep_rows(result: PartResult, drawn: tuple[str, Any] | None) -> None:
     story = result.story
     if result.timeline is not None:
         median = None if story is None else story.median_step
-        kept, told = bounded.thin_timeline(result.timeline, result.part.data.warmup_steps, median)
+        kept, told = bounded.thin_timeline(result.timeline, result.part.warmup_steps, median)
         _cut(result, "timeline", kept, told)
     device, steps = drawn if drawn is not None else (None, None)
     stragglers = result.stragglers
@@ -429,7 +526,7 @@ DEVICE_FIGURE_STEPS = 200
 
 
 def _figure_frames(
-    result: PartResult,
+    work: AnalyzedPart,
     host_steps: pd.DataFrame | None = None,
     drawn: tuple[str, Any] | None = None,
 ) -> dict[str, pd.DataFrame]:
@@ -438,19 +535,19 @@ def _figure_frames(
     device's first steps, and the per-host steps of the device the heat map shows (``drawn``:
     that device and the steps it draws, ``_heatmap_steps``)."""
     frames: dict[str, pd.DataFrame] = {}
-    run = result.part.run
-    if run is not None:
-        steps = run.steps()
+    result = work.result
+    if work.run is not None:
+        steps = result.whole["steps"]
         if not steps.empty:
             frames["steps"] = steps[[c for c in STEP_FIGURE_COLUMNS if c in steps.columns]]
-        compiles = run.compiles()
+        compiles = result.whole["compiles"]
         if not compiles.empty:
             frames["compiles"] = compiles[["step", "cause", "location", "graph_hash"]]
-        regions = run.regions_frame()
+        regions = result.whole["regions"]
         if not regions.empty:
             totals = regions.groupby("name", sort=True)["seconds"].sum()
             frames["regions"] = totals.reset_index()
-    trace = result.trace
+    trace = work.trace
     if trace is not None:
         import numpy as np
 
@@ -505,14 +602,14 @@ def _has_device_planes(trace: Trace) -> bool:
     return bool(devices["host"].astype(str).isin(trace.hosts[:1]).any())
 
 
-def _add_tables(result: PartResult, trace: Trace | None) -> None:
-    """The step timeline, the story and the host tables of ``result`` (made here, once)."""
+def _add_tables(work: AnalyzedPart) -> None:
+    """The step timeline, the story and the host tables of the part (made here, once)."""
     from xlaprof.analyzers import price
     from xlaprof.analyzers.shared.costs import StepCosts
     from xlaprof.tables.story import step_story, with_bounds, worth_most
     from xlaprof.tables.timeline import EVENT_COLUMNS, step_timeline, trace_timeline
 
-    data = result.part.data
+    data, trace, result = work.data, work.trace, work.result
     if data.steps or trace is not None:
         timeline = None
         if trace is not None and not data.steps:
@@ -542,7 +639,6 @@ def _add_tables(result: PartResult, trace: Trace | None) -> None:
         tables = host_tables(trace)  # a pod's: a range of steps at a time, its rows on disk
         result.host_skew, result.host_steps = tables.skew, tables.host_steps
         result.stragglers = tables.stragglers
-    result.trace = trace
 
 
 def _host_side(data: AnalysisInput, trace: Trace | None) -> dict[str, Any]:
@@ -560,11 +656,11 @@ def _host_side(data: AnalysisInput, trace: Trace | None) -> dict[str, Any]:
     }
 
 
-def _add_host_tables(result: PartResult) -> None:
+def _add_host_tables(work: AnalyzedPart) -> None:
     """The host sections of ``result``: a capture's host time per step (with the steady steps
     and the median as the story counts them, so the tables agree) and the TORCH_TRACE compile
     table with its totals."""
-    data = result.part.data
+    data, result = work.data, work.result
     result.host_activity = data.host_activity
     if data.host_activity is not None:
         from xlaprof.tables.host_steps import host_view
@@ -588,7 +684,9 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
     # executions ran (the host runs ahead of the device)
     device = part.data.device
     windows = None if device is None else device_windows(device)
-    return load_trace(part.run.path, max_size=_capture_limit(request), device_windows=windows)
+    return load_trace(
+        part.run.path, max_size=_capture_limit(request), device_windows=windows, pod=request.pod
+    )
 
 
 def _capture_limit(request: AnalysisRequest) -> int | None:
@@ -599,6 +697,12 @@ def _capture_limit(request: AnalysisRequest) -> int | None:
 def analyze_parts(parts: list[Part], request: AnalysisRequest | None = None) -> list[PartResult]:
     """Parts loaded already, analyzed as ``analyze`` does (``request``: its settings; inputs
     and process are not read)."""
+    return [analyzed.result for analyzed in analyze_inputs(parts, request)]
+
+
+def analyze_inputs(parts: list[Part], request: AnalysisRequest | None = None) -> list[AnalyzedPart]:
+    """``analyze_parts``, each result beside the part and trace it was made from (the tables'
+    tests read those; every output reads the result alone)."""
     request = request or AnalysisRequest(())
     return [_analyze_part(part, request) for part in parts]
 

@@ -13,6 +13,7 @@ from xlaprof.errors import BudgetError
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.parts import Part, SourceInfo
 from xlaprof.model.result import PartResult
+from xlaprof.pipeline import analyze_parts
 from xlaprof.rundir.schema import StepRow
 
 
@@ -26,7 +27,8 @@ def _steps(walls: list[float], compiles: dict[int, int] | None = None) -> list[S
 
 def _result(steps: list[StepRow], name: str = "run") -> PartResult:
     data = AnalysisInput(steps=steps)
-    return PartResult(Part(name=name, data=data, sources=[SourceInfo(name, ["run"], 0, 0)]), [])
+    (result,) = analyze_parts([Part(name=name, data=data, sources=[SourceInfo(name, ["run"])])])
+    return result
 
 
 def test_step_time_ratio_verdict_on_fixed_steps() -> None:

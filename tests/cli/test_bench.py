@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLES, cli
+from helpers import EXAMPLES, SAMPLES, cli
 
 
 def bench(kind: str, target: str, out: Path, *extra: str):  # type: ignore[no-untyped-def]
@@ -81,6 +81,20 @@ def test_bench_with_a_missing_target_is_17_and_leaves_nothing(tmp_path: Path) ->
     result = cli("bench", "scan", "nosuch.py:make", cwd=tmp_path)
     assert result.returncode == 17 and "nosuch.py: no such file" in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_bench_given_a_saved_result_says_in_one_line_why_not(tmp_path: Path) -> None:
+    # GIVEN a result saved by `xlaprof analyze --json` (the sample log's)
+    done = cli("analyze", "--json", str(SAMPLES / "healthy_loop.log"))
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "saved.json").write_text(done.stdout)
+    # WHEN bench is given it as its target
+    result = cli("bench", "scan", "saved.json", cwd=tmp_path)
+    # THEN one line says why a saved result cannot be a side, exit 17, and nothing is run
+    errors = [line for line in result.stderr.splitlines() if line.startswith("xlaprof: error")]
+    assert result.returncode == 17 and len(errors) == 1, result.stderr
+    assert "a saved result cannot be a side" in errors[0] and "xlaprof diff" in errors[0]
+    assert "Traceback" not in result.stderr and not (tmp_path / "runs").exists()
 
 
 @pytest.mark.runtime

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -81,13 +82,15 @@ def test_a_saved_result_reads_back_the_same_in_every_command(
 ) -> None:
     import xlaprof
     from xlaprof.mcp.roots import Roots
-    from xlaprof.mcp.tools import Tools
+    from xlaprof.mcp.tools import Settings, Tools
+    from xlaprof.model.request import PodSettings
     from xlaprof.pipeline import analyze, compare
 
     # GIVEN an input saved with `xlaprof analyze --json`
     original, env = _input(kind, tmp_path)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    pod = PodSettings.of(os.environ)  # what a command reads of the environment
     done = cli("analyze", "--json", str(original), env=env)
     assert done.returncode == 0, done.stderr
     saved = tmp_path / "saved" / f"saved-{kind}.json"
@@ -116,21 +119,21 @@ def test_a_saved_result_reads_back_the_same_in_every_command(
     assert json.loads(checked[1].stdout)["runs"][0]["path"].startswith(str(saved))
 
     # AND `diff` of the saved document with its input finds nothing changed
-    comparison = compare(AnalysisRequest.of(saved), AnalysisRequest.of(original))
+    comparison = compare(AnalysisRequest.of(saved, pod=pod), AnalysisRequest.of(original, pod=pod))
     assert comparison.gone == comparison.came == []
     for row in comparison.table.to_dict("records"):
         assert row["before"] == row["after"] or (row["before"] != row["before"]), row
 
     # AND the facade and the MCP server read it as the same result
-    result = analyze(AnalysisRequest.of(saved)).parts[0]
-    fresh = analyze(AnalysisRequest.of(original)).parts[0]
+    result = analyze(AnalysisRequest.of(saved, pod=pod)).parts[0]
+    fresh = analyze(AnalysisRequest.of(original, pod=pod)).parts[0]
     assert result.read_from == str(saved)
     assert [f.to_json() for f in result.findings] == [f.to_json() for f in fresh.findings]
     with pytest.warns(UserWarning, match="read a saved result"):
         notebook = xlaprof.Analysis(saved)
     assert len(notebook.findings()) == len(fresh.findings)
     assert len(notebook.timeline()) == len(fresh.timeline_frame())
-    tools = Tools(Roots([tmp_path]))
+    tools = Tools(Roots([tmp_path]), Settings(pod=pod))
     listed = tools.list_inputs(str(saved.parent)).entries
     assert [(e.path, e.kind) for e in listed] == [(str(saved), "saved_result")]
     overview = tools.analyze(str(saved))
@@ -203,6 +206,15 @@ def _duty_past_100(d: dict[str, Any]) -> None:
     d["view"]["devices"]["devices"][0]["duty"] = "250.0%"
 
 
+def _figure_column_renamed(d: dict[str, Any]) -> None:
+    table = d["view"]["tables"]["frame:device_steps"]  # the device-steps figure's
+    table["columns"][table["columns"].index("device")] = "<script>"
+
+
+def _duty_past_one(d: dict[str, Any]) -> None:
+    d["view"]["devices"]["devices"][0]["duty"] = 2.5  # a device busy 250% of its span
+
+
 def _title_not_text(d: dict[str, Any]) -> None:
     d["findings"][0]["title"] = {"nested": [1, 2]}
 
@@ -231,6 +243,8 @@ DAMAGES = [
     _timeline_parts_past_the_step,
     _share_past_100,
     _duty_past_100,
+    _duty_past_one,
+    _figure_column_renamed,
     _title_not_text,
     _row_too_short,
     _integer_past_any_float,

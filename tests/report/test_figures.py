@@ -73,7 +73,7 @@ def test_the_report_has_no_placeholder_panels() -> None:
     result, _, _ = analyze_one(sample_run("recompile_varying_batch"))
     names = [name for name, _ in figures.result_figures(result)]
     # THEN no panel is drawn only to say there is nothing to draw
-    assert result.run is not None and result.run.regions_frame().empty
+    assert result.table("regions") is not None and result.table("regions").empty
     assert "regions" not in names and result.frame("regions") is None
     assert {"timeline", "device-ops", "device-steps", "metric-deltas"} <= set(names)
     for _, figure in figures.result_figures(result):

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, SAMPLES, sample_run
 
+import xlaprof
 from xlaprof.model.request import AnalysisRequest
 from xlaprof.model.result import AnalysisResult
 from xlaprof.pipeline import analyze
@@ -57,9 +58,11 @@ def _recorded_roots(result: AnalysisResult) -> list[str]:
     """Where the input was recorded (a run's working directory, which holds its examples)."""
     roots = []
     for part in result.parts:
-        run = part.part.run
-        if run is not None and run.info.cwd:
-            roots.append(str(run.info.cwd).rstrip("/"))
+        if part.part.run_path is None:
+            continue
+        cwd = xlaprof.load_run(part.part.run_path).info.cwd
+        if cwd:
+            roots.append(str(cwd).rstrip("/"))
     return roots
 
 
@@ -157,3 +160,38 @@ def test_every_renderers_whole_output_is_the_kept_one(name: str) -> None:
         for number, (want, have) in enumerate(zip(expected, got, strict=False), start=1):
             assert have == want, f"{golden.name} line {number}"
         assert len(got) == len(expected), f"{golden.name}: {len(got)} lines, kept {len(expected)}"
+
+
+def _device_text(result: AnalysisResult) -> str:
+    from rich.console import Console
+
+    from xlaprof.report.devices import render_console
+
+    console = Console(file=io.StringIO(), width=WIDTH, color_system=None)
+    devices = result.parts[0].devices
+    assert devices is not None
+    render_console(console, devices)
+    text: str = console.file.getvalue()  # type: ignore[attr-defined]
+    return text
+
+
+def test_a_document_of_version_2_shows_its_device_rows_as_the_analysis_does(
+    tmp_path: Path,
+) -> None:
+    from xlaprof.inputs.saved import load_saved
+
+    # GIVEN the device section an earlier xlaprof wrote of a run's trace window (document
+    # version 2: its rows as text), in the document of the same run made now
+    older = json.loads((Path(__file__).parents[1] / "data" / "saved_v2_devices.json").read_text())
+    measured = analyze(AnalysisRequest((sample_run("host_sync_item"),)))
+    document = json.loads(_render(measured, "json"))
+    assert document["document_version"] > 2
+    document["document_version"] = 2
+    document["view"]["devices"] = older
+    saved = tmp_path / "older.json"
+    saved.write_text(json.dumps(document))
+    # WHEN it is read back (the schema accepts it) and its device section shown
+    shown = _device_text(load_saved(saved, 1 << 30))
+    # THEN it reads as the section of the run analyzed now, its rows numbers, line for line
+    assert "Top device ops" in shown
+    assert shown == _device_text(measured)

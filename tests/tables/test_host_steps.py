@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from decode import clipped_union_ns, decode_kineto, decode_xspace
-from helpers import SAMPLES, TRACES
+from helpers import SAMPLES, TRACES, analyzed_inputs
 
 from xlaprof.findings import Kind
 from xlaprof.model.result import PartResult
@@ -64,7 +64,7 @@ def _kineto(path: Path) -> list[dict]:
 @pytest.mark.parametrize("name", list(EVENTS))
 def test_every_torchtpu_capture_has_its_events_and_no_device(results, name: str) -> None:
     result = results[name]
-    assert result.trace is not None and result.trace.event_count == EVENTS[name]
+    assert result.part.traced and analyzed_inputs(_path(name)).trace.event_count == EVENTS[name]
     assert result.host_activity is not None and not result.host_activity.device_planes
 
 

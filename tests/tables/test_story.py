@@ -12,13 +12,20 @@ from pathlib import Path
 
 import pytest
 from decode import clipped_union_ns, decode_xspace, run_steps
-from helpers import SAMPLE_RUNS, jax_cpu_sample, sample_capture, sample_run, step_model_run
+from helpers import (
+    SAMPLE_RUNS,
+    analyzed_inputs,
+    jax_cpu_sample,
+    sample_capture,
+    sample_run,
+    step_model_run,
+)
 
 import xlaprof
 from xlaprof.analyzers import story_answers
 from xlaprof.inputs.traces import load_trace
 from xlaprof.model.result import PartResult, StepStory
-from xlaprof.pipeline import analyze_one
+from xlaprof.pipeline import AnalyzedPart
 from xlaprof.report.console import story_lines
 from xlaprof.tables.story import with_bounds, worth_most
 from xlaprof.tables.timeline import step_timeline
@@ -27,10 +34,14 @@ STEP_MODEL_RUNS = ("device_bound_logging", "tracing_bound_tiny_ops")
 
 
 @functools.cache
+def _inputs(path: Path) -> AnalyzedPart:
+    """A run analyzed once for this module's tests, beside its inputs (read, never changed)."""
+    analyzed: AnalyzedPart = analyzed_inputs(path)
+    return analyzed
+
+
 def _analyzed(path: Path) -> PartResult:
-    """A run analyzed once for this module's tests (results are read, never changed)."""
-    result, _, _ = analyze_one(path)
-    return result
+    return _inputs(path).result
 
 
 def _all_runs() -> list[Path]:
@@ -43,7 +54,7 @@ def test_a_step_gets_the_same_bound_whether_or_not_it_was_traced() -> None:
     for path in _all_runs():
         result = _analyzed(path)
         assert result.timeline is not None, path
-        data = result.part.data
+        data = _inputs(path).data
         # WHEN each traced steady step is bound from the run and its trace, and again from the
         # run's per-step rows and executions alone (as if no trace window had held it)
         untraced = with_bounds(step_timeline(data.steps, device=data.device), data.warmup_steps)
@@ -175,7 +186,7 @@ def test_the_headline_is_the_runs_measured_parts(path: Path) -> None:
 def test_the_story_says_the_trace_window_holds_a_compile() -> None:
     # GIVEN the run that `make demo` makes: its window (steps 4-5) holds step 4's recompile
     result = _analyzed(sample_run("recompile_varying_batch"))
-    compiled = result.part.data.steps[4].compiles
+    compiled = _inputs(sample_run("recompile_varying_batch")).data.steps[4].compiles
     assert compiled == 1
     # THEN the story says so, and calls no compiling step steady
     assert result.story.traced_steps == [4, 5]
@@ -189,7 +200,7 @@ def test_a_step_spent_compiling_is_compile_bound_never_tracing_bound() -> None:
     row = result.timeline.set_index("step").loc[4]
     assert row["compile_s"] > 0.5 * row["wall_s"]  # most of the step was XLA compiling
     # WHEN its bound is read from every table that shows it
-    tracing = result.trace.tracing_vs_device().set_index("step").loc[4]
+    tracing = result.tracing_vs_device().set_index("step").loc[4]
     # THEN it is compile-bound everywhere, and the story does not call it steady
     assert row["bound"] == tracing["bound"] == "compile"
     assert not row["steady"]
@@ -223,14 +234,14 @@ def test_worth_most_is_the_largest_cost_per_step_and_says_so() -> None:
     reading = _analyzed(sample_run("host_sync_item"))
     (recompile,) = [f for f in recompiled.findings if f.kind.value == "recompilation"]
     (read,) = [f for f in reading.findings if f.kind.value == "host_sync"]
-    steps = recompiled.part.data.steps
+    steps = _inputs(sample_run("recompile_varying_batch")).data.steps
     later = [s.compile_s for s in steps if s.step >= 2 and s.compiles]
     # the figure the story's "compiled again" line gives (traced step 4: its compile span),
     # within 1% of the runtime's CompileTime for the same compiles
     assert recompile.cost.one_time_s == recompiled.story.later_compile_s
     assert recompile.cost.one_time_s == pytest.approx(sum(later), rel=0.01)
     assert recompile.cost.per_step_s is None
-    rows = reading.part.data.steps
+    rows = _inputs(sample_run("host_sync_item")).data.steps
     steady = [r for r in rows if r.step >= 2 and not r.compiles and r.transfers_from_device]
     assert read.cost.per_step_s == statistics.median(r.from_device_s for r in steady)
     assert recompile.cost.one_time_s > read.cost.per_step_s  # the one-time cost is larger
@@ -260,7 +271,7 @@ def test_a_capture_with_no_device_plane_counts_the_cpu_clients_work_never_a_wait
     # WHEN it is analyzed
     result = _analyzed(path)
     story, timeline = result.story, result.timeline.set_index("step")
-    step = result.trace.step_bounds.set_index("step").loc[story.median_step]
+    step = _inputs(path).trace.step_bounds.set_index("step").loc[story.median_step]
     a, b = int(step["start_ns"]), int(step["end_ns"])
     # THEN the median step's device work is the CPU client's busy time in it: its XLA ops
     # (events with an hlo_op stat) and its executions (the thunk executor's spans), decoded

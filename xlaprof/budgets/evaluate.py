@@ -10,10 +10,12 @@ from xlaprof.analyzers import analyzer_of
 from xlaprof.budgets.config import LIMITS, Budgets
 from xlaprof.budgets.result import CheckResult, Outcome, RunCheck, Status
 from xlaprof.findings import Coverage, Finding, Kind
+from xlaprof.model.result import CheckFigures
 from xlaprof.parse.units import format_seconds
 
 if TYPE_CHECKING:
-    from xlaprof.model.result import CheckFigures, Counts, PartResult, StepCount
+    from xlaprof.model.input import AnalysisInput
+    from xlaprof.model.result import Counts, PartResult, StepCount
 
 
 @dataclass(frozen=True)
@@ -24,31 +26,18 @@ class _Context:
 
     @property
     def checked(self) -> CheckFigures:
-        """The figures the pipeline measured for the budgets (a result made by hand, without
-        them: measured from its input here)."""
-        if self.result.checked is not None:
-            return self.result.checked
-        from xlaprof.tables.check_figures import check_figures
-
-        return check_figures(self.result.part.data, self.result.part.run)
+        """The figures the pipeline measured for the budgets (a document saved without them:
+        nothing measured)."""
+        return self.result.checked or _NOTHING_CHECKED
 
     @property
     def counts(self) -> Counts:
+        """The part's counts (a document saved without them: none measured)."""
         from xlaprof.model.result import Counts
 
         if self.result.counts is not None:
             return self.result.counts
-        data = self.result.part.data
-        return Counts(
-            steps=data.step_count(),
-            compiles=data.compiles(),
-            executions=data.executions(),
-            device_to_host_transfers=data.device_to_host_transfers(),
-            aten_fallbacks=data.aten_fallbacks(),
-            fallbacks_named="",
-            measured=bool(data.reports or data.steps),
-            warmup_steps=data.warmup_steps,
-        )
+        return Counts(None, None, None, None, {}, "", False, self.result.part.warmup_steps)
 
     @property
     def warmup_steps(self) -> int:
@@ -58,23 +47,44 @@ class _Context:
         return [f for f in self.result.findings if f.kind in kinds]
 
     def unmeasured(self, kind: Kind) -> str | None:
-        """Why ``kind`` could not be looked for here, as the analysis recorded it (asked of its
-        analyzer where the result has no record), or None."""
+        """Why ``kind`` could not be looked for here, as the analysis recorded it (a document
+        saved without that record: asked of its analyzer, on an input of nothing), or None."""
         for entry in self.result.analyzers:
             if entry.kind is kind:
                 return entry.why if entry.status is Coverage.NOT_MEASURED else None
-        return analyzer_of(kind).unmeasured(self.result.part.data)
+        return analyzer_of(kind).unmeasured(_nothing(self.result))
 
 
 Measure = Callable[[_Context, Any], list[Outcome]]
 
 
 def _figures(result: PartResult) -> dict[str, Any]:
-    """The part's figures as the pipeline made them (diff shows the same); a result made
-    by hand has them computed from its input."""
+    """The part's figures as the pipeline made them (diff shows the same); a document saved
+    without them: those of an input of nothing (every figure not measured)."""
     from xlaprof.tables.compare import run_summary
 
-    return result.figures or run_summary(result.part.data)
+    return result.figures or run_summary(_nothing(result))
+
+
+def _nothing(result: PartResult) -> AnalysisInput:
+    """An analyzer input of nothing, with ``result``'s warm-up: what a document saved without
+    its figures or analyzer records measured."""
+    from xlaprof.model.input import AnalysisInput
+
+    return AnalysisInput(warmup_steps=result.part.warmup_steps)
+
+
+# What a document saved without its budget figures measured: nothing.
+_NOTHING_CHECKED = CheckFigures(
+    steps=[],
+    has_reports=False,
+    report_compile_s=None,
+    logged_compilations=0,
+    graph_hashes=0,
+    all_hashed=True,
+    run_path=None,
+    run_status=None,
+)
 
 
 def evaluate(
@@ -308,7 +318,7 @@ def _where(result: PartResult) -> str:
     checked = result.checked
     if checked is not None:
         return checked.run_path or ""
-    return str(result.part.run.path) if result.part.run is not None else ""
+    return result.part.run_path or ""
 
 
 def _steady_text(summary: Mapping[str, Any]) -> str:

@@ -87,9 +87,17 @@ def _out(out: Path | None, kind: str) -> Path:
 
 
 def _check_target(target: str) -> None:
-    """Refuse a TARGET that cannot name a factory before any process starts (exit 17)."""
+    """Refuse a TARGET that cannot name a factory before any process starts (exit 17); a
+    saved result (``xlaprof analyze --json``) is refused in one line saying why."""
     from xlaprof.errors import TargetError
+    from xlaprof.pipeline import is_saved_result
 
+    if Path(target).is_file() and is_saved_result(Path(target)):
+        raise TargetError(
+            f"{target}: a saved result cannot be a side of a benchmark: bench runs both sides "
+            "fresh on one model and compares their outputs and gradients, which a saved result "
+            "does not hold; compare saved results with xlaprof diff BEFORE.json AFTER.json"
+        )
     module_part, sep, name = target.rpartition(":")
     if not sep or not module_part or not name.isidentifier():
         raise TargetError(f"{target}: expected module.py:factory or package.module:factory")

@@ -14,6 +14,7 @@ that runs again), which is rewritten.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,8 +29,7 @@ from xlaprof.parse.units import parse_size
 
 if TYPE_CHECKING:
     from xlaprof.model.request import AnalysisRequest
-    from xlaprof.model.result import AnalysisResult
-    from xlaprof.model.trace import Trace
+    from xlaprof.model.result import AnalysisResult, PartInfo
     from xlaprof.report import RenderOptions, Result
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -120,7 +120,7 @@ def with_options(*names: str) -> Callable[[Command], Command]:
 def request_from(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any]) -> AnalysisRequest:
     """The request ``analysis_options``' values make for ``paths`` (a bad ``--scheduler``
     address is one line and its exit code, at once)."""
-    from xlaprof.model.request import AnalysisRequest
+    from xlaprof.model.request import AnalysisRequest, PodSettings
 
     scheduler = settings.get("scheduler")
     if scheduler:
@@ -138,6 +138,7 @@ def request_from(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any])
         max_size_given=max_size is not None,
         scheduler=scheduler,
         workers=settings.get("workers"),
+        pod=PodSettings.of(os.environ),  # the one read of the environment's pod settings
     )
 
 
@@ -155,7 +156,7 @@ def said(result: AnalysisResult) -> None:
     for note in result.notes:
         say(note)
     for part in result.parts:
-        trace_notes(part.trace, part.part.name)
+        trace_notes(part.part)
 
 
 def size_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
@@ -169,18 +170,17 @@ def size_option(_ctx: click.Context, _param: click.Parameter, value: str | None)
     return size  # into the request (``request_from``), which takes it to every reader
 
 
-def trace_notes(trace: Trace | None, name: str) -> None:
-    """Say on stderr which session was read and which capture files were skipped (and why)."""
-    if trace is None:
-        return
-    if len(trace.sessions) > 1:
-        listed = ", ".join(s or "." for s in trace.sessions)
+def trace_notes(part: PartInfo) -> None:
+    """Say on stderr which session of ``part``'s trace was read and which capture files were
+    skipped (and why)."""
+    if len(part.sessions) > 1:
+        listed = ", ".join(s or "." for s in part.sessions)
         note = (
-            f"{len(trace.sessions)} sessions in {name} ({listed}); analyzing "
-            f"{trace.session or '.'} (--session NAME for another)"
+            f"{len(part.sessions)} sessions in {part.name} ({listed}); analyzing "
+            f"{part.session or '.'} (--session NAME for another)"
         )
         say(note)
-    for warning in trace.warnings:
+    for warning in part.trace_warnings:
         say(f"warning: {warning}")
 
 

@@ -32,5 +32,5 @@ def diff(before: Path, after: Path, as_json: bool, **settings: Any) -> None:
         for part in side.parts:
             from xlaprof.cli.common import trace_notes
 
-            trace_notes(part.trace, part.part.name)
+            trace_notes(part.part)
     emit(comparison, "json" if as_json else None)

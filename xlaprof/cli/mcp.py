@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -65,6 +66,12 @@ def mcp(roots: tuple[Path, ...], allow_run: bool, max_run_steps: int, run_timeou
         ) from None
     from xlaprof.mcp.roots import Roots
     from xlaprof.mcp.tools import Settings
+    from xlaprof.model.request import PodSettings
 
-    settings = Settings(allow_run=allow_run, max_run_steps=max_run_steps, run_timeout_s=run_timeout)
+    settings = Settings(
+        allow_run=allow_run,
+        max_run_steps=max_run_steps,
+        run_timeout_s=run_timeout,
+        pod=PodSettings.of(os.environ),  # read once, where the server starts
+    )
     serve(Roots(roots), settings)

@@ -27,7 +27,7 @@ from xlaprof.errors import (
 )
 from xlaprof.model.input import AnalysisInput, input_from_run
 from xlaprof.model.parts import Part, RunSummary, SourceInfo
-from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES
+from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES, PodSettings
 from xlaprof.parse.debug_log import DebugLog, parse_debug_log
 from xlaprof.parse.metrics_report import MetricsParser, MetricsParseResult
 from xlaprof.parse.units import format_bytes
@@ -185,11 +185,13 @@ def load_parts(
     scheduler: str | None = None,
     workers: int | None = None,
     capture_limit: int | None = None,
+    pod: PodSettings | None = None,
 ) -> list[Part]:
     """``paths`` as parts: captures (each file capped at ``capture_limit``, ``--max-size``;
     None: each reader's own cap), run directories, or report and log files taken as one job's
     output (each capped at ``max_bytes``). TORCH_TRACE logs (a log, the folder TORCH_TRACE
-    wrote, or a folder holding one) join the one capture given with them, or the files."""
+    wrote, or a folder holding one) join the one capture given with them, or the files.
+    ``pod``: how a capture of several hosts is read, as the environment set it (the edge)."""
     from xlaprof.inputs.torch_traces import add_torch_traces, is_torch_trace_input
     from xlaprof.rundir.schema import TORCH_TRACE_DIR
 
@@ -205,7 +207,7 @@ def load_parts(
     logs += [p / TORCH_TRACE_DIR for p in beside]
     others = [p for p in others if p not in beside or is_trace_input(p)]
     if others and all(is_trace_input(p) for p in others):
-        parts = [_trace_part(p, session, scheduler, workers, capture_limit) for p in others]
+        parts = [_trace_part(p, session, scheduler, workers, capture_limit, pod) for p in others]
         if logs:  # TORCH_TRACE logs of the run a capture shows: one part, joined
             if len(parts) != 1:
                 raise InputNotRecognized(
@@ -289,11 +291,14 @@ def _trace_part(
     scheduler: str | None = None,
     workers: int | None = None,
     limit: int | None = None,
+    pod: PodSettings | None = None,
 ) -> Part:
     """A capture file or a logdir of captures: device tables, timeline and host skew."""
     from xlaprof.inputs.traces import load_trace
 
-    trace = load_trace(path, session=session, workers=workers, scheduler=scheduler, max_size=limit)
+    trace = load_trace(
+        path, session=session, workers=workers, scheduler=scheduler, max_size=limit, pod=pod
+    )
     trace.partial_edges = True
     source = SourceInfo(path=str(path), kinds=["trace"], reports=0, debug_events=0)
     return Part(

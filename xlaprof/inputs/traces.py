@@ -33,6 +33,7 @@ from xlaprof.inputs.captures import (
     name_hosts_apart,
     pick_session,
 )
+from xlaprof.model.request import PodSettings
 from xlaprof.model.trace import Trace
 from xlaprof.tables import device as device_model
 from xlaprof.tables.host_steps import named_steps
@@ -43,7 +44,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def load_trace(
+# Public API (``xlaprof.load_trace``): each setting a keyword argument.
+def load_trace(  # noqa: PLR0913
     path: str | os.PathLike[str],
     first_step: int | None = None,
     workers: int | None = None,
@@ -52,6 +54,7 @@ def load_trace(
     scheduler: str | None = None,
     max_size: int | None = None,
     device_windows: list[tuple[int, int, int]] | None = None,
+    pod: PodSettings | None = None,
 ) -> Trace:
     """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers;
     ``max_size`` caps each file (``--max-size``; None: each reader's own cap), in the worker
@@ -63,18 +66,27 @@ def load_trace(
     when the host runs ahead. Only for a capture with one host whose clock is known.
 
     Several hosts load lazily (``xlaprof.inputs.pod``) when ``lazy`` is True, a dask
-    ``scheduler`` is given, or (``lazy=None``) their files hold more than ``pod.LAZY_BYTES``.
+    ``scheduler`` is given, or (``lazy=None``) their files hold more than
+    ``PodSettings.lazy_bytes``. ``pod``: how such a capture is read, as the environment set it
+    (read at the edge, ``PodSettings.of``; ``xlaprof.load_trace`` reads it for its caller).
     """
-    from xlaprof.inputs import pod
+    from xlaprof.inputs import pod as pods
 
     root = Path(path)
     sessions = find_sessions(root)
     chosen, files = pick_session(sessions, root, session)
     if first_step is None:
         first_step = _first_step_from_run(root)
-    if pod.wants_lazy(files, lazy, scheduler):
-        return pod.load_pod(
-            files, first_step or 0, workers, scheduler, chosen, list(sessions), limit=max_size
+    if pods.wants_lazy(files, lazy, scheduler, pod):
+        return pods.load_pod(
+            files,
+            first_step or 0,
+            workers,
+            scheduler,
+            chosen,
+            list(sessions),
+            limit=max_size,
+            settings=pod,
         )
     loaded = _load_files(files, workers, max_size)
     broken = [item for item in loaded if isinstance(item, XlaprofError)]

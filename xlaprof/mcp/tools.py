@@ -41,6 +41,7 @@ from xlaprof.errors import (
 )
 from xlaprof.mcp import models
 from xlaprof.mcp.roots import Roots, source_root_for
+from xlaprof.model.request import PodSettings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -110,11 +111,13 @@ DeviceArg = Annotated[str | None, Field(description="Only rows of this device (e
 @dataclass(frozen=True)
 class Settings:
     """How the server was started: ``allow_run`` adds run_script and bench_fix, each capped at
-    ``max_run_steps`` steps and ``run_timeout_s`` seconds."""
+    ``max_run_steps`` steps and ``run_timeout_s`` seconds; ``pod``: how a capture of several
+    hosts is read, as the environment the server started in sets it (``xlaprof mcp`` reads it)."""
 
     allow_run: bool = False
     max_run_steps: int = 50
     run_timeout_s: float = 600.0
+    pod: PodSettings = field(default_factory=PodSettings)
 
 
 @dataclass
@@ -226,6 +229,7 @@ class Tools:
             session=session,
             warmup_steps=warmup_steps,
             source_root_of=self.source_root,
+            pod=self.settings.pod,
         )
 
     def _analyze(self, request: AnalysisRequest) -> Analyzed:
@@ -297,11 +301,11 @@ class Tools:
             result = analyzed.results[0] if len(analyzed.results) == 1 else None
         else:
             result, document, notes = analyzed.part(process)  # its notes include the run's
-        for part in analyzed.results if result is None else [result]:
-            if part.trace is not None and len(part.trace.sessions) > 1:
+        for part in (r.part for r in (analyzed.results if result is None else [result])):
+            if len(part.sessions) > 1:
                 notes.append(
-                    f"{len(part.trace.sessions)} profiling sessions; analyzed "
-                    f"{part.trace.session or '.'} (session=NAME for another)"
+                    f"{len(part.sessions)} profiling sessions; analyzed "
+                    f"{part.session or '.'} (session=NAME for another)"
                 )
         if result is None:
             notes.append(
@@ -371,7 +375,7 @@ class Tools:
         frame = _step_tables(result).get(table)
         steady = None
         if table == "timeline" and frame is not None and len(frame):
-            warmup = result.part.data.warmup_steps
+            warmup = result.part.warmup_steps
             median, count = steady_median(frame, warmup)
             if count:
                 seconds = {c: median[c] for c in seconds_columns if c in median}
@@ -417,20 +421,19 @@ class Tools:
         """Where device time went in a capture (or a run's trace window): each device's busy
         and idle time and op categories, and its ops by time, a page at a time. The first 100
         ops are those of `xlaprof analyze --json`'s trace.device_ops; paging goes past them."""
-        from xlaprof.report.json_out import devices_table, frame_records
+        from xlaprof.report.json_out import frame_records
 
         result, _, notes = self.analysis(path, session, process=process).part(process)
-        trace = result.trace
         frame = devices = None
-        if trace is None:
+        if not result.part.traced:
             notes.append(
                 "no trace: device ops come from a capture, or a run recorded with "
                 "`xlaprof run --trace-steps A:B`"
             )
         else:
-            summary = trace.summary()
-            devices = _filtered(devices_table(trace), host, device)
-            frame = summary.ops
+            held = result.table("devices")
+            devices = None if held is None else _filtered(held, host, device)
+            frame = result.device_ops()
             if view == "top_ops":
                 from xlaprof.tables.device import top_ops
 
@@ -748,11 +751,11 @@ def _page(
 
 
 def _step_tables(result: PartResult) -> dict[str, pd.DataFrame | None]:
-    summary = result.trace.summary() if result.trace is not None else None
+    traced = result.part.traced
     return {  # every row, where the analysis cut a table for its document (rows_kept)
         "timeline": result.rows("timeline"),
-        "device_steps": None if summary is None else summary.steps,
-        "tracing": None if summary is None else summary.tracing,
+        "device_steps": result.device_steps() if traced else None,
+        "tracing": result.tracing_vs_device() if traced else None,
         "stragglers": result.rows("stragglers"),
         "host_steps": _host_steps(result),
         "host_skew": result.rows("host_skew"),
@@ -771,16 +774,15 @@ def _host_tables(result: PartResult) -> dict[str, pd.DataFrame | None]:
 
 
 def _host_steps(result: PartResult) -> pd.DataFrame | None:
-    """Several hosts' per-host rows: a pod keeps them on disk (read here when asked for)."""
-    trace = result.trace
-    if result.host_steps is None and trace is not None and len(trace.hosts) > 1:
-        return trace.events_source.stored_host_steps()
+    """Several hosts' per-host rows: a pod keeps them on disk (its row store, read here when
+    asked for)."""
+    if result.host_steps is None and "host_steps" in result.store:
+        return result.host_steps_frame()
     return result.rows("host_steps")
 
 
 def _table_sizes(result: PartResult) -> dict[str, int]:
     """Each table's row count; a pod's per-step tables are counted, not read."""
-    summary = result.trace.summary() if result.trace is not None else None
     counted = {
         "timeline": result.rows("timeline"),
         "stragglers": result.rows("stragglers"),
@@ -788,18 +790,16 @@ def _table_sizes(result: PartResult) -> dict[str, int]:
     }
     counted.update(_host_tables(result))
     sizes = {name: len(frame) for name, frame in counted.items() if frame is not None}
-    if summary is not None:
-        sizes["device_steps"] = summary.rows("steps")
-        sizes["tracing"] = summary.rows("tracing")
-    trace = result.trace
-    stored = None if trace is None else trace.events_source.stored_host_step_count()
+    if result.part.traced:
+        sizes["device_steps"] = result.count("device_steps") or 0
+        sizes["tracing"] = result.count("tracing") or 0
     held = result.rows("host_steps")
     if held is not None:
         sizes["host_steps"] = len(held)
-    elif stored is not None and trace is not None and len(trace.hosts) > 1:
-        sizes["host_steps"] = stored
-    if result.trace is not None:
-        ops = result.trace.summary().ops
+    elif "host_steps" in result.store:
+        sizes["host_steps"] = result.store.count("host_steps")
+    if result.part.traced:
+        ops = result.device_ops()
         sizes["ops"] = len(ops)
         sizes["top_ops"] = int(ops["name"].nunique()) if len(ops) else 0
     return sizes

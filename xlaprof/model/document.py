@@ -39,7 +39,8 @@ from xlaprof.errors import SavedDocumentInvalid
 from xlaprof.findings import Coverage, Kind, Severity
 
 SCHEMA = "xlaprof.analysis/1"
-DOCUMENT_VERSION = 2
+# 3: the device view's rows as numbers (2 and before: as text, still read).
+DOCUMENT_VERSION = 3
 
 # Bounds of a saved document: far above what the writer makes (its tables are cut to
 # MAX_STEP_ROWS and its lists to a few hundred entries), small enough that a renderer given one
@@ -101,9 +102,9 @@ Cell = StrictBool | Integer | Annotated[StrictFloat, Field(allow_inf_nan=False)]
 Figure = Number | Text | None | list[Number | Text | None]
 
 
-def _same_columns(rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    """A text table's rows, each with the first row's columns in its order (the renderers lay
-    the table out by them)."""
+def _same_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A device table's rows, each with the first row's columns in its order (the renderers
+    lay the table out by them)."""
     if rows:
         columns = list(rows[0])
         for number, row in enumerate(rows):
@@ -112,8 +113,10 @@ def _same_columns(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     return rows
 
 
+# A device table's cell: a number, a name, or a row's largest parts with their shares.
+ViewCell = Cell | Annotated[list[tuple[Name, Number]], Field(max_length=MAX_COLUMNS)]
 Rows = Annotated[
-    list[dict[Name, Text]], Field(max_length=MAX_TABLE_ROWS), AfterValidator(_same_columns)
+    list[dict[Name, ViewCell]], Field(max_length=MAX_TABLE_ROWS), AfterValidator(_same_columns)
 ]
 
 
@@ -339,7 +342,8 @@ class CountsDoc(_Closed):
 
 
 class DeviceViewDoc(_Closed):
-    """The device section as text rows; a duty cycle over 100% cannot be and is refused."""
+    """The device section: its rows as numbers (a document of version 2 or older: as text);
+    a duty cycle over 100% cannot be and is refused."""
 
     where: Text
     session: Text | None
@@ -364,12 +368,60 @@ class DeviceViewDoc(_Closed):
 
     @model_validator(mode="after")
     def _possible(self) -> DeviceViewDoc:
+        for table in (
+            self.devices,
+            self.steps,
+            self.ops,
+            self.bottleneck_devices,
+            self.bottlenecks,
+            self.lines,
+            self.tracing,
+        ):
+            if not table or all(isinstance(v, str) for v in table[0].values()):
+                continue  # rows saved as text (version 2 or older): shown as they are
+            for number, row in enumerate(table):
+                for key, value in row.items():
+                    if not _view_cell_fits(key, value):
+                        raise ValueError(
+                            f"device row {number}: {key[:40]!r} holds a {type(value).__name__}"
+                        )
         for row in self.devices:
-            duty = _percent(row.get("duty"))
+            value = row.get("duty")
+            duty = _percent(value) if isinstance(value, str) else _hundredfold(value)
             if duty is not None and duty > 100.0 + 1e-6:
-                name = row.get("device", "?")[:40]
+                name = str(row.get("device", "?"))[:40]
                 raise ValueError(f"device {name!r} busy {duty:g}% of its span")
         return self
+
+
+# The device view's columns by what they hold (``tables.device.view``): whole numbers, other
+# numbers, and a row's largest parts; every other column holds a name. None: not measured. A
+# table of text (a document of version 2 or older) holds text in every column.
+_VIEW_COUNTS = frozenset({"occurrences", "steps", "step", "line", "slowest_step"})
+_VIEW_NUMBERS = frozenset({"duty", "share", "flops_per_s", "bytes_per_s"})
+_VIEW_PARTS = frozenset({"categories", "split"})
+
+
+def _view_cell_fits(key: str, value: object) -> bool:
+    """Whether a device row's ``value`` is of the kind its column ``key`` holds."""
+    if value is None:
+        return True  # not measured
+    if isinstance(value, bool):
+        return False
+    if key in _VIEW_PARTS:
+        return isinstance(value, list)
+    if key in _VIEW_COUNTS:
+        return isinstance(value, int)
+    if key in _VIEW_NUMBERS or key.endswith("_s"):
+        return isinstance(value, int | float)
+    return isinstance(value, str)
+
+
+def _hundredfold(share: object) -> float | None:
+    """A share of one as a percentage (None for anything but a number)."""
+    if isinstance(share, int | float) and not isinstance(share, bool):
+        return float(share) * 100.0
+    return None
 
 
 def _percent(text: str | None) -> float | None:
@@ -430,6 +482,18 @@ class CheckDoc(_Closed):
     run_status: Name | None
 
 
+# The columns each figure draws of its table (``PartResult.frames``, written as ``frame:NAME``):
+# a table with rows but without them cannot be drawn.
+FIGURE_COLUMNS = {
+    "frame:device_steps": {"device", "step", "busy_s", "idle_s"},
+    "frame:device_ops": {"name", "total_s", "occurrences", "devices"},
+    "frame:host_steps": {"host", "device", "step", "wall_ms"},
+    "frame:compiles": {"step", "cause", "location", "graph_hash"},
+    "frame:regions": {"name", "seconds"},
+    "frame:steps": {"step"},
+}
+
+
 class ViewDoc(_Closed):
     """What the renderers read beyond the contract's keys (``PartResult.view_json``)."""
 
@@ -455,6 +519,11 @@ class ViewDoc(_Closed):
     def _host_tables(self) -> ViewDoc:
         if self.host_activity is not None and not {"host_activity", "host_hot"} <= set(self.tables):
             raise ValueError("host_activity without its host_activity and host_hot tables")
+        for name, needed in FIGURE_COLUMNS.items():
+            table = self.tables.get(name)
+            if table is not None and table.rows and not needed <= set(table.columns):
+                missing = ", ".join(sorted(needed - set(table.columns)))
+                raise ValueError(f"table {name} has rows but not its column(s) {missing}")
         return self
 
 

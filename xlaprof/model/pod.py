@@ -22,6 +22,7 @@ from xlaprof.model.ondisk import (
     TRACING,
     StepRows,
 )
+from xlaprof.model.rowstore import HostRows, RowStore
 from xlaprof.model.trace import HostTableMaker, HostTables, Trace
 
 if TYPE_CHECKING:
@@ -198,6 +199,18 @@ def typed_steps(steps: pd.DataFrame) -> pd.DataFrame:
     return steps
 
 
+def _host_rows(summary: HostSummary, name: str) -> HostRows:
+    """Where ``summary``'s host keeps its rows of per-step table ``name``: its file, or the
+    rows themselves where no file could be written."""
+    return HostRows(
+        host=summary.host,
+        path=None if summary.frames is not None else summary.tables.get(name),
+        stored_host=summary.stored_host,
+        rows=None if summary.aggregates is None else summary.aggregates.rows.get(name, 0),
+        frame=None if summary.frames is None else summary.frames.get(name),
+    )
+
+
 @dataclass
 class CachedEvents:
     """A pod capture's events and per-step tables, left in the per-host Parquet caches until
@@ -229,28 +242,17 @@ class CachedEvents:
             chosen = [s for s in chosen if s.host in wanted]
         return chosen
 
-    def _read_table(
-        self, summary: HostSummary, name: str, columns: list[str] | None, filters: Any
-    ) -> pd.DataFrame:
-        """One host's rows of per-step table ``name``, its host column naming it."""
-        import pyarrow.parquet as pq
+    def row_store(self) -> RowStore:
+        """Where the per-step tables are, host by host (``xlaprof.model.rowstore``): each
+        host's file, or its rows where no file could be written."""
+        from xlaprof.model.ondisk import TABLES
 
-        if summary.frames is not None:  # no cache could be written: held by the summary
-            frame = summary.frames[name]
-            if filters is not None:
-                import pyarrow as pa
-
-                if isinstance(filters, list):
-                    filters = pq.filters_to_expression(filters)
-                table = pa.Table.from_pandas(frame, preserve_index=False).filter(filters)
-                frame = table.to_pandas()
-            frame = frame[columns] if columns else frame
-        else:
-            path = summary.tables[name]
-            frame = pq.read_table(path, columns=columns, filters=filters).to_pandas()
-        if "host" in frame and summary.stored_host != summary.host:
-            frame["host"] = summary.host
-        return frame
+        tables: dict[str, list[HostRows]] = {}
+        for name in TABLES:
+            hosts = [_host_rows(s, name) for s in self._summaries()]
+            if any(h.path is not None or h.frame is not None for h in hosts):
+                tables[name] = hosts
+        return RowStore(tables)
 
     def table(
         self,
@@ -261,39 +263,12 @@ class CachedEvents:
     ) -> pd.DataFrame:
         """Rows of per-step table ``name`` (``xlaprof.model.ondisk.TABLES``) of ``hosts``
         (every host by default), hosts in order; ``columns`` and pyarrow ``filters`` apply
-        while each host's file is read."""
-        import pandas as pd
-
-        frames = [self._read_table(s, name, columns, filters) for s in self._summaries(hosts)]
-        kept = [f for f in frames if len(f)] or frames[:1]
-        if not kept:
-            return pd.DataFrame(columns=columns)
-        frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
-        if name == STEP_BOUNDS and "host" in frame:
-            frame["host"] = frame["host"].astype(str).astype("category")
-        return frame
+        while each host's file is read (``RowStore.read``)."""
+        return self.row_store().read(name, hosts, columns, filters)
 
     def table_head(self, name: str, rows: int) -> pd.DataFrame:
-        """The first ``rows`` rows of table ``name``, hosts in order: only the hosts they are
-        in are read (and the first host for the columns, when no host has a row)."""
-        import pandas as pd
-
-        summaries = self._summaries()
-        frames: list[pd.DataFrame] = []
-        count = 0
-        for summary in summaries:
-            if count >= rows:
-                break
-            if summary.aggregates is not None and not summary.aggregates.rows.get(name):
-                continue
-            frame = self._read_table(summary, name, None, None).head(rows - count)
-            frames.append(frame)
-            count += len(frame)
-        if not frames and summaries:
-            frames = [self._read_table(summaries[0], name, None, None).head(0)]
-        if not frames:
-            return pd.DataFrame()
-        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        """The first ``rows`` rows of table ``name``, hosts in order (``RowStore.head``)."""
+        return self.row_store().head(name, rows)
 
     def table_rows(self, name: str) -> int:
         return sum(
@@ -309,14 +284,8 @@ class CachedEvents:
     def in_memory(self) -> None:
         return None
 
-    def load_record(self) -> dict[str, Any] | None:
-        return None if self.load is None else self.load.record()
-
-    def stored_host_steps(self, columns: list[str] | None = None) -> pd.DataFrame:
-        return self.host_steps(columns)
-
-    def stored_host_step_count(self) -> int:
-        return self.table_rows(HOST_STEPS)
+    def load_record(self) -> dict[str, Any]:
+        return {} if self.load is None else self.load.record()
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         """Host skew and stragglers from the hosts' straggler rows read a range of steps at a
@@ -367,7 +336,7 @@ class CachedEvents:
         devices: dict[str, int] = {}
         parts: list[tuple[np.ndarray, ...]] = []
         for index, summary in enumerate(summaries):
-            frame = self._read_table(summary, HOST_STEPS, STEP_ROW_COLUMNS[1:], filters)
+            frame = _host_rows(summary, HOST_STEPS).read(STEP_ROW_COLUMNS[1:], filters)
             codes, names = pd.factorize(frame["device"])
             ours = np.asarray([devices.setdefault(str(n), len(devices)) for n in names] + [-1])
             parts.append(
@@ -447,7 +416,7 @@ class CachedEvents:
             return None
         held = first[0].tables if first[0].frames is None else first[0].frames
         if TIMELINE in held:
-            frame = self._read_table(first[0], TIMELINE, None, None)
+            frame = _host_rows(first[0], TIMELINE).read(None, None)
             return frame if len(frame) else None
         return None if self.make_timeline is None else self.make_timeline()
 

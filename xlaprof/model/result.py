@@ -1,10 +1,13 @@
 """The result model: what the analysis of one part produced, as every renderer reads it.
 
-``PartResult`` holds the part, its findings and the tables made for it (step timeline, host
-skew, per-host steps, stragglers) and the trace with its device model. Its methods return those
-as DataFrames (an empty frame where the input had nothing to say), so the notebook facade, the
-HTML report and the console show the same tables without computing anything again; nothing
-here reads a file (the notebook facade reads a run's own rows from its ``Run``).
+``PartResult`` holds what the part was (``PartInfo``: its name, sources and run record), its
+findings and the tables made for it (step timeline, host skew, per-host steps, stragglers, the
+device model's tables, the run's own rows). It is closed: numbers, typed tables and findings
+only, never the loaded run, analyzer input or trace; a pod's per-step rows that stay on disk
+are named by its row store (``xlaprof.model.rowstore``: files and row counts), read when asked
+for. Its methods return the tables as DataFrames (an empty frame where the input had nothing
+to say), so the notebook facade, the HTML report, the MCP tools and the console show the same
+tables without computing anything again.
 """
 
 from __future__ import annotations
@@ -12,14 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, TRACING
+from xlaprof.model.rowstore import RowStore
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.findings import Finding, KindCoverage
     from xlaprof.model.input import HostActivity
-    from xlaprof.model.parts import Part
-    from xlaprof.model.trace import Trace
-    from xlaprof.rundir.reader import Run
+    from xlaprof.model.parts import RunSummary, SourceInfo
 
 # The part of a step's time no measured part covers (``StepStory.parts``' key): never a cause.
 UNATTRIBUTED = "unattributed"
@@ -124,14 +128,17 @@ class StepStory:
         return story
 
 
-Rows = list[dict[str, str]]
+# A device table's rows: numbers (seconds, shares of one, counts; None where not measured) and
+# names, by column; a document of version 2 or older holds them as text (shown as they are).
+Rows = list[dict[str, Any]]
 
 
 @dataclass
 class DeviceView:
-    """What the reports show of a capture's devices, as text (``tables.device.view``): each
-    table's rows, the notes under them and the verdict on the traced steps. Computed once by
-    the pipeline; renderers lay it out, and a saved result carries it whole."""
+    """What the reports show of a capture's devices (``tables.device.view``): each table's
+    rows as numbers, the notes under them and the verdict on the traced steps. Computed once
+    by the pipeline; renderers write the rows as text (``report.devices``), and a saved result
+    carries the view whole."""
 
     where: str
     session: str | None
@@ -282,17 +289,39 @@ class CheckFigures:
 
 
 @dataclass
+class PartInfo:
+    """What one analyzed part was, as every output names it: its name (a process run's, or
+    "files"), what was read (``sources``), its run record (``run_summary``, a run directory's
+    ``run.json``) and folder (``run_path``), the path a capture was given as
+    (``trace_path``), the warm-up steps it was analyzed with, whether it was a capture alone
+    (``trace_only``: device tables, and no report, log or run for the analyzers), and of its
+    profiler trace (``traced``: it had one, a capture or a run's trace window): the hosts, the
+    session analyzed of every session found, and what was wrong with the capture."""
+
+    name: str
+    sources: list[SourceInfo] = field(default_factory=list)
+    run_summary: RunSummary | None = None
+    trace_path: str | None = None
+    run_path: str | None = None
+    warmup_steps: int = 2
+    trace_only: bool = False
+    traced: bool = False
+    hosts: list[str] = field(default_factory=list)
+    session: str | None = None
+    sessions: list[str] = field(default_factory=list)
+    trace_warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
 class PartResult:
     """One part analyzed (``xlaprof.pipeline.analyze``), finished: everything a renderer shows."""
 
-    part: Part
+    part: PartInfo
     findings: list[Finding]
     timeline: pd.DataFrame | None = None
     host_skew: pd.DataFrame | None = None
-    # The profiler trace (a capture, or a run directory's trace window): device tables.
-    trace: Trace | None = None
-    # several hosts: one row per (host, device, step) (a pod's stay on disk: None here, read
-    # by ``host_steps_frame``), and the stragglers among them
+    # several hosts: one row per (host, device, step) (a pod's stay on disk: None here, named
+    # by ``store`` and read by ``host_steps_frame``), and the stragglers among them
     host_steps: pd.DataFrame | None = None
     stragglers: pd.DataFrame | None = None
     # The step model's summary: where a steady step goes (tables/story.py).
@@ -339,10 +368,18 @@ class PartResult:
     # A result read back from a saved ``--json`` document (``inputs.saved``): the file read
     # (every output names it, not the run it was made from).
     read_from: str | None = None
-
-    @property
-    def run(self) -> Run | None:
-        return self.part.run
+    # Tables held whole for the notebook and the MCP tools, in memory only, never written: the
+    # run's own rows (``steps``, ``events``, ``compiles``, ``regions``) and the trace's device
+    # model (``device_steps``, ``device_ops``, ``device_utilization``, ``devices``, ``tracing``,
+    # ``bottlenecks``, ``lines``, ``line_totals``) where it holds them in memory.
+    whole: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    # The document's ``reports`` and ``debug_events``: the metrics reports and the PT_XLA_DEBUG
+    # events read, as JSON (``tables.document.report_json``/``event_json``).
+    reports_json: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    events_json: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # A pod's per-step tables left on disk (device steps, tracing, bottlenecks, the per-host
+    # steps): where they are, read when asked for (empty: every row is in memory).
+    store: RowStore = field(default_factory=RowStore, repr=False)
 
     @property
     def trace_only(self) -> bool:
@@ -388,8 +425,8 @@ class PartResult:
         """A part's result from its ``--json`` document (one of ``processes``, or the whole
         document of one part): what the renderers show, without the trace or the run."""
         from xlaprof.findings import Finding, KindCoverage
-        from xlaprof.model.input import AnalysisInput, HostActivity
-        from xlaprof.model.parts import Part, RunSummary, SourceInfo
+        from xlaprof.model.input import HostActivity
+        from xlaprof.model.parts import RunSummary, SourceInfo
         from xlaprof.parse.metrics_report import ParseWarning
 
         view = document.get("view") or {}
@@ -409,12 +446,15 @@ class PartResult:
             for s in document.get("sources", [])
         ]
         run = document.get("run")
-        part = Part(
+        part = PartInfo(
             name=view.get("name") or "files",
-            data=AnalysisInput(warmup_steps=2 if counts is None else counts.warmup_steps),
             sources=sources,
             run_summary=None if run is None else RunSummary(**run),
             trace_path=view.get("trace_path"),
+            run_path=None if run is None else run.get("path"),
+            warmup_steps=2 if counts is None else counts.warmup_steps,
+            trace_only=bool(view.get("trace_only")),
+            traced=document.get("trace") is not None,
         )
         tables = {k: frame_from_json(v) for k, v in (view.get("tables") or {}).items()}
         story = document.get("story")
@@ -494,10 +534,10 @@ class PartResult:
         return _or_empty(self.every_row.get("host_skew", self.host_skew))
 
     def host_steps_frame(self) -> pd.DataFrame:
-        """Several hosts: one row per (host, device, step); a pod's are read from disk (the heat
-        map's device is in ``frames``)."""
-        if self.host_steps is None and self.trace is not None:
-            return _or_empty(self.trace.events_source.stored_host_steps())
+        """Several hosts: one row per (host, device, step); a pod's are read from its row
+        store (the heat map's device is in ``frames``)."""
+        if self.host_steps is None and HOST_STEPS in self.store:
+            return self.store.read(HOST_STEPS)
         return _or_empty(self.every_row.get("host_steps", self.host_steps))
 
     def stragglers_frame(self) -> pd.DataFrame:
@@ -512,25 +552,52 @@ class PartResult:
     def torch_compiles_frame(self) -> pd.DataFrame:
         return _or_empty(self.torch_compiles)
 
+    def table(self, name: str) -> pd.DataFrame | None:
+        """Every row of table ``name`` held whole (``whole``) or named by the row store (read
+        now; the device model's per-step tables of a pod), else None (not measured here)."""
+        if name in self.whole:
+            return self.whole[name]
+        stored = STORED_AS.get(name)
+        if stored is not None and stored in self.store:
+            return self.store.read(stored)
+        return None
+
+    def count(self, name: str) -> int | None:
+        """How many rows table ``name`` has (as ``table``), a stored one's counted, not read."""
+        if name in self.whole:
+            return len(self.whole[name])
+        stored = STORED_AS.get(name)
+        if stored is not None and stored in self.store:
+            return self.store.count(stored)
+        return None
+
     def device_steps(self) -> pd.DataFrame:
-        return self.trace.device_steps() if self.trace is not None else _empty()
+        return _or_empty(self.table("device_steps"))
 
     def device_ops(self) -> pd.DataFrame:
-        return self.trace.device_ops() if self.trace is not None else _empty()
+        return _or_empty(self.table("device_ops"))
 
     def device_utilization(self) -> pd.DataFrame:
-        return self.trace.device_utilization() if self.trace is not None else _empty()
+        return _or_empty(self.table("device_utilization"))
 
     def tracing_vs_device(self) -> pd.DataFrame:
-        return self.trace.tracing_vs_device() if self.trace is not None else _empty()
+        return _or_empty(self.table("tracing"))
 
     def bottlenecks(self) -> pd.DataFrame:
-        return self.trace.bottlenecks() if self.trace is not None else _empty()
+        return _or_empty(self.table("bottlenecks"))
 
     def device_time_by_line(self, per_device: bool = False) -> pd.DataFrame:
-        if self.trace is None:
-            return _empty()
-        return self.trace.device_time_by_line(per_device)
+        return _or_empty(self.table("lines" if per_device else "line_totals"))
+
+
+# The row store's names (``xlaprof.model.ondisk.TABLES``) of the tables ``PartResult.table``
+# reads from it, by the result's names.
+STORED_AS = {
+    "device_steps": DEVICE_STEPS,
+    "tracing": TRACING,
+    "bottlenecks": BOTTLENECK,
+    "host_steps": HOST_STEPS,
+}
 
 
 def _empty() -> pd.DataFrame:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from xlaprof.model.device import DeviceSummary
+    from xlaprof.model.rowstore import RowStore
 
 DEVICE_COLUMNS = [
     "session",
@@ -49,8 +50,8 @@ class EventFilters(TypedDict, total=False):
 @dataclass
 class HostTables:
     """A several-host trace's per-host tables: host skew per step, the straggler rows
-    (HOST_STEP_COLUMNS; None where they stay on disk, read with
-    ``EventSource.stored_host_steps``) and the stragglers per step and device."""
+    (HOST_STEP_COLUMNS; None where they stay on disk: ``EventSource.row_store``) and the
+    stragglers per step and device."""
 
     skew: pd.DataFrame
     host_steps: pd.DataFrame | None
@@ -104,18 +105,9 @@ class EventSource(Protocol):
         over all of a pod's events is not worth reading its caches for)."""
         ...
 
-    def load_record(self) -> dict[str, Any] | None:
-        """How the hosts were read by workers, for ``--json`` (``PodLoad.record``; None when
+    def load_record(self) -> dict[str, Any]:
+        """How the hosts were read by workers, for ``--json`` (``PodLoad.record``; empty when
         read in this process)."""
-        ...
-
-    def stored_host_steps(self, columns: list[str] | None = None) -> pd.DataFrame | None:
-        """The straggler rows the loader left on disk (``columns`` of them, where given), read
-        now (None: none are stored, the pipeline makes them from the events)."""
-        ...
-
-    def stored_host_step_count(self) -> int | None:
-        """How many straggler rows are stored, nothing read (None: none are stored)."""
         ...
 
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
@@ -132,6 +124,10 @@ class EventSource(Protocol):
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         """``trace``'s host tables, made by ``maker`` from wherever the rows are."""
+        ...
+
+    def row_store(self) -> RowStore:
+        """Where the per-step tables left on disk are (empty: every row is held in memory)."""
         ...
 
 
@@ -157,14 +153,8 @@ class HeldEvents:
     def in_memory(self) -> pd.DataFrame:
         return self.trace.events
 
-    def load_record(self) -> None:
-        return None
-
-    def stored_host_steps(self, columns: list[str] | None = None) -> None:
-        return None
-
-    def stored_host_step_count(self) -> None:
-        return None
+    def load_record(self) -> dict[str, Any]:
+        return {}
 
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         return trace
@@ -174,6 +164,11 @@ class HeldEvents:
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         return maker.of_events(trace)
+
+    def row_store(self) -> RowStore:
+        from xlaprof.model.rowstore import RowStore
+
+        return RowStore()
 
 
 @dataclass

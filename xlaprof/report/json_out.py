@@ -11,13 +11,9 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from xlaprof.errors import SavedDocumentInvalid
-from xlaprof.findings import Finding, merged_coverage
+from xlaprof.findings import merged_coverage
 from xlaprof.model.document import DOCUMENT_VERSION, SCHEMA, check_document
-from xlaprof.model.input import AnalysisInput
-from xlaprof.model.parts import SourceInfo
 from xlaprof.model.result import AnalysisResult, Counts, KeptRows, PartResult, RunComparison
-from xlaprof.parse.debug_log import DebugEvent
-from xlaprof.parse.metrics_report import MetricsReport
 from xlaprof.report.base import RenderOptions
 from xlaprof.tables.document import (
     MAX_DEVICE_OPS,
@@ -56,47 +52,9 @@ if TYPE_CHECKING:
     pass
 
 
-def report_json(report: MetricsReport) -> dict[str, Any]:
-    return {
-        "step": report.step,
-        "metrics": {
-            m.name: {
-                "total_samples": m.total_samples,
-                "accumulator": m.accumulator,
-                "unit": m.unit,
-                "rate": m.rate,
-                "value_rate": m.value_rate,
-                "mean": m.mean,
-                "stddev": m.stddev,
-                "percentiles": {f"{k:g}": v for k, v in m.percentiles.items()},
-            }
-            for m in report.metrics.values()
-        },
-        "counters": dict(report.counters),
-    }
-
-
-def event_json(event: DebugEvent) -> dict[str, Any]:
-    return {
-        "kind": event.kind,
-        "cause": event.cause,
-        "graph_hash": event.graph_hash,
-        "graph_inputs": event.graph_inputs,
-        "graph_outputs": event.graph_outputs,
-        "frames": [{"function": f.function, "file": f.file, "line": f.line} for f in event.frames],
-        "memory": None if event.memory is None else asdict(event.memory),
-        "step": event.step,
-        "truncated": event.truncated,
-    }
-
-
-def analysis_document(
-    data: AnalysisInput,
-    findings: list[Finding],
-    sources: list[SourceInfo],
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The whole ``--json`` document as a dict."""
+def analysis_document(result: PartResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole ``--json`` document of one part as a dict."""
+    sources, counts = result.part.sources, result.counts
     document: dict[str, Any] = {
         "schema": SCHEMA,
         "document_version": DOCUMENT_VERSION,
@@ -110,16 +68,16 @@ def analysis_document(
             }
             for s in sources
         ],
-        "reports": [report_json(r) for r in data.reports],
-        "debug_events": [event_json(e) for e in data.debug.events],
+        "reports": result.reports_json,
+        "debug_events": result.events_json,
         "summary": {
-            "compiles": data.compiles(),
-            "executions": data.executions(),
-            "device_to_host_transfers": data.device_to_host_transfers(),
-            "aten_fallbacks": data.aten_fallbacks(),
-            "steps": data.step_count(),
+            "compiles": None if counts is None else counts.compiles,
+            "executions": None if counts is None else counts.executions,
+            "device_to_host_transfers": None if counts is None else counts.device_to_host_transfers,
+            "aten_fallbacks": {} if counts is None else counts.aten_fallbacks,
+            "steps": None if counts is None else counts.steps,
         },
-        "findings": [f.to_json() for f in findings],
+        "findings": [f.to_json() for f in result.findings],
     }
     if extra:
         document.update(extra)
@@ -155,19 +113,7 @@ def result_document(result: PartResult) -> dict[str, Any]:
         extra["stragglers_total"] = _total(result.stragglers, kept.get("stragglers"))
     extra.update(_kept_json(result))
     extra.update(host_json(result.host_activity, result.torch_compiles))
-    document = analysis_document(part.data, result.findings, part.sources, extra)
-    if result.counts is not None:
-        counts = result.counts
-        document["summary"] = strict_document(
-            {
-                "compiles": counts.compiles,
-                "executions": counts.executions,
-                "device_to_host_transfers": counts.device_to_host_transfers,
-                "aten_fallbacks": counts.aten_fallbacks,
-                "steps": counts.steps,
-            }
-        )
-    return document
+    return analysis_document(result, extra)
 
 
 def _kept_json(result: PartResult) -> dict[str, Any]:

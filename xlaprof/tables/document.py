@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
 
     from xlaprof.model.input import HostActivity
     from xlaprof.model.trace import Trace
+    from xlaprof.parse.debug_log import DebugEvent
+    from xlaprof.parse.metrics_report import MetricsReport
 
 
 def strict_json(value: Any) -> Any:
@@ -153,3 +156,39 @@ def host_json(activity: HostActivity | None, compiles: pd.DataFrame | None) -> d
         document["torch_compiles"] = records(compiles.head(MAX_HOST_ROWS))
         document["torch_compiles_total"] = len(compiles)
     return document
+
+
+def report_json(report: MetricsReport) -> dict[str, Any]:
+    """One metrics report as the document's ``reports`` hold it."""
+    return {
+        "step": report.step,
+        "metrics": {
+            m.name: {
+                "total_samples": m.total_samples,
+                "accumulator": m.accumulator,
+                "unit": m.unit,
+                "rate": m.rate,
+                "value_rate": m.value_rate,
+                "mean": m.mean,
+                "stddev": m.stddev,
+                "percentiles": {f"{k:g}": v for k, v in m.percentiles.items()},
+            }
+            for m in report.metrics.values()
+        },
+        "counters": dict(report.counters),
+    }
+
+
+def event_json(event: DebugEvent) -> dict[str, Any]:
+    """One PT_XLA_DEBUG event as the document's ``debug_events`` hold it."""
+    return {
+        "kind": event.kind,
+        "cause": event.cause,
+        "graph_hash": event.graph_hash,
+        "graph_inputs": event.graph_inputs,
+        "graph_outputs": event.graph_outputs,
+        "frames": [{"function": f.function, "file": f.file, "line": f.line} for f in event.frames],
+        "memory": None if event.memory is None else asdict(event.memory),
+        "step": event.step,
+        "truncated": event.truncated,
+    }

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from builders import pod_env, two_pod_hosts, write_pod_host
 from fuzzing import CALL_LIMIT_S, SMALL, Hang, mutate_parquet_cache, time_limit
-from helpers import MI300, cli, sample_capture, shared_trace
+from helpers import MI300, analyzed_inputs, cli, sample_capture, shared_trace
 
 from xlaprof.parse.xplane import read_xspace
 
@@ -289,8 +289,6 @@ def test_a_pod_read_again_from_its_caches_is_the_pod_read_fresh(
 ) -> None:
     import pandas as pd
 
-    from xlaprof.pipeline import analyze_one
-
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
     monkeypatch.setenv("XLAPROF_LAZY_BYTES", "0")  # a pod, read by workers into caches
     # GIVEN a pod of two real CPU captures: two runs' trace windows, copied unchanged as the
@@ -301,19 +299,20 @@ def test_a_pod_read_again_from_its_caches_is_the_pod_read_fresh(
         shutil.copyfile(sample_capture(run), session / f"host-{number}.xplane.pb")
 
     def analyzed() -> Any:
-        result, _, _ = analyze_one(tmp_path / "logdir")
-        hits = [host["cache_hit"] for host in result.trace.events_source.load_record()["hosts"]]
-        return result, hits
+        made = analyzed_inputs(tmp_path / "logdir")
+        hits = [host["cache_hit"] for host in made.result.trace_json["pod"]["hosts"]]
+        return made, hits
 
     # WHEN it is analyzed fresh (each host's cache written), then again (read from them)
     (fresh, written), (again, read) = analyzed(), analyzed()
     assert written == [False, False] and read == [True, True]
     # THEN every table of the two results is the same frame, dtypes included: the figures'
     # tables (device_ops: the top ops; device_steps) and the device model's small tables
-    assert sorted(again.frames) == sorted(fresh.frames) and "device_ops" in fresh.frames
-    assert len(fresh.frames["device_ops"]) > 0
-    for name, frame in fresh.frames.items():
-        pd.testing.assert_frame_equal(again.frames[name], frame, check_exact=True, obj=name)
+    fresh_frames, again_frames = fresh.result.frames, again.result.frames
+    assert sorted(again_frames) == sorted(fresh_frames) and "device_ops" in fresh_frames
+    assert len(fresh_frames["device_ops"]) > 0
+    for name, frame in fresh_frames.items():
+        pd.testing.assert_frame_equal(again_frames[name], frame, check_exact=True, obj=name)
     for name in ("devices", "ops", "utilization", "bottleneck_by_device"):
         want = getattr(fresh.trace.summary(), name)
         got = getattr(again.trace.summary(), name)

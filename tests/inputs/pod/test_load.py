@@ -9,6 +9,7 @@ never from what xlaprof printed.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -19,7 +20,20 @@ from helpers import MI300, cli, jax_cpu_sample, shared_trace, without_saved_line
 from xlaprof.errors import BadCapture
 from xlaprof.inputs import pod
 from xlaprof.inputs.traces import load_trace
+from xlaprof.model.request import PodSettings
 from xlaprof.tables.stragglers import stragglers
+
+
+def _environment() -> PodSettings:
+    """What a command reads of the (monkeypatched) environment: the pod's settings."""
+    return PodSettings.of(os.environ)
+
+
+def _pod_parts(path: Path) -> list:
+    """``path`` loaded as a command loads it, with the environment's pod settings."""
+    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
+
+    return load_parts([path], DEFAULT_MAX_INPUT_BYTES, 2, pod=_environment())
 
 
 def test_lazy_load_matches_the_in_memory_one(tmp_path: Path) -> None:
@@ -112,33 +126,34 @@ def test_a_pod_keeps_its_per_step_rows_on_disk_and_reads_them_when_asked(tmp_pat
     assert len(eager.select(**picked)) > 0
     assert _same(lazy.select(**picked), eager.select(**picked), key=["start_ns", "name"])
     # AND only the pod's source keeps straggler rows and a workers' record
-    assert eager.events_source.stored_host_steps() is None
-    assert eager.events_source.load_record() is None
-    assert lazy.events_source.stored_host_step_count() == len(pod.host_steps(eager)) > 0
+    assert not eager.events_source.row_store().tables and eager.events_source.load_record() == {}
+    assert lazy.events_source.row_store().count("host_steps") == len(pod.host_steps(eager)) > 0
     assert [h["host"] for h in lazy.events_source.load_record()["hosts"]] == eager.hosts
 
 
 def test_the_analyzers_find_the_same_in_a_pod_as_in_its_hosts_in_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
     from xlaprof.model.pod import CachedEvents
     from xlaprof.model.trace import HeldEvents
-    from xlaprof.pipeline import analyze_parts
+    from xlaprof.pipeline import analyze_inputs
 
     # GIVEN three hosts analyzed as a pod (per-step rows on disk) and in memory
     pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
 
-    def analyzed(lazy_bytes: str) -> tuple[list, object]:
+    def analyzed(lazy_bytes: str) -> tuple[list, object, object]:
         monkeypatch.setenv("XLAPROF_LAZY_BYTES", lazy_bytes)
-        (result,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
-        findings = [(f.kind.value, f.title, f.evidence) for f in result.findings]
-        return findings, result
+        (made,) = analyze_inputs(_pod_parts(tmp_path))
+        findings = [(f.kind.value, f.title, f.evidence) for f in made.result.findings]
+        return findings, made.result, made.trace
 
-    pod_findings, pod_result = analyzed("0")
-    memory_findings, memory_result = analyzed(str(10**12))
-    assert isinstance(pod_result.trace.events_source, CachedEvents)
-    assert isinstance(memory_result.trace.events_source, HeldEvents)
+    pod_findings, pod_result, pod_trace = analyzed("0")
+    memory_findings, memory_result, memory_trace = analyzed(str(10**12))
+    assert isinstance(pod_trace.events_source, CachedEvents)
+    assert isinstance(memory_trace.events_source, HeldEvents)
+    # AND the pod's result names its per-step rows' files; the in-memory one holds them
+    assert "device_steps" in pod_result.store and not memory_result.store.tables
+    assert _same(pod_result.device_steps(), memory_result.device_steps())
     # THEN the findings (the capture's bottleneck analyzers among them) and the step story
     # are the same
     assert pod_findings == memory_findings
@@ -162,12 +177,11 @@ def test_a_pods_stragglers_and_skew_taken_a_few_steps_at_a_time_are_every_rows(
     assert _same(late, stragglers(every)) and len(late) > 2
     assert _same(skew, host_skew(trace.step_times())) and len(skew) > 2
     # AND the analysis of the pod uses them, and still gives every per-host row on demand
-    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
 
     monkeypatch.setenv("XLAPROF_LAZY_BYTES", "0")
-    (result,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
-    assert result.host_steps is None  # not held
-    assert _same(result.trace.source.host_steps(), every)
+    (result,) = analyze_parts(_pod_parts(tmp_path))
+    assert result.host_steps is None  # not held: named by the result's row store
+    assert _same(result.host_steps_frame(), every)
     assert _same(result.stragglers, late)
 
 
@@ -194,7 +208,6 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
 ) -> None:
     import json
 
-    from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
     from xlaprof.model.result import AnalysisResult
     from xlaprof.pipeline import analyze_parts
     from xlaprof.report import render
@@ -206,7 +219,7 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
     monkeypatch.setenv("XLAPROF_LAZY_BYTES", "0")
 
     def analyzed() -> tuple[AnalysisResult, str, dict]:
-        (part,) = analyze_parts(load_parts([tmp_path], DEFAULT_MAX_INPUT_BYTES, 2))
+        (part,) = analyze_parts(_pod_parts(tmp_path))
         result = AnalysisResult([part])
         return result, render(result, "console"), analysis_json(result)
 
@@ -317,7 +330,7 @@ def test_a_pods_step_view_leaves_out_the_partial_steps_its_step_tables_do(
     for host in ("host-0", "host-1"):
         shutil.copyfile(jax_cpu_sample(), session / f"{host}.xplane.pb")
     annotated = json.loads(jax_cpu_sample("capture_jax_cpu.json").read_text())["steps_annotated"]
-    (part,) = load_parts([tmp_path / "logdir"], 1 << 30)
+    (part,) = load_parts([tmp_path / "logdir"], 1 << 30, pod=_environment())
     trace = part.trace
     assert trace is not None and trace.source is not None and trace.partial_edges
     # WHEN the step timeline's view of it (its first host) is asked for its step times

@@ -52,5 +52,5 @@ def test_the_reports_say_the_same_of_a_pod_as_of_its_hosts_in_memory(tmp_path: P
         if section is devices.capture_line:  # the pod is read from its files, not one file
             got, want = got.split("(", 1)[1], want.split("(", 1)[1]
         assert got == want, section.__name__
-    assert devices.step_rows(lazy)[0]["steps"] == str(4 * 2 * POD_COPIES)
+    assert devices.step_rows(lazy)[0]["steps"] == 4 * 2 * POD_COPIES  # a count, as a number
     assert devices.bottleneck_device_rows(lazy)  # four hosts' devices, from their workers

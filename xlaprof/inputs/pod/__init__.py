@@ -31,18 +31,16 @@ reports say of every step, from the workers' aggregates).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import BadCapture, InputUnreadable
-from xlaprof.inputs.pod.cache import CACHE_DIR_ENV
-from xlaprof.inputs.pod.cluster import SCHEDULER_ENV
 from xlaprof.inputs.pod.runner import summarize_hosts
 from xlaprof.inputs.pod.summary import host_step_rows
-from xlaprof.model.ondisk import DEVICE_STEPS, TRACING, StepRows
+from xlaprof.model.ondisk import DEVICE_STEPS, HOST_STEPS, TRACING, StepRows
 from xlaprof.model.pod import HOST_STEP_COLUMNS, CachedEvents, concat_frames
+from xlaprof.model.request import CACHE_DIR_ENV, LAZY_BYTES, LAZY_BYTES_ENV, PodSettings
 from xlaprof.model.stats import AUTOTUNE_STEPS, Digest, StepOverview, bin_range
 from xlaprof.model.trace import DEVICE_COLUMNS, HostTables, Trace
 from xlaprof.tables import device as device_model
@@ -62,23 +60,29 @@ if TYPE_CHECKING:
 
 # Straggler rows read at once (a range of steps over every host): what the parent holds of them.
 STEP_CHUNK_ROWS = 200_000
-# Above this many bytes of trace files in all, a several-host capture loads lazily
-# (``$XLAPROF_LAZY_BYTES`` overrides it).
-LAZY_BYTES = 64 * 1024**2
-LAZY_BYTES_ENV = "XLAPROF_LAZY_BYTES"
+# Above ``LAZY_BYTES`` of trace files in all (``PodSettings.lazy_bytes``, which
+# ``$XLAPROF_LAZY_BYTES`` sets at the edge), a several-host capture loads lazily.
+__all__ = ["LAZY_BYTES", "LAZY_BYTES_ENV", "host_steps", "load_pod", "wants_lazy"]
 
 
-def wants_lazy(files: Sequence[Path], lazy: bool | None, scheduler: str | None) -> bool:
-    """Whether ``files`` load as a pod (see ``load_trace``)."""
+def wants_lazy(
+    files: Sequence[Path],
+    lazy: bool | None,
+    scheduler: str | None,
+    settings: PodSettings | None = None,
+) -> bool:
+    """Whether ``files`` load as a pod (see ``load_trace``; ``settings``: the environment's,
+    read at the edge)."""
+    settings = settings or PodSettings()
     if len(files) < 2 or lazy is False:
         return False
-    if lazy or scheduler or os.environ.get(SCHEDULER_ENV):
+    if lazy or scheduler or settings.env_scheduler:
         return True
-    limit = int(os.environ.get(LAZY_BYTES_ENV) or LAZY_BYTES)
-    return sum(f.stat().st_size for f in files) >= limit
+    return sum(f.stat().st_size for f in files) >= settings.lazy_bytes
 
 
-def load_pod(
+# Each setting of a pod's load is its own argument (the request's, passed down as given).
+def load_pod(  # noqa: PLR0913
     files: Sequence[Path],
     first_step: int = 0,
     workers: int | None = None,
@@ -87,6 +91,7 @@ def load_pod(
     sessions: list[str] | None = None,
     progress: bool | None = None,
     limit: int | None = None,
+    settings: PodSettings | None = None,
 ) -> Trace:
     """A lazy ``Trace`` of many hosts: summaries merged, events left in the caches.
 
@@ -95,8 +100,16 @@ def load_pod(
     """
     import pandas as pd
 
+    settings = settings or PodSettings()
     load = summarize_hosts(
-        files, first_step, workers, scheduler, progress, session=session, limit=limit
+        files,
+        first_step,
+        workers,
+        scheduler,
+        progress,
+        session=session,
+        limit=limit,
+        settings=settings,
     )
     if not load.summaries:
         first = load.errors[0]
@@ -144,11 +157,14 @@ def load_pod(
         source=source,
         step_table=step_times,
     )
-    source.make_timeline = lambda: _first_timeline(trace, first_step, session)
+    root = settings.cache_dir
+    source.make_timeline = lambda: _first_timeline(trace, first_step, session, root)
     return trace
 
 
-def _first_timeline(trace: Trace, first_step: int, session: str) -> pd.DataFrame:
+def _first_timeline(
+    trace: Trace, first_step: int, session: str, root: Path | None = None
+) -> pd.DataFrame:
     """The step timeline of a pod's first host from its events alone (read in the columns the
     timeline reads), as the pipeline makes a capture's; kept beside that host's cache, signed
     as its worker signs its tables, so that the next load of the pod reads it instead of the
@@ -163,7 +179,7 @@ def _first_timeline(trace: Trace, first_step: int, session: str) -> pd.DataFrame
     first = load.in_order()[0] if load is not None and load.summaries else None
     if first is not None and first.cache is not None and first.frames is None:
         cache, capture = Path(first.cache), Path(first.path)
-        kept = write_table(timeline, cache, TIMELINE, capture, first_step, session)
+        kept = write_table(timeline, cache, TIMELINE, capture, first_step, session, root)
         if kept is not None:
             first.tables[TIMELINE] = kept
     return timeline
@@ -175,9 +191,10 @@ def host_steps(trace: Trace) -> pd.DataFrame:
     A lazy (pod) trace has them from its workers; an in-memory trace is summarized host by host
     the same way.
     """
-    stored = trace.events_source.stored_host_steps()
-    if stored is not None:
-        return stored
+    store = trace.events_source.row_store()
+    if HOST_STEPS in store:  # a pod's: its workers' files
+        stored = store.read(HOST_STEPS)
+        return stored if len(stored) else concat_frames([], HOST_STEP_COLUMNS)
     frames: list[pd.DataFrame] = []
     events, all_bounds = trace.events, trace.step_bounds
     if all_bounds is None:  # a Trace made without a loader: no steps were found

@@ -63,22 +63,22 @@ _STATISTICS = ["step", "start_ns", "end_ns"]
 # The events' times as deltas: events are in start order, so these are small numbers (faster to
 # write and read, and smaller, than zstd on the values).
 _EVENT_DELTAS = ("start_ns", "end_ns")
-CACHE_DIR_ENV = "XLAPROF_CACHE_DIR"
 
 
-def cache_path_for(path: Path) -> Path:
-    """Beside the capture when its folder is writable, else under ``$XLAPROF_CACHE_DIR``.
+def cache_path_for(path: Path, root: Path | None = None) -> Path:
+    """Beside the capture when its folder is writable and no cache folder was set (``root``:
+    ``$XLAPROF_CACHE_DIR``, read at the edge into ``PodSettings.cache_dir``), else there.
 
     The default cache folder is ``~/.cache/xlaprof``; files there are named by a hash of the
     capture's absolute path.
     """
     beside = path.with_name(path.name + CACHE_SUFFIX)
-    writable = os.access(path.parent, os.W_OK) and not os.environ.get(CACHE_DIR_ENV)
+    writable = os.access(path.parent, os.W_OK) and root is None
     planted = [beside, *(table_path(beside, name) for name in TABLES + OPTIONAL_TABLES)]
     if writable and not any(map(os.path.islink, planted)):  # a link there: never used
         return beside
     digest = hashlib.sha1(str(path.absolute()).encode()).hexdigest()[:16]
-    return _private_root() / f"{digest}-{path.name}{CACHE_SUFFIX}"
+    return _private_root(root) / f"{digest}-{path.name}{CACHE_SUFFIX}"
 
 
 def table_path(cache: Path, name: str) -> Path:
@@ -86,8 +86,10 @@ def table_path(cache: Path, name: str) -> Path:
     return cache.with_name(cache.name.removesuffix(".parquet") + f".{name}.parquet")
 
 
-def _private_root() -> Path:
-    return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "xlaprof")
+def _private_root(root: Path | None) -> Path:
+    """The cache folder set (``root``), else ``~/.cache/xlaprof``: where caches that cannot sit
+    beside their capture go, and this user's private key."""
+    return root if root is not None else Path.home() / ".cache" / "xlaprof"
 
 
 @functools.lru_cache(maxsize=256)
@@ -97,15 +99,20 @@ def _content(path: str, size: int, mtime_ns: int, inode: int) -> str:
 
 
 def _stamp(
-    path: Path, first_step: int, session: str, table: str = "", content: str | None = None
+    path: Path,
+    first_step: int,
+    session: str,
+    table: str = "",
+    content: str | None = None,
+    root: Path | None = None,
 ) -> str:
     """The signed stamp of a cache of capture ``path``; ``table`` describes the cache's own
     columns, rows and summary; ``content``: the fingerprint of the bytes the cache was made
     from (``safeio.data_digest``), where the maker had them, else the file's as it is now. Raises
     ``UnsafeFile`` when this user has no private key."""
-    key = user_key(_private_root())
+    key = user_key(_private_root(root))
     if key is None:
-        raise UnsafeFile(f"no private key in {_private_root()} to sign caches with")
+        raise UnsafeFile(f"no private key in {_private_root(root)} to sign caches with")
     if content is None:
         info = path.stat()  # follows a link: the capture itself
         content = _content(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
@@ -322,6 +329,7 @@ def _write_signed(
     session: str,
     summary: bytes,
     content: str | None = None,
+    root: Path | None = None,
     **options: Any,
 ) -> None:
     """Write an Arrow table to ``target`` (exclusively, through a temporary file, never
@@ -332,7 +340,7 @@ def _write_signed(
     metadata = dict(table.schema.metadata or {})
     try:
         described = _described(table, summary)
-        stamp = _stamp(source, first_step, session, described, content)
+        stamp = _stamp(source, first_step, session, described, content, root)
         metadata[b"xlaprof.stamp"] = stamp.encode()
     except (OSError, UnsafeFile):
         metadata[b"xlaprof.stamp"] = b""
@@ -343,7 +351,8 @@ def _write_signed(
     replace_into(partial, target)
 
 
-def write_cache(
+# What the stamp covers (capture, step, session, content) and where the key is: each its own.
+def write_cache(  # noqa: PLR0913
     events: pd.DataFrame,
     summary: HostSummary,
     tables: dict[str, pd.DataFrame],
@@ -352,6 +361,7 @@ def write_cache(
     first_step: int,
     session: str,
     content: str | None = None,
+    root: Path | None = None,
 ) -> str | None:
     """Write ``events`` (all columns but ``args``) with the summary, and each per-step table
     in ``tables`` beside it (``table_path``; their paths go to ``summary.tables``); None if
@@ -370,7 +380,7 @@ def write_cache(
             rows = tables[name]
             if name == HOST_STEPS:  # by step, so that a range of steps is a few row groups
                 rows = rows.sort_values(["step", "device"], kind="stable", ignore_index=True)
-            _write_table(rows, path, name, source, first_step, session, content)
+            _write_table(rows, path, name, source, first_step, session, content, root)
             paths[name] = str(path)
         summary.tables = paths
         # no type is asked for, so nothing is cast; unchecked, pyarrow does not check each
@@ -388,6 +398,7 @@ def write_cache(
             session,
             record,
             content,
+            root,
             write_statistics=_STATISTICS,
             **_layout(table, deltas, split_floats=True),
         )
@@ -403,13 +414,14 @@ def cached_summary(
     first_step: int,
     session: str,
     notes: list[str] | None = None,
+    root: Path | None = None,
 ) -> HostSummary | None:
     """The summary kept in ``target`` if it may be reused (see the module docstring); None
     otherwise, with the reason in ``notes`` unless there simply is no cache yet."""
     if target is None or not os.path.lexists(target):
         return None
     try:
-        return _read_cached(target, source, first_step, session)
+        return _read_cached(target, source, first_step, session, root)
     except Exception as error:  # any failure is a miss: the cache is rebuilt
         if notes is not None:
             reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
@@ -421,16 +433,19 @@ class _Mismatch(ValueError):
     pass
 
 
-def _read_cached(target: Path, source: Path, first_step: int, session: str) -> HostSummary:
+def _read_cached(
+    target: Path, source: Path, first_step: int, session: str, root: Path | None = None
+) -> HostSummary:
     import pandas as pd
 
-    _, record_bytes = _verified(target, source, first_step, session, None)
+    _, record_bytes = _verified(target, source, first_step, session, None, root)
     tables = {name: table_path(target, name) for name in TABLES}
     for name, path in tables.items():  # each per-step table written with this cache
-        _verified(path, source, first_step, session, name.encode())
+        _verified(path, source, first_step, session, name.encode(), root)
     for name in OPTIONAL_TABLES:  # one made later (the timeline), where it verifies
         path = table_path(target, name)
-        if os.path.lexists(path) and _optional_verified(path, name, source, first_step, session):
+        verified = _optional_verified(path, name, source, first_step, session, root)
+        if os.path.lexists(path) and verified:
             tables[name] = path
     record = load_json(record_bytes)
     device = record["device"]  # the tables of _DEVICE_TABLES
@@ -459,25 +474,33 @@ def _read_cached(target: Path, source: Path, first_step: int, session: str) -> H
     )
 
 
-def _optional_verified(path: Path, name: str, source: Path, first_step: int, session: str) -> bool:
+def _optional_verified(
+    path: Path, name: str, source: Path, first_step: int, session: str, root: Path | None = None
+) -> bool:
     """Whether optional table ``path`` verifies (one that does not is never read, and is made
     again and replaced when asked for: it does not cost the cache)."""
     try:
-        _verified(path, source, first_step, session, name.encode())
+        _verified(path, source, first_step, session, name.encode(), root)
     except Exception:  # any failure: not reused
         return False
     return True
 
 
 def write_table(
-    frame: pd.DataFrame, cache: Path, name: str, source: Path, first_step: int, session: str
+    frame: pd.DataFrame,
+    cache: Path,
+    name: str,
+    source: Path,
+    first_step: int,
+    session: str,
+    root: Path | None = None,
 ) -> str | None:
     """Write per-step table ``name`` of the cache ``cache`` of capture ``source`` beside it,
     signed as the worker signs its tables (an optional table made after the load: the
     timeline); its path, or None where it cannot be written."""
     path = table_path(cache, name)
     try:
-        _write_table(frame, path, name, source, first_step, session)
+        _write_table(frame, path, name, source, first_step, session, root=root)
     except (OSError, UnsafeFile):
         return None
     return str(path)
@@ -491,6 +514,7 @@ def _write_table(
     first_step: int,
     session: str,
     content: str | None = None,
+    root: Path | None = None,
 ) -> None:
     """Per-step table ``name`` to ``path``, signed over its name (``_write_signed``)."""
     import pyarrow as pa
@@ -508,13 +532,19 @@ def _write_table(
         session,
         name.encode(),
         content,
+        root,
         row_group_size=TABLE_ROW_GROUP,
         **_layout(arrow, numbers, split_floats=False),
     )
 
 
 def _verified(
-    path: Path, source: Path, first_step: int, session: str, summary: bytes | None
+    path: Path,
+    source: Path,
+    first_step: int,
+    session: str,
+    summary: bytes | None,
+    root: Path | None = None,
 ) -> tuple[dict[bytes, bytes], bytes]:
     """The metadata of cache file ``path`` and the summary its stamp covers (the events
     cache's ``xlaprof.summary`` when ``summary`` is None), if the stamp verifies."""
@@ -527,7 +557,7 @@ def _verified(
         covered = metadata[b"xlaprof.summary"] if summary is None else summary
         described = _described(table, covered)
     stamp = metadata.get(b"xlaprof.stamp", b"").decode()
-    if not hmac.compare_digest(stamp, _stamp(source, first_step, session, described)):
+    if not hmac.compare_digest(stamp, _stamp(source, first_step, session, described, None, root)):
         raise _Mismatch(
             f"{path.name} does not match this capture: another or a changed capture, other "
             "columns, or not written by xlaprof for this user"

@@ -27,17 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from xlaprof.errors import SchedulerError, XlaprofError
+from xlaprof.model.request import DEFAULT_TIMEOUT_S, SCHEDULER_ENV, TIMEOUT_ENV
 
-SCHEDULER_ENV = "XLAPROF_DASK_SCHEDULER"
-TIMEOUT_ENV = "XLAPROF_DASK_TIMEOUT"
-DEFAULT_TIMEOUT_S = 20.0
+__all__ = ["DEFAULT_TIMEOUT_S", "SCHEDULER_ENV", "TIMEOUT_ENV", "address", "chosen", "run"]
 _ADDRESS = re.compile(
     r"(?:(?P<scheme>tcp|tls)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
     r":(?P<port>[0-9]{1,5})"
@@ -58,13 +56,13 @@ def address(text: str) -> str:
     return f"{match['scheme'] or 'tcp'}://{match['host']}:{match['port']}"
 
 
-def chosen(scheduler: str | None) -> str | None:
-    """The scheduler to use: ``scheduler`` (the command line), else the environment's,
-    announced on stderr (a variable set once and forgotten must not send work, and unpickle
-    results, silently). Checked with ``address``."""
+def chosen(scheduler: str | None, from_env: str | None = None) -> str | None:
+    """The scheduler to use: ``scheduler`` (the command line), else the environment's
+    (``from_env``: ``PodSettings.env_scheduler``, read at the edge), announced on stderr (a
+    variable set once and forgotten must not send work, and unpickle results, silently).
+    Checked with ``address``."""
     if scheduler:
         return address(scheduler)
-    from_env = os.environ.get(SCHEDULER_ENV, "").strip()
     if not from_env:
         return None
     checked = address(from_env)
@@ -76,31 +74,23 @@ def chosen(scheduler: str | None) -> str | None:
     return checked
 
 
-def timeout() -> float:
-    """The timeout of every client call, in seconds (``$XLAPROF_DASK_TIMEOUT``)."""
-    try:
-        value = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
-    except ValueError:
-        return DEFAULT_TIMEOUT_S
-    return value if value > 0 else DEFAULT_TIMEOUT_S
-
-
 def run(
     scheduler: str,
     function: Callable[..., Any],
     items: Sequence[str],
     keywords: dict[str, Any],
     done: Callable[[int, Any, BaseException | None], None],
+    limit: float = DEFAULT_TIMEOUT_S,
 ) -> int:
     """``function(item, **keywords)`` for each item on the cluster at ``scheduler``; ``done``
-    gets (index, result, error) as each finishes. Returns the number of workers."""
+    gets (index, result, error) as each finishes; ``limit``: the timeout of every client call,
+    in seconds (``PodSettings.timeout_s``). Returns the number of workers."""
     try:
         from distributed import Client
     except ImportError:
         raise XlaprofError(
             "--scheduler needs dask.distributed: pip install 'xlaprof[pod]'"
         ) from None
-    limit = timeout()
     return asyncio.run(
         _run(_plain_client(Client), scheduler, function, items, keywords, done, limit)
     )

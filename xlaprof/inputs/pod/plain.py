@@ -39,6 +39,7 @@ def summarize_capture_plain(
     cache: bool = True,
     session: str = "",
     limit: int | None = None,
+    cache_dir: str | None = None,
 ) -> bytes:
     """``summarize_capture`` on a worker (``limit``: the request's size cap, None for the
     default), its summary (or its failure) as plain bytes."""
@@ -46,7 +47,7 @@ def summarize_capture_plain(
     from xlaprof.inputs.pod.summary import summarize_capture
 
     try:
-        summary = summarize_capture(path, first_step, cache, session, limit=limit)
+        summary = summarize_capture(path, first_step, cache, session, limit, cache_dir)
     except Exception as error:  # the host's failure travels as its message
         message = str(error) if isinstance(error, XlaprofError) else f"{path}: {error}"
         return _dumps({"format": FORMAT, "error": message})

@@ -16,6 +16,7 @@ from xlaprof.errors import XlaprofError
 from xlaprof.inputs.captures import hosts_named_apart
 from xlaprof.inputs.pod.summary import summarize_capture
 from xlaprof.model.pod import HostError, HostSummary, PodLoad
+from xlaprof.model.request import PodSettings
 from xlaprof.parse.events import host_from_filename
 
 
@@ -23,7 +24,8 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def summarize_hosts(
+# Each setting of a pod's load is its own argument (the request's, passed down as given).
+def summarize_hosts(  # noqa: PLR0913
     files: Sequence[Path],
     first_step: int = 0,
     workers: int | None = None,
@@ -32,28 +34,34 @@ def summarize_hosts(
     cache: bool = True,
     session: str = "",
     limit: int | None = None,
+    settings: PodSettings | None = None,
 ) -> PodLoad:
     """Summaries of every host in ``files``: a local process pool, or a dask cluster.
 
-    ``scheduler`` (or ``$XLAPROF_DASK_SCHEDULER``) is a ``dask.distributed`` scheduler address
+    ``scheduler`` (or ``settings.env_scheduler``) is a ``dask.distributed`` scheduler address
     (``tcp://host:8786``); its workers must see the captures at the same paths (shared storage)
     and have xlaprof installed. ``progress`` shows a bar of hosts done (default: when stderr is
-    a terminal). ``limit`` caps each capture's size (``--max-size``), passed to each worker.
+    a terminal). ``limit`` caps each capture's size (``--max-size``), passed to each worker;
+    ``settings``: the environment's (scheduler, client timeout, cache folder), read at the edge.
     """
     from xlaprof.inputs.pod import cluster as dask_client
 
-    scheduler = dask_client.chosen(scheduler)  # checked; the environment's is announced
+    settings = settings or PodSettings()
+    # checked; the environment's is announced
+    scheduler = dask_client.chosen(scheduler, settings.env_scheduler)
+    root = None if settings.cache_dir is None else str(settings.cache_dir)
+    jobs = (cache, session, limit, root)
     if progress is None:
         progress = sys.stderr.isatty()
     outcomes: list[HostSummary | HostError] = []
     with _Progress(len(files), progress) as bar:
         if scheduler:
             count = _run_dask(
-                files, first_step, scheduler, (cache, session, limit), outcomes, bar.advance
+                files, first_step, scheduler, jobs, outcomes, bar.advance, settings.timeout_s
             )
         else:
             count = workers or min(len(files), default_workers())
-            _run_local(files, first_step, count, (cache, session, limit), outcomes, bar.advance)
+            _run_local(files, first_step, count, jobs, outcomes, bar.advance)
     summaries = _named_apart([o for o in outcomes if isinstance(o, HostSummary)])
     errors = sorted((o for o in outcomes if isinstance(o, HostError)), key=lambda e: e.path)
     return PodLoad(summaries, errors, scheduler, count)
@@ -89,7 +97,7 @@ def _run_local(
     files: Sequence[Path],
     first_step: int,
     workers: int,
-    settings: tuple[bool, str, int | None],
+    settings: tuple[bool, str, int | None, str | None],
     outcomes: list[HostSummary | HostError],
     advance: Callable[[], None],
 ) -> None:
@@ -119,9 +127,10 @@ def _run_dask(
     files: Sequence[Path],
     first_step: int,
     scheduler: str,
-    settings: tuple[bool, str, int | None],
+    settings: tuple[bool, str, int | None, str | None],
     outcomes: list[HostSummary | HostError],
     advance: Callable[[], None],
+    timeout_s: float,
 ) -> int:
     from xlaprof.errors import SchedulerError
     from xlaprof.inputs.pod import cluster as dask_client
@@ -144,11 +153,17 @@ def _run_dask(
             ) from None
         advance()
 
-    cache, session, limit = settings
-    keywords = {"first_step": first_step, "cache": cache, "session": session, "limit": limit}
+    cache, session, limit, root = settings
+    keywords = {
+        "first_step": first_step,
+        "cache": cache,
+        "session": session,
+        "limit": limit,
+        "cache_dir": root,
+    }
     # every client call under one timeout; see dask_client for what is trusted
     paths = [str(p) for p in files]
-    return dask_client.run(scheduler, summarize_capture_plain, paths, keywords, done)
+    return dask_client.run(scheduler, summarize_capture_plain, paths, keywords, done, timeout_s)
 
 
 class _Progress:

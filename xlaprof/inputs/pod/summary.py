@@ -48,6 +48,7 @@ def summarize_capture(
     cache: bool = True,
     session: str = "",
     limit: int | None = None,
+    cache_dir: str | None = None,
 ) -> HostSummary:
     """One host's capture -> its ``HostSummary``, writing (or reusing) its Parquet cache and
     the per-step tables beside it.
@@ -55,13 +56,14 @@ def summarize_capture(
     Runs in a worker process (local pool or dask worker); raises ``XlaprofError`` naming the
     file when the capture cannot be read. Without a cache the per-step tables travel in the
     summary (``frames``). ``limit`` caps the capture's size (``--max-size``; None: the
-    reader's own cap).
+    reader's own cap); ``cache_dir``: the cache folder set (``PodSettings.cache_dir``).
     """
     started = time.perf_counter()
     path = Path(path)
-    cache_path = cache_path_for(path) if cache else None
+    root = None if cache_dir is None else Path(cache_dir)
+    cache_path = cache_path_for(path, root) if cache else None
     notes: list[str] = []  # why a cache was not reused (shown once, as a trace warning)
-    hit = cached_summary(cache_path, path, first_step, session, notes) if cache_path else None
+    hit = cached_summary(cache_path, path, first_step, session, notes, root) if cache_path else None
     if hit is not None:
         summary = hit
         summary.cache_hit = True
@@ -71,7 +73,7 @@ def summarize_capture(
         summary, tables = summarize_events(events, bounds, path)
         if cache_path is not None:
             summary.cache = write_cache(
-                events, summary, tables, cache_path, path, first_step, session, content
+                events, summary, tables, cache_path, path, first_step, session, content, root
             )
         if summary.cache is None:
             summary.frames = tables

@@ -1,12 +1,14 @@
 """The device section of a finished result: ``device_view(trace) -> DeviceView``.
 
 The rows the console and HTML reports show of a capture (devices, steps, top ops, bottlenecks,
-source lines, host against device) and the notes and verdict under them, chosen, ordered and
-written as text once, by the pipeline. Every number comes from ``Trace.summary()``
+source lines, host against device), chosen and ordered once, by the pipeline, as numbers
+(seconds, shares of one, counts; None where not measured), and the notes and verdict under
+them. The reports write the rows as text (``xlaprof.report.devices``). Every number comes from
+``Trace.summary()``
 (``xlaprof.tables.device``) and, for what is said of every step at once, its overview
 (``xlaprof.tables.step_stats``: a pod's is merged from its workers, its per-step rows stay on
 disk). The renderers lay the view out; a saved result carries it, so it re-renders the same.
-A value that was not measured shows as "—".
+A value that was not measured is None here, and shows as "—".
 """
 
 from __future__ import annotations
@@ -16,9 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.result import DeviceView
 from xlaprof.parse.units import (
-    NOT_MEASURED,
-    format_percent,
-    format_rate,
     format_seconds,
     missing,
 )
@@ -29,21 +28,18 @@ if TYPE_CHECKING:
     from xlaprof.model.trace import Trace
 
 TOP_OPS = 10
-# Category columns, in the order the tables show them.
-CATEGORY_LABELS = (
-    ("matmul_conv_s", "matmul/conv"),
-    ("fusion_s", "fusion"),
-    ("collective_s", "collective"),
-    ("copy_s", "copy"),
-    ("infeed_outfeed_s", "in/outfeed"),
-    ("host_offload_s", "offload"),
-    ("autotune_s", "autotuning"),
-    ("other_s", "other"),
+# The op categories' seconds columns, in the order the tables show them (a device row's
+# ``categories`` names each by its column without ``_s``).
+CATEGORY_COLUMNS = (
+    "matmul_conv_s",
+    "fusion_s",
+    "collective_s",
+    "copy_s",
+    "infeed_outfeed_s",
+    "host_offload_s",
+    "autotune_s",
+    "other_s",
 )
-# The device table's category column: each category's share of the ops' time. On a GPU the ops'
-# times add up to more than busy time (kernels overlap), so the shares are of their sum.
-CATEGORY_HEADER = "op time by category"
-CATEGORY_NAMES = {key.removesuffix("_s"): label for key, label in CATEGORY_LABELS}
 
 
 def capture_line(trace: Trace) -> str:
@@ -66,8 +62,18 @@ def capture_line(trace: Trace) -> str:
     return f"{where}  (capture: {', '.join(parts)})"
 
 
-def device_rows(trace: Trace) -> list[dict[str, str]]:
-    """One row per device: where the capture's device time went."""
+def _number(value: object) -> float | None:
+    """A measured number as a float; None where not measured (None, NaN, <NA>)."""
+    return None if missing(value) else float(value)  # type: ignore[arg-type]
+
+
+def _count(value: object) -> int | None:
+    return None if missing(value) else int(value)  # type: ignore[call-overload]
+
+
+def device_rows(trace: Trace) -> list[dict[str, Any]]:
+    """One row per device: where the capture's device time went (seconds, the duty cycle as a
+    share, and its op time's largest categories with their shares)."""
     utilization = trace.summary().utilization
     types = {}
     if trace.devices is not None and not trace.devices.empty:
@@ -80,43 +86,40 @@ def device_rows(trace: Trace) -> list[dict[str, str]]:
     rows = []
     for row in utilization.to_dict(orient="records"):
         kind = types.get((str(row["host"]), str(row["device"])))
-        cells = {"host": str(row["host"])} if several_hosts else {}
+        cells: dict[str, Any] = {"host": str(row["host"])} if several_hosts else {}
         cells.update(
             {
                 "device": str(row["device"]),
                 "type": str(kind) if not missing(kind) else str(row["kind"]),
-                "span": format_seconds(row["span_s"]),
-                "busy": format_seconds(row["busy_s"]),
-                "idle": format_seconds(row["idle_s"]),
-                "duty": format_percent(row["duty"]),
-                CATEGORY_HEADER: category_split(row),
+                "span_s": _number(row["span_s"]),
+                "busy_s": _number(row["busy_s"]),
+                "idle_s": _number(row["idle_s"]),
+                "duty": _number(row["duty"]),
+                "categories": category_split(row),
             }
         )
         rows.append(cells)
     return rows
 
 
-def category_split(values: Mapping[Hashable, Any]) -> str:
-    """``fusion 62%, offload 35%``: each category's share of the ops' time, largest first.
+def category_split(values: Mapping[Hashable, Any]) -> list[list[Any]] | None:
+    """``[["fusion", 0.62], ["host_offload", 0.35]]``: the largest three categories' shares of
+    the ops' time, largest first, each at least half a percent (None: no op time measured).
 
     The per-category seconds are the ops' self times: on a TPU they add up to busy time, on a
     GPU to more (kernels overlap on one stream and across streams), so the shares are of their
     sum and add up to 100%, never to more.
     """
     shares = [
-        (float(values.get(key) or 0.0), label)
-        for key, label in CATEGORY_LABELS
+        (float(values.get(key) or 0.0), key.removesuffix("_s"))
+        for key in CATEGORY_COLUMNS
         if not missing(values.get(key)) and values.get(key)
     ]
     total = sum(seconds for seconds, _ in shares)
     if not total:
-        return NOT_MEASURED
+        return None
     shares.sort(reverse=True)
-    return ", ".join(
-        f"{label} {seconds / total:.0%}"
-        for seconds, label in shares[:3]
-        if seconds / total >= 0.005
-    )
+    return [[name, seconds / total] for seconds, name in shares[:3] if seconds / total >= 0.005]
 
 
 def step_note(trace: Trace) -> str | None:
@@ -137,7 +140,7 @@ def step_note(trace: Trace) -> str | None:
 
 def step_rows(
     trace: Trace, limit: int = 8, overview: StepOverview | None = None
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """The device steps to show: per device, median of its numbered steps and the slowest."""
     rows = []
     overview = overview or overview_of(trace.summary())
@@ -145,18 +148,19 @@ def step_rows(
         rows.append(
             {
                 "device": str(row.device),
-                "steps": str(row.steps),
-                "from": str(row.step_source),
-                "median wall": format_seconds(row.median_wall_s),
-                "median busy": format_seconds(row.median_busy_s),
-                "median idle": format_seconds(row.median_idle_s),
-                "slowest": f"{format_seconds(row.slowest_s)} (#{row.slowest_step})",
+                "steps": _count(row.steps),
+                "step_source": str(row.step_source),
+                "median_wall_s": _number(row.median_wall_s),
+                "median_busy_s": _number(row.median_busy_s),
+                "median_idle_s": _number(row.median_idle_s),
+                "slowest_s": _number(row.slowest_s),
+                "slowest_step": _count(row.slowest_step),
             }
         )
     return rows[:limit]
 
 
-def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
+def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, Any]]:
     """The top device ops over all devices, most device time first."""
     from xlaprof.tables.device import add_rates, top_ops
 
@@ -174,66 +178,43 @@ def op_rows(trace: Trace, limit: int = TOP_OPS) -> list[dict[str, str]]:
     add_rates(by_op, None)  # rates of the sums; the roofline side is each device's own
     rows = []
     for row in by_op.to_dict(orient="records"):
-        category = str(row["category"])
+        short, parent = row.get("short_name"), row.get("parent")
         rows.append(
             {
-                "op": op_label(row),
-                "category": CATEGORY_NAMES.get(category, category),
-                "count": f"{row['occurrences']:,}",
-                "total": format_seconds(row["total_s"]),
-                "self": format_seconds(row["self_s"]),
-                "FLOP/s": format_rate(row["flops_per_s"], "FLOP"),
-                "bytes/s": format_rate(row["bytes_per_s"], "B"),
-                "bound": bounds.get(row["name"]) or NOT_MEASURED,
+                "name": str(row.get("name")),
+                # a kernel's function name (no template arguments or parameters), and the op
+                # it ran inside (a wrapper's fusions read as nested)
+                "short_name": short if isinstance(short, str) and short else None,
+                "parent": parent if isinstance(parent, str) and parent else None,
+                "category": str(row["category"]),
+                "occurrences": _count(row["occurrences"]),
+                "total_s": _number(row["total_s"]),
+                "self_s": _number(row["self_s"]),
+                "flops_per_s": _number(row["flops_per_s"]),
+                "bytes_per_s": _number(row["bytes_per_s"]),
+                "bound": bounds.get(row["name"]) or None,
             }
         )
     return rows
 
 
-def op_label(row: Mapping[Hashable, Any], width: int = 48) -> str:
-    """An op as a person reads it: a kernel's function name (``short_name``: no template
-    arguments or parameters; the full name is in --json), and the op it ran inside
-    (``in call.4``) so a wrapper's fusions read as nested."""
-    name = str(row.get("name"))
-    short = row.get("short_name")
-    shown = str(short) if isinstance(short, str) and short else name
-    parent = row.get("parent")
-    if isinstance(parent, str) and parent:
-        inside = f" (in {parent})"
-        return shown[: max(width - len(inside), 12)] + inside
-    return shown[:width]
-
-
-BOTTLENECK_NAMES = {
-    "collective": "collectives",
-    "infeed_outfeed": "infeed/outfeed",
-    "async_wait": "async copy waits",
-    "input_transfer": "input transfers",
-    "compilation": "compilation",
-    "memory_bound": "memory-bound ops",
-    "compute": "compute",
-    "input": "input (host)",
-    "tracing": "idle: host, unattributed",
-    "host": "host (other)",
-}
-
-
-def _top_classes(values: Mapping[Hashable, Any], wall: float, count: int = 3) -> str:
-    """``input (host) 85%, compute 11%``: the largest classes' shares of ``wall``."""
+def _top_classes(
+    values: Mapping[Hashable, Any], wall: float, count: int = 3
+) -> list[list[Any]] | None:
+    """``[["input", 0.85], ["compute", 0.11]]``: the largest classes' shares of ``wall``, each
+    at least 1% (None: no wall time measured)."""
     from xlaprof.tables.device.bottleneck import CLASSES
 
     if not wall or missing(wall):
-        return NOT_MEASURED
+        return None
     shares = sorted(
         ((float(values.get(f"{name}_s") or 0.0) / wall, name) for name in CLASSES),
         reverse=True,
     )
-    return ", ".join(
-        f"{BOTTLENECK_NAMES[name]} {share:.0%}" for share, name in shares[:count] if share >= 0.01
-    )
+    return [[name, share] for share, name in shares[:count] if share >= 0.01]
 
 
-def bottleneck_rows(trace: Trace, limit: int = 10) -> list[dict[str, str]]:
+def bottleneck_rows(trace: Trace, limit: int = 10) -> list[dict[str, Any]]:
     """Per step of the first devices: wall, busy, the bottleneck and where the rest went."""
     summary = trace.summary()
     table = summary.head("bottleneck", limit)  # a pod's first rows only are read
@@ -242,18 +223,16 @@ def bottleneck_rows(trace: Trace, limit: int = 10) -> list[dict[str, str]]:
     several_hosts = by_device(summary)["host"].nunique() > 1
     rows = []
     for row in table.to_dict(orient="records"):
-        cells = {"host": str(row["host"])} if several_hosts else {}
+        cells: dict[str, Any] = {"host": str(row["host"])} if several_hosts else {}
         step = row["step"]
         cells.update(
             {
                 "device": str(row["device"]),
-                "step": NOT_MEASURED if missing(step) else str(step),
-                "wall": format_seconds(row["wall_s"]),
-                "busy": format_seconds(row["busy_s"]),
-                "bottleneck": NOT_MEASURED
-                if missing(row["bottleneck"])
-                else f"{BOTTLENECK_NAMES.get(str(row['bottleneck']), row['bottleneck'])} "
-                f"{format_percent(row['share'])}",
+                "step": _count(step),
+                "wall_s": _number(row["wall_s"]),
+                "busy_s": _number(row["busy_s"]),
+                "bottleneck": None if missing(row["bottleneck"]) else str(row["bottleneck"]),
+                "share": None if missing(row["bottleneck"]) else _number(row["share"]),
                 "split": _top_classes(row, float(row["wall_s"] or 0.0)),
             }
         )
@@ -261,7 +240,7 @@ def bottleneck_rows(trace: Trace, limit: int = 10) -> list[dict[str, str]]:
     return rows
 
 
-def bottleneck_device_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+def bottleneck_device_rows(trace: Trace, limit: int = 8) -> list[dict[str, Any]]:
     """Per device over its steady steps: the bottleneck and the largest classes."""
     from xlaprof.tables.device.bottleneck import CLASSES
 
@@ -271,14 +250,14 @@ def bottleneck_device_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]
     several_hosts = summary["host"].nunique() > 1
     rows = []
     for row in summary.head(limit).to_dict(orient="records"):
-        cells = {"host": str(row["host"])} if several_hosts else {}
+        cells: dict[str, Any] = {"host": str(row["host"])} if several_hosts else {}
         values: dict[Hashable, Any] = {f"{name}_s": row[f"{name}_share"] for name in CLASSES}
         cells.update(
             {
                 "device": str(row["device"]),
-                "steps": str(row["steps"]) if row["steps"] else "whole capture",
-                "bottleneck": f"{BOTTLENECK_NAMES.get(row['bottleneck'], row['bottleneck'])} "
-                f"{format_percent(row['share'])}",
+                "steps": _count(row["steps"]),  # 0: the whole capture is one window
+                "bottleneck": str(row["bottleneck"]),
+                "share": _number(row["share"]),
                 "split": _top_classes(values, 1.0),
             }
         )
@@ -297,7 +276,7 @@ def bottleneck_note(trace: Trace, shown: int) -> str | None:
     return None
 
 
-def line_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
+def line_rows(trace: Trace, limit: int = 8) -> list[dict[str, Any]]:
     """Device time per user source line (innermost user frame), most first."""
     table = trace.device_time_by_line()
     if table.empty:
@@ -305,14 +284,14 @@ def line_rows(trace: Trace, limit: int = 8) -> list[dict[str, str]]:
     rows = []
     for row in table.head(limit).to_dict(orient="records"):
         file = row["file"]
-        where = "(no user line)" if missing(file) else f"{_short_path(str(file))}:{row['line']}"
         rows.append(
             {
-                "line": where,
-                "function": NOT_MEASURED if missing(row["function"]) else str(row["function"]),
-                "device time": format_seconds(row["device_s"]),
-                "share": format_percent(row["share"]),
-                "top op": str(row["top_op"])[:40],
+                "file": None if missing(file) else str(file),
+                "line": None if missing(file) else _count(row["line"]),
+                "function": None if missing(row["function"]) else str(row["function"]),
+                "device_s": _number(row["device_s"]),
+                "share": _number(row["share"]),
+                "top_op": str(row["top_op"]),
             }
         )
     return rows
@@ -335,11 +314,6 @@ def line_note(trace: Trace) -> str | None:
         "and its ops run inside the step's graph (a region compiled as its own graph shows "
         "as its module in --json)."
     )
-
-
-def _short_path(path: str, parts: int = 1) -> str:
-    pieces = path.replace("\\", "/").split("/")
-    return "/".join(pieces[-parts:]) if len(pieces) > parts else path
 
 
 def autotune_note(trace: Trace, overview: StepOverview | None = None) -> str | None:
@@ -370,25 +344,25 @@ def tracing_title(trace: Trace, overview: StepOverview | None = None) -> str:
 
 def tracing_rows(
     trace: Trace, limit: int = 8, overview: StepOverview | None = None
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """Per host step: host wall, the host figure (tracing or device idle), busy, verdict."""
     summary = trace.summary()
     lazy = (overview or overview_of(summary)).tracing.lazy
     rows = []
     for row in summary.head("tracing", limit).itertuples(index=False):
         bound = None if missing(row.bound) else str(row.bound)
-        cells = {
+        cells: dict[str, Any] = {
             "host": str(row.host),
-            "step": str(row.step),
-            "host wall": format_seconds(row.host_wall_s),
+            "step": _count(row.step),
+            "host_wall_s": _number(row.host_wall_s),
         }
-        if lazy:
-            cells["host work"] = format_seconds(getattr(row, "host_busy_s", None))
-            cells["device busy"] = format_seconds(row.device_busy_s)
+        if lazy:  # the host's measured work; else the device's idle time
+            cells["host_busy_s"] = _number(getattr(row, "host_busy_s", None))
+            cells["device_busy_s"] = _number(row.device_busy_s)
         else:
-            cells["device busy"] = format_seconds(row.device_busy_s)
-            cells["device idle"] = format_seconds(row.device_idle_s)
-        cells["largest part"] = NOT_MEASURED if bound is None else str(bound)
+            cells["device_busy_s"] = _number(row.device_busy_s)
+            cells["device_idle_s"] = _number(row.device_idle_s)
+        cells["bound"] = bound
         rows.append(cells)
     return rows
 
