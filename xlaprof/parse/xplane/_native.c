@@ -1,13 +1,13 @@
 /* The compiled core of the XSpace decoder (xlaprof.parse.xplane.wire and .frame).
 
-   Three functions, each the C form of a numpy step whose result it gives exactly, bit for bit
-   (tests/parse/xplane/test_native.py holds them to it):
+   Three functions, each the C form of a numpy step (wire.py, frame.py) whose result it gives
+   exactly, bit for bit (tests/parse/xplane/test_native.py holds them to it):
 
    - locate(raw): where every event of a capture lies in the file's bytes (the outer walk of
      wire._in_place), by walking XSpace.planes, XPlane.lines and XLine.events;
-   - decode(data, starts, ends): every event's fields and stats (wire._decode): one pass over
-     the events, no Python object per event;
-   - times(offset_ps, duration_ps, bases, counts): frame._times' columns and row order, by
+   - decode(data, starts, ends): every event's fields and stats (wire.decode_arrays): one pass
+     over the events, no Python object per event;
+   - times(offset_ps, duration_ps, bases, counts): frame.event_times' columns and row order, by
      merging the lines' runs (each line's events are mostly in time order already).
 
    A file someone sends may be hostile: every read is bounded by the message it belongs to
@@ -615,10 +615,10 @@ static void sift_down(Head *heap, Py_ssize_t n, Py_ssize_t i) {
 /* times(offset_ps, duration_ps, bases, counts) -> (start_ns, end_ns, duration_ns, order) or
    None. The events are in line order (counts[i] events of line i, whose start is bases[i]
    picoseconds after the capture's base); each starts at its line's base plus its offset.
-   The columns are frame._times' for a capture whose every event is kept (start and end within
-   int64 picoseconds, no negative duration) and whose lines are each in time order: the stable
-   sort by start is then a merge of the lines. None otherwise (frame._times does it). start_ns
-   and end_ns are relative to the capture's base (the caller adds it). */
+   The columns are frame.event_times' for a capture whose every event is kept (start and end
+   within int64 picoseconds, no negative duration) and whose lines are each in time order: the
+   stable sort by start is then a merge of the lines. None otherwise (frame.event_times does it
+   with numpy). start_ns and end_ns are relative to the capture's base (the caller adds it). */
 static PyObject *times(PyObject *self, PyObject *args) {
     PyArrayObject *offsets, *durations, *bases_array, *counts_array;
     if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyArray_Type, &offsets, &PyArray_Type, &durations,
@@ -731,9 +731,9 @@ static PyObject *times(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"decode", decode, METH_VARARGS, "Every event's fields and stats (wire._decode's arrays)."},
+    {"decode", decode, METH_VARARGS, "Every event's fields and stats (wire.decode_arrays')."},
     {"locate", locate, METH_VARARGS, "Where each event of a capture lies, or None."},
-    {"times", times, METH_VARARGS, "frame._times' columns and order by a merge, or None."},
+    {"times", times, METH_VARARGS, "frame.event_times' columns and order by a merge, or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -246,7 +246,7 @@ class Layout:
             for field, dtype in enumerate((np.int32, np.int32, np.int64, np.int64, bool))
         )
         line_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-        times, order = _times(offset_ps, duration_ps, stamps, counts)
+        times, order = event_times(offset_ps, duration_ps, stamps, counts)
         del offset_ps, duration_ps
         rows = len(order)
         # Where each event lands (-1: dropped), for what is found by event index.
@@ -513,14 +513,20 @@ def _object_if_array(key: str, value: object) -> type[object] | None:
     return object if key == "args" and isinstance(value, np.ndarray) else None
 
 
-def _times(
-    offset_ps: np.ndarray, duration_ps: np.ndarray, stamps: np.ndarray, counts: np.ndarray
+def event_times(
+    offset_ps: np.ndarray,
+    duration_ps: np.ndarray,
+    stamps: np.ndarray,
+    counts: np.ndarray,
+    pure: bool = False,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """``start_ns``, ``end_ns`` and ``duration_ns`` in frame order, and the order: the events
-    kept (see ``_place``), by start, stably (as ``sort_values(kind="stable")``)."""
+    kept (see ``_place``), by start, stably (as ``sort_values(kind="stable")``). The events are
+    in line order (``counts`` a line, whose time base is ``stamps``, in ns). By the compiled
+    core where every event is kept and each line is in time order, else (or ``pure``) numpy."""
     base_ns = int(stamps.min()) if len(stamps) else 0
     bases = [(int(stamp) - base_ns) * 1000 for stamp in stamps]
-    core = native()
+    core = native(pure)
     if core is not None and all(-(2**62) <= base <= 2**62 for base in bases):
         # Every event kept and each line in time order (the common case): a merge in C.
         found = core.times(offset_ps, duration_ps, np.array(bases, np.int64), counts)

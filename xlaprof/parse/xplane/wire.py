@@ -61,16 +61,20 @@ _MARK, _SKIP = -1, 0  # tag table entries besides field numbers
 _NATIVE: list[ModuleType | None] = []  # the compiled core, once looked up
 
 
-def native() -> ModuleType | None:
-    """The compiled decoder core, or None where it is not built (logged once a process) or
-    ``XLAPROF_PURE_DECODER`` is set (the numpy decoder, which the tests compare it to)."""
+def native(pure: bool = False) -> ModuleType | None:
+    """The compiled decoder core, or None where it is not built (logged once a process), where
+    ``pure`` or where ``XLAPROF_PURE_DECODER`` is set (then the numpy decoder runs, which the
+    tests compare it to)."""
     import os
 
-    if os.environ.get("XLAPROF_PURE_DECODER"):
+    if pure or os.environ.get("XLAPROF_PURE_DECODER"):
         return None
     if not _NATIVE:
+        import importlib
+
+        _native: ModuleType | None
         try:
-            from xlaprof.parse.xplane import _native  # type: ignore[attr-defined]
+            _native = importlib.import_module("xlaprof.parse.xplane._native")
         except ImportError:
             import logging
 
@@ -399,10 +403,13 @@ class Events:
         return taken
 
 
-def split_space(space: Any, raw: bytes | None = None) -> tuple[bytes, np.ndarray, np.ndarray]:
+def split_space(
+    space: Any, raw: bytes | None = None, pure: bool = False
+) -> tuple[bytes, np.ndarray, np.ndarray]:
     """Every event of a shadow ``XSpace`` (events as bytes) in one buffer, at least ``PAD``
     bytes after the last, and where each event's bytes begin and end; events in plane, line,
-    event order, over the lines that have events.
+    event order, over the lines that have events. (With the compiled core, ``raw`` itself
+    wherever its walk of the file finds what upb found: the core needs no padding.)
 
     Given ``raw``, the bytes upb parsed the space from, the buffer is those bytes wherever they
     are laid out as producers write them (``_in_place``), and the space is left as it is.
@@ -414,7 +421,7 @@ def split_space(space: Any, raw: bytes | None = None) -> tuple[bytes, np.ndarray
     events are joined from their bytes instead.
     """
     if raw is not None:
-        core = native()
+        core = native(pure)
         found = _located(core, space, raw) if core is not None else _in_place(space, raw)
         if found is not None:
             return found
@@ -662,7 +669,7 @@ def decode_events(
     ``canonical(raw)`` re-encodes one event as upb reads it, raising ``WireError`` where upb
     rejects it; it is called only for marked events (see the module docstring).
     """
-    events, marked = _decode(data, starts, ends)
+    events, marked = decode_arrays(data, starts, ends)
     if not marked.any():
         return events
     rows = np.flatnonzero(marked)
@@ -672,16 +679,19 @@ def decode_events(
     starts, ends = starts.copy(), ends.copy()
     ends[rows] = base + np.cumsum(sizes)
     starts[rows] = ends[rows] - sizes
-    events, marked = _decode(data + b"".join(pieces) + bytes(PAD), starts, ends)
+    events, marked = decode_arrays(data + b"".join(pieces) + bytes(PAD), starts, ends)
     if marked.any():  # upb's own encoding is always in the rounds' reach
         raise WireError("an event upb re-encoded still does not decode")
     return events
 
 
-def _decode(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[Events, np.ndarray]:
-    """The events' arrays and a mask of those marked: by the compiled core where it is built,
-    else by ``_decode_numpy``."""
-    core = native()
+def decode_arrays(
+    data: bytes, starts: np.ndarray, ends: np.ndarray, pure: bool = False
+) -> tuple[Events, np.ndarray]:
+    """The events at ``data[starts:ends]`` as arrays, and a mask of those marked (see the
+    module docstring): by the compiled core where it is built (no padding needed), else (or
+    ``pure``) by the numpy rounds (``PAD`` bytes after the last event needed)."""
+    core = native(pure)
     if core is None:
         return _decode_numpy(data, starts, ends)
     (metadata_id, offset_ps, duration_ps, first_stat, event, stat_id, kind, raw, texts, hexes) = (
