@@ -17,13 +17,13 @@ export PJRT_DEVICE ?= CPU
 # after an edit of its source it is rebuilt in place. Where it cannot be (no C compiler) the
 # numpy decoder runs and says so once.
 NATIVE_SRC := xlaprof/parse/xplane/_native.c
-NATIVE_STAMP := $(VENV)/.xlaprof-native
+NATIVE_STAMP := build/.xlaprof-native
 
 setup: $(STAMP) $(NATIVE_STAMP)
 
 $(NATIVE_STAMP): $(NATIVE_SRC) setup.py $(STAMP)
 	@$(BIN)/python setup.py -q build_ext --inplace >/dev/null 2>&1 || echo "xlaprof: the compiled decoder did not build; the numpy decoder will run"
-	@touch $@
+	@mkdir -p build && touch $@
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
