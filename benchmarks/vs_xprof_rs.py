@@ -63,15 +63,27 @@ def xprof_rs() -> str:
 
 def captures(sizes: list[float], folder: Path) -> list[Path]:
     """The real capture, then one synthesized host per size (made once, kept in ``folder``)."""
-    sys.path.insert(0, str(HERE))
-    from trace_load import synthesize
-
     found = [REAL] if REAL.exists() else []
     for size in sizes:
         path = folder / f"host_{size:g}mb.xplane.pb"
         if not path.exists():
             started = time.perf_counter()
-            events = synthesize(path, int(size * 1e6 / BYTES_PER_EVENT))
+            # In a child: this process stays small (a child's ru_maxrss starts at the size of
+            # the process it was forked from).
+            made = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--synthesize",
+                    str(path),
+                    str(int(size * 1e6 / BYTES_PER_EVENT)),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+            )
+            events = int(made.stdout.split()[-1])
             print(
                 f"synthesized {path.name}: {events:,} events, {path.stat().st_size / 1e6:.1f} MB "
                 f"in {time.perf_counter() - started:.0f} s",
@@ -96,8 +108,17 @@ def run_process(command: list[str], cpu: int) -> dict[str, float]:
     (MiB) and its standard output."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out:
+        # From the checkout's root, its package first: this checkout's xlaprof is measured.
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        }
         child = subprocess.Popen(
-            ["taskset", "-c", str(cpu), *command], stdout=out, stderr=subprocess.DEVNULL
+            ["taskset", "-c", str(cpu), *command],
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            cwd=REPO,
+            env=env,
         )
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -149,7 +170,10 @@ def measure(task: str, tool: str, path: Path, folder: Path, cpu: int, warm: int)
         found = run_process([xprof_rs(), "aggregate_xplane_events", str(path)], cpu)
         found["events"] = json.loads(found.pop("output"))["events_scanned"]
         return found
-    found = run_process([xprof_rs(), "get_overview", str(session_of(path, folder))], cpu)
+    try:
+        found = run_process([xprof_rs(), "get_overview", str(session_of(path, folder))], cpu)
+    except RuntimeError as error:  # (on the real TPU capture: "No overview data returned")
+        return {"failed": str(error)[-120:]}
     json.loads(found.pop("output"))  # an overview, not an error
     return found
 
@@ -163,10 +187,20 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="a folder to keep the synthesized captures in")
     parser.add_argument("--tasks", nargs="+", default=["decode", "answer"])
     parser.add_argument("--warm-decode", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--synthesize", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.synthesize:
+        sys.path.insert(0, str(HERE))
+        from trace_load import synthesize
+
+        print(synthesize(Path(args.synthesize[0]), int(args.synthesize[1])))
+        return
     if args.warm_decode:
         print(json.dumps(warm_decode(args.warm_decode, args.warm)))
         return
+    # Bytecode for the checkout, as an install has it (where PYTHONDONTWRITEBYTECODE is set, a
+    # checkout's modules would otherwise be compiled again by every process measured).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "xlaprof")], check=True)
     folder = args.keep or Path(tempfile.mkdtemp(prefix="vs-xprof-rs-"))
     folder.mkdir(parents=True, exist_ok=True)
     paths = captures(args.sizes, folder)
@@ -193,6 +227,9 @@ def report(task: str, path: Path, runs: dict[str, list[dict[str, Any]]]) -> None
     print(f"\n{what}: {path.name} ({size:.1f} MB{counted})")
     median: dict[str, dict[str, float]] = {}
     for tool, found in runs.items():
+        if any("failed" in r for r in found):
+            print(f"  {tool:9s} failed: {next(r['failed'] for r in found if 'failed' in r)}")
+            return
         median[tool] = {
             key: statistics.median(r[key] for r in found)
             for key in ("cpu_seconds", "seconds", "peak_mb")
@@ -209,7 +246,7 @@ def report(task: str, path: Path, runs: dict[str, list[dict[str, Any]]]) -> None
         f"  xlaprof / xprof-rs: CPU {ours['cpu_seconds'] / theirs['cpu_seconds']:.2f}x, "
         f"peak memory {ours['peak_mb'] / theirs['peak_mb']:.2f}x"
     )
-    if task == "decode":  # xprof-rs counts what it scanned: every event of every line
+    if task == "decode":  # xprof-rs counts what it scanned (it stops at 5,000,001 events)
         counts = {tool: sorted({r["events"] for r in found}) for tool, found in runs.items()}
         print(f"  events: xlaprof {counts['xlaprof']}, xprof-rs scanned {counts['xprof-rs']}")
 
