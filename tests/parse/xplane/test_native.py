@@ -309,6 +309,46 @@ def test_arbitrary_bytes_locate_or_refuse(data: bytes) -> None:
     assert (starts[1:] >= ends[:-1]).all()
 
 
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(st.binary(max_size=200))
+def test_arbitrary_bytes_have_a_skeleton_or_none(data: bytes) -> None:
+    """``skeleton`` on any bytes: None, or no larger than the bytes, with events that lie
+    within them, in order, counted per line."""
+    found = core.skeleton(data)
+    if found is None:
+        return
+    bones, starts, ends, line_events = found
+    assert len(bones) <= len(data)
+    assert len(starts) == len(ends) == sum(line_events)
+    assert ((starts >= 0) & (starts <= ends) & (ends <= len(data))).all()
+    assert (starts[1:] >= ends[:-1]).all()
+
+
+def test_the_skeleton_is_the_capture_without_its_events() -> None:
+    """upb reads the same planes, lines and metadata from the skeleton as from the file, and
+    the events the skeleton locates are the bytes upb read as events."""
+    from xlaprof.parse.xplane.schema import message_class
+
+    for path in REAL:
+        raw = path.read_bytes()
+        full = message_class("XSpace", events_as_bytes=True)()
+        try:
+            full.ParseFromString(raw)
+        except Exception:  # (a reproducer of a corrupt file)
+            continue
+        found = core.skeleton(raw)
+        assert found is not None, path
+        bones, starts, ends, line_events = found
+        assert [raw[a:b] for a, b in zip(starts, ends, strict=True)] == [
+            event for plane in full.planes for line in plane.lines for event in line.events
+        ]
+        assert line_events == [len(line.events) for plane in full.planes for line in plane.lines]
+        for plane in full.planes:
+            for line in plane.lines:
+                del line.events[:]
+        assert full.SerializeToString() == type(full).FromString(bones).SerializeToString()
+
+
 # -- the time merge --------------------------------------------------------------------------------
 _offsets = st.one_of(
     st.integers(-(2**62), 2**62),

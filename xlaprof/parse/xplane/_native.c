@@ -1,7 +1,10 @@
 /* The compiled core of the XSpace decoder (xlaprof.parse.xplane.wire and .frame).
 
-   Three functions, each the C form of a numpy step (wire.py, frame.py) whose result it gives
-   exactly, bit for bit (tests/parse/xplane/test_native.py holds them to it):
+   Functions, each the C form of a numpy or upb step (wire.py, frame.py) whose result it
+   gives exactly, bit for bit (tests/parse/xplane/test_native.py holds them to it):
+
+   - skeleton(raw): the capture without its events, for upb to parse (the planes' metadata:
+     thousands of messages, where the events are millions), and where each event lies;
 
    - locate(raw): where every event of a capture lies in the file's bytes (the outer walk of
      wire._in_place), by walking XSpace.planes, XPlane.lines and XLine.events;
@@ -256,13 +259,8 @@ static Py_ssize_t distinct_index(Distinct *d, const uint8_t *data, Py_ssize_t of
 enum { DOUBLE = 2, UINT64 = 3, INT64 = 4, STR = 5, BYTES = 6, REF = 7 };
 
 typedef struct {
-    int64_t metadata_id;
-    uint64_t raw;
-} StatRow;
-
-typedef struct {
     const uint8_t *data;
-    Grow event, rows, kind;
+    Grow event, ids, raws, kind; /* one array per column: they become the numpy arrays */
     Distinct texts, hexes;
 } StatTable;
 
@@ -297,13 +295,13 @@ static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64
         }
         p = next;
     }
-    int64_t *event = grow_add(&t->event);
-    StatRow *row = grow_add(&t->rows);
+    int64_t *event = grow_add(&t->event), *id = grow_add(&t->ids);
+    uint64_t *value = grow_add(&t->raws);
     uint8_t *kinds = grow_add(&t->kind);
-    if (!event || !row || !kinds) return -1;
+    if (!event || !id || !value || !kinds) return -1;
     *event = owner;
-    row->metadata_id = metadata_id;
-    row->raw = raw;
+    *id = metadata_id;
+    *value = raw;
     *kinds = kind;
     return 0;
 }
@@ -376,7 +374,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     const uint8_t *base = data.buf;
     const Py_ssize_t size = data.len;
     t.data = base;
-    if (grow_init(&t.event, 8, count) < 0 || grow_init(&t.rows, 16, count) < 0 ||
+    if (grow_init(&t.event, 8, count) < 0 || grow_init(&t.ids, 8, count) < 0 ||
+        grow_init(&t.raws, 8, count) < 0 ||
         grow_init(&t.kind, 1, count) < 0 || distinct_init(&t.texts, 0) < 0 ||
         distinct_init(&t.hexes, 1) < 0)
         goto done;
@@ -431,19 +430,10 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         }
     }
     first[count] = t.event.count;
-    /* The stats' rows as the numpy decoder's arrays: one array per field. */
-    Py_ssize_t stats = t.rows.count;
-    stat_ids = new_array(stats, NPY_INT64);
-    raws = new_array(stats, NPY_UINT64);
-    if (!stat_ids || !raws) goto done;
-    int64_t *stat_id = PyArray_DATA((PyArrayObject *)stat_ids);
-    uint64_t *raw = PyArray_DATA((PyArrayObject *)raws);
-    const StatRow *rows = (const StatRow *)t.rows.items;
-    for (Py_ssize_t s = 0; s < stats; s++) {
-        stat_id[s] = rows[s].metadata_id;
-        raw[s] = rows[s].raw;
-    }
-    grow_free(&t.rows);
+    stat_ids = grow_array(&t.ids, NPY_INT64);
+    if (!stat_ids) goto done;
+    raws = grow_array(&t.raws, NPY_UINT64);
+    if (!raws) goto done;
     event = grow_array(&t.event, NPY_INT64);
     if (!event) goto done;
     kinds = grow_array(&t.kind, NPY_UINT8);
@@ -462,7 +452,8 @@ done:
     Py_XDECREF(raws);
     Py_XDECREF(marked);
     grow_free(&t.event);
-    grow_free(&t.rows);
+    grow_free(&t.ids);
+    grow_free(&t.raws);
     grow_free(&t.kind);
     distinct_free(&t.texts);
     distinct_free(&t.hexes);
@@ -589,6 +580,202 @@ done:
     Py_XDECREF(line_events);
     grow_free(&starts);
     grow_free(&ends);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* Bytes appended to a Grow of one-byte items. */
+static int put(Grow *g, const void *bytes, Py_ssize_t n) {
+    if (g->count + n > g->room) {
+        Py_ssize_t room = g->room;
+        while (room < g->count + n) room = room + room / 2 + 4096;
+        char *items = PyMem_RawRealloc(g->items, (size_t)room);
+        if (!items) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        g->items = items;
+        g->room = room;
+    }
+    memcpy(g->items + g->count, bytes, (size_t)n);
+    g->count += n;
+    return 0;
+}
+
+static int put_varint(Grow *g, uint64_t value) {
+    uint8_t bytes[10];
+    int n = 0;
+    do {
+        bytes[n] = (uint8_t)(value & 0x7F);
+        value >>= 7;
+        if (value) bytes[n] |= 0x80;
+        n++;
+    } while (value);
+    return put(g, bytes, n);
+}
+
+static int varint_size(uint64_t value) {
+    int n = 1;
+    while (value >= 0x80) {
+        value >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* A field of a plane as the skeleton writes it: verbatim (line < 0), or a line: its tag's
+   bytes, its length without its events, and its other fields (segments[first:first+count]). */
+typedef struct {
+    int64_t at, size, line_size, first, count, line;
+} Item;
+
+typedef struct {
+    int64_t at, size;
+} Segment;
+
+/* skeleton(raw) -> (skeleton, starts, ends, events_per_line) or None: the file with every
+   XLine.events field taken out (lengths of the lines and planes that held them written
+   again), so that upb parses only what is not an event (a few thousand messages, where the
+   events are millions), and where each event lies in raw. Fields are walked as locate walks
+   them (every field of XSpace, XPlane and XLine, any tag encoding, unknown fields kept in
+   place); None where that walk does not hold (the caller lets upb parse the whole file). */
+static PyObject *skeleton(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
+    const uint8_t *base = data.buf, *end = base + data.len;
+    PyObject *result = NULL, *line_events = NULL;
+    Grow starts, ends, out, items, segments;
+    memset(&starts, 0, sizeof starts);
+    memset(&ends, 0, sizeof ends);
+    memset(&out, 0, sizeof out);
+    memset(&items, 0, sizeof items);
+    memset(&segments, 0, sizeof segments);
+    if (grow_init(&starts, 8, data.len / 64) < 0 || grow_init(&ends, 8, data.len / 64) < 0 ||
+        grow_init(&out, 1, 1 << 16) < 0 || grow_init(&items, sizeof(Item), 64) < 0 ||
+        grow_init(&segments, sizeof(Segment), 64) < 0)
+        goto done;
+    line_events = PyList_New(0);
+    if (!line_events) goto done;
+    const uint8_t *p = base;
+    while (p < end) {
+        uint64_t number, tag;
+        int wire;
+        const uint8_t *payload;
+        const uint8_t *next = outer_field(p, end, &number, &wire, &payload);
+        if (!next) goto none;
+        if (!(number == 1 && wire == 2)) { /* not a plane: as it is */
+            if (put(&out, p, next - p) < 0) goto done;
+            p = next;
+            continue;
+        }
+        /* A plane: its fields, each line's without its events, and the plane's new size. */
+        items.count = segments.count = 0;
+        int64_t plane_size = 0;
+        const uint8_t *q = payload;
+        while (q < next) {
+            const uint8_t *line;
+            const uint8_t *q_next = outer_field(q, next, &number, &wire, &line);
+            if (!q_next) goto none;
+            Item *item = grow_add(&items);
+            if (!item) goto done;
+            item->at = q - base;
+            if (!(number == 3 && wire == 2)) {
+                item->line = -1;
+                item->size = q_next - q;
+                plane_size += item->size;
+                q = q_next;
+                continue;
+            }
+            item->size = varint(q, q_next, &tag); /* the tag's bytes */
+            item->first = segments.count;
+            item->line_size = 0;
+            long events = 0;
+            const uint8_t *r = line;
+            Segment *open = NULL;
+            while (r < q_next) {
+                const uint8_t *event;
+                const uint8_t *r_next;
+                if (r[0] == 0x22 && q_next - r > 2 && !(r[1] & 0x80) && r[1] <= q_next - r - 2) {
+                    /* (the common case: an events field, a length under 128) */
+                    number = 4;
+                    wire = 2;
+                    event = r + 2;
+                    r_next = event + r[1];
+                } else {
+                    r_next = outer_field(r, q_next, &number, &wire, &event);
+                }
+                if (!r_next) goto none;
+                if (number == 4 && wire == 2) {
+                    int64_t *a = grow_add(&starts), *b = grow_add(&ends);
+                    if (!a || !b) goto done;
+                    *a = event - base;
+                    *b = r_next - base;
+                    events++;
+                    open = NULL;
+                } else {
+                    if (open) {
+                        open->size += r_next - r;
+                    } else {
+                        open = grow_add(&segments);
+                        if (!open) goto done;
+                        open->at = r - base;
+                        open->size = r_next - r;
+                    }
+                    item->line_size += r_next - r;
+                }
+                r = r_next;
+            }
+            /* (segments may have moved: item is re-read through its index below) */
+            item = (Item *)items.items + (items.count - 1);
+            item->count = segments.count - item->first;
+            item->line = events;
+            plane_size += item->size + varint_size((uint64_t)item->line_size) + item->line_size;
+            PyObject *n = PyLong_FromLong(events);
+            if (!n || PyList_Append(line_events, n) < 0) {
+                Py_XDECREF(n);
+                goto done;
+            }
+            Py_DECREF(n);
+            q = q_next;
+        }
+        if (put(&out, p, varint(p, end, &tag)) < 0 || put_varint(&out, (uint64_t)plane_size) < 0)
+            goto done;
+        const Item *all = (const Item *)items.items;
+        const Segment *runs = (const Segment *)segments.items;
+        for (Py_ssize_t i = 0; i < items.count; i++) {
+            const Item *item = &all[i];
+            if (put(&out, base + item->at, item->size) < 0) goto done;
+            if (item->line < 0) continue;
+            if (put_varint(&out, (uint64_t)item->line_size) < 0) goto done;
+            for (int64_t k = item->first; k < item->first + item->count; k++)
+                if (put(&out, base + runs[k].at, runs[k].size) < 0) goto done;
+        }
+        p = next;
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize(out.items, out.count);
+    if (!bytes) goto done;
+    PyObject *a = grow_array(&starts, NPY_INT64);
+    if (!a) {
+        Py_DECREF(bytes);
+        goto done;
+    }
+    PyObject *b = grow_array(&ends, NPY_INT64);
+    if (!b) {
+        Py_DECREF(bytes);
+        Py_DECREF(a);
+        goto done;
+    }
+    result = Py_BuildValue("(NNNO)", bytes, a, b, line_events);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(line_events);
+    grow_free(&starts);
+    grow_free(&ends);
+    grow_free(&out);
+    grow_free(&items);
+    grow_free(&segments);
     PyBuffer_Release(&data);
     return result;
 }
@@ -742,6 +929,7 @@ static PyObject *times(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, "Every event's fields and stats (wire.decode_arrays')."},
     {"locate", locate, METH_VARARGS, "Where each event of a capture lies, or None."},
+    {"skeleton", skeleton, METH_VARARGS, "The capture without its events, and where they lie."},
     {"times", times, METH_VARARGS, "frame.event_times' columns and order by a merge, or None."},
     {NULL, NULL, 0, NULL},
 };

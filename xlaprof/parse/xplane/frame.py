@@ -93,19 +93,29 @@ def xspace_frame(
     path = Path(path)
     # limit: --max-size (None: protobuf's own cap)
     raw = read_capture(path, limit) if data is None else data
-    space = parse_space(path, raw, message_class("XSpace", events_as_bytes=True))
+    space_class = message_class("XSpace", events_as_bytes=True)
+    skeleton = _skeleton(raw, space_class)
+    space = parse_space(path, raw, space_class) if skeleton is None else skeleton[0]
     if not space.planes:
         size = path.stat().st_size
         what = "empty file" if size == 0 else f"{size} bytes with no profiler planes"
         raise BadCapture(f"{path}: {what}, not an xplane capture")
-    planes = [plane for plane in space.planes if any(line.events for line in plane.lines)]
-    layout = Layout(planes)
+    if skeleton is None:
+        counts = [[len(line.events) for line in plane.lines] for plane in space.planes]
+    else:
+        counts = skeleton[3]
+    with_events = [index for index, lines in enumerate(counts) if any(lines)]
+    planes = [space.planes[index] for index in with_events]
+    layout = Layout(planes, [counts[index] for index in with_events])
     devices = [plane_info(plane) for plane in planes if plane_kind(plane.name) == "device"]
     start_ns = profile_start_ns(space)
     epoch_ns = epoch_offset_ns(space)
     host = host or hostname(space, path)
     hlo_protos = embedded_hlo_protos(space)
-    data, starts, ends = split_space(space, raw)  # may empty the space: read by now
+    if skeleton is None:
+        data, starts, ends = split_space(space, raw)  # may empty the space: read by now
+    else:
+        data, (_, starts, ends, _) = raw, skeleton
     del space, planes
     try:
         events = decode_events(data, starts, ends, canonical_event)
@@ -119,6 +129,33 @@ def xspace_frame(
     frame.attrs["devices"] = devices
     frame.attrs["hlo_protos"] = hlo_protos
     return frame
+
+
+def _skeleton(raw: bytes, space_class: Any) -> tuple[Any, Any, Any, list[list[int]]] | None:
+    """The capture parsed by upb without its events (the compiled core's ``skeleton``: the
+    file with every ``XLine.events`` field taken out), where each event lies in ``raw``, and
+    the events of each line, per plane; None where the core is not built, its walk of the file
+    does not hold, or upb refuses what is left (then upb parses the whole file, and names what
+    is wrong with it)."""
+    from google.protobuf.message import DecodeError
+
+    core = native()
+    found = None if core is None else core.skeleton(raw)
+    if found is None:
+        return None
+    bones, starts, ends, line_events = found
+    space = space_class()
+    try:
+        space.ParseFromString(bones)
+    except DecodeError:
+        return None
+    counts, first = [], 0
+    for plane in space.planes:
+        counts.append(line_events[first : first + len(plane.lines)])
+        first += len(plane.lines)
+    if first != len(line_events):
+        return None
+    return space, starts, ends, counts
 
 
 class Strings:
@@ -187,7 +224,7 @@ class Layout:
     ``hlo_op``, for events on op lines).
     """
 
-    def __init__(self, planes: list[Any]) -> None:
+    def __init__(self, planes: list[Any], counts: list[list[int]]) -> None:
         self.strings = Strings()  # line and event names
         self.stat_names = Strings()
         self.meta_rows: list[dict[str, Any]] = [{}]
@@ -195,10 +232,9 @@ class Layout:
         self.stats: list[np.ndarray] = []  # per plane: key, stat name
         self.planes: list[str] = []
         self.lines: list[tuple[int, int, int, int, bool]] = []  # name, plane, stamp, count, op
-        for plane in planes:
+        for plane, line_counts in zip(planes, counts, strict=True):
             self._add_tables(plane)
-            for line in plane.lines:
-                count = len(line.events)
+            for line, count in zip(plane.lines, line_counts, strict=True):
                 if count:
                     name = line.display_name or line.name
                     code = self.strings.code(name)
