@@ -13,12 +13,22 @@ export PJRT_DEVICE ?= CPU
 
 .PHONY: setup browser demo test lint typecheck format bench samples golden clean
 
-setup: $(STAMP)
+# The compiled decoder core (xlaprof/parse/xplane/_native.c) is built by the editable install;
+# after an edit of its source it is rebuilt in place. Where it cannot be (no C compiler) the
+# numpy decoder runs and says so once.
+NATIVE_SRC := xlaprof/parse/xplane/_native.c
+NATIVE_STAMP := build/.xlaprof-native
+
+setup: $(STAMP) $(NATIVE_STAMP)
+
+$(NATIVE_STAMP): $(NATIVE_SRC) setup.py $(STAMP)
+	@$(BIN)/python setup.py -q build_ext --inplace >/dev/null 2>&1 || echo "xlaprof: the compiled decoder did not build; the numpy decoder will run"
+	@mkdir -p build && touch $@
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@test -x $(BIN)/uv || $(BIN)/pip install --quiet --disable-pip-version-check uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[runtime,dev]'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[runtime,dev,bench]'
 	@# Bytecode for every installed package, once: where PYTHONDONTWRITEBYTECODE is set (as on
 	@# this project's machines) Python never writes .pyc files, so each process that imports
 	@# torch_xla would compile ~6 s of sources again; the tests start ~150 such processes.

@@ -491,14 +491,21 @@ def test_args_false_builds_no_dicts_but_keeps_group_id(tmp_path: Path) -> None:
     assert frame["group_id"].tolist() == [17] and frame["hlo_op"].tolist() == ["op"]
 
 
-def _layout_of(path: Path) -> tuple[bytes, bytes, np.ndarray, np.ndarray]:
-    """The file's bytes and what ``split_space`` makes of them: (raw, data, starts, ends)."""
+def _layout_of(path: Path, pure: bool = True) -> tuple[bytes, bytes, np.ndarray, np.ndarray]:
+    """The file's bytes and what ``split_space`` makes of them: (raw, data, starts, ends); by
+    the numpy layout (``pure``) or the compiled core's walk of the file."""
     from xlaprof.parse.xplane import wire as xplane_wire
 
     raw = path.read_bytes()
     space = xplane.message_class("XSpace", events_as_bytes=True)()
     space.ParseFromString(raw)
-    return raw, *xplane_wire.split_space(space, raw)
+    return raw, *xplane_wire.split_space(space, raw, pure=pure)
+
+
+def _upb_events(raw: bytes) -> list[bytes]:
+    space = xplane.message_class("XSpace", events_as_bytes=True)()
+    space.ParseFromString(raw)
+    return [event for plane in space.planes for line in plane.lines for event in line.events]
 
 
 def _line_of(events: list[bytes], between: bytes = b"", last: bytes = b"") -> bytes:
@@ -561,3 +568,18 @@ def test_events_not_in_one_run_are_laid_out_by_upb(tmp_path: Path, layout: str) 
     assert data is not raw and data != raw + bytes(PAD_BYTES)
     assert [data[a:b] for a, b in zip(starts, ends, strict=True)] == _EVENTS
     assert_same(path)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_compiled_walk_reads_any_layout_in_place(tmp_path: Path, layout: str) -> None:
+    """The compiled core walks every field of the file as upb does: events not in one run are
+    still read where they lie, and they are the bytes upb read."""
+    from xlaprof.parse.xplane import wire as xplane_wire
+
+    if xplane_wire.native() is None:
+        pytest.skip("the compiled decoder is not built")
+    path = tmp_path / "case.xplane.pb"
+    path.write_bytes(_space_of(LAYOUTS[layout], tail=field(4, b"a host name long enough")))
+    raw, data, starts, ends = _layout_of(path, pure=False)
+    assert data is raw
+    assert [data[a:b] for a, b in zip(starts, ends, strict=True)] == _upb_events(raw) == _EVENTS

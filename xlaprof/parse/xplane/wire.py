@@ -31,12 +31,18 @@ invalid UTF-8 in a ``str_value``) marks the event. Marked events are handed to a
 callable (upb's own ``XEvent`` parser and serializer) and decoded again from upb's output:
 upb decides, as it would have for the whole file, so a damaged event either decodes as upb
 reads it or raises ``WireError`` (the caller's ``BadCapture``).
+
+The compiled core (``_native``, built by the set-up from ``_native.c``) does the same in one
+pass over the events: ``native()`` is that module where it is built (and not turned off by
+``XLAPROF_PURE_DECODER=1``), else None, and then this module's numpy code runs, the reference
+the tests hold the compiled one to. Both give the same arrays and mark the same events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -50,6 +56,35 @@ _EVENT_FIELDS = {1: _VARINT, 2: _VARINT, 3: _VARINT, 4: _LEN, 5: _VARINT}
 _STAT_FIELDS = {1: _VARINT, 2: _FIXED64, 3: _VARINT, 4: _VARINT, 5: _LEN, 6: _LEN, 7: _VARINT}
 _EVENTS_TAG = 4 << 3 | _LEN  # XLine.events
 _MARK, _SKIP = -1, 0  # tag table entries besides field numbers
+
+
+_NATIVE: list[ModuleType | None] = []  # the compiled core, once looked up
+
+
+def native(pure: bool = False) -> ModuleType | None:
+    """The compiled decoder core, or None where it is not built (logged once a process), where
+    ``pure`` or where ``XLAPROF_PURE_DECODER`` is set (then the numpy decoder runs, which the
+    tests compare it to)."""
+    import os
+
+    if pure or os.environ.get("XLAPROF_PURE_DECODER"):
+        return None
+    if not _NATIVE:
+        import importlib
+
+        _native: ModuleType | None
+        try:
+            _native = importlib.import_module("xlaprof.parse.xplane._native")
+        except ImportError:
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "xlaprof: the compiled xplane decoder is not built (no C compiler at install?); "
+                "decoding with numpy, several times slower"
+            )
+            _native = None
+        _NATIVE.append(_native)
+    return _NATIVE[0]
 
 
 class WireError(ValueError):
@@ -368,10 +403,13 @@ class Events:
         return taken
 
 
-def split_space(space: Any, raw: bytes | None = None) -> tuple[bytes, np.ndarray, np.ndarray]:
+def split_space(
+    space: Any, raw: bytes | None = None, pure: bool = False
+) -> tuple[bytes, np.ndarray, np.ndarray]:
     """Every event of a shadow ``XSpace`` (events as bytes) in one buffer, at least ``PAD``
     bytes after the last, and where each event's bytes begin and end; events in plane, line,
-    event order, over the lines that have events.
+    event order, over the lines that have events. (With the compiled core, ``raw`` itself
+    wherever its walk of the file finds what upb found: the core needs no padding.)
 
     Given ``raw``, the bytes upb parsed the space from, the buffer is those bytes wherever they
     are laid out as producers write them (``_in_place``), and the space is left as it is.
@@ -383,7 +421,8 @@ def split_space(space: Any, raw: bytes | None = None) -> tuple[bytes, np.ndarray
     events are joined from their bytes instead.
     """
     if raw is not None:
-        found = _in_place(space, raw)
+        core = native(pure)
+        found = _located(core, space, raw) if core is not None else _in_place(space, raw)
         if found is not None:
             return found
     lines = _keep_events_only(space)
@@ -413,6 +452,22 @@ def split_space(space: Any, raw: bytes | None = None) -> tuple[bytes, np.ndarray
     if len(data) != position + 2 + PAD or not (tags == _EVENTS_TAG).all():
         return _joined(lines)
     return data, starts, ends
+
+
+def _located(core: ModuleType, space: Any, raw: bytes) -> tuple[bytes, Any, Any] | None:
+    """``_in_place`` by the compiled core: it walks the file's planes, lines and events in C
+    (``_native.locate``), and the events it found per line are checked against upb's count
+    (one ``len`` a line). None where the walk or the counts do not hold (``_in_place`` then
+    tries)."""
+    found = core.locate(raw)
+    if found is None:
+        return None
+    starts, ends, plane_lines, line_events = found
+    if plane_lines != [len(plane.lines) for plane in space.planes]:
+        return None
+    if line_events != [len(line.events) for plane in space.planes for line in plane.lines]:
+        return None
+    return raw, starts, ends
 
 
 def _in_place(space: Any, raw: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
@@ -614,7 +669,7 @@ def decode_events(
     ``canonical(raw)`` re-encodes one event as upb reads it, raising ``WireError`` where upb
     rejects it; it is called only for marked events (see the module docstring).
     """
-    events, marked = _decode(data, starts, ends)
+    events, marked = decode_arrays(data, starts, ends)
     if not marked.any():
         return events
     rows = np.flatnonzero(marked)
@@ -624,13 +679,29 @@ def decode_events(
     starts, ends = starts.copy(), ends.copy()
     ends[rows] = base + np.cumsum(sizes)
     starts[rows] = ends[rows] - sizes
-    events, marked = _decode(data + b"".join(pieces) + bytes(PAD), starts, ends)
+    events, marked = decode_arrays(data + b"".join(pieces) + bytes(PAD), starts, ends)
     if marked.any():  # upb's own encoding is always in the rounds' reach
         raise WireError("an event upb re-encoded still does not decode")
     return events
 
 
-def _decode(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[Events, np.ndarray]:
+def decode_arrays(
+    data: bytes, starts: np.ndarray, ends: np.ndarray, pure: bool = False
+) -> tuple[Events, np.ndarray]:
+    """The events at ``data[starts:ends]`` as arrays, and a mask of those marked (see the
+    module docstring): by the compiled core where it is built (no padding needed), else (or
+    ``pure``) by the numpy rounds (``PAD`` bytes after the last event needed)."""
+    core = native(pure)
+    if core is None:
+        return _decode_numpy(data, starts, ends)
+    (metadata_id, offset_ps, duration_ps, first_stat, event, stat_id, kind, raw, texts, hexes) = (
+        found := core.decode(data, starts, ends)
+    )[:10]
+    stats = Stats(event, stat_id, kind, raw, texts, hexes)
+    return Events(metadata_id, offset_ps, duration_ps, first_stat, stats), found[10]
+
+
+def _decode_numpy(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[Events, np.ndarray]:
     buffer = Buffer(data)
     count = len(starts)
     metadata_id = np.zeros(count, np.int64)

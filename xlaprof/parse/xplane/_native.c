@@ -1,0 +1,944 @@
+/* The compiled core of the XSpace decoder (xlaprof.parse.xplane.wire and .frame).
+
+   Functions, each the C form of a numpy or upb step (wire.py, frame.py) whose result it
+   gives exactly, bit for bit (tests/parse/xplane/test_native.py holds them to it):
+
+   - skeleton(raw): the capture without its events, for upb to parse (the planes' metadata:
+     thousands of messages, where the events are millions), and where each event lies;
+
+   - locate(raw): where every event of a capture lies in the file's bytes (the outer walk of
+     wire._in_place), by walking XSpace.planes, XPlane.lines and XLine.events;
+   - decode(data, starts, ends): every event's fields and stats (wire.decode_arrays): one pass
+     over the events, no Python object per event;
+   - times(offset_ps, duration_ps, bases, counts): frame.event_times' columns and row order, by
+     merging the lines' runs (each line's events are mostly in time order already).
+
+   A file someone sends may be hostile: every read is bounded by the message it belongs to
+   (never past the buffer), nothing is allocated from a length field (arrays grow with what
+   was actually read: a stat takes at least two bytes of input), and what these functions do
+   not decode themselves they leave to the numpy path or to upb, as the numpy path does:
+   locate returns None, decode marks the event, times returns None.
+
+   Protobuf wire format: a field is a tag varint (field number << 3 | wire type) then a varint
+   (wire type 0), 8 bytes (1), a length varint and that many bytes (2) or 4 bytes (5).
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A growable array of fixed-size items, freed by the caller (or handed to numpy). */
+typedef struct {
+    char *items;
+    Py_ssize_t count, room, size;
+} Grow;
+
+static int grow_init(Grow *g, Py_ssize_t size, Py_ssize_t room) {
+    g->size = size;
+    g->count = 0;
+    g->room = room < 16 ? 16 : room;
+    g->items = PyMem_RawMalloc((size_t)(g->room * size));
+    if (!g->items) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void *grow_add(Grow *g) {
+    if (g->count == g->room) {
+        Py_ssize_t room = g->room + g->room / 2 + 16;
+        char *items = PyMem_RawRealloc(g->items, (size_t)(room * g->size));
+        if (!items) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        g->items = items;
+        g->room = room;
+    }
+    return g->items + (g->count++) * g->size;
+}
+
+static void grow_free(Grow *g) {
+    PyMem_RawFree(g->items);
+    g->items = NULL;
+}
+
+static void free_capsule(PyObject *capsule) {
+    PyMem_RawFree(PyCapsule_GetPointer(capsule, "xlaprof.native"));
+}
+
+/* A 1-d numpy array over a Grow's items (which it then owns; trimmed to its length). */
+static PyObject *grow_array(Grow *g, int typenum) {
+    npy_intp length = g->count;
+    char *items = g->items;
+    if (g->count < g->room) {
+        char *trimmed = PyMem_RawRealloc(items, (size_t)((g->count ? g->count : 1) * g->size));
+        if (trimmed) items = trimmed;
+    }
+    g->items = NULL;
+    PyObject *array = PyArray_SimpleNewFromData(1, &length, typenum, items);
+    if (!array) {
+        PyMem_RawFree(items);
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(items, "xlaprof.native", free_capsule);
+    if (!capsule) {
+        Py_DECREF(array);
+        PyMem_RawFree(items);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)array, capsule) < 0) {
+        Py_DECREF(array);
+        return NULL;
+    }
+    return array;
+}
+
+/* The varint at p (not past end): its size in bytes, 0 where end comes first, 11 where no
+   byte of the first 10 ends it. Bits past 64 are dropped, as upb drops them. */
+static inline int varint(const uint8_t *p, const uint8_t *end, uint64_t *value) {
+    uint64_t v = 0;
+    for (int i = 0; i < 10; i++) {
+        if (p + i >= end) return 0;
+        uint8_t byte = p[i];
+        v |= (uint64_t)(byte & 0x7F) << (7 * i);
+        if (!(byte & 0x80)) {
+            *value = v;
+            return i + 1;
+        }
+    }
+    return 11;
+}
+
+/* One field of a message whose bytes run to end: its field number and wire type, the varint
+   after the tag (a length for wire type 2), where its payload begins; returns where the field
+   ends, or NULL for what the numpy rounds leave to upb (a tag over one byte, field number 0,
+   a group or wire type 6 or 7, a varint over 10 bytes, a length over 5 bytes, a field running
+   past the message's end). */
+static inline const uint8_t *field(const uint8_t *p, const uint8_t *end, int *number, int *wire,
+                                   uint64_t *value, const uint8_t **payload) {
+    uint8_t tag = *p++;
+    if (tag & 0x80) return NULL;
+    *number = tag >> 3;
+    *wire = tag & 7;
+    if (!*number) return NULL;
+    int size;
+    switch (*wire) {
+    case 0:
+        size = varint(p, end, value);
+        if (size == 0 || size > 10) return NULL;
+        *payload = p;
+        return p + size;
+    case 1:
+        if (end - p < 8) return NULL;
+        *payload = p;
+        return p + 8;
+    case 5:
+        if (end - p < 4) return NULL;
+        *payload = p;
+        return p + 4;
+    case 2:
+        size = varint(p, end, value);
+        if (size == 0 || size > 5) return NULL;
+        p += size;
+        if (*value > (uint64_t)(end - p)) return NULL;
+        *payload = p;
+        return p + *value;
+    default:
+        return NULL;
+    }
+}
+
+/* Distinct byte strings (text or bytes values), each with its index in a Python list of the
+   values made from them: an open-addressing table of (offset, length, index) into the data. */
+typedef struct {
+    Py_ssize_t *slots; /* 3 per slot: offset, length, index + 1 (0: empty) */
+    Py_ssize_t mask, used;
+    PyObject *list;
+    int hex;
+} Distinct;
+
+static int distinct_init(Distinct *d, int hex) {
+    d->mask = 1023;
+    d->used = 0;
+    d->hex = hex;
+    d->slots = PyMem_RawCalloc((size_t)(d->mask + 1) * 3, sizeof(Py_ssize_t));
+    d->list = PyList_New(0);
+    if (!d->slots || !d->list) {
+        PyMem_RawFree(d->slots);
+        Py_XDECREF(d->list);
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void distinct_free(Distinct *d) {
+    PyMem_RawFree(d->slots);
+    Py_XDECREF(d->list);
+}
+
+static inline uint64_t hash_bytes(const uint8_t *p, Py_ssize_t n) {
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+static int distinct_grow(Distinct *d, const uint8_t *data) {
+    Py_ssize_t mask = d->mask * 2 + 1;
+    Py_ssize_t *slots = PyMem_RawCalloc((size_t)(mask + 1) * 3, sizeof(Py_ssize_t));
+    if (!slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t s = 0; s <= d->mask; s++) {
+        Py_ssize_t *old = d->slots + 3 * s;
+        if (!old[2]) continue;
+        Py_ssize_t at = (Py_ssize_t)(hash_bytes(data + old[0], old[1]) & (uint64_t)mask);
+        while (slots[3 * at + 2]) at = (at + 1) & mask;
+        memcpy(slots + 3 * at, old, 3 * sizeof(Py_ssize_t));
+    }
+    PyMem_RawFree(d->slots);
+    d->slots = slots;
+    d->mask = mask;
+    return 0;
+}
+
+/* The index of data[offset:offset + n] among the distinct values (added if new); -1 with no
+   exception set where it is text that is not UTF-8 (as bytes.decode() refuses it), -2 with
+   an exception on failure. */
+static Py_ssize_t distinct_index(Distinct *d, const uint8_t *data, Py_ssize_t offset,
+                                 Py_ssize_t n) {
+    const uint8_t *p = data + offset;
+    Py_ssize_t at = (Py_ssize_t)(hash_bytes(p, n) & (uint64_t)d->mask);
+    for (;;) {
+        Py_ssize_t *slot = d->slots + 3 * at;
+        if (!slot[2]) break;
+        if (slot[1] == n && memcmp(data + slot[0], p, (size_t)n) == 0) return slot[2] - 1;
+        at = (at + 1) & d->mask;
+    }
+    PyObject *value;
+    if (d->hex) {
+        value = PyUnicode_New(2 * n, 127);
+        if (!value) return -2;
+        Py_UCS1 *out = PyUnicode_1BYTE_DATA(value);
+        static const char digits[] = "0123456789abcdef";
+        for (Py_ssize_t i = 0; i < n; i++) {
+            out[2 * i] = (Py_UCS1)digits[p[i] >> 4];
+            out[2 * i + 1] = (Py_UCS1)digits[p[i] & 15];
+        }
+    } else {
+        value = PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+        if (!value) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                return -1;
+            }
+            return -2;
+        }
+    }
+    Py_ssize_t index = PyList_GET_SIZE(d->list);
+    int failed = PyList_Append(d->list, value);
+    Py_DECREF(value);
+    if (failed) return -2;
+    Py_ssize_t *slot = d->slots + 3 * at;
+    slot[0] = offset;
+    slot[1] = n;
+    slot[2] = index + 1;
+    if (++d->used * 2 > d->mask && distinct_grow(d, data) < 0) return -2;
+    return index;
+}
+
+/* XStat value kinds, as wire.py numbers them: the oneof member's field number. */
+enum { DOUBLE = 2, UINT64 = 3, INT64 = 4, STR = 5, BYTES = 6, REF = 7 };
+
+typedef struct {
+    const uint8_t *data;
+    Grow event, ids, raws, kind; /* one array per column: they become the numpy arrays */
+    Distinct texts, hexes;
+} StatTable;
+
+/* One XStat at data[p:end] added to the table; 1 where it marks its event, -1 on failure. */
+static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64_t owner) {
+    int64_t metadata_id = 0;
+    uint64_t raw = 0;
+    uint8_t kind = 0;
+    while (p < end) {
+        int number, wire;
+        uint64_t value = 0;
+        const uint8_t *payload;
+        const uint8_t *next = field(p, end, &number, &wire, &value, &payload);
+        if (!next) return 1;
+        if (wire == 0) {
+            if (number == 1) {
+                metadata_id = (int64_t)value;
+            } else if (number == UINT64 || number == INT64 || number == REF) {
+                kind = (uint8_t)number;
+                raw = value;
+            }
+        } else if (wire == 1 && number == DOUBLE) {
+            kind = DOUBLE;
+            memcpy(&raw, payload, 8); /* little-endian hosts only: see setup.py */
+        } else if (wire == 2 && (number == STR || number == BYTES)) {
+            Distinct *d = number == STR ? &t->texts : &t->hexes;
+            Py_ssize_t index = distinct_index(d, t->data, payload - t->data, (Py_ssize_t)value);
+            if (index == -2) return -1;
+            if (index == -1) return 1;
+            kind = (uint8_t)number;
+            raw = (uint64_t)index;
+        }
+        p = next;
+    }
+    int64_t *event = grow_add(&t->event), *id = grow_add(&t->ids);
+    uint64_t *value = grow_add(&t->raws);
+    uint8_t *kinds = grow_add(&t->kind);
+    if (!event || !id || !value || !kinds) return -1;
+    *event = owner;
+    *id = metadata_id;
+    *value = raw;
+    *kinds = kind;
+    return 0;
+}
+
+/* Positions given as a 1-d int32 or int64 array (split_space's index dtype). */
+typedef struct {
+    Py_buffer view;
+    int wide;
+} Positions;
+
+static int positions(PyObject *object, Positions *out) {
+    if (PyObject_GetBuffer(object, &out->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    Py_ssize_t size = out->view.itemsize;
+    const char *format = out->view.format ? out->view.format : "B";
+    char code = format[0] == '<' || format[0] == '=' || format[0] == '@' ? format[1] : format[0];
+    int integer = strchr("ilqn", code) != NULL;
+    if (out->view.ndim != 1 || !integer || (size != 4 && size != 8)) {
+        PyBuffer_Release(&out->view);
+        PyErr_SetString(PyExc_TypeError, "positions must be a 1-d int32 or int64 array");
+        return -1;
+    }
+    out->wide = size == 8;
+    return 0;
+}
+
+static inline int64_t position_at(const Positions *p, Py_ssize_t i) {
+    return p->wide ? ((const int64_t *)p->view.buf)[i] : ((const int32_t *)p->view.buf)[i];
+}
+
+/* A new 1-d array of ``length`` items, its memory from malloc rather than numpy's allocator:
+   numpy asks for huge pages on arrays of 4 MB or more (madvise), and where the kernel then
+   compacts memory to find them (transparent_hugepage/defrag = madvise, the default on many
+   distributions) the first touch of each costs more than the decoding itself (measured: most
+   of the system time of an 80 MB capture's analysis on a busy 2-core VM). */
+static PyObject *new_array(npy_intp length, int typenum) {
+    Grow g; /* the types used here: one byte (bool, uint8) or eight */
+    if (grow_init(&g, typenum == NPY_BOOL || typenum == NPY_UINT8 ? 1 : 8, length) < 0)
+        return NULL;
+    g.count = length;
+    return grow_array(&g, typenum);
+}
+
+/* decode(data, starts, ends) -> (metadata_id, offset_ps, duration_ps, first_stat,
+   stat_event, stat_metadata_id, stat_kind, stat_raw, texts, hexes, marked) */
+static PyObject *decode(PyObject *self, PyObject *args) {
+    PyObject *data_object, *starts_object, *ends_object;
+    if (!PyArg_ParseTuple(args, "OOO", &data_object, &starts_object, &ends_object)) return NULL;
+    Py_buffer data;
+    Positions starts, ends;
+    if (PyObject_GetBuffer(data_object, &data, PyBUF_SIMPLE) < 0) return NULL;
+    if (positions(starts_object, &starts) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (positions(ends_object, &ends) < 0) {
+        PyBuffer_Release(&starts.view);
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    PyObject *ids = NULL, *offsets = NULL, *durations = NULL, *firsts = NULL, *marked = NULL;
+    PyObject *event = NULL, *stat_ids = NULL, *kinds = NULL, *raws = NULL;
+    StatTable t;
+    memset(&t, 0, sizeof t);
+    Py_ssize_t count = starts.view.len / starts.view.itemsize;
+    if (ends.view.len / ends.view.itemsize != count) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
+        goto done;
+    }
+    const uint8_t *base = data.buf;
+    const Py_ssize_t size = data.len;
+    t.data = base;
+    if (grow_init(&t.event, 8, count) < 0 || grow_init(&t.ids, 8, count) < 0 ||
+        grow_init(&t.raws, 8, count) < 0 ||
+        grow_init(&t.kind, 1, count) < 0 || distinct_init(&t.texts, 0) < 0 ||
+        distinct_init(&t.hexes, 1) < 0)
+        goto done;
+    ids = new_array(count, NPY_INT64);
+    offsets = new_array(count, NPY_INT64);
+    durations = new_array(count, NPY_INT64);
+    firsts = new_array(count + 1, NPY_INT64);
+    marked = new_array(count, NPY_BOOL);
+    if (!ids || !offsets || !durations || !firsts || !marked) goto done;
+    int64_t *id = PyArray_DATA((PyArrayObject *)ids);
+    int64_t *offset = PyArray_DATA((PyArrayObject *)offsets);
+    int64_t *duration = PyArray_DATA((PyArrayObject *)durations);
+    int64_t *first = PyArray_DATA((PyArrayObject *)firsts);
+    npy_bool *mark = PyArray_DATA((PyArrayObject *)marked);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t a = position_at(&starts, i), b = position_at(&ends, i);
+        first[i] = t.event.count;
+        id[i] = offset[i] = duration[i] = 0;
+        mark[i] = 0;
+        if (a < 0 || b > size || a > b) {
+            PyErr_SetString(PyExc_ValueError, "an event outside the data");
+            goto done;
+        }
+        const uint8_t *p = base + a, *end = base + b;
+        while (p < end) {
+            int number, wire;
+            uint64_t value = 0;
+            const uint8_t *payload;
+            const uint8_t *next = field(p, end, &number, &wire, &value, &payload);
+            if (!next) {
+                mark[i] = 1;
+                break;
+            }
+            if (wire == 0) {
+                if (number == 1)
+                    id[i] = (int64_t)value;
+                else if (number == 2)
+                    offset[i] = (int64_t)value;
+                else if (number == 3)
+                    duration[i] = (int64_t)value;
+                else if (number == 5)
+                    offset[i] = 0; /* num_occurrences took the oneof */
+            } else if (wire == 2 && number == 4) {
+                int found = decode_stat(&t, payload, next, (int64_t)i);
+                if (found < 0) goto done;
+                if (found) {
+                    mark[i] = 1;
+                    break;
+                }
+            }
+            p = next;
+        }
+    }
+    first[count] = t.event.count;
+    stat_ids = grow_array(&t.ids, NPY_INT64);
+    if (!stat_ids) goto done;
+    raws = grow_array(&t.raws, NPY_UINT64);
+    if (!raws) goto done;
+    event = grow_array(&t.event, NPY_INT64);
+    if (!event) goto done;
+    kinds = grow_array(&t.kind, NPY_UINT8);
+    if (!kinds) goto done;
+    result = Py_BuildValue("(NNNNNNNNOON)", ids, offsets, durations, firsts, event, stat_ids, kinds,
+                           raws, t.texts.list, t.hexes.list, marked);
+    if (result) ids = offsets = durations = firsts = event = stat_ids = kinds = raws = marked = NULL;
+done:
+    Py_XDECREF(ids);
+    Py_XDECREF(offsets);
+    Py_XDECREF(durations);
+    Py_XDECREF(firsts);
+    Py_XDECREF(event);
+    Py_XDECREF(stat_ids);
+    Py_XDECREF(kinds);
+    Py_XDECREF(raws);
+    Py_XDECREF(marked);
+    grow_free(&t.event);
+    grow_free(&t.ids);
+    grow_free(&t.raws);
+    grow_free(&t.kind);
+    distinct_free(&t.texts);
+    distinct_free(&t.hexes);
+    PyBuffer_Release(&ends.view);
+    PyBuffer_Release(&starts.view);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* One field of an outer message (XSpace, XPlane, XLine), read as upb reads any field: a tag
+   varint of up to 5 bytes, then its payload by wire type. Returns where it ends, NULL where
+   this walk does not follow it (a group, wire type 6 or 7, field number 0, a field past the
+   message's end): locate then returns None. */
+static const uint8_t *outer_field(const uint8_t *p, const uint8_t *end, uint64_t *number,
+                                  int *wire, const uint8_t **payload) {
+    uint64_t tag, value;
+    int size = varint(p, end, &tag);
+    if (size == 0 || size > 5) return NULL;
+    p += size;
+    *number = tag >> 3;
+    *wire = (int)(tag & 7);
+    if (!*number || *number > 0x1FFFFFFF) return NULL;
+    *payload = p;
+    switch (*wire) {
+    case 0:
+        size = varint(p, end, &value);
+        return size == 0 || size > 10 ? NULL : p + size;
+    case 1:
+        return end - p < 8 ? NULL : p + 8;
+    case 5:
+        return end - p < 4 ? NULL : p + 4;
+    case 2:
+        size = varint(p, end, &value);
+        if (size == 0 || size > 10) return NULL;
+        p += size;
+        if (value > (uint64_t)(end - p)) return NULL;
+        *payload = p;
+        return p + value;
+    default:
+        return NULL;
+    }
+}
+
+/* locate(raw) -> (starts, ends, lines_per_plane, events_per_line) or None: every event of
+   every line of every plane, in file order (XSpace.planes = 1, XPlane.lines = 3,
+   XLine.events = 4, each a length-delimited field), the events' positions as int64. The caller
+   checks the counts against upb's (which parsed the same bytes) before using them. */
+static PyObject *locate(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
+    const uint8_t *base = data.buf, *end = base + data.len;
+    PyObject *result = NULL, *plane_lines = NULL, *line_events = NULL;
+    Grow starts, ends;
+    memset(&starts, 0, sizeof starts);
+    memset(&ends, 0, sizeof ends);
+    if (grow_init(&starts, 8, data.len / 64) < 0 || grow_init(&ends, 8, data.len / 64) < 0)
+        goto done;
+    plane_lines = PyList_New(0);
+    line_events = PyList_New(0);
+    if (!plane_lines || !line_events) goto done;
+    const uint8_t *p = base;
+    while (p < end) {
+        uint64_t number;
+        int wire;
+        const uint8_t *payload;
+        const uint8_t *next = outer_field(p, end, &number, &wire, &payload);
+        if (!next) goto none;
+        if (number == 1 && wire == 2) { /* a plane */
+            long lines = 0;
+            const uint8_t *q = payload;
+            while (q < next) {
+                const uint8_t *line_payload;
+                const uint8_t *line_next = outer_field(q, next, &number, &wire, &line_payload);
+                if (!line_next) goto none;
+                if (number == 3 && wire == 2) { /* a line */
+                    long events = 0;
+                    const uint8_t *r = line_payload;
+                    while (r < line_next) {
+                        const uint8_t *event;
+                        const uint8_t *event_next =
+                            outer_field(r, line_next, &number, &wire, &event);
+                        if (!event_next) goto none;
+                        if (number == 4 && wire == 2) {
+                            int64_t *a = grow_add(&starts), *b = grow_add(&ends);
+                            if (!a || !b) goto done;
+                            *a = event - base;
+                            *b = event_next - base;
+                            events++;
+                        }
+                        r = event_next;
+                    }
+                    PyObject *n = PyLong_FromLong(events);
+                    if (!n || PyList_Append(line_events, n) < 0) {
+                        Py_XDECREF(n);
+                        goto done;
+                    }
+                    Py_DECREF(n);
+                    lines++;
+                }
+                q = line_next;
+            }
+            PyObject *n = PyLong_FromLong(lines);
+            if (!n || PyList_Append(plane_lines, n) < 0) {
+                Py_XDECREF(n);
+                goto done;
+            }
+            Py_DECREF(n);
+        }
+        p = next;
+    }
+    PyObject *a = grow_array(&starts, NPY_INT64);
+    if (!a) goto done;
+    PyObject *b = grow_array(&ends, NPY_INT64);
+    if (!b) {
+        Py_DECREF(a);
+        goto done;
+    }
+    result = Py_BuildValue("(NNOO)", a, b, plane_lines, line_events);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(plane_lines);
+    Py_XDECREF(line_events);
+    grow_free(&starts);
+    grow_free(&ends);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* Bytes appended to a Grow of one-byte items. */
+static int put(Grow *g, const void *bytes, Py_ssize_t n) {
+    if (g->count + n > g->room) {
+        Py_ssize_t room = g->room;
+        while (room < g->count + n) room = room + room / 2 + 4096;
+        char *items = PyMem_RawRealloc(g->items, (size_t)room);
+        if (!items) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        g->items = items;
+        g->room = room;
+    }
+    memcpy(g->items + g->count, bytes, (size_t)n);
+    g->count += n;
+    return 0;
+}
+
+static int put_varint(Grow *g, uint64_t value) {
+    uint8_t bytes[10];
+    int n = 0;
+    do {
+        bytes[n] = (uint8_t)(value & 0x7F);
+        value >>= 7;
+        if (value) bytes[n] |= 0x80;
+        n++;
+    } while (value);
+    return put(g, bytes, n);
+}
+
+static int varint_size(uint64_t value) {
+    int n = 1;
+    while (value >= 0x80) {
+        value >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* A field of a plane as the skeleton writes it: verbatim (line < 0), or a line: its tag's
+   bytes, its length without its events, and its other fields (segments[first:first+count]). */
+typedef struct {
+    int64_t at, size, line_size, first, count, line;
+} Item;
+
+typedef struct {
+    int64_t at, size;
+} Segment;
+
+/* skeleton(raw) -> (skeleton, starts, ends, events_per_line) or None: the file with every
+   XLine.events field taken out (lengths of the lines and planes that held them written
+   again), so that upb parses only what is not an event (a few thousand messages, where the
+   events are millions), and where each event lies in raw. Fields are walked as locate walks
+   them (every field of XSpace, XPlane and XLine, any tag encoding, unknown fields kept in
+   place); None where that walk does not hold (the caller lets upb parse the whole file). */
+static PyObject *skeleton(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
+    const uint8_t *base = data.buf, *end = base + data.len;
+    PyObject *result = NULL, *line_events = NULL;
+    Grow starts, ends, out, items, segments;
+    memset(&starts, 0, sizeof starts);
+    memset(&ends, 0, sizeof ends);
+    memset(&out, 0, sizeof out);
+    memset(&items, 0, sizeof items);
+    memset(&segments, 0, sizeof segments);
+    if (grow_init(&starts, 8, data.len / 64) < 0 || grow_init(&ends, 8, data.len / 64) < 0 ||
+        grow_init(&out, 1, 1 << 16) < 0 || grow_init(&items, sizeof(Item), 64) < 0 ||
+        grow_init(&segments, sizeof(Segment), 64) < 0)
+        goto done;
+    line_events = PyList_New(0);
+    if (!line_events) goto done;
+    const uint8_t *p = base;
+    while (p < end) {
+        uint64_t number, tag;
+        int wire;
+        const uint8_t *payload;
+        const uint8_t *next = outer_field(p, end, &number, &wire, &payload);
+        if (!next) goto none;
+        if (!(number == 1 && wire == 2)) { /* not a plane: as it is */
+            if (put(&out, p, next - p) < 0) goto done;
+            p = next;
+            continue;
+        }
+        /* A plane: its fields, each line's without its events, and the plane's new size. */
+        items.count = segments.count = 0;
+        int64_t plane_size = 0;
+        const uint8_t *q = payload;
+        while (q < next) {
+            const uint8_t *line;
+            const uint8_t *q_next = outer_field(q, next, &number, &wire, &line);
+            if (!q_next) goto none;
+            Item *item = grow_add(&items);
+            if (!item) goto done;
+            item->at = q - base;
+            if (!(number == 3 && wire == 2)) {
+                item->line = -1;
+                item->size = q_next - q;
+                plane_size += item->size;
+                q = q_next;
+                continue;
+            }
+            item->size = varint(q, q_next, &tag); /* the tag's bytes */
+            item->first = segments.count;
+            item->line_size = 0;
+            long events = 0;
+            const uint8_t *r = line;
+            Segment *open = NULL;
+            while (r < q_next) {
+                const uint8_t *event;
+                const uint8_t *r_next;
+                if (r[0] == 0x22 && q_next - r > 2 && !(r[1] & 0x80) && r[1] <= q_next - r - 2) {
+                    /* (the common case: an events field, a length under 128) */
+                    number = 4;
+                    wire = 2;
+                    event = r + 2;
+                    r_next = event + r[1];
+                } else {
+                    r_next = outer_field(r, q_next, &number, &wire, &event);
+                }
+                if (!r_next) goto none;
+                if (number == 4 && wire == 2) {
+                    int64_t *a = grow_add(&starts), *b = grow_add(&ends);
+                    if (!a || !b) goto done;
+                    *a = event - base;
+                    *b = r_next - base;
+                    events++;
+                    open = NULL;
+                } else {
+                    if (open) {
+                        open->size += r_next - r;
+                    } else {
+                        open = grow_add(&segments);
+                        if (!open) goto done;
+                        open->at = r - base;
+                        open->size = r_next - r;
+                    }
+                    item->line_size += r_next - r;
+                }
+                r = r_next;
+            }
+            /* (segments may have moved: item is re-read through its index below) */
+            item = (Item *)items.items + (items.count - 1);
+            item->count = segments.count - item->first;
+            item->line = events;
+            plane_size += item->size + varint_size((uint64_t)item->line_size) + item->line_size;
+            PyObject *n = PyLong_FromLong(events);
+            if (!n || PyList_Append(line_events, n) < 0) {
+                Py_XDECREF(n);
+                goto done;
+            }
+            Py_DECREF(n);
+            q = q_next;
+        }
+        if (put(&out, p, varint(p, end, &tag)) < 0 || put_varint(&out, (uint64_t)plane_size) < 0)
+            goto done;
+        const Item *all = (const Item *)items.items;
+        const Segment *runs = (const Segment *)segments.items;
+        for (Py_ssize_t i = 0; i < items.count; i++) {
+            const Item *item = &all[i];
+            if (put(&out, base + item->at, item->size) < 0) goto done;
+            if (item->line < 0) continue;
+            if (put_varint(&out, (uint64_t)item->line_size) < 0) goto done;
+            for (int64_t k = item->first; k < item->first + item->count; k++)
+                if (put(&out, base + runs[k].at, runs[k].size) < 0) goto done;
+        }
+        p = next;
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize(out.items, out.count);
+    if (!bytes) goto done;
+    PyObject *a = grow_array(&starts, NPY_INT64);
+    if (!a) {
+        Py_DECREF(bytes);
+        goto done;
+    }
+    PyObject *b = grow_array(&ends, NPY_INT64);
+    if (!b) {
+        Py_DECREF(bytes);
+        Py_DECREF(a);
+        goto done;
+    }
+    result = Py_BuildValue("(NNNO)", bytes, a, b, line_events);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(line_events);
+    grow_free(&starts);
+    grow_free(&ends);
+    grow_free(&out);
+    grow_free(&items);
+    grow_free(&segments);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* Floor division by 1000, as numpy's // on int64. */
+static inline int64_t floor_div_1000(int64_t x) {
+    int64_t q = x / 1000;
+    return (x % 1000 < 0) ? q - 1 : q;
+}
+
+typedef struct {
+    int64_t key;
+    int64_t line; /* ties go to the earlier line: its events come first in a stable sort */
+} Head;
+
+static inline int head_less(const Head *a, const Head *b) {
+    return a->key < b->key || (a->key == b->key && a->line < b->line);
+}
+
+static void sift_down(Head *heap, Py_ssize_t n, Py_ssize_t i) {
+    for (;;) {
+        Py_ssize_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && head_less(&heap[l], &heap[least])) least = l;
+        if (r < n && head_less(&heap[r], &heap[least])) least = r;
+        if (least == i) return;
+        Head swap = heap[i];
+        heap[i] = heap[least];
+        heap[least] = swap;
+        i = least;
+    }
+}
+
+/* times(offset_ps, duration_ps, bases, counts) -> (start_ns, end_ns, duration_ns, order) or
+   None. The events are in line order (counts[i] events of line i, whose start is bases[i]
+   picoseconds after the capture's base); each starts at its line's base plus its offset.
+   The columns are frame.event_times' for a capture whose every event is kept (start and end
+   within int64 picoseconds, no negative duration) and whose lines are each in time order: the
+   stable sort by start is then a merge of the lines. None otherwise (frame.event_times does it
+   with numpy). start_ns and end_ns are relative to the capture's base (the caller adds it). */
+static PyObject *times(PyObject *self, PyObject *args) {
+    PyArrayObject *offsets, *durations, *bases_array, *counts_array;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyArray_Type, &offsets, &PyArray_Type, &durations,
+                          &PyArray_Type, &bases_array, &PyArray_Type, &counts_array))
+        return NULL;
+    PyArrayObject *arrays[4] = {offsets, durations, bases_array, counts_array};
+    for (int k = 0; k < 4; k++) {
+        if (PyArray_NDIM(arrays[k]) != 1 || PyArray_TYPE(arrays[k]) != NPY_INT64 ||
+            !PyArray_IS_C_CONTIGUOUS(arrays[k])) {
+            PyErr_SetString(PyExc_TypeError, "times takes 1-d contiguous int64 arrays");
+            return NULL;
+        }
+    }
+    npy_intp count = PyArray_DIM(offsets, 0), lines = PyArray_DIM(bases_array, 0);
+    if (PyArray_DIM(durations, 0) != count || PyArray_DIM(counts_array, 0) != lines) {
+        PyErr_SetString(PyExc_ValueError, "times: lengths differ");
+        return NULL;
+    }
+    const int64_t *offset = PyArray_DATA(offsets), *duration = PyArray_DATA(durations);
+    const int64_t *bases = PyArray_DATA(bases_array), *counts = PyArray_DATA(counts_array);
+    const int64_t limit = (int64_t)1 << 62, max = INT64_MAX;
+    npy_intp total = 0;
+    for (npy_intp l = 0; l < lines; l++) {
+        if (counts[l] < 0 || bases[l] < -limit || bases[l] > limit) Py_RETURN_NONE;
+        total += counts[l];
+    }
+    if (total != count) {
+        PyErr_SetString(PyExc_ValueError, "times: counts do not add up");
+        return NULL;
+    }
+    /* Every event kept, every line in order of start_ns (else None, before any allocation).
+       With |base|, |offset| <= 2^62 the sums fit int64. */
+    npy_intp at = 0;
+    for (npy_intp l = 0; l < lines; l++) {
+        int64_t previous = INT64_MIN;
+        for (npy_intp i = at; i < at + counts[l]; i++) {
+            if (offset[i] < -limit || offset[i] > limit || duration[i] < 0) Py_RETURN_NONE;
+            int64_t start = bases[l] + offset[i];
+            if (start < -max || (start > 0 && duration[i] > max - start)) Py_RETURN_NONE;
+            int64_t ns = floor_div_1000(start);
+            if (ns < previous) Py_RETURN_NONE;
+            previous = ns;
+        }
+        at += counts[l];
+    }
+    PyObject *starts = new_array(count, NPY_INT64), *ends = new_array(count, NPY_INT64);
+    PyObject *spans = new_array(count, NPY_FLOAT64), *orders = new_array(count, NPY_INTP);
+    Head *heap = PyMem_RawMalloc((size_t)(lines ? lines : 1) * sizeof(Head));
+    npy_intp *next = PyMem_RawMalloc((size_t)(lines ? lines : 1) * 2 * sizeof(npy_intp));
+    if (!starts || !ends || !spans || !orders || !heap || !next) {
+        Py_XDECREF(starts);
+        Py_XDECREF(ends);
+        Py_XDECREF(spans);
+        Py_XDECREF(orders);
+        PyMem_RawFree(heap);
+        PyMem_RawFree(next);
+        return PyErr_NoMemory();
+    }
+    int64_t *start_ns = PyArray_DATA((PyArrayObject *)starts);
+    int64_t *end_ns = PyArray_DATA((PyArrayObject *)ends);
+    double *duration_ns = PyArray_DATA((PyArrayObject *)spans);
+    npy_intp *order = PyArray_DATA((PyArrayObject *)orders);
+    npy_intp *stop = next + lines;
+    Py_ssize_t heads = 0;
+    at = 0;
+    for (npy_intp l = 0; l < lines; l++) {
+        next[l] = at;
+        stop[l] = at + counts[l];
+        if (counts[l]) {
+            heap[heads].key = floor_div_1000(bases[l] + offset[at]);
+            heap[heads].line = l;
+            heads++;
+        }
+        at += counts[l];
+    }
+    for (Py_ssize_t i = heads / 2 - 1; i >= 0; i--) sift_down(heap, heads, i);
+    npy_intp row = 0;
+    while (heads) {
+        npy_intp l = heap[0].line;
+        int64_t key = heap[0].key;
+        /* Take this line's events while they stay before every other line's next. */
+        for (;;) {
+            npy_intp i = next[l]++;
+            int64_t start = bases[l] + offset[i];
+            order[row] = i;
+            start_ns[row] = key;
+            end_ns[row] = floor_div_1000(start + duration[i]);
+            duration_ns[row] = (double)duration[i] / 1000.0;
+            row++;
+            if (next[l] == stop[l]) {
+                heap[0] = heap[--heads];
+                break;
+            }
+            key = floor_div_1000(bases[l] + offset[next[l]]);
+            Head candidate = {key, l};
+            if (heads > 1) {
+                /* The smaller child of the root bounds every other line's next. */
+                Py_ssize_t c = heads > 2 && head_less(&heap[2], &heap[1]) ? 2 : 1;
+                if (head_less(&heap[c], &candidate)) {
+                    heap[0] = candidate;
+                    break;
+                }
+            }
+        }
+        if (heads) sift_down(heap, heads, 0);
+    }
+    PyMem_RawFree(heap);
+    PyMem_RawFree(next);
+    return Py_BuildValue("(NNNN)", starts, ends, spans, orders);
+}
+
+static PyMethodDef methods[] = {
+    {"decode", decode, METH_VARARGS, "Every event's fields and stats (wire.decode_arrays')."},
+    {"locate", locate, METH_VARARGS, "Where each event of a capture lies, or None."},
+    {"skeleton", skeleton, METH_VARARGS, "The capture without its events, and where they lie."},
+    {"times", times, METH_VARARGS, "frame.event_times' columns and order by a merge, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native", "The compiled core of the XSpace decoder.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    import_array();
+    return PyModule_Create(&module);
+}
