@@ -43,6 +43,25 @@ def step():
 # ---------------------------------------------------------------- xplane captures
 
 
+def varint(value: int) -> bytes:
+    """``value`` as a protobuf varint (a negative one as its 64-bit two's complement)."""
+    value &= 2**64 - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def tag(number: int, wire: int) -> bytes:
+    """A protobuf field's key: its number and wire type."""
+    return varint(number << 3 | wire)
+
+
 def tpu_like_xspace(path: Path, host_steps: int = 2) -> None:
     """An XSpace shaped like a TPU capture: host python line + device Steps/Modules/Ops.
 
@@ -313,6 +332,20 @@ def pod_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     return {"XLAPROF_LAZY_BYTES": "0", "HOME": str(home), **extra}
+
+
+def analysis_input(kind: str, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A real input of ``kind`` (``run``, ``capture``, ``log`` or ``pod``) and the environment
+    it is analyzed in (a pod: by workers, its hosts written under ``tmp_path``)."""
+    if kind == "run":
+        return sample_run("recompile_varying_batch"), {}
+    if kind == "capture":
+        return SAMPLES / "host_capture" / "torch_profiler_cpu.pt.trace.json.gz", {}
+    if kind == "log":
+        return SAMPLES / "recompile_varying_batch.log", {}
+    pod = tmp_path / "pod"
+    pod_logdir(pod, 3, {"host-1": {"stretch": STRETCH}})
+    return pod, pod_env(tmp_path)
 
 
 # ---------------------------------------------------------------- hostile names (issue 31)

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import STRETCH, pod_env, pod_logdir
-from helpers import SAMPLES, sample_run
+from builders import analysis_input
 
 from xlaprof.model.device import DeviceSummary
 from xlaprof.model.input import AnalysisInput
@@ -66,25 +65,12 @@ def _live_in(value: Any, path: str, seen: set[int]) -> list[str]:
     return []
 
 
-def _input(kind: str, tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A real input of ``kind`` and the environment it is analyzed in (a pod: by workers)."""
-    if kind == "run":
-        return sample_run("recompile_varying_batch"), {}
-    if kind == "capture":
-        return SAMPLES / "host_capture" / "torch_profiler_cpu.pt.trace.json.gz", {}
-    if kind == "log":
-        return SAMPLES / "recompile_varying_batch.log", {}
-    pod = tmp_path / "pod"
-    pod_logdir(pod, 3, {"host-1": {"stretch": STRETCH}})
-    return pod, pod_env(tmp_path)
-
-
 @pytest.mark.parametrize("kind", ["run", "capture", "log", "pod"])
 def test_no_live_input_is_reachable_from_a_result(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN a real input of each kind, analyzed as every command analyzes it
-    path, env = _input(kind, tmp_path)
+    path, env = analysis_input(kind, tmp_path)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     result = analyze(AnalysisRequest((path,), pod=PodSettings.of(os.environ)))

@@ -18,7 +18,7 @@ from typing import Any
 
 import hypothesis
 import pytest
-from builders import STRETCH, pod_env, pod_logdir
+from builders import analysis_input
 from fuzzing import (
     CALL_LIMIT_S,
     HOSTILE_JSON,
@@ -30,7 +30,7 @@ from fuzzing import (
     peak_rss,
     time_limit,
 )
-from helpers import SAMPLES, cli, sample_run, without_saved_line
+from helpers import cli, sample_run, without_saved_line
 from hypothesis import strategies as st
 
 from xlaprof.errors import SavedDocumentInvalid, XlaprofError
@@ -57,19 +57,6 @@ BUDGETS = (
 SAVED_EXIT = SavedDocumentInvalid.exit_code
 
 
-def _input(kind: str, tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """The original input of ``kind`` and the environment it is analyzed in."""
-    if kind == "run":
-        return sample_run("recompile_varying_batch"), {}
-    if kind == "capture":
-        return SAMPLES / "host_capture" / "torch_profiler_cpu.pt.trace.json.gz", {}
-    if kind == "log":
-        return SAMPLES / "recompile_varying_batch.log", {}
-    pod = tmp_path / "pod"
-    pod_logdir(pod, 3, {"host-1": {"stretch": STRETCH}})
-    return pod, pod_env(tmp_path)
-
-
 def _measured(document: dict[str, Any]) -> dict[str, Any]:
     """What a document says was measured (not the notes on what was read)."""
     view = {k: v for k, v in document["view"].items() if k not in ("notes", "read_from")}
@@ -87,7 +74,7 @@ def test_a_saved_result_reads_back_the_same_in_every_command(
     from xlaprof.pipeline import analyze, compare
 
     # GIVEN an input saved with `xlaprof analyze --json`
-    original, env = _input(kind, tmp_path)
+    original, env = analysis_input(kind, tmp_path)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     pod = PodSettings.of(os.environ)  # what a command reads of the environment
