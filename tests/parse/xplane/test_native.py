@@ -21,6 +21,7 @@ import hypothesis
 import numpy as np
 import pandas as pd
 import pytest
+from builders import tag, varint
 from fuzzing import mutate_bytes, time_limit
 from helpers import DATA, REPO, TRACES
 from hypothesis import strategies as st
@@ -146,19 +147,7 @@ def _assert_same_events(data: bytes, starts: np.ndarray, ends: np.ndarray) -> No
 
 
 def _field(number: int, wire_type: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | wire_type) + payload
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    return tag(number, wire_type) + payload
 
 
 _numbers = st.one_of(
@@ -177,11 +166,11 @@ def _stat(draw: st.DrawFn) -> bytes:
         if number in (5, 6):
             value = draw(_text)
             raw = value.encode() if isinstance(value, str) else value
-            parts.append(_field(number, 2, _varint(len(raw)) + raw))
+            parts.append(_field(number, 2, varint(len(raw)) + raw))
         elif number == 2:
             parts.append(_field(2, 1, draw(st.binary(min_size=8, max_size=8))))
         else:
-            parts.append(_field(number, 0, _varint(draw(_numbers))))
+            parts.append(_field(number, 0, varint(draw(_numbers))))
     return b"".join(parts)
 
 
@@ -192,10 +181,10 @@ def _event(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(0, 6))):
         choice = draw(st.integers(0, 9))
         if choice <= 3:
-            parts.append(_field(draw(st.sampled_from([1, 2, 3, 5])), 0, _varint(draw(_numbers))))
+            parts.append(_field(draw(st.sampled_from([1, 2, 3, 5])), 0, varint(draw(_numbers))))
         elif choice <= 6:
             stat = draw(_stat())
-            parts.append(_field(4, 2, _varint(len(stat)) + stat))
+            parts.append(_field(4, 2, varint(len(stat)) + stat))
         elif choice == 7:  # an unknown or mistyped field
             number = draw(st.integers(1, 20))
             wire_type = draw(st.sampled_from([0, 1, 2, 5]))
@@ -253,7 +242,7 @@ def test_decode_events_gives_the_numpy_result_or_the_same_error(events: list[byt
 def test_a_length_field_allocates_nothing() -> None:
     """Stats that claim lengths of up to 2^35 bytes, and a million events of two bytes: what
     the core allocates follows what it was given, not what a length says."""
-    hostile = _field(4, 2, _varint(2**35 - 1)) + b"\x0a"
+    hostile = _field(4, 2, varint(2**35 - 1)) + b"\x0a"
     tiny = b"\x08\x01"
     data = hostile * 1000 + tiny * 1_000_000
     sizes = np.array([len(hostile)] * 1000 + [len(tiny)] * 1_000_000, np.int64)

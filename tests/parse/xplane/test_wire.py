@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from builders import tag, varint
 from helpers import DATA, REPO, SAMPLE_RUNS, SHARED_XPLANES, sample_capture, shared_trace
 from xplane_reference import assert_same
 
@@ -75,23 +76,6 @@ def test_a_synthetic_host_of_many_copies(tmp_path: Path) -> None:
 
 
 # -- wire-format cases, written byte by byte ----------------------------------------------------
-def varint(value: int) -> bytes:
-    value &= 2**64 - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def tag(number: int, wire: int) -> bytes:
-    return varint(number << 3 | wire)
-
-
 def field(number: int, payload: int | bytes | float, wire: int | None = None) -> bytes:
     """One field: an int as a varint, bytes length-delimited, a float as fixed64."""
     if isinstance(payload, bytes):
