@@ -74,6 +74,8 @@ def describe_change(before: float | None, after: float | None) -> tuple[float | 
         return None, "not measured in both"
     if before == 0:
         return None, "unchanged" if after == 0 else "was zero"
+    if after == 0:
+        return 0.0, "down to zero"  # no "Nx better": the ratio has no inverse
     ratio = after / before
     if abs(ratio - 1) < 0.02:
         return ratio, "about the same"
