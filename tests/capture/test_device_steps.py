@@ -78,16 +78,20 @@ def test_a_device_bound_loop_is_timed_as_the_device_runs_it(tmp_path: Path, step
     assert truth["max_ahead"] >= 4
     # WHEN xlaprof analyzes the run
     result, _, _ = analyze_one(out)
-    story = result.story
+    story, timeline = result.story, result.timeline
     assert story is not None and story.median_wall_s is not None
     # THEN the median steady step is the device's cadence, not when the host's sync returned
     assert story.median_wall_s == pytest.approx(truth["cadence_s"], rel=0.25)
     # AND the host's own work is a small part of it; its wall too while the queue has room
     # (16 steps queue up whole; once 40 fill the queue, each sync waits for a slot, so the
-    # host's wall is the device's cadence and only its CPU time tells it was ahead)
+    # host's wall is the device's cadence and only its CPU time tells it was ahead). The
+    # wall is judged over the steady steps: the first one's host wall holds the script's
+    # drain after its warm-up (its ``wait_device_ops``), and on a busy machine that step can
+    # be the one of median device time.
     assert story.host_cpu_s is not None and story.host_cpu_s < story.median_wall_s / 2
     if steps == 16:
-        assert story.host_wall_s is not None and story.host_wall_s < story.median_wall_s
+        host_walls = timeline[timeline["steady"]]["host_wall_s"]
+        assert host_walls.notna().all() and host_walls.median() < story.median_wall_s / 2
     # AND the steady steps are device-bound, as the headline says, with no tracing verdict
     assert story.bound == "device"
     assert story.bound_steps.get("device", 0) >= story.steady_steps - 1
@@ -98,7 +102,6 @@ def test_a_device_bound_loop_is_timed_as_the_device_runs_it(tmp_path: Path, step
     assert abs(story.ahead_max - truth["max_ahead"]) <= 1
     # AND the run's time holds the drain: the steps' times add up to the run, so the
     # steady steps hold at least the device's time for them
-    timeline = result.timeline
     steady = timeline[timeline["steady"]]
     assert steady["wall_s"].sum() >= 0.75 * truth["cadence_s"] * (len(steady) - 1)
     assert story.drain_s is not None and story.drain_s > truth["cadence_s"]
