@@ -103,7 +103,8 @@ def test_every_form_names_the_same_line_and_says_what_it_is(name: str) -> None:
     findings = document["findings"]
     assert findings, name
     # WHEN the console, the HTML report and the MCP analyze tool show the same analysis
-    console = _console_places(_render(result, "console"))
+    text = _render(result, "console")
+    console = _console_places(text)
     page = _html_places(_render(result, "html"))
     served = Tools(Roots([REPO])).analyze(
         str((RUNS / name).relative_to(REPO)), max_findings=len(findings)
@@ -136,6 +137,15 @@ def test_every_form_names_the_same_line_and_says_what_it_is(name: str) -> None:
             function = _function_at(script, where["line"])
             assert function is not None
             assert where["what"].endswith(f", in {function}()"), where["what"]
+    # AND the headline's "Worth most" line names its finding's line as the finding does
+    shown_lines = {
+        f"{f['location']['file']}:{f['location']['line']} ({f['location']['what']})"
+        for f in findings
+        if f["location"] is not None
+    }
+    for line in text.splitlines():
+        if line.startswith("Worth most: ") and " at " in line:
+            assert any(line.endswith(f" at {shown}") for shown in shown_lines), line
 
 
 @pytest.mark.parametrize(

@@ -220,7 +220,7 @@ def story_lines(story: StepStory | None, host_table: bool = False) -> list[str]:
         )
     finding = story.worth_most
     if finding is not None:
-        where = f" at {finding.location}" if finding.location is not None else ""
+        where = f" at {finding.location.described()}" if finding.location is not None else ""
         lines.append(f"Worth most: [{finding.kind.value}] {finding.title}{where}")
         if story.worth_most_basis:
             lines.append(f"  why this one: {story.worth_most_basis}")
