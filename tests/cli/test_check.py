@@ -291,8 +291,10 @@ def test_junit_file_parses_and_names_the_failing_budget(tmp_path: Path) -> None:
     result = check(
         str(sample_run("recompile_varying_batch")), "--max-recompilations", "0",
         "--max-fallback-ops", "0", "--junit", str(junit), "--source-root", str(REPO),
+        "--json",
     )  # fmt: skip
     assert result.returncode == OVER_BUDGET
+    where = json.loads(result.stdout)["runs"][0]["budgets"][0]["findings"][0]["location"]
     root = ET.parse(junit).getroot()
     assert root.tag == "testsuites"
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("2", "1", "0")
@@ -303,6 +305,9 @@ def test_junit_file_parses_and_names_the_failing_budget(tmp_path: Path) -> None:
     assert failure.get("message", "").startswith("max-recompilations: 3 > 0")
     cause_line = line_of("recompile_varying_batch", "x, y = make_batch(next(sizes), device)")
     assert f"recompile_varying_batch.py:{cause_line}" in failure.get("message", "")
+    # the line is said as every other form says it: what it is to the finding
+    assert where["line"] == cause_line and where["what"]
+    assert f"{where['file']}:{cause_line} ({where['what']})" in failure.get("message", "")
     assert "fix:" in (failure.text or "")  # the finding's suggestion is in the body
     assert cases["max-recompilations"].get("line") == str(cause_line)
     assert cases["max-fallback-ops"].find("failure") is None

@@ -70,7 +70,7 @@ class Outcome:
         if self.ok or not self.findings:
             return None
         finding = self.findings[0]
-        where = f" at {finding.location}" if finding.location is not None else ""
+        where = f" at {finding.location.described()}" if finding.location is not None else ""
         return f"{finding.kind.value}: {finding.title}{where}"
 
 

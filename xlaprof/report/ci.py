@@ -62,7 +62,7 @@ def _failure_text(outcome: Outcome) -> str:
     """The body of a failure: the summary line, then each explaining finding in full."""
     lines = [outcome.line().strip()]
     for finding in outcome.findings:
-        where = f"{finding.location}: " if finding.location is not None else ""
+        where = f"{finding.location.described()}: " if finding.location is not None else ""
         lines.append(f"{where}{finding.kind.value}: {finding.title}")
         evidence = "; ".join(f"{k}={v}" for k, v in finding.evidence.items())
         if evidence:
