@@ -18,6 +18,12 @@ def test_a_figure_that_fell_to_zero_is_said_so() -> None:
     assert describe_change(0.004, 0.0) == (0.0, "down to zero")
 
 
+def test_ratios_beyond_a_float_are_said_in_words() -> None:
+    # after/before underflows to 0 (the case hypothesis found) or overflows to infinity
+    assert describe_change(2.0, 5e-324) == (0.0, "down to about zero")
+    assert describe_change(5e-324, 2.0) == (None, "was about zero")
+
+
 @given(_figure, _figure)
 def test_any_pair_of_figures_has_words(before: float | None, after: float | None) -> None:
     ratio, words = describe_change(before, after)

@@ -6,6 +6,8 @@ fix is never called an improvement without the numbers showing it.
 
 from __future__ import annotations
 
+import math
+
 import re
 import statistics
 from collections.abc import Callable
@@ -77,6 +79,10 @@ def describe_change(before: float | None, after: float | None) -> tuple[float | 
     if after == 0:
         return 0.0, "down to zero"  # no "Nx better": the ratio has no inverse
     ratio = after / before
+    if ratio == 0:  # after so much smaller than before that the ratio underflows
+        return 0.0, "down to about zero"
+    if not math.isfinite(ratio):  # before so small that the ratio overflows
+        return None, "was about zero"
     if abs(ratio - 1) < 0.02:
         return ratio, "about the same"
     if ratio < 1:
