@@ -7,7 +7,6 @@ fix is never called an improvement without the numbers showing it.
 from __future__ import annotations
 
 import math
-
 import re
 import statistics
 from collections.abc import Callable
@@ -76,18 +75,18 @@ def describe_change(before: float | None, after: float | None) -> tuple[float | 
         return None, "not measured in both"
     if before == 0:
         return None, "unchanged" if after == 0 else "was zero"
-    if after == 0:
-        return 0.0, "down to zero"  # no "Nx better": the ratio has no inverse
     ratio = after / before
-    if ratio == 0:  # after so much smaller than before that the ratio underflows
-        return 0.0, "down to about zero"
+    if after == 0 or ratio == 0:  # no "Nx better": the ratio has no inverse (or underflowed)
+        return 0.0, "down to zero" if after == 0 else "down to about zero"
     if not math.isfinite(ratio):  # before so small that the ratio overflows
         return None, "was about zero"
     if abs(ratio - 1) < 0.02:
-        return ratio, "about the same"
-    if ratio < 1:
-        return ratio, f"{1 / ratio:.2f}x better (lower)"
-    return ratio, f"{ratio:.2f}x worse (higher)"
+        words = "about the same"
+    elif ratio < 1:
+        words = f"{1 / ratio:.2f}x better (lower)"
+    else:
+        words = f"{ratio:.2f}x worse (higher)"
+    return ratio, words
 
 
 def compare(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
