@@ -34,6 +34,26 @@ def test_timeline_of_the_sample_run() -> None:
     assert step4["compile_s"] > 0.5 * step4["wall_s"]
 
 
+@pytest.mark.parametrize("name", ["host_sync_item", RUN, "tracing_bound_tiny_ops"])
+def test_a_traced_steps_wait_holds_the_time_its_sync_was_blocked(name: str) -> None:
+    # GIVEN a sample run whose trace window holds steps 4 and 5, and its own step records:
+    # the sync's wall, CPU time and wait for a CPU (steps.jsonl, as the session wrote them)
+    run = load_run(sample_run(name))
+    trace = load_trace(run.path)
+    timeline = step_timeline(run.step_rows(), trace.events, trace.step_bounds).set_index("step")
+    for row in run.step_rows():
+        if timeline.loc[row.step, "source"] != "trace" or row.compiles or not row.sync_wall_s:
+            continue
+        assert row.sync_cpu_s is not None
+        blocked = row.sync_wall_s - row.sync_cpu_s - (row.sync_cpu_wait_s or 0.0)
+        # WHEN the timeline takes the step from the trace THEN the time it was blocked is at
+        # least what the sync's own clocks say (the trace's spans do not name a sync behind a
+        # full queue), and never more than the host's wall for the step
+        wait = timeline.loc[row.step, "device_wait_s"]
+        assert wait >= max(blocked, 0.0) - 1e-9, (name, row.step, wait, blocked)
+        assert wait <= timeline.loc[row.step, "host_wall_s"] + 1e-9
+
+
 def test_traced_steps_span_boundary_to_boundary() -> None:
     # The first traced step has no events before its StepMarker: it must still begin when
     # profiling began, or its wall time shrinks to the marker's (a bug seen on this sample).

@@ -677,7 +677,9 @@ def _measured_by_the_run(row: TimelineRow, recorded: TimelineRow) -> None:
     when the host runs ahead), and the thread's CPU time (host work is measured one way, by the
     stepping thread's CPU clock: Python + tracing outside the sync, the graph build inside it;
     where the run did not split off the sync's CPU, less the graph build the trace measured).
-    The trace keeps what it measures best: compile, transfer and wait spans, and the device's
+    The time blocked on the device is the larger of the sync's blocked time and the trace's
+    wait spans. The trace keeps what it measures best: compile and transfer spans, and the
+    device's
     busy time, which the device model reads from the step's events in the step's place in the
     run (``Trace`` loaded with the run's device windows), so the device tables agree."""
     python = recorded["python_tracing_s"]
@@ -691,6 +693,15 @@ def _measured_by_the_run(row: TimelineRow, recorded: TimelineRow) -> None:
     row["graph_build_s"] = build if python is not None or build is not None else None
     row["host_wall_s"] = recorded["host_wall_s"]
     row["cpu_wait_s"] = recorded["cpu_wait_s"]
+    if recorded["device_wait_s"] is not None:
+        # Two measures of the host blocked on the device: the sync's own clocks (its wall
+        # beyond its CPU time and its wait for a CPU: a sync behind a full queue or a lock,
+        # which no trace span names) and the trace's wait spans (anywhere in the step: a read
+        # waiting for its graph, outside the sync). Neither holds the other's whole, and they
+        # overlap where a span is inside the sync: the larger is the least that was waited.
+        traced = row["device_wait_s"]
+        recorded_wait = recorded["device_wait_s"]
+        row["device_wait_s"] = recorded_wait if traced is None else max(traced, recorded_wait)
     if recorded["device_busy_s"] is None and recorded["queue_s"] is None:
         return  # no executions recorded (an older run): the trace's own figures stand
     row["wall_s"] = recorded["wall_s"]
