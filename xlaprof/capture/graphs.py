@@ -289,7 +289,11 @@ def _pending_tensors(xlac: Any) -> list[Any]:
 
     objects = gc.get_objects()
     try:
-        tensors = list(compress(objects, map(isinstance, objects, repeat(torch._C.TensorBase))))
+        # by type, not isinstance: isinstance also reads an object's ``__class__``, and some
+        # module attributes warn when read (torch.distributed.reduce_op's FutureWarning reached
+        # the user's stderr); a tensor's type is a subclass of TensorBase
+        kinds = map(type, objects)
+        tensors = list(compress(objects, map(issubclass, kinds, repeat(torch._C.TensorBase))))
     finally:
         del objects
     pending: dict[int, Any] = {}
