@@ -256,22 +256,38 @@ def test_the_results_consumers_import_no_live_input() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-# The one module of tables the renderers use: the --json document's serialization helpers
-# (records, strict numbers, the trace object), which the pipeline shares.
-RENDERER_TABLES = ("xlaprof.tables.document",)
+# What the result's consumers may take from ``tables`` (the stage that computes the result's
+# tables, run by the pipeline): the renderers, the --json document's serialization helpers
+# (records, strict numbers: no aggregate), which the pipeline shares; the fix benchmarks,
+# the comparison of figures, because a benchmark measures its own sides (each figure the median
+# over repeated runs of the pipeline's figures) and compares them as ``xlaprof diff`` does.
+# MCP, the facade and the budgets take nothing: the steady step, the top ops and the
+# comparison of two results are the pipeline's (``PartResult.steady``, ``top_ops_of``,
+# ``figures_compared``), and a budget reads the figures the pipeline made.
+TABLES_ALLOWED = {
+    "xlaprof.report": ("xlaprof.tables.document",),
+    "xlaprof.fixes": ("xlaprof.tables.compare",),
+    "xlaprof.mcp": (),
+    "xlaprof.api": (),
+    "xlaprof.budgets": (),
+}
 
 
-def test_the_renderers_compute_nothing_from_tables() -> None:
-    # GIVEN every import of the renderers WHEN its target is a module of tables
+def test_the_results_consumers_compute_nothing_from_tables() -> None:
+    # GIVEN every import of the renderers, MCP, the facade, the budgets and the fix benchmarks
+    # WHEN its target is a module of tables
     wrong = [
         f"{i.importer}:{i.line} imports {i.target}"
         for i in all_imports()
-        if _within(i.importer, ("xlaprof.report",))
+        for consumer, allowed in TABLES_ALLOWED.items()
+        if _within(i.importer, (consumer,))
         and _within(i.target, ("xlaprof.tables",))
-        and i.target not in RENDERER_TABLES
+        and i.target not in allowed
     ]
-    # THEN there is none: the story's words are the report's, its numbers the result's
+    # THEN there is none but those allowed above: their numbers are the result's, made once
     assert not wrong, "\n".join(wrong)
+    # AND the consumers are those the closed-result rule names (none left out)
+    assert set(TABLES_ALLOWED) == set(CLOSED_CONSUMERS)
 
 
 def test_the_renderers_read_no_environment_variable() -> None:

@@ -55,6 +55,8 @@ __all__ = [
     "analyze_parts",
     "check",
     "compare",
+    "figures_compared",
+    "top_ops_of",
 ]
 
 
@@ -364,12 +366,15 @@ def _trace_tables(trace: Trace) -> dict[str, pd.DataFrame]:
     """The trace's device model as tables held whole by the result: those held in memory (a
     pod's per-step ones stay on disk, named by its row store)."""
     from xlaprof.model.ondisk import held
+    from xlaprof.tables.device import top_ops
     from xlaprof.tables.document import devices_table
 
     summary = trace.summary()
     on_disk = summary.tables is not None
     tables: dict[str, pd.DataFrame | None] = {
         "device_ops": summary.ops,
+        # every op summed over devices, most self time first (the figure draws the first)
+        "top_ops": top_ops(summary.ops, limit=max(len(summary.ops), 1)),
         "device_utilization": summary.utilization,
         "devices": devices_table(trace),
         "lines": summary.lines,
@@ -551,9 +556,7 @@ def _figure_frames(
     if trace is not None:
         import numpy as np
 
-        from xlaprof.tables.device import top_ops
-
-        frames["device_ops"] = top_ops(trace.device_ops(), TOP_FIGURE_OPS)
+        frames["device_ops"] = result.whole["top_ops"].head(TOP_FIGURE_OPS)
         steps = _device_step_columns(trace, ["device", "step", "busy_s", "idle_s"])
         columns = [c for c in ("device", "step", "busy_s", "idle_s") if c in steps.columns]
         frames["device_steps"] = (
@@ -607,7 +610,7 @@ def _add_tables(work: AnalyzedPart) -> None:
     from xlaprof.analyzers import price
     from xlaprof.analyzers.shared.costs import StepCosts
     from xlaprof.tables.story import step_story, with_bounds, worth_most
-    from xlaprof.tables.timeline import EVENT_COLUMNS, step_timeline, trace_timeline
+    from xlaprof.tables.timeline import EVENT_COLUMNS, steady_step, step_timeline, trace_timeline
 
     data, trace, result = work.data, work.trace, work.result
     if data.steps or trace is not None:
@@ -627,6 +630,8 @@ def _add_tables(work: AnalyzedPart) -> None:
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
         drain = None if data.device is None else data.device.drain_s
         result.story = step_story(result.timeline, data.warmup_steps, planes, drain)
+        # of every row (the timeline is cut to its bound later, ``_keep_rows``)
+        result.steady = steady_step(result.timeline, data.warmup_steps)
         price(result.findings, StepCosts.of(data.steps, result.timeline, data.warmup_steps))
         if result.story is not None:
             chosen = worth_most(result.story, result.findings, story_answers())
@@ -711,14 +716,40 @@ def compare(before: AnalysisRequest, after: AnalysisRequest) -> RunComparison:
     """``xlaprof diff``: one process of each run analyzed (the named one, else the latest
     run's first), their figures side by side, the findings that went and came, and the notes
     saying which process each side is."""
-    from xlaprof.tables.compare import compare as side_by_side
     from xlaprof.tables.compare import match_findings
 
     a, b = analyze(before).one(), analyze(after).one()
-    table = side_by_side(a.parts[0].figures, b.parts[0].figures)
+    table = figures_compared(a.parts[0].figures, b.parts[0].figures)
     gone, came = match_findings(a.parts[0].findings, b.parts[0].findings)
     names = (str(before.inputs[0]), str(after.inputs[0]))
     return RunComparison(*names, table, gone, came, notes=[*a.notes, *b.notes], sides=(a, b))
+
+
+def top_ops_of(
+    result: PartResult, host: str | None = None, device: str | None = None
+) -> pd.DataFrame:
+    """``result``'s device ops summed over devices, most self time first, every op: the table
+    the analysis made (``PartResult.table("top_ops")``), or, for one host or device, the ops of
+    that one summed (``xlaprof mcp``'s top_ops view); an empty table where no ops are held."""
+    from xlaprof.tables.device import top_ops
+
+    held = result.table("top_ops")
+    if host is None and device is None and held is not None:
+        return held
+    ops = result.device_ops()
+    if host is not None and "host" in ops.columns:
+        ops = ops[ops["host"] == host]
+    if device is not None and "device" in ops.columns:
+        ops = ops[ops["device"] == device]
+    return top_ops(ops, limit=max(len(ops), 1))
+
+
+def figures_compared(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
+    """Two parts' figures (``PartResult.figures``) side by side, as ``xlaprof diff`` shows
+    them: one row per figure, before, after, their ratio and the change in words."""
+    from xlaprof.tables.compare import compare as side_by_side
+
+    return side_by_side(before, after)
 
 
 def check(

@@ -1,4 +1,4 @@
-"""The ``--json`` document's one schema (``xlaprof.analysis/1``, document version 2), written
+"""The ``--json`` document's one schema (``xlaprof.analysis/1``, document version 4), written
 and read through the same models.
 
 ``xlaprof analyze --json`` checks the document it writes against ``AnalysisDocument`` before
@@ -40,7 +40,9 @@ from xlaprof.findings import Coverage, Kind, Severity
 
 SCHEMA = "xlaprof.analysis/1"
 # 3: the device view's rows as numbers (2 and before: as text, still read).
-DOCUMENT_VERSION = 3
+# 4: the steady step of every timeline row (``view.steady``; 3 and before: the reader makes it
+# of the timeline rows the document kept).
+DOCUMENT_VERSION = 4
 
 # Bounds of a saved document: far above what the writer makes (its tables are cut to
 # MAX_STEP_ROWS and its lists to a few hundred entries), small enough that a renderer given one
@@ -494,6 +496,17 @@ FIGURE_COLUMNS = {
 }
 
 
+class SteadyDoc(_Closed):
+    """The steady step (``SteadyStep``): how many, the warm-up, the median one and its row's
+    figures (seconds, and how many steps ahead the host was)."""
+
+    steps: Count
+    warmup_steps: Count
+    median_step: Integer
+    median_s: Annotated[dict[Name, Number | None], Field(max_length=MAX_COLUMNS)]
+    bound: Name | None = None
+
+
 class ViewDoc(_Closed):
     """What the renderers read beyond the contract's keys (``PartResult.view_json``)."""
 
@@ -510,6 +523,7 @@ class ViewDoc(_Closed):
     host_view: HostViewDoc | None = None
     compile_summary: CompileSummaryDoc | None = None
     check: CheckDoc | None = None
+    steady: SteadyDoc | None = None
     processes: list[Name] = Field(default_factory=list, max_length=MAX_PROCESSES)
     notes: list[Text] = Field(default_factory=list, max_length=MAX_LIST)
     # set where this document was itself written from a saved one: the file then read

@@ -247,6 +247,30 @@ class KeptRows:
 
 
 @dataclass
+class SteadyStep:
+    """The steady state of a part's steps as ``xlaprof mcp``'s steps tool gives it, made once
+    by the pipeline from every row of the timeline (``tables.timeline.steady_median``): how many
+    steady steps there are (after warm-up, compiling nothing), the warm-up, the steady step of
+    median wall time and that step's row (``median_s``: seconds by timeline column, and its
+    ``ahead_steps``; None where not measured) and its largest part (``bound``)."""
+
+    steps: int
+    warmup_steps: int
+    median_step: int
+    median_s: dict[str, float | int | None]
+    bound: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> SteadyStep:
+        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        fields["median_s"] = dict(fields["median_s"] or {})
+        return cls(**fields)
+
+
+@dataclass
 class StepCount:
     """One recorded step's counts as the budgets read them (``xlaprof check``): compilations
     and their seconds, device-to-host reads, ``.item()`` reads and CPU-fallback calls."""
@@ -326,6 +350,8 @@ class PartResult:
     stragglers: pd.DataFrame | None = None
     # The step model's summary: where a steady step goes (tables/story.py).
     story: StepStory | None = None
+    # The steady step and its row, of every step's row (None: no steady step measured).
+    steady: SteadyStep | None = None
     # The part's figures as diff, check, MCP and the notebook quote them
     # (``tables.compare.run_summary``, its median step the story's): set by the pipeline.
     figures: dict[str, Any] = field(default_factory=dict)
@@ -418,6 +444,7 @@ class PartResult:
             if self.compile_summary is None
             else self.compile_summary.to_json(),
             "check": None if self.checked is None else self.checked.to_json(),
+            "steady": None if self.steady is None else self.steady.to_json(),
         }
 
     @classmethod
@@ -463,6 +490,7 @@ class PartResult:
         host_view = view.get("host_view")
         compile_summary = view.get("compile_summary")
         checked = view.get("check")
+        steady = view.get("steady")
         return cls(
             part=part,
             findings=[Finding.from_json(f) for f in document.get("findings", [])],
@@ -471,6 +499,7 @@ class PartResult:
             host_steps=tables.get("host_steps"),
             stragglers=tables.get("stragglers"),
             story=None if story is None else StepStory.from_json(story),
+            steady=None if steady is None else SteadyStep.from_json(steady),
             figures=dict(view.get("figures") or {}),
             devices=None if devices is None else DeviceView.from_json(devices),
             counts=counts,

@@ -298,6 +298,16 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
     # AND a saved document renders the same text
     saved = AnalysisResult.from_json(json.loads(json.dumps(cut_doc)))
     assert render(saved, "console") == cut_text
+    # AND the steady step (``xlaprof mcp``'s steps tool) is that of every row, cut or not,
+    # and the saved document carries it: every steady row counted (more than the cut timeline
+    # keeps), the story's median step
+    all_steady, kept_steady = (
+        int((t["steady"] & (t["step"] >= 2)).sum()) for t in (every.timeline, part.timeline)
+    )
+    assert cut_doc["view"]["steady"] == whole_doc["view"]["steady"]
+    assert saved.parts[0].steady == part.steady == every.steady
+    assert every.steady is not None and every.steady.steps == all_steady > kept_steady
+    assert every.steady.median_step == every.story.median_step
     # AND the result carries the stragglers' and host skew's figures over every row, cut or
     # not (the renderers only show them): the same figures both ways, host-1 the straggler
     figures = whole_doc["summaries"]
