@@ -378,7 +378,9 @@ class Tools:
                 median_s=dict(held.median_s),
                 bound=held.bound,
             )
-        verdict = None if result.devices is None else result.devices.verdict
+        from xlaprof.report.devices import device_words
+
+        verdict = None if result.devices is None else device_words(result.devices).verdict
         if frame is None:
             notes.append(_absent(table))
         page = _page(frame, host, device, offset, limit)
