@@ -365,12 +365,10 @@ def _finish(work: AnalyzedPart) -> None:
 def _trace_tables(trace: Trace) -> dict[str, pd.DataFrame]:
     """The trace's device model as tables held whole by the result: those held in memory (a
     pod's per-step ones stay on disk, named by its row store)."""
-    from xlaprof.model.ondisk import held
     from xlaprof.tables.device import top_ops
     from xlaprof.tables.document import devices_table
 
     summary = trace.summary()
-    on_disk = summary.tables is not None
     tables: dict[str, pd.DataFrame | None] = {
         "device_ops": summary.ops,
         # every op summed over devices, most self time first (the figure draws the first)
@@ -380,11 +378,11 @@ def _trace_tables(trace: Trace) -> dict[str, pd.DataFrame]:
         "lines": summary.lines,
         "line_totals": summary.line_totals,
     }
-    if not on_disk or held(summary, "steps") is not None:
+    if not summary.on_disk("steps"):
         tables["device_steps"] = trace.device_steps()
-    if not on_disk or held(summary, "tracing") is not None:
+    if not summary.on_disk("tracing"):
         tables["tracing"] = trace.tracing_vs_device()
-    if not on_disk or held(summary, "bottleneck") is not None:
+    if not summary.on_disk("bottleneck"):
         tables["bottlenecks"] = trace.bottlenecks()
     return {name: frame for name, frame in tables.items() if frame is not None}
 
@@ -585,10 +583,10 @@ def _figure_frames(
 def _device_step_columns(trace: Trace, columns: list[str]) -> pd.DataFrame:
     """``trace.device_steps()``, of a pod only ``columns`` read from its hosts' files (every
     host's rows: a pod's device steps grow with hosts x steps, the figure draws four columns)."""
-    from xlaprof.model.ondisk import DEVICE_STEPS, held
+    from xlaprof.model.ondisk import DEVICE_STEPS
 
     summary = trace.summary()
-    if held(summary, "steps") is None and summary.tables is not None:
+    if summary.tables is not None and summary.on_disk("steps"):
         return summary.tables.table(DEVICE_STEPS, columns=columns)
     return trace.device_steps()
 
@@ -600,9 +598,10 @@ def _has_device_planes(trace: Trace) -> bool:
     devices = trace.devices
     if devices is None or devices.empty:
         return False
-    if trace.source is None or "host" not in devices:
+    if "host" not in devices:
         return True
-    return bool(devices["host"].astype(str).isin(trace.hosts[:1]).any())
+    hosts = trace.events_source.step_hosts(trace)
+    return bool(devices["host"].astype(str).isin(hosts).any())
 
 
 def _add_tables(work: AnalyzedPart) -> None:
@@ -614,15 +613,19 @@ def _add_tables(work: AnalyzedPart) -> None:
 
     data, trace, result = work.data, work.trace, work.result
     if data.steps or trace is not None:
-        timeline = None
-        if trace is not None and not data.steps:
-            # a pod's: its first host's, made by its worker (no event is read here)
-            timeline = trace.events_source.stored_timeline()
-        if timeline is None and trace is not None:
-            # what the step timeline reads: a pod's first host, from its own files
-            timeline = trace_timeline(trace.step_view(EVENT_COLUMNS), data.steps, data.device)
-        if timeline is None:
+        if trace is None:
             timeline = step_timeline(data.steps, device=data.device)
+        else:
+
+            def of_events(view_of: Trace) -> pd.DataFrame:
+                # what the step timeline reads: a pod's first host, from its own files
+                view = view_of.step_view(EVENT_COLUMNS)
+                return trace_timeline(view, data.steps, data.device)
+
+            # a capture's from its events alone (a pod's: its first host's, kept beside its
+            # cache once made); a run's trace window's with the run's steps
+            source = trace.events_source
+            timeline = of_events(trace) if data.steps else source.step_timeline(trace, of_events)
         # the one step model: every per-step verdict and the story come from its parts; a
         # capture with no device plane has no device to wait on (its busy time is the host
         # CPU's own XLA ops)
