@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.analyzers import answer_of, examine, story_answers
 from xlaprof.inputs.choose import choose
-from xlaprof.inputs.paths import load_parts
+from xlaprof.inputs.paths import load_inputs
 from xlaprof.inputs.sourcefiles import SourceFiles, recorded_root, withheld_note
 from xlaprof.model.ondisk import HOST_STEPS
 from xlaprof.model.request import ALL_PROCESSES, DEFAULT_MAX_INPUT_BYTES, AnalysisRequest
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from xlaprof.budgets import Budgets, CheckResult
     from xlaprof.findings import Finding
+    from xlaprof.inputs.formats import Sniffed
     from xlaprof.model.input import AnalysisInput
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
@@ -65,25 +66,31 @@ def analyze(request: AnalysisRequest) -> AnalysisResult:
     ``process`` says otherwise), analyze each, and return the finished result. A saved
     result (a document of ``xlaprof analyze --json``, given alone) is read back as it was,
     every part naming the file read (``xlaprof.inputs.saved``)."""
-    from xlaprof.inputs.saved import is_saved, load_saved
+    from xlaprof.inputs.formats import format_of, sniff_path
+    from xlaprof.inputs.saved import load_saved
 
-    if len(request.inputs) == 1 and is_saved(Path(request.inputs[0])):
-        return load_saved(Path(request.inputs[0]), request.max_size, request.process)
-    parts, processes, notes = _load(request)
+    # each input looked at once (``xlaprof.inputs.formats``), then read once by its format
+    sniffed = [sniff_path(Path(p)) for p in request.inputs]
+    if len(sniffed) == 1 and format_of(sniffed[0]).name == "saved_result":
+        return load_saved(sniffed[0].path, request.max_size, request.process)
+    parts, processes, notes = _load(request, sniffed)
     results = [_analyze_part(part, request).result for part in parts]
     counts = [r.counts for r in results if r.counts is not None]
     totals = Counts.total(counts) if len(results) > 1 else None
     return AnalysisResult(results, processes=processes, notes=notes, totals=totals)
 
 
-def _load(request: AnalysisRequest) -> tuple[list[Part], list[str], list[str]]:
-    """The parts ``request`` reads, every process name found, and what was chosen."""
+def _load(
+    request: AnalysisRequest, sniffed: list[Sniffed]
+) -> tuple[list[Part], list[str], list[str]]:
+    """The parts ``request`` reads (its inputs as ``sniffed``), every process name found, and
+    what was chosen."""
     from xlaprof.errors import XlaprofError
 
     if not request.inputs:
         raise XlaprofError("no input to analyze")
-    parts = load_parts(
-        list(request.inputs),
+    parts = load_inputs(
+        sniffed,
         request.max_size,
         request.warmup_steps,
         request.session,
