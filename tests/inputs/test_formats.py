@@ -40,6 +40,22 @@ def test_each_real_input_is_sniffed_as_its_format(tmp_path: Path) -> None:
     assert sniff_path(run).runs and not sniff_path(capture).runs and not sniff_path(log).runs
 
 
+def test_a_saved_result_given_with_another_input_is_refused_in_one_line(tmp_path: Path) -> None:
+    from xlaprof.errors import InputNotRecognized
+
+    # GIVEN a saved result and a log, given together
+    done = cli("analyze", "--json", str(SAMPLES / "recompile_varying_batch.log"))
+    assert done.returncode == 0, done.stderr
+    saved = tmp_path / "saved.json"
+    saved.write_text(done.stdout)
+    # WHEN both are analyzed THEN one line says a saved result is read alone, with its code
+    refused = cli("analyze", str(saved), str(SAMPLES / "recompile_varying_batch.log"))
+    assert refused.returncode == InputNotRecognized.exit_code
+    assert refused.stderr.strip().splitlines() == [
+        f"xlaprof: error: {saved}: a saved result is read alone, not with other inputs"
+    ]
+
+
 def test_a_torch_trace_folder_is_its_own_format_and_joins_a_capture_beside_it() -> None:
     # GIVEN the folder TORCH_TRACE wrote (two ranks' logs) WHEN it is sniffed THEN it is a
     # TORCH_TRACE input

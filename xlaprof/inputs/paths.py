@@ -167,14 +167,6 @@ def load_text_inputs(
     return data, sources
 
 
-def is_trace_input(path: Path) -> bool:
-    """A capture file (``.xplane.pb``, ``*trace.json(.gz)``) or a folder of captures (any
-    layout) that is not a run directory."""
-    from xlaprof.inputs.formats import sniff_path
-
-    return sniff_path(path).capture
-
-
 def load_parts(
     paths: list[Path],
     max_bytes: int,
