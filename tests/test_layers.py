@@ -256,22 +256,38 @@ def test_the_results_consumers_import_no_live_input() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-# The one module of tables the renderers use: the --json document's serialization helpers
-# (records, strict numbers, the trace object), which the pipeline shares.
-RENDERER_TABLES = ("xlaprof.tables.document",)
+# What the result's consumers may take from ``tables`` (the stage that computes the result's
+# tables, run by the pipeline): the renderers, the --json document's serialization helpers
+# (records, strict numbers: no aggregate), which the pipeline shares; the fix benchmarks,
+# the comparison of figures, because a benchmark measures its own sides (each figure the median
+# over repeated runs of the pipeline's figures) and compares them as ``xlaprof diff`` does.
+# MCP, the facade and the budgets take nothing: the steady step, the top ops and the
+# comparison of two results are the pipeline's (``PartResult.steady``, ``top_ops_of``,
+# ``figures_compared``), and a budget reads the figures the pipeline made.
+TABLES_ALLOWED = {
+    "xlaprof.report": ("xlaprof.tables.document",),
+    "xlaprof.fixes": ("xlaprof.tables.compare",),
+    "xlaprof.mcp": (),
+    "xlaprof.api": (),
+    "xlaprof.budgets": (),
+}
 
 
-def test_the_renderers_compute_nothing_from_tables() -> None:
-    # GIVEN every import of the renderers WHEN its target is a module of tables
+def test_the_results_consumers_compute_nothing_from_tables() -> None:
+    # GIVEN every import of the renderers, MCP, the facade, the budgets and the fix benchmarks
+    # WHEN its target is a module of tables
     wrong = [
         f"{i.importer}:{i.line} imports {i.target}"
         for i in all_imports()
-        if _within(i.importer, ("xlaprof.report",))
+        for consumer, allowed in TABLES_ALLOWED.items()
+        if _within(i.importer, (consumer,))
         and _within(i.target, ("xlaprof.tables",))
-        and i.target not in RENDERER_TABLES
+        and i.target not in allowed
     ]
-    # THEN there is none: the story's words are the report's, its numbers the result's
+    # THEN there is none but those allowed above: their numbers are the result's, made once
     assert not wrong, "\n".join(wrong)
+    # AND the consumers are those the closed-result rule names (none left out)
+    assert set(TABLES_ALLOWED) == set(CLOSED_CONSUMERS)
 
 
 def test_the_renderers_read_no_environment_variable() -> None:
@@ -324,3 +340,65 @@ def test_nothing_below_the_edges_reads_the_environment() -> None:
     # THEN none reads an environment variable: settings reach the pipeline in the request
     # (the pod's scheduler, lazy-loading threshold, client timeout and cache folder included)
     assert not readers, "\n".join(readers)
+
+
+# The event-source contract (``xlaprof.model.trace.EventSource``): where a trace's events are,
+# in memory or in a pod's caches. Its members answer for both kinds, so outside the model
+# (which defines both) nothing asks which kind a trace has.
+SOURCE_KINDS = ("CachedEvents", "HeldEvents")
+SOURCE_ATTRIBUTES = ("source", "events_source")
+
+
+def _asks_the_source_kind(tree: ast.AST) -> list[int]:
+    """The lines of ``tree`` that test a trace's event source for its kind."""
+    return [
+        node.lineno for node in ast.walk(tree) if _isinstance_of_a_kind(node) or _none_test(node)
+    ]
+
+
+def _isinstance_of_a_kind(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and any(
+            isinstance(n, ast.Name) and n.id in SOURCE_KINDS
+            for arg in node.args[1:]
+            for n in ast.walk(arg)
+        )
+    )
+
+
+def _none_test(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Compare)
+        and isinstance(node.left, ast.Attribute)
+        and node.left.attr in SOURCE_ATTRIBUTES
+        and isinstance(node.left.value, ast.Name)
+        and node.left.value.id in ("trace", "view", "data")
+        and all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+    )
+
+
+def test_nothing_outside_the_model_asks_which_kind_of_event_source_a_trace_has() -> None:
+    # GIVEN every module of the package outside the model
+    asking = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not str(path.relative_to(REPO)).startswith("xlaprof/model/")
+        for line in _asks_the_source_kind(ast.parse(path.read_text()))
+    ]
+    # THEN none tests a trace's source for its kind (isinstance, ``trace.source is None``):
+    # what differs is a member of the contract
+    assert not asking, "\n".join(asking)
+
+
+def test_the_kind_check_sees_both_forms() -> None:
+    # GIVEN a module that asks both ways WHEN it is searched THEN both lines are found
+    tree = ast.parse(
+        "def f(trace):\n"
+        "    if trace.source is None:\n"
+        "        return 1\n"
+        "    return isinstance(trace.events_source, CachedEvents)\n"
+    )
+    assert sorted(_asks_the_source_kind(tree)) == [2, 4]

@@ -231,9 +231,7 @@ class Analysis:
 
     def compare(self, after: Analysis) -> pd.DataFrame:
         """This run as *before*, ``after`` as after: figures, ratios and the change in words."""
-        from xlaprof.tables.compare import compare
-
-        return compare(self.summary(), after.summary())
+        return pipeline.figures_compared(self.summary(), after.summary())
 
     # -- figures -------------------------------------------------------------------------
     def plot_timeline(self) -> go.Figure:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.analyzers import answer_of, examine, story_answers
 from xlaprof.inputs.choose import choose
-from xlaprof.inputs.paths import load_parts
+from xlaprof.inputs.paths import load_inputs
 from xlaprof.inputs.sourcefiles import SourceFiles, recorded_root, withheld_note
 from xlaprof.model.ondisk import HOST_STEPS
 from xlaprof.model.request import ALL_PROCESSES, DEFAULT_MAX_INPUT_BYTES, AnalysisRequest
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from xlaprof.budgets import Budgets, CheckResult
     from xlaprof.findings import Finding
+    from xlaprof.inputs.formats import Sniffed
     from xlaprof.model.input import AnalysisInput
     from xlaprof.model.parts import Part
     from xlaprof.model.trace import Trace
@@ -55,6 +56,8 @@ __all__ = [
     "analyze_parts",
     "check",
     "compare",
+    "figures_compared",
+    "top_ops_of",
 ]
 
 
@@ -63,25 +66,31 @@ def analyze(request: AnalysisRequest) -> AnalysisResult:
     ``process`` says otherwise), analyze each, and return the finished result. A saved
     result (a document of ``xlaprof analyze --json``, given alone) is read back as it was,
     every part naming the file read (``xlaprof.inputs.saved``)."""
-    from xlaprof.inputs.saved import is_saved, load_saved
+    from xlaprof.inputs.formats import format_of, sniff_path
+    from xlaprof.inputs.saved import load_saved
 
-    if len(request.inputs) == 1 and is_saved(Path(request.inputs[0])):
-        return load_saved(Path(request.inputs[0]), request.max_size, request.process)
-    parts, processes, notes = _load(request)
+    # each input looked at once (``xlaprof.inputs.formats``), then read once by its format
+    sniffed = [sniff_path(Path(p)) for p in request.inputs]
+    if len(sniffed) == 1 and format_of(sniffed[0]).name == "saved_result":
+        return load_saved(sniffed[0].path, request.max_size, request.process)
+    parts, processes, notes = _load(request, sniffed)
     results = [_analyze_part(part, request).result for part in parts]
     counts = [r.counts for r in results if r.counts is not None]
     totals = Counts.total(counts) if len(results) > 1 else None
     return AnalysisResult(results, processes=processes, notes=notes, totals=totals)
 
 
-def _load(request: AnalysisRequest) -> tuple[list[Part], list[str], list[str]]:
-    """The parts ``request`` reads, every process name found, and what was chosen."""
+def _load(
+    request: AnalysisRequest, sniffed: list[Sniffed]
+) -> tuple[list[Part], list[str], list[str]]:
+    """The parts ``request`` reads (its inputs as ``sniffed``), every process name found, and
+    what was chosen."""
     from xlaprof.errors import XlaprofError
 
     if not request.inputs:
         raise XlaprofError("no input to analyze")
-    parts = load_parts(
-        list(request.inputs),
+    parts = load_inputs(
+        sniffed,
         request.max_size,
         request.warmup_steps,
         request.session,
@@ -363,23 +372,24 @@ def _finish(work: AnalyzedPart) -> None:
 def _trace_tables(trace: Trace) -> dict[str, pd.DataFrame]:
     """The trace's device model as tables held whole by the result: those held in memory (a
     pod's per-step ones stay on disk, named by its row store)."""
-    from xlaprof.model.ondisk import held
+    from xlaprof.tables.device import top_ops
     from xlaprof.tables.document import devices_table
 
     summary = trace.summary()
-    on_disk = summary.tables is not None
     tables: dict[str, pd.DataFrame | None] = {
         "device_ops": summary.ops,
+        # every op summed over devices, most self time first (the figure draws the first)
+        "top_ops": top_ops(summary.ops, limit=max(len(summary.ops), 1)),
         "device_utilization": summary.utilization,
         "devices": devices_table(trace),
         "lines": summary.lines,
         "line_totals": summary.line_totals,
     }
-    if not on_disk or held(summary, "steps") is not None:
+    if not summary.on_disk("steps"):
         tables["device_steps"] = trace.device_steps()
-    if not on_disk or held(summary, "tracing") is not None:
+    if not summary.on_disk("tracing"):
         tables["tracing"] = trace.tracing_vs_device()
-    if not on_disk or held(summary, "bottleneck") is not None:
+    if not summary.on_disk("bottleneck"):
         tables["bottlenecks"] = trace.bottlenecks()
     return {name: frame for name, frame in tables.items() if frame is not None}
 
@@ -551,9 +561,7 @@ def _figure_frames(
     if trace is not None:
         import numpy as np
 
-        from xlaprof.tables.device import top_ops
-
-        frames["device_ops"] = top_ops(trace.device_ops(), TOP_FIGURE_OPS)
+        frames["device_ops"] = result.whole["top_ops"].head(TOP_FIGURE_OPS)
         steps = _device_step_columns(trace, ["device", "step", "busy_s", "idle_s"])
         columns = [c for c in ("device", "step", "busy_s", "idle_s") if c in steps.columns]
         frames["device_steps"] = (
@@ -582,10 +590,10 @@ def _figure_frames(
 def _device_step_columns(trace: Trace, columns: list[str]) -> pd.DataFrame:
     """``trace.device_steps()``, of a pod only ``columns`` read from its hosts' files (every
     host's rows: a pod's device steps grow with hosts x steps, the figure draws four columns)."""
-    from xlaprof.model.ondisk import DEVICE_STEPS, held
+    from xlaprof.model.ondisk import DEVICE_STEPS
 
     summary = trace.summary()
-    if held(summary, "steps") is None and summary.tables is not None:
+    if summary.tables is not None and summary.on_disk("steps"):
         return summary.tables.table(DEVICE_STEPS, columns=columns)
     return trace.device_steps()
 
@@ -597,9 +605,10 @@ def _has_device_planes(trace: Trace) -> bool:
     devices = trace.devices
     if devices is None or devices.empty:
         return False
-    if trace.source is None or "host" not in devices:
+    if "host" not in devices:
         return True
-    return bool(devices["host"].astype(str).isin(trace.hosts[:1]).any())
+    hosts = trace.events_source.step_hosts(trace)
+    return bool(devices["host"].astype(str).isin(hosts).any())
 
 
 def _add_tables(work: AnalyzedPart) -> None:
@@ -607,19 +616,23 @@ def _add_tables(work: AnalyzedPart) -> None:
     from xlaprof.analyzers import price
     from xlaprof.analyzers.shared.costs import StepCosts
     from xlaprof.tables.story import step_story, with_bounds, worth_most
-    from xlaprof.tables.timeline import EVENT_COLUMNS, step_timeline, trace_timeline
+    from xlaprof.tables.timeline import EVENT_COLUMNS, steady_step, step_timeline, trace_timeline
 
     data, trace, result = work.data, work.trace, work.result
     if data.steps or trace is not None:
-        timeline = None
-        if trace is not None and not data.steps:
-            # a pod's: its first host's, made by its worker (no event is read here)
-            timeline = trace.events_source.stored_timeline()
-        if timeline is None and trace is not None:
-            # what the step timeline reads: a pod's first host, from its own files
-            timeline = trace_timeline(trace.step_view(EVENT_COLUMNS), data.steps, data.device)
-        if timeline is None:
+        if trace is None:
             timeline = step_timeline(data.steps, device=data.device)
+        else:
+
+            def of_events(view_of: Trace) -> pd.DataFrame:
+                # what the step timeline reads: a pod's first host, from its own files
+                view = view_of.step_view(EVENT_COLUMNS)
+                return trace_timeline(view, data.steps, data.device)
+
+            # a capture's from its events alone (a pod's: its first host's, kept beside its
+            # cache once made); a run's trace window's with the run's steps
+            source = trace.events_source
+            timeline = of_events(trace) if data.steps else source.step_timeline(trace, of_events)
         # the one step model: every per-step verdict and the story come from its parts; a
         # capture with no device plane has no device to wait on (its busy time is the host
         # CPU's own XLA ops)
@@ -627,6 +640,8 @@ def _add_tables(work: AnalyzedPart) -> None:
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
         drain = None if data.device is None else data.device.drain_s
         result.story = step_story(result.timeline, data.warmup_steps, planes, drain)
+        # of every row (the timeline is cut to its bound later, ``_keep_rows``)
+        result.steady = steady_step(result.timeline, data.warmup_steps)
         price(result.findings, StepCosts.of(data.steps, result.timeline, data.warmup_steps))
         if result.story is not None:
             chosen = worth_most(result.story, result.findings, story_answers())
@@ -711,14 +726,40 @@ def compare(before: AnalysisRequest, after: AnalysisRequest) -> RunComparison:
     """``xlaprof diff``: one process of each run analyzed (the named one, else the latest
     run's first), their figures side by side, the findings that went and came, and the notes
     saying which process each side is."""
-    from xlaprof.tables.compare import compare as side_by_side
     from xlaprof.tables.compare import match_findings
 
     a, b = analyze(before).one(), analyze(after).one()
-    table = side_by_side(a.parts[0].figures, b.parts[0].figures)
+    table = figures_compared(a.parts[0].figures, b.parts[0].figures)
     gone, came = match_findings(a.parts[0].findings, b.parts[0].findings)
     names = (str(before.inputs[0]), str(after.inputs[0]))
     return RunComparison(*names, table, gone, came, notes=[*a.notes, *b.notes], sides=(a, b))
+
+
+def top_ops_of(
+    result: PartResult, host: str | None = None, device: str | None = None
+) -> pd.DataFrame:
+    """``result``'s device ops summed over devices, most self time first, every op: the table
+    the analysis made (``PartResult.table("top_ops")``), or, for one host or device, the ops of
+    that one summed (``xlaprof mcp``'s top_ops view); an empty table where no ops are held."""
+    from xlaprof.tables.device import top_ops
+
+    held = result.table("top_ops")
+    if host is None and device is None and held is not None:
+        return held
+    ops = result.device_ops()
+    if host is not None and "host" in ops.columns:
+        ops = ops[ops["host"] == host]
+    if device is not None and "device" in ops.columns:
+        ops = ops[ops["device"] == device]
+    return top_ops(ops, limit=max(len(ops), 1))
+
+
+def figures_compared(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
+    """Two parts' figures (``PartResult.figures``) side by side, as ``xlaprof diff`` shows
+    them: one row per figure, before, after, their ratio and the change in words."""
+    from xlaprof.tables.compare import compare as side_by_side
+
+    return side_by_side(before, after)
 
 
 def check(

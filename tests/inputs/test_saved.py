@@ -126,6 +126,12 @@ def test_a_saved_result_reads_back_the_same_in_every_command(
     overview = tools.analyze(str(saved))
     assert overview.summary.model_dump() == before["summary"]
     assert any(f"read a saved result: {saved}" in note for note in overview.notes)
+    # AND MCP's steady state of the steps is the one the analysis made, read back
+    steady = tools.steps(str(saved)).steady
+    assert (steady is None) == (fresh.steady is None)
+    if steady is not None and fresh.steady is not None:
+        assert (steady.steps, steady.median_step) == (fresh.steady.steps, fresh.steady.median_step)
+        assert steady.median_s == fresh.steady.median_s
 
     # AND the console and HTML reports name the saved file first, then what it was made from
     console = _render("console", result)
@@ -158,6 +164,29 @@ def saved_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr
     document: dict[str, Any] = json.loads(done.stdout)
     return document
+
+
+def test_a_document_of_version_3_is_given_the_steady_step_of_its_timeline(
+    saved_doc: dict[str, Any], tmp_path: Path
+) -> None:
+    # GIVEN the sample run's document as version 3 wrote it: no view.steady
+    older = copy.deepcopy(saved_doc)
+    older["document_version"] = 3
+    held = older["view"].pop("steady")
+    assert held is not None and held["steps"] > 0
+    path = tmp_path / "v3.json"
+    path.write_text(json.dumps(older))
+    # WHEN it is read back
+    (part,) = load_saved(path, 2**30).parts
+    # THEN its steady step is made of its timeline's rows (all kept here): the steady rows
+    # counted, the median one's wall time, the same step as the version-4 document holds
+    assert part.steady is not None
+    rows = [r for r in saved_doc["timeline"] if r["steady"] and r["step"] >= 2]
+    assert part.steady.steps == len(rows) == held["steps"]
+    assert part.steady.median_step == held["median_step"] == saved_doc["story"]["median_step"]
+    walls = sorted(r["wall_s"] for r in rows)
+    assert part.steady.median_s["wall_s"] == walls[(len(walls) - 1) // 2]
+    assert part.steady.to_json() == held
 
 
 def _table(document: dict[str, Any]) -> dict[str, Any]:

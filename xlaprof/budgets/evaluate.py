@@ -58,12 +58,18 @@ class _Context:
 Measure = Callable[[_Context, Any], list[Outcome]]
 
 
-def _figures(result: PartResult) -> dict[str, Any]:
+def _figures(result: PartResult) -> Mapping[str, Any]:
     """The part's figures as the pipeline made them (diff shows the same); a document saved
-    without them: those of an input of nothing (every figure not measured)."""
-    from xlaprof.tables.compare import run_summary
+    without them: the figures the budgets read, none measured."""
+    return result.figures or _NOTHING_MEASURED
 
-    return result.figures or run_summary(_nothing(result))
+
+# The figures the step-time budget reads, of a document saved without figures: no steady step.
+_NOTHING_MEASURED: Mapping[str, Any] = {
+    "step_median_s": None,
+    "step_spread_s": None,
+    "steady_steps": 0,
+}
 
 
 def _nothing(result: PartResult) -> AnalysisInput:

@@ -15,6 +15,7 @@ import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlaprof.errors import (
     InputEmpty,
@@ -31,8 +32,11 @@ from xlaprof.model.request import DEFAULT_MAX_INPUT_BYTES, PodSettings
 from xlaprof.parse.debug_log import DebugLog, parse_debug_log
 from xlaprof.parse.metrics_report import MetricsParser, MetricsParseResult
 from xlaprof.parse.units import format_bytes
-from xlaprof.rundir.reader import Run, find_runs, load_runs
+from xlaprof.rundir.reader import Run, load_runs
 from xlaprof.safeio import UnsafeFile, iter_lines
+
+if TYPE_CHECKING:
+    from xlaprof.inputs.formats import Sniffed
 
 _SNIFF_BYTES = 8192
 # Share of undecodable bytes in the first block above which a file is taken as binary.
@@ -163,20 +167,6 @@ def load_text_inputs(
     return data, sources
 
 
-def is_trace_input(path: Path) -> bool:
-    """A capture file (``.xplane.pb``, ``*trace.json(.gz)``) or a folder of captures (any
-    layout) that is not a run directory."""
-    from xlaprof.inputs.captures import is_capture_file
-
-    if path.is_file():
-        return is_capture_file(path)
-    return (
-        path.is_dir()
-        and not find_runs(path)
-        and any(p.is_file() and is_capture_file(p) for p in path.rglob("*"))
-    )
-
-
 def load_parts(
     paths: list[Path],
     max_bytes: int,
@@ -187,27 +177,57 @@ def load_parts(
     capture_limit: int | None = None,
     pod: PodSettings | None = None,
 ) -> list[Part]:
-    """``paths`` as parts: captures (each file capped at ``capture_limit``, ``--max-size``;
-    None: each reader's own cap), run directories, or report and log files taken as one job's
-    output (each capped at ``max_bytes``). TORCH_TRACE logs (a log, the folder TORCH_TRACE
-    wrote, or a folder holding one) join the one capture given with them, or the files.
-    ``pod``: how a capture of several hosts is read, as the environment set it (the edge)."""
-    from xlaprof.inputs.torch_traces import add_torch_traces, is_torch_trace_input
+    """``paths`` as parts (``load_inputs`` of each path sniffed once)."""
+    from xlaprof.inputs.formats import sniff_path
+
+    return load_inputs(
+        [sniff_path(p) for p in paths],
+        max_bytes,
+        warmup_steps,
+        session,
+        scheduler,
+        workers,
+        capture_limit,
+        pod,
+    )
+
+
+def load_inputs(
+    sniffed: list[Sniffed],
+    max_bytes: int,
+    warmup_steps: int = 2,
+    session: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    capture_limit: int | None = None,
+    pod: PodSettings | None = None,
+) -> list[Part]:
+    """The sniffed paths (``xlaprof.inputs.formats``) as parts, each read once by its format:
+    captures (each file capped at ``capture_limit``, ``--max-size``; None: each reader's own
+    cap), run directories, or report and log files taken as one job's output (each capped at
+    ``max_bytes``). TORCH_TRACE logs (a log, the folder TORCH_TRACE wrote, or a folder holding
+    one) join the one capture given with them, or the files. ``pod``: how a capture of several
+    hosts is read, as the environment set it (the edge). A saved result is read alone
+    (``xlaprof.inputs.saved``), never with other inputs."""
+    from xlaprof.inputs.formats import format_of
+    from xlaprof.inputs.torch_traces import add_torch_traces
     from xlaprof.rundir.schema import TORCH_TRACE_DIR
 
-    logs = [p for p in paths if not (p.is_dir() and find_runs(p)) and is_torch_trace_input(p)]
-    others = [p for p in paths if p not in logs]
+    formats = [format_of(s).name for s in sniffed]
+    if "saved_result" in formats and len(sniffed) > 1:
+        saved = sniffed[formats.index("saved_result")].path
+        raise InputNotRecognized(f"{saved}: a saved result is read alone, not with other inputs")
+    logs = [s.path for s, name in zip(sniffed, formats, strict=True) if name == "torch_trace"]
+    others = [s for s in sniffed if s.path not in logs]
     # a folder holding the run's TORCH_TRACE folder (beside its captures, or all that an
     # `xlaprof run` of a script without torch_xla left)
-    beside = [
-        p
-        for p in others
-        if p.is_dir() and not find_runs(p) and is_torch_trace_input(p / TORCH_TRACE_DIR)
-    ]
-    logs += [p / TORCH_TRACE_DIR for p in beside]
-    others = [p for p in others if p not in beside or is_trace_input(p)]
-    if others and all(is_trace_input(p) for p in others):
-        parts = [_trace_part(p, session, scheduler, workers, capture_limit, pod) for p in others]
+    beside = [s for s in others if s.torch_beside]
+    logs += [s.path / TORCH_TRACE_DIR for s in beside]
+    others = [s for s in others if s not in beside or s.capture]
+    if others and all(s.capture for s in others):
+        parts = [
+            _trace_part(s.path, session, scheduler, workers, capture_limit, pod) for s in others
+        ]
         if logs:  # TORCH_TRACE logs of the run a capture shows: one part, joined
             if len(parts) != 1:
                 raise InputNotRecognized(
@@ -220,18 +240,18 @@ def load_parts(
         data = AnalysisInput(warmup_steps=warmup_steps)
         sources = add_torch_traces(data, logs, max_bytes)
         return [Part(name=logs[0].name, data=data, sources=sources)]
-    run_roots = [p for p in paths if p.is_dir() and find_runs(p)]
+    run_roots = [s for s in sniffed if s.runs]
     if not run_roots:
-        data, sources = load_text_inputs(others, max_bytes)
+        data, sources = load_text_inputs([s.path for s in others], max_bytes)
         sources += add_torch_traces(data, logs, max_bytes)
         data.warmup_steps = warmup_steps
         return [Part(name="files", data=data, sources=sources)]
-    if len(run_roots) != len(paths):
-        mixed = [str(p) for p in paths if p not in run_roots]
+    if len(run_roots) != len(sniffed):
+        mixed = [str(s.path) for s in sniffed if s not in run_roots]
         raise InputNotRecognized(
             f"{mixed[0]}: give either run directories or report/log files, not both"
         )
-    runs = [run for root in run_roots for run in load_runs(root)]
+    runs = [run for root in run_roots for run in load_runs(root.path, list(root.runs))]
     active, notes = _runs_to_analyze(runs)
     parts = []
     for run in active:

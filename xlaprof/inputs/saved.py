@@ -53,7 +53,7 @@ def load_saved(path: Path, max_size: int, process: str | None = None) -> Analysi
     except OSError as error:
         raise InputUnreadable(f"{path}: cannot be read ({error.strerror})") from None
     document = parse_document(raw, str(path))
-    result = _with_parts(_with_summaries(AnalysisResult.from_json(document)))
+    result = _with_steady(_with_parts(_with_summaries(AnalysisResult.from_json(document))))
     for part in result.parts:
         part.read_from = str(path)
     if process not in (None, ALL_PROCESSES):
@@ -95,4 +95,16 @@ def _with_summaries(result: AnalysisResult) -> AnalysisResult:
                 figures = summarize(table)
                 if figures is not None:
                     part.summaries[name] = figures
+    return result
+
+
+def _with_steady(result: AnalysisResult) -> AnalysisResult:
+    """A saved result whose document predates ``view.steady`` (version 3 or older): the steady
+    step of the timeline rows it kept, as the pipeline makes it of every row (a timeline the
+    document cut to its bound gives the steady step of the rows kept)."""
+    from xlaprof.tables.timeline import steady_step
+
+    for part in result.parts:
+        if part.steady is None:
+            part.steady = steady_step(part.timeline, part.part.warmup_steps)
     return result

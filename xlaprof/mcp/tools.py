@@ -366,27 +366,21 @@ class Tools:
         busy and idle, queue, run-ahead, its parts and bound), the trace's verdict on what
         bounds the steps, and the rows of one per-step table, a page at a time. Seconds
         throughout; null where not measured."""
-        from xlaprof.report.json_out import strict_json
-        from xlaprof.tables.timeline import COLUMNS, steady_median
-
-        seconds_columns = COLUMNS[1:-1]
-
         result, _, notes = self.analysis(path, session, warmup_steps, process).part(process)
         frame = _step_tables(result).get(table)
         steady = None
-        if table == "timeline" and frame is not None and len(frame):
-            warmup = result.part.warmup_steps
-            median, count = steady_median(frame, warmup)
-            if count:
-                seconds = {c: median[c] for c in seconds_columns if c in median}
-                steady = models.SteadyState(
-                    steps=count,
-                    warmup_steps=warmup,
-                    median_step=int(median["step"]),
-                    median_s=strict_json(seconds),
-                    bound=median.get("bound"),
-                )
-        verdict = None if result.devices is None else result.devices.verdict
+        held = result.steady  # the pipeline's, of every step's row
+        if table == "timeline" and frame is not None and len(frame) and held is not None:
+            steady = models.SteadyState(
+                steps=held.steps,
+                warmup_steps=held.warmup_steps,
+                median_step=held.median_step,
+                median_s=dict(held.median_s),
+                bound=held.bound,
+            )
+        from xlaprof.report.devices import device_words
+
+        verdict = None if result.devices is None else device_words(result.devices).verdict
         if frame is None:
             notes.append(_absent(table))
         page = _page(frame, host, device, offset, limit)
@@ -435,9 +429,9 @@ class Tools:
             devices = None if held is None else _filtered(held, host, device)
             frame = result.device_ops()
             if view == "top_ops":
-                from xlaprof.tables.device import top_ops
+                from xlaprof.pipeline import top_ops_of
 
-                frame = top_ops(_filtered(frame, host, device), limit=max(len(frame), 1))
+                frame = top_ops_of(result, host, device)
                 host = device = None  # applied before summing
         page = _page(frame, host, device, offset, limit)
         return models.DeviceOpsOutput(
@@ -799,9 +793,8 @@ def _table_sizes(result: PartResult) -> dict[str, int]:
     elif "host_steps" in result.store:
         sizes["host_steps"] = result.store.count("host_steps")
     if result.part.traced:
-        ops = result.device_ops()
-        sizes["ops"] = len(ops)
-        sizes["top_ops"] = int(ops["name"].nunique()) if len(ops) else 0
+        sizes["ops"] = result.count("device_ops") or 0
+        sizes["top_ops"] = result.count("top_ops") or 0
     return sizes
 
 

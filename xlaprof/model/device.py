@@ -59,6 +59,11 @@ class DeviceSummary:
     tables: StepTables | None = field(default=None, repr=False)
     overview: StepOverview | None = field(default=None, repr=False)
 
+    def on_disk(self, name: str) -> bool:
+        """Whether ``steps``, ``tracing`` or ``bottleneck`` (``name``) stays in the hosts'
+        files (a pod's per-step rows: read when asked for) rather than in memory."""
+        return held(self, name) is None and self.tables is not None
+
     def head(self, name: str, rows: int) -> pd.DataFrame:
         """The first ``rows`` rows of ``steps``, ``tracing`` or ``bottleneck`` (``name``),
         hosts in order."""

@@ -1,4 +1,4 @@
-"""The ``--json`` document's one schema (``xlaprof.analysis/1``, document version 2), written
+"""The ``--json`` document's one schema (``xlaprof.analysis/1``, document version 4), written
 and read through the same models.
 
 ``xlaprof analyze --json`` checks the document it writes against ``AnalysisDocument`` before
@@ -40,7 +40,10 @@ from xlaprof.findings import Coverage, Kind, Severity
 
 SCHEMA = "xlaprof.analysis/1"
 # 3: the device view's rows as numbers (2 and before: as text, still read).
-DOCUMENT_VERSION = 3
+# 4: the steady step of every timeline row (``view.steady``; 3 and before: the reader makes it
+# of the timeline rows the document kept), and the device view's notes as facts (3 and
+# before: as text, shown as written).
+DOCUMENT_VERSION = 4
 
 # Bounds of a saved document: far above what the writer makes (its tables are cut to
 # MAX_STEP_ROWS and its lists to a few hundred entries), small enough that a renderer given one
@@ -341,30 +344,67 @@ class CountsDoc(_Closed):
     warmup_steps: Count
 
 
-class DeviceViewDoc(_Closed):
-    """The device section: its rows as numbers (a document of version 2 or older: as text);
-    a duty cycle over 100% cannot be and is refused."""
+class TracedStepsDoc(_Closed):
+    bound: Name
+    steps: Count
+    known: Count
+    lazy: StrictBool
+    median_busy_s: Seconds | None
+    median_tracing_s: Seconds | None
+    median_idle_s: Seconds | None
 
-    where: Text
+    @model_validator(mode="after")
+    def _possible(self) -> TracedStepsDoc:
+        if self.steps > self.known:
+            raise ValueError(f"{self.steps} steps of {self.known} with a bound")
+        return self
+
+
+class DeviceViewDoc(_Closed):
+    """The device section: its rows as numbers (a document of version 2 or older: as text)
+    and what its notes say as facts (version 3 or older: its notes as text, ``where`` to
+    ``verdict``); a duty cycle over 100% cannot be and is refused."""
+
     session: Text | None
-    meta: Text
     warnings: Annotated[list[Text], Field(max_length=MAX_LIST)]
-    capture: Text
-    device_types: Text | None
     devices: Rows
     steps: Rows
-    step_note: Text | None
     ops: Rows
-    autotune_note: Text | None
     bottleneck_devices: Rows
     bottlenecks: Rows
-    bottleneck_note: Text | None
     lines: Rows
-    line_note: Text | None
-    tracing_title: Text
     tracing: Rows
     tracing_hidden: Count
-    verdict: Text | None
+    hosts: Count = 0
+    host: Name | None = None
+    sessions: Annotated[list[Name], Field(max_length=MAX_LIST)] = Field(default_factory=list)
+    capture_file: Text | None = None
+    capture_files: Count = 0
+    events: Count = 0
+    device_count: Count = 0
+    host_cpu: StrictBool = False
+    device_kinds: Annotated[list[tuple[Name, Count]], Field(max_length=MAX_LIST)] = Field(
+        default_factory=list
+    )
+    step_fallback: Literal["module executions", "whole capture"] | None = None
+    autotune_kernels: Count | None = None
+    autotune_s: Seconds | None = None
+    autotune_steps: Annotated[list[Integer], Field(max_length=9)] = Field(default_factory=list)
+    bottleneck_hidden: Count = 0
+    line_coverage: Share | None = None
+    tracing_lazy: StrictBool = False
+    traced: TracedStepsDoc | None = None
+    # version 3 or older: the notes as text
+    where: Text | None = None
+    meta: Text | None = None
+    capture: Text | None = None
+    device_types: Text | None = None
+    step_note: Text | None = None
+    autotune_note: Text | None = None
+    bottleneck_note: Text | None = None
+    line_note: Text | None = None
+    tracing_title: Text | None = None
+    verdict: Text | None = None
 
     @model_validator(mode="after")
     def _possible(self) -> DeviceViewDoc:
@@ -494,6 +534,17 @@ FIGURE_COLUMNS = {
 }
 
 
+class SteadyDoc(_Closed):
+    """The steady step (``SteadyStep``): how many, the warm-up, the median one and its row's
+    figures (seconds, and how many steps ahead the host was)."""
+
+    steps: Count
+    warmup_steps: Count
+    median_step: Integer
+    median_s: Annotated[dict[Name, Number | None], Field(max_length=MAX_COLUMNS)]
+    bound: Name | None = None
+
+
 class ViewDoc(_Closed):
     """What the renderers read beyond the contract's keys (``PartResult.view_json``)."""
 
@@ -510,6 +561,7 @@ class ViewDoc(_Closed):
     host_view: HostViewDoc | None = None
     compile_summary: CompileSummaryDoc | None = None
     check: CheckDoc | None = None
+    steady: SteadyDoc | None = None
     processes: list[Name] = Field(default_factory=list, max_length=MAX_PROCESSES)
     notes: list[Text] = Field(default_factory=list, max_length=MAX_LIST)
     # set where this document was itself written from a saved one: the file then read

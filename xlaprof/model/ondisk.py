@@ -28,7 +28,7 @@ TABLES = (STEP_BOUNDS, DEVICE_STEPS, TRACING, HOST_STEPS, BOTTLENECK)
 # The host's step timeline from its events alone (``tables.timeline.trace_timeline``): what the
 # pipeline shows of a pod's first host. Not a worker's: made the first time it is asked for,
 # of that one host, and kept beside its cache, so that a later load reads it instead of the
-# host's events (``CachedEvents.stored_timeline``).
+# host's events (``CachedEvents.step_timeline``).
 TIMELINE = "timeline"
 OPTIONAL_TABLES = (TIMELINE,)
 

@@ -221,9 +221,11 @@ class CachedEvents:
     load: PodLoad | None = None  # the workers' summaries
     # host -> the name its cache holds, where hosts were named apart (``hosts_named_apart``)
     stored: dict[str, str] = field(default_factory=dict)
-    # makes the first host's step timeline from its events where its cache has none, and
-    # keeps it beside the cache (set by the loader, ``xlaprof.inputs.pod.load_pod``)
-    make_timeline: Callable[[], pd.DataFrame] | None = field(default=None, repr=False)
+    # keeps a step timeline made of the first host's events beside that host's cache, and
+    # says where (None: it could not be kept): the loader's writer, ``xlaprof.inputs.pod``
+    keep_timeline: Callable[[pd.DataFrame, HostSummary], str | None] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def hosts(self) -> list[str]:
@@ -281,8 +283,10 @@ class CachedEvents:
         frame = self.table(HOST_STEPS, columns=columns)
         return frame if len(frame) else concat_frames([], columns or HOST_STEP_COLUMNS)
 
-    def in_memory(self) -> None:
-        return None
+    def held_events(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame()
 
     def load_record(self) -> dict[str, Any]:
         return {} if self.load is None else self.load.record()
@@ -399,26 +403,33 @@ class CachedEvents:
             step_table=trace.step_table,
         )
 
+    def step_hosts(self, trace: Trace) -> list[str]:
+        return list(trace.hosts[:1])
+
+    def step_timeline(self, trace: Trace, make: Callable[[Trace], pd.DataFrame]) -> pd.DataFrame:
+        """The first host's step timeline from its events alone: read from beside its cache
+        (``ondisk.TIMELINE``), else made now by ``make`` and kept there (``keep_timeline``:
+        once per pod, not per host); a kept one with no rows is made again, not kept."""
+        first = self._summaries()[:1]
+        if first:
+            held = first[0].tables if first[0].frames is None else first[0].frames
+            if TIMELINE in held:
+                frame = _host_rows(first[0], TIMELINE).read(None, None)
+                return frame if len(frame) else make(trace)
+        timeline = make(trace)
+        keep = self.keep_timeline
+        if first and keep is not None and first[0].cache is not None and first[0].frames is None:
+            kept = keep(timeline, first[0])
+            if kept is not None:
+                first[0].tables[TIMELINE] = kept
+        return timeline
+
     def __getstate__(self) -> dict[str, Any]:
         """What a pickle keeps (a dask cluster's copy, reading a host's events): not the
-        loader's ``make_timeline``, which holds the whole trace."""
+        loader's ``keep_timeline``, which only the parent calls."""
         state = dict(self.__dict__)
-        state.pop("make_timeline", None)
+        state.pop("keep_timeline", None)
         return state
-
-    def stored_timeline(self) -> pd.DataFrame | None:
-        """The first host's step timeline from its events alone: read from beside its cache
-        (``ondisk.TIMELINE``), else made now and kept there (``make_timeline``: once per pod,
-        not per host); None where neither is there, or a kept one has no rows (the pipeline
-        then makes it from the host's events)."""
-        first = self._summaries()[:1]
-        if not first:
-            return None
-        held = first[0].tables if first[0].frames is None else first[0].frames
-        if TIMELINE in held:
-            frame = _host_rows(first[0], TIMELINE).read(None, None)
-            return frame if len(frame) else None
-        return None if self.make_timeline is None else self.make_timeline()
 
     def frame(self) -> Any:
         """A dask DataFrame over every host's cache: one partition per host."""

@@ -134,39 +134,100 @@ Rows = list[dict[str, Any]]
 
 
 @dataclass
+class TracedSteps:
+    """What the traced steps' time went to most (the one step model's bounds, ``tables/story``;
+    a pod's from its workers' aggregates): the largest part (``bound``) of how many steps
+    (``steps``) of those with a bound (``known``), whether the host's figure is lazy-tensor
+    tracing (``lazy``: else the device's idle time), and the steps' medians (seconds)."""
+
+    bound: str
+    steps: int
+    known: int
+    lazy: bool
+    median_busy_s: float | None
+    median_tracing_s: float | None
+    median_idle_s: float | None
+
+
+# The notes an older document's device view holds as text (version 3 or before), by key.
+DEVICE_WORDS = (
+    "where",
+    "meta",
+    "capture",
+    "device_types",
+    "step_note",
+    "autotune_note",
+    "bottleneck_note",
+    "line_note",
+    "tracing_title",
+    "verdict",
+)
+
+
+@dataclass
 class DeviceView:
     """What the reports show of a capture's devices (``tables.device.view``): each table's
-    rows as numbers, the notes under them and the verdict on the traced steps. Computed once
-    by the pipeline; renderers write the rows as text (``report.devices``), and a saved result
-    carries the view whole."""
+    rows as numbers, and what the notes around them say as facts: the hosts and sessions, the
+    capture's files, events and devices (``host_cpu``: a capture without device planes counts
+    the host CPU its XLA ops ran on), each device kind with its count, how steps were found
+    where no Steps line or step markers gave them (``step_fallback``: ``module executions``
+    or ``whole capture``), the compiler's autotuning work left out of the top ops
+    (``autotune_*``: kernels, seconds and the first steps it ran in), how many per-step rows
+    the tables leave out, the share of device op time with a user source line, whether the
+    host figure is lazy tracing, and the traced steps' verdict (``traced``). Computed once by
+    the pipeline; ``report.devices`` words them and writes the rows as text, and a saved result
+    carries the view whole (an older document's notes as the text it holds: ``written``)."""
 
-    where: str
     session: str | None
-    meta: str
     warnings: list[str]
-    capture: str
-    device_types: str | None
     devices: Rows
     steps: Rows
-    step_note: str | None
     ops: Rows
-    autotune_note: str | None
     bottleneck_devices: Rows
     bottlenecks: Rows
-    bottleneck_note: str | None
     lines: Rows
-    line_note: str | None
-    tracing_title: str
     tracing: Rows
     tracing_hidden: int
-    verdict: str | None
+    hosts: int = 0
+    host: str | None = None  # the one host's name, where there is one
+    sessions: list[str] = field(default_factory=list)
+    capture_file: str | None = None  # the one file read, where there is one
+    capture_files: int = 0
+    events: int = 0
+    device_count: int = 0
+    host_cpu: bool = False
+    device_kinds: list[tuple[str, int]] = field(default_factory=list)
+    step_fallback: str | None = None
+    autotune_kernels: int | None = None
+    autotune_s: float | None = None
+    autotune_steps: list[int] = field(default_factory=list)  # the first 9, smallest first
+    bottleneck_hidden: int = 0
+    line_coverage: float | None = None
+    tracing_lazy: bool = False
+    traced: TracedSteps | None = None
+    written: dict[str, str | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        from dataclasses import asdict
+
+        document = {k: v for k, v in self.__dict__.items() if k not in ("traced", "written")}
+        document["device_kinds"] = [list(kind) for kind in self.device_kinds]
+        document["traced"] = None if self.traced is None else asdict(self.traced)
+        document.update(self.written or {})
+        return document
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> DeviceView:
-        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {
+            name: document[name]
+            for name in cls.__dataclass_fields__
+            if name in document and name not in ("traced", "written")
+        }
+        fields["device_kinds"] = [tuple(kind) for kind in document.get("device_kinds") or []]
+        traced = document.get("traced")
+        fields["traced"] = None if traced is None else TracedSteps(**traced)
+        if "meta" in document:  # version 3 or before: the notes as text
+            fields["written"] = {name: document.get(name) for name in DEVICE_WORDS}
         return cls(**fields)
 
 
@@ -243,6 +304,30 @@ class KeptRows:
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> KeptRows:
         fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+@dataclass
+class SteadyStep:
+    """The steady state of a part's steps as ``xlaprof mcp``'s steps tool gives it, made once
+    by the pipeline from every row of the timeline (``tables.timeline.steady_median``): how many
+    steady steps there are (after warm-up, compiling nothing), the warm-up, the steady step of
+    median wall time and that step's row (``median_s``: seconds by timeline column, and its
+    ``ahead_steps``; None where not measured) and its largest part (``bound``)."""
+
+    steps: int
+    warmup_steps: int
+    median_step: int
+    median_s: dict[str, float | int | None]
+    bound: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> SteadyStep:
+        fields: dict[str, Any] = {name: document.get(name) for name in cls.__dataclass_fields__}
+        fields["median_s"] = dict(fields["median_s"] or {})
         return cls(**fields)
 
 
@@ -326,6 +411,8 @@ class PartResult:
     stragglers: pd.DataFrame | None = None
     # The step model's summary: where a steady step goes (tables/story.py).
     story: StepStory | None = None
+    # The steady step and its row, of every step's row (None: no steady step measured).
+    steady: SteadyStep | None = None
     # The part's figures as diff, check, MCP and the notebook quote them
     # (``tables.compare.run_summary``, its median step the story's): set by the pipeline.
     figures: dict[str, Any] = field(default_factory=dict)
@@ -418,6 +505,7 @@ class PartResult:
             if self.compile_summary is None
             else self.compile_summary.to_json(),
             "check": None if self.checked is None else self.checked.to_json(),
+            "steady": None if self.steady is None else self.steady.to_json(),
         }
 
     @classmethod
@@ -463,6 +551,7 @@ class PartResult:
         host_view = view.get("host_view")
         compile_summary = view.get("compile_summary")
         checked = view.get("check")
+        steady = view.get("steady")
         return cls(
             part=part,
             findings=[Finding.from_json(f) for f in document.get("findings", [])],
@@ -471,6 +560,7 @@ class PartResult:
             host_steps=tables.get("host_steps"),
             stragglers=tables.get("stragglers"),
             story=None if story is None else StepStory.from_json(story),
+            steady=None if steady is None else SteadyStep.from_json(steady),
             figures=dict(view.get("figures") or {}),
             devices=None if devices is None else DeviceView.from_json(devices),
             counts=counts,

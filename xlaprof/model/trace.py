@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from xlaprof.model.ondisk import BOTTLENECK, STEP_BOUNDS, TRACING, OnDisk, StepRows, held
+from xlaprof.model.ondisk import BOTTLENECK, STEP_BOUNDS, TRACING, OnDisk, StepRows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,7 +82,8 @@ class EventSource(Protocol):
     left in a pod's per-host caches until asked for (``xlaprof.model.pod.CachedEvents``).
 
     What differs between the two is answered here, so nothing that reads a trace asks which
-    kind it has."""
+    kind it has: every member answers with a value of its type (an empty frame, record or
+    store where there is nothing to give), never None."""
 
     @property
     def hosts(self) -> list[str]:
@@ -100,9 +101,10 @@ class EventSource(Protocol):
         """The events of ``hosts`` that match ``filters``, as pandas."""
         ...
 
-    def in_memory(self) -> pd.DataFrame | None:
-        """Every event as one pandas frame, where that costs nothing (None for a pod: work
-        over all of a pod's events is not worth reading its caches for)."""
+    def held_events(self) -> pd.DataFrame:
+        """The events held in memory, as one pandas frame: every event of a trace held here;
+        none (an empty frame) of a pod, whose events stay in its hosts' caches (work over all
+        of a pod's events is not worth reading them for)."""
         ...
 
     def load_record(self) -> dict[str, Any]:
@@ -116,10 +118,16 @@ class EventSource(Protocol):
         ``columns`` only, where given)."""
         ...
 
-    def stored_timeline(self) -> pd.DataFrame | None:
-        """The step timeline of the trace's first host from its events alone
-        (``tables.timeline.trace_timeline``), as the loader made it and left it on disk
-        (None: none is stored, the pipeline makes it from the events)."""
+    def step_hosts(self, trace: Trace) -> list[str]:
+        """The hosts whose events ``step_view`` reads: every host of a trace held here, a pod's
+        first host."""
+        ...
+
+    def step_timeline(self, trace: Trace, make: Callable[[Trace], pd.DataFrame]) -> pd.DataFrame:
+        """The step timeline of ``trace`` (whose source this is) from its events alone:
+        ``make(trace)`` (``tables.timeline.trace_timeline`` of its ``step_view``) for a trace
+        held here; a pod's first host's as kept beside its cache, else made by ``make`` and
+        kept there (once per pod: the next load reads it instead of the events)."""
         ...
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
@@ -150,7 +158,7 @@ class HeldEvents:
     ) -> pd.DataFrame:
         return select_frame(self.trace.events, hosts, **filters)
 
-    def in_memory(self) -> pd.DataFrame:
+    def held_events(self) -> pd.DataFrame:
         return self.trace.events
 
     def load_record(self) -> dict[str, Any]:
@@ -159,8 +167,11 @@ class HeldEvents:
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
         return trace
 
-    def stored_timeline(self) -> None:
-        return None
+    def step_hosts(self, trace: Trace) -> list[str]:
+        return list(trace.hosts)
+
+    def step_timeline(self, trace: Trace, make: Callable[[Trace], pd.DataFrame]) -> pd.DataFrame:
+        return make(trace)
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         return maker.of_events(trace)
@@ -300,7 +311,7 @@ class Trace:
         import pandas as pd
 
         summary = self.summary()
-        if hosts is not None and summary.tables is not None and held(summary, name) is None:
+        if hosts is not None and summary.tables is not None and summary.on_disk(name):
             return summary.tables.table(_ON_DISK[name], hosts=list(hosts))
         table: pd.DataFrame | None = getattr(summary, name)  # tracing or bottleneck
         if table is None:

@@ -14,6 +14,7 @@ from xlaprof.model.parts import SourceInfo
 from xlaprof.model.result import UNATTRIBUTED, AnalysisResult, PartResult, RunComparison, StepStory
 from xlaprof.parse.units import NOT_MEASURED, format_bytes, format_seconds, missing
 from xlaprof.report.base import RenderOptions
+from xlaprof.report.devices import device_words
 from xlaprof.report.words import BOUND_WORDS, PART_WORDS
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -160,7 +161,7 @@ def _header(console: Console, result: PartResult) -> list[SourceInfo]:
             console.print(Text(f"note: {escape.terminal(warning)}", style="yellow"))
         return []
     if result.trace_only and result.devices is not None:  # a capture: what it holds
-        capture = escape.terminal(result.devices.capture)
+        capture = escape.terminal(device_words(result.devices).capture)
         console.print(Text.assemble(lead, capture))
         return []
     for source in part.sources:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from xlaprof.escape import html_text, plotly_figure
 from xlaprof.parse.units import NOT_MEASURED
 from xlaprof.report.base import RenderOptions
+from xlaprof.report.devices import device_words
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -105,7 +106,7 @@ def _device_line(run: RunSummary | None, result: PartResult) -> str:
     """``TPU x4`` from the run, else ``4 x TPU v6 Lite`` from the trace's device planes."""
     if run is not None and run.device_kind:
         return f"{run.device_kind} x{run.device_count or NOT_MEASURED}"
-    types = None if result.devices is None else result.devices.device_types
+    types = None if result.devices is None else device_words(result.devices).device_types
     return types or NOT_MEASURED
 
 

@@ -486,12 +486,14 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     return runs[0]
 
 
-def load_runs(path: str | os.PathLike[str]) -> list[Run]:
-    """Every process run under ``path``, ordered by rank then folder name."""
+def load_runs(path: str | os.PathLike[str], found: list[Path] | None = None) -> list[Run]:
+    """Every process run under ``path``, ordered by rank then folder name (``found``: the
+    run directories ``find_runs`` found there already, so that they are not looked for
+    again)."""
     root = Path(path)
     if not root.exists():
         raise RunDirError(f"{root}: no such run directory")
-    directories = find_runs(root)
+    directories = find_runs(root) if found is None else found
     if not directories:
         raise RunDirError(f"{root}: not a run directory (no run.json here or below)")
     given = root.resolve()

@@ -406,8 +406,8 @@ def host_activity(trace: Trace) -> HostActivity | None:
     summary = trace.device_summary
     devices_at_work = summary is not None and not summary.utilization.empty
     # a pod's events stay in its hosts' caches: not read again for this
-    events = trace.events_source.in_memory()
-    if device_planes or devices_at_work or events is None:
+    events = trace.events_source.held_events()
+    if device_planes or devices_at_work or events.empty:
         return None
     ranges = step_ranges_of(trace)
     if ranges is None or ranges.empty:

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from xlaprof.model.result import SteadyStep
     from xlaprof.model.trace import Trace
 
 COLUMNS = [
@@ -728,3 +729,40 @@ def steady_median(timeline: pd.DataFrame, warmup_steps: int) -> tuple[pd.Series,
         return timeline.iloc[:0][COLUMNS[1:-1]].median(), 0
     ordered = steady.sort_values("wall_s", kind="stable")
     return ordered.iloc[(len(ordered) - 1) // 2], len(steady)
+
+
+def steady_step(timeline: pd.DataFrame | None, warmup_steps: int) -> SteadyStep | None:
+    """The steady state of ``timeline`` (``steady_median`` over every row given): the steady
+    steps' count, the median one and its row's figures (``COLUMNS`` but the step and source;
+    not measured as None), and its bound; None without a steady step."""
+    from xlaprof.model.result import SteadyStep
+
+    if timeline is None or timeline.empty:
+        return None
+    median, count = steady_median(timeline, warmup_steps)
+    if not count:
+        return None
+    figures = {c: _plain_number(median[c]) for c in COLUMNS[1:-1] if c in median}
+    bound = median.get("bound")
+    return SteadyStep(
+        steps=count,
+        warmup_steps=warmup_steps,
+        median_step=int(median["step"]),
+        median_s=figures,
+        bound=bound if isinstance(bound, str) else None,
+    )
+
+
+def _plain_number(value: object) -> float | int | None:
+    """A cell of a timeline row as a plain number, None where not measured (NaN, NA)."""
+    import math
+
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    item = getattr(value, "item", None)
+    number = item() if callable(item) else value
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        return None
+    if isinstance(number, float) and not math.isfinite(number):
+        return None
+    return number

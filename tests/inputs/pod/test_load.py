@@ -131,6 +131,39 @@ def test_a_pod_keeps_its_per_step_rows_on_disk_and_reads_them_when_asked(tmp_pat
     assert [h["host"] for h in lazy.events_source.load_record()["hosts"]] == eager.hosts
 
 
+def test_every_event_source_member_answers_a_pod_and_a_trace_in_memory_with_a_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pandas as pd
+
+    from xlaprof.model.rowstore import RowStore
+    from xlaprof.tables.timeline import EVENT_COLUMNS, trace_timeline
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    # GIVEN three hosts loaded as a pod and in memory
+    pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
+    lazy = load_trace(tmp_path, lazy=True, workers=2)
+    eager = load_trace(tmp_path, lazy=False)
+    for trace in (lazy, eager):
+        source = trace.events_source
+        # WHEN each member of the contract is asked THEN each answers with a value, never None
+        held = source.held_events()
+        assert isinstance(held, pd.DataFrame)
+        assert isinstance(source.load_record(), dict)
+        assert isinstance(source.row_store(), RowStore)
+        hosts = source.step_hosts(trace)
+        view = source.step_view(trace, EVENT_COLUMNS)
+        assert sorted(view.hosts) == hosts
+        timeline = source.step_timeline(trace, lambda t: trace_timeline(t.step_view(EVENT_COLUMNS)))
+        assert isinstance(timeline, pd.DataFrame) and len(timeline)
+    # AND the pod holds no event in memory, where the other holds every one; the step timeline
+    # reads one host of the pod, every host of the other, and both give its timeline
+    assert lazy.events_source.held_events().empty
+    assert len(eager.events_source.held_events()) == eager.event_count == lazy.event_count
+    assert lazy.events_source.step_hosts(lazy) == lazy.hosts[:1]
+    assert eager.events_source.step_hosts(eager) == eager.hosts == lazy.hosts
+
+
 def test_the_analyzers_find_the_same_in_a_pod_as_in_its_hosts_in_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -298,6 +331,16 @@ def test_a_pods_per_step_tables_past_their_bounds_keep_the_chosen_rows_and_every
     # AND a saved document renders the same text
     saved = AnalysisResult.from_json(json.loads(json.dumps(cut_doc)))
     assert render(saved, "console") == cut_text
+    # AND the steady step (``xlaprof mcp``'s steps tool) is that of every row, cut or not,
+    # and the saved document carries it: every steady row counted (more than the cut timeline
+    # keeps), the story's median step
+    all_steady, kept_steady = (
+        int((t["steady"] & (t["step"] >= 2)).sum()) for t in (every.timeline, part.timeline)
+    )
+    assert cut_doc["view"]["steady"] == whole_doc["view"]["steady"]
+    assert saved.parts[0].steady == part.steady == every.steady
+    assert every.steady is not None and every.steady.steps == all_steady > kept_steady
+    assert every.steady.median_step == every.story.median_step
     # AND the result carries the stragglers' and host skew's figures over every row, cut or
     # not (the renderers only show them): the same figures both ways, host-1 the straggler
     figures = whole_doc["summaries"]
@@ -351,7 +394,8 @@ def test_a_pods_first_host_timeline_is_made_once_kept_beside_its_cache_and_read_
     import pandas as pd
 
     from xlaprof.model.ondisk import TIMELINE
-    from xlaprof.tables.timeline import trace_timeline
+    from xlaprof.model.trace import Trace
+    from xlaprof.tables.timeline import EVENT_COLUMNS, trace_timeline
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
     # GIVEN three hosts loaded as a pod (its workers make no timeline), and in memory
@@ -359,11 +403,18 @@ def test_a_pods_first_host_timeline_is_made_once_kept_beside_its_cache_and_read_
     lazy = load_trace(tmp_path, lazy=True, workers=2)
     eager = load_trace(tmp_path, lazy=False)
     assert not any(TIMELINE in s.tables for s in lazy.source.load.summaries)
+
+    def of_events(trace: Trace) -> pd.DataFrame:  # as the pipeline makes a capture's
+        return trace_timeline(trace.step_view(EVENT_COLUMNS))
+
+    def never(trace: Trace) -> pd.DataFrame:
+        raise AssertionError("the kept timeline must be read, not made")
+
     # WHEN its first host's timeline is asked for
-    made = lazy.events_source.stored_timeline()
+    made = lazy.events_source.step_timeline(lazy, of_events)
     # THEN it is the first host's timeline of the trace in memory (made from its events)
     want = trace_timeline(eager)
-    assert made is not None and len(made) >= POD_COPIES
+    assert len(made) >= POD_COPIES
     pd.testing.assert_frame_equal(made, want, check_exact=True)
     # AND it is kept beside the first host's cache only, and a second load reads it there
     first, *others = lazy.source.load.in_order()
@@ -371,9 +422,7 @@ def test_a_pods_first_host_timeline_is_made_once_kept_beside_its_cache_and_read_
     assert not any(TIMELINE in s.tables for s in others)
     again = load_trace(tmp_path, lazy=True, workers=2)
     assert again.source.load.in_order()[0].cache_hit
-    again.source.make_timeline = None  # nothing may be made: it must be read
-    read = again.events_source.stored_timeline()
-    assert read is not None
+    read = again.events_source.step_timeline(again, never)
     pd.testing.assert_frame_equal(read, want, check_exact=True, check_categorical=False)
     # AND a damaged one is never read: the cache is still reused, the timeline made again
     Path(first.tables[TIMELINE]).write_bytes(b"PAR1 not a table")
@@ -381,5 +430,8 @@ def test_a_pods_first_host_timeline_is_made_once_kept_beside_its_cache_and_read_
     kept = third.source.load.in_order()[0]
     assert kept.cache_hit and TIMELINE not in kept.tables
     pd.testing.assert_frame_equal(
-        third.events_source.stored_timeline(), want, check_exact=True, check_categorical=False
+        third.events_source.step_timeline(third, of_events),
+        want,
+        check_exact=True,
+        check_categorical=False,
     )

@@ -169,8 +169,10 @@ def host_spans(data: AnalysisInput, pattern: Any, hosts: set[str]) -> dict[str, 
     """The host spans matching ``pattern`` with the most time on ``hosts``: name -> seconds."""
     from xlaprof.tables import categorical as cols
 
-    events = None if data.trace is None else data.trace.events_source.in_memory()
-    if events is None:  # a pod's: not worth reading its caches for
+    if data.trace is None:
+        return {}
+    events = data.trace.events_source.held_events()
+    if events.empty:  # a pod's are not held: not worth reading its caches for
         return {}
     host = events[cols.equals(events["plane_kind"], "host") & cols.member(events["host"], hosts)]
     chosen = host[cols.matches(host["name"], pattern)]

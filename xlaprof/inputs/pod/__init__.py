@@ -31,6 +31,7 @@ reports say of every step, from the workers' aggregates).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,7 @@ from xlaprof.errors import BadCapture, InputUnreadable
 from xlaprof.inputs.pod.runner import summarize_hosts
 from xlaprof.inputs.pod.summary import host_step_rows
 from xlaprof.model.ondisk import DEVICE_STEPS, HOST_STEPS, TRACING, StepRows
-from xlaprof.model.pod import HOST_STEP_COLUMNS, CachedEvents, concat_frames
+from xlaprof.model.pod import HOST_STEP_COLUMNS, CachedEvents, HostSummary, concat_frames
 from xlaprof.model.request import CACHE_DIR_ENV, LAZY_BYTES, LAZY_BYTES_ENV, PodSettings
 from xlaprof.model.stats import AUTOTUNE_STEPS, Digest, StepOverview, bin_range
 from xlaprof.model.trace import DEVICE_COLUMNS, HostTables, Trace
@@ -129,6 +130,9 @@ def load_pod(  # noqa: PLR0913
         {s.host: s.cache for s in load.summaries if s.cache},
         load,
         {s.host: s.stored_host for s in load.summaries},
+        keep_timeline=functools.partial(
+            _keep_timeline, first_step=first_step, session=session, root=settings.cache_dir
+        ),
     )
     # the per-step rows stay on disk: read when asked for, every row (``model.ondisk``)
     model.steps = None
@@ -157,32 +161,26 @@ def load_pod(  # noqa: PLR0913
         source=source,
         step_table=step_times,
     )
-    root = settings.cache_dir
-    source.make_timeline = lambda: _first_timeline(trace, first_step, session, root)
     return trace
 
 
-def _first_timeline(
-    trace: Trace, first_step: int, session: str, root: Path | None = None
-) -> pd.DataFrame:
-    """The step timeline of a pod's first host from its events alone (read in the columns the
-    timeline reads), as the pipeline makes a capture's; kept beside that host's cache, signed
-    as its worker signs its tables, so that the next load of the pod reads it instead of the
-    events (once per pod, not per host: a pod shows its first host's timeline)."""
+def _keep_timeline(
+    timeline: pd.DataFrame,
+    first: HostSummary,
+    first_step: int,
+    session: str,
+    root: Path | None = None,
+) -> str | None:
+    """Keep the step timeline of a pod's first host (``first``), made from its events alone
+    as the pipeline makes a capture's, beside that host's cache, signed as its worker signs its
+    tables, so that the next load of the pod reads it instead of the events (once per pod, not
+    per host: a pod shows its first host's timeline); where it was kept, or None."""
     from xlaprof.inputs.pod.cache import write_table
     from xlaprof.model.ondisk import TIMELINE
-    from xlaprof.tables.timeline import EVENT_COLUMNS, trace_timeline
 
-    timeline = trace_timeline(trace.step_view(EVENT_COLUMNS))
-    source = trace.source
-    load = source.load if isinstance(source, CachedEvents) else None
-    first = load.in_order()[0] if load is not None and load.summaries else None
-    if first is not None and first.cache is not None and first.frames is None:
-        cache, capture = Path(first.cache), Path(first.path)
-        kept = write_table(timeline, cache, TIMELINE, capture, first_step, session, root)
-        if kept is not None:
-            first.tables[TIMELINE] = kept
-    return timeline
+    assert first.cache is not None  # CachedEvents keeps a timeline only beside a cache
+    cache, capture = Path(first.cache), Path(first.path)
+    return write_table(timeline, cache, TIMELINE, capture, first_step, session, root)
 
 
 def host_steps(trace: Trace) -> pd.DataFrame:

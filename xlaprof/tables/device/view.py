@@ -2,13 +2,14 @@
 
 The rows the console and HTML reports show of a capture (devices, steps, top ops, bottlenecks,
 source lines, host against device), chosen and ordered once, by the pipeline, as numbers
-(seconds, shares of one, counts; None where not measured), and the notes and verdict under
-them. The reports write the rows as text (``xlaprof.report.devices``). Every number comes from
-``Trace.summary()``
-(``xlaprof.tables.device``) and, for what is said of every step at once, its overview
-(``xlaprof.tables.step_stats``: a pod's is merged from its workers, its per-step rows stay on
-disk). The renderers lay the view out; a saved result carries it, so it re-renders the same.
-A value that was not measured is None here, and shows as "—".
+(seconds, shares of one, counts; None where not measured), and what the notes and verdict
+around them say, as facts (counts, shares, codes such as how steps were found). The reports
+write the rows and the notes as text (``xlaprof.report.devices``): no sentence is made here.
+Every number comes from ``Trace.summary()`` (``xlaprof.tables.device``) and, for what is said
+of every step at once, its overview (``xlaprof.tables.step_stats``: a pod's is merged from its
+workers, its per-step rows stay on disk). The renderers lay the view out; a saved result
+carries it, so it re-renders the same. A value that was not measured is None here, and shows
+as "—".
 """
 
 from __future__ import annotations
@@ -16,11 +17,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from xlaprof.model.result import DeviceView
-from xlaprof.parse.units import (
-    format_seconds,
-    missing,
-)
+from xlaprof.model.result import DeviceView, TracedSteps
+from xlaprof.parse.units import missing
 from xlaprof.tables.step_stats import by_device, device_bottlenecks, overview_of
 
 if TYPE_CHECKING:
@@ -42,24 +40,24 @@ CATEGORY_COLUMNS = (
 )
 
 
-def capture_line(trace: Trace) -> str:
-    """``path  (capture: 26,723 events, 1 host(s), 4 device(s), session ...)``; a capture
-    with no device plane counts the host CPU its XLA ops ran on, and says so."""
+def capture_facts(trace: Trace) -> dict[str, Any]:
+    """What the section's header says of the capture: the one file read (None: several) and
+    how many, its events and hosts, and the devices the device table shows (``host_cpu``: a
+    capture with no device plane counts the host CPU its XLA ops ran on)."""
     files = trace.files
-    where = str(files[0]) if len(files) == 1 else f"{len(files)} capture files"
     # The devices the device table shows: on a CPU capture (no device plane) the host's CPU.
     utilization = trace.summary().utilization if trace.device_summary is not None else None
     if utilization is not None and not utilization.empty:
         devices = len(utilization[["host", "device"]].astype(str).drop_duplicates())
     else:
         devices = 0 if trace.devices is None else len(trace.devices)
-    counted = f"{devices} device(s)"
-    if devices and (trace.devices is None or trace.devices.empty):
-        counted += " (the host CPU: no device plane)"  # what its XLA ops ran on
-    parts = [f"{trace.event_count:,} events", f"{len(trace.hosts)} host(s)", counted]
-    if trace.session:
-        parts.append(f"session {trace.session}")
-    return f"{where}  (capture: {', '.join(parts)})"
+    return {
+        "capture_file": str(files[0]) if len(files) == 1 else None,
+        "capture_files": len(files),
+        "events": int(trace.event_count),
+        "device_count": devices,
+        "host_cpu": bool(devices and (trace.devices is None or trace.devices.empty)),
+    }
 
 
 def _number(value: object) -> float | None:
@@ -122,20 +120,16 @@ def category_split(values: Mapping[Hashable, Any]) -> list[list[Any]] | None:
     return [[name, seconds / total] for seconds, name in shares[:3] if seconds / total >= 0.005]
 
 
-def step_note(trace: Trace) -> str | None:
-    """Say so when steps did not come from a Steps line or step markers (XProf's fallback)."""
+# How a device's steps were found where no Steps line or step markers gave them (XProf's
+# fallbacks), as ``utilization.step_source`` names them: the first one found is said.
+STEP_FALLBACKS = ("module executions", "whole capture")
+
+
+def step_fallback(trace: Trace) -> str | None:
+    """``module executions`` or ``whole capture`` where steps did not come from a Steps line or
+    step markers, else None."""
     sources = set(trace.summary().utilization["step_source"].dropna())
-    if "module executions" in sources:
-        return (
-            "No Steps line and no step markers in this capture: each device's steps are its "
-            "XLA module executions, as in XProf."
-        )
-    if "whole capture" in sources:
-        return (
-            "No Steps line, step markers or module executions in this capture: each device's "
-            "whole capture is one window (step —)."
-        )
-    return None
+    return next((source for source in STEP_FALLBACKS if source in sources), None)
 
 
 def step_rows(
@@ -265,15 +259,9 @@ def bottleneck_device_rows(trace: Trace, limit: int = 8) -> list[dict[str, Any]]
     return rows
 
 
-def bottleneck_note(trace: Trace, shown: int) -> str | None:
-    hidden = trace.summary().rows("bottleneck") - shown
-    if hidden > 0:
-        return (
-            f"({hidden:,} more device steps in --json and Trace.bottlenecks(); the device table "
-            "above judges each device over its captured steps: the first and last of more than "
-            "five left out, as XProf does.)"
-        )
-    return None
+def bottleneck_hidden(trace: Trace, shown: int) -> int:
+    """How many per-step bottleneck rows the table of ``shown`` leaves out."""
+    return max(trace.summary().rows("bottleneck") - shown, 0)
 
 
 def line_rows(trace: Trace, limit: int = 8) -> list[dict[str, Any]]:
@@ -297,49 +285,38 @@ def line_rows(trace: Trace, limit: int = 8) -> list[dict[str, Any]]:
     return rows
 
 
-def line_note(trace: Trace) -> str | None:
-    """How much of the device's op time reached a user line, and what a region can show."""
+def line_coverage_of(trace: Trace) -> float | None:
+    """The share of the device's op time (self time) that reached a user source line (None:
+    no lines measured)."""
     from xlaprof.tables.device.lines import line_coverage
 
     lines = trace.summary().lines
     if lines is None:
         return None
     coverage = line_coverage(lines)
-    if coverage is None:
-        return None
-    return (
-        f"{coverage:.1%} of device op time (self time) has a user source line, from the HLO "
-        "the capture embeds (the innermost frame outside installed packages). Device time per "
-        "xlaprof.region is not separable within a compiled graph: a region marks host time, "
-        "and its ops run inside the step's graph (a region compiled as its own graph shows "
-        "as its module in --json)."
-    )
+    return None if coverage is None else float(coverage)
 
 
-def autotune_note(trace: Trace, overview: StepOverview | None = None) -> str | None:
-    """Say what the top ops leave out: GPU work the compiler ran while compiling."""
+def autotune_facts(trace: Trace, overview: StepOverview | None = None) -> dict[str, Any]:
+    """What the top ops leave out: GPU work the compiler ran while compiling (kernels and
+    copies, their seconds, and the first nine steps it ran in, smallest first); None each
+    where there was none."""
     summary = trace.summary()
     ops = summary.ops[summary.ops["category"] == "autotune"]
     if ops.empty:
-        return None
+        return {"autotune_kernels": None, "autotune_s": None, "autotune_steps": []}
     numbers = (overview or overview_of(summary)).autotune_steps  # the smallest, sorted
-    where = ""
-    if numbers:
-        shown = ", ".join(str(n) for n in numbers[:8]) + (", ..." if len(numbers) > 8 else "")
-        where = f" in step{'s' if len(numbers) > 1 else ''} {shown}"
-    return (
-        f"Not in the top ops: {int(ops['occurrences'].sum()):,} GPU kernels and copies "
-        f"({format_seconds(ops['total_s'].sum())}) that XLA's compiler ran while compiling{where} "
-        "(autotuning: candidate kernels timed, redzone checks): category autotune in --json "
-        "and device_ops()."
-    )
+    return {
+        "autotune_kernels": int(ops["occurrences"].sum()),
+        "autotune_s": float(ops["total_s"].sum()),
+        "autotune_steps": [int(n) for n in numbers[:9]],
+    }
 
 
-def tracing_title(trace: Trace, overview: StepOverview | None = None) -> str:
-    """The host-vs-device table's title: it names what the host figure is."""
-    if (overview or overview_of(trace.summary())).tracing.lazy:
-        return "Host work vs device busy, per step"
-    return "Host vs device, per step"
+def tracing_lazy(trace: Trace, overview: StepOverview | None = None) -> bool:
+    """Whether the host-vs-device table's host figure is the host's lazy-tensor work (else the
+    device's idle time)."""
+    return bool((overview or overview_of(trace.summary())).tracing.lazy)
 
 
 def tracing_rows(
@@ -367,72 +344,64 @@ def tracing_rows(
     return rows
 
 
-def tracing_verdict(trace: Trace, overview: StepOverview | None = None) -> str | None:
-    """One line saying what the traced steps' time went to most, from the one step model
-    (``tables/story.py``: the same bounds the step timeline and the bottleneck table show), or
-    None. It describes the steps; whether that is worth a fix is the findings' call. (A pod's
-    counts and medians come from its workers' aggregates: ``tables.step_stats``.)"""
+def traced_steps(trace: Trace, overview: StepOverview | None = None) -> TracedSteps | None:
+    """What the traced steps' time went to most, from the one step model (``tables/story.py``:
+    the same bounds the step timeline and the bottleneck table show), or None. It describes
+    the steps; whether that is worth a fix is the findings' call. (A pod's counts and medians
+    come from its workers' aggregates: ``tables.step_stats``.)"""
     overview = overview or overview_of(trace.summary())
     tracing = overview.tracing
-    known = tracing.known
-    if not known:
+    if not tracing.known:
         return None
     top = max(tracing.bounds, key=tracing.bounds.__getitem__)  # the first of equals
-    median_busy = format_seconds(overview.median_busy_s)
-    said = f"From the trace: the largest part of {tracing.bounds[top]} of {known} steps is {top}"
-    if tracing.lazy_known:
-        return (
-            f"{said}; the host's measured work (graph build, copies, dispatch) takes "
-            f"{format_seconds(overview.median_tracing_s)} per step (median) while the device "
-            f"is busy {median_busy}."
-        )
-    return (
-        f"{said}; the device idles {format_seconds(overview.median_idle_s)} of each "
-        f"step (median) and is busy {median_busy}. No torch_xla (lazy-tensor) events in this "
-        "capture: the host time is not tracing but whatever the host does between the device's "
-        "work (Python, input batches, data loading, kernel launches)."
+    return TracedSteps(
+        bound=str(top),
+        steps=int(tracing.bounds[top]),
+        known=int(tracing.known),
+        lazy=bool(tracing.lazy_known),
+        median_busy_s=_number(overview.median_busy_s),
+        median_tracing_s=_number(overview.median_tracing_s),
+        median_idle_s=_number(overview.median_idle_s),
     )
 
 
 def device_view(trace: Trace) -> DeviceView:
     """Everything the reports show of ``trace``'s devices, computed once."""
     hosts = trace.hosts
-    where = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts"
-    meta = f"{where}" + (f", session {trace.session}" if trace.session else "")
-    if len(trace.sessions) > 1:
-        meta += f" (of {len(trace.sessions)} sessions: {', '.join(trace.sessions)})"
     devices = device_rows(trace)
     overview = overview_of(trace.summary()) if devices else None  # once: a pod's is merged
     tracing = tracing_rows(trace, overview=overview) if devices else []
     bottlenecks = bottleneck_rows(trace) if devices else []
     return DeviceView(
-        where=where,
         session=trace.session,
-        meta=meta,
         warnings=list(trace.warnings),
-        capture=capture_line(trace),
-        device_types=_device_types(trace),
         devices=devices,
         steps=step_rows(trace, overview=overview) if devices else [],
-        step_note=step_note(trace) if devices else None,
         ops=op_rows(trace) if devices else [],
-        autotune_note=autotune_note(trace, overview) if devices else None,
         bottleneck_devices=bottleneck_device_rows(trace) if devices else [],
         bottlenecks=bottlenecks,
-        bottleneck_note=bottleneck_note(trace, len(bottlenecks)) if devices else None,
         lines=line_rows(trace) if devices else [],
-        line_note=line_note(trace) if devices else None,
-        tracing_title=tracing_title(trace, overview) if devices else "",
         tracing=tracing,
         tracing_hidden=max(trace.summary().rows("tracing") - len(tracing), 0) if devices else 0,
-        verdict=tracing_verdict(trace, overview) if devices else None,
+        hosts=len(hosts),
+        host=hosts[0] if len(hosts) == 1 else None,
+        sessions=list(trace.sessions),
+        device_kinds=_device_kinds(trace),
+        step_fallback=step_fallback(trace) if devices else None,
+        bottleneck_hidden=bottleneck_hidden(trace, len(bottlenecks)) if devices else 0,
+        line_coverage=line_coverage_of(trace) if devices else None,
+        tracing_lazy=tracing_lazy(trace, overview) if devices else False,
+        traced=traced_steps(trace, overview) if devices else None,
+        **capture_facts(trace),
+        **(autotune_facts(trace, overview) if devices else {}),
     )
 
 
-def _device_types(trace: Trace) -> str | None:
-    """``4 x TPU v6 Lite`` from the trace's device planes (None without any)."""
+def _device_kinds(trace: Trace) -> list[tuple[str, int]]:
+    """Each kind of the trace's device planes with its count, most first (``TPU v6 Lite``,
+    4); empty without any."""
     devices = trace.devices
     if devices is None or devices.empty:
-        return None
+        return []
     kinds = devices["type"].fillna(devices["kind"]).astype(str).value_counts()
-    return ", ".join(f"{count} x {kind}" for kind, count in kinds.items())
+    return [(str(kind), int(count)) for kind, count in kinds.items()]
