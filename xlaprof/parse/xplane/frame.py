@@ -180,14 +180,19 @@ class Strings:
         return self.code(_text(value))
 
     def categorical(
-        self, codes: np.ndarray, index: np.ndarray | None = None, rows: np.ndarray | None = None
+        self,
+        codes: np.ndarray,
+        index: np.ndarray | None = None,
+        rows: np.ndarray | None = None,
+        constants: Constants | None = None,
     ) -> pd.Categorical[str]:
         """``codes`` (-1: missing) as the categorical ``pd.Categorical`` makes of the strings
         themselves: categories the strings used, sorted; codes as small as they allow.
 
         With ``index``, ``codes`` is a small table and the column is ``codes[index]``: which
         codes are used is then read off the table (``rows``: the entries ``index`` points to,
-        None for all of them) rather than off a million rows, and the column is one gather.
+        None for all of them) rather than off a million rows, and the column is one gather;
+        where every entry used is one code, the column is ``constants``' (no gather at all).
         """
         import pandas as pd
 
@@ -201,9 +206,37 @@ class Strings:
         recode[ordered] = np.arange(len(ordered))
         categories = [self.items[code] for code in ordered]
         dtype: pd.CategoricalDtype[str] = pd.CategoricalDtype(categories)
-        column = recode.take(codes) if index is None else recode.take(codes).take(index)
+        if index is None:
+            column = recode.take(codes)
+        elif constants is not None and len(used_codes) and seen.sum() == 1:
+            column = constants(small, int(recode[used_codes[0]]))  # one code in every row
+        else:
+            column = recode.take(codes).take(index)
         # The codes are in range by construction: pandas' check is two passes over them.
         return pd.Categorical.from_codes(column, dtype=dtype, validate=False)
+
+
+class Constants:
+    """Columns of one value throughout (the frame's missing stats, a capture's one host), made
+    once per frame and shared by every column that holds them: read-only, so pandas copies one
+    where a caller sets a value in it (copy-on-write) and the others stay as they are. An
+    80 MB host's frame has four float columns of NaN and several of one code: each was ~30 MB
+    of pages first touched."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self.made: dict[tuple[str, object], np.ndarray] = {}
+
+    def __call__(self, dtype: Any, value: object) -> np.ndarray:
+        """``rows`` of ``value`` as ``dtype``, read-only."""
+        key = (np.dtype(dtype).str, repr(value))
+        found = self.made.get(key)
+        if found is None:
+            # zeros: calloc's pages, untouched until read
+            found = np.zeros(self.rows, dtype) if value == 0 else np.full(self.rows, value, dtype)
+            found.flags.writeable = False
+            self.made[key] = found
+        return found
 
 
 def _code_type(count: int) -> Any:
@@ -309,11 +342,15 @@ class Layout:
 
         lines = line_of[order]
         del line_of
-        columns = self._line_columns(lines, line_name, line_plane, host, rows < count)
-        columns["name"] = self.strings.categorical(names[order])
+        constants = Constants(rows)
+        columns = self._line_columns(lines, line_name, line_plane, host, rows < count, constants)
+        # Every event kept: the names are recoded in event order (a small table's gather) and
+        # then put in frame order.
+        every = rows == count
+        columns["name"] = self.strings.categorical(*((names, order) if every else (names[order],)))
         columns.update(times)
         del lines, names, times
-        columns.update(self._stat_columns(meta, order, promoted, texts))
+        columns.update(self._stat_columns(meta, order, promoted, texts, constants))
         columns["args"] = args_column
         if framework_ops is not None:
             columns["framework_op"] = framework_ops
@@ -338,6 +375,7 @@ class Layout:
         line_plane: np.ndarray,
         host: str,
         dropped: bool,
+        constants: Constants,
     ) -> dict[str, Any]:
         """The columns that follow from each row's line (``lines``: its index in ``self.lines``),
         each a table of one code per line gathered once. ``dropped``: whether events were
@@ -357,7 +395,7 @@ class Layout:
             "line": (self.strings, line_name),
         }
         return {
-            key: strings.categorical(table, lines, kept_lines)
+            key: strings.categorical(table, lines, kept_lines, constants)
             for key, (strings, table) in per_line.items()
         }
 
@@ -484,12 +522,14 @@ class Layout:
         order: np.ndarray,
         promoted: dict[str, tuple[np.ndarray, Any]],
         texts: dict[str, Strings],
+        constants: Constants,
     ) -> dict[str, Any]:
         """The promoted stat columns, in frame order: each row's metadata values (``meta[order]``:
         its row of ``meta_rows``), then the event's own stats over them (``promoted``).
 
         A stat no metadata entry carries (the common case) is a column of missing values with
-        the events' own scattered in, made without reading ``meta`` at all."""
+        the events' own scattered in, made without reading ``meta`` at all; one that no event
+        carries either is ``constants``' column of missing values."""
         import pandas as pd
 
         rows = len(order)
@@ -501,10 +541,15 @@ class Layout:
             return ordered[0]
 
         columns: dict[str, Any] = {
-            key: self._text_column(key, texts[key], rows, meta_rows, promoted) for key in TEXT_STATS
+            key: self._text_column(key, texts[key], rows, meta_rows, promoted, constants)
+            for key in TEXT_STATS
         }
         for key in ("step_num", *NUMBER_STATS, "group_id"):
             if key in WHOLE_STATS:
+                if key not in promoted:
+                    missing = constants(bool, True)
+                    columns[key] = pd.arrays.IntegerArray(constants(np.int64, 0), missing)
+                    continue
                 number, missing = np.zeros(rows, np.int64), np.ones(rows, bool)
                 if key in promoted:
                     where, (found_number, found_missing) = promoted[key]
@@ -512,7 +557,9 @@ class Layout:
                 columns[key] = pd.arrays.IntegerArray(number, missing)
                 continue
             table = np.array([finite(row.get(key)) for row in self.meta_rows], np.float64)
-            if np.isnan(table).all():
+            if np.isnan(table).all() and key not in promoted:
+                columns[key] = constants(np.float64, np.nan)
+            elif np.isnan(table).all():
                 columns[key] = np.full(rows, np.nan)
             else:
                 columns[key] = table[meta_rows()]
@@ -528,10 +575,15 @@ class Layout:
         rows: int,
         meta_rows: Callable[[], np.ndarray],
         promoted: dict[str, tuple[np.ndarray, Any]],
+        constants: Constants,
     ) -> pd.Categorical[str]:
         """One promoted text stat's column (see ``_stat_columns``)."""
         table = _codes(strings, [_text(row.get(key)) for row in self.meta_rows])
         own = promoted.get(key)
+        if (table < 0).all() and own is None:  # missing throughout: no categories
+            return strings.categorical(
+                np.full(1, -1, np.int32), constants(np.int32, 0), None, constants
+            )
         if (table < 0).all() and own is not None:
             where, found = own
             table = np.append(found, -1)  # the events' own codes, then a missing one
