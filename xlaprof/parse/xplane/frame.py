@@ -532,54 +532,74 @@ class Layout:
         A stat no metadata entry carries (the common case) is a column of missing values with
         the events' own scattered in, made without reading ``meta`` at all; one that no event
         carries either is ``constants``' column of missing values."""
-        import pandas as pd
 
         rows = len(order)
         ordered: list[np.ndarray] = []  # meta[order], made once if a column needs it
+        used: list[np.ndarray] = []  # the entries of meta_rows it holds, found once
 
         def meta_rows() -> np.ndarray:
             if not ordered:
                 ordered.append(meta[order])
             return ordered[0]
 
+        def used_rows() -> np.ndarray:
+            if not used:
+                seen = np.zeros(len(self.meta_rows), bool)
+                seen[meta_rows()] = True
+                used.append(np.flatnonzero(seen))
+            return used[0]
+
         columns: dict[str, Any] = {
-            key: self._text_column(key, texts[key], rows, meta_rows, promoted, constants)
+            key: self._text_column(
+                key, texts[key], rows, (meta_rows, used_rows), promoted, constants
+            )
             for key in TEXT_STATS
         }
         for key in ("step_num", *NUMBER_STATS, "group_id"):
-            if key in WHOLE_STATS:
-                if key not in promoted:
-                    missing = constants(bool, True)
-                    columns[key] = pd.arrays.IntegerArray(constants(np.int64, 0), missing)
-                    continue
-                number, missing = np.zeros(rows, np.int64), np.ones(rows, bool)
-                if key in promoted:
-                    where, (found_number, found_missing) = promoted[key]
-                    number[where], missing[where] = found_number, found_missing
-                columns[key] = pd.arrays.IntegerArray(number, missing)
-                continue
-            table = np.array([finite(row.get(key)) for row in self.meta_rows], np.float64)
-            if np.isnan(table).all() and key not in promoted:
-                columns[key] = constants(np.float64, np.nan)
-            elif np.isnan(table).all():
-                columns[key] = np.full(rows, np.nan)
-            else:
-                columns[key] = table[meta_rows()]
-            if key in promoted:
-                where, found = promoted[key]
-                columns[key][where] = found
+            columns[key] = self._number_column(key, rows, meta_rows, promoted, constants)
         return columns
+
+    def _number_column(
+        self,
+        key: str,
+        rows: int,
+        meta_rows: Callable[[], np.ndarray],
+        promoted: dict[str, tuple[np.ndarray, Any]],
+        constants: Constants,
+    ) -> Any:
+        """One promoted numeric stat's column (see ``_stat_columns``): whole numbers as an
+        ``IntegerArray``, the rest as float64."""
+        import pandas as pd
+
+        if key in WHOLE_STATS:
+            if key not in promoted:
+                return pd.arrays.IntegerArray(constants(np.int64, 0), constants(bool, True))
+            number, missing = np.zeros(rows, np.int64), np.ones(rows, bool)
+            where, (found_number, found_missing) = promoted[key]
+            number[where], missing[where] = found_number, found_missing
+            return pd.arrays.IntegerArray(number, missing)
+        table = np.array([finite(row.get(key)) for row in self.meta_rows], np.float64)
+        if np.isnan(table).all() and key not in promoted:
+            return constants(np.float64, np.nan)
+        column = np.full(rows, np.nan) if np.isnan(table).all() else table[meta_rows()]
+        if key in promoted:
+            where, found = promoted[key]
+            column[where] = found
+        return column
 
     def _text_column(
         self,
         key: str,
         strings: Strings,
         rows: int,
-        meta_rows: Callable[[], np.ndarray],
+        meta: tuple[Callable[[], np.ndarray], Callable[[], np.ndarray]],
         promoted: dict[str, tuple[np.ndarray, Any]],
         constants: Constants,
     ) -> pd.Categorical[str]:
-        """One promoted text stat's column (see ``_stat_columns``)."""
+        """One promoted text stat's column (see ``_stat_columns``; ``meta``: each row's entry of
+        ``meta_rows``, and the entries rows hold). Where no event has its own value, the column
+        is the metadata's table gathered once by each row's entry."""
+        meta_rows, used_rows = meta
         table = _codes(strings, [_text(row.get(key)) for row in self.meta_rows])
         own = promoted.get(key)
         if (table < 0).all() and own is None:  # missing throughout: no categories
@@ -592,6 +612,8 @@ class Layout:
             index = np.full(rows, len(found), np.int32)
             index[where] = np.arange(len(found), dtype=np.int32)
             return strings.categorical(table, index)
+        if own is None:
+            return strings.categorical(table, meta_rows(), used_rows(), constants)
         codes = np.full(rows, -1, np.int32) if (table < 0).all() else table[meta_rows()]
         if own is not None:
             where, found = own
