@@ -211,7 +211,7 @@ class Strings:
         if index is None:
             column = recode.take(codes)
         elif constants is not None and len(used_codes) and seen.sum() == 1:
-            column = constants(small, int(recode[used_codes[0]]))  # one code in every row
+            column = constants.codes(small, int(recode[used_codes[0]]))  # one code in every row
         else:
             column = recode.take(codes).take(index)
         # The codes are in range by construction: pandas' check is two passes over them.
@@ -220,25 +220,47 @@ class Strings:
 
 class Constants:
     """Columns of one value throughout (the frame's missing stats, a capture's one host), made
-    once per frame and shared by every column that holds them: read-only, so pandas copies one
-    where a caller sets a value in it (copy-on-write) and the others stay as they are. An
-    80 MB host's frame has four float columns of NaN and several of one code: each was ~30 MB
-    of pages first touched."""
+    without a row-long pass each: an 80 MB host's frame has four float columns of NaN and
+    several of one code, each ~4-30 MB of pages first touched.
+
+    ``codes`` makes a column's codes (zeros from calloc: pages untouched until read); ``shared``
+    and ``missing_integers`` give a column that shares one array with the frame's other
+    columns of that value, as pandas Series: pandas then knows they share it, and copies a
+    column where a caller sets a value in it (copy-on-write), so the others stay as they are.
+    """
 
     def __init__(self, rows: int) -> None:
         self.rows = rows
-        self.made: dict[tuple[str, object], np.ndarray] = {}
+        self.made: dict[tuple[str, str], pd.Series[Any]] = {}
 
-    def __call__(self, dtype: Any, value: object) -> np.ndarray:
-        """``rows`` of ``value`` as ``dtype``, read-only."""
-        key = (np.dtype(dtype).str, repr(value))
-        found = self.made.get(key)
-        if found is None:
-            # zeros: calloc's pages, untouched until read
-            found = np.zeros(self.rows, dtype) if value == 0 else np.full(self.rows, value, dtype)
-            found.flags.writeable = False
-            self.made[key] = found
-        return found
+    def codes(self, dtype: Any, value: int) -> np.ndarray:
+        """``rows`` of ``value`` as ``dtype``, an array of its own."""
+        if value == 0:
+            return np.zeros(self.rows, dtype)
+        return np.full(self.rows, value, dtype)
+
+    def shared(self, dtype: Any, value: float) -> pd.Series[Any]:
+        """A column of ``rows`` of ``value``, sharing its array with the others of it."""
+        return self._base(
+            (np.dtype(dtype).str, repr(value)), lambda: np.full(self.rows, value, dtype)
+        )
+
+    def missing_integers(self) -> pd.Series[Any]:
+        """A whole-number column (``Int64``) missing throughout, sharing its arrays."""
+        import pandas as pd
+
+        def make() -> Any:
+            return pd.arrays.IntegerArray(np.zeros(self.rows, np.int64), np.ones(self.rows, bool))
+
+        return self._base(("Int64", "missing"), make)
+
+    def _base(self, key: tuple[str, str], make: Callable[[], Any]) -> pd.Series[Any]:
+        import pandas as pd
+
+        base = self.made.get(key)
+        if base is None:
+            base = self.made[key] = pd.Series(make(), copy=False)
+        return base.copy(deep=False)
 
 
 def _code_type(count: int) -> Any:
@@ -573,14 +595,14 @@ class Layout:
 
         if key in WHOLE_STATS:
             if key not in promoted:
-                return pd.arrays.IntegerArray(constants(np.int64, 0), constants(bool, True))
+                return constants.missing_integers()
             number, missing = np.zeros(rows, np.int64), np.ones(rows, bool)
             where, (found_number, found_missing) = promoted[key]
             number[where], missing[where] = found_number, found_missing
             return pd.arrays.IntegerArray(number, missing)
         table = np.array([finite(row.get(key)) for row in self.meta_rows], np.float64)
         if np.isnan(table).all() and key not in promoted:
-            return constants(np.float64, np.nan)
+            return constants.shared(np.float64, np.nan)
         column = np.full(rows, np.nan) if np.isnan(table).all() else table[meta_rows()]
         if key in promoted:
             where, found = promoted[key]
@@ -604,7 +626,7 @@ class Layout:
         own = promoted.get(key)
         if (table < 0).all() and own is None:  # missing throughout: no categories
             return strings.categorical(
-                np.full(1, -1, np.int32), constants(np.int32, 0), None, constants
+                np.full(1, -1, np.int32), constants.codes(np.int32, 0), None, constants
             )
         if (table < 0).all() and own is not None:
             where, found = own
