@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from xlaprof.errors import BadCapture, XlaprofError
 from xlaprof.inputs.captures import (
@@ -76,18 +76,20 @@ def load_trace(  # noqa: PLR0913
         first_step = _first_step_from_run(root)
     # One file is never a pod (``wants_lazy``): the pod's modules (~0.1 s to import) only for
     # several.
-    if len(files) > 1 and lazy is not False and _pods().wants_lazy(files, lazy, scheduler, pod):
-        pods = _pods()
-        return pods.load_pod(
-            files,
-            first_step or 0,
-            workers,
-            scheduler,
-            chosen,
-            list(sessions),
-            limit=max_size,
-            settings=pod,
-        )
+    if len(files) > 1 and lazy is not False:
+        from xlaprof.inputs import pod as pods
+
+        if pods.wants_lazy(files, lazy, scheduler, pod):
+            return pods.load_pod(
+                files,
+                first_step or 0,
+                workers,
+                scheduler,
+                chosen,
+                list(sessions),
+                limit=max_size,
+                settings=pod,
+            )
     loaded = _load_files(files, workers, max_size)
     broken = [item for item in loaded if isinstance(item, XlaprofError)]
     frames = [item for item in loaded if not isinstance(item, XlaprofError)]
@@ -137,12 +139,6 @@ def load_trace(  # noqa: PLR0913
         epoch_offset_ns=epochs,
         step_table=step_times,
     )
-
-
-def _pods() -> Any:
-    from xlaprof.inputs import pod
-
-    return pod
 
 
 def _device_bounds(
