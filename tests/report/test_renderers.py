@@ -40,3 +40,24 @@ def test_one_renderer_contract_picks_by_name_or_extension(tmp_path: Path) -> Non
         renderer_for(analysis, path=Path("out.xml"))
     with pytest.raises(OutputError, match="format 'junit'"):
         renderer_for(comparison, "junit")
+
+
+def test_the_json_form_does_not_import_the_text_renderers() -> None:
+    """``--json`` starts without rich (the console and HTML renderers load when first used:
+    start-up is part of every answer's time), and the console form still renders."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import xlaprof.report as r; "
+        "assert 'rich' not in sys.modules and 'xlaprof.report.console' not in sys.modules; "
+        "print(r.renderer_for.__module__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    from xlaprof.model.result import AnalysisResult
+    from xlaprof.pipeline import analyze_one
+    from xlaprof.report import render
+
+    result, _, _ = analyze_one(SAMPLES / "runs" / "host_sync_item")
+    assert "host" in render(AnalysisResult([result]), "console").lower()

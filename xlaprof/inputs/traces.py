@@ -20,7 +20,6 @@ loads: a ``Trace`` only holds what its loader put in it.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,24 +69,27 @@ def load_trace(  # noqa: PLR0913
     ``PodSettings.lazy_bytes``. ``pod``: how such a capture is read, as the environment set it
     (read at the edge, ``PodSettings.of``; ``xlaprof.load_trace`` reads it for its caller).
     """
-    from xlaprof.inputs import pod as pods
-
     root = Path(path)
     sessions = find_sessions(root)
     chosen, files = pick_session(sessions, root, session)
     if first_step is None:
         first_step = _first_step_from_run(root)
-    if pods.wants_lazy(files, lazy, scheduler, pod):
-        return pods.load_pod(
-            files,
-            first_step or 0,
-            workers,
-            scheduler,
-            chosen,
-            list(sessions),
-            limit=max_size,
-            settings=pod,
-        )
+    # One file is never a pod (``wants_lazy``): the pod's modules (~0.1 s to import) only for
+    # several.
+    if len(files) > 1 and lazy is not False:
+        from xlaprof.inputs import pod as pods
+
+        if pods.wants_lazy(files, lazy, scheduler, pod):
+            return pods.load_pod(
+                files,
+                first_step or 0,
+                workers,
+                scheduler,
+                chosen,
+                list(sessions),
+                limit=max_size,
+                settings=pod,
+            )
     loaded = _load_files(files, workers, max_size)
     broken = [item for item in loaded if isinstance(item, XlaprofError)]
     frames = [item for item in loaded if not isinstance(item, XlaprofError)]
@@ -179,6 +181,8 @@ def _load_files(
     """Each file's events (several files in a process pool of ``workers``), or why not."""
     if len(files) == 1:
         return [load_safely(files[0], limit)]
+    from concurrent.futures import ProcessPoolExecutor  # (multiprocessing: ~0.1 s to import)
+
     workers = workers or min(len(files), os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(load_safely, files, [limit] * len(files)))

@@ -191,9 +191,14 @@ def instruction_sources(
     """One row per instruction of each embedded program (see the module docstring).
 
     A proto that does not parse is skipped: a capture's other programs still give their lines.
+    ``is_library`` is asked once per distinct file (programs name the same few files thousands
+    of times).
     """
+    from functools import lru_cache
+
     from google.protobuf.message import DecodeError
 
+    is_library = lru_cache(maxsize=None)(is_library)
     cls = hlo_proto_class()
     rows: list[InstructionSource] = []
     for name, data in protos:
@@ -339,6 +344,7 @@ class StackFrames:
             (frame.file_location_id, frame.parent_frame_id) for frame in index.stack_frames
         ]
         self._stacks: dict[int, tuple[Frame, ...]] = {}
+        self._users: dict[tuple[int, Any], Frame | None] = {}
 
     def frame(self, frame_id: int) -> Frame | None:
         """Frame ``frame_id`` alone, or None."""
@@ -372,5 +378,10 @@ class StackFrames:
         return self._stacks.get(frame_id, ())
 
     def user(self, frame_id: int, is_library: Any) -> Frame | None:
-        """The innermost frame of ``frame_id``'s stack in the user's code, or None."""
-        return next((f for f in self.stack(frame_id) if f.file and not is_library(f.file)), None)
+        """The innermost frame of ``frame_id``'s stack in the user's code, or None (found once
+        per frame id and ``is_library``: a module's instructions share their stacks)."""
+        key = (frame_id, is_library)
+        if key not in self._users:
+            stack = self.stack(frame_id)
+            self._users[key] = next((f for f in stack if f.file and not is_library(f.file)), None)
+        return self._users[key]

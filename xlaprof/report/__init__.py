@@ -13,26 +13,41 @@ first (its terminal form); ``render`` returns the text. A value that was not mea
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TextIO
 
 from xlaprof.budgets import CheckResult
 from xlaprof.errors import OutputError
 from xlaprof.model.result import AnalysisResult, RunComparison
-from xlaprof.report import ci, console, html, json_out
+from xlaprof.report import ci, json_out
 from xlaprof.report.base import Renderer, RenderOptions
 
 Result = AnalysisResult | CheckResult | RunComparison
 
 
+def _when_called(module: str, name: str) -> Callable[[Any, TextIO, RenderOptions], None]:
+    """``xlaprof.report.<module>.<name>``, imported when first called: the console and HTML
+    renderers import rich and the figures (~0.1-0.4 s), which a ``--json`` run never uses."""
+
+    def write(result: Any, out: TextIO, options: RenderOptions) -> None:
+        import importlib
+
+        getattr(importlib.import_module(f"xlaprof.report.{module}"), name)(result, out, options)
+
+    write.__name__ = write.__qualname__ = name
+    return write
+
+
 RENDERERS: tuple[Renderer, ...] = (
-    Renderer("console", AnalysisResult, console.write_analysis),
+    Renderer("console", AnalysisResult, _when_called("console", "write_analysis")),
     Renderer("json", AnalysisResult, json_out.write_analysis, (".json",)),
-    Renderer("html", AnalysisResult, html.write_analysis, (".html", ".htm")),
+    Renderer("html", AnalysisResult, _when_called("html", "write_analysis"), (".html", ".htm")),
     Renderer("text", CheckResult, ci.write_text, (".txt",)),
     Renderer("json", CheckResult, ci.write_json, (".json",)),
     Renderer("junit", CheckResult, ci.write_junit, (".xml",)),
     Renderer("github", CheckResult, ci.write_github),
-    Renderer("console", RunComparison, console.write_comparison),
+    Renderer("console", RunComparison, _when_called("console", "write_comparison")),
     Renderer("json", RunComparison, json_out.write_comparison, (".json",)),
 )
 

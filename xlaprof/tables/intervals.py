@@ -121,7 +121,21 @@ def _start_order(starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
 def _nest(
     starts: np.ndarray, ends: np.ndarray, order: np.ndarray, own: np.ndarray, parent: np.ndarray
 ) -> None:
-    """The stack walk of ``nesting`` over the events at ``order`` (in that order), in place."""
+    """The stack walk of ``nesting`` over the events at ``order`` (in that order), in place: by
+    the compiled core where it is built and the lengths fit int64, else in Python (exact)."""
+    import numpy as np
+
+    from xlaprof.parse.xplane.wire import native
+
+    core = native()
+    arrays = (starts, ends, order, own, parent)
+    types = (np.int64, np.int64, np.intp, np.float64, np.int64)
+    if (
+        core is not None
+        and all(a.dtype == t and a.flags.c_contiguous for a, t in zip(arrays, types, strict=True))
+        and core.nest(*arrays) is not None
+    ):
+        return
     stack: list[int] = []
     s_list, e_list = starts.tolist(), ends.tolist()
     for index in order.tolist():

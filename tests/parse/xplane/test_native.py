@@ -389,3 +389,35 @@ def test_event_times_merge_long_lines() -> None:
     np.testing.assert_array_equal(native_order, numpy_order)
     for key, column in numpy.items():
         np.testing.assert_array_equal(native[key], column)
+
+
+# -- the nesting walk --------------------------------------------------------------------------
+_bounds = st.one_of(
+    st.integers(-50, 50),
+    st.integers(-(2**62), 2**62),
+    st.sampled_from([0, 2**63 - 1, -(2**63), 2**62, -(2**62)]),
+)
+
+
+@hypothesis.settings(max_examples=400, deadline=None)
+@hypothesis.given(st.lists(st.tuples(_bounds, st.one_of(st.integers(0, 60), _bounds)), max_size=40))
+def test_nesting_walks_as_python_does(events: list[tuple[int, int]]) -> None:
+    """One line's events (any order, lengths in range of int64 or not): the same self times and
+    parents with the core's walk as with the Python one (the core leaves to Python lengths
+    that do not fit int64)."""
+    import os
+
+    from xlaprof.tables.intervals import nesting
+
+    starts = np.array([start for start, _ in events], np.int64).reshape(-1)
+    ends = np.array(
+        [min(max(start + length, -(2**63)), 2**63 - 1) for start, length in events], np.int64
+    ).reshape(-1)
+    found = nesting(starts, ends)
+    os.environ["XLAPROF_PURE_DECODER"] = "1"
+    try:
+        expected = nesting(starts, ends)
+    finally:
+        del os.environ["XLAPROF_PURE_DECODER"]
+    assert found[1].tolist() == expected[1].tolist()
+    np.testing.assert_array_equal(found[0], expected[0])

@@ -11,7 +11,9 @@
    - decode(data, starts, ends): every event's fields and stats (wire.decode_arrays): one pass
      over the events, no Python object per event;
    - times(offset_ps, duration_ps, bases, counts): frame.event_times' columns and row order, by
-     merging the lines' runs (each line's events are mostly in time order already).
+     merging the lines' runs (each line's events are mostly in time order already);
+   - nest(starts, ends, order, own, parent): the stack walk of tables.intervals' nesting (self
+     times and parents of one line's events), in place.
 
    A file someone sends may be hostile: every read is bounded by the message it belongs to
    (never past the buffer), nothing is allocated from a length field (arrays grow with what
@@ -926,11 +928,67 @@ static PyObject *times(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NNNN)", starts, ends, spans, orders);
 }
 
+/* nest(starts, ends, order, own, parent) -> True, or None: intervals._nest's stack walk over
+   the events at order (in that order), in place: an event that starts at or after the top
+   open event's end closes it; one that ends within the top open event is nested in it (its
+   length taken off that event's own time, the top its parent); every event is then opened.
+   starts and ends int64, order intp, own float64, parent int64, all 1-d and contiguous.
+   None, before anything is written, where an index is out of range or a length end - start
+   does not fit int64 (the Python walk, in exact integers, does those). */
+static PyObject *nest(PyObject *self, PyObject *args) {
+    PyArrayObject *starts_array, *ends_array, *order_array, *own_array, *parent_array;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!", &PyArray_Type, &starts_array, &PyArray_Type,
+                          &ends_array, &PyArray_Type, &order_array, &PyArray_Type, &own_array,
+                          &PyArray_Type, &parent_array))
+        return NULL;
+    PyArrayObject *arrays[5] = {starts_array, ends_array, order_array, own_array, parent_array};
+    const int types[5] = {NPY_INT64, NPY_INT64, NPY_INTP, NPY_FLOAT64, NPY_INT64};
+    for (int k = 0; k < 5; k++) {
+        if (PyArray_NDIM(arrays[k]) != 1 || PyArray_TYPE(arrays[k]) != types[k] ||
+            !PyArray_IS_C_CONTIGUOUS(arrays[k]) || (k >= 3 && !PyArray_ISWRITEABLE(arrays[k]))) {
+            PyErr_SetString(PyExc_TypeError, "nest: 1-d contiguous arrays of the stated types");
+            return NULL;
+        }
+    }
+    npy_intp count = PyArray_DIM(starts_array, 0), rows = PyArray_DIM(order_array, 0);
+    if (PyArray_DIM(ends_array, 0) != count || PyArray_DIM(own_array, 0) != count ||
+        PyArray_DIM(parent_array, 0) != count) {
+        PyErr_SetString(PyExc_ValueError, "nest: lengths differ");
+        return NULL;
+    }
+    const int64_t *start = PyArray_DATA(starts_array), *end = PyArray_DATA(ends_array);
+    const npy_intp *order = PyArray_DATA(order_array);
+    double *own = PyArray_DATA(own_array);
+    int64_t *parent = PyArray_DATA(parent_array);
+    for (npy_intp i = 0; i < rows; i++) {
+        npy_intp index = order[i];
+        int64_t length;
+        if (index < 0 || index >= count || __builtin_sub_overflow(end[index], start[index], &length))
+            Py_RETURN_NONE;
+    }
+    npy_intp *stack = PyMem_RawMalloc((size_t)(rows ? rows : 1) * sizeof(npy_intp));
+    if (!stack) return PyErr_NoMemory();
+    npy_intp top = 0;
+    for (npy_intp i = 0; i < rows; i++) {
+        npy_intp index = order[i];
+        int64_t a = start[index], b = end[index];
+        while (top && end[stack[top - 1]] <= a) top--;
+        if (top && b <= end[stack[top - 1]]) {
+            own[stack[top - 1]] -= (double)(b - a);
+            parent[index] = stack[top - 1];
+        }
+        stack[top++] = index;
+    }
+    PyMem_RawFree(stack);
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, "Every event's fields and stats (wire.decode_arrays')."},
     {"locate", locate, METH_VARARGS, "Where each event of a capture lies, or None."},
     {"skeleton", skeleton, METH_VARARGS, "The capture without its events, and where they lie."},
     {"times", times, METH_VARARGS, "frame.event_times' columns and order by a merge, or None."},
+    {"nest", nest, METH_VARARGS, "intervals._nest's stack walk in place, or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -121,7 +121,9 @@ def xspace_frame(
         events = decode_events(data, starts, ends, canonical_event)
     except WireError:
         raise undecodable(path, raw) from None
-    del data, starts, ends
+    # The file's bytes are not read again: on a 1 GB capture they were a good part of the
+    # peak while the frame is made.
+    del data, starts, ends, raw, skeleton
     frame = layout.frame(events, host, args, framework_op)
     frame.attrs["profile_start_ns"] = start_ns
     if epoch_ns is not None:
@@ -180,14 +182,19 @@ class Strings:
         return self.code(_text(value))
 
     def categorical(
-        self, codes: np.ndarray, index: np.ndarray | None = None, rows: np.ndarray | None = None
+        self,
+        codes: np.ndarray,
+        index: np.ndarray | None = None,
+        rows: np.ndarray | None = None,
+        constants: Constants | None = None,
     ) -> pd.Categorical[str]:
         """``codes`` (-1: missing) as the categorical ``pd.Categorical`` makes of the strings
         themselves: categories the strings used, sorted; codes as small as they allow.
 
         With ``index``, ``codes`` is a small table and the column is ``codes[index]``: which
         codes are used is then read off the table (``rows``: the entries ``index`` points to,
-        None for all of them) rather than off a million rows, and the column is one gather.
+        None for all of them) rather than off a million rows, and the column is one gather;
+        where every entry used is one code, the column is ``constants``' (no gather at all).
         """
         import pandas as pd
 
@@ -201,9 +208,59 @@ class Strings:
         recode[ordered] = np.arange(len(ordered))
         categories = [self.items[code] for code in ordered]
         dtype: pd.CategoricalDtype[str] = pd.CategoricalDtype(categories)
-        column = recode.take(codes) if index is None else recode.take(codes).take(index)
+        if index is None:
+            column = recode.take(codes)
+        elif constants is not None and len(used_codes) and seen.sum() == 1:
+            column = constants.codes(small, int(recode[used_codes[0]]))  # one code in every row
+        else:
+            column = recode.take(codes).take(index)
         # The codes are in range by construction: pandas' check is two passes over them.
         return pd.Categorical.from_codes(column, dtype=dtype, validate=False)
+
+
+class Constants:
+    """Columns of one value throughout (the frame's missing stats, a capture's one host), made
+    without a row-long pass each: an 80 MB host's frame has four float columns of NaN and
+    several of one code, each ~4-30 MB of pages first touched.
+
+    ``codes`` makes a column's codes (zeros from calloc: pages untouched until read); ``shared``
+    and ``missing_integers`` give a column that shares one array with the frame's other
+    columns of that value, as pandas Series: pandas then knows they share it, and copies a
+    column where a caller sets a value in it (copy-on-write), so the others stay as they are.
+    """
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self.made: dict[tuple[str, str], pd.Series[Any]] = {}
+
+    def codes(self, dtype: Any, value: int) -> np.ndarray:
+        """``rows`` of ``value`` as ``dtype``, an array of its own."""
+        if value == 0:
+            return np.zeros(self.rows, dtype)
+        return np.full(self.rows, value, dtype)
+
+    def shared(self, dtype: Any, value: float) -> pd.Series[Any]:
+        """A column of ``rows`` of ``value``, sharing its array with the others of it."""
+        return self._base(
+            (np.dtype(dtype).str, repr(value)), lambda: np.full(self.rows, value, dtype)
+        )
+
+    def missing_integers(self) -> pd.Series[Any]:
+        """A whole-number column (``Int64``) missing throughout, sharing its arrays."""
+        import pandas as pd
+
+        def make() -> Any:
+            return pd.arrays.IntegerArray(np.zeros(self.rows, np.int64), np.ones(self.rows, bool))
+
+        return self._base(("Int64", "missing"), make)
+
+    def _base(self, key: tuple[str, str], make: Callable[[], Any]) -> pd.Series[Any]:
+        import pandas as pd
+
+        base = self.made.get(key)
+        if base is None:
+            base = self.made[key] = pd.Series(make(), copy=False)
+        return base.copy(deep=False)
 
 
 def _code_type(count: int) -> Any:
@@ -309,11 +366,15 @@ class Layout:
 
         lines = line_of[order]
         del line_of
-        columns = self._line_columns(lines, line_name, line_plane, host, rows < count)
-        columns["name"] = self.strings.categorical(names[order])
+        constants = Constants(rows)
+        columns = self._line_columns(lines, line_name, line_plane, host, rows < count, constants)
+        # Every event kept: the names are recoded in event order (a small table's gather) and
+        # then put in frame order.
+        every = rows == count
+        columns["name"] = self.strings.categorical(*((names, order) if every else (names[order],)))
         columns.update(times)
         del lines, names, times
-        columns.update(self._stat_columns(meta, order, promoted, texts))
+        columns.update(self._stat_columns(meta, order, promoted, texts, constants))
         columns["args"] = args_column
         if framework_ops is not None:
             columns["framework_op"] = framework_ops
@@ -338,6 +399,7 @@ class Layout:
         line_plane: np.ndarray,
         host: str,
         dropped: bool,
+        constants: Constants,
     ) -> dict[str, Any]:
         """The columns that follow from each row's line (``lines``: its index in ``self.lines``),
         each a table of one code per line gathered once. ``dropped``: whether events were
@@ -357,7 +419,7 @@ class Layout:
             "line": (self.strings, line_name),
         }
         return {
-            key: strings.categorical(table, lines, kept_lines)
+            key: strings.categorical(table, lines, kept_lines, constants)
             for key, (strings, table) in per_line.items()
         }
 
@@ -484,60 +546,96 @@ class Layout:
         order: np.ndarray,
         promoted: dict[str, tuple[np.ndarray, Any]],
         texts: dict[str, Strings],
+        constants: Constants,
     ) -> dict[str, Any]:
         """The promoted stat columns, in frame order: each row's metadata values (``meta[order]``:
         its row of ``meta_rows``), then the event's own stats over them (``promoted``).
 
         A stat no metadata entry carries (the common case) is a column of missing values with
-        the events' own scattered in, made without reading ``meta`` at all."""
-        import pandas as pd
+        the events' own scattered in, made without reading ``meta`` at all; one that no event
+        carries either is ``constants``' column of missing values."""
 
         rows = len(order)
         ordered: list[np.ndarray] = []  # meta[order], made once if a column needs it
+        used: list[np.ndarray] = []  # the entries of meta_rows it holds, found once
 
         def meta_rows() -> np.ndarray:
             if not ordered:
                 ordered.append(meta[order])
             return ordered[0]
 
+        def used_rows() -> np.ndarray:
+            if not used:
+                seen = np.zeros(len(self.meta_rows), bool)
+                seen[meta_rows()] = True
+                used.append(np.flatnonzero(seen))
+            return used[0]
+
         columns: dict[str, Any] = {
-            key: self._text_column(key, texts[key], rows, meta_rows, promoted) for key in TEXT_STATS
+            key: self._text_column(
+                key, texts[key], rows, (meta_rows, used_rows), promoted, constants
+            )
+            for key in TEXT_STATS
         }
         for key in ("step_num", *NUMBER_STATS, "group_id"):
-            if key in WHOLE_STATS:
-                number, missing = np.zeros(rows, np.int64), np.ones(rows, bool)
-                if key in promoted:
-                    where, (found_number, found_missing) = promoted[key]
-                    number[where], missing[where] = found_number, found_missing
-                columns[key] = pd.arrays.IntegerArray(number, missing)
-                continue
-            table = np.array([finite(row.get(key)) for row in self.meta_rows], np.float64)
-            if np.isnan(table).all():
-                columns[key] = np.full(rows, np.nan)
-            else:
-                columns[key] = table[meta_rows()]
-            if key in promoted:
-                where, found = promoted[key]
-                columns[key][where] = found
+            columns[key] = self._number_column(key, rows, meta_rows, promoted, constants)
         return columns
+
+    def _number_column(
+        self,
+        key: str,
+        rows: int,
+        meta_rows: Callable[[], np.ndarray],
+        promoted: dict[str, tuple[np.ndarray, Any]],
+        constants: Constants,
+    ) -> Any:
+        """One promoted numeric stat's column (see ``_stat_columns``): whole numbers as an
+        ``IntegerArray``, the rest as float64."""
+        import pandas as pd
+
+        if key in WHOLE_STATS:
+            if key not in promoted:
+                return constants.missing_integers()
+            number, missing = np.zeros(rows, np.int64), np.ones(rows, bool)
+            where, (found_number, found_missing) = promoted[key]
+            number[where], missing[where] = found_number, found_missing
+            return pd.arrays.IntegerArray(number, missing)
+        table = np.array([finite(row.get(key)) for row in self.meta_rows], np.float64)
+        if np.isnan(table).all() and key not in promoted:
+            return constants.shared(np.float64, np.nan)
+        column = np.full(rows, np.nan) if np.isnan(table).all() else table[meta_rows()]
+        if key in promoted:
+            where, found = promoted[key]
+            column[where] = found
+        return column
 
     def _text_column(
         self,
         key: str,
         strings: Strings,
         rows: int,
-        meta_rows: Callable[[], np.ndarray],
+        meta: tuple[Callable[[], np.ndarray], Callable[[], np.ndarray]],
         promoted: dict[str, tuple[np.ndarray, Any]],
+        constants: Constants,
     ) -> pd.Categorical[str]:
-        """One promoted text stat's column (see ``_stat_columns``)."""
+        """One promoted text stat's column (see ``_stat_columns``; ``meta``: each row's entry of
+        ``meta_rows``, and the entries rows hold). Where no event has its own value, the column
+        is the metadata's table gathered once by each row's entry."""
+        meta_rows, used_rows = meta
         table = _codes(strings, [_text(row.get(key)) for row in self.meta_rows])
         own = promoted.get(key)
+        if (table < 0).all() and own is None:  # missing throughout: no categories
+            return strings.categorical(
+                np.full(1, -1, np.int32), constants.codes(np.int32, 0), None, constants
+            )
         if (table < 0).all() and own is not None:
             where, found = own
             table = np.append(found, -1)  # the events' own codes, then a missing one
             index = np.full(rows, len(found), np.int32)
             index[where] = np.arange(len(found), dtype=np.int32)
             return strings.categorical(table, index)
+        if own is None:
+            return strings.categorical(table, meta_rows(), used_rows(), constants)
         codes = np.full(rows, -1, np.int32) if (table < 0).all() else table[meta_rows()]
         if own is not None:
             where, found = own

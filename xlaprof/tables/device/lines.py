@@ -96,9 +96,10 @@ def _event_lines(
     by_program: dict[tuple[str, str, str], tuple[str, int, str]] = {}
     by_module: dict[tuple[str, str, str], tuple[str, int, str]] = {}
     columns = ["user_file", "user_line", "user_function", "host", "module", "program_id"]
-    for file, line, function, host, module, program, instruction in known[
-        [*columns, "instruction"]
-    ].itertuples(index=False, name=None):
+    # (each column as a list, zipped: itertuples steps through Arrow text one value a call)
+    for file, line, function, host, module, program, instruction in zip(
+        *(known[name].tolist() for name in [*columns, "instruction"]), strict=True
+    ):
         where = (file, line, function)
         host, module, instruction = str(host), str(module), str(instruction)
         if program is not None and program == program:
