@@ -21,6 +21,7 @@ from xlaprof.errors import BadCapture
 from xlaprof.inputs import pod
 from xlaprof.inputs.traces import load_trace
 from xlaprof.model.request import PodSettings
+from xlaprof.model.trace import Trace
 from xlaprof.tables.stragglers import stragglers
 
 
@@ -34,6 +35,13 @@ def _pod_parts(path: Path) -> list:
     from xlaprof.inputs.paths import DEFAULT_MAX_INPUT_BYTES, load_parts
 
     return load_parts([path], DEFAULT_MAX_INPUT_BYTES, 2, pod=_environment())
+
+
+def _three_hosts_both_ways(tmp_path: Path) -> tuple[Trace, Trace]:
+    """Three hosts (host-1 stretched) written to ``tmp_path``, loaded as a pod (two workers)
+    and in memory: the pair most tests here compare."""
+    pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
+    return load_trace(tmp_path, lazy=True, workers=2), load_trace(tmp_path, lazy=False)
 
 
 def test_lazy_load_matches_the_in_memory_one(tmp_path: Path) -> None:
@@ -103,9 +111,7 @@ def test_a_pod_keeps_its_per_step_rows_on_disk_and_reads_them_when_asked(tmp_pat
     from xlaprof.model.ondisk import TABLES, held
 
     # GIVEN three hosts loaded as a pod and in memory
-    pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
-    lazy = load_trace(tmp_path, lazy=True, workers=2)
-    eager = load_trace(tmp_path, lazy=False)
+    lazy, eager = _three_hosts_both_ways(tmp_path)
     # THEN the parent holds no per-step rows: each host's tables are files beside its cache
     summary = lazy.summary()
     assert held(summary, "steps") is None and held(summary, "tracing") is None
@@ -141,9 +147,7 @@ def test_every_event_source_member_answers_a_pod_and_a_trace_in_memory_with_a_va
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
     # GIVEN three hosts loaded as a pod and in memory
-    pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
-    lazy = load_trace(tmp_path, lazy=True, workers=2)
-    eager = load_trace(tmp_path, lazy=False)
+    lazy, eager = _three_hosts_both_ways(tmp_path)
     for trace in (lazy, eager):
         source = trace.events_source
         # WHEN each member of the contract is asked THEN each answers with a value, never None
@@ -394,14 +398,11 @@ def test_a_pods_first_host_timeline_is_made_once_kept_beside_its_cache_and_read_
     import pandas as pd
 
     from xlaprof.model.ondisk import TIMELINE
-    from xlaprof.model.trace import Trace
     from xlaprof.tables.timeline import EVENT_COLUMNS, trace_timeline
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
     # GIVEN three hosts loaded as a pod (its workers make no timeline), and in memory
-    pod_logdir(tmp_path, 3, {"host-1": {"stretch": STRETCH}})
-    lazy = load_trace(tmp_path, lazy=True, workers=2)
-    eager = load_trace(tmp_path, lazy=False)
+    lazy, eager = _three_hosts_both_ways(tmp_path)
     assert not any(TIMELINE in s.tables for s in lazy.source.load.summaries)
 
     def of_events(trace: Trace) -> pd.DataFrame:  # as the pipeline makes a capture's
