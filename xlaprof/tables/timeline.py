@@ -680,9 +680,9 @@ def _measured_by_the_run(row: TimelineRow, recorded: TimelineRow) -> None:
     where the run did not split off the sync's CPU, less the graph build the trace measured).
     The time blocked on the device is the larger of the sync's blocked time and the trace's
     wait spans. The trace keeps what it measures best: compile and transfer spans, and the
-    device's
-    busy time, which the device model reads from the step's events in the step's place in the
-    run (``Trace`` loaded with the run's device windows), so the device tables agree."""
+    device's busy time, which the device model reads from the step's events in the step's
+    place in the run (``Trace`` loaded with the run's device windows), so the device tables
+    agree."""
     python = recorded["python_tracing_s"]
     build = recorded["graph_build_s"]
     if python is not None and build is None and row["graph_build_s"]:
@@ -700,9 +700,7 @@ def _measured_by_the_run(row: TimelineRow, recorded: TimelineRow) -> None:
         # which no trace span names) and the trace's wait spans (anywhere in the step: a read
         # waiting for its graph, outside the sync). Neither holds the other's whole, and they
         # overlap where a span is inside the sync: the larger is the least that was waited.
-        traced = row["device_wait_s"]
-        recorded_wait = recorded["device_wait_s"]
-        row["device_wait_s"] = recorded_wait if traced is None else max(traced, recorded_wait)
+        row["device_wait_s"] = max(row["device_wait_s"] or 0.0, recorded["device_wait_s"])
     if recorded["device_busy_s"] is None and recorded["queue_s"] is None:
         return  # no executions recorded (an older run): the trace's own figures stand
     row["wall_s"] = recorded["wall_s"]
