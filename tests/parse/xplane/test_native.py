@@ -61,14 +61,19 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes | None = None
 
 
 def _args(frame: pd.DataFrame) -> list[str]:
-    # repr: a NaN in a dict is not equal to itself
-    return [repr(frame["args"].iloc[row]) for row in range(len(frame))]
+    # repr: a NaN in a dict is not equal to itself. The rows are read in one pass (tolist): one
+    # .iloc per row costs ~0.15 ms, 13 s on a capture of 84 thousand events.
+    return [repr(row) for row in frame["args"].tolist()]
 
 
 def _assert_same(found: list[Any]) -> None:
     native, numpy = found
     if isinstance(native, pd.DataFrame) and isinstance(numpy, pd.DataFrame):
-        pd.testing.assert_frame_equal(native, numpy)
+        # Every column but args by pandas; args (dicts, compared by pandas one row at a time)
+        # by its dtype and each row's repr, which also tells a NaN from a NaN-free dict.
+        pd.testing.assert_frame_equal(native.drop(columns="args"), numpy.drop(columns="args"))
+        assert list(native.columns) == list(numpy.columns)
+        assert native["args"].dtype == numpy["args"].dtype
         assert native.attrs.keys() == numpy.attrs.keys()
         assert repr(native.attrs) == repr(numpy.attrs)
         assert _args(native) == _args(numpy)
