@@ -700,7 +700,11 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
     device = part.data.device
     windows = None if device is None else device_windows(device)
     return load_trace(
-        part.run.path, max_size=_capture_limit(request), device_windows=windows, pod=request.pod
+        part.run.path,
+        max_size=_capture_limit(request),
+        device_windows=windows,
+        pod=request.pod,
+        graphs=part.run.graphs(),  # read once: the run's own, already loaded
     )
 
 

@@ -45,3 +45,49 @@ def test_any_damaged_module_parses_to_what_could_be_read(
     except Hang as error:  # pragma: no cover - the property's failure
         raise AssertionError(f"seed {seed}: {error}") from None
     assert isinstance(module.name, str)
+
+
+def _walked_split(text: str) -> list[str]:
+    """The comma split as a walk of every character: what ``_split_top`` skips to in C."""
+    parts, current, depth, quoted = [], "", 0, False
+    for index, char in enumerate(text):
+        if char == '"' and (index == 0 or text[index - 1] != "\\"):
+            quoted = not quoted
+        elif not quoted and char in "({[":
+            depth += 1
+        elif not quoted and char in ")}]":
+            depth -= 1
+        elif not quoted and depth == 0 and char == ",":
+            parts.append(current.strip())
+            current = ""
+            continue
+        current += char
+    return [*parts, current.strip()] if current.strip() else parts
+
+
+def _walked_closing(text: str, start: int) -> int:
+    depth, quoted = 1, False
+    for index in range(start, len(text)):
+        char = text[index]
+        if char == '"' and (index == 0 or text[index - 1] != "\\"):
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif char in "({[":
+            depth += 1
+        elif char in ")}]":
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(text)
+
+
+@hypothesis.given(st.text(alphabet='ab ,"\\(){}[]=', max_size=60), st.integers(0, 60))
+@hypothesis.settings(max_examples=300)
+def test_the_bracket_walks_are_the_character_walks(text: str, start: int) -> None:
+    # GIVEN any text of brackets, quotes, escapes and commas WHEN it is split at top-level commas
+    # and its closing bracket is found THEN both agree with a walk of every character
+    from xlaprof.parse.hlo import _closing, _split_top
+
+    assert _split_top(text) == _walked_split(text)
+    assert _closing(text, min(start, len(text))) == _walked_closing(text, min(start, len(text)))

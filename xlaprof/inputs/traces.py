@@ -20,6 +20,7 @@ loads: a ``Trace`` only holds what its loader put in it.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,7 @@ def load_trace(  # noqa: PLR0913
     max_size: int | None = None,
     device_windows: list[tuple[int, int, int]] | None = None,
     pod: PodSettings | None = None,
+    graphs: Sequence[object] | None = None,
 ) -> Trace:
     """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers;
     ``max_size`` caps each file (``--max-size``; None: each reader's own cap), in the worker
@@ -68,6 +70,8 @@ def load_trace(  # noqa: PLR0913
     ``scheduler`` is given, or (``lazy=None``) their files hold more than
     ``PodSettings.lazy_bytes``. ``pod``: how such a capture is read, as the environment set it
     (read at the edge, ``PodSettings.of``; ``xlaprof.load_trace`` reads it for its caller).
+    ``graphs``: the run's compiled graphs where the caller holds them (the pipeline has the run
+    loaded); None reads them from the run directory ``path`` is, if it is one.
     """
     root = Path(path)
     sessions = find_sessions(root)
@@ -116,7 +120,9 @@ def load_trace(  # noqa: PLR0913
         if len(frame) and isinstance(frame.attrs.get("epoch_offset_ns"), int)
     }
     devices = device_table(frames, chosen)
-    sources = hlo_sources(frames, _run_graphs(root))  # before the frames' attrs are dropped
+    sources = hlo_sources(
+        frames, _run_graphs(root) if graphs is None else list(graphs)
+    )  # before the frames' attrs are dropped
     events = _session_events(frames, chosen)
     named = named_steps(events)
     ranges = None if named is None else named.ranges

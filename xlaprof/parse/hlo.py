@@ -102,18 +102,30 @@ class HloModule:
         return sum(1 for i in self.instructions if i.opcode not in ("parameter", "constant"))
 
 
+# The characters the bracket walks below act on; the text between them is skipped in C (an HLO
+# line's attributes run to kilobytes, and a walk of every character was a tenth of an analysis).
+_BRACKETS_RE = re.compile(r'["(){}\[\]]')
+_BRACKETS_OR_COMMA_RE = re.compile(r'["(){}\[\],]')
+
+
+def _is_quote(text: str, index: int) -> bool:
+    """A ``"`` at ``index`` that opens or closes a string (not escaped by the character before)."""
+    return index == 0 or text[index - 1] != "\\"
+
+
 def _closing(text: str, start: int = 0) -> int:
     """Index of the bracket that closes the one opened just before ``start`` (or len)."""
     depth, quoted = 1, False
-    for index in range(start, len(text)):
-        char = text[index]
-        if char == '"' and (index == 0 or text[index - 1] != "\\"):
-            quoted = not quoted
+    for match in _BRACKETS_RE.finditer(text, start):
+        char, index = match.group(), match.start()
+        if char == '"':
+            if _is_quote(text, index):
+                quoted = not quoted
         elif quoted:
             continue
         elif char in "({[":
             depth += 1
-        elif char in ")}]":
+        else:
             depth -= 1
             if depth == 0:
                 return index
@@ -123,22 +135,23 @@ def _closing(text: str, start: int = 0) -> int:
 def _split_top(text: str) -> list[str]:
     """``a={x, y}, b=2`` -> ``["a={x, y}", "b=2"]``: commas outside brackets and quotes."""
     parts: list[str] = []
-    current: list[str] = []
-    depth, quoted = 0, False
-    for index, char in enumerate(text):
-        if char == '"' and (index == 0 or text[index - 1] != "\\"):
-            quoted = not quoted
-        elif not quoted and char in "({[":
-            depth += 1
-        elif not quoted and char in ")}]":
-            depth -= 1
-        elif not quoted and depth == 0 and char == ",":
-            parts.append("".join(current).strip())
-            current = []
+    depth, quoted, begin = 0, False, 0
+    for match in _BRACKETS_OR_COMMA_RE.finditer(text):
+        char, index = match.group(), match.start()
+        if char == '"':
+            if _is_quote(text, index):
+                quoted = not quoted
+        elif quoted:
             continue
-        current.append(char)
-    if "".join(current).strip():
-        parts.append("".join(current).strip())
+        elif char in "({[":
+            depth += 1
+        elif char in ")}]":
+            depth -= 1
+        elif depth == 0:
+            parts.append(text[begin:index].strip())
+            begin = index + 1
+    if text[begin:].strip():
+        parts.append(text[begin:].strip())
     return parts
 
 
