@@ -699,8 +699,10 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
     # executions ran (the host runs ahead of the device)
     device = part.data.device
     windows = None if device is None else device_windows(device)
+    window = part.run.info.trace_steps
     return load_trace(
         part.run.path,
+        first_step=window[0] if window else 0,  # the run's own, already read
         max_size=_capture_limit(request),
         device_windows=windows,
         pod=request.pod,
