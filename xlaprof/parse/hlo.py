@@ -16,6 +16,7 @@ inside torch or a library.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from xlaprof.parse.frames import Frame
@@ -104,28 +105,29 @@ class HloModule:
 
 # The characters the bracket walks below act on; the text between them is skipped in C (an HLO
 # line's attributes run to kilobytes, and a walk of every character was a tenth of an analysis).
-_BRACKETS_RE = re.compile(r'["(){}\[\]]')
 _BRACKETS_OR_COMMA_RE = re.compile(r'["(){}\[\],]')
 
 
-def _is_quote(text: str, index: int) -> bool:
-    """A ``"`` at ``index`` that opens or closes a string (not escaped by the character before)."""
-    return index == 0 or text[index - 1] != "\\"
+def _unquoted(text: str, start: int = 0) -> Iterator[tuple[str, int]]:
+    """Each bracket or comma of ``text`` from ``start`` outside its quoted strings, with its
+    index (a ``"`` escaped by the character before it opens or closes nothing)."""
+    quoted = False
+    for match in _BRACKETS_OR_COMMA_RE.finditer(text, start):
+        char, index = match.group(), match.start()
+        if char == '"':
+            if index == 0 or text[index - 1] != "\\":
+                quoted = not quoted
+        elif not quoted:
+            yield char, index
 
 
 def _closing(text: str, start: int = 0) -> int:
     """Index of the bracket that closes the one opened just before ``start`` (or len)."""
-    depth, quoted = 1, False
-    for match in _BRACKETS_RE.finditer(text, start):
-        char, index = match.group(), match.start()
-        if char == '"':
-            if _is_quote(text, index):
-                quoted = not quoted
-        elif quoted:
-            continue
-        elif char in "({[":
+    depth = 1
+    for char, index in _unquoted(text, start):
+        if char in "({[":
             depth += 1
-        else:
+        elif char in ")}]":
             depth -= 1
             if depth == 0:
                 return index
@@ -135,15 +137,9 @@ def _closing(text: str, start: int = 0) -> int:
 def _split_top(text: str) -> list[str]:
     """``a={x, y}, b=2`` -> ``["a={x, y}", "b=2"]``: commas outside brackets and quotes."""
     parts: list[str] = []
-    depth, quoted, begin = 0, False, 0
-    for match in _BRACKETS_OR_COMMA_RE.finditer(text):
-        char, index = match.group(), match.start()
-        if char == '"':
-            if _is_quote(text, index):
-                quoted = not quoted
-        elif quoted:
-            continue
-        elif char in "({[":
+    depth, begin = 0, 0
+    for char, index in _unquoted(text):
+        if char in "({[":
             depth += 1
         elif char in ")}]":
             depth -= 1
