@@ -48,7 +48,7 @@ def test_any_damaged_module_parses_to_what_could_be_read(
 
 
 def _walked_split(text: str) -> list[str]:
-    """The comma split as a walk of every character: what ``_split_top`` skips to in C."""
+    """The comma split as a walk of every character: what ``split_top_level`` skips to in C."""
     parts, current, depth, quoted = [], "", 0, False
     for index, char in enumerate(text):
         if char == '"' and (index == 0 or text[index - 1] != "\\"):
@@ -87,7 +87,8 @@ def _walked_closing(text: str, start: int) -> int:
 def test_the_bracket_walks_are_the_character_walks(text: str, start: int) -> None:
     # GIVEN any text of brackets, quotes, escapes and commas WHEN it is split at top-level commas
     # and its closing bracket is found THEN both agree with a walk of every character
-    from xlaprof.parse.hlo import _closing, _split_top
+    from xlaprof.parse.hlo import closing_bracket, split_top_level
 
-    assert _split_top(text) == _walked_split(text)
-    assert _closing(text, min(start, len(text))) == _walked_closing(text, min(start, len(text)))
+    assert split_top_level(text) == _walked_split(text)
+    start = min(start, len(text))
+    assert closing_bracket(text, start) == _walked_closing(text, start)

@@ -121,7 +121,7 @@ def _unquoted(text: str, start: int = 0) -> Iterator[tuple[str, int]]:
             yield char, index
 
 
-def _closing(text: str, start: int = 0) -> int:
+def closing_bracket(text: str, start: int = 0) -> int:
     """Index of the bracket that closes the one opened just before ``start`` (or len)."""
     depth = 1
     for char, index in _unquoted(text, start):
@@ -134,7 +134,7 @@ def _closing(text: str, start: int = 0) -> int:
     return len(text)
 
 
-def _split_top(text: str) -> list[str]:
+def split_top_level(text: str) -> list[str]:
     """``a={x, y}, b=2`` -> ``["a={x, y}", "b=2"]``: commas outside brackets and quotes."""
     parts: list[str] = []
     depth, begin = 0, 0
@@ -154,7 +154,7 @@ def _split_top(text: str) -> list[str]:
 def _attributes(after_operands: str) -> str | None:
     """The op's attributes that matter for what it computes, normalized (see the docstring)."""
     kept = []
-    for part in _split_top(after_operands):
+    for part in split_top_level(after_operands):
         name = part.partition("=")[0].strip()
         if not name or name in _IGNORED_ATTRIBUTES:
             continue
@@ -186,7 +186,7 @@ def parse_hlo(text: str) -> HloModule:
         if not match:
             continue
         rest = match.group("rest")
-        operands_end = _closing(rest)
+        operands_end = closing_bracket(rest)
         meta: dict[str, str] = {}
         metadata = _METADATA_RE.search(rest)
         if metadata:
