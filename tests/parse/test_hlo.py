@@ -48,7 +48,7 @@ def test_any_damaged_module_parses_to_what_could_be_read(
 
 
 def _walked_split(text: str) -> list[str]:
-    """The comma split as a walk of every character: what ``split_top_level`` skips to in C."""
+    """The comma split as a walk of every character: what ``split_top_level`` is held to."""
     parts, current, depth, quoted = [], "", 0, False
     for index, char in enumerate(text):
         if char == '"' and (index == 0 or text[index - 1] != "\\"):

@@ -120,9 +120,8 @@ def load_trace(  # noqa: PLR0913
         if len(frame) and isinstance(frame.attrs.get("epoch_offset_ns"), int)
     }
     devices = device_table(frames, chosen)
-    sources = hlo_sources(
-        frames, _run_graphs(root) if graphs is None else list(graphs)
-    )  # before the frames' attrs are dropped
+    # before the frames' attrs are dropped
+    sources = hlo_sources(frames, _run_graphs(root) if graphs is None else list(graphs))
     events = _session_events(frames, chosen)
     named = named_steps(events)
     ranges = None if named is None else named.ranges
