@@ -93,8 +93,12 @@ def _private_root(root: Path | None) -> Path:
 
 
 @functools.lru_cache(maxsize=256)
-def _content(path: str, size: int, mtime_ns: int, inode: int) -> str:
-    """The capture's content fingerprint (read once per process per version of the file)."""
+def _content(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> str:
+    """The capture's content fingerprint (read once per process per version of the file).
+
+    The change time is in the key because nobody can set it: a file rewritten in place with
+    its size and modification time kept (``cp -p``, ``touch -r``) still gets a new one, so a
+    long-lived process (a notebook, the MCP server) reads it again."""
     return file_digest(Path(path), DEFAULT_XPLANE_LIMIT)  # protobuf's cap: no capture is larger
 
 
@@ -115,7 +119,7 @@ def _stamp(
         raise UnsafeFile(f"no private key in {_private_root(root)} to sign caches with")
     if content is None:
         info = path.stat()  # follows a link: the capture itself
-        content = _content(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
+        content = _content(str(path), info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
     text = f"{CACHE_VERSION}:{content}:{first_step}:{session}:{table}"
     return f"{CACHE_VERSION}:" + hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
