@@ -131,17 +131,104 @@ def timeless_findings(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [f for f in findings if f["kind"] not in TIMED_KINDS]
 
 
-def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout=300):
-    """Run ``python -m xlaprof ARGS`` and return the CompletedProcess (text mode)."""
-    full_env = {**os.environ, "PJRT_DEVICE": "CPU", **(env or {})}
+# Subcommands that read inputs and print an answer run in the test's own process (click's test
+# runner): a new interpreter and xlaprof's imports cost ~0.8 CPU s a call, and the suite makes
+# hundreds of these calls. The others start jobs, take signals or serve, and always get a process
+# of their own, as does any call with ``XLAPROF_DEBUG`` (it sets up logging for the process).
+IN_PROCESS = frozenset({"analyze", "check", "diff", "report"})
+# Python's own warning filters in a fresh interpreter (no -W, no PYTHONWARNINGS): what a user's
+# stderr would show, so a test of "no warning reaches the user" sees what a process would.
+_FRESH_INTERPRETER_IGNORES = (
+    DeprecationWarning,
+    PendingDeprecationWarning,
+    ImportWarning,
+    ResourceWarning,
+)
+
+
+def cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout=300,
+    process: bool = False,
+) -> subprocess.CompletedProcess:
+    """Run ``python -m xlaprof ARGS`` and return the CompletedProcess (text mode).
+
+    ``analyze``, ``check``, ``diff`` and ``report`` run in this process (``IN_PROCESS``) unless
+    ``process`` is set; the result is the same either way: exit code, stdout, stderr (an error
+    that escapes the command shows its traceback there, as Python would)."""
+    full_env = {"PJRT_DEVICE": "CPU", **(env or {})}
+    in_process = (
+        not process
+        and bool(args)
+        and args[0] in IN_PROCESS
+        and "XLAPROF_DEBUG" not in full_env
+        and "XLAPROF_DEBUG" not in os.environ
+    )
+    if in_process:
+        return _cli_here(list(args), full_env, cwd or REPO, timeout)
     return subprocess.run(
         [sys.executable, "-m", "xlaprof", *args],
         capture_output=True,
         text=True,
-        env=full_env,
+        env={**os.environ, **full_env},
         cwd=cwd or REPO,
         timeout=timeout,
     )
+
+
+class _Expired(BaseException):
+    """An in-process ``cli`` call ran past its timeout."""
+
+
+def _cli_here(
+    args: list[str], env: dict[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess:
+    """``cli`` in this process: the environment, working directory, warning filters and root
+    log handlers a fresh ``python -m xlaprof`` would have, all put back afterwards; a call
+    that outlives ``timeout`` raises ``TimeoutExpired`` as ``subprocess.run`` would."""
+    import logging
+    import traceback
+    import warnings
+
+    from click.testing import CliRunner
+
+    from xlaprof.cli import main
+
+    command = [sys.executable, "-m", "xlaprof", *args]
+
+    def expired(signum: int, frame: Any) -> None:
+        raise _Expired  # not an Exception: no handler of the command's can take it for its own
+
+    saved_env = dict(os.environ)
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    previous_alarm = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        # No root handler, as in a fresh interpreter: a logged warning reaches stderr through
+        # logging's last-resort handler, which writes to the runner's stderr.
+        root.handlers, root.level = [], logging.WARNING
+        with contextlib.chdir(cwd), warnings.catch_warnings():
+            warnings.resetwarnings()
+            for category in _FRESH_INTERPRETER_IGNORES:
+                warnings.simplefilter("ignore", category)
+            result = CliRunner().invoke(main, args, env=env, prog_name="xlaprof")
+    except _Expired:
+        raise subprocess.TimeoutExpired(command, timeout) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous_alarm)
+        root.handlers, root.level = saved_handlers, saved_level
+        os.environ.clear()
+        os.environ.update(saved_env)
+    stderr, code = result.stderr, result.exit_code
+    error = result.exception
+    if error is not None and not isinstance(error, SystemExit):
+        stderr += "".join(traceback.format_exception(error))
+        code = 1
+    return subprocess.CompletedProcess(command, code, result.stdout, stderr)
 
 
 def analyze_json(path: Path, *options: str) -> dict[str, Any]:
