@@ -158,21 +158,14 @@ def cli(
     ``analyze``, ``check``, ``diff`` and ``report`` run in this process (``IN_PROCESS``) unless
     ``process`` is set; the result is the same either way: exit code, stdout, stderr (an error
     that escapes the command shows its traceback there, as Python would)."""
-    full_env = {"PJRT_DEVICE": "CPU", **(env or {})}
-    in_process = (
-        not process
-        and bool(args)
-        and args[0] in IN_PROCESS
-        and "XLAPROF_DEBUG" not in full_env
-        and "XLAPROF_DEBUG" not in os.environ
-    )
-    if in_process:
+    full_env = {**os.environ, "PJRT_DEVICE": "CPU", **(env or {})}
+    if not process and args and args[0] in IN_PROCESS and "XLAPROF_DEBUG" not in full_env:
         return _cli_here(list(args), full_env, cwd or REPO, timeout)
     return subprocess.run(
         [sys.executable, "-m", "xlaprof", *args],
         capture_output=True,
         text=True,
-        env={**os.environ, **full_env},
+        env=full_env,
         cwd=cwd or REPO,
         timeout=timeout,
     )
@@ -207,6 +200,8 @@ def _cli_here(
     previous_alarm = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
+        os.environ.clear()  # the call's whole environment, as a new process would get it
+        os.environ.update(env)
         # No root handler, as in a fresh interpreter: a logged warning reaches stderr through
         # logging's last-resort handler, which writes to the runner's stderr.
         root.handlers, root.level = [], logging.WARNING
@@ -214,7 +209,7 @@ def _cli_here(
             warnings.resetwarnings()
             for category in _FRESH_INTERPRETER_IGNORES:
                 warnings.simplefilter("ignore", category)
-            result = CliRunner().invoke(main, args, env=env, prog_name="xlaprof")
+            result = CliRunner().invoke(main, args, prog_name="xlaprof")
     except _Expired:
         raise subprocess.TimeoutExpired(command, timeout) from None
     finally:
