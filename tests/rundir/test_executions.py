@@ -121,6 +121,44 @@ def test_a_step_whose_graph_never_completed_has_no_time() -> None:
     assert device.steps[0].time_s is not None
 
 
+def _ahead_of_the_device(lost: int, before: float | None) -> list[ExecutionRow]:
+    """Six 1 ms host steps each launching one graph at its end on a device that needs 10 ms a
+    graph (graph k runs 10k+1 .. 10k+11 ms), with graph ``lost``'s sample dropped by the
+    runtime's window: a ``missed`` row naming the completion it came before (or none)."""
+    runs = _runs(*[(0.001 * (k + 1), 0.010 * (k + 1) + 0.001) for k in range(6)])
+    del runs[lost]
+    return [*runs, ExecutionRow(missed=1, before=before)]
+
+
+def test_a_lost_execution_keeps_its_place_and_only_its_steps_go_unmeasured() -> None:
+    # GIVEN a host running ahead whose third graph's sample was lost before it completed,
+    # right before the fourth's completion (41 ms)
+    rows = _rows(*[(0.001 * k, 0.001, 1) for k in range(6)])
+    device = attribute(rows, _ahead_of_the_device(2, T0 + 0.041))
+    assert device is not None
+    # THEN every later launch is still its own step's, and the lost one is counted
+    assert [s.executions for s in device.steps] == [1, 1, 0, 1, 1, 1]
+    assert device.lost == 1 and device.outside == 0
+    # AND the third step (its graph's times lost) and the fourth (its graph began on the
+    # device when the lost one completed: not known) have no time; the rest keep theirs
+    times = [None if s.time_s is None else round(s.time_s, 6) for s in device.steps]
+    assert times == [0.011, 0.010, None, None, 0.010, 0.010]
+    assert device.steps[3].device_s is None and device.steps[4].device_s == pytest.approx(0.010)
+    # AND the drain from the last sync (6 ms) to the last completion (61 ms) is measured
+    assert device.drain_s == pytest.approx(0.055)
+
+
+def test_a_lost_execution_not_placed_is_only_counted() -> None:
+    # GIVEN the same run from a recorder that did not say where the lost one was
+    rows = _rows(*[(0.001 * k, 0.001, 1) for k in range(6)])
+    device = attribute(rows, _ahead_of_the_device(2, None))
+    assert device is not None
+    # THEN it is counted, and each step that kept its execution keeps it (no launch is given
+    # to a step it does not belong to: with fewer launches than graphs, at most one step back)
+    assert device.lost == 1
+    assert sum(s.executions for s in device.steps) == 5
+
+
 def test_a_run_without_executions_is_not_attributed() -> None:
     assert attribute(_rows((0.0, 0.01, 1)), None) is None
 
@@ -148,14 +186,19 @@ _times = st.floats(allow_nan=True, allow_infinity=True)
         max_size=20,
     ),
     pairs=st.lists(st.tuples(st.floats(-1, 12), st.floats(0, 5)), max_size=40),
+    lost=st.lists(st.tuples(st.integers(1, 40), st.integers(0, 45)), max_size=3),
 )
-def test_any_rows_give_sane_steps(steps, pairs) -> None:
-    # rows as a run could hold them (starts in order), executions anywhere
+def test_any_rows_give_sane_steps(steps, pairs, lost) -> None:
+    # rows as a run could hold them (starts in order), executions anywhere, and lost ones said
+    # to come before any of them (or before a completion no execution has)
     ordered = sorted(steps, key=lambda s: s[0])
     rows = _rows(*ordered)
     runs = [ExecutionRow(launch=T0 + a, completion=T0 + a + d) for a, d in pairs]
-    device = attribute(rows, runs)
+    completions = [run.completion for run in runs] + [T0 - 5.0] * 6
+    missed = [ExecutionRow(missed=n, before=completions[k % len(completions)]) for n, k in lost]
+    device = attribute(rows, runs + missed)
     assert device is not None and len(device.steps) == len(rows)
+    assert device.lost == sum(n for n, _ in lost)
     assert sum(s.executions for s in device.steps) + device.outside == len(runs)
     for step in device.steps:
         for value in (step.time_s, step.device_s, step.queue_s):
@@ -170,7 +213,7 @@ def test_any_rows_give_sane_steps(steps, pairs) -> None:
     lines=st.lists(
         st.one_of(
             st.dictionaries(
-                st.sampled_from(["launch", "completion", "missed", "x"]),
+                st.sampled_from(["launch", "completion", "missed", "before", "x"]),
                 st.one_of(_times, st.integers(-(10**30), 10**30), st.text(max_size=5), st.none()),
                 max_size=4,
             ),

@@ -36,11 +36,16 @@ EAGER_METRICS = ("EagerOpCompileTime", "EagerOpExecuteTime")
 GRAPH_SIZE = "TensorsGraphSize"
 # torch_xla keeps each metric's last N samples (default 1024) and converts all of them to Python
 # tuples on every read: ~70-150 us for a full ``LazyTracing`` per step, ~9 us with 64. The
-# session reads deltas of the accumulators only, so a short window is enough (it also sets the
-# window the final metrics report's percentiles cover). torch_xla reads the variable when it is
-# imported: ``xlaprof run`` sets it before the job starts; ``profile()`` after an import of
-# torch_xla cannot (the reads then cost more, nothing else changes).
-METRICS_SAMPLES = "32"
+# session reads deltas of the accumulators, and ``ExecuteTime``'s samples of the executions
+# completed since its last read. A drain the script waits for itself (``wait_device_ops``, a
+# ``.item()``) completes the whole queue between two reads, and torch_xla lets about 32
+# executions wait (measured on the CPU runtime), so the window holds twice that: with 32, a
+# 40-step device-bound run lost one sample in each of 3 runs; 64 costs the boundary's six reads
+# ~6 us more. The window is also what the final metrics report's percentiles cover. torch_xla
+# reads the variable when it is imported: ``xlaprof run`` sets it before the job starts;
+# ``profile()`` after an import of torch_xla cannot (the reads then cost more, nothing else
+# changes).
+METRICS_SAMPLES = "64"
 TRACING = "LazyTracing"
 _FALLBACK_PREFIX = "aten::"
 
@@ -65,6 +70,9 @@ Reading = tuple[tuple[int, float], ...]
 # is the time since the execution was launched, queue included (nanoseconds): checked on torch
 # 2.9 / torch_xla 2.9 against the moment ``wait_device_ops()`` returned (0.1 ms).
 Sample = tuple[float, float]
+# Executions whose samples torch_xla's window dropped before a read: (how many, the completion
+# of the first sample that read kept, which they completed before; None: it kept none).
+Lost = tuple[int, float | None]
 
 
 class StepMetrics:
@@ -88,11 +96,13 @@ class StepMetrics:
         # The reading and ``aten::`` counters the next ``row`` takes its deltas from.
         self._row_base: Reading = self.last
         self._row_base_aten: dict[str, int] = {}
-        # ExecuteTime's samples read since ``take_executions`` was last called, and how many
-        # executions completed with their sample no longer in torch_xla's window of samples
-        # (more than ``METRICS_SAMPLES`` completed between two reads)
+        # ExecuteTime's samples read since ``take_executions`` was last called, and the
+        # executions that completed with their sample no longer in torch_xla's window (more
+        # than ``METRICS_SAMPLES`` completed between two reads): per read, how many, and the
+        # completion of the first sample kept after them (executions complete in launch
+        # order, so the lost ones are the read's earliest: this places them in the run)
         self._completed: list[Sample] = []
-        self._missed = 0
+        self._lost: list[Lost] = []
         get = getattr(xlac, "_get_use_eager_mode", None)
         self._eager_mode = get if callable(get) else None
         self.eager_seen = False  # eager mode on at some boundary (or at the snapshot)
@@ -130,7 +140,7 @@ class StepMetrics:
         self.eager_mode()
         self.last = self._row_base = tuple(self.metric(name) for name in READ_ORDER)
         self._row_base_aten = self.fallback_counters()
-        self._completed, self._missed = [], 0
+        self._completed, self._lost = [], []
 
     def _executions(self, before: int) -> tuple[int, float]:
         """``ExecuteTime``'s (samples, accumulator), keeping the samples of the executions that
@@ -144,16 +154,19 @@ class StepMetrics:
         if new > 0:
             window = data[2]
             kept = min(new, len(window))
-            self._completed.extend(window[len(window) - kept :])
-            self._missed += new - kept
+            first = len(window) - kept
+            self._completed.extend(window[first:])
+            if new > kept:
+                self._lost.append((new - kept, float(window[first][0]) if kept else None))
         return count, float(data[1])
 
-    def take_executions(self) -> tuple[list[Sample], int]:
+    def take_executions(self) -> tuple[list[Sample], list[Lost]]:
         """The executions that completed since the last call (their ``ExecuteTime`` samples,
-        in completion order) and how many more completed whose samples were lost."""
-        completed, missed = self._completed, self._missed
-        self._completed, self._missed = [], 0
-        return completed, missed
+        in completion order) and those that completed with their samples lost (per read: how
+        many, and the completion of the sample kept right after them)."""
+        completed, lost = self._completed, self._lost
+        self._completed, self._lost = [], []
+        return completed, lost
 
     def poll_executions(self) -> None:
         """Read ``ExecuteTime`` once more, keeping the executions completed since the last read

@@ -606,11 +606,11 @@ class Session:
         and completion (Unix seconds), from their ``ExecuteTime`` samples."""
         if self.metrics is None or self._executions is None:
             return
-        completed, missed = self.metrics.take_executions()
+        completed, lost = self.metrics.take_executions()
         for completion, value in completed:
             self._executions.add({"launch": completion - value / 1e9, "completion": completion})
-        if missed:
-            self._executions.add({"missed": missed})
+        for missed, before in lost:
+            self._executions.add({"missed": missed, "before": before})
 
     def _flush_rows(self) -> None:
         self._write_pending()

@@ -15,6 +15,11 @@ directory records every execution's launch and completion (``executions.jsonl``,
   the run has fewer launches than graphs, to the previous step only). A
   launch before the first step, or after the last step has launched all its graphs, belongs to
   no step.
+- **Lost samples.** torch_xla keeps a window of recent samples; executions that completed
+  with theirs gone before a read are recorded as a count and the execution they completed
+  before. They keep their places in the order (so later launches are still counted to the
+  right steps); their steps, and the step of the execution right after them (whose start on
+  the device is the unknown completion of the last lost one), are not measured.
 - **The device's own busy time** of an execution is its completion less the later of its launch
   and the previous completion (the device runs one execution at a time); the rest of launch to
   completion is its wait in the queue.
@@ -80,8 +85,9 @@ class RunDevice:
     what no step holds.
 
     ``lost``: executions whose times torch_xla's window of samples dropped before they were
-    read (the steps that launched them have fewer executions than graphs: their device time
-    and time in the run are not measured); ``outside``: executions launched
+    read (the steps that launched them have fewer executions than graphs, and the step of the
+    execution that completed right after them does not know when its own began: their device
+    time and time in the run are not measured); ``outside``: executions launched
     before the first step or after the last one (a read after the loop); ``drain_s``: from the
     last step's host end to its last completion (the device finishing what the host had
     queued); ``max_ahead``: the most steps the host was ahead of the device.
@@ -136,31 +142,57 @@ def attribute(
     if windows is None:
         return None
     starts, ends = windows
-    timed = sorted(
-        (e.launch, e.completion)
-        for e in executions
-        if e.launch is not None and e.completion is not None
-    )
+    timed = _placed(executions)
     result = RunDevice(
         steps=[StepDevice(step=row.step) for row in rows],
         origin=starts[0],
         lost=sum(e.missed for e in executions),
     )
     owner = _owners(rows, starts, ends, [launch for launch, _ in timed])
-    result.outside = sum(1 for o in owner if o is None)
-    _busy(result, timed, owner)
+    # lost ones are counted in ``lost`` only, wherever they were placed
+    result.outside = sum(
+        1 for o, (_, end) in zip(owner, timed, strict=True) if o is None and end is not None
+    )
+    unknown = _busy(result, timed, owner)
     unfinished = [
-        row.graphs is not None and step.executions < row.graphs
-        for row, step in zip(rows, result.steps, strict=True)
+        (row.graphs is not None and step.executions < row.graphs) or index in unknown
+        for index, (row, step) in enumerate(zip(rows, result.steps, strict=True))
     ]
     for step, open_ in zip(result.steps, unfinished, strict=True):
-        if open_:  # a graph it built was never seen completing (the run ended without a drain)
+        if open_:  # a graph not seen completing, or its device start not known: not measured
             step.device_s = step.queue_s = None
         elif step.executions == 0:  # ran nothing on the device
             step.device_s, step.queue_s = 0.0, 0.0
     _times(result, starts, ends, unfinished)
     _ahead(result)
     return result
+
+
+def _placed(executions: Sequence[ExecutionRow]) -> list[tuple[float, float | None]]:
+    """The executions as (launch, completion) in launch order, with each lost one (a ``missed``
+    row that says which execution it completed ``before``) in its place as (that execution's
+    launch, None): executions complete in launch order, so the lost ones launched before it and
+    hold their places in the order the attribution counts. Lost ones not placed are left out
+    (only counted in ``RunDevice.lost``)."""
+    timed = sorted(
+        (e.launch, e.completion)
+        for e in executions
+        if e.launch is not None and e.completion is not None
+    )
+    position: dict[float, int] = {}
+    for index, (_, completion) in enumerate(timed):
+        position.setdefault(completion, index)
+    lost = [0] * len(timed)
+    for e in executions:
+        if e.missed > 0 and e.before is not None and e.before in position:
+            lost[position[e.before]] += e.missed
+    if not any(lost):
+        return list(timed)
+    placed: list[tuple[float, float | None]] = []
+    for (launch, completion), count in zip(timed, lost, strict=True):
+        placed.extend([(launch, None)] * count)
+        placed.append((launch, completion))
+    return placed
 
 
 def _owners(
@@ -199,27 +231,40 @@ def _owners(
     return owner
 
 
-def _busy(result: RunDevice, timed: list[tuple[float, float]], owner: list[int | None]) -> None:
-    """Each step's executions, device busy and queue seconds, and its launch and completion.
+def _busy(
+    result: RunDevice, timed: list[tuple[float, float | None]], owner: list[int | None]
+) -> set[int]:
+    """Each step's executions, device busy and queue seconds, and its launch and completion;
+    the steps whose device time is not known (returned): an execution that completed right
+    after lost ones began when the last of them completed, which is not known. A lost execution
+    (no completion) counts for no step here, so its step has fewer executions than graphs.
     Steps with no execution are given none here (``attribute`` says what they ran)."""
     previous = -math.inf  # the latest completion so far, in completion order
-    by_completion = sorted(range(len(timed)), key=lambda i: timed[i][1])
-    busy = [0.0] * len(timed)
+    known = [i for i, (_, completion) in enumerate(timed) if completion is not None]
+    by_completion = sorted(known, key=lambda i: timed[i][1] or 0.0)
+    busy: list[float | None] = [None] * len(timed)
     queue = [0.0] * len(timed)
     for i in by_completion:
         launch, completion = timed[i]
+        assert completion is not None
         begin = max(launch, previous)
-        busy[i] = max(completion - begin, 0.0)
+        if i == 0 or timed[i - 1][1] is not None:
+            busy[i] = max(completion - begin, 0.0)
         queue[i] = max(begin - launch, 0.0)
         previous = max(previous, completion)
+    unknown: set[int] = set()
     for i, index in enumerate(owner):
-        if index is None:
-            continue
-        result.execution_busy.append(busy[i])
-        step = result.steps[index]
         launch, completion = timed[i]
+        if index is None or completion is None:
+            continue
+        step = result.steps[index]
         step.executions += 1
-        step.device_s = (step.device_s or 0.0) + busy[i]
+        spent = busy[i]
+        if spent is None:
+            unknown.add(index)
+        else:
+            result.execution_busy.append(spent)
+            step.device_s = (step.device_s or 0.0) + spent
         step.queue_s = (step.queue_s or 0.0) + queue[i]
         step.launch_s = launch if step.launch_s is None else min(step.launch_s, launch)
         begin = launch + queue[i]
@@ -227,6 +272,7 @@ def _busy(result: RunDevice, timed: list[tuple[float, float]], owner: list[int |
         step.completion_s = (
             completion if step.completion_s is None else max(step.completion_s, completion)
         )
+    return unknown
 
 
 def _times(

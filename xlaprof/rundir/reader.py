@@ -11,6 +11,7 @@ defensively (what does not fit the format is reported, not raised).
 from __future__ import annotations
 
 import bisect
+import math
 import os
 from array import array
 from collections.abc import Callable, Iterator, Sequence
@@ -131,7 +132,10 @@ class Run:
                 missed = kept.get("missed", 0)
                 launch, completion = kept.get("launch"), kept.get("completion")
                 if launch is None and completion is None and isinstance(missed, int) and missed > 0:
-                    rows.append(ExecutionRow(missed=missed))
+                    before = kept.get("before")
+                    if before is not None and not math.isfinite(before):
+                        before = None  # placed nowhere: only counted
+                    rows.append(ExecutionRow(missed=missed, before=before))
                 elif _times_fit(launch, completion):
                     rows.append(ExecutionRow(launch=launch, completion=completion))
                 else:
@@ -440,8 +444,6 @@ class _GraphReading:
 
 def _times_fit(launch: object, completion: object) -> bool:
     """Whether an execution row's times are finite Unix seconds, launch first."""
-    import math
-
     if not isinstance(launch, float) or not isinstance(completion, float):
         return False
     if not (math.isfinite(launch) and math.isfinite(completion)):

@@ -184,12 +184,15 @@ class ExecutionRow:
     From torch_xla's ``ExecuteTime`` samples: each is recorded when its execution completes,
     with the time since its launch (queue included) as its value, so launch = completion -
     value. Where torch_xla's window of samples had moved past some executions before they
-    were read, a row carries ``missed`` (how many) instead of times.
+    were read, a row carries ``missed`` (how many) instead of times, and ``before``: the
+    completion of the first execution that read kept, which the lost ones completed before
+    (None: not recorded, as by an xlaprof before it was).
     """
 
     launch: float | None = None
     completion: float | None = None
     missed: int = 0
+    before: float | None = None
 
 
 @dataclass
