@@ -638,8 +638,9 @@ def _add_tables(work: AnalyzedPart) -> None:
         # CPU's own XLA ops)
         planes = trace is None or _has_device_planes(trace)
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
-        drain = None if data.device is None else data.device.drain_s
-        result.story = step_story(result.timeline, data.warmup_steps, planes, drain)
+        device = data.device
+        drain, lost = (None, None) if device is None else (device.drain_s, device.lost)
+        result.story = step_story(result.timeline, data.warmup_steps, planes, drain, lost)
         # of every row (the timeline is cut to its bound later, ``_keep_rows``)
         result.steady = steady_step(result.timeline, data.warmup_steps)
         price(result.findings, StepCosts.of(data.steps, result.timeline, data.warmup_steps))

@@ -57,13 +57,16 @@ print("TRUTH " + json.dumps(
 )
 
 
-def _run(tmp_path: Path, steps: int) -> tuple[dict[str, float], Path]:
+def _run(
+    tmp_path: Path, steps: int, env: dict[str, str] | None = None
+) -> tuple[dict[str, float], Path]:
     """The script under ``xlaprof run`` for ``steps`` steps after its warm-up: its own
     measurements and the run directory."""
     script = tmp_path / "device_bound.py"
     script.write_text(SCRIPT)
     out = tmp_path / f"run{steps}"
-    result = cli("run", "-q", "--out", str(out), "--", sys.executable, str(script), str(steps))
+    command = ("run", "-q", "--out", str(out), "--", sys.executable, str(script), str(steps))
+    result = cli(*command, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("TRUTH ")]
     return json.loads(line.removeprefix("TRUTH ")), out
@@ -105,6 +108,10 @@ def test_a_device_bound_loop_is_timed_as_the_device_runs_it(tmp_path: Path, step
     steady = timeline[timeline["steady"]]
     assert steady["wall_s"].sum() >= 0.75 * truth["cadence_s"] * (len(steady) - 1)
     assert story.drain_s is not None and story.drain_s > truth["cadence_s"]
+    # AND every step is timed: the script's own drain of a full queue (its wait_device_ops)
+    # completes ~33 executions between two of the session's reads, which torch_xla's window
+    # of samples under ``xlaprof run`` holds
+    assert story.lost_executions == 0 and story.untimed_steps == 0
     # AND each step's wait for a CPU is measured (Linux's run-queue wait of the stepping
     # thread), within the host's own time for the step
     waits = timeline["cpu_wait_s"].to_numpy(dtype=float)
@@ -122,3 +129,34 @@ def test_a_device_bound_loop_is_timed_as_the_device_runs_it(tmp_path: Path, step
         split = r.host_cpu_s + (r.cpu_wait_s or 0.0) + blocked
         # a wait is counted when it ends, so one can straddle the boundary: a little slack
         assert split <= r.wall_s * 1.05 + 0.002, (r.step, split, r.wall_s)
+
+
+def test_executions_whose_samples_were_lost_leave_only_their_steps_untimed(tmp_path: Path) -> None:
+    # GIVEN the device-bound loop run with torch_xla keeping 8 samples a metric: the script's
+    # drain completes its 16 queued steps between two reads, so most of their samples are gone
+    truth, out = _run(tmp_path, 16, env={"XLA_METRICS_SAMPLES": "8"})
+    rows = load_run(next(out.glob("*"))).execution_rows()
+    assert rows is not None
+    completions = {r.completion for r in rows if not r.missed}
+    lost = [r for r in rows if r.missed]
+    # (the premise: the session recorded the loss, and which execution the lost ones preceded)
+    assert lost and all(r.before in completions for r in lost)
+    dropped = sum(r.missed for r in lost)
+    # (18 steps of one graph each, every one run: the timed and the lost ones are all of them)
+    assert len(completions) + dropped == 18
+    # WHEN xlaprof analyzes the run
+    result, _, _ = analyze_one(out)
+    story = result.story
+    assert story is not None
+    # THEN it says how many were lost, and leaves out of the median the steps they and the
+    # execution right after each gap belonged to (when it began on the device is not known)
+    assert story.lost_executions == dropped
+    assert dropped <= (story.untimed_steps or 0) <= dropped + len(lost)
+    # AND the steps still timed give the device's cadence and a device-bound verdict: the
+    # untimed steps' host walls (the host ran ahead) are never read as their times
+    assert story.steady_steps >= 16 - story.untimed_steps - 1
+    assert story.median_wall_s == pytest.approx(truth["cadence_s"], rel=0.25)
+    assert story.bound == "device"
+    assert "tracing_bound" not in {f.kind.value for f in result.findings}
+    steady = result.timeline[result.timeline["steady"]]
+    assert steady["wall_s"].isna().sum() == story.untimed_steps

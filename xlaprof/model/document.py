@@ -316,6 +316,8 @@ class StoryDoc(_Closed):
     ahead_max: Count | None = None
     ahead_median: Seconds | None = None
     drain_s: Seconds | None = None
+    untimed_steps: Count | None = None
+    lost_executions: Count | None = None
 
     @model_validator(mode="after")
     def _possible(self) -> StoryDoc:

@@ -71,7 +71,11 @@ class StepStory:
     long its executions waited behind earlier ones. ``ahead_max`` and ``ahead_median``: how
     many steps the host was ahead of the device when a step's graph was launched (the most, and
     the median over steady steps); ``drain_s``: after the last step's sync, how long the device
-    took to finish what the host had queued (in the last step's time).
+    took to finish what the host had queued (in the last step's time). ``untimed_steps``:
+    the steps past warm-up compiling nothing whose time in the run was not measured (the run
+    recorded its executions, but not all of these steps': their samples lost, or never seen
+    completing), left out of the median and the verdict; ``lost_executions``: how many
+    executions' samples torch_xla's window dropped before they were read.
     """
 
     steps: int
@@ -109,6 +113,8 @@ class StepStory:
     ahead_max: int | None = None
     ahead_median: float | None = None
     drain_s: float | None = None
+    untimed_steps: int | None = None
+    lost_executions: int | None = None
 
     def to_json(self) -> dict[str, object]:
         """The ``story`` object of the ``--json`` document (docs/json-format.md)."""

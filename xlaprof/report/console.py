@@ -315,7 +315,23 @@ def _host_lines(story: StepStory) -> list[str]:
             f"  After the last step's sync the device took {format_seconds(story.drain_s)} "
             "more to finish the steps still queued (in those steps' times)"
         )
+    if story.untimed_steps:
+        lines.append("  " + _untimed(story.untimed_steps, story.lost_executions or 0))
     return lines
+
+
+def _untimed(steps: int, lost: int) -> str:
+    """Why some steps past warm-up have no time (left out of the median and the verdict)."""
+    which = "1 step" if steps == 1 else f"{steps} steps"
+    if lost:
+        runs = "1 execution" if lost == 1 else f"{lost} executions"
+        why = (
+            f"torch_xla's window of ExecuteTime samples dropped {runs} before xlaprof read "
+            "them (a larger XLA_METRICS_SAMPLES keeps them)"
+        )
+    else:
+        why = "their graphs were never seen completing (the run ended before the device did)"
+    return f"{which} past warm-up have no time in the run, left out of the median: {why}"
 
 
 def _host_said(story: StepStory) -> list[str]:

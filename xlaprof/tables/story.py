@@ -199,16 +199,20 @@ def step_story(
     warmup_steps: int,
     device_planes: bool = True,
     drain_s: float | None = None,
+    lost: int | None = None,
 ) -> StepStory | None:
     """Where a steady step's time goes: the steady step of median time (its parts add up to
     it, where medians of each column would not), how the steady steps are bound, how far the
     host ran ahead of the device, what warm-up cost, and which traced steps compiled.
     ``timeline`` must carry ``with_bounds``' columns; ``drain_s``: the run's final drain (the
-    device finishing what the host had queued, ``rundir.executions``). None without steps."""
+    device finishing what the host had queued, ``rundir.executions``) and ``lost`` (how many
+    executions' samples were dropped: ``RunDevice.lost``), both None where the run recorded
+    no executions. None without steps."""
     del device_planes
     if timeline is None or timeline.empty or "bound" not in timeline:
         return None
-    steady = timeline[timeline["steady"] & timeline["wall_s"].notna()]
+    timed = timeline["wall_s"].notna()
+    steady = timeline[timeline["steady"] & timed]
     warmup = timeline[timeline["step"] < warmup_steps]
     later = timeline[(timeline["step"] >= warmup_steps) & (timeline["compile_s"].fillna(0) > 0)]
     traced = timeline[timeline["source"] == "trace"]
@@ -221,7 +225,10 @@ def step_story(
         later_compile_s=_sum(later["compile_s"]) if len(later) else None,
         traced_steps=[int(s) for s in traced["step"]],
         traced_compile_steps=[int(s) for s in traced[traced["compile_s"].fillna(0) > 0]["step"]],
+        lost_executions=lost,
     )
+    if lost is not None:  # the run timed its steps as the device ran them: say which it could not
+        story.untimed_steps = int((timeline["steady"] & ~timed).sum())
     if steady.empty:
         return story
     median, _ = steady_median(timeline, warmup_steps)

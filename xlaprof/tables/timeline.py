@@ -141,7 +141,10 @@ def from_metrics(rows: list[StepRow], device: RunDevice | None = None) -> list[T
         elif sync is not None:
             cpu -= sync
         compile_s, busy = _device_of(row, ran)
-        wall = host_wall if ran is None or ran.time_s is None else ran.time_s
+        # A run that recorded its executions times each step as the device ran it; a step
+        # whose executions were not all seen (lost samples, no drain) has no time in the run:
+        # its host wall says nothing of it when the host ran ahead
+        wall = host_wall if ran is None else ran.time_s
         out.append(
             {
                 "step": row.step,
