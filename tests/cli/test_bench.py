@@ -28,10 +28,13 @@ def bench(kind: str, target: str, out: Path, *extra: str):  # type: ignore[no-un
 
 @pytest.mark.runtime
 def test_scanning_a_non_homogeneous_stack_fails_the_numerical_check(tmp_path: Path) -> None:
-    # auto-detection refuses a ModuleList of mixed classes ...
+    # auto-detection refuses a ModuleList of mixed classes, once the model is built: before
+    # the before side runs a step, and with no second process started
     refused = bench("scan", "bench_targets.py:mixed_stack", tmp_path / "a")
     assert refused.returncode == 19
     assert "no nn.ModuleList or nn.Sequential of identical layers" in refused.stderr
+    assert "step 1 of" not in refused.stderr and "xlaprof bench scan: scan" not in refused.stderr
+    assert not list((tmp_path / "a").rglob("steps.jsonl"))
     # ... and forcing it through scan_layers is caught by the numerical check
     forced = bench("scan", "bench_targets.py:mixed_stack", tmp_path / "b", "--layers", "blocks")
     assert forced.returncode == 18

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from xlaprof.fixes.variants import ScannedLayers
 
 _RENAMED = "_xlaprof_layers_"
+NO_STACK = "no nn.ModuleList or nn.Sequential of identical layers found; pass --layers ATTR"
 
 
 def _arguments(argv: list[str]) -> argparse.Namespace:
@@ -119,7 +120,8 @@ def _apply_variant(
     """The layer stack the variant works on (``--layers``, the stack ``--stack`` names, else
     the first homogeneous one for scan and remat), and the variant applied to ``model``: the
     scan's stand-in for the stack, if it scanned. The before side with ``--probe-scan``
-    refuses at once a stack scan could not take."""
+    refuses at once a model with no stack scan could take, or a stack it could not carry."""
+    from xlaprof.errors import FixFailed
     from xlaprof.fixes.variants import (
         apply_remat,
         apply_scan,
@@ -134,19 +136,20 @@ def _apply_variant(
         if layers is None:
             stacks = homogeneous_stacks(model)
             if not stacks:
-                raise ValueError(
-                    "no nn.ModuleList or nn.Sequential of identical layers found; "
-                    "pass --layers ATTR"
-                )
+                raise FixFailed(NO_STACK)
             layers = stacks[0]
         if args.variant == "scan":
             return layers, apply_scan(model, layers, pure=bool(args.layer_pure))
         apply_remat(model, layers)
         return layers, None
     if args.variant == "before" and args.probe_scan:
+        # Without --layers the scan side can only take a homogeneous stack (the one the
+        # before run's unrolled-loop analysis names is one of them): none, and the scan
+        # cannot apply, said before any step runs
         probed = layers or next(iter(homogeneous_stacks(model)), None)
-        if probed is not None:
-            check_scannable(model, probed)
+        if probed is None:
+            raise FixFailed(NO_STACK)
+        check_scannable(model, probed)
     return layers, None
 
 
