@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,36 @@ def analyze_json(path: Path, *options: str) -> dict[str, Any]:
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     return json.loads(result.stdout)
+
+
+def recorded_and_analyzed(
+    record: Callable[[str, Path], Path], names: list[str], root: Path
+) -> dict[str, tuple[dict[str, Any], Path] | Exception]:
+    """Each name recorded into ``root / name`` by ``record`` (a job: two at a time, the suite's
+    2 cores), then analyzed here (``analyze --json`` in this process, one after another: the
+    in-process ``cli`` sets this process's environment, so never from two threads); per name,
+    its document and folder, or the error that stopped it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(name: str) -> Path | Exception:
+        try:
+            return record(name, root / name)
+        except (RuntimeError, OSError) as error:
+            return error
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        targets = dict(zip(names, pool.map(one, names), strict=True))
+    out: dict[str, tuple[dict[str, Any], Path] | Exception] = {}
+    for name, target in targets.items():
+        if isinstance(target, Exception):
+            out[name] = target
+            continue
+        done = cli("analyze", "--json", str(target))
+        if done.returncode != 0:
+            out[name] = RuntimeError(f"{name}: analyze exited {done.returncode}: {done.stderr}")
+            continue
+        out[name] = (json.loads(done.stdout), root / name)
+    return out
 
 
 def profiled_run(script: Path, out: Path, *options: str) -> Path:

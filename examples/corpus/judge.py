@@ -78,13 +78,28 @@ def _environment(entry: dict[str, Any], out: Path) -> dict[str, str]:
 
 def profile(script: str, out: Path, timeout: float = 600, corpus: Path = CORPUS) -> dict[str, Any]:
     """Profile ``script`` into ``out`` as its manifest entry says; return ``analyze --json``."""
+    target = record(script, out, timeout, corpus)
+    analysis = subprocess.run(
+        [sys.executable, "-m", "xlaprof", "analyze", "--json", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if analysis.returncode != 0:
+        raise RuntimeError(f"{script}: analyze exited {analysis.returncode}: {analysis.stderr}")
+    return json.loads(analysis.stdout)
+
+
+def record(script: str, out: Path, timeout: float = 600, corpus: Path = CORPUS) -> Path:
+    """Run ``script`` into ``out`` as its manifest entry says (under ``xlaprof run``, with
+    ``xlaprof.profile()`` inside, or bare with its log pasted to a file); return what
+    ``xlaprof analyze`` is to be given: the run folder, or the pasted log."""
     entry = manifest(corpus)[script]
     mode = entry.get("run", "xlaprof")
     python = sys.executable
     path = str(corpus / f"{script}.py")
     out.mkdir(parents=True, exist_ok=True)
     env = _environment(entry, out)
-    target = out
     if mode == "xlaprof":
         command = [python, "-m", "xlaprof", "run", "-q", "--out", str(out), "--", python, path]
     elif mode == "profile":
@@ -97,22 +112,15 @@ def profile(script: str, out: Path, timeout: float = 600, corpus: Path = CORPUS)
     run = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
     if run.returncode != 0:
         raise RuntimeError(f"{script}: {mode} run exited {run.returncode}: {run.stderr[-2000:]}")
-    if mode == "log":
-        keep = entry["log_keep"]
-        pasted = [line for line in (run.stdout + run.stderr).splitlines() if keep in line]
-        if not pasted:
-            raise RuntimeError(f"{script}: the bare run printed no line containing {keep!r}")
-        target = out / "pasted.log"
-        target.write_text("\n".join(pasted) + "\n")
-    analysis = subprocess.run(
-        [python, "-m", "xlaprof", "analyze", "--json", str(target)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if analysis.returncode != 0:
-        raise RuntimeError(f"{script}: analyze exited {analysis.returncode}: {analysis.stderr}")
-    return json.loads(analysis.stdout)
+    if mode != "log":
+        return out
+    keep = entry["log_keep"]
+    pasted = [line for line in (run.stdout + run.stderr).splitlines() if keep in line]
+    if not pasted:
+        raise RuntimeError(f"{script}: the bare run printed no line containing {keep!r}")
+    target = out / "pasted.log"
+    target.write_text("\n".join(pasted) + "\n")
+    return target
 
 
 def problems(

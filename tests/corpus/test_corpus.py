@@ -10,12 +10,11 @@ right/wrong table.
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLES, TIMED_KINDS
+from helpers import EXAMPLES, TIMED_KINDS, recorded_and_analyzed
 
 CORPUS = EXAMPLES / "corpus"
 sys.path.insert(0, str(CORPUS))
@@ -29,19 +28,12 @@ FAST = sorted(name for name, entry in MANIFEST.items() if entry["fast"])
 
 @pytest.fixture(scope="module")
 def corpus_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Each fast script profiled once (two processes at a time: the suite runs on 2 cores)."""
-    root = tmp_path_factory.mktemp("corpus")
-
-    def one(name: str) -> tuple[str, Any]:
-        out = root / name
-        try:
-            document = judge.profile(name, out)
-        except (RuntimeError, OSError) as error:
-            return name, error
-        return name, (document, judge.steps_recorded(out))
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(one, FAST))
+    """Each fast script profiled once: its ``analyze --json`` document and steps recorded."""
+    runs = recorded_and_analyzed(judge.record, FAST, tmp_path_factory.mktemp("corpus"))
+    return {
+        name: done if isinstance(done, Exception) else (done[0], judge.steps_recorded(done[1]))
+        for name, done in runs.items()
+    }
 
 
 def test_the_manifest_is_complete() -> None:

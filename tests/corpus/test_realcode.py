@@ -11,11 +11,11 @@ marked ``fast`` run here, two at a time; benchmarks/realcode.py runs them all.
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLES, TIMED_KINDS
+from helpers import EXAMPLES, TIMED_KINDS, recorded_and_analyzed
 
 REALCODE = EXAMPLES / "realcode"
 sys.path.insert(0, str(EXAMPLES / "corpus"))
@@ -39,19 +39,19 @@ KINDS = {
 
 @pytest.fixture(scope="module")
 def realcode_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Each fast set-up profiled once (two processes at a time: the suite runs on 2 cores)."""
-    root = tmp_path_factory.mktemp("realcode")
+    """Each fast set-up profiled once: its ``analyze --json`` document, steps recorded and
+    folder."""
 
-    def one(name: str) -> tuple[str, Any]:
-        out = root / name
-        try:
-            document = judge.profile(name, out, corpus=REALCODE)
-        except (RuntimeError, OSError) as error:
-            return name, error
-        return name, (document, judge.steps_recorded(out), out)
+    def record(name: str, out: Path) -> Path:
+        return judge.record(name, out, corpus=REALCODE)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(one, FAST))
+    runs = recorded_and_analyzed(record, FAST, tmp_path_factory.mktemp("realcode"))
+    return {
+        name: done
+        if isinstance(done, Exception)
+        else (done[0], judge.steps_recorded(done[1]), done[1])
+        for name, done in runs.items()
+    }
 
 
 def test_the_manifest_is_complete() -> None:
