@@ -155,28 +155,34 @@ def test_host_samples_land_on_the_steps_that_burned_cpu(
 
 
 def test_logs_are_opened_at_the_start_only_when_turned_on(tmp_path: Path) -> None:
+    # GIVEN a two-step loop with no fallback, run with the debug log on (the default)
     script = tmp_path / "two_steps.py"
     script.write_text(
         "import torch, torch_xla\n"
         "x = torch.ones(4, device=torch_xla.device())\n"
         "for _ in range(2):\n    x = x + 1\n    torch_xla.sync()\n"
     )
-    for options, debug_log in (((), True), (("--debug-level", "0"), False)):
-        run = profiled_run(script, tmp_path / f"run{len(options)}", *options)
-        # no fallback happened: the tracker's log exists and is empty
-        assert (run / "fallbacks.log").read_bytes() == b""
-        assert (run / "debug.log").exists() is debug_log
-        rows = load_run(run).step_rows()
-        assert [r.fallback_offset for r in rows] == [0] * len(rows)
-        if debug_log:  # the offsets follow the log torch_xla appended to
-            offsets = [r.debug_offset for r in rows]
-            assert offsets == sorted(offsets) and offsets[-1] == (run / "debug.log").stat().st_size
+    run = profiled_run(script, tmp_path / "on")
+    # THEN the fallback tracker's log exists and is empty, and the debug log's offsets follow
+    # the log torch_xla appended to
+    assert (run / "fallbacks.log").read_bytes() == b""
+    rows = load_run(run).step_rows()
+    assert [r.fallback_offset for r in rows] == [0] * len(rows)
+    offsets = [r.debug_offset for r in rows]
+    assert offsets == sorted(offsets) and offsets[-1] == (run / "debug.log").stat().st_size
 
 
-def test_sample_hz_zero_records_no_samples(tmp_path: Path) -> None:
-    run = profiled_run(_script(tmp_path), tmp_path / "off", "--sample-hz", "0")
+def test_debug_level_and_sample_hz_zero_turn_their_files_off(tmp_path: Path) -> None:
+    # GIVEN the late-fallback loop (a fallback at step 5, 150 ms of CPU burned at two steps)
+    # run with the debug log and the host sampler off
+    options = ("--debug-level", "0", "--sample-hz", "0")
+    run = profiled_run(_script(tmp_path), tmp_path / "off", *options)
+    # THEN there is no debug log and no host sample, while the fallback tracker's log is
+    # still opened and holds the fallback, and every step is recorded
+    assert not (run / "debug.log").exists()
     assert load_run(run).host_sample_map() == {}
-    assert len(load_run(run).step_rows()) == 9  # the steps are still recorded
+    assert b"median" in (run / "fallbacks.log").read_bytes()
+    assert len(load_run(run).step_rows()) == 9
 
 
 LAST_STEP_STILL_RUNNING = r"""

@@ -35,12 +35,17 @@ def test_scanning_a_non_homogeneous_stack_fails_the_numerical_check(tmp_path: Pa
     assert "no nn.ModuleList or nn.Sequential of identical layers" in refused.stderr
     assert "step 1 of" not in refused.stderr and "xlaprof bench scan: scan" not in refused.stderr
     assert not list((tmp_path / "a").rglob("steps.jsonl"))
-    # ... and forcing it through scan_layers is caught by the numerical check
-    forced = bench("scan", "bench_targets.py:mixed_stack", tmp_path / "b", "--layers", "blocks")
+    # ... and forcing it through scan_layers is caught by the numerical check (with the layer
+    # traced once, --layer-pure, as without)
+    options = ("--layers", "blocks", "--layer-pure")
+    forced = bench("scan", "bench_targets.py:mixed_stack", tmp_path / "b", *options)
     assert forced.returncode == 18
     line = forced.stderr.strip().splitlines()[-1]
     assert "scan changes the results" in line and "not homogeneous" in line
     assert "DISAGREE" in forced.stdout and "Traceback" not in forced.stderr
+    # and the header echoes the options that changed what was measured
+    header = "xlaprof bench scan bench_targets.py:mixed_stack --layers blocks --layer-pure"
+    assert header in forced.stdout
 
 
 @pytest.mark.runtime
@@ -107,12 +112,3 @@ def test_bench_with_a_target_that_fails_to_load_is_17_and_leaves_nothing(tmp_pat
     assert result.returncode == 17, result.stderr
     assert "'make' is not a function" in result.stderr
     assert not (tmp_path / "runs").exists()
-
-
-@pytest.mark.runtime
-def test_bench_header_echoes_layer_pure(tmp_path: Path) -> None:
-    target = "bench_targets.py:small_stack"
-    options = ("--steps", "2", "--warmup", "1", "--layer-pure", "--out", str(tmp_path / "b"))
-    result = cli("bench", "scan", target, *options, cwd=EXAMPLES)
-    assert result.returncode == 0, result.stderr
-    assert f"xlaprof bench scan {target} --layer-pure" in result.stdout

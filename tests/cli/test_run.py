@@ -149,44 +149,21 @@ def test_an_exception_is_recorded(tmp_path: Path) -> None:
     assert info.steps_recorded == 3
 
 
-def test_max_steps_stops_the_script(tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    result = cli(
-        "run",
-        "-q",
-        "--max-steps",
-        "3",
-        "--out",
-        str(out),
-        "--",
-        sys.executable,
-        str(EXAMPLES / "healthy_loop.py"),
-        "--steps",
-        "50",
-    )
-    assert result.returncode == 0
-    run = load_run(out)
-    assert run.info.status == "max_steps" and len(run.steps()) == 3
-
-
-def test_two_runs_into_one_folder_do_not_collide(tmp_path: Path) -> None:
+def test_max_steps_stops_the_script_and_a_second_run_into_its_folder_does_not_collide(
+    tmp_path: Path,
+) -> None:
+    # GIVEN two runs of the healthy loop into one folder, each stopped by --max-steps (the
+    # first would train 50 steps)
     out = tmp_path / "shared"
-    for _ in range(2):
-        result = cli(
-            "run",
-            "-q",
-            "--max-steps",
-            "2",
-            "--out",
-            str(out),
-            "--",
-            sys.executable,
-            str(EXAMPLES / "healthy_loop.py"),
-        )
-        assert result.returncode == 0
-    runs = load_runs(out)
+    for steps, script_args in ((3, ("--steps", "50")), (2, ())):
+        script = (sys.executable, str(EXAMPLES / "healthy_loop.py"), *script_args)
+        result = cli("run", "-q", "--max-steps", str(steps), "--out", str(out), "--", *script)
+        assert result.returncode == 0, result.stderr[-2000:]
+    # THEN each has its own run directory, stopped at its own cap
+    runs = sorted(load_runs(out), key=lambda r: len(r.steps()))
     assert len(runs) == 2 and runs[0].path != runs[1].path
-    assert all(len(r.steps()) == 2 for r in runs)
+    assert [len(r.steps()) for r in runs] == [2, 3]
+    assert all(r.info.status == "max_steps" for r in runs)
 
 
 def test_a_command_that_cannot_start_fails_cleanly(tmp_path: Path) -> None:
