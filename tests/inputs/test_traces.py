@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from builders import write_pod_host
 from decode import Decoded, raw_event_count
@@ -39,6 +40,7 @@ from helpers import DATA, MI300, SHARED_CAPTURES, cli, sample_capture, sample_ru
 from xlaprof.errors import BadCapture, InputNotRecognized, XlaprofError
 from xlaprof.inputs.traces import load_trace
 from xlaprof.parse.xplane.schema import xspace_class
+from xlaprof.tables.device import summarize_host
 
 RUN = "recompile_varying_batch"
 
@@ -82,6 +84,22 @@ def test_sample_run_trace_steps_come_from_the_window() -> None:
     assert events["hlo_op"].notna().sum() > 0
     compile_event = events[events["name"] == "XLAGraphExecutor::Compile"]
     assert len(compile_event) == 1 and int(compile_event["step"].iloc[0]) == 4  # batch 72
+
+
+def test_the_device_model_is_made_when_first_asked_for_and_once() -> None:
+    # GIVEN a real capture loaded, its events read
+    trace = load_trace(sample_capture(RUN))
+    assert len(trace.events)
+    # THEN its device model is not made yet (reading events alone does not pay for it) ...
+    assert trace.summarize is not None
+    # ... and when asked for, it is the device model of those events, made once and kept
+    made = trace.device_summary
+    assert made is not None and trace.summarize is None and trace.device_summary is made
+    assert made.events == len(trace.events)
+    # (its steps, ops and host-vs-device tables as the model makes them from the events)
+    direct = summarize_host(trace.events, trace.devices, trace.step_bounds)
+    for table in ("steps", "ops", "tracing"):
+        pd.testing.assert_frame_equal(getattr(made, table), getattr(direct, table))
 
 
 def test_three_sessions_stay_three(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from xlaprof.inputs.captures import (
     name_hosts_apart,
     pick_session,
 )
+from xlaprof.model.device import DeviceSummary
 from xlaprof.model.request import PodSettings
 from xlaprof.model.trace import Trace
 from xlaprof.tables import device as device_model
@@ -128,8 +129,13 @@ def load_trace(  # noqa: PLR0913
     events["step"], bounds = assign_steps(events, first_step or 0, starts, ranges)
     bounds.insert(0, "session", chosen)
     on_device = _device_bounds(bounds, device_windows, epochs)
-    summary = device_model.summarize_host(events, devices, bounds, sources, on_device)
-    summary.warnings = list(warnings)
+
+    def summarize() -> DeviceSummary:
+        # the device model, made when first asked for (``Trace.device_summary``)
+        summary = device_model.summarize_host(events, devices, bounds, sources, on_device)
+        summary.warnings = list(warnings)
+        return summary
+
     return Trace(
         events=events,
         files=[f for f, i in zip(files, loaded, strict=True) if not isinstance(i, XlaprofError)],
@@ -138,7 +144,7 @@ def load_trace(  # noqa: PLR0913
         session=chosen,
         sessions=list(sessions),
         warnings=warnings,
-        device_summary=summary,
+        summarize=summarize,
         step_source=None if named is None else named.source,
         step_ranges=ranges,
         epoch_offset_ns=epochs,

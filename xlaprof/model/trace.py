@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, overload
 
 from xlaprof.model.ondisk import BOTTLENECK, STEP_BOUNDS, TRACING, OnDisk, StepRows
 
@@ -182,15 +182,47 @@ class HeldEvents:
         return RowStore()
 
 
+class _Summary:
+    """The ``device_summary`` attribute: the device model given to the constructor (a pod's,
+    from its hosts' workers), or made by ``summarize`` the first time it is read and kept.
+    A dataclass field's default (``None``), as ``OnDisk`` is."""
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        self.slot = f"_{attribute}"
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> None: ...
+
+    @overload
+    def __get__(self, instance: Trace, owner: type | None = None) -> DeviceSummary | None: ...
+
+    def __get__(self, instance: Trace | None, owner: type | None = None) -> DeviceSummary | None:
+        if instance is None:  # the dataclass asks for the field's default
+            return None
+        value: DeviceSummary | None = instance.__dict__.get(self.slot)
+        make = instance.summarize
+        if value is None and make is not None:
+            value = make()
+            instance.__dict__[self.slot] = value
+            instance.summarize = None  # what it held (the events) is no longer needed by it
+        return value
+
+    def __set__(self, instance: Trace, value: DeviceSummary | _Summary | None) -> None:
+        # the constructor passes the field's default (this descriptor) where none was given
+        instance.__dict__[self.slot] = None if isinstance(value, _Summary) else value
+
+
 @dataclass
 class Trace:
     """Loaded trace events of one session: one or more hosts and their devices.
 
-    ``xlaprof.load_trace`` makes one (``xlaprof.inputs.traces``) and computes its device model
-    once, as it loads (``device_summary``): the per-device steps, ops, utilization and tracing
-    tables that ``device_steps()`` and the rest return. For a many-host capture loaded lazily
-    (``xlaprof.inputs.pod``), ``events`` is a dask DataFrame (one partition per host, read from
-    Parquet caches), ``source`` is set and the device model comes from the hosts' workers: use
+    ``xlaprof.load_trace`` makes one (``xlaprof.inputs.traces``); its device model
+    (``device_summary``: the per-device steps, ops, utilization and tracing tables that
+    ``device_steps()`` and the rest return) is computed once, the first time it is asked for
+    (``summarize``), so a notebook that reads only ``events`` does not pay for it. For a
+    many-host capture loaded lazily (``xlaprof.inputs.pod``), ``events`` is a dask DataFrame
+    (one partition per host, read from Parquet caches), ``source`` is set and the device model
+    comes from the hosts' workers: use
     ``select`` for a filtered pandas frame. ``events_source`` is where the events are, either
     way (``EventSource``).
     """
@@ -209,8 +241,10 @@ class Trace:
     sessions: list[str] = field(default_factory=list)
     # What was wrong with the capture (a broken host file, ...), one line each.
     warnings: list[str] = field(default_factory=list)
-    # The device model of these events (``xlaprof.tables.device.summarize``), set by the loader.
-    device_summary: DeviceSummary | None = field(default=None, repr=False)
+    # The device model of these events (``xlaprof.tables.device.summarize``): given, or made by
+    # ``summarize`` (set by the loader) when first read.
+    device_summary: _Summary = field(default=_Summary(), repr=False, compare=False)
+    summarize: Callable[[], DeviceSummary] | None = field(default=None, repr=False, compare=False)
     # A pod's per-host caches (``xlaprof.model.pod.CachedEvents``), as its loader gives them;
     # None for events held in ``events``.
     source: EventSource | None = None
