@@ -53,8 +53,9 @@ class DeviceSummary:
     lines: pd.DataFrame | None = None
     line_totals: pd.DataFrame | None = None
     # per device over its steady steps: seconds per cause and the steps each bounds
-    # (``xlaprof.tables.step_stats.BY_DEVICE_COLUMNS``); a pod's from its workers, else made
-    # from ``bottleneck`` when asked (``step_stats.by_device``)
+    # (``xlaprof.tables.step_stats.BY_DEVICE_COLUMNS``); a pod's from its workers, a host's
+    # made with its summary (``summarize_host``), else made from ``bottleneck`` when asked
+    # (``step_stats.by_device``)
     bottleneck_by_device: pd.DataFrame | None = field(default=None, repr=False)
     tables: StepTables | None = field(default=None, repr=False)
     overview: StepOverview | None = field(default=None, repr=False)

@@ -58,7 +58,7 @@ def summarize_host(
     ops = device_ops(events, devices, frame=frame)
     lines = None if sources is None else device_time_by_line(frame, sources)
     bottleneck = step_bottlenecks(events, frame, windows, ops, groups)
-    return DeviceSummary(
+    summary = DeviceSummary(
         devices=devices if devices is not None else pd.DataFrame(),
         steps=device_steps(events, on_device, frame=frame, windows=windows, groups=groups),
         ops=ops,
@@ -73,6 +73,12 @@ def summarize_host(
         lines=lines,
         line_totals=None if lines is None else by_line(lines),
     )
+    # made once here, as a pod's workers make theirs: the analyzers and tables read it many
+    # times (``step_stats.by_device``)
+    from xlaprof.tables.step_stats import by_device
+
+    summary.bottleneck_by_device = by_device(summary)
+    return summary
 
 
 def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataFrame:
