@@ -144,6 +144,7 @@ def test_a_lost_execution_keeps_its_place_and_only_its_steps_go_unmeasured() -> 
     times = [None if s.time_s is None else round(s.time_s, 6) for s in device.steps]
     assert times == [0.011, 0.010, None, None, 0.010, 0.010]
     assert device.steps[3].device_s is None and device.steps[4].device_s == pytest.approx(0.010)
+    assert device.steps[3].begin_s is None  # when it began on the device is not known either
     # AND the drain from the last sync (6 ms) to the last completion (61 ms) is measured
     assert device.drain_s == pytest.approx(0.055)
 

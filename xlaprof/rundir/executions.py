@@ -267,8 +267,9 @@ def _busy(
             step.device_s = (step.device_s or 0.0) + spent
         step.queue_s = (step.queue_s or 0.0) + queue[i]
         step.launch_s = launch if step.launch_s is None else min(step.launch_s, launch)
-        begin = launch + queue[i]
-        step.begin_s = begin if step.begin_s is None else min(step.begin_s, begin)
+        if spent is not None:  # where it began on the device is known
+            begin = launch + queue[i]
+            step.begin_s = begin if step.begin_s is None else min(step.begin_s, begin)
         step.completion_s = (
             completion if step.completion_s is None else max(step.completion_s, completion)
         )
