@@ -240,18 +240,16 @@ def _busy(
     (no completion) counts for no step here, so its step has fewer executions than graphs.
     Steps with no execution are given none here (``attribute`` says what they ran)."""
     previous = -math.inf  # the latest completion so far, in completion order
-    known = [i for i, (_, completion) in enumerate(timed) if completion is not None]
-    by_completion = sorted(known, key=lambda i: timed[i][1] or 0.0)
+    # (completion, launch, index) of the executions whose times were read, by completion
+    known = sorted((end, start, i) for i, (start, end) in enumerate(timed) if end is not None)
     busy: list[float | None] = [None] * len(timed)
     queue = [0.0] * len(timed)
-    for i in by_completion:
-        launch, completion = timed[i]
-        assert completion is not None
-        begin = max(launch, previous)
-        if i == 0 or timed[i - 1][1] is not None:
-            busy[i] = max(completion - begin, 0.0)
-        queue[i] = max(begin - launch, 0.0)
-        previous = max(previous, completion)
+    for end, start, i in known:
+        begin = max(start, previous)
+        if i == 0 or timed[i - 1][1] is not None:  # not right after lost ones
+            busy[i] = max(end - begin, 0.0)
+        queue[i] = max(begin - start, 0.0)
+        previous = max(previous, end)
     unknown: set[int] = set()
     for i, index in enumerate(owner):
         launch, completion = timed[i]

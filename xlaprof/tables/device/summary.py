@@ -26,6 +26,7 @@ from xlaprof.tables.device.steps import (
     with_session,
 )
 from xlaprof.tables.device.tracing import TRACING_COLUMNS, tracing_vs_device
+from xlaprof.tables.step_stats import by_device
 
 if TYPE_CHECKING:
     import numpy as np
@@ -75,8 +76,6 @@ def summarize_host(
     )
     # made once here, as a pod's workers make theirs: the analyzers and tables read it many
     # times (``step_stats.by_device``)
-    from xlaprof.tables.step_stats import by_device
-
     summary.bottleneck_by_device = by_device(summary)
     return summary
 
