@@ -73,8 +73,11 @@ def test_a_listener_that_never_answers_does_not_hang(tmp_path: Path) -> None:
     import socket
     import threading
 
+    import dask
+
     from xlaprof.errors import SchedulerError
 
+    default = dask.config.get("scheduler", None)
     # GIVEN a TCP listener that accepts connections and never says a word
     server = socket.create_server(("127.0.0.1", 0))
     held: list[socket.socket] = []
@@ -111,6 +114,9 @@ def test_a_listener_that_never_answers_does_not_hang(tmp_path: Path) -> None:
     # THEN the analysis ends with one line and its exit code
     assert out.returncode == SchedulerError.exit_code, out.stderr
     assert "no dask scheduler answers" in out.stderr
+    # AND the client it gave up on did not become dask's default in this process (a notebook's
+    # own dask work would go to the dead address; it did, and a later test's compute failed)
+    assert dask.config.get("scheduler", None) == default
 
 
 def test_a_scheduler_from_the_environment_is_announced_and_no_workers_is_an_error(

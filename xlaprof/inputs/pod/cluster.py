@@ -128,7 +128,8 @@ async def _run(
 ) -> int:
     try:
         client = await asyncio.wait_for(
-            client_class(scheduler, asynchronous=True, timeout=limit), limit
+            client_class(scheduler, asynchronous=True, timeout=limit, set_as_default=False),
+            limit,
         )
     except (OSError, TimeoutError) as error:
         reason = str(error) or f"no answer within {limit:g} s"
