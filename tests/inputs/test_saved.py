@@ -227,6 +227,11 @@ def _figure_column_renamed(d: dict[str, Any]) -> None:
     table["columns"][table["columns"].index("device")] = "<script>"
 
 
+def _timeline_column_renamed(d: dict[str, Any]) -> None:
+    table = d["view"]["tables"]["timeline"]  # the console's step table reads it by name
+    table["columns"][table["columns"].index("transfer_s")] = ""
+
+
 def _duty_past_one(d: dict[str, Any]) -> None:
     d["view"]["devices"]["devices"][0]["duty"] = 2.5  # a device busy 250% of its span
 
@@ -261,6 +266,7 @@ DAMAGES = [
     _duty_past_100,
     _duty_past_one,
     _figure_column_renamed,
+    _timeline_column_renamed,
     _title_not_text,
     _row_too_short,
     _integer_past_any_float,

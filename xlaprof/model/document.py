@@ -524,15 +524,30 @@ class CheckDoc(_Closed):
     run_status: Name | None
 
 
-# The columns each figure draws of its table (``PartResult.frames``, written as ``frame:NAME``):
-# a table with rows but without them cannot be drawn.
-FIGURE_COLUMNS = {
+# The columns each renderer reads of its table (the figures' ``PartResult.frames``, written as
+# ``frame:NAME``, and the timeline): a table with rows but without them cannot be shown.
+RENDERED_COLUMNS = {
     "frame:device_steps": {"device", "step", "busy_s", "idle_s"},
     "frame:device_ops": {"name", "total_s", "occurrences", "devices"},
     "frame:host_steps": {"host", "device", "step", "wall_ms"},
     "frame:compiles": {"step", "cause", "location", "graph_hash"},
     "frame:regions": {"name", "seconds"},
     "frame:steps": {"step"},
+    # the step timeline: the console's columns, its "from" (source) and what the step model
+    # reads of an older document's rows (``inputs.saved``)
+    "timeline": {
+        "step",
+        "source",
+        "wall_s",
+        "host_wall_s",
+        "python_tracing_s",
+        "compile_s",
+        "graph_build_s",
+        "transfer_s",
+        "device_wait_s",
+        "device_busy_s",
+        "queue_s",
+    },
 }
 
 
@@ -573,7 +588,7 @@ class ViewDoc(_Closed):
     def _host_tables(self) -> ViewDoc:
         if self.host_activity is not None and not {"host_activity", "host_hot"} <= set(self.tables):
             raise ValueError("host_activity without its host_activity and host_hot tables")
-        for name, needed in FIGURE_COLUMNS.items():
+        for name, needed in RENDERED_COLUMNS.items():
             table = self.tables.get(name)
             if table is not None and table.rows and not needed <= set(table.columns):
                 missing = ", ".join(sorted(needed - set(table.columns)))
