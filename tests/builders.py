@@ -24,17 +24,20 @@ MS = 10**9  # one millisecond in picoseconds
 
 # ---------------------------------------------------------------- jobs for the real runtime
 
-# A device-bound step for a script's source (after ``import torch, torch_xla``): eight
-# 1024x1024 matmuls and a sync. The CPU device needs tens of milliseconds for it, the host well
-# under one, so a loop of it runs its host ahead of its device (issue 45's tests).
-DEVICE_BOUND_STEP = """
+# A device-bound step for a script's source (after ``import torch, torch_xla``): four
+# 1024x1024 matmuls and a sync. The CPU device needs tens of milliseconds for it (~50 ms on a
+# quiet 2-core machine), the host well under one (~0.3 ms), so a loop of it runs its host ahead
+# of its device (issue 45's tests). ``DEVICE_BOUND_MATMULS`` is the count, for a loop that
+# steps the same graph its own way.
+DEVICE_BOUND_MATMULS = 4
+DEVICE_BOUND_STEP = f"""
 device = torch_xla.device()
 w = torch.randn(1024, 1024, device=device) / 32
 x = torch.randn(1024, 1024, device=device)
 
 def step():
     global x
-    for _ in range(8):
+    for _ in range({DEVICE_BOUND_MATMULS}):
         x = torch.tanh(x @ w)
     torch_xla.sync()
 """

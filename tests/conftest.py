@@ -17,6 +17,7 @@ from typing import Any
 import hypothesis
 import pytest
 from decode import Decoded, decode_kineto, decode_xspace
+from filelock import FileLock
 from helpers import (
     DATA,
     GPU_JAX,
@@ -185,19 +186,32 @@ def input_pipeline(gpu_linked: dict[str, Path]) -> dict[int, dict[str, Any]]:
 @pytest.fixture(scope="session")
 def live_runtime_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, Path]:
     """``helpers.LIVE_RUNTIME_JOB`` run once on the real runtime: its stdout (both metrics
-    reports), its stderr (the PT_XLA_DEBUG log) and the fallback tracker's file."""
-    workdir = tmp_path_factory.mktemp("runtime")
-    script = workdir / "job.py"
-    script.write_text(LIVE_RUNTIME_JOB)
-    tracker = workdir / "fallbacks.txt"
-    env = {
-        **os.environ,
-        "PJRT_DEVICE": "CPU",
-        "PT_XLA_DEBUG_LEVEL": "2",
-        "XLA_FNTRACKER_FILE": str(tracker),
-    }
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout, result.stderr, tracker
+    reports), its stderr (the PT_XLA_DEBUG log) and the fallback tracker's file.
+
+    Once for the whole session, not once per worker (the metrics-report and debug-log tests
+    sit on either worker): the first worker to ask runs it into the folder the workers share,
+    under a lock, and the other reads what it kept."""
+    base = tmp_path_factory.getbasetemp()
+    workdir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "live_runtime"
+    workdir.mkdir(exist_ok=True)
+    stdout, stderr, tracker = (workdir / n for n in ("stdout.txt", "stderr.txt", "fallbacks.txt"))
+    with FileLock(str(workdir / "job.lock")):
+        done = workdir / "job.done"
+        if not done.exists():
+            script = workdir / "job.py"
+            script.write_text(LIVE_RUNTIME_JOB)
+            tracker.unlink(missing_ok=True)  # an earlier try that failed
+            env = {
+                **os.environ,
+                "PJRT_DEVICE": "CPU",
+                "PT_XLA_DEBUG_LEVEL": "2",
+                "XLA_FNTRACKER_FILE": str(tracker),
+            }
+            result = subprocess.run(
+                [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
+            )
+            assert result.returncode == 0, result.stderr[-2000:]
+            stdout.write_text(result.stdout)
+            stderr.write_text(result.stderr)
+            done.touch()
+    return stdout.read_text(), stderr.read_text(), tracker

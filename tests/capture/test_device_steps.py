@@ -1,7 +1,7 @@
 """Steps as the device runs them, on the real CPU runtime: a device-bound loop whose host runs
 ahead of the device (issue 45).
 
-torch_xla's ``sync()`` returns before the device has run the step's graph; with eight 1024x1024
+torch_xla's ``sync()`` returns before the device has run the step's graph; with four 1024x1024
 matmuls a step the device needs tens of milliseconds a step while the host needs well under
 one, so the host queues steps (torch_xla's CPU client lets about 32 wait before a sync blocks).
 The truth comes from the script itself, never from xlaprof: it drains the device

@@ -154,20 +154,19 @@ def test_host_samples_land_on_the_steps_that_burned_cpu(
     assert sum(others) <= 0.04, at_line
 
 
-def test_logs_are_opened_at_the_start_only_when_turned_on(tmp_path: Path) -> None:
-    # GIVEN a two-step loop with no fallback, run with the debug log on (the default)
-    script = tmp_path / "two_steps.py"
-    script.write_text(
-        "import torch, torch_xla\n"
-        "x = torch.ones(4, device=torch_xla.device())\n"
-        "for _ in range(2):\n    x = x + 1\n    torch_xla.sync()\n"
-    )
-    run = profiled_run(script, tmp_path / "on")
-    # THEN the fallback tracker's log exists and is empty, and the debug log's offsets follow
-    # the log torch_xla appended to
-    assert (run / "fallbacks.log").read_bytes() == b""
+def test_logs_are_opened_at_the_start_when_turned_on(
+    late_fallback_run: tuple[Path, list[dict]],
+) -> None:
+    # GIVEN the late-fallback loop run with the debug log on (the default): no fallback before
+    # step 5, one at it
+    run, _ = late_fallback_run
     rows = load_run(run).step_rows()
-    assert [r.fallback_offset for r in rows] == [0] * len(rows)
+    # THEN the fallback tracker's log was open from the start: empty at every step before the
+    # fallback, and from it on at its whole size (what torch_xla appended at step 5)
+    fallbacks = [r.fallback_offset for r in rows]
+    size = (run / "fallbacks.log").stat().st_size
+    assert size > 0 and fallbacks == [0] * 5 + [size] * 4
+    # AND the debug log's offsets follow the log torch_xla appended to, step by step
     offsets = [r.debug_offset for r in rows]
     assert offsets == sorted(offsets) and offsets[-1] == (run / "debug.log").stat().st_size
 

@@ -18,7 +18,7 @@ import sys
 import time
 
 import pytest
-from builders import DEVICE_BOUND_STEP
+from builders import DEVICE_BOUND_MATMULS, DEVICE_BOUND_STEP
 from helpers import cli, free_port
 
 from xlaprof.pipeline import analyze_one
@@ -48,14 +48,14 @@ def measured(step, count):
 DEVICE_BOUND = (
     _MEASURE
     + DEVICE_BOUND_STEP
-    + """
+    + f"""
 for _ in range(3):
     step()
 print("TRUTH " + json.dumps(measured(step, 4)), flush=True)
 server = xp.start_server(int(sys.argv[1]))
 for i in range(10**9):
     with xp.StepTrace("train", step_num=i):
-        for _ in range(8):
+        for _ in range({DEVICE_BOUND_MATMULS}):
             x = torch.tanh(x @ w)
     if i == 40:  # the queue of executions is full: the steady state
         print("STEADY", flush=True)
