@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers import REPO, analyze_json
 
 from xlaprof.capture.graphs import dump_folder, needs_text_flag, user_dump
 from xlaprof.parse.hlo import parse_hlo
@@ -138,14 +138,7 @@ def test_graphs_after_the_device_are_the_graphs_xla_compiles(tmp_path: Path) -> 
     # AND the unrolled loop is found from the live graphs, in the user's loop, as from the dump
     findings = {}
     for name, directory in (("early", early), ("late", late)):
-        analysis = subprocess.run(
-            [sys.executable, "-m", "xlaprof", "analyze", "--json", str(directory)],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=300,
-        )
-        document = json.loads(analysis.stdout)
+        document = analyze_json(directory)
         (findings[name],) = [f for f in document["findings"] if f["kind"] == "unrolled_loop"]
     loop = findings["late"]
     script_lines = (tmp_path / "job.py").read_text().splitlines()
