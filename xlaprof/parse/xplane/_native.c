@@ -30,12 +30,30 @@
 #include <numpy/arrayobject.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* A growable array of fixed-size items, freed by the caller (or handed to numpy). */
 typedef struct {
     char *items;
     Py_ssize_t count, room, size;
 } Grow;
+
+/* Where the kernel can (Linux 5.14 on), the pages of a large new block mapped in one call
+   rather than one fault each as the decoder first writes them: the faults were a third of a
+   warm decode's CPU time on an 80 MB capture. Nothing changes where it cannot. */
+static void prefault(void *items, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+    if (bytes < ((size_t)1 << 20)) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t start = ((uintptr_t)items + page - 1) & ~(page - 1);
+    uintptr_t end = ((uintptr_t)items + bytes) & ~(page - 1);
+    if (end > start) (void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
+#else
+    (void)items;
+    (void)bytes;
+#endif
+}
 
 static int grow_init(Grow *g, Py_ssize_t size, Py_ssize_t room) {
     g->size = size;
@@ -49,17 +67,22 @@ static int grow_init(Grow *g, Py_ssize_t size, Py_ssize_t room) {
     return 0;
 }
 
-static void *grow_add(Grow *g) {
-    if (g->count == g->room) {
-        Py_ssize_t room = g->room + g->room / 2 + 16;
-        char *items = PyMem_RawRealloc(g->items, (size_t)(room * g->size));
-        if (!items) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        g->items = items;
-        g->room = room;
+/* A full array grown by half, and its next item's place; NULL on failure. */
+static void *grow_more(Grow *g) {
+    Py_ssize_t room = g->room + g->room / 2 + 16;
+    char *items = PyMem_RawRealloc(g->items, (size_t)(room * g->size));
+    if (!items) {
+        PyErr_NoMemory();
+        return NULL;
     }
+    g->items = items;
+    g->room = room;
+    return g->items + (g->count++) * g->size;
+}
+
+/* The next item's place (inline: decode adds four a stat, millions of them). */
+static inline void *grow_add(Grow *g) {
+    if (__builtin_expect(g->count == g->room, 0)) return grow_more(g);
     return g->items + (g->count++) * g->size;
 }
 
@@ -103,6 +126,17 @@ static PyObject *grow_array(Grow *g, int typenum) {
    byte of the first 10 ends it. Bits past 64 are dropped, as upb drops them. */
 static inline int varint(const uint8_t *p, const uint8_t *end, uint64_t *value) {
     uint64_t v = 0;
+    if (__builtin_expect(end - p >= 10, 1)) { /* all ten bytes there: no bound to test */
+        for (int i = 0; i < 10; i++) {
+            uint8_t byte = p[i];
+            v |= (uint64_t)(byte & 0x7F) << (7 * i);
+            if (!(byte & 0x80)) {
+                *value = v;
+                return i + 1;
+            }
+        }
+        return 11;
+    }
     for (int i = 0; i < 10; i++) {
         if (p + i >= end) return 0;
         uint8_t byte = p[i];
@@ -343,6 +377,7 @@ static PyObject *new_array(npy_intp length, int typenum) {
     if (grow_init(&g, typenum == NPY_BOOL || typenum == NPY_UINT8 ? 1 : 8, length) < 0)
         return NULL;
     g.count = length;
+    prefault(g.items, (size_t)(g.room * g.size)); /* every item is written */
     return grow_array(&g, typenum);
 }
 
