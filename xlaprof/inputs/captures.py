@@ -168,13 +168,26 @@ def device_table(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
     return table
 
 
-def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> pd.DataFrame:
+def embedded_protos(frames: list[pd.DataFrame]) -> list[tuple[str, list[Any]]]:
+    """Per loaded frame, its host and the HLO protos its xplane embeds (``attrs["hlo_protos"]``,
+    read with its events; none for other formats): what ``hlo_sources`` reads, taken before
+    the frames are joined and their attrs dropped."""
+    return [
+        (str(frame["host"].iloc[0]), frame.attrs.get("hlo_protos") or [])
+        for frame in frames
+        if len(frame)
+    ]
+
+
+def hlo_sources(
+    protos: list[tuple[str, list[Any]]], graphs: list[Any] | None = None
+) -> pd.DataFrame:
     """Where each compiled instruction came from, per host (``parse.hlo_sources.SOURCE_COLUMNS``
-    and ``host``): the HLO protos each xplane embeds and, for a run directory, its harvested
-    graphs (``graphs``: ``rundir.schema.GraphInfo``; their text carries the innermost frame
-    only, so they fill in instructions the protos do not name). An xplane's protos were read
-    with its events (``attrs["hlo_protos"]``); a proto that does not parse adds nothing, and
-    device time per line is then shown as not attributed.
+    and ``host``): the HLO protos each xplane embeds (``protos``: ``embedded_protos``) and, for a
+    run directory, its harvested graphs (``graphs``: ``rundir.schema.GraphInfo``; their text
+    carries the innermost frame only, so they fill in instructions the protos do not name). A
+    proto that does not parse adds nothing, and device time per line is then shown as not
+    attributed.
     """
     import pandas as pd
 
@@ -183,12 +196,9 @@ def hlo_sources(frames: list[pd.DataFrame], graphs: list[Any] | None = None) -> 
 
     rows: list[dict[str, Any]] = []
     hosts = []
-    for frame in frames:
-        if not len(frame):
-            continue
-        host = str(frame["host"].iloc[0])
+    for host, embedded in protos:
         hosts.append(host)
-        found = instruction_sources(frame.attrs.get("hlo_protos") or [])  # none: not an xplane
+        found = instruction_sources(embedded)
         rows += [{"host": host, **row.__dict__} for row in found]
     named = {(r["host"], r["module"], r["instruction"]) for r in rows}
     for graph in graphs or []:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from xlaprof.errors import BadCapture, XlaprofError
 from xlaprof.inputs.captures import (
     device_table,
+    embedded_protos,
     find_sessions,
     hlo_sources,
     load_safely,
@@ -121,8 +122,7 @@ def load_trace(  # noqa: PLR0913
         if len(frame) and isinstance(frame.attrs.get("epoch_offset_ns"), int)
     }
     devices = device_table(frames, chosen)
-    # before the frames' attrs are dropped
-    sources = hlo_sources(frames, _run_graphs(root) if graphs is None else list(graphs))
+    protos = embedded_protos(frames)  # before the frames' attrs are dropped
     events = _session_events(frames, chosen)
     named = named_steps(events)
     ranges = None if named is None else named.ranges
@@ -131,7 +131,11 @@ def load_trace(  # noqa: PLR0913
     on_device = _device_bounds(bounds, device_windows, epochs)
 
     def summarize() -> DeviceSummary:
-        # the device model, made when first asked for (``Trace.device_summary``)
+        # the device model, made when first asked for (``Trace.device_summary``), with the
+        # instructions' source lines it places device time at (the embedded protos parsed
+        # only then: a notebook that reads only ``events`` does not pay for them)
+        held = _run_graphs(root) if graphs is None else list(graphs)
+        sources = hlo_sources(protos, held)
         summary = device_model.summarize_host(events, devices, bounds, sources, on_device)
         summary.warnings = list(warnings)
         return summary
