@@ -30,8 +30,10 @@
 #include <numpy/arrayobject.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __linux__
 #include <sys/mman.h>
 #include <unistd.h>
+#endif
 
 /* A growable array of fixed-size items, freed by the caller (or handed to numpy). */
 typedef struct {
@@ -43,7 +45,7 @@ typedef struct {
    rather than one fault each as the decoder first writes them: the faults were a third of a
    warm decode's CPU time on an 80 MB capture. Nothing changes where it cannot. */
 static void prefault(void *items, size_t bytes) {
-#ifdef MADV_POPULATE_WRITE
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
     if (bytes < ((size_t)1 << 20)) return;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t start = ((uintptr_t)items + page - 1) & ~(page - 1);
