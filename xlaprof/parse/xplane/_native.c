@@ -128,19 +128,9 @@ static PyObject *grow_array(Grow *g, int typenum) {
    byte of the first 10 ends it. Bits past 64 are dropped, as upb drops them. */
 static inline int varint(const uint8_t *p, const uint8_t *end, uint64_t *value) {
     uint64_t v = 0;
-    if (__builtin_expect(end - p >= 10, 1)) { /* all ten bytes there: no bound to test */
-        for (int i = 0; i < 10; i++) {
-            uint8_t byte = p[i];
-            v |= (uint64_t)(byte & 0x7F) << (7 * i);
-            if (!(byte & 0x80)) {
-                *value = v;
-                return i + 1;
-            }
-        }
-        return 11;
-    }
-    for (int i = 0; i < 10; i++) {
-        if (p + i >= end) return 0;
+    /* the bytes there are to read, at most ten: one bound for the loop, none per byte */
+    int n = end - p < 10 ? (int)(end - p) : 10;
+    for (int i = 0; i < n; i++) {
         uint8_t byte = p[i];
         v |= (uint64_t)(byte & 0x7F) << (7 * i);
         if (!(byte & 0x80)) {
@@ -148,7 +138,7 @@ static inline int varint(const uint8_t *p, const uint8_t *end, uint64_t *value) 
             return i + 1;
         }
     }
-    return 11;
+    return n == 10 ? 11 : 0;
 }
 
 /* One field of a message whose bytes run to end: its field number and wire type, the varint
