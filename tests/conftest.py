@@ -35,6 +35,7 @@ from helpers import (
     link_each,
     missing_input,
     sample_run,
+    session_folder,
     shared_trace,
 )
 
@@ -191,9 +192,7 @@ def live_runtime_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str
     Once for the whole session, not once per worker (the metrics-report and debug-log tests
     sit on either worker): the first worker to ask runs it into the folder the workers share,
     under a lock, and the other reads what it kept."""
-    base = tmp_path_factory.getbasetemp()
-    workdir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "live_runtime"
-    workdir.mkdir(exist_ok=True)
+    workdir = session_folder(tmp_path_factory, "live_runtime")
     stdout, stderr, tracker = (workdir / n for n in ("stdout.txt", "stderr.txt", "fallbacks.txt"))
     with FileLock(str(workdir / "job.lock")):
         done = workdir / "job.done"

@@ -122,6 +122,16 @@ def shared_trace(name: str) -> Path:
     return path
 
 
+def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder ``name`` made once for the whole test session: under pytest-xdist, in the
+    folder above the workers' own temporary ones, which they share, so a session fixture that
+    records into it (under a lock of its own) runs once, not once per worker."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def timeless(kinds: list[str]) -> list[str]:
     """``kinds`` without those whose verdict depends on this machine's speed (TIMED_KINDS)."""
     return [kind for kind in kinds if kind not in TIMED_KINDS]

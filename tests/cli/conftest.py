@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from helpers import EXAMPLES, cli, stop_long_runs
+from helpers import EXAMPLES, cli, session_folder, stop_long_runs
 
 # The examples run under `xlaprof run` (each one's expected diagnosis: cli/test_run.py).
 EXAMPLE_RUNS = (
@@ -34,11 +34,8 @@ def example_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder above their own temporary ones. Each example has its own lock, and the second
     worker walks the list from its end, so two workers that need the runs at once record
     them side by side (half the time each) instead of one waiting for the other."""
-    base = tmp_path_factory.getbasetemp()
+    root = session_folder(tmp_path_factory, "example_runs")
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    shared = base.parent if worker else base
-    root = shared / "example_runs"
-    root.mkdir(exist_ok=True)
     second = bool(worker) and int(worker.removeprefix("gw") or 0) % 2 == 1
     order = EXAMPLE_RUNS[::-1] if second else EXAMPLE_RUNS
     for name in order:
