@@ -20,7 +20,9 @@ import pytest
 from builders import DEVICE_BOUND_STEP
 from helpers import cli
 
+from xlaprof.model.result import AnalysisResult
 from xlaprof.pipeline import analyze_one
+from xlaprof.report import RenderOptions, render
 from xlaprof.rundir.reader import load_run
 
 pytestmark = pytest.mark.runtime
@@ -160,3 +162,9 @@ def test_executions_whose_samples_were_lost_leave_only_their_steps_untimed(tmp_p
     assert "tracing_bound" not in {f.kind.value for f in result.findings}
     steady = result.timeline[result.timeline["steady"]]
     assert steady["wall_s"].isna().sum() == story.untimed_steps
+    # AND how far the host ran ahead is the fewest the kept samples allow (the lost ones
+    # hold their places in the queue), never more than the script's own count (one either
+    # way, as above), and the console says it is a lower bound
+    assert story.ahead_max is not None and story.ahead_max <= truth["max_ahead"] + 1
+    text = render(AnalysisResult([result]), "console", options=RenderOptions(width=200))
+    assert f"The host was at least {story.ahead_max} steps ahead of the device" in text

@@ -147,6 +147,11 @@ def test_a_lost_execution_keeps_its_place_and_only_its_steps_go_unmeasured() -> 
     assert device.steps[3].begin_s is None  # when it began on the device is not known either
     # AND the drain from the last sync (6 ms) to the last completion (61 ms) is measured
     assert device.drain_s == pytest.approx(0.055)
+    # AND the lost graph still held its place in the queue: no graph had completed by the
+    # 6th ms, so step k was k steps ahead, the lost one counted among the earlier ones (its
+    # own launch is not known: no count of its own)
+    assert [s.ahead_steps for s in device.steps] == [0, 1, None, 3, 4, 5]
+    assert device.max_ahead == 5
 
 
 def test_a_lost_execution_not_placed_is_only_counted() -> None:

@@ -305,8 +305,10 @@ def _host_lines(story: StepStory) -> list[str]:
         median = story.ahead_median
         typical = f" (a median {median:g} in steady steps)" if median is not None and median else ""
         steps = "step" if story.ahead_max == 1 else "steps"
+        # with executions' samples lost the count is the fewest the timeline allows
+        most = "at least" if story.lost_executions else "up to"
         lines.append(
-            f"  The host was up to {story.ahead_max} {steps} ahead of the device{typical}: a "
+            f"  The host was {most} {story.ahead_max} {steps} ahead of the device{typical}: a "
             "step's sync returned before its graph ran, so a step's time runs until the device "
             "finished it"
         )

@@ -30,7 +30,9 @@ directory records every execution's launch and completion (``executions.jsonl``,
   device idle is in no step. In steady state that is the larger of the step's host and device
   work.
 - **Run-ahead.** When a step's first execution was launched, how many earlier steps had
-  executions not yet complete: how far the host was ahead of the device.
+  executions not yet complete: how far the host was ahead of the device. A step whose
+  samples were all lost still counts among the earlier steps, complete no sooner than the step
+  before it: where samples were lost the count is a lower bound.
 
 Pure: rows in, a table out.
 """
@@ -164,7 +166,7 @@ def attribute(
         elif step.executions == 0:  # ran nothing on the device
             step.device_s, step.queue_s = 0.0, 0.0
     _times(result, starts, ends, unfinished)
-    _ahead(result)
+    _ahead(result, unfinished)
     return result
 
 
@@ -303,18 +305,25 @@ def _times(
         result.drain_s = max(last.completion_s + origin - ends[-1], 0.0)
 
 
-def _ahead(result: RunDevice) -> None:
+def _ahead(result: RunDevice, unfinished: list[bool]) -> None:
     """Per step, how many earlier steps had executions still to complete when its first
     execution launched: completions come in launch order, so those steps are the last ones
-    before it whose completion (a running maximum) is after the launch."""
+    before it whose completion (a running maximum) is after the launch.
+
+    A step whose every execution's sample was lost (``unfinished``, and none seen) still held
+    its place in the queue: it counts among the earlier steps, as complete once the step
+    before it had completed (the earliest its own completion can be). Where samples were lost
+    the counts are so the fewest the timeline allows: a lower bound."""
     import statistics
 
-    launched = [s for s in result.steps if s.launch_s is not None and s.completion_s is not None]
-    reach: list[float] = []  # running maximum of the completions so far
+    reach: list[float] = []  # running maximum of the completions so far (lost: the last one)
     ahead: list[int] = []
-    for position, step in enumerate(launched):
-        assert step.launch_s is not None and step.completion_s is not None
-        count = position - bisect.bisect_right(reach, step.launch_s)
+    for step, lost in zip(result.steps, unfinished, strict=True):
+        if step.launch_s is None or step.completion_s is None:
+            if lost and step.executions == 0:  # it ran, but when it completed is not known
+                reach.append(reach[-1] if reach else -math.inf)
+            continue
+        count = len(reach) - bisect.bisect_right(reach, step.launch_s)
         step.ahead_steps = count
         ahead.append(count)
         reach.append(max(reach[-1], step.completion_s) if reach else step.completion_s)
