@@ -48,3 +48,14 @@ def test_a_story_with_every_field_set_reads_back() -> None:
     # THEN its document passes the schema and gives the same story back
     doc = document.StoryDoc.model_validate(story.to_json())
     assert result.StepStory.from_json(doc.model_dump()) == story
+
+
+def test_the_schema_requires_every_timeline_column_the_console_reads() -> None:
+    # GIVEN the step timeline's columns the console prints (and its step and "from" cells),
+    # kept in report/ where the model may not import them
+    from xlaprof.report import console
+
+    printed = {"step", "source", *(key for key, _ in console._TIMELINE_COLUMNS)}
+    # THEN a saved document whose timeline lacks one of them is refused by its schema (one
+    # line, exit 29), never read into the console to fail there
+    assert printed <= document.RENDERED_COLUMNS["timeline"]
