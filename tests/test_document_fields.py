@@ -55,7 +55,7 @@ def test_the_schema_requires_every_timeline_column_the_console_reads() -> None:
     # kept in report/ where the model may not import them
     from xlaprof.report import console
 
-    printed = {"step", "source", *(key for key, _ in console._TIMELINE_COLUMNS)}
+    printed = {"step", "source", *(key for key, _ in console.TIMELINE_COLUMNS)}
     # THEN a saved document whose timeline lacks one of them is refused by its schema (one
     # line, exit 29), never read into the console to fail there
     assert printed <= document.RENDERED_COLUMNS["timeline"]

@@ -547,8 +547,10 @@ def _notes(console: Console, sources: list[SourceInfo], verbose: bool) -> None:
 
 
 _MAX_TRACED_ROWS = 6
-# Headers on two lines where needed, so that no column is wider than its numbers.
-_TIMELINE_COLUMNS = (
+# The step timeline's columns and their headers (public: the saved document's schema must
+# require each, tests/test_document_fields.py). Headers on two lines where needed, so that no
+# column is wider than its numbers.
+TIMELINE_COLUMNS = (
     ("wall_s", "step\ntime"),
     ("host_wall_s", "host\nwall"),
     ("python_tracing_s", "python\n+tracing"),
@@ -579,7 +581,7 @@ def _timeline(console: Console, result: PartResult, warmup: int) -> None:
     measured over every step.
     """
     rows, traced_count = _timeline_rows(result, warmup)
-    headers = ["step", *(label for _, label in _TIMELINE_COLUMNS), "from"]
+    headers = ["step", *(label for _, label in TIMELINE_COLUMNS), "from"]
     grid = [[label, *cells, source] for label, cells, source in rows]
     widths = [
         max(*(len(part) for part in header.split("\n")), *(len(line[i]) for line in grid))
@@ -632,7 +634,7 @@ def _timeline_rows(result: PartResult, warmup: int) -> tuple[list[tuple[str, lis
     rows: list[tuple[str, list[str], str]] = []
 
     def add(label: str, row: Any, source: str) -> None:
-        rows.append((label, [_ms(row[key]) for key, _ in _TIMELINE_COLUMNS], source))
+        rows.append((label, [_ms(row[key]) for key, _ in TIMELINE_COLUMNS], source))
 
     for _, row in timeline[timeline["step"] < warmup].iterrows():
         add(str(row["step"]), row, str(row["source"]))
