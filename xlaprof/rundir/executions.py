@@ -313,7 +313,7 @@ def _ahead(result: RunDevice, unfinished: list[bool]) -> None:
     A step whose every execution's sample was lost (``unfinished``, and none seen) still held
     its place in the queue: it counts among the earlier steps, as complete once the step
     before it had completed (the earliest its own completion can be). Where samples were lost
-    the counts are so the fewest the timeline allows: a lower bound."""
+    the counts are the fewest the timeline allows: a lower bound."""
     import statistics
 
     reach: list[float] = []  # running maximum of the completions so far (lost: the last one)
