@@ -316,17 +316,19 @@ def _ahead(result: RunDevice, unfinished: list[bool]) -> None:
     the counts are the fewest the timeline allows: a lower bound."""
     import statistics
 
-    reach: list[float] = []  # running maximum of the completions so far (lost: the last one)
+    latest = -math.inf  # the latest completion so far
+    reach: list[float] = []  # per earlier step that ran, ``latest`` once it had completed
     ahead: list[int] = []
     for step, lost in zip(result.steps, unfinished, strict=True):
         if step.launch_s is None or step.completion_s is None:
             if lost and step.executions == 0:  # it ran, but when it completed is not known
-                reach.append(reach[-1] if reach else -math.inf)
+                reach.append(latest)
             continue
         count = len(reach) - bisect.bisect_right(reach, step.launch_s)
         step.ahead_steps = count
         ahead.append(count)
-        reach.append(max(reach[-1], step.completion_s) if reach else step.completion_s)
+        latest = max(latest, step.completion_s)
+        reach.append(latest)
     if ahead:
         result.max_ahead = max(ahead)
         result.median_ahead = float(statistics.median(ahead))
