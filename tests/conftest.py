@@ -17,7 +17,6 @@ from typing import Any
 import hypothesis
 import pytest
 from decode import Decoded, decode_kineto, decode_xspace
-from filelock import FileLock
 from helpers import (
     DATA,
     GPU_JAX,
@@ -33,6 +32,7 @@ from helpers import (
     gpu_sample,
     jax_cpu_sample,
     link_each,
+    made_once,
     missing_input,
     sample_run,
     session_folder,
@@ -194,9 +194,8 @@ def live_runtime_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str
     under a lock, and the other reads what it kept."""
     workdir = session_folder(tmp_path_factory, "live_runtime")
     stdout, stderr, tracker = (workdir / n for n in ("stdout.txt", "stderr.txt", "fallbacks.txt"))
-    with FileLock(str(workdir / "job.lock")):
-        done = workdir / "job.done"
-        if not done.exists():
+    with made_once(workdir, "job") as todo:
+        if todo:
             script = workdir / "job.py"
             script.write_text(LIVE_RUNTIME_JOB)
             tracker.unlink(missing_ok=True)  # an earlier try that failed
@@ -212,5 +211,4 @@ def live_runtime_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str
             assert result.returncode == 0, result.stderr[-2000:]
             stdout.write_text(result.stdout)
             stderr.write_text(result.stderr)
-            done.touch()
     return stdout.read_text(), stderr.read_text(), tracker

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +130,21 @@ def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
     folder.mkdir(exist_ok=True)
     return folder
+
+
+@contextlib.contextmanager
+def made_once(folder: Path, name: str) -> Iterator[bool]:
+    """Whether ``name`` in ``folder`` (a ``session_folder``) is still to be made, under its own
+    lock: True to the first worker that asks, which makes it inside the block (marked done
+    when the block ends without an error); False to every later one, which reads it."""
+    from filelock import FileLock
+
+    with FileLock(str(folder / f"{name}.lock")):
+        done = folder / f"{name}.done"
+        todo = not done.exists()
+        yield todo
+        if todo:
+            done.touch()
 
 
 def timeless(kinds: list[str]) -> list[str]:

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
-from helpers import EXAMPLES, cli, session_folder, stop_long_runs
+from helpers import EXAMPLES, cli, made_once, session_folder, stop_long_runs
 
 # The examples run under `xlaprof run` (each one's expected diagnosis: cli/test_run.py).
 EXAMPLE_RUNS = (
@@ -39,16 +38,14 @@ def example_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     second = bool(worker) and int(worker.removeprefix("gw") or 0) % 2 == 1
     order = EXAMPLE_RUNS[::-1] if second else EXAMPLE_RUNS
     for name in order:
-        with FileLock(str(root / f"{name}.lock")):
-            done = root / f"{name}.recorded"
-            if done.exists():
+        with made_once(root, name) as todo:
+            if not todo:
                 continue
             shutil.rmtree(root / name, ignore_errors=True)  # a worker's earlier try that failed
             script = str(EXAMPLES / f"{name}.py")
             result = cli("run", "--out", str(root / name), "--", sys.executable, script)
             assert result.returncode == 0, result.stderr[-3000:]
             assert "final" in result.stdout  # the script's own output passes through
-            done.touch()
     return {name: root / name for name in EXAMPLE_RUNS}
 
 
