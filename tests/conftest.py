@@ -40,6 +40,12 @@ from helpers import (
 )
 
 from xlaprof.inputs.traces import load_trace
+from xlaprof.model.document_id import SELF_CHECK_ENV
+
+# Every --json document written in the suite, in its own process or one it starts, is checked
+# against the schema it is read back by before it is written (users' runs skip the check and
+# the import of its models).
+os.environ[SELF_CHECK_ENV] = "1"
 
 # A property holds or not whatever the machine's speed: no per-example deadline (hypothesis'
 # default of 200 ms fails an example on a busy machine, not on a wrong answer).

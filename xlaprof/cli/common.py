@@ -232,9 +232,12 @@ def emit(
 def with_environment(options: RenderOptions) -> RenderOptions:
     """``options`` with what the CLI's environment says of the output (the renderers read no
     environment variable): ``COLUMNS``, the width of a file or pipe; ``GITHUB_WORKSPACE``, the
-    folder GitHub annotations name files relative to."""
+    folder GitHub annotations name files relative to; ``XLAPROF_SELF_CHECK``, whether the
+    ``--json`` document is checked against its schema before it is written."""
     import dataclasses
     import os
+
+    from xlaprof.model.document_id import SELF_CHECK_ENV
 
     columns = os.environ.get("COLUMNS", "")
     width = int(columns) if columns.isdigit() and int(columns) > 0 else None
@@ -242,6 +245,7 @@ def with_environment(options: RenderOptions) -> RenderOptions:
         options,
         file_width=options.file_width or width,
         workspace=options.workspace or os.environ.get("GITHUB_WORKSPACE"),
+        self_check=options.self_check or bool(os.environ.get(SELF_CHECK_ENV)),
     )
 
 

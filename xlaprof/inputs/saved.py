@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlaprof.model.document import SCHEMA, parse_document
+from xlaprof.model.document_id import SCHEMA
 
 if TYPE_CHECKING:
     from xlaprof.model.result import AnalysisResult
@@ -42,6 +42,7 @@ def load_saved(path: Path, max_size: int, process: str | None = None) -> Analysi
     """The result the document at ``path`` holds: every part (``process`` None or ``*``), or
     the one named ``process``."""
     from xlaprof.errors import InputNotFound, InputTooLarge, InputUnreadable
+    from xlaprof.model.document import parse_document
     from xlaprof.model.request import ALL_PROCESSES
     from xlaprof.model.result import AnalysisResult
     from xlaprof.safeio import UnsafeFile, read_capped

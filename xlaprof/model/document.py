@@ -1,8 +1,9 @@
 """The ``--json`` document's one schema (``xlaprof.analysis/1``, document version 4), written
 and read through the same models.
 
-``xlaprof analyze --json`` checks the document it writes against ``AnalysisDocument`` before
-writing it, and a saved document is read back (``xlaprof.inputs.saved``) only once it passes
+``xlaprof analyze --json`` checks the document it writes against ``AnalysisDocument``
+before writing it where ``$XLAPROF_SELF_CHECK`` is set (the test suite's runs), and a saved
+document is read back (``xlaprof.inputs.saved``) only once it passes
 ``read_document``, so a file someone sent cannot reach the renderers with what the writer
 never makes: nesting deeper than ``MAX_DEPTH``, strings, lists or tables past their bounds, a
 cell of a type its column does not hold, a column type outside ``DTYPES`` (pandas would
@@ -37,13 +38,7 @@ from pydantic import (
 
 from xlaprof.errors import SavedDocumentInvalid
 from xlaprof.findings import Coverage, Kind, Severity
-
-SCHEMA = "xlaprof.analysis/1"
-# 3: the device view's rows as numbers (2 and before: as text, still read).
-# 4: the steady step of every timeline row (``view.steady``; 3 and before: the reader makes it
-# of the timeline rows the document kept), and the device view's notes as facts (3 and
-# before: as text, shown as written).
-DOCUMENT_VERSION = 4
+from xlaprof.model.document_id import DOCUMENT_VERSION
 
 # Bounds of a saved document: far above what the writer makes (its tables are cut to
 # MAX_STEP_ROWS and its lists to a few hundred entries), small enough that a renderer given one

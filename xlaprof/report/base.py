@@ -13,12 +13,16 @@ class RenderOptions:
     width in characters (the console's; None: the terminal's own, or 80); ``file_width`` the
     width to wrap at when writing to a file or pipe (the CLI's ``COLUMNS``; None: no
     wrapping); ``workspace`` the folder GitHub annotations name files relative to (the CLI's
-    ``GITHUB_WORKSPACE``; None: as recorded). The renderers read no environment variable."""
+    ``GITHUB_WORKSPACE``; None: as recorded); ``self_check`` whether the ``--json`` writer
+    checks its document against the schema it is read back by (the CLI's
+    ``XLAPROF_SELF_CHECK``, which the test suite sets). The renderers read no environment
+    variable."""
 
     verbose: bool = False
     width: int | None = None
     file_width: int | None = None
     workspace: str | None = None
+    self_check: bool = False
 
 
 @dataclass(frozen=True)
