@@ -1,8 +1,9 @@
-"""A capture's step timeline against a plain reference, per step: its wall time is the extent
-of its labelled events, its compile time the union of its compile events' intervals and its
-busy time (no device plane: the host CPU's XLA executions) the union of theirs; for events
-that all carry a step label and for events of which some carry none (the timeline pairs each
-event with its step, and holds no copy of the events where every event is one pair)."""
+"""A capture's step timeline against a plain reference, per step: its wall time is its step
+bounds' where it has them, else the extent of its labelled events; its compile time is the
+union of its compile events' intervals and its busy time (no device plane: the host CPU's
+XLA executions) the union of theirs. For events that all carry a step label and for events
+of which some carry none (the timeline pairs each event with its step, and holds no copy of
+the events where every event is one pair)."""
 
 from __future__ import annotations
 
@@ -62,16 +63,35 @@ def per_step(events: list[Event], names: tuple[str, ...]) -> dict[int, list[tupl
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(EVENT, min_size=1, max_size=40))
-def test_a_captures_timeline_is_each_steps_extent_and_unions(events: list[Event]) -> None:
-    timeline = step_timeline([], frame_of(events))
+@given(st.lists(EVENT, min_size=1, max_size=40), st.data())
+def test_a_captures_timeline_is_each_steps_extent_and_unions(
+    events: list[Event], data: st.DataObject
+) -> None:
     every = per_step(events, (COMPILE, EXECUTE, OTHER))
     steps = sorted(every)
+    # the host's step bounds, for some of the steps, none or all (a step's wall is its
+    # bounds' where it has them, else its events' extent)
+    bounded = data.draw(st.lists(st.sampled_from(steps), unique=True) if steps else st.just([]))
+    limits = {n: (n * 100, n * 100 + data.draw(st.integers(0, 1000))) for n in bounded}
+    bounds = pd.DataFrame(
+        {
+            "host": ["h"] * len(limits),
+            "step": list(limits),
+            "start_ns": [begin for begin, _ in limits.values()],
+            "end_ns": [end for _, end in limits.values()],
+        }
+    )
+    timeline = step_timeline([], frame_of(events), bounds if limits else None)
     if not steps:  # no event has a step label: no traced step
         assert timeline.empty
         return
     assert timeline["step"].tolist() == steps
-    walls = [max(e for _, e in every[n]) - min(s for s, _ in every[n]) for n in steps]
+    walls = [
+        limits[n][1] - limits[n][0]
+        if n in limits
+        else max(e for _, e in every[n]) - min(s for s, _ in every[n])
+        for n in steps
+    ]
     assert timeline["wall_s"].tolist() == [w / 1e9 for w in walls]
     executes = per_step(events, (EXECUTE,))
     busy = [union(executes.get(n, [])) / 1e9 for n in steps]

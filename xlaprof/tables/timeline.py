@@ -291,10 +291,10 @@ def _rows_of(
     limits: dict[int, tuple[int, int]],
 ) -> list[TimelineRow]:
     """``from_trace``'s rows, one per step, from ``_trace_parts``."""
-    earliest, latest = pairs.extent()
     out: list[TimelineRow] = []
-    for index, (number, busy) in enumerate(zip(pairs.numbers.tolist(), busy_by_step, strict=True)):
-        begin, finish = limits.get(number, (int(earliest[index]), int(latest[index])))
+    for index, (number, busy, begin, finish) in enumerate(
+        zip(pairs.numbers.tolist(), busy_by_step, *pairs.limits(limits), strict=True)
+    ):
         wall = finish - begin
         part = {
             name: None if values is None else float(values[index]) for name, values in parts.items()
@@ -334,17 +334,8 @@ def _frame_of(
     import numpy as np
     import pandas as pd
 
-    earliest, latest = pairs.extent()
     numbers = pairs.numbers.tolist()
-    known = [limits.get(number) for number in numbers]
-    begin = np.array(
-        [int(e) if k is None else k[0] for k, e in zip(known, earliest.tolist(), strict=True)],
-        dtype=np.int64,
-    )
-    finish = np.array(
-        [int(e) if k is None else k[1] for k, e in zip(known, latest.tolist(), strict=True)],
-        dtype=np.int64,
-    )
+    begin, finish = (np.array(ends, dtype=np.int64) for ends in pairs.limits(limits))
     wall = (finish - begin) / 1e9
     busy = np.array([np.nan if b is None else b for b in busy_by_step], dtype="float64")
     missing = np.full(len(numbers), np.nan)
@@ -431,6 +422,16 @@ class _Pairs:
     def covered(self, mask: np.ndarray) -> np.ndarray:
         """Per step, the length of the union of the masked pairs' intervals (ns)."""
         return _covered_by_step(len(self.numbers), self.window[mask], *self._intervals(mask))
+
+    def limits(self, known: dict[int, tuple[int, int]]) -> tuple[list[int], list[int]]:
+        """Per step, where it begins and ends (ns): its ``known`` limits (step bounds, device
+        windows), else its pairs' extent, made only where a step has no known limits."""
+        numbers = self.numbers.tolist()
+        if all(number in known for number in numbers):
+            return [known[n][0] for n in numbers], [known[n][1] for n in numbers]
+        earliest, latest = (ends.tolist() for ends in self.extent())
+        limits = [known.get(n, (e, f)) for n, e, f in zip(numbers, earliest, latest, strict=True)]
+        return [begin for begin, _ in limits], [end for _, end in limits]
 
     def extent(self) -> tuple[np.ndarray, np.ndarray]:
         """Per step, its pairs' earliest start and latest end (ns)."""
