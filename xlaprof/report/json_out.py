@@ -18,6 +18,7 @@ from xlaprof.tables.document import (
     MAX_DEVICE_OPS,
     MAX_LINE_ROWS,
     MAX_STEP_ROWS,
+    StrictRows,
     bottleneck_json,
     devices_table,
     frame_records,
@@ -181,7 +182,7 @@ def _summary(totals: Counts | None, documents: list[dict[str, Any]]) -> dict[str
 # a list of numbers, a value.
 _LINE = json.JSONEncoder(allow_nan=False, separators=(", ", ": "))
 _INDENT = "  "
-_NESTED = frozenset((dict, list, tuple))
+_NESTED = frozenset((dict, list, tuple, StrictRows))
 
 
 def dumps(document: dict[str, Any]) -> str:

@@ -8,7 +8,6 @@ The keys are the ``xlaprof.analysis/1`` contract's (docs/json-format.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +20,16 @@ if TYPE_CHECKING:
     from xlaprof.parse.metrics_report import MetricsReport
 
 
+class StrictRows(list):  # type: ignore[type-arg]
+    """A table's rows already strict (``records``): ``strict_json`` takes them as they are,
+    rather than walk each of their values again (on an 80 MB capture's document, 7,300 of its
+    7,500 objects)."""
+
+
 def strict_json(value: Any) -> Any:
     """Strict JSON: NaN, infinities and pandas' NA become null (the one place this is done)."""
+    if type(value) is StrictRows:
+        return value
     if type(value).__name__ == "NAType":
         return None
     if isinstance(value, float):
@@ -39,17 +46,63 @@ def strict_document(document: dict[Any, Any]) -> dict[str, Any]:
     return {str(k): strict_json(v) for k, v in document.items()}
 
 
-def records(frame: pd.DataFrame | None) -> list[dict[Hashable, Any]] | None:
+def records(frame: pd.DataFrame | None) -> StrictRows | None:
+    """``frame``'s rows as strict JSON objects, keys the column names as text: the values
+    ``frame.astype(object).to_dict(orient="records")`` gives, through ``strict_json``, made a
+    column at a time (a numeric column by one ``tolist``)."""
     if frame is None:
         return None
-    return frame.astype(object).to_dict(orient="records")  # NaN -> None in strict_json
+    if not len(frame.columns):
+        return StrictRows({} for _ in range(len(frame)))
+    keys = [str(key) for key in frame.columns]
+    columns = [_strict_column(frame.iloc[:, at]) for at in range(len(keys))]
+    return StrictRows(dict(zip(keys, row, strict=True)) for row in zip(*columns, strict=True))
+
+
+def _strict_column(column: pd.Series[Any]) -> list[Any]:
+    """One column's values as ``records`` writes them: Python numbers (a number that is not
+    finite: None), and any other value as pandas boxes it for ``to_dict``, then strict."""
+    import numpy as np
+
+    kind = column.dtype.kind if isinstance(column.dtype, np.dtype) else None
+    if kind in ("i", "u", "b"):
+        return column.to_numpy().tolist()
+    if kind == "f":
+        numbers = column.to_numpy()
+        values: list[Any] = numbers.tolist()
+        for at in np.flatnonzero(~np.isfinite(numbers)).tolist():
+            values[at] = None
+        return values
+    return [strict_json(_boxed(value)) for value in column.astype(object).tolist()]
+
+
+def _boxed(value: Any) -> Any:
+    """``value`` as pandas' ``to_dict`` gives it: a numpy number as Python's, a numpy time as
+    pandas' ``Timestamp`` or ``Timedelta``."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        if isinstance(value, np.bool_):
+            return bool(value)
+        if isinstance(value, np.integer):
+            return int(value)
+        if isinstance(value, np.floating):
+            return float(value)
+        if isinstance(value, np.datetime64):
+            import pandas as pd
+
+            return pd.Timestamp(value)
+        if isinstance(value, np.timedelta64):
+            import pandas as pd
+
+            return pd.Timedelta(value)
+    return value
 
 
 def frame_records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
     """A table's rows exactly as the document writes them (strict JSON: not measured is null):
     for readers that page through a whole table the document cuts (``xlaprof mcp``)."""
-    rows = records(frame)
-    return None if rows is None else [strict_document(row) for row in rows]
+    return records(frame)
 
 
 # The longest ops per document: a pod capture has thousands of distinct ops per device.
