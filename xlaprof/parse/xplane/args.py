@@ -91,7 +91,8 @@ class EventStats:
             code = self.values.names.index(key)
         except ValueError:
             return out
-        found = np.flatnonzero(self.stat_name == code)
+        # (found as first_stat's own type: searchsorted would cast the longer array to it)
+        found = np.flatnonzero(self.stat_name == code).astype(self.first_stat.dtype, copy=False)
         owners = np.searchsorted(self.first_stat, found, side="right") - 1
         last = np.append(owners[1:] != owners[:-1], True)
         found, owners = found[last], owners[last]
@@ -247,7 +248,7 @@ class ArgsDtype(ExtensionDtype):
 
 class ArgsArray(ExtensionArray):
     """An ``args`` column decoded on demand (see the module docstring): row numbers into a
-    ``Table``, -1 for None."""
+    ``Table`` (int32 where a capture's events are read, intp once moved), -1 for None."""
 
     def __init__(self, table: Table, rows: np.ndarray) -> None:
         self._table = table
@@ -262,10 +263,15 @@ class ArgsArray(ExtensionArray):
         stats = values.stats
         empty = np.zeros(0, np.int64)  # events and ids: read by now, not kept
         slim = Stats(empty, empty, stats.kind, stats.raw, stats.texts, stats.hexes)
+        # Both row-long arrays kept as int32 where their numbers fit (every capture short of
+        # 2**31 events and stats): 8 bytes an event less in the frame, 370 MB of a 1 GB host's.
+        narrow = np.int32 if len(first_stat) and first_stat[-1] <= np.iinfo(np.int32).max else None
+        if narrow is not None:
+            first_stat = first_stat.astype(narrow)
         table = EventStats(first_stat, stat_name, StatValues(slim, values.names, values.ref_name))
         has_stats = np.diff(first_stat) > 0  # in event order: one small gather below
         rows = np.where(has_stats[events], events, -1)
-        return cls(table, rows.astype(np.intp, copy=False))
+        return cls(table, rows.astype(narrow or np.intp, copy=False))
 
     # -- what pandas asks of an extension array ------------------------------------------------
     @classmethod

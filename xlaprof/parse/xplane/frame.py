@@ -378,7 +378,7 @@ class Layout:
         columns["args"] = args_column
         if framework_ops is not None:
             columns["framework_op"] = framework_ops
-        del meta, promoted, args_column, framework_ops
+        del meta, promoted, args_column, framework_ops, order  # (order: 8 bytes an event)
         if rows:
             # The columns as they are: DataFrame() would copy each into a block of its dtype.
             # ``args`` without stats read (args=False) is an object array of None.
