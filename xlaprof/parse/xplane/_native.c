@@ -124,6 +124,28 @@ static PyObject *grow_array(Grow *g, int typenum) {
     return array;
 }
 
+/* Where events lie, as locate and skeleton give them: int32 where every position fits (a file
+   short of 2**31 - 64 bytes, as split_space's index), else int64; half the memory of a 1 GB
+   host's two arrays (735 MB as int64, there at its decode's peak). */
+static Py_ssize_t position_size(Py_ssize_t length) {
+    return length < ((Py_ssize_t)1 << 31) - 64 ? 4 : 8;
+}
+
+/* The next position of a Grow of positions (position_size bytes an item); -1 on failure. */
+static inline int position_add(Grow *g, int64_t position) {
+    void *slot = grow_add(g);
+    if (!slot) return -1;
+    if (g->size == 4)
+        *(int32_t *)slot = (int32_t)position;
+    else
+        *(int64_t *)slot = position;
+    return 0;
+}
+
+static PyObject *position_array(Grow *g) {
+    return grow_array(g, g->size == 4 ? NPY_INT32 : NPY_INT64);
+}
+
 /* The varint at p (not past end): its size in bytes, 0 where end comes first, 11 where no
    byte of the first 10 ends it. Bits past 64 are dropped, as upb drops them. */
 static inline int varint(const uint8_t *p, const uint8_t *end, uint64_t *value) {
@@ -528,8 +550,8 @@ static const uint8_t *outer_field(const uint8_t *p, const uint8_t *end, uint64_t
 
 /* locate(raw) -> (starts, ends, lines_per_plane, events_per_line) or None: every event of
    every line of every plane, in file order (XSpace.planes = 1, XPlane.lines = 3,
-   XLine.events = 4, each a length-delimited field), the events' positions as int64. The caller
-   checks the counts against upb's (which parsed the same bytes) before using them. */
+   XLine.events = 4, each a length-delimited field), the events' positions (position_size).
+   The caller checks the counts against upb's (which parsed the same bytes) before using them. */
 static PyObject *locate(PyObject *self, PyObject *args) {
     Py_buffer data;
     if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
@@ -538,7 +560,8 @@ static PyObject *locate(PyObject *self, PyObject *args) {
     Grow starts, ends;
     memset(&starts, 0, sizeof starts);
     memset(&ends, 0, sizeof ends);
-    if (grow_init(&starts, 8, data.len / 64) < 0 || grow_init(&ends, 8, data.len / 64) < 0)
+    const Py_ssize_t wide = position_size(data.len);
+    if (grow_init(&starts, wide, data.len / 64) < 0 || grow_init(&ends, wide, data.len / 64) < 0)
         goto done;
     plane_lines = PyList_New(0);
     line_events = PyList_New(0);
@@ -566,10 +589,9 @@ static PyObject *locate(PyObject *self, PyObject *args) {
                             outer_field(r, line_next, &number, &wire, &event);
                         if (!event_next) goto none;
                         if (number == 4 && wire == 2) {
-                            int64_t *a = grow_add(&starts), *b = grow_add(&ends);
-                            if (!a || !b) goto done;
-                            *a = event - base;
-                            *b = event_next - base;
+                            if (position_add(&starts, event - base) < 0 ||
+                                position_add(&ends, event_next - base) < 0)
+                                goto done;
                             events++;
                         }
                         r = event_next;
@@ -593,9 +615,9 @@ static PyObject *locate(PyObject *self, PyObject *args) {
         }
         p = next;
     }
-    PyObject *a = grow_array(&starts, NPY_INT64);
+    PyObject *a = position_array(&starts);
     if (!a) goto done;
-    PyObject *b = grow_array(&ends, NPY_INT64);
+    PyObject *b = position_array(&ends);
     if (!b) {
         Py_DECREF(a);
         goto done;
@@ -679,7 +701,8 @@ static PyObject *skeleton(PyObject *self, PyObject *args) {
     memset(&out, 0, sizeof out);
     memset(&items, 0, sizeof items);
     memset(&segments, 0, sizeof segments);
-    if (grow_init(&starts, 8, data.len / 64) < 0 || grow_init(&ends, 8, data.len / 64) < 0 ||
+    const Py_ssize_t wide = position_size(data.len);
+    if (grow_init(&starts, wide, data.len / 64) < 0 || grow_init(&ends, wide, data.len / 64) < 0 ||
         grow_init(&out, 1, 1 << 16) < 0 || grow_init(&items, sizeof(Item), 64) < 0 ||
         grow_init(&segments, sizeof(Segment), 64) < 0)
         goto done;
@@ -735,10 +758,9 @@ static PyObject *skeleton(PyObject *self, PyObject *args) {
                 }
                 if (!r_next) goto none;
                 if (number == 4 && wire == 2) {
-                    int64_t *a = grow_add(&starts), *b = grow_add(&ends);
-                    if (!a || !b) goto done;
-                    *a = event - base;
-                    *b = r_next - base;
+                    if (position_add(&starts, event - base) < 0 ||
+                        position_add(&ends, r_next - base) < 0)
+                        goto done;
                     events++;
                     open = NULL;
                 } else {
@@ -783,12 +805,12 @@ static PyObject *skeleton(PyObject *self, PyObject *args) {
     }
     PyObject *bytes = PyBytes_FromStringAndSize(out.items, out.count);
     if (!bytes) goto done;
-    PyObject *a = grow_array(&starts, NPY_INT64);
+    PyObject *a = position_array(&starts);
     if (!a) {
         Py_DECREF(bytes);
         goto done;
     }
-    PyObject *b = grow_array(&ends, NPY_INT64);
+    PyObject *b = position_array(&ends);
     if (!b) {
         Py_DECREF(bytes);
         Py_DECREF(a);

@@ -676,7 +676,7 @@ def decode_events(
     pieces = [canonical(data[a:b]) for a, b in zip(starts[rows], ends[rows], strict=True)]
     sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
     base = len(data)  # upb's events go after all else, and PAD zero bytes after them
-    starts, ends = starts.copy(), ends.copy()
+    starts, ends = starts.astype(np.int64), ends.astype(np.int64)  # (int32 may not hold them)
     ends[rows] = base + np.cumsum(sizes)
     starts[rows] = ends[rows] - sizes
     events, marked = decode_arrays(data + b"".join(pieces) + bytes(PAD), starts, ends)
@@ -849,6 +849,14 @@ class StatValues:
         self.stats = stats
         self.names = names
         self.ref_name = ref_name
+
+    def slim(self) -> StatValues:
+        """These values without their rows' event numbers and metadata ids (16 bytes a row):
+        what reads values by row needs, once the rows' events are placed."""
+        empty = np.zeros(0, np.int64)
+        stats = self.stats
+        kept = Stats(empty, empty, stats.kind, stats.raw, stats.texts, stats.hexes)
+        return StatValues(kept, self.names, self.ref_name)
 
     def _groups(self, rows: np.ndarray) -> list[tuple[np.ndarray, int, np.ndarray]]:
         """``(positions in rows, kind, keys)`` per kind: within a kind, equal keys are equal
