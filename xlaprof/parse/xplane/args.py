@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.extensions import ExtensionArray, ExtensionDtype, register_extension_dtype
 
-from xlaprof.parse.xplane.wire import Stats, StatValues
+from xlaprof.parse.xplane.wire import StatValues
 
 
 class Table(Protocol):
@@ -260,18 +260,16 @@ class ArgsArray(ExtensionArray):
     ) -> ArgsArray:
         """The column whose row i is event ``events[i]`` of the decoded stats (``Stats`` with
         ``first_stat``, their names ``stat_name``; ``values`` reads them)."""
-        stats = values.stats
-        empty = np.zeros(0, np.int64)  # events and ids: read by now, not kept
-        slim = Stats(empty, empty, stats.kind, stats.raw, stats.texts, stats.hexes)
         # Both row-long arrays kept as int32 where their numbers fit (every capture short of
         # 2**31 events and stats): 8 bytes an event less in the frame, 370 MB of a 1 GB host's.
-        narrow = np.int32 if len(first_stat) and first_stat[-1] <= np.iinfo(np.int32).max else None
-        if narrow is not None:
-            first_stat = first_stat.astype(narrow)
-        table = EventStats(first_stat, stat_name, StatValues(slim, values.names, values.ref_name))
-        has_stats = np.diff(first_stat) > 0  # in event order: one small gather below
-        rows = np.where(has_stats[events], events, -1)
-        return cls(table, rows.astype(narrow or np.intp, copy=False))
+        fits = len(first_stat) and first_stat[-1] <= np.iinfo(np.int32).max
+        width = np.int32 if fits else np.intp
+        first_stat = first_stat.astype(width, copy=False)
+        # (the stats' events and ids: read by now, not kept)
+        table = EventStats(first_stat, stat_name, values.slim())
+        rows = events.astype(width)
+        rows[~(np.diff(first_stat) > 0)[events]] = -1  # (the events without stats)
+        return cls(table, rows)
 
     # -- what pandas asks of an extension array ------------------------------------------------
     @classmethod
