@@ -65,9 +65,12 @@ def assign_steps(
             markers = host_plane & cols.equals(events["name"], STEP_MARKER)
             ends = np.sort(end_ns[markers])
             if len(ends):
+                # (the step numbers made in place: no row-long copies of the indices)
                 index = np.searchsorted(ends, start_ns, side="left")
                 inside = host_plane & (index < len(ends))
-                steps[inside] = first_step + index[inside]
+                index += first_step
+                np.copyto(steps, index, where=inside)
+                del index
                 begin = int(start_ns[host_plane].min())
                 start = (profile_starts or {}).get(str(host))
                 if start is not None and start <= begin:
@@ -168,27 +171,20 @@ def _in_order(
     steps: np.ndarray,
 ) -> None:
     """``_by_intervals``' assignment where the events' starts ``at`` (the events at ``rows``,
-    None: all) are in order: each interval's events are a run of them (``_runs``), so the
-    numbers are laid out run by run (each interval's run, and the gap before it) and copied
-    where an interval holds them, with no lookup per event. ``labels``: the intervals'
-    numbers and whether each is known (an unknown one numbers nothing)."""
-    import numpy as np
-
+    None: all) are in order: each interval's events are a run of them (``_run_bounds``), so
+    each known interval's number is set over its run in place, with no lookup per event and
+    no row-long array (numbers laid out per event, 8 bytes each, and a mask). A loop over the
+    intervals: the caller takes this way only where there are four events or more to an
+    interval. ``labels``: the intervals' numbers and whether each is known (an unknown one
+    numbers nothing)."""
     numbers, known = labels
     begin, stop = _run_bounds(starts, ends, at)
-    gaps = np.append(begin, len(at)) - np.concatenate([[0], stop])
-    lengths = np.empty(2 * len(starts) + 1, dtype=np.int64)
-    lengths[0::2], lengths[1::2] = gaps, stop - begin
-    inside = np.zeros(len(lengths), dtype=bool)
-    inside[1::2] = known
-    values = np.zeros(len(lengths), dtype=np.int64)
-    values[1::2] = numbers
-    chosen = np.repeat(inside, lengths)
-    laid = np.repeat(values, lengths)
-    if rows is None:
-        np.copyto(steps, laid, where=chosen)
-    else:
-        steps[rows[chosen]] = laid[chosen]
+    runs = zip(begin[known].tolist(), stop[known].tolist(), numbers[known].tolist(), strict=True)
+    for first, last, number in runs:
+        if rows is None:
+            steps[first:last] = number
+        else:
+            steps[rows[first:last]] = number
 
 
 def _inside(
