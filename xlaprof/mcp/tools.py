@@ -2,7 +2,7 @@
 
 Each analysis is ``xlaprof.pipeline.analyze`` of the request ``Tools.request`` makes, as in
 ``xlaprof analyze``, and its answer is cut from ``results_document`` (the ``--json``
-document) or, for tables the document keeps only the head of, paged with ``frame_records`` (the
+document) or, for tables the document keeps only the head of, paged with ``records`` (the
 document's own row writer): the numbers an agent gets are those the CLI prints. An analysis is
 kept (``CACHED_ANALYSES``) while its input's files, sizes and times stay the same, so paging
 through a table does not analyze again.
@@ -415,7 +415,7 @@ class Tools:
         """Where device time went in a capture (or a run's trace window): each device's busy
         and idle time and op categories, and its ops by time, a page at a time. The first 100
         ops are those of `xlaprof analyze --json`'s trace.device_ops; paging goes past them."""
-        from xlaprof.report.json_out import frame_records
+        from xlaprof.report.json_out import records
 
         result, _, notes = self.analysis(path, session, process=process).part(process)
         frame = devices = None
@@ -439,7 +439,7 @@ class Tools:
             process=result.part.name,
             table=view,
             notes=notes,
-            devices=(frame_records(devices) or []) if devices is not None else [],
+            devices=(records(devices) or []) if devices is not None else [],
             **page,
         )
 
@@ -730,12 +730,12 @@ def _page(
     frame: pd.DataFrame | None, host: str | None, device: str | None, offset: int, limit: int
 ) -> dict[str, Any]:
     """One page of ``frame``'s rows, written as the ``--json`` document writes rows."""
-    from xlaprof.report.json_out import frame_records
+    from xlaprof.report.json_out import records
 
     if frame is None:
         return {"total": 0, "offset": offset, "next_offset": None, "rows": []}
     frame = _filtered(frame, host, device)
-    rows = frame_records(frame.iloc[offset : offset + limit]) or []
+    rows: list[dict[str, Any]] = records(frame.iloc[offset : offset + limit]) or []
     return {
         "total": len(frame),
         "offset": offset,

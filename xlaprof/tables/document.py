@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from xlaprof.parse.metrics_report import MetricsReport
 
 
-class StrictRows(list):  # type: ignore[type-arg]
+class StrictRows(list[dict[str, Any]]):
     """A table's rows already strict (``records``): ``strict_json`` takes them as they are,
     rather than walk each of their values again (on an 80 MB capture's document, 7,300 of its
     7,500 objects)."""
@@ -49,7 +49,9 @@ def strict_document(document: dict[Any, Any]) -> dict[str, Any]:
 def records(frame: pd.DataFrame | None) -> StrictRows | None:
     """``frame``'s rows as strict JSON objects, keys the column names as text: the values
     ``frame.astype(object).to_dict(orient="records")`` gives, through ``strict_json``, made a
-    column at a time (a numeric column by one ``tolist``)."""
+    column at a time (a numeric column by one ``tolist``). The document's own row writer, and
+    so the rows of a whole table the document cuts, for readers that page through it
+    (``xlaprof mcp``)."""
     if frame is None:
         return None
     if not len(frame.columns):
@@ -97,12 +99,6 @@ def _boxed(value: Any) -> Any:
 
             return pd.Timedelta(value)
     return value
-
-
-def frame_records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
-    """A table's rows exactly as the document writes them (strict JSON: not measured is null):
-    for readers that page through a whole table the document cuts (``xlaprof mcp``)."""
-    return records(frame)
 
 
 # The longest ops per document: a pod capture has thousands of distinct ops per device.

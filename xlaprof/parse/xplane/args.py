@@ -259,14 +259,14 @@ class ArgsArray(ExtensionArray):
         cls, first_stat: np.ndarray, stat_name: np.ndarray, values: StatValues, events: np.ndarray
     ) -> ArgsArray:
         """The column whose row i is event ``events[i]`` of the decoded stats (``Stats`` with
-        ``first_stat``, their names ``stat_name``; ``values`` reads them)."""
+        ``first_stat``, their names ``stat_name``; ``values`` reads them, kept as given: the
+        frame gives them slim, ``StatValues.slim``)."""
         # Both row-long arrays kept as int32 where their numbers fit (every capture short of
         # 2**31 events and stats): 8 bytes an event less in the frame, 370 MB of a 1 GB host's.
         fits = len(first_stat) and first_stat[-1] <= np.iinfo(np.int32).max
         width = np.int32 if fits else np.intp
         first_stat = first_stat.astype(width, copy=False)
-        # (the stats' events and ids: read by now, not kept)
-        table = EventStats(first_stat, stat_name, values.slim())
+        table = EventStats(first_stat, stat_name, values)
         rows = events.astype(width)
         rows[~(np.diff(first_stat) > 0)[events]] = -1  # (the events without stats)
         return cls(table, rows)
