@@ -144,28 +144,14 @@ def request_from(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any])
 
 def analyzed(request: AnalysisRequest) -> AnalysisResult:
     """``request`` analyzed, with what was chosen said on stderr (runs, sessions, files)."""
+    from xlaprof.cli.process_memory import keep_freed_memory, small_pages
     from xlaprof.pipeline import analyze
 
     small_pages()
+    keep_freed_memory(request.inputs)
     result = analyze(request)
     said(result)
     return result
-
-
-def small_pages() -> None:
-    """Have numpy stop asking the kernel for huge pages in this process (unless the user chose,
-    by ``NUMPY_MADVISE_HUGEPAGE``): where the kernel compacts memory to find them on first
-    touch (``transparent_hugepage/defrag`` = madvise, a common default), an 80 MB capture's
-    analysis spent ~0.9 s of system time there, more than its decoding (busy 2-core VM;
-    benchmarks/README.md). Only the analysing commands do this: it is their own process."""
-    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
-        return
-    import numpy
-
-    setting = getattr(getattr(numpy, "_core", None), "multiarray", None)
-    switch = getattr(setting, "_set_madvise_hugepage", None)
-    if switch is not None:
-        switch(False)
 
 
 def said(result: AnalysisResult) -> None:
