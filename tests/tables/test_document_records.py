@@ -17,6 +17,9 @@ from xlaprof.report.json_out import dumps
 from xlaprof.tables.document import StrictRows, records, strict_document, strict_json
 
 ROWS = st.integers(0, 12)
+# numpy's, pandas' nullable ones, its two text dtypes (missing: NaN, NA), and the rest
+KINDS = ["float", "int", "uint", "bool", "Int64", "UInt8", "boolean", "str", "string"]
+KINDS += ["category", "object"]
 FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
 CELLS = st.one_of(
     st.none(),
@@ -37,7 +40,7 @@ CELLS = st.one_of(
 @st.composite
 def columns(draw: st.DrawFn, rows: int) -> pd.Series:
     """One column of ``rows`` values, of a kind the analysis' tables have."""
-    kind = draw(st.sampled_from(["float", "int", "uint", "bool", "Int64", "category", "object"]))
+    kind = draw(st.sampled_from(KINDS))
     if kind == "float":
         return pd.Series(draw(st.lists(FLOATS, min_size=rows, max_size=rows)), dtype=np.float64)
     if kind in ("int", "uint"):
@@ -49,6 +52,16 @@ def columns(draw: st.DrawFn, rows: int) -> pd.Series:
     if kind == "Int64":
         whole = st.none() | st.integers(-(2**40), 2**40)
         return pd.Series(draw(st.lists(whole, min_size=rows, max_size=rows)), dtype="Int64")
+    if kind == "UInt8":
+        small = st.none() | st.integers(0, 255)
+        return pd.Series(draw(st.lists(small, min_size=rows, max_size=rows)), dtype="UInt8")
+    if kind == "boolean":
+        truth = st.none() | st.booleans()
+        return pd.Series(draw(st.lists(truth, min_size=rows, max_size=rows)), dtype="boolean")
+    if kind in ("str", "string"):
+        # pandas' default text dtype (missing: NaN) and its nullable one (missing: NA)
+        text = st.none() | st.text(max_size=4)
+        return pd.Series(draw(st.lists(text, min_size=rows, max_size=rows)), dtype=kind)
     if kind == "category":
         values = draw(st.lists(st.none() | st.sampled_from("abc"), min_size=rows, max_size=rows))
         return pd.Series(values, dtype="category")

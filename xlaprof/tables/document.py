@@ -75,7 +75,28 @@ def _strict_column(column: pd.Series[Any]) -> list[Any]:
         for at in np.flatnonzero(~np.isfinite(numbers)).tolist():
             values[at] = None
         return values
+    if _missing_as_none(column.dtype):
+        # Text and whole numbers or truth values that may be missing: pandas' own values, a
+        # missing one as None, in one pass (a step table's text columns, ~35,000 values on an
+        # 80 MB capture's document, were a quarter of its writing).
+        found: list[Any] = column.array.to_numpy(dtype=object, na_value=None).tolist()
+        return found
     return [strict_json(_boxed(value)) for value in column.astype(object).tolist()]
+
+
+def _missing_as_none(dtype: Any) -> bool:
+    """Whether a column of ``dtype`` holds only values ``strict_json`` keeps as they are (str,
+    Python int or bool) besides its missing ones: pandas' text dtypes and its nullable whole
+    number and boolean dtypes (not its nullable floats: a NaN among them is not missing)."""
+    import pandas as pd
+
+    if isinstance(dtype, pd.StringDtype):
+        return True
+    return isinstance(dtype, pd.BooleanDtype) or (
+        isinstance(dtype, pd.api.extensions.ExtensionDtype)
+        and dtype.kind in ("i", "u")
+        and dtype.name.startswith(("Int", "UInt"))
+    )
 
 
 def _boxed(value: Any) -> Any:
