@@ -149,6 +149,44 @@ def _assert_same_events(data: bytes, starts: np.ndarray, ends: np.ndarray) -> No
         theirs = range(numpy.first_stat[event], numpy.first_stat[event + 1])
         assert [_values(native.stats, r) for r in mine] == [_values(numpy.stats, r) for r in theirs]
         assert (native.stats.event[list(mine)] == event).all()
+    if not numpy_marked.any():  # (a marked event's fields, read partly, may widen either side)
+        for name in ("metadata_id", "first_stat"):
+            assert getattr(native, name).dtype == getattr(numpy, name).dtype
+        for name in ("event", "metadata_id"):
+            assert getattr(native.stats, name).dtype == getattr(numpy.stats, name).dtype
+
+
+def _stat_bytes(metadata_id: int) -> bytes:
+    stat = _field(1, 0, varint(metadata_id)) + _field(3, 0, varint(5))
+    return _field(4, 2, varint(len(stat)) + stat)
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_indexes_and_ids_are_int32_where_they_fit(pure: bool) -> None:
+    """The stats' event numbers and first_stat as int32 (a short buffer), each array of
+    metadata ids as int32 where every id in it fits (two's complement: 2**64 - 1 is -1), else
+    int64 with the ids exact; by the core and by numpy alike."""
+
+    def decoded(event_ids: list[int], stat_ids: list[int]) -> wire.Events:
+        events = [_field(1, 0, varint(e)) + _stat_bytes(s) for e, s in zip(event_ids, stat_ids)]
+        ends = np.cumsum([len(e) for e in events], dtype=np.int64)
+        data = b"".join(events) + (bytes(wire.PAD) if pure else b"")
+        found, marked = wire.decode_arrays(data, ends - [len(e) for e in events], ends, pure)
+        assert not marked.any()
+        return found
+
+    small = decoded([3, 2**31 - 1, 2**64 - 1], [7, 2**64 - 2**31, 0])
+    assert small.metadata_id.dtype == np.int32 and small.metadata_id.tolist() == [3, 2**31 - 1, -1]
+    assert small.stats.metadata_id.dtype == np.int32
+    assert small.stats.metadata_id.tolist() == [7, -(2**31), 0]
+    assert small.first_stat.dtype == np.int32 and small.first_stat.tolist() == [0, 1, 2, 3]
+    assert small.stats.event.dtype == np.int32 and small.stats.event.tolist() == [0, 1, 2]
+
+    wide = decoded([1, 2**31], [2**63, 4])
+    assert wide.metadata_id.dtype == np.int64 and wide.metadata_id.tolist() == [1, 2**31]
+    assert wide.stats.metadata_id.dtype == np.int64
+    assert wide.stats.metadata_id.tolist() == [-(2**63), 4]
+    assert wide.stats.event.dtype == np.int32
 
 
 def _field(number: int, wire_type: int, payload: bytes) -> bytes:

@@ -312,7 +312,41 @@ typedef struct {
     const uint8_t *data;
     Grow event, ids, raws, kind; /* one array per column: they become the numpy arrays */
     Distinct texts, hexes;
+    uint64_t wide_ids; /* nonzero once a stat's metadata_id does not fit int32 */
 } StatTable;
+
+/* Nonzero where the int64 a varint gives (two's complement) does not fit int32. */
+static inline uint64_t past_int32(uint64_t value) {
+    return (value + 0x80000000u) >> 32;
+}
+
+/* The next item of ``g`` (4 or 8 bytes an item: see decode) set to ``value``; -1 on failure. */
+static inline int index_add(Grow *g, int64_t value) {
+    void *slot = grow_add(g);
+    if (!slot) return -1;
+    if (g->size == 4)
+        *(int32_t *)slot = (int32_t)value;
+    else
+        *(int64_t *)slot = value;
+    return 0;
+}
+
+/* An int64 Grow's items as int32, in place, its block shrunk to them (every item fits: the
+   caller knows). Item i is read from bytes [8i, 8i + 8) before [4i, 4i + 4) is written, and no
+   later item's bytes lie below 8i + 8, so one forward pass moves them all. */
+static void narrow(Grow *g) {
+    char *items = g->items;
+    for (Py_ssize_t i = 0; i < g->count; i++) {
+        int64_t wide;
+        memcpy(&wide, items + 8 * i, 8);
+        int32_t small = (int32_t)wide;
+        memcpy(items + 4 * i, &small, 4);
+    }
+    g->size = 4;
+    char *trimmed = PyMem_RawRealloc(items, (size_t)((g->count ? g->count : 1) * 4));
+    if (trimmed) g->items = trimmed;
+    g->room = g->count;
+}
 
 /* One XStat at data[p:end] added to the table; 1 where it marks its event, -1 on failure. */
 static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64_t owner) {
@@ -328,6 +362,7 @@ static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64
         if (wire == 0) {
             if (number == 1) {
                 metadata_id = (int64_t)value;
+                t->wide_ids |= past_int32(value);
             } else if (number == UINT64 || number == INT64 || number == REF) {
                 kind = (uint8_t)number;
                 raw = value;
@@ -345,11 +380,11 @@ static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64
         }
         p = next;
     }
-    int64_t *event = grow_add(&t->event), *id = grow_add(&t->ids);
+    if (index_add(&t->event, owner) < 0) return -1;
+    int64_t *id = grow_add(&t->ids);
     uint64_t *value = grow_add(&t->raws);
     uint8_t *kinds = grow_add(&t->kind);
-    if (!event || !id || !value || !kinds) return -1;
-    *event = owner;
+    if (!id || !value || !kinds) return -1;
     *id = metadata_id;
     *value = raw;
     *kinds = kind;
@@ -387,16 +422,23 @@ static inline int64_t position_at(const Positions *p, Py_ssize_t i) {
    distributions) the first touch of each costs more than the decoding itself (measured: most
    of the system time of an 80 MB capture's analysis on a busy 2-core VM). */
 static PyObject *new_array(npy_intp length, int typenum) {
-    Grow g; /* the types used here: one byte (bool, uint8) or eight */
-    if (grow_init(&g, typenum == NPY_BOOL || typenum == NPY_UINT8 ? 1 : 8, length) < 0)
-        return NULL;
+    Grow g; /* the types used here: one byte (bool, uint8), four (int32) or eight */
+    Py_ssize_t size = typenum == NPY_BOOL || typenum == NPY_UINT8 ? 1
+                      : typenum == NPY_INT32                       ? 4
+                                                                   : 8;
+    if (grow_init(&g, size, length) < 0) return NULL;
     g.count = length;
     prefault(g.items, (size_t)(g.room * g.size)); /* every item is written */
     return grow_array(&g, typenum);
 }
 
 /* decode(data, starts, ends) -> (metadata_id, offset_ps, duration_ps, first_stat,
-   stat_event, stat_metadata_id, stat_kind, stat_raw, texts, hexes, marked) */
+   stat_event, stat_metadata_id, stat_kind, stat_raw, texts, hexes, marked)
+
+   The indexes are int32 where they must fit (as wire._decode_numpy makes them): stat_event
+   where there are fewer than 2**31 events, first_stat where data is short of 2**31 - 64 bytes
+   (a stat takes two bytes or more of it); the metadata ids (event's and stat's) where every
+   one fits, narrowed in place once read. A 1 GB host's four were 1.3 GB as int64. */
 static PyObject *decode(PyObject *self, PyObject *args) {
     PyObject *data_object, *starts_object, *ends_object;
     if (!PyArg_ParseTuple(args, "OOO", &data_object, &starts_object, &ends_object)) return NULL;
@@ -417,6 +459,9 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     PyObject *event = NULL, *stat_ids = NULL, *kinds = NULL, *raws = NULL;
     StatTable t;
     memset(&t, 0, sizeof t);
+    Grow event_ids;
+    memset(&event_ids, 0, sizeof event_ids);
+    uint64_t wide_event_ids = 0;
     Py_ssize_t count = starts.view.len / starts.view.itemsize;
     if (ends.view.len / ends.view.itemsize != count) {
         PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
@@ -425,25 +470,30 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     const uint8_t *base = data.buf;
     const Py_ssize_t size = data.len;
     t.data = base;
-    if (grow_init(&t.event, 8, count) < 0 || grow_init(&t.ids, 8, count) < 0 ||
-        grow_init(&t.raws, 8, count) < 0 ||
+    if (grow_init(&t.event, count <= INT32_MAX ? 4 : 8, count) < 0 ||
+        grow_init(&t.ids, 8, count) < 0 || grow_init(&t.raws, 8, count) < 0 ||
         grow_init(&t.kind, 1, count) < 0 || distinct_init(&t.texts, 0) < 0 ||
-        distinct_init(&t.hexes, 1) < 0)
+        distinct_init(&t.hexes, 1) < 0 || grow_init(&event_ids, 8, count) < 0)
         goto done;
-    ids = new_array(count, NPY_INT64);
+    event_ids.count = count;
+    prefault(event_ids.items, (size_t)(event_ids.room * 8)); /* every item is written */
+    const int small_first = position_size(size) == 4;
     offsets = new_array(count, NPY_INT64);
     durations = new_array(count, NPY_INT64);
-    firsts = new_array(count + 1, NPY_INT64);
+    firsts = new_array(count + 1, small_first ? NPY_INT32 : NPY_INT64);
     marked = new_array(count, NPY_BOOL);
-    if (!ids || !offsets || !durations || !firsts || !marked) goto done;
-    int64_t *id = PyArray_DATA((PyArrayObject *)ids);
+    if (!offsets || !durations || !firsts || !marked) goto done;
+    int64_t *id = (int64_t *)event_ids.items;
     int64_t *offset = PyArray_DATA((PyArrayObject *)offsets);
     int64_t *duration = PyArray_DATA((PyArrayObject *)durations);
-    int64_t *first = PyArray_DATA((PyArrayObject *)firsts);
+    void *first = PyArray_DATA((PyArrayObject *)firsts);
     npy_bool *mark = PyArray_DATA((PyArrayObject *)marked);
     for (Py_ssize_t i = 0; i < count; i++) {
         int64_t a = position_at(&starts, i), b = position_at(&ends, i);
-        first[i] = t.event.count;
+        if (small_first)
+            ((int32_t *)first)[i] = (int32_t)t.event.count;
+        else
+            ((int64_t *)first)[i] = t.event.count;
         id[i] = offset[i] = duration[i] = 0;
         mark[i] = 0;
         if (a < 0 || b > size || a > b) {
@@ -461,9 +511,10 @@ static PyObject *decode(PyObject *self, PyObject *args) {
                 break;
             }
             if (wire == 0) {
-                if (number == 1)
+                if (number == 1) {
                     id[i] = (int64_t)value;
-                else if (number == 2)
+                    wide_event_ids |= past_int32(value);
+                } else if (number == 2)
                     offset[i] = (int64_t)value;
                 else if (number == 3)
                     duration[i] = (int64_t)value;
@@ -480,12 +531,20 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             p = next;
         }
     }
-    first[count] = t.event.count;
-    stat_ids = grow_array(&t.ids, NPY_INT64);
+    if (small_first)
+        ((int32_t *)first)[count] = (int32_t)t.event.count;
+    else
+        ((int64_t *)first)[count] = t.event.count;
+    /* (an id read before a field that marks its event counts too: then wider than needed) */
+    if (!wide_event_ids) narrow(&event_ids);
+    ids = grow_array(&event_ids, event_ids.size == 4 ? NPY_INT32 : NPY_INT64);
+    if (!ids) goto done;
+    if (!t.wide_ids) narrow(&t.ids);
+    stat_ids = grow_array(&t.ids, t.ids.size == 4 ? NPY_INT32 : NPY_INT64);
     if (!stat_ids) goto done;
     raws = grow_array(&t.raws, NPY_UINT64);
     if (!raws) goto done;
-    event = grow_array(&t.event, NPY_INT64);
+    event = grow_array(&t.event, t.event.size == 4 ? NPY_INT32 : NPY_INT64);
     if (!event) goto done;
     kinds = grow_array(&t.kind, NPY_UINT8);
     if (!kinds) goto done;
@@ -502,6 +561,7 @@ done:
     Py_XDECREF(kinds);
     Py_XDECREF(raws);
     Py_XDECREF(marked);
+    grow_free(&event_ids);
     grow_free(&t.event);
     grow_free(&t.ids);
     grow_free(&t.raws);

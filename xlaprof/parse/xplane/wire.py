@@ -733,7 +733,29 @@ def _decode_numpy(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[Ev
         event[slot], stat_starts[slot], stat_ends[slot] = rows, payload, end
     stats, bad_stats = _decode_stats(buffer, event, stat_starts, stat_ends)
     marked[event[bad_stats]] = True
-    return Events(metadata_id, offset_ps, duration_ps, first_stat, stats), marked
+    events = Events(metadata_id, offset_ps, duration_ps, first_stat, stats)
+    return _narrowed(events, len(data)), marked
+
+
+def _narrowed(events: Events, size: int) -> Events:
+    """``events`` (decoded from ``size`` bytes) with the widths the compiled core gives
+    (``_native.c``'s ``decode``): the stats' event numbers int32 where there are fewer than
+    2**31 events, ``first_stat`` where the bytes are short of 2**31 - 64 (a stat takes two or
+    more), each metadata id array where every id in it fits int32."""
+    small = np.iinfo(np.int32)
+
+    def fitting(ids: np.ndarray) -> np.ndarray:
+        fits = not len(ids) or (small.min <= ids.min() and ids.max() <= small.max)
+        return ids.astype(np.int32) if fits else ids
+
+    stats = events.stats
+    if len(events.metadata_id) <= small.max:
+        stats.event = stats.event.astype(np.int32)
+    if size < 2**31 - 64:
+        events.first_stat = events.first_stat.astype(np.int32)
+    events.metadata_id = fitting(events.metadata_id)
+    stats.metadata_id = fitting(stats.metadata_id)
+    return events
 
 
 def _decode_stats(
