@@ -46,7 +46,9 @@ def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> 
         codes: np.ndarray = column.array.codes
         if dtype is bool:
             return _spread(table, codes)
-        found: np.ndarray = np.take(table, codes)  # code -1 (missing) -> the last entry
+        # code -1 (missing) -> the last entry. Indexing reads the int8/int16 codes as they are;
+        # np.take would first copy them as int64 (8 bytes a row: 29 MB on an 80 MB host).
+        found: np.ndarray = table[codes]
         return found
     values = column.astype(str).to_numpy()
     return np.array([test(v) for v in values], dtype=dtype) if len(values) else np.zeros(0, dtype)
@@ -78,7 +80,7 @@ def _spread(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
         for miss in misses.tolist():
             found &= codes != miss
         return found
-    spread: np.ndarray = np.take(table, codes)
+    spread: np.ndarray = table[codes]  # (not np.take: see _per_category)
     return spread
 
 

@@ -49,7 +49,7 @@ calls (JAX: ``PJRT_Client_Compile`` inside ``backend_compile_and_load``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from xlaprof.parse.events import MODULES_LINE
 from xlaprof.rundir.executions import RunDevice, StepDevice
@@ -464,38 +464,65 @@ def _window_pairs(events: pd.DataFrame, limits: dict[int, tuple[int, int]]) -> _
 
 def _labelled_pairs(events: pd.DataFrame) -> _Pairs | None:
     """Each event with a step label in that step; None when no event has one."""
+    found = _labels(events["step"])
+    if found is None:
+        return None
+    labelled, label = found
+    numbers, window = _numbered(label)  # (which overwrites label: ours to give up)
+    return _Pairs.of(events, numbers, window, labelled)
+
+
+def _labels(step: pd.Series[Any]) -> tuple[np.ndarray | None, np.ndarray] | None:
+    """The rows of ``step`` (a nullable whole-number column) that have a label (None: every
+    row; int32 where every row fits) and their labels (int32 where every label fits: half the
+    memory of a row-long column); None where no row has one. Read ``_CHUNK`` rows at a time:
+    pandas' own min and max of the whole column copy it (9 bytes a row), and its labels and
+    their rows taken whole were 16 bytes a row more (a 1 GB host's step timeline peaked
+    there)."""
     import numpy as np
 
-    step = events["step"]
-    has_label = step.notna().to_numpy()
-    if not has_label.any():
+    count = int(step.count())
+    if not count:
         return None
-    labelled = None  # every event: the pairs are the events, in order
-    if not has_label.all():
-        labelled = np.flatnonzero(has_label)
-        if len(events) <= np.iinfo(np.int32).max:
-            labelled = labelled.astype(np.int32)
-    del has_label
-    # Step numbers as int32 where they all fit (half the memory of a row-long column).
-    small = np.iinfo(np.int32).min <= int(step.min()) and int(step.max()) <= np.iinfo(np.int32).max
-    label = step.to_numpy(dtype=np.int32 if small else np.int64, na_value=0)
-    if labelled is not None:
-        label = label[labelled]
-    numbers, window = _numbered(label)
-    return _Pairs.of(events, numbers, window, labelled)
+    chunks = [step.iloc[first : first + _CHUNK] for first in range(0, len(step), _CHUNK)]
+    known = [chunk for chunk in chunks if chunk.count()]
+    low, high = min(int(c.min()) for c in known), max(int(c.max()) for c in known)
+    small = np.iinfo(np.int32)
+    label = np.empty(count, np.int32 if small.min <= low and high <= small.max else np.int64)
+    every = count == len(step)
+    rows = None if every else np.empty(count, np.int32 if len(step) <= small.max else np.int64)
+    at = 0
+    for first, chunk in zip(range(0, len(step), _CHUNK), chunks, strict=True):
+        values = chunk.to_numpy(dtype=label.dtype, na_value=0)
+        if rows is None:
+            label[at : at + len(values)] = values
+            at += len(values)
+            continue
+        found = np.flatnonzero(chunk.notna().to_numpy())
+        label[at : at + len(found)] = values[found]
+        found += first
+        rows[at : at + len(found)] = found
+        at += len(found)
+    return rows, label
+
+
+# Rows taken at a time where a row-long temporary is cut into pieces.
+_CHUNK = 1 << 18
 
 
 def _numbered(label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct step numbers of ``label`` (sorted) and each label's index among them
     (int32): from a table of every number between the smallest and the largest where that is
-    no larger than the labels (steps are numbered densely), else by sorting."""
+    no larger than the labels (steps are numbered densely), else by sorting. ``label`` is the
+    caller's to give up: the dense way overwrites it with its offsets from the smallest."""
     import numpy as np
 
     low, high = int(label.min()), int(label.max())
     if high - low < 4 * len(label):
         present = np.zeros(high - low + 1, dtype=bool)
         wide = high - low > np.iinfo(np.int32).max  # int32 labels whose offsets do not fit
-        offset = (label.astype(np.int64) if wide else label) - low
+        offset = label.astype(np.int64) if wide else label
+        offset -= low  # (in place: a row-long array less)
         present[offset] = True
         index = np.cumsum(present, dtype=np.int32) - 1
         return np.flatnonzero(present) + low, index[offset]
