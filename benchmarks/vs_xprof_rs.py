@@ -27,7 +27,9 @@ pairs per task and capture, medians reported. CPU seconds are user + system of t
 (``os.wait4``; the warm decode's own ``process_time``), peak memory its ``ru_maxrss``
 (the warm decode's is that process's high-water mark, imports and warm-up included). Printed:
 per task and capture, each tool's CPU and wall seconds, events/s and MB/s of CPU, peak MiB,
-and the ratios xlaprof / xprof-rs; the load average before and after.
+each run's user and system seconds (the system part is mostly first touches of memory, and
+moves with what the kernel has free: a tool that takes huge pages pays for compacting memory
+when there are none), and the ratios xlaprof / xprof-rs; the load average before and after.
 """
 
 from __future__ import annotations
@@ -129,6 +131,8 @@ def run_process(command: list[str], cpu: int) -> dict[str, float]:
         raise RuntimeError(f"{' '.join(command)} exited {child.returncode}: {output[-400:]!r}")
     return {
         "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "user_seconds": usage.ru_utime,
+        "system_seconds": usage.ru_stime,
         "seconds": wall,
         "peak_mb": usage.ru_maxrss / 1024,
         "output": output,  # type: ignore[dict-item]
@@ -141,16 +145,32 @@ def warm_decode(path: Path, times: int) -> dict[str, float]:
 
     len(xlaprof.load_trace(WARM_UP).events)
     events = len(xlaprof.load_trace(path).events)  # untimed: first touches, lazy imports
-    best = (float("inf"), float("inf"))
+    best = (float("inf"), float("inf"), 0.0, 0.0)
     for _ in range(times):
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, at = time.perf_counter(), time.process_time(), os.times()
         len(xlaprof.load_trace(path).events)
-        best = min(best, (time.process_time() - cpu, time.perf_counter() - start))
+        now = os.times()
+        best = min(
+            best,
+            (
+                time.process_time() - cpu,
+                time.perf_counter() - start,
+                now.user - at.user,
+                now.system - at.system,
+            ),
+        )
     peak = 0.0
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             peak = int(line.split()[1]) / 1024
-    return {"cpu_seconds": best[0], "seconds": best[1], "events": events, "peak_mb": peak}
+    return {
+        "cpu_seconds": best[0],
+        "seconds": best[1],
+        "user_seconds": best[2],
+        "system_seconds": best[3],
+        "events": events,
+        "peak_mb": peak,
+    }
 
 
 def measure(task: str, tool: str, path: Path, folder: Path, cpu: int, warm: int) -> dict[str, Any]:
@@ -232,7 +252,7 @@ def report(task: str, path: Path, runs: dict[str, list[dict[str, Any]]]) -> None
             return
         median[tool] = {
             key: statistics.median(r[key] for r in found)
-            for key in ("cpu_seconds", "seconds", "peak_mb")
+            for key in ("cpu_seconds", "seconds", "peak_mb", "user_seconds", "system_seconds")
         }
         m = median[tool]
         rate = f"{events / m['cpu_seconds'] / 1e6:6.2f} M events/s" if events else ""
@@ -241,6 +261,9 @@ def report(task: str, path: Path, runs: dict[str, list[dict[str, Any]]]) -> None
             f"  {tool:9s} CPU {m['cpu_seconds']:7.3f} s (runs: {each})  wall {m['seconds']:7.3f} s"
             f"  {rate}  {size / m['cpu_seconds']:7.1f} MB/s  peak {m['peak_mb']:7.0f} MiB"
         )
+        users = ", ".join(f"{r['user_seconds']:.2f}" for r in found)
+        systems = ", ".join(f"{r['system_seconds']:.2f}" for r in found)
+        print(f"  {'':9s}   user (runs: {users}), system (runs: {systems})")
     ours, theirs = median["xlaprof"], median["xprof-rs"]
     print(
         f"  xlaprof / xprof-rs: CPU {ours['cpu_seconds'] / theirs['cpu_seconds']:.2f}x, "
