@@ -168,7 +168,8 @@ def test_indexes_and_ids_are_int32_where_they_fit(pure: bool) -> None:
     int64 with the ids exact; by the core and by numpy alike."""
 
     def decoded(event_ids: list[int], stat_ids: list[int]) -> wire.Events:
-        events = [_field(1, 0, varint(e)) + _stat_bytes(s) for e, s in zip(event_ids, stat_ids)]
+        pairs = zip(event_ids, stat_ids, strict=True)
+        events = [_field(1, 0, varint(e)) + _stat_bytes(s) for e, s in pairs]
         ends = np.cumsum([len(e) for e in events], dtype=np.int64)
         data = b"".join(events) + (bytes(wire.PAD) if pure else b"")
         found, marked = wire.decode_arrays(data, ends - [len(e) for e in events], ends, pure)

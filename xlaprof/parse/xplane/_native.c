@@ -362,7 +362,6 @@ static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64
         if (wire == 0) {
             if (number == 1) {
                 metadata_id = (int64_t)value;
-                t->wide_ids |= past_int32(value);
             } else if (number == UINT64 || number == INT64 || number == REF) {
                 kind = (uint8_t)number;
                 raw = value;
@@ -380,6 +379,7 @@ static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64
         }
         p = next;
     }
+    t->wide_ids |= past_int32((uint64_t)metadata_id); /* the id kept: the last one read */
     if (index_add(&t->event, owner) < 0) return -1;
     int64_t *id = grow_add(&t->ids);
     uint64_t *value = grow_add(&t->raws);
@@ -511,10 +511,9 @@ static PyObject *decode(PyObject *self, PyObject *args) {
                 break;
             }
             if (wire == 0) {
-                if (number == 1) {
+                if (number == 1)
                     id[i] = (int64_t)value;
-                    wide_event_ids |= past_int32(value);
-                } else if (number == 2)
+                else if (number == 2)
                     offset[i] = (int64_t)value;
                 else if (number == 3)
                     duration[i] = (int64_t)value;
@@ -530,12 +529,13 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             }
             p = next;
         }
+        wide_event_ids |= past_int32((uint64_t)id[i]); /* the id kept: the last one read */
     }
     if (small_first)
         ((int32_t *)first)[count] = (int32_t)t.event.count;
     else
         ((int64_t *)first)[count] = t.event.count;
-    /* (an id read before a field that marks its event counts too: then wider than needed) */
+    /* (a marked event's id, read before what marks it, counts too: then wider than needed) */
     if (!wide_event_ids) narrow(&event_ids);
     ids = grow_array(&event_ids, event_ids.size == 4 ? NPY_INT32 : NPY_INT64);
     if (!ids) goto done;
