@@ -131,7 +131,8 @@ static Py_ssize_t position_size(Py_ssize_t length) {
     return length < ((Py_ssize_t)1 << 31) - 64 ? 4 : 8;
 }
 
-/* The next position of a Grow of positions (position_size bytes an item); -1 on failure. */
+/* The next item of a Grow of 4- or 8-byte indexes set to ``position`` (positions:
+   position_size bytes an item; decode's stat event numbers too); -1 on failure. */
 static inline int position_add(Grow *g, int64_t position) {
     void *slot = grow_add(g);
     if (!slot) return -1;
@@ -320,17 +321,6 @@ static inline uint64_t past_int32(uint64_t value) {
     return (value + 0x80000000u) >> 32;
 }
 
-/* The next item of ``g`` (4 or 8 bytes an item: see decode) set to ``value``; -1 on failure. */
-static inline int index_add(Grow *g, int64_t value) {
-    void *slot = grow_add(g);
-    if (!slot) return -1;
-    if (g->size == 4)
-        *(int32_t *)slot = (int32_t)value;
-    else
-        *(int64_t *)slot = value;
-    return 0;
-}
-
 /* An int64 Grow's items as int32, in place, its block shrunk to them (every item fits: the
    caller knows). Item i is read from bytes [8i, 8i + 8) before [4i, 4i + 4) is written, and no
    later item's bytes lie below 8i + 8, so one forward pass moves them all. */
@@ -380,7 +370,7 @@ static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64
         p = next;
     }
     t->wide_ids |= past_int32((uint64_t)metadata_id); /* the id kept: the last one read */
-    if (index_add(&t->event, owner) < 0) return -1;
+    if (position_add(&t->event, owner) < 0) return -1;
     int64_t *id = grow_add(&t->ids);
     uint64_t *value = grow_add(&t->raws);
     uint8_t *kinds = grow_add(&t->kind);
