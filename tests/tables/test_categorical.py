@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_codes_partition_a_column_as_its_values_do(jax_cpu_trace: Any, jax_trace: Any) -> None:
@@ -73,3 +75,19 @@ def test_repeated_types_a_column_as_the_whole_list(jax_trace: Any) -> None:
         listed = [v for v, n in zip(values, counts, strict=True) for _ in range(n)]
         column = pd.Series(repeated(values, counts.tolist()))
         pd.testing.assert_series_equal(column, pd.Series(listed), check_exact=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=60), st.booleans())
+def test_split_groups_gives_each_groups_rows_in_order(codes: list[int], grouped: bool) -> None:
+    """Each group's rows, in row order, groups in code order: whether the rows come group by
+    group already (split in place) or interleaved (sorted first)."""
+    from xlaprof.tables.categorical import split_groups
+
+    group = np.unique(np.array(codes), return_inverse=True)[1].astype(np.int64)  # 0 .. n-1, used
+    if grouped:
+        group = np.sort(group)
+    rows = np.arange(100, 100 + len(group))
+    found = split_groups(rows, group, int(group.max()) + 1)
+    expected = [rows[group == code].tolist() for code in range(int(group.max()) + 1)]
+    assert [part.tolist() for part in found] == expected

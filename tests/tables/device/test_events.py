@@ -146,3 +146,24 @@ def test_self_times_are_each_lines_nesting_walk(name: str) -> None:
         assert [None if pd.isna(p) else p for p in line["parent_op"]] == parents
         nested += int((up >= 0).sum())
     assert (nested > 0) == (name == "jax_cpu")  # ops nest on one capture only
+
+
+@pytest.mark.parametrize("name", ["tpu", "jax_cpu"])
+def test_self_times_do_not_depend_on_the_order_of_the_rows(name: str) -> None:
+    """A capture holds each line's events one after another, and the self-time pass reads
+    them in place there; with the rows shuffled (lines interleaved) it sorts them first: the
+    times, self times and parents of every op are the same either way."""
+    import numpy as np
+
+    from xlaprof.tables.device.events import device_events
+    from xlaprof.tables.device.steps import with_session
+
+    paths = {"tpu": shared_trace(TPU), "jax_cpu": jax_cpu_sample()}
+    events = with_session(xspace_frame(paths[name]))
+    shuffled = events.iloc[np.random.default_rng(7).permutation(len(events))]
+    frame = device_events(events)
+    again = device_events(shuffled).loc[frame.index]
+    assert bool(frame["op_line"].any())
+    for column in ("time_ns", "self_ns"):
+        assert np.array_equal(frame[column].to_numpy(), again[column].to_numpy(), equal_nan=True)
+    assert frame["parent_op"].astype(object).equals(again["parent_op"].astype(object))

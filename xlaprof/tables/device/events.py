@@ -371,36 +371,47 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Self time is the time not spent in ops nested inside, on the same line: on TPUs nesting is
     read on the device clock (``device_offset_ps``), where ops never overlap (XProf does the
     same); converted host-clock timestamps can overlap by a few ns.
+
+    A 1 GB host has millions of device rows, so each row-long array here counts: where every
+    row is an op with a whole key (the common case) the columns are read in place, not
+    gathered, and what is done with is let go before the next is made.
     """
     import numpy as np
 
     time_ns = np.full(len(frame), np.nan)
     self_ns = np.full(len(frame), np.nan)
-    parents = np.full(len(frame), -1, dtype=np.int64)
     ops = np.flatnonzero(frame["op_line"].to_numpy())
     if not len(ops):
-        return time_ns, self_ns, parents
+        return time_ns, self_ns, np.full(len(frame), -1, dtype=np.int64)
     every = slice(None) if len(ops) == len(frame) else ops  # every row an op: no gather
-    on_device = frame["device_duration_ps"].to_numpy()[every]
     starts = frame["start_ns"].to_numpy()[every]
+    on_device = frame["device_duration_ps"].to_numpy()[every]
     wall = frame["end_ns"].to_numpy()[every] - starts
     times = np.where(np.isnan(on_device), wall, on_device / 1000.0)
+    del on_device, wall
+    time_ns[every] = times
     offsets = frame["device_offset_ps"].to_numpy()[every]
     # One group per (session, host, device, line), found from the columns' codes (a row with
     # a missing key is in no group, as in groupby).
     keys = [cols.codes(frame[name])[every] for name in ("session", "host", "device", "line")]
-    keyed = np.flatnonzero(np.logical_and.reduce([key >= 0 for key in keys]))
-    group = cols.group_codes([key[keyed] for key in keys])[0] if len(keyed) else keyed
-    sizes = np.bincount(group)
-    own = np.full(len(ops), np.nan)  # an op in no group (a missing key): not measured
-    parent = np.full(len(ops), -1, dtype=np.int64)
-    unnested = _unnested(keyed, (group, len(sizes)), (starts, offsets, times))
+    whole = np.logical_and.reduce([key >= 0 for key in keys])
+    keyed: slice | np.ndarray = slice(None) if whole.all() else np.flatnonzero(whole)
+    del whole
+    group = cols.group_codes([key[keyed] for key in keys])[0]
+    del keys
+    count = int(group.max()) + 1 if len(group) else 0
+    unnested = _unnested(keyed, (group, count), (starts, offsets, times))
     if unnested is not None:  # no op runs inside another: each its own time, no parent
+        if isinstance(keyed, slice) and isinstance(every, slice):
+            return time_ns, unnested, np.full(len(frame), -1, dtype=np.int64)
+        own = np.full(len(times), np.nan)  # an op in no group (a missing key): not measured
         own[keyed] = unnested
-        time_ns[every] = times
         self_ns[every] = own
-        return time_ns, self_ns, parents
-    for index in cols.split_groups(keyed, group, len(sizes)):
+        return time_ns, self_ns, np.full(len(frame), -1, dtype=np.int64)
+    rows = np.arange(len(times)) if isinstance(keyed, slice) else keyed
+    own = np.full(len(times), np.nan)  # an op in no group (a missing key): not measured
+    parent = np.full(len(times), -1, dtype=np.int64)
+    for index in cols.split_groups(rows, group, count):
         if not np.isnan(offsets[index]).any():
             begin = offsets[index].astype(np.int64)
             end = begin + (times[index] * 1000.0).astype(np.int64)
@@ -411,14 +422,15 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             end = begin + times[index].astype(np.int64)
             own[index], up = nesting(begin, end)
         parent[index] = np.where(up >= 0, index[np.maximum(up, 0)], -1)
-    time_ns[every] = times
     self_ns[every] = own
+    del own
+    parents = np.full(len(frame), -1, dtype=np.int64)
     parents[ops] = np.where(parent >= 0, ops[np.maximum(parent, 0)], -1)
     return time_ns, self_ns, parents
 
 
 def _unnested(
-    keyed: np.ndarray,
+    keyed: slice | np.ndarray,
     groups: tuple[np.ndarray, int],
     clocks: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> np.ndarray | None:
@@ -428,25 +440,31 @@ def _unnested(
     whole ps, where every op of the line has a device offset; else whole ns), as ``nesting``
     gives it. None where some op may nest (``_op_times`` then walks each line).
     ``groups``: each op's line and their count; ``clocks``: the ops' starts, device offsets
-    and times."""
+    and times. The lines' ops are sorted together only where they are not already (group
+    codes number lines as they first appear, so codes that never fall mean each line's ops
+    come one after another)."""
     import numpy as np
 
     group, count = groups
     starts, offsets, times = (values[keyed] for values in clocks)
     missing = np.isnan(offsets)
     device = (np.bincount(group, weights=missing, minlength=count) == 0)[group]
+    del missing
     begin = starts.copy()
     begin[device] = offsets[device].astype(np.int64)
     length = times.astype(np.int64)
     length[device] = (times[device] * 1000.0).astype(np.int64)
+    del starts, offsets, times
     end = begin + length
-    if count > 1:  # each line's ops together, in their order
+    if count > 1 and not (group[1:] >= group[:-1]).all():  # each line's ops together
         order = np.argsort(group.astype(np.uint16) if count <= 1 << 16 else group, kind="stable")
         begin, end, group = begin[order], end[order], group[order]
+        del order
     later = begin[1:] - begin[:-1]
     in_order = (later > 0) | ((later == 0) & (end[1:] <= end[:-1]))
-    apart = begin[1:] >= end[:-1]
-    if not (length >= 0).all() or not ((group[1:] != group[:-1]) | (in_order & apart)).all():
+    del later
+    in_order &= begin[1:] >= end[:-1]  # and apart
+    if not (length >= 0).all() or not ((group[1:] != group[:-1]) | in_order).all():
         return None
     own: np.ndarray = length.astype(np.float64)
     own[device] = own[device] / 1000.0

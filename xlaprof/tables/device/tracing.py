@@ -143,8 +143,7 @@ def tracing_vs_device(
                 & cols.equals(events["host"], host)
                 & host_plane
             )
-            on_host = events.loc[rows, ["line", "name", "start_ns", "end_ns"]]
-            measured = _lazy_host_s(on_host, a, b)
+            measured = _lazy_host_s(events, rows, a, b)
         devices = [
             key
             for key, _ in groups.groups
@@ -186,10 +185,14 @@ def _device_windows(
 
 
 def _lazy_host_s(
-    on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray
+    events: pd.DataFrame, on_host: np.ndarray, a: np.ndarray, b: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A lazy-tensor host's tracing and measured host work per window [a, b) (seconds)."""
-    return _tracing_s(on_host, a, b), _host_busy_s(on_host, a, b)
+    """A lazy-tensor host's tracing and measured host work per window [a, b) (seconds), read
+    from its host-plane events (``on_host``, a mask of ``events``) through masks: a host's
+    events are most of a capture's, and a copy of their rows (four columns) was a 1 GB
+    host's analysis's high point."""
+    main_line = cols.equals(events["line"], _main_line(events, on_host)) & on_host
+    return _tracing_s(events, main_line, a, b), _host_busy_s(events, main_line, a, b)
 
 
 def _host_rows(
@@ -276,32 +279,37 @@ def _table(columns: dict[str, list[Any]]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=TRACING_COLUMNS)
 
 
-def _tracing_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _tracing_s(
+    events: pd.DataFrame, main_line: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
     """Per window [a, b): its length less the lazy-tensor runtime's own work on the host's
-    main line (seconds)."""
+    main line (``main_line``: a mask of ``events``), in seconds."""
     import numpy as np
 
-    runtime = cols.equals(on_host["line"], _main_line(on_host))
-    runtime &= cols.contains(on_host["name"], "|".join(map(re.escape, HOST_RUNTIME_EVENTS)))
-    within = _coverage_of(on_host, runtime).within(a, b)
+    runtime = main_line & cols.contains(
+        events["name"], "|".join(map(re.escape, HOST_RUNTIME_EVENTS))
+    )
+    within = _coverage_of(events, runtime).within(a, b)
     covered: np.ndarray = np.maximum((b - a) - within, 0) / 1e9
     return covered
 
 
-def _host_busy_s(on_host: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per window [a, b): the runtime's host work on the host's main line (seconds): the union
-    of its ``HOST_WORK_EVENTS`` less the time they spend in waits or compiles within them."""
+def _host_busy_s(
+    events: pd.DataFrame, main_line: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
+    """Per window [a, b): the runtime's host work on the host's main line (``main_line``: a
+    mask of ``events``), in seconds: the union of its ``HOST_WORK_EVENTS`` less the time they
+    spend in waits or compiles within them."""
     import numpy as np
 
-    line = cols.equals(on_host["line"], _main_line(on_host))
-    work = line & cols.contains(on_host["name"], "|".join(map(re.escape, HOST_WORK_EVENTS)))
-    waits = line & cols.contains(on_host["name"], "|".join(map(re.escape, _HOST_NOT_WORK)))
-    del line
-    start, end = on_host["start_ns"].to_numpy(), on_host["end_ns"].to_numpy()
+    name = events["name"]
+    work = main_line & cols.contains(name, "|".join(map(re.escape, HOST_WORK_EVENTS)))
+    waits = main_line & cols.contains(name, "|".join(map(re.escape, _HOST_NOT_WORK)))
+    start, end = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
     starts = np.concatenate([start[work], start[waits]])
     ends = np.concatenate([end[work], end[waits]])
     both = Coverage.of(starts, ends).within(a, b)
-    busy: np.ndarray = (both - _coverage_of(on_host, waits).within(a, b)) / 1e9
+    busy: np.ndarray = (both - _coverage_of(events, waits).within(a, b)) / 1e9
     return busy
 
 
@@ -328,11 +336,15 @@ def has_lazy_tensor_runtime(host_events: pd.DataFrame) -> bool:
     return bool(cols.member(host_events["name"], LAZY_TENSOR_EVENTS).any())
 
 
-def _main_line(host_events: pd.DataFrame) -> str | None:
-    """The host line the lazy-tensor runtime traces on: the one with StepMarker/sync events."""
-    marked = host_events[
-        cols.member(host_events["name"], ("StepMarker", "SyncTensorsGraphInternal"))
-    ]
+def _main_line(events: pd.DataFrame, on_host: np.ndarray) -> str | None:
+    """The host line the lazy-tensor runtime traces on, among the events at ``on_host`` (a
+    mask): the one with StepMarker/sync events."""
+    import numpy as np
+
+    marked = np.flatnonzero(
+        cols.member(events["name"], ("StepMarker", "SyncTensorsGraphInternal")) & on_host
+    )
     if len(marked):
-        return str(marked["line"].astype(str).mode().iloc[0])
-    return "python" if cols.equals(host_events["line"], "python").any() else None
+        return str(events["line"].iloc[marked].astype(str).mode().iloc[0])
+    on_python = cols.equals(events["line"], "python") & on_host
+    return "python" if on_python.any() else None
