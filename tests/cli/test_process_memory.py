@@ -1,6 +1,7 @@
 """The analysing commands' own process settings (``xlaprof.cli.process_memory``): which inputs
-count as small, and that keeping freed memory really spares the faults of a reused block, as
-the kernel counts them (minor faults: a count of pages, not a time)."""
+count as small, that keeping freed memory really spares the faults of a reused block, as the
+kernel counts them (minor faults: a count of pages, not a time), and that the start-up's objects
+are frozen while later garbage is still collected."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import sample_run
 
 from xlaprof.cli.process_memory import KEEP_FREED_UP_TO, input_bytes
 
@@ -107,3 +109,37 @@ def test_a_small_input_has_freed_memory_reused(tmp_path: Path) -> None:
 
     # A user's own malloc settings stand.
     assert _remade(small, MALLOC_ARENA_MAX="2", MALLOC_TOP_PAD_="0")["kept"] is False
+
+
+# In a child: `xlaprof analyze --json` of a sample run as the command line runs it, then what
+# the garbage collector holds: how many objects were frozen, and whether a reference cycle
+# made after the analysis is still collected.
+_FROZEN = textwrap.dedent(
+    """
+    import gc, json, sys
+    from xlaprof.cli import main
+
+    try:
+        main(["analyze", sys.argv[1], "--json"], standalone_mode=False)
+    except SystemExit:
+        pass
+    frozen = gc.get_freeze_count()
+    cycle = []
+    cycle.append(cycle)
+    del cycle
+    print(json.dumps({"frozen": frozen, "collected": gc.collect()}))
+    """
+)
+
+
+def test_analyze_freezes_its_start_up_objects_and_still_collects_later_ones() -> None:
+    found = subprocess.run(
+        [sys.executable, "-c", _FROZEN, str(sample_run("healthy_loop"))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(found.stdout.strip().splitlines()[-1])
+    # the modules imported to get to the analysis: thousands of objects at the least
+    assert result["frozen"] > 5_000
+    assert result["collected"] >= 1  # the cycle made after the freeze

@@ -144,10 +144,11 @@ def request_from(paths: tuple[Path, ...] | list[Path], settings: dict[str, Any])
 
 def analyzed(request: AnalysisRequest) -> AnalysisResult:
     """``request`` analyzed, with what was chosen said on stderr (runs, sessions, files)."""
-    from xlaprof.cli.process_memory import keep_freed_memory, small_pages
+    from xlaprof.cli.process_memory import frozen_start, keep_freed_memory, small_pages
     from xlaprof.pipeline import analyze
 
     small_pages()
+    frozen_start()
     keep_freed_memory(request.inputs)
     result = analyze(request)
     said(result)

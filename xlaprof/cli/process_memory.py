@@ -1,9 +1,15 @@
-"""How an analysing command's own process asks for memory: page faults are a quarter or more
-of a capture's analysis, so the commands that analyse one request (``analyze``, ``report``) tune
-two process-wide settings before they read anything. A library caller's process is left as it
-is: these are set only from ``cli.common.analyzed``.
+"""How an analysing command's own process asks for memory and has it collected: page faults
+are a quarter or more of a capture's analysis, so the commands that analyse one request
+(``analyze``, ``report``) tune three process-wide settings before they read anything. A library
+caller's process is left as it is: these are set only from ``cli.common.analyzed``.
 
 - ``small_pages``: numpy stops asking the kernel for huge pages (see there).
+- ``frozen_start``: the objects made to get this far (the modules imported: click, numpy,
+  xlaprof's own; tens of thousands) are moved out of the cyclic garbage collector's sight
+  (``gc.freeze``): they live as long as the process, yet each of its full passes walked them
+  all. An 80 MB capture's ``analyze --json``, alternating runs on one core: CPU 1.55-1.65 s
+  (median 1.60) -> 1.48-1.58 (1.51), the collector's share of the samples 6.4 % -> 4.0 %, peak
+  memory +6 MB (515 -> 521 MB).
 - ``keep_freed_memory``: for inputs of up to ``KEEP_FREED_UP_TO`` bytes in all, glibc's malloc
   serves every block from its heap and keeps what is freed for the next block, rather than
   mapping each block over 32 MB afresh and unmapping it on free. A fresh page costs a fault
@@ -56,6 +62,14 @@ def small_pages() -> None:
     switch = getattr(setting, "_set_madvise_hugepage", None)
     if switch is not None:
         switch(False)
+
+
+def frozen_start() -> None:
+    """Have the cyclic garbage collector pass over every object made so far for good
+    (``gc.freeze``; see the module's note). Objects made after are collected as before."""
+    import gc
+
+    gc.freeze()
 
 
 def keep_freed_memory(inputs: Iterable[Path]) -> bool:
