@@ -403,10 +403,11 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     unnested = _unnested(keyed, (group, count), (starts, offsets, times))
     if unnested is not None:  # no op runs inside another: each its own time, no parent
         if isinstance(keyed, slice) and isinstance(every, slice):
-            return time_ns, unnested, np.full(len(frame), -1, dtype=np.int64)
-        own = np.full(len(times), np.nan)  # an op in no group (a missing key): not measured
-        own[keyed] = unnested
-        self_ns[every] = own
+            self_ns = unnested
+        else:
+            own = np.full(len(times), np.nan)  # an op in no group (a missing key): not measured
+            own[keyed] = unnested
+            self_ns[every] = own
         return time_ns, self_ns, np.full(len(frame), -1, dtype=np.int64)
     rows = np.arange(len(times)) if isinstance(keyed, slice) else keyed
     own = np.full(len(times), np.nan)  # an op in no group (a missing key): not measured

@@ -421,8 +421,12 @@ class _Timed:
 _CATEGORY_INDEX = {name: i for i, name in enumerate(CATEGORIES)}
 
 
-def event_coverage(frame: pd.DataFrame) -> Coverage:
-    return Coverage.of(frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy())
+def event_coverage(frame: pd.DataFrame, rows: np.ndarray | None = None) -> Coverage:
+    """The union of ``frame``'s events' intervals, of the ``rows`` (a mask) only where given:
+    read from their start and end columns alone, so that a selection of a host's many events
+    copies two arrays, not every column (a 1 GB host's analysis peaked at such a copy)."""
+    start, end = frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()
+    return Coverage.of(start, end) if rows is None else Coverage.of(start[rows], end[rows])
 
 
 def with_session(events: pd.DataFrame) -> pd.DataFrame:

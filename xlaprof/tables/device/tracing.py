@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from xlaprof.parse.events import LAZY_TENSOR_EVENTS
 from xlaprof.tables import categorical as cols
 from xlaprof.tables.device.events import device_events
-from xlaprof.tables.device.steps import DeviceGroups, with_session
+from xlaprof.tables.device.steps import DeviceGroups, event_coverage, with_session
 from xlaprof.tables.intervals import Coverage
 
 if TYPE_CHECKING:
@@ -289,7 +289,7 @@ def _tracing_s(
     runtime = main_line & cols.contains(
         events["name"], "|".join(map(re.escape, HOST_RUNTIME_EVENTS))
     )
-    within = _coverage_of(events, runtime).within(a, b)
+    within = event_coverage(events, runtime).within(a, b)
     covered: np.ndarray = np.maximum((b - a) - within, 0) / 1e9
     return covered
 
@@ -306,18 +306,12 @@ def _host_busy_s(
     work = main_line & cols.contains(name, "|".join(map(re.escape, HOST_WORK_EVENTS)))
     waits = main_line & cols.contains(name, "|".join(map(re.escape, _HOST_NOT_WORK)))
     start, end = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
-    starts = np.concatenate([start[work], start[waits]])
-    ends = np.concatenate([end[work], end[waits]])
-    both = Coverage.of(starts, ends).within(a, b)
-    busy: np.ndarray = (both - _coverage_of(events, waits).within(a, b)) / 1e9
+    wait_start, wait_end = start[waits], end[waits]
+    both = Coverage.of(
+        np.concatenate([start[work], wait_start]), np.concatenate([end[work], wait_end])
+    ).within(a, b)
+    busy: np.ndarray = (both - Coverage.of(wait_start, wait_end).within(a, b)) / 1e9
     return busy
-
-
-def _coverage_of(events: pd.DataFrame, rows: np.ndarray) -> Coverage:
-    """``event_coverage`` of the ``rows`` (a mask) of ``events``, reading only their start and
-    end: a host's main line is most of its events, and selecting its rows of the whole frame
-    copied every column (a 1 GB host's analysis peaked there)."""
-    return Coverage.of(events["start_ns"].to_numpy()[rows], events["end_ns"].to_numpy()[rows])
 
 
 def _busy_s(per_device: list[np.ndarray]) -> np.ndarray | None:
