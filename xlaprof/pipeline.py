@@ -695,6 +695,7 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
         return None
     from xlaprof.inputs.traces import load_trace
     from xlaprof.rundir.executions import device_windows
+    from xlaprof.tables.device.events import STATS_READ
 
     # steps numbered from the run's trace window; each step's device events where its
     # executions ran (the host runs ahead of the device)
@@ -708,6 +709,7 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
         device_windows=windows,
         pod=request.pod,
         graphs=part.run.graphs(),  # read once: the run's own, already loaded
+        args=STATS_READ,  # the stats the analysis reads, not every one
     )
 
 

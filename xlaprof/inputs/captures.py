@@ -90,26 +90,33 @@ def pick_session(
 
 
 def load_capture_file(
-    path: Path, args: bool = True, limit: int | None = None, data: bytes | None = None
+    path: Path,
+    args: bool | frozenset[str] = True,
+    limit: int | None = None,
+    data: bytes | None = None,
 ) -> pd.DataFrame:
     """One capture file's events (``limit``: ``--max-size``, else each reader's own cap);
     ``args=False`` keeps no ``args`` of an xplane (its stats, which the column decodes on
     demand: a pod worker's cache has no ``args`` column), keeping what the device model reads
-    of them as a column (``framework_op``). ``data``: an xplane's bytes, read by the caller
-    (``xspace_frame``)."""
+    of them as a column (``framework_op``); a set of stat names keeps those stats alone
+    (``xspace_frame``; a Chrome trace's ``args`` are kept whole). ``data``: an xplane's
+    bytes, read by the caller (``xspace_frame``)."""
     if path.name.endswith(XPLANE_SUFFIX):
-        frame = xspace_frame(path, args=args, framework_op=not args, limit=limit, data=data)
+        without = args is False
+        frame = xspace_frame(path, args=args, framework_op=without, limit=limit, data=data)
     else:
         frame = chrome_trace_frame(path, limit=limit)
     frame.attrs["source"] = str(path)
     return frame
 
 
-def load_safely(path: Path, limit: int | None = None) -> pd.DataFrame | XlaprofError:
+def load_safely(
+    path: Path, limit: int | None = None, args: bool | frozenset[str] = True
+) -> pd.DataFrame | XlaprofError:
     """``load_capture_file``, with what is wrong with the file returned, not raised: one host's
     problem is a warning when other hosts load."""
     try:
-        return load_capture_file(path, limit=limit)
+        return load_capture_file(path, args=args, limit=limit)
     except XlaprofError as error:
         return error
     except (RecursionError, MemoryError) as error:

@@ -315,9 +315,16 @@ def _trace_part(
 ) -> Part:
     """A capture file or a logdir of captures: device tables, timeline and host skew."""
     from xlaprof.inputs.traces import load_trace
+    from xlaprof.tables.device.events import STATS_READ
 
     trace = load_trace(
-        path, session=session, workers=workers, scheduler=scheduler, max_size=limit, pod=pod
+        path,
+        session=session,
+        workers=workers,
+        scheduler=scheduler,
+        max_size=limit,
+        pod=pod,
+        args=STATS_READ,  # the stats the analysis reads, not every one
     )
     trace.partial_edges = True
     source = SourceInfo(path=str(path), kinds=["trace"], reports=0, debug_events=0)

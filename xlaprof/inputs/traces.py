@@ -58,6 +58,7 @@ def load_trace(  # noqa: PLR0913
     device_windows: list[tuple[int, int, int]] | None = None,
     pod: PodSettings | None = None,
     graphs: Sequence[object] | None = None,
+    args: bool | frozenset[str] = True,
 ) -> Trace:
     """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers;
     ``max_size`` caps each file (``--max-size``; None: each reader's own cap), in the worker
@@ -74,6 +75,10 @@ def load_trace(  # noqa: PLR0913
     (read at the edge, ``PodSettings.of``; ``xlaprof.load_trace`` reads it for its caller).
     ``graphs``: the run's compiled graphs where the caller holds them (the pipeline has the run
     loaded); None reads them from the run directory ``path`` is, if it is one.
+    ``args``: which stats an xplane event's ``args`` keep: every one (True), or only those a
+    set names (the pipeline's: the analysis's own, ``tables.device.events.STATS_READ``; each
+    other stat is ~13 bytes in memory, a 1 GB host's tens of millions of them). A pod's
+    hosts keep no ``args`` either way (their cache has none).
     """
     root = Path(path)
     sessions = find_sessions(root)
@@ -96,7 +101,7 @@ def load_trace(  # noqa: PLR0913
                 limit=max_size,
                 settings=pod,
             )
-    loaded = _load_files(files, workers, max_size)
+    loaded = _load_files(files, workers, max_size, args)
     broken = [item for item in loaded if isinstance(item, XlaprofError)]
     frames = [item for item in loaded if not isinstance(item, XlaprofError)]
     if not frames:
@@ -191,16 +196,16 @@ def _run_graphs(root: Path) -> list[object]:
 
 
 def _load_files(
-    files: list[Path], workers: int | None, limit: int | None
+    files: list[Path], workers: int | None, limit: int | None, args: bool | frozenset[str]
 ) -> list[pd.DataFrame | XlaprofError]:
     """Each file's events (several files in a process pool of ``workers``), or why not."""
     if len(files) == 1:
-        return [load_safely(files[0], limit)]
+        return [load_safely(files[0], limit, args)]
     from concurrent.futures import ProcessPoolExecutor  # (multiprocessing: ~0.1 s to import)
 
     workers = workers or min(len(files), os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(load_safely, files, [limit] * len(files)))
+        return list(pool.map(load_safely, files, [limit] * len(files), [args] * len(files)))
 
 
 def _session_events(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:

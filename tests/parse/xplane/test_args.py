@@ -25,12 +25,17 @@ from helpers import (
     sample_capture,
     shared_trace,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from xplane_reference import reference_frame
 
 import xlaprof
+from xlaprof import pipeline
+from xlaprof.model.request import AnalysisRequest
 from xlaprof.parse.chrome_trace import chrome_trace_frame
 from xlaprof.parse.xplane import xspace_frame
 from xlaprof.parse.xplane.args import ArgsArray, ArgsDtype, EventStats, stat_values
+from xlaprof.tables.device.events import STATS_READ
 
 CAPTURES = {
     "tpu": lambda: shared_trace(TPU),
@@ -262,3 +267,101 @@ def test_a_session_of_two_hosts_loads_in_workers(loaded: dict[str, Any], tmp_pat
     assert isinstance(column.dtype, ArgsDtype)
     assert column.array.dicts_made() == 0
     assert same_dicts(column.tolist(), loaded["fused_attn"][2] + loaded["mi300"][2])
+
+
+def restricted(dicts: list[Any], kept: frozenset[str]) -> list[Any]:
+    """Each dict with only the keys ``kept`` (in its own order), None where none is left."""
+    out = []
+    for d in dicts:
+        mine = {k: v for k, v in d.items() if k in kept} if d else {}
+        out.append(mine or None)
+    return out
+
+
+def check_kept(
+    path: Path, whole: pd.DataFrame, expected: list[Any], kept: frozenset[str], dicts: int
+) -> None:
+    """``xspace_frame(path, args=kept)`` against the reference dicts restricted to ``kept``
+    (``dicts`` rows of them read as dicts, at random) and the whole frame's other columns; a
+    stat not kept cannot be read as if absent."""
+    frame = xspace_frame(path, args=kept)
+    column = frame["args"]
+    want = restricted(expected, kept)
+    assert column.isna().tolist() == [d is None for d in want]
+    for key in kept:
+        got = stat_values(column, key).tolist()
+        wanted = [d.get(key) if d else None for d in want]
+        assert all(same_value(a, b) for a, b in zip(got, wanted, strict=True)), key
+    names = {key for d in expected if d for key in d}
+    for key in sorted(names - kept)[:2]:
+        with pytest.raises(KeyError, match="not kept"):
+            stat_values(column, key)
+    rows = np.random.default_rng(0).choice(len(want), size=min(dicts, len(want)), replace=False)
+    assert same_dicts(column.take(rows).tolist(), [want[row] for row in rows])
+    others = frame.drop(columns="args")
+    assert others.dtypes.equals(whole.drop(columns="args").dtypes)
+    assert others.equals(whole.drop(columns="args"))
+
+
+SMALL = ["mi300", "fused_attn", "torch_xla_cpu"]  # (thousands of events: many draws are cheap)
+
+
+@pytest.mark.parametrize("name", SMALL)
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_args_that_keep_some_stats_read_as_the_dicts_restricted(
+    name: str, loaded: dict[str, Any], data: st.DataObject
+) -> None:
+    """A frame whose ``args`` keep some stats (``xspace_frame(args={...})``, as the pipeline
+    loads a capture) reads as the reference dicts with the other stats left out (None where
+    none is left), and its other columns are the whole frame's."""
+    path, whole, expected = loaded[name]
+    names = sorted({key for d in expected if d for key in d})
+    kept = data.draw(st.sets(st.sampled_from([*names, "no such stat"]), max_size=4))
+    check_kept(path, whole, expected, frozenset(kept), dicts=len(expected))
+
+
+@pytest.mark.parametrize("name", sorted(set(CAPTURES) - set(SMALL)))
+def test_large_captures_keep_the_analysis_stats(name: str, loaded: dict[str, Any]) -> None:
+    """The same on the captures of tens of thousands of events, for the analysis's stats and
+    one more of the capture's own."""
+    path, whole, expected = loaded[name]
+    other = sorted({key for d in expected if d for key in d} - STATS_READ)[0]
+    check_kept(path, whole, expected, STATS_READ | {other}, dicts=2000)
+
+
+def test_the_pipeline_keeps_the_stats_the_analysis_reads(
+    loaded: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hosts loaded in worker processes keep the stats asked for (their columns pickled
+    back); the pipeline loads a capture with ``STATS_READ`` alone, and the device model made
+    of it is the one made with every stat."""
+    session = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    session.mkdir(parents=True)
+    for host, name in (("a", "fused_attn"), ("b", "mi300")):
+        (session / f"{host}.xplane.pb").symlink_to(loaded[name][0])
+    kept = frozenset({"name", "group_id"})
+    trace = xlaprof.load_trace(tmp_path, lazy=False, workers=2, args=kept)
+    want = restricted(loaded["fused_attn"][2] + loaded["mi300"][2], kept)
+    assert same_dicts(trace.events["args"].tolist(), want)
+    with pytest.raises(KeyError, match="not kept"):
+        stat_values(trace.events["args"], "cat")
+
+    asked: list[frozenset[str] | None] = []
+    made = EventStats.__init__
+
+    def recording(self: EventStats, *args: Any) -> None:
+        made(self, *args)
+        asked.append(self.kept)
+
+    monkeypatch.setattr(EventStats, "__init__", recording)
+    path = loaded["tpu"][0]
+    assert pipeline.analyze(AnalysisRequest.of(path)).parts
+    assert asked == [STATS_READ]
+    whole, held = xlaprof.load_trace(path), xlaprof.load_trace(path, args=STATS_READ)
+    for table in ("steps", "ops", "lines", "bottleneck"):
+        pd.testing.assert_frame_equal(
+            getattr(whole.summary(), table), getattr(held.summary(), table)
+        )

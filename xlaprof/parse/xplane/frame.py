@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 def xspace_frame(
     path: Path,
     host: str | None = None,
-    args: bool = True,
+    args: bool | frozenset[str] = True,
     framework_op: bool = False,
     limit: int | None = None,
     data: bytes | None = None,
@@ -83,7 +83,10 @@ def xspace_frame(
     ``args`` is decoded on demand (``xlaprof.parse.xplane.args``). With ``args=False`` it is
     None on every row and the stats are not kept (for callers that keep
     every column but ``args``, like the pod cache): what the analysis reads from ``args`` on an
-    XSpace (``group_id``) is a column.
+    XSpace (``group_id``) is a column. With ``args`` a set of stat names, ``args`` holds those
+    stats alone (an event with none of them: None), and reading another by name is an error:
+    the analysis reads four (``tables.device.events.STATS_READ``) of a capture's tens, and a
+    1 GB host's frame held ~13 bytes a stat for the rest.
     ``framework_op=True`` adds the one more thing it reads there as a column of its own,
     ``framework_op``: the event's own ``name`` stat (JAX's name stack), else its ``tf_op``,
     where that is text and not XLA's placeholder (``XlaModule:``); as
@@ -321,7 +324,7 @@ class Layout:
         self.stats.append(np.array(named, np.int64).reshape(-1, 2))
 
     def frame(
-        self, events: Events, host: str, args: bool, framework_op: bool = False
+        self, events: Events, host: str, args: bool | frozenset[str], framework_op: bool = False
     ) -> pd.DataFrame:
         """The event frame (see the module docstring) of ``events``, in this layout's order.
 
@@ -357,16 +360,21 @@ class Layout:
         # The stats' event numbers and metadata ids are read by now (16 bytes a stat): let go
         # before the args column is made, where a 1 GB host's load peaked.
         values = values.slim()
-        del stats
+        del stats, rank
+        kept = args if isinstance(args, frozenset) else None
         if not rows:  # as the Chrome reader's did: pandas makes an empty list float64
             args_column: Any = []
-        elif args:
+        elif args is not False:
             from xlaprof.parse.xplane.args import ArgsArray
 
-            args_column = ArgsArray.of_events(first_stat, stat_name, values, order)
+            if kept is not None:
+                first_stat, stat_name, values = self._kept_stats(
+                    kept, first_stat, stat_name, values
+                )
+            args_column = ArgsArray.of_events(first_stat, stat_name, values, order, kept)
         else:
             args_column = np.full(rows, None, object)
-        del values, first_stat, stat_name, ref_name, rank
+        del values, first_stat, stat_name, ref_name
 
         lines = line_of[order]
         del line_of
@@ -395,6 +403,26 @@ class Layout:
             frame = pd.DataFrame(columns)
         frame.attrs["dropped_events"] = count - rows
         return frame
+
+    def _kept_stats(
+        self,
+        kept: frozenset[str],
+        first_stat: np.ndarray,
+        stat_name: np.ndarray,
+        values: StatValues,
+    ) -> tuple[np.ndarray, np.ndarray, StatValues]:
+        """The stats named in ``kept`` alone: each event's bounds among them (``first_stat``'s
+        type), their names' codes and their values."""
+        wanted = np.zeros(len(self.stat_names.items) + 1, bool)
+        for name in kept:
+            code = self.stat_names.codes.get(name)
+            if code is not None:
+                wanted[code] = True
+        chosen = wanted.take(stat_name)
+        # Before each stat, how many chosen stats precede it (and after the last, all).
+        before = np.zeros(len(chosen) + 1, first_stat.dtype)
+        np.cumsum(chosen, dtype=before.dtype, out=before[1:])
+        return before.take(first_stat), stat_name[chosen], values.subset(chosen)
 
     def _line_columns(
         self,

@@ -880,6 +880,14 @@ class StatValues:
         kept = Stats(empty, empty, stats.kind, stats.raw, stats.texts, stats.hexes)
         return StatValues(kept, self.names, self.ref_name)
 
+    def subset(self, kept: np.ndarray) -> StatValues:
+        """These values of the rows ``kept`` (a mask) alone, in their order: with ``slim``'s
+        rows (no event numbers or metadata ids), the texts and names shared."""
+        empty = np.zeros(0, np.int64)
+        stats = self.stats
+        rows = Stats(empty, empty, stats.kind[kept], stats.raw[kept], stats.texts, stats.hexes)
+        return StatValues(rows, self.names, self.ref_name[kept])
+
     def _groups(self, rows: np.ndarray) -> list[tuple[np.ndarray, int, np.ndarray]]:
         """``(positions in rows, kind, keys)`` per kind: within a kind, equal keys are equal
         values (a double's bits, so -0.0 and NaNs stay apart; _NAME: the index in names)."""

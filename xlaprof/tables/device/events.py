@@ -45,6 +45,13 @@ MODEL_COLUMNS = (frozenset(COLUMNS) - {"plane", "duration_ns", "step_num"}) | {
     "framework_op",
 }
 
+# The stats the analysis reads from an event's ``args`` (here ``cat``, ``tf_op`` and ``name``;
+# ``group_id`` in ``steps``, ``cat`` in ``host_steps``): the pipeline loads a capture's events
+# with these alone (``load_trace(args=STATS_READ)``). A read of any other from such a frame
+# raises (``parse.xplane.args.EventStats``), so a new one is added here or fails every test
+# that analyses a capture.
+STATS_READ = frozenset({"cat", "tf_op", "name", "group_id"})
+
 # The CPU client's execution of a compiled program (PJRT's CPU thunk executor: "ThunkExecutor::
 # Execute", and "... (wait for completion)" while its worker threads run the thunks).
 CPU_EXECUTION = "ThunkExecutor::Execute"
