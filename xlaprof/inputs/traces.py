@@ -30,6 +30,7 @@ from xlaprof.inputs.captures import (
     embedded_protos,
     find_sessions,
     hlo_sources,
+    insert_session,
     load_safely,
     name_hosts_apart,
     pick_session,
@@ -211,7 +212,6 @@ def _load_files(
 def _session_events(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
     """The hosts' events of one session as one frame: text columns categorical, and a
     ``session`` column first."""
-    import numpy as np
     import pandas as pd  # after the files: a bad capture is reported without loading pandas
 
     events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -222,10 +222,7 @@ def _session_events(frames: list[pd.DataFrame], session: str) -> pd.DataFrame:
     for column in ("hlo_op", "hlo_module", "hlo_category", "program_id"):
         if events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    codes = np.zeros(len(events), np.int8)
-    events.insert(
-        0, "session", pd.Series(pd.Categorical.from_codes(codes, pd.Index([session])), events.index)
-    )
+    insert_session(events, session)
     return events
 
 

@@ -197,6 +197,16 @@ OK_CASES: dict[str, list[bytes]] = {
         + stat(5, field(7, 127))
     ],
     "many stats on one event": [b"".join(stat(k % 10, field(4, k)) for k in range(40))],
+    "a dropped event's own stats go with it": [
+        field(2, -(2**63))
+        + stat(1, field(5, b"gone"))
+        + stat(2, field(4, 9))
+        + stat(3, field(2, 1.5))
+        + stat(7, field(5, b"op_gone")),
+        field(2, 5) + stat(1, field(5, b"kept")) + stat(2, field(4, 3)) + stat(7, field(5, b"op")),
+        field(2, -(2**63)) + field(3, 5) + stat(1, field(5, b"also")) + stat(7, field(5, b"x")),
+        field(2, 7) + stat(7, field(5, b"later")) + stat(7, field(5, b"last")),
+    ],
     "events out of range are dropped": [
         field(2, 2**63 - 1),
         field(2, -(2**63)) + field(3, 5),
@@ -234,6 +244,22 @@ def test_damaged_events_are_one_line_bad_captures(tmp_path: Path, case: str) -> 
     path = capture(tmp_path, [field(1, 2) + field(2, 1), *BAD_CASES[case]])
     message = assert_same(path)
     assert isinstance(message, str) and str(path) in message and "\n" not in message
+
+
+def test_a_frame_without_args_has_the_framework_ops_of_the_kept_events(tmp_path: Path) -> None:
+    """``framework_op`` made at the load (a pod's frame, no ``args``) is each kept event's last
+    ``tf_op`` as the device model reads it from ``args``; a dropped event's is gone with it."""
+    path = capture(tmp_path, OK_CASES["a dropped event's own stats go with it"])
+    whole = xspace_frame(path)
+    without = xspace_frame(path, args=False, framework_op=True)
+    assert whole.attrs["dropped_events"] == without.attrs["dropped_events"] == 2
+    expected = [d.get("tf_op") if d else None for d in whole["args"].tolist()]
+    assert (
+        without["framework_op"].astype(object).where(without["framework_op"].notna(), None).tolist()
+        == expected
+    )
+    assert expected == ["op", "last"]  # (in start order)
+    assert without["hlo_op"].tolist() == whole["hlo_op"].tolist() == ["kept", np.nan]
 
 
 @pytest.mark.parametrize("events", [[], [field(3, 5) + field(2, 2**63 - 1)]])

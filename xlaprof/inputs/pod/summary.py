@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.errors import InputNotRecognized, InputUnreadable, XlaprofError
-from xlaprof.inputs.captures import XPLANE_SUFFIX, device_table, load_capture_file
+from xlaprof.inputs.captures import (
+    XPLANE_SUFFIX,
+    device_table,
+    insert_session,
+    load_capture_file,
+)
 from xlaprof.inputs.pod.cache import cache_path_for, cached_summary, write_cache
 from xlaprof.model.device import DeviceSummary
 from xlaprof.model.ondisk import BOTTLENECK, DEVICE_STEPS, HOST_STEPS, STEP_BOUNDS, TRACING
@@ -94,8 +99,6 @@ def read_host_events(
     for an xplane ``attrs["content"]`` the fingerprint of the bytes decoded (``data_digest``:
     read once, for both).
     """
-    import numpy as np
-    import pandas as pd
 
     content = None
     try:
@@ -118,8 +121,7 @@ def read_host_events(
     for column in CATEGORY_COLUMNS:
         if column in events and events[column].dtype != "category":
             events[column] = events[column].astype("category")
-    sessions = pd.Categorical.from_codes(np.zeros(len(events), np.int8), pd.Index([session]))
-    events.insert(0, "session", pd.Series(sessions, events.index))
+    insert_session(events, session)
     host = str(events["host"].iloc[0])
     events["step"], bounds = assign_steps(events, first_step, {host: start})
     bounds.insert(0, "session", session)

@@ -4,7 +4,7 @@ Building a dict of its own stats for every event is a good part of a capture's l
 second at a million events, 485 thousand dicts on a JAX CPU capture), yet the analysis reads only
 a few stats of a few events (``cat``, ``tf_op``, ``name``, ``group_id``). So the frame's ``args``
 column is a pandas extension array (``pandas.api.extensions``) over the decoded stats themselves:
-a row is the number of its event in an ``EventStats`` table (-1: no stats), and a dict is made
+a row is its event's place in an ``EventStats`` table (-1: no stats), and a dict is made
 when a row is read (``.iloc``, iteration, ``tolist``, ``map``, ``to_numpy``), once per event,
 then kept: reading every row builds the dicts the eager decoder built, in one vectorized pass,
 and costs what it cost. ``stat_values`` reads one stat per row without a dict, converting each
@@ -50,10 +50,11 @@ class Table(Protocol):
 
 
 class EventStats:
-    """Every event's own stats, as decoded (``wire.Stats`` rows, in event order then wire
-    order): ``first_stat[e]:first_stat[e + 1]`` are event e's rows, ``stat_name`` each row's
-    name (an index in ``values.names``). Dicts are made per event when first asked for, then
-    kept (so a row reads as the same dict each time, as an object column's does)."""
+    """The events' own stats, as decoded (``wire.Stats`` rows, in event order then wire
+    order), for the events that have any: ``first_stat[e]:first_stat[e + 1]`` are the rows of
+    the e-th of them, ``stat_name`` each row's name (an index in ``values.names``). Dicts are
+    made per event when first asked for, then kept (so a row reads as the same dict each time,
+    as an object column's does)."""
 
     def __init__(
         self,
@@ -73,6 +74,37 @@ class EventStats:
         self._done: np.ndarray | None = None  # per event, whether _made holds it
         self.made = 0  # events whose dict has been made
 
+    @classmethod
+    def of_events(
+        cls,
+        first_stat: np.ndarray,
+        stat_name: np.ndarray,
+        values: StatValues,
+        kept: frozenset[str] | None = None,
+    ) -> tuple[EventStats, np.ndarray]:
+        """The table of the decoded stats (``Stats`` with ``first_stat``, their names
+        ``stat_name``; ``values`` reads them, kept as given: the frame gives them slim,
+        ``StatValues.slim``) and, per event, its row there (-1: no stats), which an
+        ``ArgsArray`` of the events holds. ``kept``: the names of the only stats given (see
+        ``__init__``), None where every one is."""
+        # The table holds the events that have stats alone (with ``kept``, most have none of
+        # them: a 1 GB host's 46 M events, a few thousand), and an event's row is its place
+        # there. Both int32 where their numbers fit (every capture short of 2**31 events and
+        # stats): 8 bytes an event less in the frame than as intp.
+        small = np.iinfo(np.int32).max
+        fits = first_stat[-1] <= small and len(first_stat) - 1 <= small
+        width = np.int32 if fits else np.intp
+        has = first_stat[1:] != first_stat[:-1]
+        owners = np.flatnonzero(has)
+        bounds = np.empty(len(owners) + 1, width)
+        bounds[:-1] = first_stat[owners]
+        bounds[-1] = first_stat[-1]
+        del owners
+        place: np.ndarray = np.cumsum(has, dtype=width)  # each event with stats: its place + 1
+        np.subtract(place, 1, out=place)
+        place[~has] = -1
+        return cls(bounds, stat_name, values, kept), place
+
     def __len__(self) -> int:
         return len(self.first_stat) - 1
 
@@ -88,9 +120,7 @@ class EventStats:
         return {**self.__dict__, "_made": None, "_done": None, "made": 0}  # not the dicts
 
     def isna(self, rows: np.ndarray) -> np.ndarray:
-        valid = rows >= 0
-        at = np.where(valid, rows, 0)
-        result: np.ndarray = ~valid | (self.first_stat[at + 1] == self.first_stat[at])
+        result: np.ndarray = rows < 0  # (every event here has stats)
         return result
 
     def stat(self, rows: np.ndarray, key: str) -> np.ndarray:
@@ -265,33 +295,6 @@ class ArgsArray(ExtensionArray):
     def __init__(self, table: Table, rows: np.ndarray) -> None:
         self._table = table
         self._rows = rows
-
-    @classmethod
-    def of_events(
-        cls,
-        first_stat: np.ndarray,
-        stat_name: np.ndarray,
-        values: StatValues,
-        events: np.ndarray,
-        kept: frozenset[str] | None = None,
-    ) -> ArgsArray:
-        """The column whose row i is event ``events[i]`` of the decoded stats (``Stats`` with
-        ``first_stat``, their names ``stat_name``; ``values`` reads them, kept as given: the
-        frame gives them slim, ``StatValues.slim``). ``kept``: the names of the only stats
-        given (see ``EventStats``), None where every one is; an event with none of them reads
-        as None."""
-        # Both row-long arrays kept as int32 where their numbers fit (every capture short of
-        # 2**31 events and stats): 8 bytes an event less in the frame, 370 MB of a 1 GB host's.
-        fits = len(first_stat) and first_stat[-1] <= np.iinfo(np.int32).max
-        width = np.int32 if fits else np.intp
-        first_stat = first_stat.astype(width, copy=False)
-        table = EventStats(first_stat, stat_name, values, kept)
-        rows = events.astype(width)
-        # The events without stats (-1), found by a bool an event: a 1 GB host's load peaked
-        # here when they were found from first_stat's differences (4 bytes an event).
-        bare = first_stat[1:] == first_stat[:-1]
-        rows[bare[events]] = -1
-        return cls(table, rows)
 
     # -- what pandas asks of an extension array ------------------------------------------------
     @classmethod

@@ -329,7 +329,8 @@ class Layout:
         """The event frame (see the module docstring) of ``events``, in this layout's order.
 
         ``events`` is emptied: each array is dropped once used, and what comes of the stats
-        (the promoted values) is made before the columns, so that the decoded arrays and the
+        (the promoted values, the args' table) is made first, by event number, and placed in
+        frame order once the times are made, so that the decoded stats, the times and the
         frame are not all in memory at once; ``args`` keeps the stats' values, names and
         bounds (not their events' ids), to decode on demand.
         """
@@ -337,45 +338,43 @@ class Layout:
 
         metadata_id, offset_ps, duration_ps, first_stat, stats = events.take()
         count = len(metadata_id)
-        line_name, line_plane, stamps, counts, op_line = (
+        line_name, line_plane, stamps, counts = (
             np.array([line[field] for line in self.lines], dtype)
-            for field, dtype in enumerate((np.int32, np.int32, np.int64, np.int64, bool))
+            for field, dtype in enumerate((np.int32, np.int32, np.int64, np.int64))
         )
-        line_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        # The stats first, by event number, while the times are not made yet: what the frame
+        # keeps of them (the promoted values, the args) is small next to the decoded stats,
+        # which a 1 GB host's load peaked holding beside the times.
+        promoted, texts, framework_ops, table, place = self._of_stats(
+            first_stat, stats, args, framework_op
+        )
+        del first_stat, stats
+
         times, order = event_times(offset_ps, duration_ps, stamps, counts)
         del offset_ps, duration_ps
         rows = len(order)
-        names, meta, stat_name, ref_name = self._lookups(
-            metadata_id, first_stat, stats, line_of, op_line
-        )
+        names, meta = self._event_lookups(metadata_id)
         del metadata_id
-        # Where each event lands (-1: dropped), for what is found by event index.
+        # Where each event lands (-1: dropped): what was found by event number, placed.
         rank = np.full(count, -1, np.int32)
         rank[order] = np.arange(rows, dtype=np.int32)
-        values = StatValues(stats, self.stat_names.items, ref_name)
-        promoted, texts = self._promoted(stats.event, values, stat_name, rank)
-        framework_ops = None
-        if framework_op:
-            framework_ops = self._framework_ops(stats.event, values, stat_name, rank, rows)
-        # The stats' event numbers and metadata ids are read by now (16 bytes a stat): let go
-        # before the args column is made, where a 1 GB host's load peaked.
-        values = values.slim()
-        del stats, rank
-        kept = args if isinstance(args, frozenset) else None
+        promoted = {key: _placed(rank, *found) for key, found in promoted.items()}
+        framework_column = None
+        if framework_ops is not None:
+            framework_column = _framework_column(rank, rows, *framework_ops)
+        del rank, framework_ops
         if not rows:  # as the Chrome reader's did: pandas makes an empty list float64
             args_column: Any = []
-        elif args is not False:
+        elif table is not None:
             from xlaprof.parse.xplane.args import ArgsArray
 
-            if kept is not None:
-                first_stat, stat_name, values = self._kept_stats(
-                    kept, first_stat, stat_name, values
-                )
-            args_column = ArgsArray.of_events(first_stat, stat_name, values, order, kept)
+            args_column = ArgsArray(table, place.take(order))
+            del place
         else:
             args_column = np.full(rows, None, object)
-        del values, first_stat, stat_name, ref_name
+        del table
 
+        line_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
         lines = line_of[order]
         del line_of
         constants = Constants(rows)
@@ -388,9 +387,9 @@ class Layout:
         del lines, names, times
         columns.update(self._stat_columns(meta, order, promoted, texts, constants))
         columns["args"] = args_column
-        if framework_ops is not None:
-            columns["framework_op"] = framework_ops
-        del meta, promoted, args_column, framework_ops, order  # (order: 8 bytes an event)
+        if framework_column is not None:
+            columns["framework_op"] = framework_column
+        del meta, promoted, args_column, framework_column, order  # (order: 8 bytes an event)
         if rows:
             # The columns as they are: DataFrame() would copy each into a block of its dtype.
             # ``args`` without stats read (args=False) is an object array of None.
@@ -455,30 +454,67 @@ class Layout:
             for key, (strings, table) in per_line.items()
         }
 
-    def _lookups(
-        self,
-        ids: np.ndarray,
-        first_stat: np.ndarray,
-        stats: Stats,
-        line_of: np.ndarray,
-        op_line: np.ndarray,
-    ) -> tuple[np.ndarray, ...]:
-        """Per event, its name's code and its metadata row; per stat, its name's code and the
-        code of the stat a ``ref_value`` names (-1: none). Metadata ids are looked up per plane:
-        each plane's events are one run of the events, and their stats one run of the stats."""
-        count = len(ids)
-        names = np.empty(count, np.int32)
-        meta = np.empty(count, np.int32)
-        unknown, empty = self.stat_names.code("?"), self.strings.code("")
+    def _of_stats(
+        self, first_stat: np.ndarray, stats: Stats, args: bool | frozenset[str], framework: bool
+    ) -> tuple[Any, ...]:
+        """What the frame keeps of the events' stats, by event number: the promoted values
+        and their strings (``_promoted``), the framework ops where ``framework`` is asked for
+        (``_framework_ops``, else None), and where ``args`` keeps any stats their table with
+        each event's row there (``EventStats.of_events``; else None, None)."""
+        stat_name, ref_name = self._stat_lookups(first_stat, stats)
+        owners = stats.event
+        values = StatValues(stats, self.stat_names.items, ref_name).slim()
+        del stats, ref_name
+        promoted, texts = self._promoted(owners, values, stat_name)
+        framework_ops = self._framework_ops(owners, values, stat_name) if framework else None
+        del owners
+        if len(first_stat) == 1 or args is False:
+            return promoted, texts, framework_ops, None, None
+        from xlaprof.parse.xplane.args import EventStats
+
+        kept = args if isinstance(args, frozenset) else None
+        if kept is not None:
+            first_stat, stat_name, values = self._kept_stats(kept, first_stat, stat_name, values)
+        table, place = EventStats.of_events(first_stat, stat_name, values, kept)
+        return promoted, texts, framework_ops, table, place
+
+    def _planes(self) -> list[tuple[int, int, list[tuple[Any, ...]]]]:
+        """Per plane, its first and last event (a run of the events) and its lines."""
+        found, first = [], 0
+        for plane in range(len(self.events)):
+            lines = [line for line in self.lines if line[1] == plane]
+            last = first + sum(line[3] for line in lines)
+            found.append((first, last, lines))
+            first = last
+        return found
+
+    def _stat_lookups(self, first_stat: np.ndarray, stats: Stats) -> tuple[np.ndarray, ...]:
+        """Per stat, its name's code and the code of the stat a ``ref_value`` names (-1:
+        none). Metadata ids are looked up per plane: each plane's stats are one run of them."""
+        unknown = self.stat_names.code("?")
         # A stat's name codes as int16 where every name's fits (a capture has tens of stat
         # names): 4 bytes a stat less in the frame's args, 145 MB of a 1 GB host's.
         width = np.int16 if len(self.stat_names.items) <= np.iinfo(np.int16).max else np.int32
         stat_name = np.empty(len(stats.event), width)
         ref_name = np.full(len(stats.event), -1, width)
-        first = 0  # the plane's first event
-        for plane, (table, named) in enumerate(zip(self.events, self.stats, strict=True)):
-            lines = [line for line in self.lines if line[1] == plane]
-            last = first + sum(line[3] for line in lines)
+        for named, (first, last, _) in zip(self.stats, self._planes(), strict=True):
+            low, high = int(first_stat[first]), int(first_stat[last])
+            named_stats = _Lookup(named[:, 0], named[:, 1], high - low, unknown, width)
+            stat_name[low:high] = named_stats(stats.metadata_id[low:high])
+            refs = low + np.flatnonzero(stats.kind[low:high] == REF)
+            raw = stats.raw[refs]
+            inside = raw <= INT64_MAX  # keys are int64: a larger ref_value names no stat
+            found = _lookup(named[:, 0], named[:, 1], np.where(inside, raw, 0).view(np.int64), -1)
+            ref_name[refs] = np.where(inside, found, -1)
+        return stat_name, ref_name
+
+    def _event_lookups(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per event (``ids``: its metadata id), its name's code and its metadata row, looked
+        up per plane: each plane's events are one run of them."""
+        names = np.empty(len(ids), np.int32)
+        meta = np.empty(len(ids), np.int32)
+        empty = self.strings.code("")
+        for table, (first, last, lines) in zip(self.events, self._planes(), strict=True):
             mine = ids[first:last]
             names[first:last] = _lookup(table[:, 0], table[:, 1], mine, empty)
             # An event's metadata row: on op lines the one that carries its display name.
@@ -490,24 +526,16 @@ class Layout:
             for line in lines:  # each line's events are one run of the plane's
                 meta[at : at + line[3]] = rows[line[4]](ids[at : at + line[3]])
                 at += line[3]
-            low, high = int(first_stat[first]), int(first_stat[last])
-            named_stats = _Lookup(named[:, 0], named[:, 1], high - low, unknown, width)
-            stat_name[low:high] = named_stats(stats.metadata_id[low:high])
-            refs = low + np.flatnonzero(stats.kind[low:high] == REF)
-            raw = stats.raw[refs]
-            inside = raw <= INT64_MAX  # keys are int64: a larger ref_value names no stat
-            found = _lookup(named[:, 0], named[:, 1], np.where(inside, raw, 0).view(np.int64), -1)
-            ref_name[refs] = np.where(inside, found, -1)
-            first = last
-        return names, meta, stat_name, ref_name
+        return names, meta
 
     def _promoted(
-        self, owners: np.ndarray, values: StatValues, stat_name: np.ndarray, rank: np.ndarray
+        self, owners: np.ndarray, values: StatValues, stat_name: np.ndarray
     ) -> tuple[dict[str, tuple[np.ndarray, Any]], dict[str, Strings]]:
-        """Per promoted stat, the events' own values: where they land in the frame and the
-        values as the column holds them (text: codes in ``texts[key]``; whole numbers: values
-        and a missing mask; floats). Of two stats of one name on an event, its last (as in its
-        ``args``); an event's stat wins over its metadata's (as in XProf)."""
+        """Per promoted stat, the events' own values: their events' numbers (``owners``: each
+        stat's; ``_placed`` finds their rows) and the values as the column holds them (text:
+        codes in ``texts[key]``; whole numbers: values and a missing mask; floats). Of two
+        stats of one name on an event, its last (as in its ``args``); an event's stat wins
+        over its metadata's (as in XProf)."""
         found: dict[str, tuple[np.ndarray, Any]] = {}
         texts = {key: Strings() for key in TEXT_STATS}
         keys = [
@@ -530,8 +558,7 @@ class Layout:
                 continue
             owner = owners[rows]
             last = np.append(owner[1:] != owner[:-1], True)
-            rows, where = rows[last], rank[owner[last]]
-            rows, where = rows[where >= 0], where[where >= 0]
+            rows, where = rows[last], owner[last]
             if key in texts:
                 found[key] = (where, values.codes(rows, texts[key].text_code))
             elif key in WHOLE_STATS:
@@ -541,16 +568,12 @@ class Layout:
         return found, texts
 
     def _framework_ops(
-        self,
-        owners: np.ndarray,
-        values: StatValues,
-        stat_name: np.ndarray,
-        rank: np.ndarray,
-        rows: int,
-    ) -> pd.Categorical[str]:
-        """Per frame row, its event's own ``name`` stat, else its ``tf_op`` (of two stats of
-        one name, the last, as in ``args``), where that is text and not ``XlaModule:``-like:
-        the framework op ``tables.device.events`` reads from ``args``."""
+        self, owners: np.ndarray, values: StatValues, stat_name: np.ndarray
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], Strings]:
+        """Per event, its own ``name`` stat, else its ``tf_op`` (of two stats of one name, the
+        last, as in ``args``), where that is text and not ``XlaModule:``-like: the framework op
+        ``tables.device.events`` reads from ``args``. As (events, codes in the strings) per
+        stat, ``tf_op``'s first, for ``_framework_column`` to place (the last placed wins)."""
         strings = Strings()
 
         def code(value: object) -> int:
@@ -558,7 +581,7 @@ class Layout:
                 return strings.code(value)
             return -1
 
-        codes = np.full(rows, -1, np.int64)
+        found_ops = []
         for key in ("tf_op", "name"):  # the name stack, where there is one, wins
             stat = self.stat_names.codes.get(key)
             if stat is None:
@@ -568,12 +591,10 @@ class Layout:
                 continue
             owner = owners[found]
             last = np.append(owner[1:] != owner[:-1], True)
-            found, where = found[last], rank[owner[last]]
-            found, where = found[where >= 0], where[where >= 0]
-            value = values.codes(found, code)
+            value = values.codes(found[last], code)
             usable = value >= 0
-            codes[where[usable]] = value[usable]
-        return strings.categorical(codes)
+            found_ops.append((owner[last][usable], value[usable]))
+        return found_ops, strings
 
     def _stat_columns(
         self,
@@ -676,6 +697,31 @@ class Layout:
             where, found = own
             codes[where] = found
         return strings.categorical(codes)
+
+
+def _placed(rank: np.ndarray, owner: np.ndarray, value: Any) -> tuple[np.ndarray, Any]:
+    """A promoted stat's values found by event number (``Layout._promoted``) as the rows where
+    they land (``rank``: each event's row, -1 where dropped) and their values there."""
+    where = rank.take(owner)
+    kept = where >= 0
+    if kept.all():
+        return where, value
+    if isinstance(value, tuple):  # whole numbers: the values and their missing mask
+        return where[kept], tuple(part[kept] for part in value)
+    return where[kept], value[kept]
+
+
+def _framework_column(
+    rank: np.ndarray, rows: int, found: list[tuple[np.ndarray, np.ndarray]], strings: Strings
+) -> pd.Categorical[str]:
+    """The ``framework_op`` column of ``rows`` rows from ``Layout._framework_ops``' events
+    and codes, each placed at its event's row (``rank``; -1: dropped), the later winning."""
+    codes = np.full(rows, -1, np.int64)
+    for owner, value in found:
+        where = rank.take(owner)
+        kept = where >= 0
+        codes[where[kept]] = value[kept]
+    return strings.categorical(codes)
 
 
 def _object_if_array(key: str, value: object) -> type[object] | None:
