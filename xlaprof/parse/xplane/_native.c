@@ -915,7 +915,9 @@ static void sift_down(Head *heap, Py_ssize_t n, Py_ssize_t i) {
    The columns are frame.event_times' for a capture whose every event is kept (start and end
    within int64 picoseconds, no negative duration) and whose lines are each in time order: the
    stable sort by start is then a merge of the lines. None otherwise (frame.event_times does it
-   with numpy). start_ns and end_ns are relative to the capture's base (the caller adds it). */
+   with numpy). start_ns and end_ns are relative to the capture's base (the caller adds it).
+   order is int32 where every event's number fits (4 bytes an event less while the frame is
+   made), else intp. */
 static PyObject *times(PyObject *self, PyObject *args) {
     PyArrayObject *offsets, *durations, *bases_array, *counts_array;
     if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyArray_Type, &offsets, &PyArray_Type, &durations,
@@ -962,7 +964,9 @@ static PyObject *times(PyObject *self, PyObject *args) {
         at += counts[l];
     }
     PyObject *starts = new_array(count, NPY_INT64), *ends = new_array(count, NPY_INT64);
-    PyObject *spans = new_array(count, NPY_FLOAT64), *orders = new_array(count, NPY_INTP);
+    const int narrow = count <= INT32_MAX;
+    PyObject *spans = new_array(count, NPY_FLOAT64);
+    PyObject *orders = new_array(count, narrow ? NPY_INT32 : NPY_INTP);
     Head *heap = PyMem_RawMalloc((size_t)(lines ? lines : 1) * sizeof(Head));
     npy_intp *next = PyMem_RawMalloc((size_t)(lines ? lines : 1) * 2 * sizeof(npy_intp));
     if (!starts || !ends || !spans || !orders || !heap || !next) {
@@ -977,7 +981,8 @@ static PyObject *times(PyObject *self, PyObject *args) {
     int64_t *start_ns = PyArray_DATA((PyArrayObject *)starts);
     int64_t *end_ns = PyArray_DATA((PyArrayObject *)ends);
     double *duration_ns = PyArray_DATA((PyArrayObject *)spans);
-    npy_intp *order = PyArray_DATA((PyArrayObject *)orders);
+    npy_intp *order = narrow ? NULL : PyArray_DATA((PyArrayObject *)orders);
+    int32_t *order32 = narrow ? PyArray_DATA((PyArrayObject *)orders) : NULL;
     npy_intp *stop = next + lines;
     Py_ssize_t heads = 0;
     at = 0;
@@ -1000,7 +1005,10 @@ static PyObject *times(PyObject *self, PyObject *args) {
         for (;;) {
             npy_intp i = next[l]++;
             int64_t start = bases[l] + offset[i];
-            order[row] = i;
+            if (narrow)
+                order32[row] = (int32_t)i;
+            else
+                order[row] = i;
             start_ns[row] = key;
             end_ns[row] = floor_div_1000(start + duration[i]);
             duration_ns[row] = (double)duration[i] / 1000.0;
