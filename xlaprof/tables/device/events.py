@@ -387,7 +387,9 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     time_ns = np.full(len(frame), np.nan)
     self_ns = np.full(len(frame), np.nan)
-    ops = np.flatnonzero(frame["op_line"].to_numpy())
+    # Row numbers as int32 where they fit (4 bytes a row less in each array of them).
+    index_type = np.int32 if len(frame) <= np.iinfo(np.int32).max else np.intp
+    ops = np.flatnonzero(frame["op_line"].to_numpy()).astype(index_type)
     if not len(ops):
         return time_ns, self_ns, np.full(len(frame), -1, dtype=np.int64)
     every = slice(None) if len(ops) == len(frame) else ops  # every row an op: no gather
@@ -397,7 +399,10 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     times = np.where(np.isnan(on_device), wall, on_device / 1000.0)
     del on_device, wall
     time_ns[every] = times
-    offsets = frame["device_offset_ps"].to_numpy()[every]
+    # The ops' device offsets, where any op has one (a CPU host's ops have none: not gathered).
+    device_offsets = frame["device_offset_ps"].to_numpy()
+    offsets = None if np.isnan(device_offsets).all() else device_offsets[every]
+    del device_offsets
     # One group per (session, host, device, line), found from the columns' codes (a row with
     # a missing key is in no group, as in groupby).
     keys = [cols.codes(frame[name])[every] for name in ("session", "host", "device", "line")]
@@ -416,11 +421,11 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             own[keyed] = unnested
             self_ns[every] = own
         return time_ns, self_ns, np.full(len(frame), -1, dtype=np.int64)
-    rows = np.arange(len(times)) if isinstance(keyed, slice) else keyed
+    rows = np.arange(len(times), dtype=index_type) if isinstance(keyed, slice) else keyed
     own = np.full(len(times), np.nan)  # an op in no group (a missing key): not measured
-    parent = np.full(len(times), -1, dtype=np.int64)
+    parent: np.ndarray = np.full(len(times), -1, dtype=index_type)
     for index in cols.split_groups(rows, group, count):
-        if not np.isnan(offsets[index]).any():
+        if offsets is not None and not np.isnan(offsets[index]).any():
             begin = offsets[index].astype(np.int64)
             end = begin + (times[index] * 1000.0).astype(np.int64)
             own_ps, up = nesting(begin, end)
@@ -440,7 +445,7 @@ def _op_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _unnested(
     keyed: slice | np.ndarray,
     groups: tuple[np.ndarray, int],
-    clocks: tuple[np.ndarray, np.ndarray, np.ndarray],
+    clocks: tuple[np.ndarray, np.ndarray | None, np.ndarray],
 ) -> np.ndarray | None:
     """``_op_times``' self times of the ops at ``keyed`` where no op on a line runs inside
     another (each line's ops in start order, each starting at or after the one before ends):
@@ -448,21 +453,26 @@ def _unnested(
     whole ps, where every op of the line has a device offset; else whole ns), as ``nesting``
     gives it. None where some op may nest (``_op_times`` then walks each line).
     ``groups``: each op's line and their count; ``clocks``: the ops' starts, device offsets
-    and times. The lines' ops are sorted together only where they are not already (group
+    and times (offsets None: no op has one). The lines' ops are sorted together only where
+    they are not already (group
     codes number lines as they first appear, so codes that never fall mean each line's ops
     come one after another)."""
     import numpy as np
 
     group, count = groups
-    starts, offsets, times = (values[keyed] for values in clocks)
-    missing = np.isnan(offsets)
-    device = (np.bincount(group, weights=missing, minlength=count) == 0)[group]
-    del missing
+    starts, times = clocks[0][keyed], clocks[2][keyed]
     begin = starts.copy()
-    begin[device] = offsets[device].astype(np.int64)
     length = times.astype(np.int64)
-    length[device] = (times[device] * 1000.0).astype(np.int64)
-    del starts, offsets, times
+    device = None
+    if clocks[1] is not None:
+        offsets = clocks[1][keyed]
+        missing = np.isnan(offsets)
+        device = (np.bincount(group, weights=missing, minlength=count) == 0)[group]
+        del missing
+        begin[device] = offsets[device].astype(np.int64)
+        length[device] = (times[device] * 1000.0).astype(np.int64)
+        del offsets
+    del starts, times
     end = begin + length
     if count > 1 and not (group[1:] >= group[:-1]).all():  # each line's ops together
         order = np.argsort(group.astype(np.uint16) if count <= 1 << 16 else group, kind="stable")
@@ -475,5 +485,6 @@ def _unnested(
     if not (length >= 0).all() or not ((group[1:] != group[:-1]) | in_order).all():
         return None
     own: np.ndarray = length.astype(np.float64)
-    own[device] = own[device] / 1000.0
+    if device is not None:
+        own[device] = own[device] / 1000.0
     return own
