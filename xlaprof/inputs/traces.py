@@ -39,6 +39,7 @@ from xlaprof.model.device import DeviceSummary
 from xlaprof.model.request import PodSettings
 from xlaprof.model.trace import Trace
 from xlaprof.tables import device as device_model
+from xlaprof.tables.device.events import STATS_READ
 from xlaprof.tables.host_steps import named_steps
 from xlaprof.tables.step_numbers import assign_steps
 from xlaprof.tables.step_times import step_times
@@ -77,9 +78,9 @@ def load_trace(  # noqa: PLR0913
     ``graphs``: the run's compiled graphs where the caller holds them (the pipeline has the run
     loaded); None reads them from the run directory ``path`` is, if it is one.
     ``args``: which stats an xplane event's ``args`` keep: every one (True), or only those a
-    set names (the pipeline's: the analysis's own, ``tables.device.events.STATS_READ``; each
-    other stat is ~13 bytes in memory, a 1 GB host's tens of millions of them). A pod's
-    hosts keep no ``args`` either way (their cache has none).
+    set names and those the trace's own tables read (``tables.device.events.STATS_READ``, all
+    the pipeline asks for); each other stat is ~13 bytes in memory, a 1 GB host's tens of
+    millions of them. A pod's hosts keep no ``args`` either way (their cache has none).
     """
     root = Path(path)
     sessions = find_sessions(root)
@@ -102,6 +103,8 @@ def load_trace(  # noqa: PLR0913
                 limit=max_size,
                 settings=pod,
             )
+    if isinstance(args, frozenset):  # the trace's own tables read these, whatever is asked
+        args = args | STATS_READ
     loaded = _load_files(files, workers, max_size, args)
     broken = [item for item in loaded if isinstance(item, XlaprofError)]
     frames = [item for item in loaded if not isinstance(item, XlaprofError)]

@@ -342,12 +342,12 @@ def test_the_pipeline_keeps_the_stats_the_analysis_reads(
     session.mkdir(parents=True)
     for host, name in (("a", "fused_attn"), ("b", "mi300")):
         (session / f"{host}.xplane.pb").symlink_to(loaded[name][0])
-    kept = frozenset({"name", "group_id"})
+    kept = frozenset({"correlation_id"})
     trace = xlaprof.load_trace(tmp_path, lazy=False, workers=2, args=kept)
-    want = restricted(loaded["fused_attn"][2] + loaded["mi300"][2], kept)
+    want = restricted(loaded["fused_attn"][2] + loaded["mi300"][2], kept | STATS_READ)
     assert same_dicts(trace.events["args"].tolist(), want)
     with pytest.raises(KeyError, match="not kept"):
-        stat_values(trace.events["args"], "cat")
+        stat_values(trace.events["args"], "no such stat")
 
     asked: list[frozenset[str] | None] = []
     made = EventStats.__init__
@@ -365,3 +365,23 @@ def test_the_pipeline_keeps_the_stats_the_analysis_reads(
         pd.testing.assert_frame_equal(
             getattr(whole.summary(), table), getattr(held.summary(), table)
         )
+
+
+def test_a_trace_keeps_the_stats_its_tables_read_besides_those_asked_for(
+    loaded: dict[str, Any],
+) -> None:
+    """``load_trace(args={...})`` keeps the stats named and ``STATS_READ``: the trace's device
+    model is the one made with every stat; a stat neither names still raises."""
+    path, _, expected = loaded["jax_cpu"]
+    trace = xlaprof.load_trace(path, args=frozenset({"tf_op"}))
+    column = trace.events["args"]
+    want = restricted(expected, STATS_READ | {"tf_op"})
+    assert column.isna().tolist() == [d is None for d in want]
+    whole = xlaprof.load_trace(path)
+    for table in ("steps", "ops"):
+        pd.testing.assert_frame_equal(
+            getattr(whole.summary(), table), getattr(trace.summary(), table)
+        )
+    other = sorted({key for d in expected if d for key in d} - STATS_READ - {"tf_op"})[0]
+    with pytest.raises(KeyError, match="not kept"):
+        stat_values(column, other)
