@@ -65,6 +65,18 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from xlaprof.parse.xplane.args import EventStats
+
+# What a load keeps of the stats by event number (``Layout._of_stats``): the promoted values
+# and their strings, the framework ops (or None), the args' table with each event's row there
+# (or None).
+_OfStats = tuple[
+    dict[str, tuple[np.ndarray, Any]],
+    dict[str, "Strings"],
+    tuple[list[tuple[np.ndarray, np.ndarray]], "Strings"] | None,
+    tuple["EventStats", np.ndarray] | None,
+]
+
 
 def xspace_frame(
     path: Path,
@@ -345,7 +357,7 @@ class Layout:
         # The stats first, by event number, while the times are not made yet: what the frame
         # keeps of them (the promoted values, the args) is small next to the decoded stats,
         # which a 1 GB host's load peaked holding beside the times.
-        promoted, texts, framework_ops, table, place = self._of_stats(
+        promoted, texts, framework_ops, args_table = self._of_stats(
             first_stat, stats, args, framework_op
         )
         del first_stat, stats
@@ -365,14 +377,15 @@ class Layout:
         del rank, framework_ops
         if not rows:  # as the Chrome reader's did: pandas makes an empty list float64
             args_column: Any = []
-        elif table is not None:
+        elif args_table is not None:
             from xlaprof.parse.xplane.args import ArgsArray
 
+            table, place = args_table
             args_column = ArgsArray(table, place.take(order))
-            del place
+            del table, place
         else:
             args_column = np.full(rows, None, object)
-        del table
+        del args_table
 
         line_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
         lines = line_of[order]
@@ -456,11 +469,11 @@ class Layout:
 
     def _of_stats(
         self, first_stat: np.ndarray, stats: Stats, args: bool | frozenset[str], framework: bool
-    ) -> tuple[Any, ...]:
-        """What the frame keeps of the events' stats, by event number: the promoted values
-        and their strings (``_promoted``), the framework ops where ``framework`` is asked for
-        (``_framework_ops``, else None), and where ``args`` keeps any stats their table with
-        each event's row there (``EventStats.of_events``; else None, None)."""
+    ) -> _OfStats:
+        """What the frame keeps of the events' stats, by event number (``_OfStats``): the
+        promoted values (``_promoted``), the framework ops where ``framework`` is asked for
+        (``_framework_ops``), and where ``args`` keeps any stats their table with each event's
+        row there (``EventStats.of_events``)."""
         stat_name, ref_name = self._stat_lookups(first_stat, stats)
         owners = stats.event
         values = StatValues(stats, self.stat_names.items, ref_name).slim()
@@ -469,14 +482,18 @@ class Layout:
         framework_ops = self._framework_ops(owners, values, stat_name) if framework else None
         del owners
         if len(first_stat) == 1 or args is False:
-            return promoted, texts, framework_ops, None, None
+            return promoted, texts, framework_ops, None
         from xlaprof.parse.xplane.args import EventStats
 
         kept = args if isinstance(args, frozenset) else None
         if kept is not None:
             first_stat, stat_name, values = self._kept_stats(kept, first_stat, stat_name, values)
-        table, place = EventStats.of_events(first_stat, stat_name, values, kept)
-        return promoted, texts, framework_ops, table, place
+        return (
+            promoted,
+            texts,
+            framework_ops,
+            EventStats.of_events(first_stat, stat_name, values, kept),
+        )
 
     def _planes(self) -> list[tuple[int, int, list[tuple[Any, ...]]]]:
         """Per plane, its first and last event (a run of the events) and its lines."""
@@ -700,8 +717,9 @@ class Layout:
 
 
 def _placed(rank: np.ndarray, owner: np.ndarray, value: Any) -> tuple[np.ndarray, Any]:
-    """A promoted stat's values found by event number (``Layout._promoted``) as the rows where
-    they land (``rank``: each event's row, -1 where dropped) and their values there."""
+    """Values found by event number (``owner``: a promoted stat's or a framework op's) as the
+    rows where they land (``rank``: each event's row, -1 where dropped) and their values there
+    (whole numbers: a tuple of the values and their missing mask)."""
     where = rank.take(owner)
     kept = where >= 0
     if kept.all():
@@ -718,9 +736,8 @@ def _framework_column(
     and codes, each placed at its event's row (``rank``; -1: dropped), the later winning."""
     codes = np.full(rows, -1, np.int64)
     for owner, value in found:
-        where = rank.take(owner)
-        kept = where >= 0
-        codes[where[kept]] = value[kept]
+        where, placed = _placed(rank, owner, value)
+        codes[where] = placed
     return strings.categorical(codes)
 
 

@@ -454,9 +454,8 @@ def _unnested(
     gives it. None where some op may nest (``_op_times`` then walks each line).
     ``groups``: each op's line and their count; ``clocks``: the ops' starts, device offsets
     and times (offsets None: no op has one). The lines' ops are sorted together only where
-    they are not already (group
-    codes number lines as they first appear, so codes that never fall mean each line's ops
-    come one after another)."""
+    they are not already (group codes number lines as they first appear, so codes that never
+    fall mean each line's ops come one after another)."""
     import numpy as np
 
     group, count = groups
