@@ -65,11 +65,11 @@ def tag(number: int, wire: int) -> bytes:
     return varint(number << 3 | wire)
 
 
-def tpu_like_xspace(path: Path, host_steps: int = 2) -> None:
+def tpu_like_xspace(path: Path, host_steps: int = 2, steps: tuple[int, int] = (7, 8)) -> None:
     """An XSpace shaped like a TPU capture: host python line + device Steps/Modules/Ops.
 
-    Host steps end at 10 ms and 20 ms (StepMarkers); the TPU's steps 7 and 8 each run one 6 ms
-    module holding one 1 ms op (``fusion.1``, named by a ref stat).
+    Host steps end at 10 ms and 20 ms (StepMarkers); the TPU's steps (``steps``: 7 and 8) each
+    run one 6 ms module holding one 1 ms op (``fusion.1``, named by a ref stat).
     """
     space = xspace_class()()
     space.hostnames.append("tpu-vm-0")
@@ -79,7 +79,8 @@ def tpu_like_xspace(path: Path, host_steps: int = 2) -> None:
     for i in range(host_steps):  # steps end at 10 ms and 20 ms
         python.events.add(metadata_id=1, offset_ps=(i * 10 + 9) * 10**9, duration_ps=10**9)
     device = space.planes.add(id=2, name="/device:TPU:0")
-    for key, name in ((1, "7"), (2, "8"), (3, "SyncTensorsGraph.123"), (4, "fusion.1")):
+    named = ((1, str(steps[0])), (2, str(steps[1])), (3, "SyncTensorsGraph.123"), (4, "fusion.1"))
+    for key, name in named:
         device.event_metadata[key].id, device.event_metadata[key].name = key, name
     device.stat_metadata[1].id, device.stat_metadata[1].name = 1, "hlo_op"
     device.stat_metadata[2].id, device.stat_metadata[2].name = 2, "fusion.1"

@@ -1,8 +1,11 @@
-"""``safeio.read_capped``: a capped read that asks for the size it found, not for the cap."""
+"""``safeio.read_capped``: a capped read that asks for the size it found, not for the cap;
+``read_capped_mapped``: the same bytes in an anonymous map of their own."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,7 @@ import pytest
 from hypothesis import strategies as st
 
 from xlaprof import safeio
-from xlaprof.safeio import TooLarge, read_capped
+from xlaprof.safeio import TooLarge, read_capped, read_capped_mapped
 
 
 def test_a_file_under_the_cap_is_read_whole(tmp_path: Path) -> None:
@@ -51,6 +54,64 @@ def test_a_file_that_grew_after_its_size_was_asked_is_read_to_the_cap(
     else:
         with pytest.raises(TooLarge):
             read_capped(path, limit)
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(st.binary(max_size=3 * 4096), st.integers(0, 4 * 4096))
+def test_a_mapped_read_holds_the_files_bytes_or_refuses_as_the_read_does(
+    tmp_path_factory: pytest.TempPathFactory, content: bytes, limit: int
+) -> None:
+    """Any file, any cap: the map holds exactly the file's bytes (a map of its own, writable:
+    not the file's pages), or it is refused as ``read_capped`` refuses it."""
+    path = tmp_path_factory.mktemp("mapped") / "capture.bin"
+    path.write_bytes(content)
+    if len(content) > limit:
+        with pytest.raises(TooLarge):
+            read_capped_mapped(path, limit)
+        return
+    found = read_capped_mapped(path, limit)
+    assert bytes(found) == content == read_capped(path, limit)
+    if content:  # an empty file is bytes: there is nothing to map
+        assert not isinstance(found, bytes)
+        if sys.platform.startswith("linux"):  # private: pages given back are freed
+            assert _mapping_flags(found).endswith("p")
+        found[0] = (content[0] + 1) % 256  # its own memory: the file stays as it was
+        assert path.read_bytes() == content
+
+
+def _mapping_flags(mapped: Any) -> str:
+    """The permissions /proc/self/maps gives the mapping that holds ``mapped``'s buffer
+    (``rw-p``: private; ``rw-s``: shared, whose pages given back stay held by the object)."""
+    view = (ctypes.c_char * len(mapped)).from_buffer(mapped)
+    address = ctypes.addressof(view)
+    del view
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        span, flags = line.split()[:2]
+        low, high = (int(part, 16) for part in span.split("-"))
+        if low <= address < high:
+            return flags
+    raise AssertionError("no mapping holds the buffer")
+
+
+def test_a_mapped_read_of_a_file_that_changed_size_is_the_plain_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file longer than its size said (still being written): the bytes read as
+    ``read_capped`` reads them, up to the cap, rather than a map cut at the old size."""
+    path = tmp_path / "capture.bin"
+    path.write_bytes(b"z" * 3000)
+    real_fstat = os.fstat
+
+    class Older:
+        def __init__(self, result: Any) -> None:
+            self.result = result
+
+        def __getattr__(self, name: str) -> Any:
+            return 1000 if name == "st_size" else getattr(self.result, name)
+
+    monkeypatch.setattr(safeio.os, "fstat", lambda fd: Older(real_fstat(fd)))
+    found = read_capped_mapped(path, 5000)
+    assert isinstance(found, bytes) and found == b"z" * 3000
 
 
 _TEXT = b"".join(b'V1202 record %d {"k": %d}\n' % (i, i * i) for i in range(400))

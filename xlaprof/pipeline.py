@@ -710,6 +710,7 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
         pod=request.pod,
         graphs=part.run.graphs(),  # read once: the run's own, already loaded
         args=STATS_READ,  # the stats the analysis reads, not every one
+        read_only=True,  # it writes into none of the events' columns
     )
 
 

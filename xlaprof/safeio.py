@@ -31,7 +31,10 @@ import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import mmap
 
 # One HLO text of a graph: the writer keeps graphs up to 64 MB (before compression).
 DEFAULT_GZIP_LIMIT = 256 * 1024**2
@@ -83,6 +86,40 @@ def open_regular(path: Path, follow: bool = True) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def read_capped_mapped(path: Path, limit: int) -> bytes | mmap.mmap:
+    """``read_capped``'s bytes in an anonymous map of their own (``mmap``, private to this
+    process): memory its reader may give back to the kernel in pieces as it is done with them
+    (madvise), which a ``bytes`` object's is not. ``bytes`` as ``read_capped`` reads them where
+    there is nothing to map (an empty file, a system without private anonymous maps) or the
+    file's size changed while it was read."""
+    import mmap
+
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise TooLarge(f"{path}: larger than {limit} bytes", size, limit)
+        private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+        if size and private:
+            # private: memory given back is freed (a shared map's would stay held, unmapped)
+            mapped = mmap.mmap(-1, size, flags=private)
+            view = memoryview(mapped)
+            got = 0
+            try:
+                while got < size:
+                    read = handle.readinto(view[got:])
+                    if not read:
+                        break
+                    got += read
+                grew = bool(handle.read(1))
+            finally:
+                view.release()
+            if got == size and not grew:
+                return mapped
+            mapped.close()
+    return read_capped(path, limit)
 
 
 def read_capped(path: Path, limit: int, follow: bool = True) -> bytes:

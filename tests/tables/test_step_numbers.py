@@ -29,6 +29,21 @@ def test_device_planes_of_a_tpu_shaped_trace(tmp_path: Path) -> None:
     assert list(timeline["device_busy_s"]) == pytest.approx([0.006, 0.006])  # XLA Modules
 
 
+@pytest.mark.parametrize(("steps", "dtype"), [((7, 8), "Int32"), ((2**31 - 1, 2**31), "Int64")])
+def test_step_numbers_are_int32_where_every_one_fits(
+    tmp_path: Path, steps: tuple[int, int], dtype: str
+) -> None:
+    """Steps numbered as the device's Steps line names them: ``Int32`` where every number fits
+    (4 bytes an event less), else ``Int64``, the numbers as named either way."""
+    path = tmp_path / "plugins" / "profile" / "t" / "tpu-vm-0.xplane.pb"
+    path.parent.mkdir(parents=True)
+    tpu_like_xspace(path, steps=steps)
+    events = load_trace(tmp_path).events
+    assert str(events["step"].dtype) == dtype
+    ops = events[events["line"] == "XLA Ops"]
+    assert ops["step"].tolist() == list(steps)
+
+
 @pytest.mark.parametrize("capture", ["jax_cpu", "gpu_jax"])
 def test_events_in_time_order_get_the_steps_a_search_per_event_gives(capture: str) -> None:
     """A decoded capture's events come in start order, and are numbered a step at a time (each

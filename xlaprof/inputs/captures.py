@@ -94,16 +94,20 @@ def load_capture_file(
     args: bool | frozenset[str] = True,
     limit: int | None = None,
     data: bytes | None = None,
+    read_only: bool = False,
 ) -> pd.DataFrame:
     """One capture file's events (``limit``: ``--max-size``, else each reader's own cap);
     ``args=False`` keeps no ``args`` of an xplane (its stats, which the column decodes on
     demand: a pod worker's cache has no ``args`` column), keeping what the device model reads
     of them as a column (``framework_op``); a set of stat names keeps those stats alone
     (``xspace_frame``; a Chrome trace's ``args`` are kept whole). ``data``: an xplane's
-    bytes, read by the caller (``xspace_frame``)."""
+    bytes, read by the caller; ``read_only``: for a caller that writes into none of the
+    columns (``xspace_frame``)."""
     if path.name.endswith(XPLANE_SUFFIX):
         without = args is False
-        frame = xspace_frame(path, args=args, framework_op=without, limit=limit, data=data)
+        frame = xspace_frame(
+            path, args=args, framework_op=without, limit=limit, data=data, read_only=read_only
+        )
     else:
         frame = chrome_trace_frame(path, limit=limit)
     frame.attrs["source"] = str(path)
@@ -125,12 +129,15 @@ def insert_session(events: pd.DataFrame, session: str) -> None:
 
 
 def load_safely(
-    path: Path, limit: int | None = None, args: bool | frozenset[str] = True
+    path: Path,
+    limit: int | None = None,
+    args: bool | frozenset[str] = True,
+    read_only: bool = False,
 ) -> pd.DataFrame | XlaprofError:
     """``load_capture_file``, with what is wrong with the file returned, not raised: one host's
     problem is a warning when other hosts load."""
     try:
-        return load_capture_file(path, args=args, limit=limit)
+        return load_capture_file(path, args=args, limit=limit, read_only=read_only)
     except XlaprofError as error:
         return error
     except (RecursionError, MemoryError) as error:

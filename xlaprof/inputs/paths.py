@@ -325,6 +325,7 @@ def _trace_part(
         max_size=limit,
         pod=pod,
         args=STATS_READ,  # the stats the analysis reads, not every one
+        read_only=True,  # it writes into none of the events' columns
     )
     trace.partial_edges = True
     source = SourceInfo(path=str(path), kinds=["trace"], reports=0, debug_events=0)

@@ -61,6 +61,7 @@ def load_trace(  # noqa: PLR0913
     pod: PodSettings | None = None,
     graphs: Sequence[object] | None = None,
     args: bool | frozenset[str] = True,
+    read_only: bool = False,
 ) -> Trace:
     """Load one session's capture files at ``path`` into one DataFrame with ``step`` numbers;
     ``max_size`` caps each file (``--max-size``; None: each reader's own cap), in the worker
@@ -81,6 +82,9 @@ def load_trace(  # noqa: PLR0913
     set names and those the trace's own tables read (``tables.device.events.STATS_READ``, all
     the pipeline asks for); each other stat is ~13 bytes in memory, a 1 GB host's tens of
     millions of them. A pod's hosts keep no ``args`` either way (their cache has none).
+    ``read_only``: for a caller that writes into none of ``events``' columns (the pipeline):
+    a stat missing on every event is one read-only value every row views
+    (``parse.xplane.frame.xspace_frame``).
     """
     root = Path(path)
     sessions = find_sessions(root)
@@ -105,7 +109,7 @@ def load_trace(  # noqa: PLR0913
             )
     if isinstance(args, frozenset):  # the trace's own tables read these, whatever is asked
         args = args | STATS_READ
-    loaded = _load_files(files, workers, max_size, args)
+    loaded = _load_files(files, workers, max_size, args, read_only)
     broken = [item for item in loaded if isinstance(item, XlaprofError)]
     frames = [item for item in loaded if not isinstance(item, XlaprofError)]
     if not frames:
@@ -200,11 +204,16 @@ def _run_graphs(root: Path) -> list[object]:
 
 
 def _load_files(
-    files: list[Path], workers: int | None, limit: int | None, args: bool | frozenset[str]
+    files: list[Path],
+    workers: int | None,
+    limit: int | None,
+    args: bool | frozenset[str],
+    read_only: bool = False,
 ) -> list[pd.DataFrame | XlaprofError]:
-    """Each file's events (several files in a process pool of ``workers``), or why not."""
+    """Each file's events (several files in a process pool of ``workers``), or why not; a
+    worker's frame comes back whole (pickled), ``read_only`` or not."""
     if len(files) == 1:
-        return [load_safely(files[0], limit, args)]
+        return [load_safely(files[0], limit, args, read_only)]
     from concurrent.futures import ProcessPoolExecutor  # (multiprocessing: ~0.1 s to import)
 
     workers = workers or min(len(files), os.cpu_count() or 1)

@@ -25,13 +25,15 @@ def assign_steps(
 ) -> tuple[pd.arrays.IntegerArray, pd.DataFrame]:
     """A step number for every event (or <NA>), and each host step's bounds.
 
+    The numbers are ``Int32`` where every one fits (as a step count does), else ``Int64``: a
+    1 GB host's 46 M events hold 175 MB less.
+
     See the module docstring for how steps are found. The first StepMarker-defined step begins
     when profiling began (``profile_starts``), since host time before the first marker may hold
     no events at all. ``ranges`` (host, step, start_ns, end_ns: ``tables.host_steps``) are the
     steps of hosts whose step-marking events do not span their steps themselves.
     """
     import numpy as np
-    import pandas as pd
 
     steps = np.full(len(events), -1, dtype=np.int64)
     # each host's bounds as columns: its name, then its steps' numbers, starts and ends
@@ -87,7 +89,19 @@ def assign_steps(
                 step_labels = cols.numbers(events["name"])
             at = np.flatnonzero(scope & on_steps_line)
             _by_intervals(start_ns, end_ns, steps, scope, at, step_labels[at])
-    return pd.arrays.IntegerArray(steps, steps < 0), _bounds_frame(bounds)
+    return _step_column(steps), _bounds_frame(bounds)
+
+
+def _step_column(steps: np.ndarray) -> pd.arrays.IntegerArray:
+    """Each event's step (-1: none) as a nullable column: ``Int32`` where every step fits (4
+    bytes an event less), else ``Int64``."""
+    import numpy as np
+    import pandas as pd
+
+    missing = steps < 0
+    if int(steps.max(initial=0)) <= np.iinfo(np.int32).max:
+        steps = steps.astype(np.int32)
+    return pd.arrays.IntegerArray(steps, missing)
 
 
 def _bounds_frame(bounds: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> pd.DataFrame:

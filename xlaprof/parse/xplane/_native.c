@@ -10,6 +10,8 @@
      wire._in_place), by walking XSpace.planes, XPlane.lines and XLine.events;
    - decode(data, starts, ends): every event's fields and stats (wire.decode_arrays): one pass
      over the events, no Python object per event;
+   - firsts(stat_event, count, wide): each event's first row among its stats (wire.Events'
+     first_stat), from the stats' event numbers;
    - times(offset_ps, duration_ps, bases, counts): frame.event_times' columns and row order, by
      merging the lines' runs (each line's events are mostly in time order already);
    - nest(starts, ends, order, own, parent): the stack walk of tables.intervals' nesting (self
@@ -203,11 +205,16 @@ static inline const uint8_t *field(const uint8_t *p, const uint8_t *end, int *nu
     }
 }
 
+static int put(Grow *g, const void *bytes, Py_ssize_t n);
+
 /* Distinct byte strings (text or bytes values), each with its index in a Python list of the
-   values made from them: an open-addressing table of (offset, length, index) into the data. */
+   values made from them: an open-addressing table of (offset, length, index) into ``bytes``,
+   a copy of each distinct value's bytes (so that what was read may be given back: decode's
+   ``release``). */
 typedef struct {
     Py_ssize_t *slots; /* 3 per slot: offset, length, index + 1 (0: empty) */
     Py_ssize_t mask, used;
+    Grow bytes;
     PyObject *list;
     int hex;
 } Distinct;
@@ -218,9 +225,11 @@ static int distinct_init(Distinct *d, int hex) {
     d->hex = hex;
     d->slots = PyMem_RawCalloc((size_t)(d->mask + 1) * 3, sizeof(Py_ssize_t));
     d->list = PyList_New(0);
-    if (!d->slots || !d->list) {
+    if (!d->slots || !d->list || grow_init(&d->bytes, 1, 4096) < 0) {
         PyMem_RawFree(d->slots);
         Py_XDECREF(d->list);
+        d->slots = NULL;
+        d->list = NULL;
         PyErr_NoMemory();
         return -1;
     }
@@ -229,6 +238,7 @@ static int distinct_init(Distinct *d, int hex) {
 
 static void distinct_free(Distinct *d) {
     PyMem_RawFree(d->slots);
+    grow_free(&d->bytes);
     Py_XDECREF(d->list);
 }
 
@@ -241,7 +251,8 @@ static inline uint64_t hash_bytes(const uint8_t *p, Py_ssize_t n) {
     return h ^ (h >> 29);
 }
 
-static int distinct_grow(Distinct *d, const uint8_t *data) {
+static int distinct_grow(Distinct *d) {
+    const uint8_t *data = (const uint8_t *)d->bytes.items;
     Py_ssize_t mask = d->mask * 2 + 1;
     Py_ssize_t *slots = PyMem_RawCalloc((size_t)(mask + 1) * 3, sizeof(Py_ssize_t));
     if (!slots) {
@@ -261,17 +272,16 @@ static int distinct_grow(Distinct *d, const uint8_t *data) {
     return 0;
 }
 
-/* The index of data[offset:offset + n] among the distinct values (added if new); -1 with no
-   exception set where it is text that is not UTF-8 (as bytes.decode() refuses it), -2 with
-   an exception on failure. */
-static Py_ssize_t distinct_index(Distinct *d, const uint8_t *data, Py_ssize_t offset,
-                                 Py_ssize_t n) {
-    const uint8_t *p = data + offset;
+/* The index of p[0:n] among the distinct values (added if new); -1 with no exception set
+   where it is text that is not UTF-8 (as bytes.decode() refuses it), -2 with an exception on
+   failure. */
+static Py_ssize_t distinct_index(Distinct *d, const uint8_t *p, Py_ssize_t n) {
     Py_ssize_t at = (Py_ssize_t)(hash_bytes(p, n) & (uint64_t)d->mask);
     for (;;) {
         Py_ssize_t *slot = d->slots + 3 * at;
         if (!slot[2]) break;
-        if (slot[1] == n && memcmp(data + slot[0], p, (size_t)n) == 0) return slot[2] - 1;
+        if (slot[1] == n && memcmp(d->bytes.items + slot[0], p, (size_t)n) == 0)
+            return slot[2] - 1;
         at = (at + 1) & d->mask;
     }
     PyObject *value;
@@ -298,11 +308,13 @@ static Py_ssize_t distinct_index(Distinct *d, const uint8_t *data, Py_ssize_t of
     int failed = PyList_Append(d->list, value);
     Py_DECREF(value);
     if (failed) return -2;
+    Py_ssize_t offset = d->bytes.count;
+    if (put(&d->bytes, p, n) < 0) return -2;
     Py_ssize_t *slot = d->slots + 3 * at;
     slot[0] = offset;
     slot[1] = n;
     slot[2] = index + 1;
-    if (++d->used * 2 > d->mask && distinct_grow(d, data) < 0) return -2;
+    if (++d->used * 2 > d->mask && distinct_grow(d) < 0) return -2;
     return index;
 }
 
@@ -310,10 +322,8 @@ static Py_ssize_t distinct_index(Distinct *d, const uint8_t *data, Py_ssize_t of
 enum { DOUBLE = 2, UINT64 = 3, INT64 = 4, STR = 5, BYTES = 6, REF = 7 };
 
 typedef struct {
-    const uint8_t *data;
     Grow event, ids, raws, kind; /* one array per column: they become the numpy arrays */
     Distinct texts, hexes;
-    uint64_t wide_ids; /* nonzero once a stat's metadata_id does not fit int32 */
 } StatTable;
 
 /* Nonzero where the int64 a varint gives (two's complement) does not fit int32. */
@@ -321,21 +331,32 @@ static inline uint64_t past_int32(uint64_t value) {
     return (value + 0x80000000u) >> 32;
 }
 
-/* An int64 Grow's items as int32, in place, its block shrunk to them (every item fits: the
-   caller knows). Item i is read from bytes [8i, 8i + 8) before [4i, 4i + 4) is written, and no
-   later item's bytes lie below 8i + 8, so one forward pass moves them all. */
-static void narrow(Grow *g) {
-    char *items = g->items;
-    for (Py_ssize_t i = 0; i < g->count; i++) {
-        int64_t wide;
-        memcpy(&wide, items + 8 * i, 8);
-        int32_t small = (int32_t)wide;
-        memcpy(items + 4 * i, &small, 4);
+/* An int32 Grow's items as int64, in place, its block grown to hold them (once an item does
+   not fit int32). Item i moves from bytes [4i, 4i + 4) to [8i, 8i + 8): from the last item
+   down, no item is overwritten before it is read. -1 on failure. */
+static int widen(Grow *g) {
+    char *items = PyMem_RawRealloc(g->items, (size_t)(g->room * 8));
+    if (!items) {
+        PyErr_NoMemory();
+        return -1;
     }
-    g->size = 4;
-    char *trimmed = PyMem_RawRealloc(items, (size_t)((g->count ? g->count : 1) * 4));
-    if (trimmed) g->items = trimmed;
-    g->room = g->count;
+    for (Py_ssize_t i = g->count - 1; i >= 0; i--) {
+        int32_t small;
+        memcpy(&small, items + 4 * i, 4);
+        int64_t wide = small;
+        memcpy(items + 8 * i, &wide, 8);
+    }
+    g->items = items;
+    g->size = 8;
+    return 0;
+}
+
+/* The next item of a Grow of metadata ids, int32 until one does not fit (then int64 for all,
+   ``widen``); -1 on failure. Written as int32 from the start rather than narrowed at the end:
+   a 1 GB host's decode peaked holding 8 bytes an event and a stat for them. */
+static inline int id_add(Grow *g, int64_t id) {
+    if (g->size == 4 && past_int32((uint64_t)id) && widen(g) < 0) return -1;
+    return position_add(g, id);
 }
 
 /* One XStat at data[p:end] added to the table; 1 where it marks its event, -1 on failure. */
@@ -361,7 +382,7 @@ static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64
             memcpy(&raw, payload, 8); /* little-endian hosts only: see setup.py */
         } else if (wire == 2 && (number == STR || number == BYTES)) {
             Distinct *d = number == STR ? &t->texts : &t->hexes;
-            Py_ssize_t index = distinct_index(d, t->data, payload - t->data, (Py_ssize_t)value);
+            Py_ssize_t index = distinct_index(d, payload, (Py_ssize_t)value);
             if (index == -2) return -1;
             if (index == -1) return 1;
             kind = (uint8_t)number;
@@ -369,13 +390,11 @@ static int decode_stat(StatTable *t, const uint8_t *p, const uint8_t *end, int64
         }
         p = next;
     }
-    t->wide_ids |= past_int32((uint64_t)metadata_id); /* the id kept: the last one read */
-    if (position_add(&t->event, owner) < 0) return -1;
-    int64_t *id = grow_add(&t->ids);
+    /* (the id kept: the last one read) */
+    if (position_add(&t->event, owner) < 0 || id_add(&t->ids, metadata_id) < 0) return -1;
     uint64_t *value = grow_add(&t->raws);
     uint8_t *kinds = grow_add(&t->kind);
-    if (!id || !value || !kinds) return -1;
-    *id = metadata_id;
+    if (!value || !kinds) return -1;
     *value = raw;
     *kinds = kind;
     return 0;
@@ -406,6 +425,49 @@ static inline int64_t position_at(const Positions *p, Py_ssize_t i) {
     return p->wide ? ((const int64_t *)p->view.buf)[i] : ((const int32_t *)p->view.buf)[i];
 }
 
+/* Whether every event ends where or before the next begins (the events in the data's order). */
+static int in_order(const Positions *starts, const Positions *ends, Py_ssize_t count) {
+    for (Py_ssize_t i = 1; i < count; i++)
+        if (position_at(starts, i) < position_at(ends, i - 1)) return 0;
+    return 1;
+}
+
+/* The pages of a buffer below a point given back to the kernel as decode passes them, a
+   chunk of at least ``chunk`` bytes at a time (one call a chunk, not one an event; anonymous
+   memory given back reads as zeros after). */
+typedef struct {
+    uintptr_t done, page, chunk; /* the first page not given back; the page size; the chunk */
+    int on;
+} Giveback;
+
+static void giveback_init(Giveback *g, const uint8_t *base, Py_ssize_t chunk) {
+#ifdef __linux__
+    g->page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    g->on = chunk > 0 && g->page > 0;
+#else
+    g->page = 1;
+    g->on = 0;
+#endif
+    g->chunk = chunk > 0 ? (uintptr_t)chunk : 0;
+    g->done = g->on ? ((uintptr_t)base + g->page - 1) & ~(g->page - 1) : 0;
+}
+
+/* Every whole page below ``upto`` given back, once a chunk of them is there. */
+static inline void giveback(Giveback *g, const uint8_t *upto) {
+#ifdef __linux__
+    uintptr_t end = (uintptr_t)upto & ~(g->page - 1);
+    if (end > g->done && end - g->done >= g->chunk) {
+        if (madvise((void *)g->done, end - g->done, MADV_DONTNEED) == 0)
+            g->done = end;
+        else
+            g->on = 0; /* (the kernel refused: nothing more is given back) */
+    }
+#else
+    (void)g;
+    (void)upto;
+#endif
+}
+
 /* A new 1-d array of ``length`` items, its memory from malloc rather than numpy's allocator:
    numpy asks for huge pages on arrays of 4 MB or more (madvise), and where the kernel then
    compacts memory to find them (transparent_hugepage/defrag = madvise, the default on many
@@ -422,19 +484,32 @@ static PyObject *new_array(npy_intp length, int typenum) {
     return grow_array(&g, typenum);
 }
 
-/* decode(data, starts, ends) -> (metadata_id, offset_ps, duration_ps, first_stat,
+/* decode(data, starts, ends, release=0) -> (metadata_id, offset_ps, duration_ps, None,
    stat_event, stat_metadata_id, stat_kind, stat_raw, texts, hexes, marked)
 
+   ``release`` > 0: data (a writable buffer of the caller's: an anonymous map) is given back to
+   the kernel as the decode passes it, at least ``release`` bytes at a time, where the events
+   lie in order (each ending where or before the next begins): what lies below an event's
+   start is read no more (the distinct values are copies), and a 1 GB host's decode peaked
+   holding the whole file beside the arrays. Its pages then read as zeros: a caller that needs
+   the bytes again (a marked event's) reads them anew.
+
    The indexes are int32 where they must fit (as wire._decode_numpy makes them): stat_event
-   where there are fewer than 2**31 events, first_stat where data is short of 2**31 - 64 bytes
-   (a stat takes two bytes or more of it); the metadata ids (event's and stat's) where every
-   one fits, narrowed in place once read. A 1 GB host's four were 1.3 GB as int64. */
+   where there are fewer than 2**31 events; the metadata ids (event's and stat's) where every
+   one fits (``id_add``). A 1 GB host's four were 1.3 GB as int64. ``marked``: the numbers of
+   the marked events (int64, in order; mostly none). Each event's first stat (numpy's
+   first_stat) is left to ``firsts``, called once the caller has let go of data and the
+   positions: a 1 GB host's decode peaked with it beside them (4 bytes an event). */
 static PyObject *decode(PyObject *self, PyObject *args) {
     PyObject *data_object, *starts_object, *ends_object;
-    if (!PyArg_ParseTuple(args, "OOO", &data_object, &starts_object, &ends_object)) return NULL;
+    Py_ssize_t release = 0;
+    if (!PyArg_ParseTuple(args, "OOO|n", &data_object, &starts_object, &ends_object, &release))
+        return NULL;
     Py_buffer data;
     Positions starts, ends;
-    if (PyObject_GetBuffer(data_object, &data, PyBUF_SIMPLE) < 0) return NULL;
+    /* (a buffer given back reads as zeros after: as if written, so it must be writable) */
+    if (PyObject_GetBuffer(data_object, &data, release > 0 ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
+        return NULL;
     if (positions(starts_object, &starts) < 0) {
         PyBuffer_Release(&data);
         return NULL;
@@ -445,13 +520,13 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         return NULL;
     }
     PyObject *result = NULL;
-    PyObject *ids = NULL, *offsets = NULL, *durations = NULL, *firsts = NULL, *marked = NULL;
+    PyObject *ids = NULL, *offsets = NULL, *durations = NULL, *marked = NULL;
     PyObject *event = NULL, *stat_ids = NULL, *kinds = NULL, *raws = NULL;
     StatTable t;
     memset(&t, 0, sizeof t);
-    Grow event_ids;
+    Grow event_ids, marks;
     memset(&event_ids, 0, sizeof event_ids);
-    uint64_t wide_event_ids = 0;
+    memset(&marks, 0, sizeof marks);
     Py_ssize_t count = starts.view.len / starts.view.itemsize;
     if (ends.view.len / ends.view.itemsize != count) {
         PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
@@ -459,33 +534,25 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     }
     const uint8_t *base = data.buf;
     const Py_ssize_t size = data.len;
-    t.data = base;
     if (grow_init(&t.event, count <= INT32_MAX ? 4 : 8, count) < 0 ||
-        grow_init(&t.ids, 8, count) < 0 || grow_init(&t.raws, 8, count) < 0 ||
+        grow_init(&t.ids, 4, count) < 0 || grow_init(&t.raws, 8, count) < 0 ||
         grow_init(&t.kind, 1, count) < 0 || distinct_init(&t.texts, 0) < 0 ||
-        distinct_init(&t.hexes, 1) < 0 || grow_init(&event_ids, 8, count) < 0)
+        distinct_init(&t.hexes, 1) < 0 || grow_init(&event_ids, 4, count) < 0 ||
+        grow_init(&marks, 8, 16) < 0)
         goto done;
-    event_ids.count = count;
-    prefault(event_ids.items, (size_t)(event_ids.room * 8)); /* every item is written */
-    const int small_first = position_size(size) == 4;
+    prefault(event_ids.items, (size_t)(event_ids.room * 4)); /* every item is written */
     offsets = new_array(count, NPY_INT64);
     durations = new_array(count, NPY_INT64);
-    firsts = new_array(count + 1, small_first ? NPY_INT32 : NPY_INT64);
-    marked = new_array(count, NPY_BOOL);
-    if (!offsets || !durations || !firsts || !marked) goto done;
-    int64_t *id = (int64_t *)event_ids.items;
+    if (!offsets || !durations) goto done;
     int64_t *offset = PyArray_DATA((PyArrayObject *)offsets);
     int64_t *duration = PyArray_DATA((PyArrayObject *)durations);
-    void *first = PyArray_DATA((PyArrayObject *)firsts);
-    npy_bool *mark = PyArray_DATA((PyArrayObject *)marked);
+    Giveback back;
+    giveback_init(&back, base, release > 0 && in_order(&starts, &ends, count) ? release : 0);
     for (Py_ssize_t i = 0; i < count; i++) {
         int64_t a = position_at(&starts, i), b = position_at(&ends, i);
-        if (small_first)
-            ((int32_t *)first)[i] = (int32_t)t.event.count;
-        else
-            ((int64_t *)first)[i] = t.event.count;
-        id[i] = offset[i] = duration[i] = 0;
-        mark[i] = 0;
+        if (back.on && a >= 0 && a <= size) giveback(&back, base + a);
+        int64_t id = offset[i] = duration[i] = 0;
+        int mark = 0;
         if (a < 0 || b > size || a > b) {
             PyErr_SetString(PyExc_ValueError, "an event outside the data");
             goto done;
@@ -497,12 +564,12 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             const uint8_t *payload;
             const uint8_t *next = field(p, end, &number, &wire, &value, &payload);
             if (!next) {
-                mark[i] = 1;
+                mark = 1;
                 break;
             }
             if (wire == 0) {
                 if (number == 1)
-                    id[i] = (int64_t)value;
+                    id = (int64_t)value;
                 else if (number == 2)
                     offset[i] = (int64_t)value;
                 else if (number == 3)
@@ -513,24 +580,18 @@ static PyObject *decode(PyObject *self, PyObject *args) {
                 int found = decode_stat(&t, payload, next, (int64_t)i);
                 if (found < 0) goto done;
                 if (found) {
-                    mark[i] = 1;
+                    mark = 1;
                     break;
                 }
             }
             p = next;
         }
-        wide_event_ids |= past_int32((uint64_t)id[i]); /* the id kept: the last one read */
+        /* the id kept: the last one read (a marked event's, read before what marks it, too) */
+        if (id_add(&event_ids, id) < 0 || (mark && position_add(&marks, i) < 0)) goto done;
     }
-    if (small_first)
-        ((int32_t *)first)[count] = (int32_t)t.event.count;
-    else
-        ((int64_t *)first)[count] = t.event.count;
-    /* (a marked event's id, read before what marks it, counts too: then wider than needed) */
-    if (!wide_event_ids) narrow(&event_ids);
-    ids = grow_array(&event_ids, event_ids.size == 4 ? NPY_INT32 : NPY_INT64);
+    ids = position_array(&event_ids);
     if (!ids) goto done;
-    if (!t.wide_ids) narrow(&t.ids);
-    stat_ids = grow_array(&t.ids, t.ids.size == 4 ? NPY_INT32 : NPY_INT64);
+    stat_ids = position_array(&t.ids);
     if (!stat_ids) goto done;
     raws = grow_array(&t.raws, NPY_UINT64);
     if (!raws) goto done;
@@ -538,20 +599,22 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     if (!event) goto done;
     kinds = grow_array(&t.kind, NPY_UINT8);
     if (!kinds) goto done;
-    result = Py_BuildValue("(NNNNNNNNOON)", ids, offsets, durations, firsts, event, stat_ids, kinds,
-                           raws, t.texts.list, t.hexes.list, marked);
-    if (result) ids = offsets = durations = firsts = event = stat_ids = kinds = raws = marked = NULL;
+    marked = position_array(&marks);
+    if (!marked) goto done;
+    result = Py_BuildValue("(NNNONNNNOON)", ids, offsets, durations, Py_None, event, stat_ids,
+                           kinds, raws, t.texts.list, t.hexes.list, marked);
+    if (result) ids = offsets = durations = event = stat_ids = kinds = raws = marked = NULL;
 done:
     Py_XDECREF(ids);
     Py_XDECREF(offsets);
     Py_XDECREF(durations);
-    Py_XDECREF(firsts);
     Py_XDECREF(event);
     Py_XDECREF(stat_ids);
     Py_XDECREF(kinds);
     Py_XDECREF(raws);
     Py_XDECREF(marked);
     grow_free(&event_ids);
+    grow_free(&marks);
     grow_free(&t.event);
     grow_free(&t.ids);
     grow_free(&t.raws);
@@ -1090,8 +1153,50 @@ static PyObject *nest(PyObject *self, PyObject *args) {
     Py_RETURN_TRUE;
 }
 
+/* firsts(stat_event, count, wide) -> first_stat: for each of ``count`` events, the row of its
+   first stat among the stats (their event numbers ``stat_event``, int32 or int64, in order, as
+   decode gives them), and the stats' count last; int64 where ``wide``, else int32 (as decode's
+   caller chose from the data's size). ValueError where an event number is out of order or
+   range. */
+static PyObject *firsts(PyObject *self, PyObject *args) {
+    PyObject *event_object;
+    Py_ssize_t count;
+    int wide;
+    if (!PyArg_ParseTuple(args, "Onp", &event_object, &count, &wide)) return NULL;
+    if (count < 0) {
+        PyErr_SetString(PyExc_ValueError, "a negative count of events");
+        return NULL;
+    }
+    Positions event;
+    if (positions(event_object, &event) < 0) return NULL;
+    Py_ssize_t stats = event.view.len / event.view.itemsize;
+    PyObject *found = new_array(count + 1, wide ? NPY_INT64 : NPY_INT32);
+    if (!found) {
+        PyBuffer_Release(&event.view);
+        return NULL;
+    }
+    void *first = PyArray_DATA((PyArrayObject *)found);
+    Py_ssize_t row = 0;
+    for (Py_ssize_t i = 0; i <= count; i++) {
+        if (wide)
+            ((int64_t *)first)[i] = row;
+        else
+            ((int32_t *)first)[i] = (int32_t)row;
+        /* (a number out of order or range is never reached: then rows are left over) */
+        while (i < count && row < stats && position_at(&event, row) == i) row++;
+    }
+    PyBuffer_Release(&event.view);
+    if (row != stats || (!wide && stats > INT32_MAX)) {
+        Py_DECREF(found);
+        PyErr_SetString(PyExc_ValueError, "the stats' event numbers are out of order or range");
+        return NULL;
+    }
+    return found;
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, "Every event's fields and stats (wire.decode_arrays')."},
+    {"firsts", firsts, METH_VARARGS, "Each event's first stat (wire.Events.first_stat)."},
     {"locate", locate, METH_VARARGS, "Where each event of a capture lies, or None."},
     {"skeleton", skeleton, METH_VARARGS, "The capture without its events, and where they lie."},
     {"times", times, METH_VARARGS, "frame.event_times' columns and order by a merge, or None."},

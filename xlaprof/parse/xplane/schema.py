@@ -209,14 +209,23 @@ def read_xspace(path: Path, limit: int | None = None) -> Any:
     return parse_space(path, read_capture(path, limit), xspace_class())
 
 
-def read_capture(path: Path, limit: int | None = None) -> bytes:
+def read_capture(path: Path, limit: int | None = None, mapped: bool = False) -> Any:
     """The bytes of a ``.xplane.pb``: a regular file (no FIFO or device) under the size cap
-    (``limit``: ``--max-size``, else protobuf's own 2 GiB), checked before a byte is read."""
+    (``limit``: ``--max-size``, else protobuf's own 2 GiB), checked before a byte is read.
+    ``mapped``: in an anonymous map where it can (``safeio.read_capped_mapped``: memory the
+    decoder gives back as it goes), else ``bytes``."""
     from xlaprof.errors import InputTooLarge, InputUnreadable
-    from xlaprof.safeio import DEFAULT_XPLANE_LIMIT, TooLarge, UnsafeFile, read_capped
+    from xlaprof.safeio import (
+        DEFAULT_XPLANE_LIMIT,
+        TooLarge,
+        UnsafeFile,
+        read_capped,
+        read_capped_mapped,
+    )
 
+    cap = DEFAULT_XPLANE_LIMIT if limit is None else limit
     try:
-        return read_capped(path, DEFAULT_XPLANE_LIMIT if limit is None else limit)
+        return read_capped_mapped(path, cap) if mapped else read_capped(path, cap)
     except TooLarge as error:
         raise InputTooLarge(f"{error}; pass --max-size to read it anyway") from None
     except UnsafeFile as error:

@@ -382,16 +382,41 @@ class Stats:
     hexes: list[str] = field(default_factory=list)
 
 
-@dataclass
 class Events:
     """The decoded fields of each event (proto3 defaults where absent) and their stats;
-    ``first_stat[i]:first_stat[i + 1]`` are event i's rows of ``stats``."""
+    ``first_stat[i]:first_stat[i + 1]`` are event i's rows of ``stats``.
 
-    metadata_id: np.ndarray
-    offset_ps: np.ndarray
-    duration_ps: np.ndarray
-    first_stat: np.ndarray
-    stats: Stats
+    ``first_stat`` given as None is made from the stats' event numbers when first read
+    (``first_stats``), int64 where ``wide_first``, else int32: the compiled decoder leaves it
+    to then, so that it is not in memory beside the file's bytes and the events' positions
+    (the decode's high point)."""
+
+    def __init__(
+        self,
+        metadata_id: np.ndarray,
+        offset_ps: np.ndarray,
+        duration_ps: np.ndarray,
+        first_stat: np.ndarray | None,
+        stats: Stats,
+        wide_first: bool = False,
+    ) -> None:
+        self.metadata_id = metadata_id
+        self.offset_ps = offset_ps
+        self.duration_ps = duration_ps
+        self._first_stat = first_stat
+        self.stats = stats
+        self.wide_first = wide_first
+
+    @property
+    def first_stat(self) -> np.ndarray:
+        if self._first_stat is None:
+            count = len(self.metadata_id)
+            self._first_stat = first_stats(self.stats.event, count, self.wide_first)
+        return self._first_stat
+
+    @first_stat.setter
+    def first_stat(self, value: np.ndarray) -> None:
+        self._first_stat = value
 
     def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Stats]:
         """The fields, which this then no longer holds: each is freed as soon as its taker
@@ -401,6 +426,24 @@ class Events:
         self.metadata_id = self.offset_ps = self.duration_ps = self.first_stat = empty
         self.stats = Stats(empty, empty, np.zeros(0, np.uint8), np.zeros(0, np.uint64))
         return taken
+
+
+# The bytes a releasing decode gives back at once, at least (``decode_events``): one call to
+# the kernel a chunk, not one an event.
+RELEASE_CHUNK = 8 << 20
+
+
+def first_stats(event: np.ndarray, count: int, wide: bool, pure: bool = False) -> np.ndarray:
+    """For each of ``count`` events, the row of its first stat among the stats whose event
+    numbers are ``event`` (in order), and their count last: int64 where ``wide``, else int32.
+    By the compiled core where it is built (one pass, no row-long temporary), else numpy."""
+    core = native(pure)
+    if core is not None:
+        found: np.ndarray = core.firsts(event, count, wide)
+        return found
+    first = np.zeros(count + 1, np.int64 if wide else np.int32)
+    np.cumsum(np.bincount(event, minlength=count), out=first[1:])
+    return first
 
 
 def split_space(
@@ -661,18 +704,26 @@ def _varint_size(value: int) -> int:
 
 
 def decode_events(
-    data: bytes, starts: np.ndarray, ends: np.ndarray, canonical: Callable[[bytes], bytes]
-) -> Events:
+    data: Any,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    canonical: Callable[[bytes], bytes],
+    release: bool = False,
+) -> Events | None:
     """The events at ``data[starts:ends]`` (``data`` going on ``PAD`` bytes past the last:
     zero bytes, or more of the file).
 
     ``canonical(raw)`` re-encodes one event as upb reads it, raising ``WireError`` where upb
     rejects it; it is called only for marked events (see the module docstring).
+    ``release``: the compiled core gives ``data`` (an anonymous map) back to the kernel as it
+    passes it, ``RELEASE_CHUNK`` bytes at a time (``decode_arrays``); None where an event is
+    marked then, whose bytes are gone: the caller reads them anew and decodes without.
     """
-    events, marked = decode_arrays(data, starts, ends)
-    if not marked.any():
+    events, rows = decode_arrays(data, starts, ends, release=RELEASE_CHUNK if release else 0)
+    if not len(rows):
         return events
-    rows = np.flatnonzero(marked)
+    if release:
+        return None
     pieces = [canonical(data[a:b]) for a, b in zip(starts[rows], ends[rows], strict=True)]
     sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
     base = len(data)  # upb's events go after all else, and PAD zero bytes after them
@@ -680,25 +731,31 @@ def decode_events(
     ends[rows] = base + np.cumsum(sizes)
     starts[rows] = ends[rows] - sizes
     events, marked = decode_arrays(data + b"".join(pieces) + bytes(PAD), starts, ends)
-    if marked.any():  # upb's own encoding is always in the rounds' reach
+    if len(marked):  # upb's own encoding is always in the rounds' reach
         raise WireError("an event upb re-encoded still does not decode")
     return events
 
 
 def decode_arrays(
-    data: bytes, starts: np.ndarray, ends: np.ndarray, pure: bool = False
+    data: Any, starts: np.ndarray, ends: np.ndarray, pure: bool = False, release: int = 0
 ) -> tuple[Events, np.ndarray]:
-    """The events at ``data[starts:ends]`` as arrays, and a mask of those marked (see the
-    module docstring): by the compiled core where it is built (no padding needed), else (or
-    ``pure``) by the numpy rounds (``PAD`` bytes after the last event needed)."""
+    """The events at ``data[starts:ends]`` as arrays, and the numbers of those marked (int64,
+    in order; see the module docstring): by the compiled core where it is built (no padding
+    needed; each event's first stat made when first read, ``Events``), else (or ``pure``) by
+    the numpy rounds (``PAD`` bytes after the last event needed). ``release`` > 0: the core
+    gives ``data`` (a writable buffer: an anonymous map) back to the kernel as it passes it,
+    that many bytes or more at a time, where the events lie in order; those bytes then read as
+    zeros (the numpy rounds keep it)."""
     core = native(pure)
     if core is None:
-        return _decode_numpy(data, starts, ends)
-    (metadata_id, offset_ps, duration_ps, first_stat, event, stat_id, kind, raw, texts, hexes) = (
-        found := core.decode(data, starts, ends)
+        events, marked = _decode_numpy(data, starts, ends)
+        return events, np.flatnonzero(marked)
+    (metadata_id, offset_ps, duration_ps, _, event, stat_id, kind, raw, texts, hexes) = (
+        found := core.decode(data, starts, ends, release)
     )[:10]
     stats = Stats(event, stat_id, kind, raw, texts, hexes)
-    return Events(metadata_id, offset_ps, duration_ps, first_stat, stats), found[10]
+    wide = len(data) >= 2**31 - 64  # as _narrowed's first_stat
+    return Events(metadata_id, offset_ps, duration_ps, None, stats, wide), found[10]
 
 
 def _decode_numpy(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[Events, np.ndarray]:

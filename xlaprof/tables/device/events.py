@@ -202,8 +202,9 @@ def rows_of(
     frame: pd.DataFrame, rows: np.ndarray, columns: list[str] | None = None
 ) -> pd.DataFrame:
     """``frame[columns].take(rows)`` (its index too; None: every column), built column by
-    column: a categorical from its taken codes, a numpy column by a numpy take, without
-    pandas' checks per column (each column of a million events costs one gather)."""
+    column: a categorical from its taken codes, a numpy column by a numpy take (one value
+    every row views stays so), without pandas' checks per column (each column of a million
+    events costs one gather)."""
     import numpy as np
     import pandas as pd
 
@@ -217,7 +218,11 @@ def rows_of(
                 values.codes[rows], dtype=values.dtype, validate=False
             )
         elif isinstance(column.dtype, np.dtype):
-            data[name] = column.to_numpy()[rows]
+            found = column.to_numpy()
+            # one read-only value every row views (``xspace_frame(read_only=True)``): the
+            # rows' view it
+            is_one = found.ndim == 1 and found.strides == (0,) and len(found)
+            data[name] = np.broadcast_to(found[:1], (len(rows),)) if is_one else found[rows]
         else:
             data[name] = values.take(rows)
     return pd.DataFrame(data, index=frame.index[rows], columns=columns, copy=False)
