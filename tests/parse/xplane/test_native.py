@@ -412,6 +412,28 @@ def test_a_marked_event_of_a_released_file_is_read_anew(
     assert reads == [True, False, False]  # mapped, read anew as bytes; numpy's own read
 
 
+def test_a_mapped_file_the_core_cannot_walk_is_read_anew_as_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read into a map whose events the core's walk cannot find (bytes that are no
+    capture): the map let go and the file read anew as bytes for upb, which names what is
+    wrong, as without the map; not a copy of the map beside it (a large file twice)."""
+    path = tmp_path / "junk.xplane.pb"
+    path.write_bytes(random.Random(7).randbytes(50_000))
+    reads: list[bool] = []
+    real_read = frame_module.read_capture
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        reads.append(bool(kwargs.get("mapped")))
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(frame_module, "read_capture", counting)
+    native, numpy = _both(path, monkeypatch)
+    _assert_same([native, numpy])
+    assert isinstance(native, tuple) and issubclass(native[0], XlaprofError)
+    assert reads == [True, False, False]  # mapped, read anew as bytes; numpy's own read
+
+
 # -- whole files: cut, mutated, arbitrary --------------------------------------------------------
 _SMALL = [p for p in REAL if p.stat().st_size < 300_000 and TRACES in p.parents]
 

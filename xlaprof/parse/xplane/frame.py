@@ -119,8 +119,9 @@ def xspace_frame(
     releasing = releasing and not isinstance(raw, bytes)
     space_class = message_class("XSpace", events_as_bytes=True)
     skeleton = _skeleton(raw, space_class)
-    if skeleton is None and releasing:  # upb and the numpy decoder read bytes
-        raw, releasing = bytes(raw), False
+    if skeleton is None and releasing:  # upb and the numpy decoder read bytes: read anew
+        raw = None  # (the map let go first: not a second copy of a large file beside it)
+        raw, releasing = read_capture(path, limit), False
     space = parse_space(path, raw, space_class) if skeleton is None else skeleton[0]
     if not space.planes:
         size = path.stat().st_size
