@@ -46,6 +46,37 @@ def test_tpu_ops_are_read_from_the_event_metadata(traces: dict[str, Any]) -> Non
     assert ((steps[categories].sum(axis=1) - steps["busy_s"]).abs() < 1e-6).all()
 
 
+def test_a_dones_rate_over_devices_is_there_only_where_every_devices_pairs_are(
+    traces: dict[str, Any],
+) -> None:
+    """Summed over devices, a done's bytes are every device's: its rate over the pairs' spans
+    only where every device's pairs were matched. The v6e capture has an Async XLA Ops line
+    on TPU:0 alone (decoded independently: no other plane has one), so over its four chips the
+    dones have no rate, where the spans of TPU:0's pairs over four chips' bytes made one four
+    times TPU:0's; over TPU:0 alone, the sum's rate is TPU:0's own."""
+    decoded = decode_xspace(shared_trace(TPU))
+    with_line = {e.plane for e in decoded.events if e.line == "Async XLA Ops"}
+    assert with_line == {"/device:TPU:0"}
+    ops = traces[TPU].device_ops()
+    dones = ops[ops["name"].astype(str).str.contains(r"^copy-done")]
+    assert dones["device"].nunique() == 4
+
+    def summed(rows: Any) -> Any:
+        table = device_model.top_ops(rows, limit=len(rows))
+        table["host"], table["device"] = "", ""
+        device_model.add_rates(table, None)
+        return table.set_index("name")
+
+    over_all = summed(dones)
+    assert over_all["async_s"].isna().all() and over_all["bytes_per_s"].isna().all()
+    mine = dones[dones["device"] == "TPU:0"]
+    over_one = summed(mine)
+    own = mine.set_index("name")
+    for name in own.index:
+        assert over_one.loc[name, "async_s"] == pytest.approx(own.loc[name, "async_s"])
+        assert over_one.loc[name, "bytes_per_s"] == pytest.approx(own.loc[name, "bytes_per_s"])
+
+
 @pytest.mark.parametrize("name", SHARED_XPLANES)
 def test_top_ops_agree_with_xprof_hlo_stats(
     traces: dict[str, Any], xprof: dict[tuple[str, str], Any], name: str
