@@ -198,15 +198,28 @@ def test_reports_of_the_live_runtime_parse_without_warnings(live_runtime_job) ->
 
 # Twelve graphs of distinct sizes, each read back: every time metric gets samples, then the
 # report is printed beside what the runtime itself holds (metric_data: count, accumulator).
+# The runtime records an execution's ExecuteTime when it completes, which may be after .item()
+# has its value: the report and the data are read until the data is the same before and after
+# the report (no execution completed between them), once the device is idle.
 _ACCUMULATOR_JOB = """
 import json, torch, torch_xla
+import torch_xla.core.xla_model as xm
 import torch_xla.debug.metrics as met
 device = torch_xla.device()
 for rows in range(2, 14):
     x = torch.randn(rows, 8, device=device)
     (x @ x.T).relu().sum().item()
-print(met.metrics_report())
-print("@@DATA@@" + json.dumps({name: met.metric_data(name)[:2] for name in met.metric_names()}))
+xm.wait_device_ops()
+def data():
+    return {name: list(met.metric_data(name)[:2]) for name in met.metric_names()}
+for _ in range(100):
+    before = data()
+    report = met.metrics_report()
+    after = data()
+    if before == after:
+        break
+print(report)
+print("@@DATA@@" + json.dumps(after))
 """
 
 
