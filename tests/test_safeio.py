@@ -31,14 +31,8 @@ def test_a_file_over_the_cap_is_refused_before_it_is_read(tmp_path: Path) -> Non
         read_capped(path, 1000)
 
 
-@pytest.mark.parametrize(("size", "limit", "whole"), [(1000, 5000, True), (1000, 1500, False)])
-def test_a_file_that_grew_after_its_size_was_asked_is_read_to_the_cap(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int, limit: int, whole: bool
-) -> None:
-    """The size asked of the open file is older than its bytes (a capture still being
-    written): what grew since is read too, and the cap still holds."""
-    path = tmp_path / "capture.bin"
-    path.write_bytes(b"y" * 2000)
+def _size_said(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """Every open file says it holds ``size`` bytes (a size asked before the file grew)."""
     real_fstat = os.fstat
 
     class Older:
@@ -49,6 +43,17 @@ def test_a_file_that_grew_after_its_size_was_asked_is_read_to_the_cap(
             return size if name == "st_size" else getattr(self.result, name)
 
     monkeypatch.setattr(safeio.os, "fstat", lambda fd: Older(real_fstat(fd)))
+
+
+@pytest.mark.parametrize(("size", "limit", "whole"), [(1000, 5000, True), (1000, 1500, False)])
+def test_a_file_that_grew_after_its_size_was_asked_is_read_to_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int, limit: int, whole: bool
+) -> None:
+    """The size asked of the open file is older than its bytes (a capture still being
+    written): what grew since is read too, and the cap still holds."""
+    path = tmp_path / "capture.bin"
+    path.write_bytes(b"y" * 2000)
+    _size_said(monkeypatch, size)
     if whole:
         assert read_capped(path, limit) == b"y" * 2000
     else:
@@ -100,16 +105,7 @@ def test_a_mapped_read_of_a_file_that_changed_size_is_the_plain_read(
     ``read_capped`` reads them, up to the cap, rather than a map cut at the old size."""
     path = tmp_path / "capture.bin"
     path.write_bytes(b"z" * 3000)
-    real_fstat = os.fstat
-
-    class Older:
-        def __init__(self, result: Any) -> None:
-            self.result = result
-
-        def __getattr__(self, name: str) -> Any:
-            return 1000 if name == "st_size" else getattr(self.result, name)
-
-    monkeypatch.setattr(safeio.os, "fstat", lambda fd: Older(real_fstat(fd)))
+    _size_said(monkeypatch, 1000)
     found = read_capped_mapped(path, 5000)
     assert isinstance(found, bytes) and found == b"z" * 3000
 

@@ -98,9 +98,7 @@ def read_capped_mapped(path: Path, limit: int) -> bytes | mmap.mmap:
 
     fd = open_regular(path)
     with os.fdopen(fd, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > limit:
-            raise TooLarge(f"{path}: larger than {limit} bytes", size, limit)
+        size = _size_under(handle, path, limit)
         private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
         if size and private:
             # private: memory given back is freed (a shared map's would stay held, unmapped)
@@ -133,15 +131,21 @@ def read_capped(path: Path, limit: int, follow: bool = True) -> bytes:
     """
     fd = open_regular(path, follow)
     with os.fdopen(fd, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > limit:
-            raise TooLarge(f"{path}: larger than {limit} bytes", size, limit)
+        size = _size_under(handle, path, limit)
         data = handle.read(size + 1)
         if len(data) > size:  # it grew since: read on, up to the cap
             data += handle.read(limit + 1 - len(data))
     if len(data) > limit:
         raise TooLarge(f"{path}: larger than {limit} bytes", len(data), limit)
     return data
+
+
+def _size_under(handle: BinaryIO, path: Path, limit: int) -> int:
+    """The open file's size, asked of the file itself; ``TooLarge`` over ``limit``."""
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        raise TooLarge(f"{path}: larger than {limit} bytes", size, limit)
+    return size
 
 
 def _content_hash() -> hashlib.blake2b:

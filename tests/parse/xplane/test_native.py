@@ -378,6 +378,19 @@ def test_a_releasing_decode_gives_the_same_arrays_and_the_passed_pages_back() ->
         core.decode(raw, starts, ends, mmap.PAGESIZE)
 
 
+def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The frame's reads of a capture from here on, each as whether it was mapped."""
+    reads: list[bool] = []
+    real_read = frame_module.read_capture
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        reads.append(bool(kwargs.get("mapped")))
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(frame_module, "read_capture", counting)
+    return reads
+
+
 def test_a_marked_event_of_a_released_file_is_read_anew(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -398,14 +411,7 @@ def test_a_marked_event_of_a_released_file_is_read_anew(
         line.events.append(raw + (b"\xa0\x01\x01" if i == 2500 else b""))  # field 20: 1
     path = tmp_path / "marked.xplane.pb"
     path.write_bytes(space.SerializeToString())
-    reads: list[bool] = []
-    real_read = frame_module.read_capture
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        reads.append(bool(kwargs.get("mapped")))
-        return real_read(*args, **kwargs)
-
-    monkeypatch.setattr(frame_module, "read_capture", counting)
+    reads = _counted_reads(monkeypatch)
     native, numpy = _both(path, monkeypatch)
     _assert_same([native, numpy])
     assert len(native) == 3000
@@ -420,14 +426,7 @@ def test_a_mapped_file_the_core_cannot_walk_is_read_anew_as_bytes(
     wrong, as without the map; not a copy of the map beside it (a large file twice)."""
     path = tmp_path / "junk.xplane.pb"
     path.write_bytes(random.Random(7).randbytes(50_000))
-    reads: list[bool] = []
-    real_read = frame_module.read_capture
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        reads.append(bool(kwargs.get("mapped")))
-        return real_read(*args, **kwargs)
-
-    monkeypatch.setattr(frame_module, "read_capture", counting)
+    reads = _counted_reads(monkeypatch)
     native, numpy = _both(path, monkeypatch)
     _assert_same([native, numpy])
     assert isinstance(native, tuple) and issubclass(native[0], XlaprofError)
