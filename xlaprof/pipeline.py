@@ -637,6 +637,13 @@ def _add_tables(work: AnalyzedPart) -> None:
         # capture with no device plane has no device to wait on (its busy time is the host
         # CPU's own XLA ops)
         planes = trace is None or _has_device_planes(trace)
+        if trace is not None and data.host_activity is not None:
+            # compiles the host table measured and the timeline did not: the story's too
+            from xlaprof.tables.host_steps import with_host_compiles
+            from xlaprof.tables.timeline import timeline_host
+
+            host = timeline_host(trace.events_source.held_events())
+            timeline = with_host_compiles(timeline, data.host_activity, host)
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
         device = data.device
         drain, lost = (None, None) if device is None else (device.drain_s, device.lost)

@@ -137,15 +137,41 @@ def test_kineto_user_step_ranges_are_steps(results) -> None:
     assert steps["wall_ms"].tolist() == pytest.approx([d / 1e3 for _, d, _ in named], abs=1e-3)
 
 
-def test_a_read_that_stalls_each_step_and_a_compile_in_a_steady_step(results) -> None:
-    # GIVEN a CPU-only capture of a loop whose DataLoader sleeps each batch and whose batch
-    # shrinks at step 8 (a recompile), with the TORCH_TRACE log of the same run
-    events = _kineto(HOST / "torch_profiler_cpu.pt.trace.json.gz")
-    steps_in_trace = {
+def _profiler_steps(events: list[dict]) -> dict[int, tuple[float, float]]:
+    """Each ``ProfilerStep#N`` range of a Kineto trace: N -> (start, end) in microseconds."""
+    return {
         int(e["name"].split("#")[1]): (e["ts"], e["ts"] + e["dur"])
         for e in events
         if e.get("ph") == "X" and str(e.get("name")).startswith("ProfilerStep#")
     }
+
+
+def _recompile_step(steps_in_trace: dict[int, tuple[float, float]]) -> int:
+    """The step of the host capture in which its TORCH_TRACE log's recompile (0/1) started, by
+    the log's own clock and the trace's ``baseTimeNanoseconds``."""
+    log = gzip.decompress(
+        (HOST / "torch_trace" / "dedicated_log_torch_trace_host_capture.log.gz").read_bytes()
+    ).decode()
+    (start,) = [
+        m["start_time"]
+        for line in log.splitlines()
+        if '"compilation_metrics"' in line
+        for m in [json.loads(line[line.index("{") :])["compilation_metrics"]]
+        if m["compile_id"] == "0/1"
+    ]
+    base = json.loads(gzip.decompress((HOST / "torch_profiler_cpu.pt.trace.json.gz").read_bytes()))[
+        "baseTimeNanoseconds"
+    ]
+    at = (start * 1e9 - base) / 1000  # trace microseconds
+    (step,) = [s for s, (a, b) in steps_in_trace.items() if a <= at <= b]
+    return step
+
+
+def test_a_read_that_stalls_each_step_and_a_compile_in_a_steady_step(results) -> None:
+    # GIVEN a CPU-only capture of a loop whose DataLoader sleeps each batch and whose batch
+    # shrinks at step 8 (a recompile), with the TORCH_TRACE log of the same run
+    events = _kineto(HOST / "torch_profiler_cpu.pt.trace.json.gz")
+    steps_in_trace = _profiler_steps(events)
     reads = [
         (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000))
         for e in events
@@ -163,20 +189,7 @@ def test_a_read_that_stalls_each_step_and_a_compile_in_a_steady_step(results) ->
     kinds = {f.kind: f for f in result.findings}
     assert kinds[Kind.INPUT_BOUND].evidence["steps_reading"] == 9
     # and the compile: in step 8 of the capture, and placed there from the log's own clock
-    log = gzip.decompress(
-        (HOST / "torch_trace" / "dedicated_log_torch_trace_host_capture.log.gz").read_bytes()
-    ).decode()
-    starts = {
-        m["compile_id"]: m["start_time"]
-        for line in log.splitlines()
-        if '"compilation_metrics"' in line
-        for m in [json.loads(line[line.index("{") :])["compilation_metrics"]]
-    }
-    base = json.loads(gzip.decompress((HOST / "torch_profiler_cpu.pt.trace.json.gz").read_bytes()))[
-        "baseTimeNanoseconds"
-    ]
-    at = (starts["0/1"] * 1e9 - base) / 1000  # trace microseconds
-    (expected_step,) = [s for s, (a, b) in steps_in_trace.items() if a <= at <= b]
+    expected_step = _recompile_step(steps_in_trace)
     assert expected_step == 8
     compiles = result.torch_compiles.set_index("compile_id")
     assert compiles.loc["0/1", "step"] == expected_step
@@ -186,6 +199,31 @@ def test_a_read_that_stalls_each_step_and_a_compile_in_a_steady_step(results) ->
     assert in_step.evidence["torch_compiles"][0].startswith("0/1 ")
     recompile = kinds[Kind.RECOMPILATION]
     assert recompile.evidence["recompile_steps"] == [expected_step]
+
+
+def test_a_step_the_log_says_compiled_is_steady_in_no_table(results) -> None:
+    # GIVEN the CPU-only capture whose batch shrinks at step 8, and the step the TORCH_TRACE
+    # log's own clock puts that recompile (0/1) in
+    steps_in_trace = _profiler_steps(_kineto(HOST / "torch_profiler_cpu.pt.trace.json.gz"))
+    recompiled = _recompile_step(steps_in_trace)
+    # WHEN it is analyzed (the timeline has no lazy-tensor or PJRT compile spans; the host table
+    # measures dynamo's)
+    result = results["host_capture"]
+    warmup = result.counts.warmup_steps
+    expected = [s for s in sorted(steps_in_trace) if s >= warmup and s != recompiled]
+    # THEN that step is steady nowhere: not in the story, the timeline, the host table's median
+    # or the analyzers' count, and the timeline's compile is the host table's
+    timeline = result.timeline.set_index("step")
+    assert [int(s) for s in timeline.index[timeline["steady"].astype(bool)]] == expected
+    assert result.story.steady_steps == len(expected)
+    assert result.story.later_compile_steps == [recompiled]
+    assert result.host_view.steady_steps == expected
+    kinds = {f.kind: f for f in result.findings}
+    assert kinds[Kind.INPUT_BOUND].evidence["steady_steps"] == len(expected)
+    host = result.host_activity.steps.set_index("step")
+    for step in steps_in_trace:
+        assert timeline.loc[step, "compile_s"] == pytest.approx(host.loc[step, "compile_ms"] / 1e3)
+    assert timeline.loc[recompiled, "compile_s"] > 1.0  # (49.6 s: a busy machine's compile)
 
 
 def test_an_xspace_capture_places_its_runs_compiles_in_the_steps_it_shows() -> None:

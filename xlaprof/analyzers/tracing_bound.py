@@ -140,8 +140,15 @@ def unmeasured(data: AnalysisInput) -> str | None:
                 "did not record (an older xlaprof)"
             )
         return None
-    if not data.steps and len(_traced_steps(data)["host_busy_s"]) >= MIN_STEADY_STEPS:
-        return None
+    if not data.steps:
+        traced = len(_traced_steps(data)["host_busy_s"])
+        if traced >= MIN_STEADY_STEPS:
+            return None
+        if data.trace is not None:  # a capture alone: its lazy-tensor steps are what counts
+            return (
+                f"needs {MIN_STEADY_STEPS} lazy-tensor steps with host and device busy time "
+                f"(a capture's first and last left out); the capture has {traced}"
+            )
     return (
         f"needs {MIN_STEADY_STEPS} steady steps (after warm-up, without compiling); "
         f"the run has {len(steady)}"

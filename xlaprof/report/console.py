@@ -213,7 +213,7 @@ def story_lines(story: StepStory | None, host_table: bool = False) -> list[str]:
             f"Compiled again after warm-up in step(s) {steps}{more}"
             + (f" ({format_seconds(story.later_compile_s)})" if story.later_compile_s else "")
         )
-    if story.traced_compile_steps:
+    if story.traced_compile_steps and not host_table:  # (a host table has no device tables)
         compiled = ", ".join(str(s) for s in story.traced_compile_steps[:8])
         lines.append(
             f"The trace window (step(s) {_span(story.traced_steps)}) holds a compile in step(s) "

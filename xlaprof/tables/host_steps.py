@@ -469,6 +469,43 @@ def read_spans(events: pd.DataFrame, steps: set[int]) -> dict[str, float]:
     return {str(name): round(float(ms), 3) for name, ms in ordered.items()}
 
 
+def with_host_compiles(
+    timeline: pd.DataFrame, activity: HostActivity | None, host: str
+) -> pd.DataFrame:
+    """``timeline`` with each step's ``compile_s`` the host table's (``activity``, its rows of
+    ``host``: the host the timeline reads) where the timeline did not measure it.
+
+    A capture without the lazy-tensor runtime's or a PJRT client's compile spans (the PyTorch
+    profiler around ``torch.compile``) leaves the timeline's compiles unmeasured, while its
+    host table measures them from dynamo's and inductor's own spans: the step model then
+    takes them from there, so a step that compiled is neither steady in the story nor in the
+    host table's median, as it is not in the analyzers' (``shared.host_steps.steady``). A
+    compile the timeline measured is kept; a step the host table does not have, or whose
+    compiling it did not measure (no compile span in the capture at all), stays unmeasured."""
+    import numpy as np
+    import pandas as pd
+
+    if activity is None or timeline.empty or "compile_s" not in timeline:
+        return timeline
+    table = activity.steps
+    mine = table[table["host"].astype(str) == host]
+    measured = mine[mine["compile_ms"].notna()]
+    if measured.empty:
+        return timeline
+    seconds = pd.Series(
+        measured["compile_ms"].to_numpy(np.float64) / 1e3,
+        index=measured["step"].to_numpy(np.int64),
+    )
+    seconds = seconds[~seconds.index.duplicated()]
+    missing = timeline["compile_s"].isna().to_numpy()
+    found = seconds.reindex(timeline["step"].to_numpy(np.int64)).to_numpy(np.float64)
+    if not (missing & ~np.isnan(found)).any():
+        return timeline
+    out = timeline.copy()
+    out["compile_s"] = np.where(missing, found, out["compile_s"].to_numpy(np.float64))
+    return out
+
+
 # The columns of the host table that split a step's time (HOST_STEP_COLUMNS after the range).
 SPLIT_COLUMNS = HOST_STEP_COLUMNS[4:]
 # Names the reports show per kind (python, aten) of the hottest over the steady steps.

@@ -71,7 +71,8 @@ PART_SOURCES = {
     },
     "trace": {
         "compile": "trace (XLAGraphExecutor::Compile; without torch_xla: the PJRT client's "
-        "compile, PJRT_Client_Compile)",
+        "compile, PJRT_Client_Compile; without either: the host table's compile spans, "
+        "dynamo's and inductor's)",
         "transfer": "trace (transfer spans)",
         "tracing": "metrics (the stepping thread's CPU clock; a capture alone: trace, the "
         "graph build less its barrier wait)",

@@ -243,7 +243,7 @@ def _trace_steps(
 
     if events.empty:
         return None
-    host = events["host"].cat.categories[0]
+    host = timeline_host(events)
     events = events[cols.equals(events["host"], host)]
     host_events = events[events["plane_kind"] == "host"]
     lazy = has_lazy_tensor_runtime(host_events)
@@ -656,12 +656,18 @@ def _marker_line(events: pd.DataFrame) -> str | None:
     return str(marked["line"].astype(str).mode().iloc[0])
 
 
+def timeline_host(events: pd.DataFrame) -> str:
+    """The host whose steps the timeline of ``events`` reads: the first of their hosts (a
+    capture's one host; of several, the first category)."""
+    return str(events["host"].cat.categories[0])
+
+
 def device_busy_by_step(tracing: pd.DataFrame, events: pd.DataFrame) -> dict[int, float | None]:
     """The device model's busy time per step of the events' first host (the one ``from_trace``
     reads), from ``Trace.tracing_vs_device()``."""
     if tracing.empty or events.empty:
         return {}
-    host = str(events["host"].cat.categories[0])
+    host = timeline_host(events)
     mine = tracing[tracing["host"].astype(str) == host]
     return {
         int(step): None if busy is None or busy != busy else float(busy)
@@ -726,7 +732,7 @@ def _has_bounds(events: pd.DataFrame, bounds: pd.DataFrame | None) -> bool:
     """Whether the events' first host (the one the timeline reads) has host step bounds."""
     if events.empty or bounds is None or bounds.empty:
         return False
-    host = str(events["host"].cat.categories[0])
+    host = timeline_host(events)
     return bool((bounds["host"].astype(str) == host).any())
 
 
