@@ -3,10 +3,12 @@ found, named from the user's source or from the run's module tree (no runtime ne
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from builders import TRAINING_SOURCE, graph, hlo
+from helpers import SAMPLES
 
 from xlaprof.analyzers import unrolled_loop
 from xlaprof.analyzers.shared.sourcecode import time_loop_sketch
@@ -14,6 +16,7 @@ from xlaprof.analyzers.unrolled_loop import find_repeats
 from xlaprof.findings import Finding, Kind, Location
 from xlaprof.model.input import AnalysisInput
 from xlaprof.model.sources import SourceFiles
+from xlaprof.pipeline import analyze_one
 
 MODEL = """\
 import torch
@@ -137,3 +140,22 @@ def test_a_module_called_n_times_is_a_time_loop(tmp_path: Path) -> None:
     assert sketch is not None and finding.evidence["scan_sketch"] == sketch
     # a repeat count far from the call count is not this loop
     assert _module_finding(12, modules, sources) == []
+
+
+def test_the_titles_share_is_of_the_blocks_it_names() -> None:
+    # GIVEN the sample run of examples/unrolled_layers.py, whose stack unrolls as a run of one
+    # block and a run of another beside it (the layers' backward)
+    result = analyze_one(SAMPLES / "runs" / "unrolled_layers")[0]
+    (finding,) = [f for f in result.findings if f.kind is Kind.UNROLLED_LOOP]
+    evidence = finding.evidence
+    assert evidence["other_runs"], "the sample's stack has a second run"
+    # WHEN its title is read THEN it names every run the share counts, and the share is theirs
+    runs = [
+        (int(n), int(ops))
+        for n, ops in re.findall(r"(\d+) (?:identical copies )?of a (\d+)-op", finding.title)
+    ]
+    assert runs[0] == (evidence["repeats"], evidence["ops_per_block"])
+    assert [f"{n} x {ops} ops" for n, ops in runs[1:]] == evidence["other_runs"]
+    (percent,) = re.findall(r"\((\d+)% of the graph\)", finding.title)
+    covered = sum(n * ops for n, ops in runs)
+    assert int(percent) == round(100 * covered / evidence["graph_ops"])

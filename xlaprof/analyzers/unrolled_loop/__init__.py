@@ -179,16 +179,27 @@ def _graph_finding(
             ).most_common(6)
         ],
     }
+    copies = _copies(primary, partners, share)
     if match is not None:
-        return _module_finding(sources, match, primary, share, evidence, script)
+        return _module_finding(sources, match, primary, copies, evidence, script)
     if unstepped:  # a loop of the user's that never syncs, named by the ops' stacks
-        found = unsynced.finding(sources, block, primary, share, evidence)
+        found = unsynced.finding(sources, block, primary, copies, evidence)
         if found is not None:
             return found
     if not lines:
         seen.discard(key)
         return None
-    return _source_finding(sources, ops, lines, primary, share, evidence, script)
+    return _source_finding(sources, ops, lines, primary, copies, evidence, script)
+
+
+def _copies(primary: Repeat, partners: list[Repeat], share: float) -> str:
+    """What the title says was traced: the block's copies, those of the runs beside it (the
+    same layers' other ops, as their backward's), and the share of the graph they cover
+    together, so the share is of what the title names."""
+    runs = [f"{primary.repeats} identical copies of a {primary.block_ops}-op block"]
+    runs += [f"{r.repeats} of a {r.block_ops}-op block" for r in partners]
+    named = runs[0] if len(runs) == 1 else f"{', '.join(runs[:-1])} and {runs[-1]}"
+    return f"{named} ({share:.0%} of the graph)"
 
 
 def _repeated_block(
@@ -232,7 +243,7 @@ def _source_finding(
     ops: list[Instruction],
     lines: Counter[tuple[str, int]],
     primary: Repeat,
-    share: float,
+    copies: str,
     evidence: dict[str, object],
     script: str | None,
 ) -> Finding:
@@ -288,10 +299,7 @@ def _source_finding(
     return Finding(
         kind=Kind.UNROLLED_LOOP,
         severity=Severity.WARNING,
-        title=(
-            f"Unrolled loop: {where} traced as {primary.repeats} identical copies of a "
-            f"{primary.block_ops}-op block ({share:.0%} of the graph)"
-        ),
+        title=(f"Unrolled loop: {where} traced as {copies}"),
         evidence=evidence,
         location=location,
         suggestion=source_suggestion(sources, stack, primary.repeats),
@@ -302,7 +310,7 @@ def _module_finding(
     sources: SourceFiles,
     match: ModuleMatch,
     primary: Repeat,
-    share: float,
+    copies: str,
     evidence: dict[str, object],
     script: str | None,
 ) -> Finding:
@@ -311,7 +319,7 @@ def _module_finding(
     if match.location is not None:
         evidence["loop"] = str(match.location)
     if match.kind == "time":
-        return _time_loop_finding(sources, match, primary, share, evidence)
+        return _time_loop_finding(sources, match, primary, copies, evidence)
     unit = ", ".join(match.unit_classes)
     owned = match.attribute is not None and match.owner_class is not None
     path = model_path(match.name)
@@ -345,10 +353,7 @@ def _module_finding(
     return Finding(
         kind=Kind.UNROLLED_LOOP,
         severity=Severity.WARNING,
-        title=(
-            f"Unrolled loop{title_where}: {name} ({stack_text}) traced as {primary.repeats} "
-            f"identical copies of a {primary.block_ops}-op block ({share:.0%} of the graph)"
-        ),
+        title=(f"Unrolled loop{title_where}: {name} ({stack_text}) traced as {copies}"),
         evidence=evidence,
         location=match.location,
         suggestion=how + CAVEATS.format(repeats=primary.repeats),
@@ -371,7 +376,7 @@ def _time_loop_finding(
     sources: SourceFiles,
     match: ModuleMatch,
     primary: Repeat,
-    share: float,
+    copies: str,
     evidence: dict[str, object],
 ) -> Finding:
     """One module called again and again in a Python loop: run the loop with ``scan``."""
@@ -398,8 +403,7 @@ def _time_loop_finding(
         title=(
             f"Unrolled {'gradient-accumulation' if backward is not None else 'time'} loop: "
             f"{'the model' if match.name in (None, '<root>') else match.name} ({unit}) "
-            f"applied {match.units} times in a Python loop, traced as {primary.repeats} "
-            f"identical copies of a {primary.block_ops}-op block ({share:.0%} of the graph)"
+            f"applied {match.units} times in a Python loop, traced as {copies}"
         ),
         evidence=evidence,
         location=match.location,

@@ -68,7 +68,7 @@ def finding(
     sources: SourceFiles,
     block: list[Instruction],
     primary: Repeat,
-    share: float,
+    copies: str,
     evidence: dict[str, object],
 ) -> Finding | None:
     """The unrolled-loop finding for a user loop found by its ops' stacks, or None where the
@@ -122,8 +122,7 @@ def finding(
         severity=Severity.WARNING,
         title=(
             f"Unrolled loop that never syncs: the loop at line {loop_line}{header} traced as "
-            f"{primary.repeats} identical copies of a {primary.block_ops}-op block "
-            f"({share:.0%} of the graph)"
+            f"{copies}"
         ),
         evidence=evidence,
         location=Location(
