@@ -482,27 +482,16 @@ def with_host_compiles(
     host table's median, as it is not in the analyzers' (``shared.host_steps.steady``). A
     compile the timeline measured is kept; a step the host table does not have, or whose
     compiling it did not measure (no compile span in the capture at all), stays unmeasured."""
-    import numpy as np
-    import pandas as pd
-
     if activity is None or timeline.empty or "compile_s" not in timeline:
         return timeline
     table = activity.steps
-    mine = table[table["host"].astype(str) == host]
-    measured = mine[mine["compile_ms"].notna()]
-    if measured.empty:
-        return timeline
-    seconds = pd.Series(
-        measured["compile_ms"].to_numpy(np.float64) / 1e3,
-        index=measured["step"].to_numpy(np.int64),
-    )
-    seconds = seconds[~seconds.index.duplicated()]
-    missing = timeline["compile_s"].isna().to_numpy()
-    found = seconds.reindex(timeline["step"].to_numpy(np.int64)).to_numpy(np.float64)
-    if not (missing & ~np.isnan(found)).any():
+    mine = table[(table["host"].astype(str) == host) & table["compile_ms"].notna()]
+    seconds = dict(zip(mine["step"].astype(int), mine["compile_ms"] / 1e3, strict=True))
+    filled = timeline["compile_s"].fillna(timeline["step"].map(seconds)).astype("float64")
+    if filled.equals(timeline["compile_s"]):
         return timeline
     out = timeline.copy()
-    out["compile_s"] = np.where(missing, found, out["compile_s"].to_numpy(np.float64))
+    out["compile_s"] = filled
     return out
 
 

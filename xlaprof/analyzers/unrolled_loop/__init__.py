@@ -299,7 +299,7 @@ def _source_finding(
     return Finding(
         kind=Kind.UNROLLED_LOOP,
         severity=Severity.WARNING,
-        title=(f"Unrolled loop: {where} traced as {copies}"),
+        title=f"Unrolled loop: {where} traced as {copies}",
         evidence=evidence,
         location=location,
         suggestion=source_suggestion(sources, stack, primary.repeats),
@@ -353,7 +353,7 @@ def _module_finding(
     return Finding(
         kind=Kind.UNROLLED_LOOP,
         severity=Severity.WARNING,
-        title=(f"Unrolled loop{title_where}: {name} ({stack_text}) traced as {copies}"),
+        title=f"Unrolled loop{title_where}: {name} ({stack_text}) traced as {copies}",
         evidence=evidence,
         location=match.location,
         suggestion=how + CAVEATS.format(repeats=primary.repeats),
