@@ -46,10 +46,12 @@ def _per_category(column: pd.Series, test: Callable[[str], Any], dtype: Any) -> 
         codes: np.ndarray = column.array.codes
         if dtype is bool:
             return _spread(table, codes)
-        # code -1 (missing) -> the last entry. Indexing reads the int8/int16 codes as they are;
-        # np.take would first copy them as int64 (8 bytes a row: 29 MB on an 80 MB host).
-        found: np.ndarray = table[codes]
-        return found
+        from xlaprof.parse.xplane.wire import take
+
+        # code -1 (missing) -> the last entry. The compiled gather reads the int8/int16 codes
+        # as they are; np.take would first copy them as int64 (8 bytes a row: 29 MB on an
+        # 80 MB host), and indexing casts them piece by piece.
+        return take(table, codes)
     values = column.astype(str).to_numpy()
     return np.array([test(v) for v in values], dtype=dtype) if len(values) else np.zeros(0, dtype)
 
@@ -80,8 +82,9 @@ def _spread(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
         for miss in misses.tolist():
             found &= codes != miss
         return found
-    spread: np.ndarray = table[codes]  # (not np.take: see _per_category)
-    return spread
+    from xlaprof.parse.xplane.wire import take
+
+    return take(table, codes)  # (not np.take: see _per_category)
 
 
 # How many categories are compared one by one rather than looked up per row.
@@ -129,8 +132,9 @@ def equals_at(column: pd.Series, value: object, rows: np.ndarray) -> np.ndarray:
         return (column.iloc[rows].astype(str) == str(value)).to_numpy()
     wanted = str(value)
     table = np.array([str(c) == wanted for c in column.array.categories] + [False], dtype=bool)
-    found: np.ndarray = table[column.array.codes[rows]]
-    return found
+    from xlaprof.parse.xplane.wire import take
+
+    return take(table, column.array.codes[rows])
 
 
 def member(column: pd.Series, values: Iterable[object]) -> np.ndarray:

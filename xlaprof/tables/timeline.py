@@ -409,15 +409,18 @@ class _Pairs:
             if mask is None:
                 return self.start_ns, self.end_ns
             return self.start_ns[mask], self.end_ns[mask]
+        from xlaprof.parse.xplane.wire import take
+
         rows = self.event if mask is None else self.event[mask]
-        return self.start_ns[rows], self.end_ns[rows]
+        return take(self.start_ns, rows), take(self.end_ns, rows)
 
     def mask(self, events_mask: np.ndarray) -> np.ndarray:
         """A mask over the host's events, as a mask over the pairs."""
         if self.event is None:
             return events_mask
-        pairs: np.ndarray = events_mask[self.event]
-        return pairs
+        from xlaprof.parse.xplane.wire import take
+
+        return take(events_mask, self.event)
 
     def covered(self, mask: np.ndarray) -> np.ndarray:
         """Per step, the length of the union of the masked pairs' intervals (ns)."""

@@ -593,3 +593,64 @@ def test_nesting_walks_as_python_does(events: list[tuple[int, int]]) -> None:
         del os.environ["XLAPROF_PURE_DECODER"]
     assert found[1].tolist() == expected[1].tolist()
     np.testing.assert_array_equal(found[0], expected[0])
+
+
+# -- the gather ------------------------------------------------------------------------------
+_VALUE_TYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "float32", "int64", "float64"]
+_INDEX_TYPES = ["int16", "int32", "int64", "intp", "uint32", "int8", "float64"]
+
+
+@hypothesis.settings(max_examples=400, deadline=None)
+@hypothesis.given(
+    st.sampled_from(_VALUE_TYPES),
+    st.sampled_from(_INDEX_TYPES),
+    st.lists(st.integers(-(2**15), 2**15 - 1), max_size=30),
+    st.lists(st.integers(-70, 70), max_size=40),
+    st.booleans(),
+    st.booleans(),
+)
+def test_take_is_numpys_take(
+    value_type: str,
+    index_type: str,
+    values: list[int],
+    index: list[int],
+    clip: bool,
+    strided: bool,
+) -> None:
+    """``wire.take`` against numpy's ``take`` (``mode="clip"`` or ``"raise"``) on any values
+    and index, in range or not (negative ones count from the end): the same array and dtype,
+    or IndexError both ways. The core takes plain 1-d contiguous arrays with a signed integer
+    index; for the rest (a strided view, an unsigned or float index) it gives None and numpy
+    answers."""
+    source = np.array(values, np.int64).astype(value_type)
+    if strided:
+        source = np.repeat(source, 2)[::2]  # the same values, not contiguous
+    where = np.array(index, np.int64)
+    if np.dtype(index_type).kind == "u":
+        where = np.abs(where)
+    where = where.astype(index_type)
+    mode = "clip" if clip else "raise"
+    try:
+        expected = source.take(where, mode=mode)
+    except (IndexError, TypeError) as error:
+        with pytest.raises(type(error)):
+            wire.take(source, where, clip)
+        return
+    found = wire.take(source, where, clip)
+    assert found.dtype == expected.dtype
+    np.testing.assert_array_equal(found, expected)
+
+
+def test_take_answers_only_what_it_can_gather() -> None:
+    """The core itself: None for what it does not gather (object values, two dimensions, a
+    float or unsigned index, a strided view), the gathered array for the rest, whatever the
+    width of its index."""
+    index = np.array([2, 0, -1], np.int32)
+    assert core.take(np.array(["a", "b", "c"], object), index, False) is None
+    assert core.take(np.zeros((3, 2)), index, False) is None
+    assert core.take(np.arange(3.0), index.astype(np.float64), False) is None
+    assert core.take(np.arange(3.0), index.astype(np.uint32), False) is None
+    assert core.take(np.arange(6.0)[::2], index, False) is None
+    for width in (np.int8, np.int16, np.int32, np.int64):
+        found = core.take(np.arange(3.0), index.astype(width), False)
+        assert found.tolist() == [2.0, 0.0, 2.0]

@@ -58,6 +58,7 @@ from xlaprof.parse.xplane.wire import (
     decode_events,
     native,
     split_space,
+    take,
 )
 
 if TYPE_CHECKING:
@@ -258,11 +259,11 @@ class Strings:
         categories = [self.items[code] for code in ordered]
         dtype: pd.CategoricalDtype[str] = pd.CategoricalDtype(categories)
         if index is None:
-            column = recode.take(codes)
+            column = take(recode, codes)
         elif constants is not None and len(used_codes) and seen.sum() == 1:
             column = constants.codes(small, int(recode[used_codes[0]]))  # one code in every row
         else:
-            column = recode.take(codes).take(index)
+            column = take(take(recode, codes), index)
         # The codes are in range by construction: pandas' check is two passes over them.
         return pd.Categorical.from_codes(column, dtype=dtype, validate=False)
 
@@ -430,21 +431,23 @@ class Layout:
             from xlaprof.parse.xplane.args import ArgsArray
 
             table, place = args_table
-            args_column = ArgsArray(table, place.take(order))
+            args_column = ArgsArray(table, take(place, order))
             del table, place
         else:
             args_column = np.full(rows, None, object)
         del args_table
 
         line_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-        lines = line_of[order]
+        lines = take(line_of, order)
         del line_of
         constants = Constants(rows, read_only)
         columns = self._line_columns(lines, line_name, line_plane, host, rows < count, constants)
         # Every event kept: the names are recoded in event order (a small table's gather) and
         # then put in frame order.
         every = rows == count
-        columns["name"] = self.strings.categorical(*((names, order) if every else (names[order],)))
+        columns["name"] = self.strings.categorical(
+            *((names, order) if every else (take(names, order),))
+        )
         columns.update(times)
         del lines, names, times
         columns.update(self._stat_columns(meta, order, promoted, texts, constants))
@@ -479,11 +482,11 @@ class Layout:
             code = self.stat_names.codes.get(name)
             if code is not None:
                 wanted[code] = True
-        chosen = wanted.take(stat_name)
+        chosen = take(wanted, stat_name)
         # Before each stat, how many chosen stats precede it (and after the last, all).
         before = np.zeros(len(chosen) + 1, first_stat.dtype)
         np.cumsum(chosen, dtype=before.dtype, out=before[1:])
-        return before.take(first_stat), stat_name[chosen], values.subset(chosen)
+        return take(before, first_stat), stat_name[chosen], values.subset(chosen)
 
     def _line_columns(
         self,
@@ -614,8 +617,8 @@ class Layout:
         which = np.full(len(self.stat_names.items) + 1, -1, np.int8)
         for number, (_, code) in enumerate(keys):
             which[code] = number
-        promoted_rows = np.flatnonzero(which.take(stat_name) >= 0)
-        kinds = which.take(stat_name[promoted_rows])
+        promoted_rows = np.flatnonzero(take(which, stat_name) >= 0)
+        kinds = take(which, stat_name[promoted_rows])
         by_kind = np.argsort(kinds, kind="stable")
         bounds = np.searchsorted(kinds[by_kind], np.arange(len(keys) + 1))
         for number, (key, _) in enumerate(keys):
@@ -683,7 +686,7 @@ class Layout:
 
         def meta_rows() -> np.ndarray:
             if not ordered:
-                ordered.append(meta[order])
+                ordered.append(take(meta, order))
             return ordered[0]
 
         def used_rows() -> np.ndarray:
@@ -725,7 +728,7 @@ class Layout:
         table = np.array([finite(row.get(key)) for row in self.meta_rows], np.float64)
         if np.isnan(table).all() and key not in promoted:
             return constants.shared(np.float64, np.nan)
-        column = np.full(rows, np.nan) if np.isnan(table).all() else table[meta_rows()]
+        column = np.full(rows, np.nan) if np.isnan(table).all() else take(table, meta_rows())
         if key in promoted:
             where, found = promoted[key]
             column[where] = found
@@ -758,7 +761,7 @@ class Layout:
             return strings.categorical(table, index)
         if own is None:
             return strings.categorical(table, meta_rows(), used_rows(), constants)
-        codes = np.full(rows, -1, np.int32) if (table < 0).all() else table[meta_rows()]
+        codes = np.full(rows, -1, np.int32) if (table < 0).all() else take(table, meta_rows())
         if own is not None:
             where, found = own
             codes[where] = found
@@ -769,7 +772,7 @@ def _placed(rank: np.ndarray, owner: np.ndarray, value: Any) -> tuple[np.ndarray
     """Values found by event number (``owner``: a promoted stat's or a framework op's) as the
     rows where they land (``rank``: each event's row, -1 where dropped) and their values there
     (whole numbers: a tuple of the values and their missing mask)."""
-    where = rank.take(owner)
+    where = take(rank, owner)
     kept = where >= 0
     if kept.all():
         return where, value
@@ -865,7 +868,7 @@ class _Lookup:
         if self.by_id is not None:
             # Ids past the table clip to its last slot, negative ones to its first: both hold
             # the default (a table is made only where no key is 0).
-            found: np.ndarray = self.by_id.take(query, mode="clip")
+            found: np.ndarray = take(self.by_id, query, clip=True)
             return found
         if not len(self.keys):
             return np.full(len(query), self.default, self.dtype)
