@@ -436,3 +436,42 @@ def test_a_pods_first_host_timeline_is_made_once_kept_beside_its_cache_and_read_
         check_exact=True,
         check_categorical=False,
     )
+
+
+def test_a_pods_device_time_by_line_is_that_of_its_hosts_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xlaprof.model.result import AnalysisResult
+    from xlaprof.pipeline import analyze_parts
+    from xlaprof.report.json_out import analysis_json
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    # GIVEN four hosts, each a copy of a real CPU capture whose embedded programs name the
+    # source lines of their instructions (the copies share one hostname: named by file)
+    pod_logdir(tmp_path, 4)
+
+    def analyzed(lazy_bytes: str) -> dict:
+        monkeypatch.setenv(pod.LAZY_BYTES_ENV, lazy_bytes)
+        (part,) = analyze_parts(_pod_parts(tmp_path))
+        return analysis_json(AnalysisResult([part]))
+
+    # WHEN it is analyzed in memory, as a pod (its caches written), and as a pod again (the
+    # caches read back)
+    memory = analyzed(str(10**12))
+    written, read = analyzed("0"), analyzed("0")
+    assert "pod" in written["trace"] and "pod" not in memory["trace"]
+    assert all(host["cache_hit"] for host in read["trace"]["pod"]["hosts"])
+    # THEN the documents place the same device time at the same lines, both ways
+    keys = ("device_time_by_line", "device_time_by_line_total", "device_time_by_line_coverage")
+    want = {key: memory["trace"][key] for key in keys}
+    assert want["device_time_by_line"] and want["device_time_by_line_coverage"] > 0
+    assert any(row["file"] for row in want["device_time_by_line"])
+    for document in (written, read):
+        assert {key: document["trace"][key] for key in keys} == want
+        assert document["view"]["devices"]["lines"] == memory["view"]["devices"]["lines"]
+    # AND the rows per host and device name each host as the trace in memory names it
+    lazy, eager = load_trace(tmp_path, lazy=True, workers=2), load_trace(tmp_path, lazy=False)
+    got, mine = lazy.device_time_by_line(per_device=True), eager.device_time_by_line(True)
+    assert sorted(got["host"].unique()) == eager.hosts == lazy.hosts
+    key = ["host", "device", "category", "file", "line", "module"]
+    assert _same(got, mine, key=key) and len(got) > len(want["device_time_by_line"])

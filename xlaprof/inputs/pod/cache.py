@@ -53,8 +53,9 @@ CACHE_SUFFIX = ".xlaprof.parquet"
 # device columns (device_idle_s, lazy_tensor, bound); 4: the bottleneck table, the host_transfer
 # category, and each step's bound from the one step model (tables/story.py); 5: per-step tables
 # in files of their own, aggregates in the metadata
-# 6: the tracing table has host_busy_s
-CACHE_VERSION = "7"  # 7: the stamp covers the columns' values, not only their schema and rows
+# 6: the tracing table has host_busy_s; 7: the stamp covers the columns' values, not only their
+# schema and rows
+CACHE_VERSION = "8"  # 8: the summary keeps device time per source line (lines, line_totals)
 # Rows per row group of a per-step table: a read of a range of steps skips the others.
 TABLE_ROW_GROUP = 16384
 # Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
@@ -191,8 +192,10 @@ def _canonical(column: Any) -> tuple[Any, Any]:
     return array, valid
 
 
-# the small tables (the per-step ones are files of their own)
+# the small tables (the per-step ones are files of their own); device time per source line is
+# None where the host's events carried no program to read lines from
 _DEVICE_TABLES = ("devices", "ops", "utilization", "bottleneck_by_device")
+_LINE_TABLES = ("lines", "line_totals")
 
 
 def _table_bytes(frame: pd.DataFrame) -> str:
@@ -215,6 +218,14 @@ def _table_from(text: str) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     return frame_as_written(pq.read_table(io.BytesIO(base64.b64decode(text))))
+
+
+def _optional_bytes(frame: pd.DataFrame | None) -> str | None:
+    return None if frame is None else _table_bytes(frame)
+
+
+def _optional_from(text: str | None) -> pd.DataFrame | None:
+    return None if text is None else _table_from(text)
 
 
 def frame_as_written(table: Any) -> pd.DataFrame:
@@ -251,6 +262,7 @@ def _summary_record(summary: HostSummary) -> dict[str, Any]:
         "events": summary.events,
         "profile_start_ns": summary.profile_start_ns,
         "device": {name: _table_bytes(getattr(model, name)) for name in _DEVICE_TABLES},
+        "lines": {name: _optional_bytes(getattr(model, name)) for name in _LINE_TABLES},
         "device_events": model.events,
         "aggregates": summary.aggregates.to_json(),
     }
@@ -453,6 +465,7 @@ def _read_cached(
             tables[name] = path
     record = load_json(record_bytes)
     device = record["device"]  # the tables of _DEVICE_TABLES
+    lines = {name: _optional_from(record["lines"][name]) for name in _LINE_TABLES}
     # the per-step rows stay in their files: the parent reads them when asked
     empty = pd.DataFrame()
     model = DeviceSummary(
@@ -460,6 +473,8 @@ def _read_cached(
         ops=_table_from(device["ops"]),
         utilization=_table_from(device["utilization"]),
         bottleneck_by_device=_table_from(device["bottleneck_by_device"]),
+        lines=lines["lines"],
+        line_totals=lines["line_totals"],
         steps=empty,
         tracing=empty,
         bottleneck=empty,

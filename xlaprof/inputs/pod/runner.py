@@ -80,7 +80,7 @@ def _named_apart(summaries: list[HostSummary]) -> list[HostSummary]:
             model = summary.device
             if model is None:
                 continue
-            for table in ("devices", "ops", "utilization", "bottleneck_by_device"):
+            for table in ("devices", "ops", "utilization", "bottleneck_by_device", "lines"):
                 frame = getattr(model, table)
                 if frame is not None and "host" in frame.columns:
                     setattr(model, table, frame.assign(host=name))

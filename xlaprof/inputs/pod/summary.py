@@ -18,6 +18,8 @@ from xlaprof.errors import InputNotRecognized, InputUnreadable, XlaprofError
 from xlaprof.inputs.captures import (
     XPLANE_SUFFIX,
     device_table,
+    embedded_protos,
+    hlo_sources,
     insert_session,
     load_capture_file,
 )
@@ -95,9 +97,10 @@ def read_host_events(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One host's events with session and step numbers, and its step bounds.
 
-    ``events.attrs["devices"]`` keeps the host's device table (``Trace.devices`` rows), and
-    for an xplane ``attrs["content"]`` the fingerprint of the bytes decoded (``data_digest``:
-    read once, for both).
+    ``events.attrs["devices"]`` keeps the host's device table (``Trace.devices`` rows),
+    ``attrs["hlo_protos"]`` the programs an xplane embeds (``embedded_protos``: where device
+    time per source line comes from), and for an xplane ``attrs["content"]`` the fingerprint
+    of the bytes decoded (``data_digest``: read once, for both).
     """
 
     content = None
@@ -125,7 +128,8 @@ def read_host_events(
     host = str(events["host"].iloc[0])
     events["step"], bounds = assign_steps(events, first_step, {host: start})
     bounds.insert(0, "session", session)
-    events.attrs = {"devices": devices, "profile_start_ns": start}
+    protos = events.attrs.get("hlo_protos") or []
+    events.attrs = {"devices": devices, "profile_start_ns": start, "hlo_protos": protos}
     if content is not None:
         events.attrs["content"] = content
     return events, bounds
@@ -135,11 +139,16 @@ def summarize_events(
     events: pd.DataFrame, bounds: pd.DataFrame, path: Path | str = ""
 ) -> tuple[HostSummary, dict[str, pd.DataFrame]]:
     """One host's events -> its summary (device model without per-step rows, aggregates) and
-    its per-step tables (``xlaprof.model.ondisk.TABLES``), which the caller writes to disk."""
+    its per-step tables (``xlaprof.model.ondisk.TABLES``), which the caller writes to disk.
+
+    The device model places op time at source lines from the programs the capture embeds
+    (``attrs["hlo_protos"]``), as ``load_trace`` does in memory, so that a pod's
+    ``device_time_by_line`` is that of its hosts read in memory."""
     import pandas as pd
 
     host = str(events["host"].iloc[0]) if len(events) else ""
-    model = device_model.summarize_host(events, events.attrs.get("devices"), bounds)
+    sources = hlo_sources(embedded_protos([events]))
+    model = device_model.summarize_host(events, events.attrs.get("devices"), bounds, sources)
     steps = host_step_rows(events, bounds, model.steps)
     bottleneck = model.bottleneck if model.bottleneck is not None else pd.DataFrame()
     tables = {

@@ -192,7 +192,10 @@ def device_time_by_line(frame: pd.DataFrame, sources: pd.DataFrame | None) -> pd
             "top_op": top_op.tolist(),
         }
     )
-    return result.sort_values("device_s", ascending=False, ignore_index=True)[LINE_COLUMNS]
+    # stable: rows of equal seconds stay in the order of their events (one host's before the
+    # next's), the order ``merge_summaries`` gives several hosts' tables
+    result = result.sort_values("device_s", ascending=False, kind="stable", ignore_index=True)
+    return result[LINE_COLUMNS]
 
 
 def _blank_missing(texts: list[str]) -> Any:

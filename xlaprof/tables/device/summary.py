@@ -186,6 +186,12 @@ def merge_summaries(summaries: Iterable[DeviceSummary]) -> DeviceSummary:
         if all(s.lines is None for s in summaries)
         else _concat([s.lines for s in summaries], LINE_COLUMNS)
     )
+    if lines is not None:
+        # in the order one host's table has its rows (``device_time_by_line``): the most
+        # seconds first, ties in the hosts' order; ``by_line`` sums each line's rows and takes
+        # its top op in this order, so the merged hosts' totals are those of their events
+        # summarized at once
+        lines = lines.sort_values("device_s", ascending=False, kind="stable", ignore_index=True)
     return DeviceSummary(
         devices=cat("devices", None),
         steps=cat("steps", STEP_COLUMNS),
