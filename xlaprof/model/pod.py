@@ -296,8 +296,12 @@ class CachedEvents:
         time (at most ``maker.chunk_rows`` rows held); the rows themselves stay on disk."""
         summaries = self._summaries()
         aggregates = [(s.host, s.aggregates) for s in summaries if s.aggregates]
-        marked = {host for host, a in aggregates if a.host is not None}
-        return maker.of_chunks(marked, self._step_chunks(maker.chunk_rows))
+        walls = {host: a.host for host, a in aggregates if a.host is not None}
+        # a capture cut mid-step: each host's first and last host step, as its workers found
+        # them, left out of host skew as ``Trace.step_times`` leaves them out
+        edges = {h: (w.first_step, w.last_step) for h, w in walls.items()}
+        chunks = self._step_chunks(maker.chunk_rows)
+        return maker.of_chunks(set(walls), chunks, edges if trace.partial_edges else {})
 
     def _step_chunks(self, chunk_rows: int) -> Iterator[StepRows]:
         """Every host's straggler rows, a range of steps at a time (about ``chunk_rows``):

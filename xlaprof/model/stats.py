@@ -207,12 +207,16 @@ class TracingStats:
 
 @dataclass
 class HostWalls:
-    """One host's host-step wall times (ms): a digest, the extremes and the slowest steps."""
+    """One host's host-step wall times (ms): a digest, the extremes and the slowest steps, and
+    its first and last host step (``tables.step_times.step_edges``: a capture cut mid-step
+    cuts those, which host skew leaves out)."""
 
     wall: Digest
     fastest_step: int | None
     slowest_step: int | None
     slowest: list[tuple[int, float]]  # (step, wall_ms), slowest first, TOP_STEPS of them
+    first_step: int
+    last_step: int
 
     def to_json(self) -> dict[str, Any]:
         return {**_fields(self), "wall": self.wall.to_json(), "slowest": list(self.slowest)}
@@ -224,6 +228,8 @@ class HostWalls:
             fastest_step=record["fastest_step"],
             slowest_step=record["slowest_step"],
             slowest=[(int(s), float(w)) for s, w in record["slowest"]],
+            first_step=int(record["first_step"]),
+            last_step=int(record["last_step"]),
         )
 
 

@@ -7,7 +7,7 @@ the loader put in it; nothing here reads files or computes a table.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, overload
@@ -71,9 +71,12 @@ class HostTableMaker(Protocol):
         """From ``trace``'s events and step tables, held in memory."""
         ...
 
-    def of_chunks(self, marked: set[str], chunks: Iterable[StepRows]) -> HostTables:
+    def of_chunks(
+        self, marked: set[str], chunks: Iterable[StepRows], edges: Mapping[str, tuple[int, int]]
+    ) -> HostTables:
         """From straggler rows read a range of steps at a time, as arrays (``marked``: the
-        hosts with step markers)."""
+        hosts with step markers; ``edges``: per host the first and last host step to leave out
+        of host skew, as ``Trace.step_times`` leaves them out, none where it keeps them)."""
         ...
 
 

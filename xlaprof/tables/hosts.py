@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import numpy as np
     import pandas as pd
 
@@ -35,15 +37,17 @@ def host_skew(step_times: pd.DataFrame) -> pd.DataFrame:
     return _skew(host, hosts, step_times["step"].to_numpy(dtype=np.int64), wall)
 
 
-def skew_of(rows: StepRows, marked: set[str]) -> pd.DataFrame:
+def skew_of(rows: StepRows, marked: set[str], edges: Mapping[str, tuple[int, int]]) -> pd.DataFrame:
     """``host_skew`` of a pod's straggler rows held as arrays, a range of steps at a time: per
     host and step its wall time as ``Trace.step_times()`` gives it (the host step of a host
-    with step markers, ``marked``; else its slowest device's step, (host, step) in the order
-    first seen), so the same table as ``host_skew(trace.step_times())``."""
+    with step markers, ``marked``, but for its first and last in ``edges``, ``whole_steps``;
+    else its slowest device's step, (host, step) in the order first seen), so the same table
+    as ``host_skew(trace.step_times())``."""
     import numpy as np
     import pandas as pd
 
     from xlaprof.tables.grouped import Groups
+    from xlaprof.tables.step_times import whole_steps
 
     if not len(rows):
         return pd.DataFrame(columns=SKEW_COLUMNS)
@@ -51,6 +55,7 @@ def skew_of(rows: StepRows, marked: set[str]) -> pd.DataFrame:
     is_marked = np.isin(rows.hosts, list(marked))[rows.host] & known
     on_host = (rows.devices == "host")[rows.device] & known
     own = np.flatnonzero(on_host & is_marked)
+    own = own[whole_steps(rows.host[own], rows.hosts, rows.step[own], edges)]
     devices = rows.take(~on_host & ~is_marked & known)
     # each unmarked host's slowest device per step, (host, step) in the order first seen
     groups = Groups([devices.host, devices.step])

@@ -24,6 +24,7 @@ from xlaprof.model.stats import (
     StepOverview,
     TracingStats,
 )
+from xlaprof.tables.step_times import step_edges
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -121,11 +122,14 @@ def host_aggregates(
         # slowest first, the smaller step first among equal walls (NaN last)
         top = np.lexsort((numbers, -walls))[:TOP_STEPS]
         slowest = list(zip(numbers[top].tolist(), walls[top].tolist(), strict=True))
+        ((first, last),) = step_edges(marked).values()  # one host's rows
         host = HostWalls(
             wall=Digest.of(walls),
             fastest_step=int(numbers[_fastest(walls)]),
             slowest_step=slowest[0][0],
             slowest=slowest,
+            first_step=first,
+            last_step=last,
         )
     step_numbers = host_steps["step"]
     return StepAggregates(

@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import numpy as np
     import pandas as pd
 
     from xlaprof.model.trace import Trace
@@ -57,6 +60,8 @@ def step_times(trace: Trace, per_device: bool = False) -> pd.DataFrame:
         return device_step_times(trace)
     import pandas as pd
 
+    from xlaprof.tables.grouped import text_codes
+
     parts = []
     bounds = trace.step_bounds
     if bounds is not None and not bounds.empty:
@@ -64,10 +69,8 @@ def step_times(trace: Trace, per_device: bool = False) -> pd.DataFrame:
         frame["wall_ms"] = (frame["end_ns"] - frame["start_ns"]) / 1e6
         frame["wall_s"] = (frame["end_ns"] - frame["start_ns"]) / 1e9
         if trace.partial_edges:
-            edges = frame.groupby("host", observed=True)["step"].agg(["min", "max"])
-            first = frame["host"].map(edges["min"]).astype("Int64")
-            last = frame["host"].map(edges["max"]).astype("Int64")
-            frame = frame[(frame["step"] != first) & (frame["step"] != last)]
+            host, hosts = text_codes(frame["host"])
+            frame = frame[whole_steps(host, hosts, frame["step"].to_numpy(), step_edges(frame))]
         frame["source"] = "host steps"
         frame["device"] = None
         parts.append(frame)
@@ -101,6 +104,35 @@ def step_times(trace: Trace, per_device: bool = False) -> pd.DataFrame:
     result["host"] = result["host"].astype(str).astype("category")
     result["step"] = result["step"].astype("Int64")
     return result.sort_values(["host", "step"], ignore_index=True)
+
+
+def step_edges(bounds: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Per host, its first and last host step (``bounds``: its step boundaries, columns host and
+    step): the steps a capture that starts and stops mid-step cuts (``Trace.partial_edges``),
+    so not whole steps to compare across hosts."""
+    edges = bounds.groupby("host", observed=True)["step"].agg(["min", "max"])
+    return {
+        str(host): (int(first), int(last))
+        for host, first, last in zip(edges.index, edges["min"], edges["max"], strict=True)
+    }
+
+
+def whole_steps(
+    host: np.ndarray, hosts: np.ndarray, step: np.ndarray, edges: Mapping[str, tuple[int, int]]
+) -> np.ndarray:
+    """Which rows are whole steps: neither their host's first nor its last step in ``edges``
+    (``step_edges``; a host not in it: every step). ``host``: codes into ``hosts`` (names)."""
+    import numpy as np
+
+    known = np.asarray([str(name) in edges for name in hosts] + [False], dtype=bool)
+    first, last = (
+        np.asarray([edges.get(str(name), (0, 0))[at] for name in hosts] + [0], dtype=np.int64)
+        for at in (0, 1)
+    )
+    # a code of -1 (no host) reads the last entry, which is not known: a whole step
+    step = np.asarray(step, dtype=np.int64)
+    whole: np.ndarray = ~known[host] | ((step != first[host]) & (step != last[host]))
+    return whole
 
 
 def device_step_times(trace: Trace) -> pd.DataFrame:

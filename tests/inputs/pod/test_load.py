@@ -475,3 +475,54 @@ def test_a_pods_device_time_by_line_is_that_of_its_hosts_in_memory(
     assert sorted(got["host"].unique()) == eager.hosts == lazy.hosts
     key = ["host", "device", "category", "file", "line", "module"]
     assert _same(got, mine, key=key) and len(got) > len(want["device_time_by_line"])
+
+
+@pytest.mark.parametrize("slow", [{}, {"host-2": {"stretch": STRETCH}}], ids=["even", "straggler"])
+def test_a_pods_host_skew_leaves_out_the_cut_steps_as_its_hosts_in_memory_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: dict
+) -> None:
+    from xlaprof.model.result import AnalysisResult
+    from xlaprof.pipeline import analyze_parts
+    from xlaprof.report.console import stragglers_line
+    from xlaprof.report.json_out import analysis_json
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    # GIVEN four hosts, copies of a real CPU capture whose first and last steps the capture
+    # window cuts (host-2 stretched 1.5x, a straggler, in the second case)
+    pod_logdir(tmp_path, 4, slow)
+
+    def analyzed(lazy_bytes: str) -> dict:
+        monkeypatch.setenv(pod.LAZY_BYTES_ENV, lazy_bytes)
+        (part,) = analyze_parts(_pod_parts(tmp_path))
+        return analysis_json(AnalysisResult([part]))
+
+    # WHEN it is analyzed in memory, as a pod (its caches written), and as a pod again (the
+    # caches read back)
+    memory = analyzed(str(10**12))
+    written, read = analyzed("0"), analyzed("0")
+    assert "pod" in written["trace"] and "pod" not in memory["trace"]
+    assert all(host["cache_hit"] for host in read["trace"]["pod"]["hosts"])
+
+    def skew(document: dict) -> dict:
+        return {
+            "rows": document["host_skew"],
+            "total": document["host_skew_total"],
+            "summary": document["summaries"]["host_skew"],
+            "view": document["view"]["tables"]["host_skew"],
+            "stragglers": document["summaries"]["stragglers"],
+            "line": stragglers_line(document["summaries"]["stragglers"]),
+        }
+
+    # THEN the in-memory host skew compares whole steps only: each host's first and last step
+    # (which the straggler rows keep) are left out
+    want = skew(memory)
+    steps = [row["step"] for row in want["rows"]]
+    every = {row["step"] for row in memory["stragglers"]}
+    assert steps and want["total"] == len(steps) == len(every) - 2
+    assert min(every) not in steps and max(every) not in steps
+    if slow:
+        assert want["summary"]["slowest_host"] == want["stragglers"]["slowest_host"] == "host-2"
+        assert want["line"] is not None and "host-2" in want["line"]
+    # AND the pod's host skew, its summary and the straggler finding are the same, both ways
+    assert skew(written) == want
+    assert skew(read) == want

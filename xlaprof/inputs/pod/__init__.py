@@ -32,7 +32,7 @@ reports say of every step, from the workers' aggregates).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -339,7 +339,9 @@ class _HostTables:
         rows = host_steps(trace)
         return HostTables(skew=skew, host_steps=rows, stragglers=stragglers(rows))
 
-    def of_chunks(self, marked: set[str], chunks: Iterable[StepRows]) -> HostTables:
+    def of_chunks(
+        self, marked: set[str], chunks: Iterable[StepRows], edges: Mapping[str, tuple[int, int]]
+    ) -> HostTables:
         import pandas as pd
 
         from xlaprof.tables.hosts import SKEW_COLUMNS, skew_of
@@ -347,7 +349,9 @@ class _HostTables:
 
         skews, late = [], []
         for chunk in chunks:
-            skews.append(skew_of(chunk, marked))
+            skew = skew_of(chunk, marked, edges)
+            if len(skew):  # a range of cut steps only has none: not concatenated as untyped
+                skews.append(skew)
             late.append(stragglers_of(chunk))
             del chunk
         skew = pd.concat(skews, ignore_index=True) if skews else pd.DataFrame(columns=SKEW_COLUMNS)
