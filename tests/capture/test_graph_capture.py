@@ -62,9 +62,42 @@ print("COMPILES", met.metric_data("CompileTime")[0])
 """
 
 
-def _run(tmp_path: Path, mode: str, env: dict[str, str] | None = None):
+# Gradient accumulation with a sync after each micro-batch: at the first two syncs of every
+# three the gradients are live (backward ran, the optimizer has not stepped yet), and only
+# autograd holds them, with no Python object until the optimizer reads .grad.
+ACCUMULATE = """
+import sys
+import torch, torch_xla
+from torch import nn
+import torch_xla.debug.metrics as met
+import xlaprof
+
+out, early = sys.argv[1], sys.argv[2] == "early"
+torch.manual_seed(0)
+session = xlaprof.profile(out) if early else None
+if early:
+    session.__enter__()
+device = torch_xla.device()
+model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1)).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+if not early:
+    session = xlaprof.profile(out)
+    session.__enter__()
+for step in range(6):
+    loss = model(torch.randn(8, 32).to(device)).sum()
+    loss.backward()
+    if step % 3 == 2:
+        optimizer.step()
+        optimizer.zero_grad()
+    torch_xla.sync()
+session.__exit__(None, None, None)
+print("COMPILES", met.metric_data("CompileTime")[0])
+"""
+
+
+def _run(tmp_path: Path, mode: str, env: dict[str, str] | None = None, script_text=SCRIPT):
     script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent(SCRIPT))
+    script.write_text(textwrap.dedent(script_text))
     out = tmp_path / mode
     result = subprocess.run(
         [sys.executable, str(script), str(out), mode],
@@ -90,6 +123,11 @@ def _graphs(directory: Path) -> list[tuple[dict, object]]:
 
 def _ops(module) -> list[str]:
     return [i.signature for i in module.instructions if i.opcode not in ("parameter", "constant")]
+
+
+def _computed(module) -> list[str]:
+    """The ops of a module but its root tuple, in a fixed order."""
+    return sorted(op for op in _ops(module) if not op.startswith("tuple:"))
 
 
 def test_dump_flags_are_read_as_xla_reads_them(tmp_path: Path) -> None:
@@ -148,6 +186,29 @@ def test_graphs_after_the_device_are_the_graphs_xla_compiles(tmp_path: Path) -> 
         findings["early"]["title"],
         findings["early"]["location"],
     )
+
+
+@pytest.mark.runtime
+def test_graphs_after_the_device_include_the_gradients_live_at_a_sync(tmp_path: Path) -> None:
+    # GIVEN a loop that accumulates gradients over synced micro-batches, profiled with
+    # profile() entered before torch_xla.device() (XLA's own dump) and after the model
+    early, _, early_result = _run(tmp_path, "early", script_text=ACCUMULATE)
+    late, late_info, result = _run(tmp_path, "late", script_text=ACCUMULATE)
+    compiles = int(result.stdout.split("COMPILES")[1])
+    assert compiles == int(early_result.stdout.split("COMPILES")[1])
+    # THEN every graph the runtime compiled was taken from the live tensors, none said missing
+    live = _graphs(late)
+    assert late_info["graph_source"] == "live" and len(live) == compiles
+    assert not [w for w in late_info["warnings"] if "not captured" in w]
+    # AND each computes what XLA compiled at that step, gradients included: the same ops on the
+    # same inputs (XLA's also returns the gradients' view bases, which no Python object reaches,
+    # so its root tuple is longer and its ops are lowered in another order)
+    by_step = {e["step"]: m for e, m in _graphs(early)}
+    assert sorted(by_step) == sorted(e["step"] for e, _ in live)
+    for entry, module in live:
+        expected = by_step[entry["step"]]
+        assert _computed(module) == _computed(expected)
+        assert [p.shape for p in module.parameters] == [p.shape for p in expected.parameters]
 
 
 @pytest.mark.runtime

@@ -204,16 +204,30 @@ class GraphCapture:
                 f"{WITHOUT_GRAPHS}"
             )
         elif live is not None and (recorded < compiled or live.error):
-            cause = (
-                f"capture failed: {live.error}"
-                if live.error
-                else "compiled outside a torch_xla.sync() (a .item(), print(tensor) or "
-                "torch.compile mid-step), or after warm-up while capture was off"
-            )
             self.warn_loud(
-                f"{compiled - recorded} of {compiled} compiled graphs not captured ({cause}): "
-                "recompilations among them get no 'what changed'"
+                f"{compiled - recorded} of {compiled} compiled graphs not captured "
+                f"({_live_cause(live, compiled - recorded)}): recompilations among them get "
+                "no 'what changed'"
             )
+
+
+def _live_cause(live: LiveGraphs, missed: int) -> str:
+    """Why live capture missed ``missed`` compiled graphs, as far as it knows."""
+    if live.error:
+        return f"capture failed: {live.error}"
+    causes = []
+    if live.unseen:
+        causes.append(
+            f"{live.unseen} compiled at a sync whose tensors xlaprof can reach made a graph "
+            "already taken: it differed only in tensors that torch holds in C++ alone (a "
+            "view's base, autograd's saved tensors)"
+        )
+    if missed > live.unseen:
+        causes.append(
+            "compiled outside a torch_xla.sync() (a .item(), print(tensor) or torch.compile "
+            "mid-step), or after warm-up while capture was off"
+        )
+    return "; ".join(causes)
 
 
 def runtime_started(xlac: Any) -> bool:

@@ -217,14 +217,16 @@ class LiveGraphs:
 
     For a session started after torch_xla's runtime client exists, when XLA's dump can no
     longer be switched on. Before a sync (``before``) it finds the live XLA tensors whose
-    values are still pending (``gc``: the Python heap, ~0.1-0.5 s on a script that imported
-    transformers, measured on the 2-core CPU runtime), hashes their graph and, for a hash not
-    seen yet, lowers it to HLO text; after the sync (``after``) it keeps that text if the sync
-    compiled. It works only while ``wanted``: at the first step, and at the step after each
-    step that compiled (so through warm-up, and from the second of repeated recompiles on; a
-    single late recompile is missed, and the session says so). Graphs compiled outside
-    ``torch_xla.sync`` (a ``.item()`` mid-step, ``torch.compile``) are not seen either: the
-    session compares the graphs kept with the compiles. Its time is left out of the steps'.
+    values are still pending (``gc``: the Python heap and its leaves' gradients, ~0.1-0.5 s on
+    a script that imported transformers, measured on the 2-core CPU runtime), hashes their
+    graph and, for a hash not seen yet, lowers it to HLO text; after the sync (``after``) it
+    keeps that text if the sync compiled, and counts in ``unseen`` a sync that compiled with
+    no new graph to keep. It works only while ``wanted``: at the first step, and at the step
+    after each step that compiled (so through warm-up, and from the second of repeated
+    recompiles on; a single late recompile is missed, and the session says so). Graphs
+    compiled outside ``torch_xla.sync`` (a ``.item()`` mid-step, ``torch.compile``) are not
+    seen either: the session compares the graphs kept with the compiles. Its time is left out
+    of the steps'.
     """
 
     def __init__(
@@ -240,8 +242,12 @@ class LiveGraphs:
         self.flat_steps = flat_steps
         self.flat = 0
         self.seen: set[bytes] = set()
+        # syncs that compiled while the tensors found made a graph already taken (or none):
+        # the graph compiled differed only in tensors only torch's C++ side holds
+        self.unseen = 0
         self.error: str | None = None
         self._pending: tuple[bytes, str] | None = None
+        self._looked = False  # whether ``before`` looked for this sync's tensors
         self._before = 0
 
     @property
@@ -250,17 +256,17 @@ class LiveGraphs:
 
     def before(self) -> None:
         """Called by the sync hook before the sync runs; never raises."""
-        self._pending = None
+        self._pending, self._looked = None, False
         try:
             if not self.wanted:
                 return
             self._before = self.compiles()
             tensors = _pending_tensors(self.xlac)
-            if not tensors:
-                return
-            key = bytes(self.xlac._get_graph_hash(tensors))
-            if key not in self.seen:
-                self._pending = (key, self.xlac._get_xla_tensors_hlo(tensors))
+            if tensors:
+                key = bytes(self.xlac._get_graph_hash(tensors))
+                if key not in self.seen:
+                    self._pending = (key, self.xlac._get_xla_tensors_hlo(tensors))
+            self._looked = True
         except Exception as error:  # the training job must go on: stop capturing, say why
             self.error = f"{type(error).__name__}: {error}"
 
@@ -268,10 +274,12 @@ class LiveGraphs:
         """Called by the sync hook after the sync ran; keeps the graph if it compiled."""
         try:
             pending, self._pending = self._pending, None
+            compiled = self._looked and self.compiles() > self._before
             if pending is None:
+                self.unseen += compiled
                 return
             self.seen.add(pending[0])
-            if self.compiles() > self._before:
+            if compiled:
                 self.harvester.keep_text(pending[1], step, frames_on)
         except Exception as error:
             self.error = f"{type(error).__name__}: {error}"
@@ -284,7 +292,38 @@ class LiveGraphs:
 def _pending_tensors(xlac: Any) -> list[Any]:
     """The live XLA tensors whose values a sync would compute now (not plain device data), in
     the order a sync takes them: torch_xla keeps live tensors by id, in creation order, and the
-    graph's instructions follow that order (the unrolled-loop search reads it)."""
+    graph's instructions follow that order (the unrolled-loop search reads it).
+
+    Those are the XLA tensors on the Python heap and the gradients of its XLA leaves (see
+    ``_xla_tensors``). Live tensors that only torch's C++ side holds are not among them: the
+    base of a view (a gradient is often a view of one) and the tensors autograd saved for a
+    backward pass not run yet. Their ops are those of tensors found (a view reads its base,
+    a saved tensor is an intermediate of an output), so the graph taken here computes what
+    XLA's does with fewer outputs; a sync that differs from an earlier one only in those is
+    not taken (``LiveGraphs.unseen`` counts it)."""
+    pending: dict[int, Any] = {}
+    for tensor in _xla_tensors():
+        try:
+            info = xlac._get_xla_tensor_debug_info(tensor)
+        except Exception:  # a wrapper subclass, a tensor being freed: not a sync output
+            continue
+        if "XLAData:" in info and "XLAData: None" not in info:
+            continue  # device data: nothing to compute
+        match = _TENSOR_ID.search(info)
+        key = int(match.group(1)) if match else -len(pending) - 1
+        pending.setdefault(key, tensor)  # views of one tensor share its id: once is enough
+    return [pending[key] for key in sorted(pending)]
+
+
+def _xla_tensors() -> list[Any]:
+    """The XLA tensors on the Python heap (``gc``), and the gradient of each that is a leaf.
+
+    Autograd keeps a gradient in C++: it has no Python object, so ``gc`` does not list it,
+    until its ``.grad`` is read (reading it makes one, and changes no graph). A loop that syncs
+    between ``backward()`` and the optimizer's step (accumulating gradients over several
+    synced micro-batches) never reads it before the sync, which computes the gradients all the
+    same: without them the graph taken had the loss only, and each next micro-batch's graph
+    (the same loss) looked already taken."""
     import torch
 
     objects = gc.get_objects()
@@ -296,20 +335,21 @@ def _pending_tensors(xlac: Any) -> list[Any]:
         tensors = list(compress(objects, map(issubclass, kinds, repeat(torch._C.TensorBase))))
     finally:
         del objects
-    pending: dict[int, Any] = {}
+    found: list[Any] = []
+    gradients: list[Any] = []
     for tensor in tensors:
         try:
             if tensor.device.type != "xla":
                 continue
-            info = xlac._get_xla_tensor_debug_info(tensor)
+            found.append(tensor)
+            # a non-leaf's .grad is read only where it keeps one (reading it otherwise warns)
+            if tensor.requires_grad and (tensor.is_leaf or tensor.retains_grad):
+                gradient = tensor.grad
+                if gradient is not None:
+                    gradients.append(gradient)
         except Exception:  # a wrapper subclass, a tensor being freed: not a sync output
             continue
-        if "XLAData:" in info and "XLAData: None" not in info:
-            continue  # device data: nothing to compute
-        match = _TENSOR_ID.search(info)
-        key = int(match.group(1)) if match else -len(pending) - 1
-        pending.setdefault(key, tensor)  # views of one tensor share its id: once is enough
-    return [pending[key] for key in sorted(pending)]
+    return found + gradients
 
 
 def _module_name(text: str) -> str:
