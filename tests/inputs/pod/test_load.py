@@ -438,29 +438,37 @@ def test_a_pods_first_host_timeline_is_made_once_kept_beside_its_cache_and_read_
     )
 
 
-def test_a_pods_device_time_by_line_is_that_of_its_hosts_in_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _three_ways(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict, dict, dict]:
+    """The --json documents of the pod in ``folder`` analyzed in memory, as a pod read by
+    workers (its caches written) and as a pod again (the caches read back)."""
     from xlaprof.model.result import AnalysisResult
     from xlaprof.pipeline import analyze_parts
     from xlaprof.report.json_out import analysis_json
 
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
-    # GIVEN four hosts, each a copy of a real CPU capture whose embedded programs name the
-    # source lines of their instructions (the copies share one hostname: named by file)
-    pod_logdir(tmp_path, 4)
+    monkeypatch.setenv("HOME", str(folder / "home"))  # the cache key lives there
 
     def analyzed(lazy_bytes: str) -> dict:
         monkeypatch.setenv(pod.LAZY_BYTES_ENV, lazy_bytes)
-        (part,) = analyze_parts(_pod_parts(tmp_path))
+        (part,) = analyze_parts(_pod_parts(folder))
         return analysis_json(AnalysisResult([part]))
 
-    # WHEN it is analyzed in memory, as a pod (its caches written), and as a pod again (the
-    # caches read back)
     memory = analyzed(str(10**12))
     written, read = analyzed("0"), analyzed("0")
     assert "pod" in written["trace"] and "pod" not in memory["trace"]
     assert all(host["cache_hit"] for host in read["trace"]["pod"]["hosts"])
+    return memory, written, read
+
+
+def test_a_pods_device_time_by_line_is_that_of_its_hosts_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+
+    # GIVEN four hosts, each a copy of a real CPU capture whose embedded programs name the
+    # source lines of their instructions (the copies share one hostname: named by file)
+    pod_logdir(tmp_path, 4)
+    # WHEN it is analyzed in memory, as a pod (its caches written), and as a pod again (the
+    # caches read back)
+    memory, written, read = _three_ways(tmp_path, monkeypatch)
     # THEN the documents place the same device time at the same lines, both ways
     keys = ("device_time_by_line", "device_time_by_line_total", "device_time_by_line_coverage")
     want = {key: memory["trace"][key] for key in keys}
@@ -481,27 +489,14 @@ def test_a_pods_device_time_by_line_is_that_of_its_hosts_in_memory(
 def test_a_pods_host_skew_leaves_out_the_cut_steps_as_its_hosts_in_memory_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: dict
 ) -> None:
-    from xlaprof.model.result import AnalysisResult
-    from xlaprof.pipeline import analyze_parts
     from xlaprof.report.console import stragglers_line
-    from xlaprof.report.json_out import analysis_json
 
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
     # GIVEN four hosts, copies of a real CPU capture whose first and last steps the capture
     # window cuts (host-2 stretched 1.5x, a straggler, in the second case)
     pod_logdir(tmp_path, 4, slow)
-
-    def analyzed(lazy_bytes: str) -> dict:
-        monkeypatch.setenv(pod.LAZY_BYTES_ENV, lazy_bytes)
-        (part,) = analyze_parts(_pod_parts(tmp_path))
-        return analysis_json(AnalysisResult([part]))
-
     # WHEN it is analyzed in memory, as a pod (its caches written), and as a pod again (the
     # caches read back)
-    memory = analyzed(str(10**12))
-    written, read = analyzed("0"), analyzed("0")
-    assert "pod" in written["trace"] and "pod" not in memory["trace"]
-    assert all(host["cache_hit"] for host in read["trace"]["pod"]["hosts"])
+    memory, written, read = _three_ways(tmp_path, monkeypatch)
 
     def skew(document: dict) -> dict:
         return {
