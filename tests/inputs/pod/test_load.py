@@ -132,9 +132,10 @@ def test_a_pod_keeps_its_per_step_rows_on_disk_and_reads_them_when_asked(tmp_pat
     assert len(eager.select(**picked)) > 0
     assert _same(lazy.select(**picked), eager.select(**picked), key=["start_ns", "name"])
     # AND only the pod's source keeps straggler rows and a workers' record
-    assert not eager.events_source.row_store().tables and eager.events_source.load_record() == {}
+    assert not eager.events_source.row_store().tables
+    assert eager.events_source.load_record(eager) == {}
     assert lazy.events_source.row_store().count("host_steps") == len(pod.host_steps(eager)) > 0
-    assert [h["host"] for h in lazy.events_source.load_record()["hosts"]] == eager.hosts
+    assert [h["host"] for h in lazy.events_source.load_record(lazy)["hosts"]] == eager.hosts
 
 
 def test_every_event_source_member_answers_a_pod_and_a_trace_in_memory_with_a_value(
@@ -153,7 +154,7 @@ def test_every_event_source_member_answers_a_pod_and_a_trace_in_memory_with_a_va
         # WHEN each member of the contract is asked THEN each answers with a value, never None
         held = source.held_events()
         assert isinstance(held, pd.DataFrame)
-        assert isinstance(source.load_record(), dict)
+        assert isinstance(source.load_record(trace), dict)
         assert isinstance(source.row_store(), RowStore)
         hosts = source.step_hosts(trace)
         view = source.step_view(trace, EVENT_COLUMNS)
