@@ -350,7 +350,7 @@ def _finish(work: AnalyzedPart) -> None:
 
         result.devices = device_view(trace)
         result.trace_json = trace_json(trace, result.part.trace_path)
-        pod = {} if work.part.trace is None else trace.events_source.load_record()
+        pod = {} if work.part.trace is None else trace.events_source.load_record(trace)
         if pod:  # hosts read by workers (inputs.pod): where, how long, failures
             result.trace_json["pod"] = pod
         result.whole.update(_trace_tables(trace))

@@ -118,9 +118,10 @@ class PodLoad:
         """The summaries, hosts in order."""
         return sorted(self.summaries, key=lambda s: s.host)
 
-    def record(self) -> dict[str, Any]:
+    def record(self, partial_edges: bool) -> dict[str, Any]:
         """The load, for ``--json`` (``trace.pod``): per host events, seconds, worker, RSS,
-        and its host steps' wall time (count, mean, spread, extremes, slowest steps)."""
+        and its host steps' wall time (count, mean, spread, extremes, slowest steps) over the
+        steps the trace's step times keep (``partial_edges``: its whole steps only)."""
         return {
             "scheduler": self.scheduler,
             "workers": self.workers,
@@ -134,7 +135,7 @@ class PodLoad:
                     "seconds": s.seconds,
                     "worker": s.worker,
                     "worker_peak_rss_mb": s.worker_peak_rss_mb,
-                    "steps": _walls_record(s.aggregates),
+                    "steps": _walls_record(s.aggregates, partial_edges),
                 }
                 for s in self.in_order()
             ],
@@ -142,11 +143,13 @@ class PodLoad:
         }
 
 
-def _walls_record(aggregates: StepAggregates | None) -> dict[str, Any] | None:
-    """A host's host-step wall times (ms) for ``--json``: null for a host without markers."""
+def _walls_record(aggregates: StepAggregates | None, partial_edges: bool) -> dict[str, Any] | None:
+    """A host's host-step wall times (ms) for ``--json``: null for a host without markers;
+    where a capture was cut mid-step (``partial_edges``) of its whole steps only, as
+    ``Trace.step_times`` and host skew have them (count 0 and no figures: none whole)."""
     if aggregates is None or aggregates.host is None:
         return None
-    walls = aggregates.host
+    walls = aggregates.host.of(partial_edges)
     digest = walls.wall
     return {
         "count": digest.count,
@@ -288,8 +291,8 @@ class CachedEvents:
 
         return pd.DataFrame()
 
-    def load_record(self) -> dict[str, Any]:
-        return {} if self.load is None else self.load.record()
+    def load_record(self, trace: Trace) -> dict[str, Any]:
+        return {} if self.load is None else self.load.record(trace.partial_edges)
 
     def host_tables(self, trace: Trace, maker: HostTableMaker) -> HostTables:
         """Host skew and stragglers from the hosts' straggler rows read a range of steps at a

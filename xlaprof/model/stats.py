@@ -206,28 +206,55 @@ class TracingStats:
 
 
 @dataclass
-class HostWalls:
-    """One host's host-step wall times (ms): a digest, the extremes and the slowest steps, and
-    its first and last host step (``tables.step_times.step_edges``: a capture cut mid-step
-    cuts those, which host skew leaves out)."""
+class StepWalls:
+    """Some of one host's host-step wall times (ms): a digest, the extremes and the slowest
+    steps (none of them where it has no such step: an empty digest, None, [])."""
 
     wall: Digest
     fastest_step: int | None
     slowest_step: int | None
     slowest: list[tuple[int, float]]  # (step, wall_ms), slowest first, TOP_STEPS of them
-    first_step: int
-    last_step: int
 
     def to_json(self) -> dict[str, Any]:
         return {**_fields(self), "wall": self.wall.to_json(), "slowest": list(self.slowest)}
 
     @classmethod
-    def from_json(cls, record: dict[str, Any]) -> HostWalls:
+    def from_json(cls, record: dict[str, Any]) -> StepWalls:
         return cls(
             wall=Digest.from_json(record["wall"]),
             fastest_step=record["fastest_step"],
             slowest_step=record["slowest_step"],
             slowest=[(int(s), float(w)) for s, w in record["slowest"]],
+        )
+
+
+@dataclass
+class HostWalls:
+    """One host's host-step wall times: of every step, and of its whole steps, which are all
+    but its first and last host step (``tables.step_times.step_edges``, ``whole_steps``: a
+    capture cut mid-step cuts those, which ``Trace.step_times`` and host skew leave out).
+
+    Both are kept because a worker does not know which a trace will read: one read to analyze
+    (``Trace.partial_edges``) tells of whole steps only, one that keeps every step (as
+    ``load_trace`` returns it) of every step, and the figures are those of its step times."""
+
+    every: StepWalls
+    whole: StepWalls
+    first_step: int
+    last_step: int
+
+    def of(self, partial_edges: bool) -> StepWalls:
+        """The figures of the steps ``Trace.step_times`` keeps (``partial_edges``: whole ones)."""
+        return self.whole if partial_edges else self.every
+
+    def to_json(self) -> dict[str, Any]:
+        return {**_fields(self), "every": self.every.to_json(), "whole": self.whole.to_json()}
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> HostWalls:
+        return cls(
+            every=StepWalls.from_json(record["every"]),
+            whole=StepWalls.from_json(record["whole"]),
             first_step=int(record["first_step"]),
             last_step=int(record["last_step"]),
         )

@@ -110,9 +110,10 @@ class EventSource(Protocol):
         of a pod's events is not worth reading them for)."""
         ...
 
-    def load_record(self) -> dict[str, Any]:
+    def load_record(self, trace: Trace) -> dict[str, Any]:
         """How the hosts were read by workers, for ``--json`` (``PodLoad.record``; empty when
-        read in this process)."""
+        read in this process); its per-host step figures of the steps ``trace`` (whose source
+        this is) keeps in its step times."""
         ...
 
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:
@@ -164,7 +165,7 @@ class HeldEvents:
     def held_events(self) -> pd.DataFrame:
         return self.trace.events
 
-    def load_record(self) -> dict[str, Any]:
+    def load_record(self, trace: Trace) -> dict[str, Any]:
         return {}
 
     def step_view(self, trace: Trace, columns: Sequence[str] | None = None) -> Trace:

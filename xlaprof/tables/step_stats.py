@@ -22,9 +22,10 @@ from xlaprof.model.stats import (
     HostWalls,
     StepAggregates,
     StepOverview,
+    StepWalls,
     TracingStats,
 )
-from xlaprof.tables.step_times import step_edges
+from xlaprof.tables.step_times import step_edges, whole_steps
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,24 +114,7 @@ def host_aggregates(
             )
         )
     marked = host_steps[(host_steps["device"] == "host").to_numpy(dtype=bool, na_value=False)]
-    host = None
-    if len(marked):
-        import numpy as np
-
-        walls = marked["wall_ms"].to_numpy(dtype="float64")
-        numbers = marked["step"].to_numpy(dtype="int64")
-        # slowest first, the smaller step first among equal walls (NaN last)
-        top = np.lexsort((numbers, -walls))[:TOP_STEPS]
-        slowest = list(zip(numbers[top].tolist(), walls[top].tolist(), strict=True))
-        ((first, last),) = step_edges(marked).values()  # one host's rows
-        host = HostWalls(
-            wall=Digest.of(walls),
-            fastest_step=int(numbers[_fastest(walls)]),
-            slowest_step=slowest[0][0],
-            slowest=slowest,
-            first_step=first,
-            last_step=last,
-        )
+    host = _host_walls(marked) if len(marked) else None
     step_numbers = host_steps["step"]
     return StepAggregates(
         rows=dict(rows),
@@ -139,6 +123,43 @@ def host_aggregates(
         devices=devices,
         tracing=_tracing_stats(tracing),
         host=host,
+    )
+
+
+def _host_walls(marked: pd.DataFrame) -> HostWalls:
+    """One host's host-step rows (``marked``, one or more) as ``HostWalls``: the figures of
+    every step, and of its whole steps (``whole_steps``: all but its first and last, the rule
+    ``Trace.step_times`` applies where a capture was cut mid-step)."""
+    from xlaprof.tables.grouped import text_codes
+
+    edges = step_edges(marked)
+    ((first, last),) = edges.values()  # one host's rows
+    numbers = marked["step"].to_numpy(dtype="int64")
+    walls = marked["wall_ms"].to_numpy(dtype="float64")
+    host, hosts = text_codes(marked["host"])
+    whole = whole_steps(host, hosts, numbers, edges)
+    return HostWalls(
+        every=_step_walls(numbers, walls),
+        whole=_step_walls(numbers[whole], walls[whole]),
+        first_step=first,
+        last_step=last,
+    )
+
+
+def _step_walls(numbers: Any, walls: Any) -> StepWalls:
+    """Host steps (their numbers and wall times, ms) as ``StepWalls``: no figures (None, an
+    empty digest) where there are none, or none measured."""
+    import numpy as np
+
+    # slowest first, the smaller step first among equal walls (NaN last)
+    top = np.lexsort((numbers, -walls))[:TOP_STEPS]
+    slowest = list(zip(numbers[top].tolist(), walls[top].tolist(), strict=True))
+    wall, fastest = Digest.of(walls), _fastest(walls)
+    return StepWalls(
+        wall=wall,
+        fastest_step=None if fastest is None else int(numbers[fastest]),
+        slowest_step=slowest[0][0] if wall.count else None,
+        slowest=slowest,
     )
 
 
@@ -228,11 +249,13 @@ def _slowest(walls: Any) -> int | None:
     return int(np.nanargmax(walls))
 
 
-def _fastest(walls: Any) -> int:
-    """Where the smallest wall time is (the first of equals; NaN skipped; 0 if all are NaN)."""
+def _fastest(walls: Any) -> int | None:
+    """Where the smallest wall time is (the first of equals; NaN skipped), None if none is."""
     import numpy as np
 
-    return 0 if np.isnan(walls).all() else int(np.nanargmin(walls))
+    if not len(walls) or np.isnan(walls).all():
+        return None
+    return int(np.nanargmin(walls))
 
 
 def _number(value: Any) -> float | None:

@@ -132,9 +132,10 @@ def test_a_pod_keeps_its_per_step_rows_on_disk_and_reads_them_when_asked(tmp_pat
     assert len(eager.select(**picked)) > 0
     assert _same(lazy.select(**picked), eager.select(**picked), key=["start_ns", "name"])
     # AND only the pod's source keeps straggler rows and a workers' record
-    assert not eager.events_source.row_store().tables and eager.events_source.load_record() == {}
+    assert not eager.events_source.row_store().tables
+    assert eager.events_source.load_record(eager) == {}
     assert lazy.events_source.row_store().count("host_steps") == len(pod.host_steps(eager)) > 0
-    assert [h["host"] for h in lazy.events_source.load_record()["hosts"]] == eager.hosts
+    assert [h["host"] for h in lazy.events_source.load_record(lazy)["hosts"]] == eager.hosts
 
 
 def test_every_event_source_member_answers_a_pod_and_a_trace_in_memory_with_a_value(
@@ -153,7 +154,7 @@ def test_every_event_source_member_answers_a_pod_and_a_trace_in_memory_with_a_va
         # WHEN each member of the contract is asked THEN each answers with a value, never None
         held = source.held_events()
         assert isinstance(held, pd.DataFrame)
-        assert isinstance(source.load_record(), dict)
+        assert isinstance(source.load_record(trace), dict)
         assert isinstance(source.row_store(), RowStore)
         hosts = source.step_hosts(trace)
         view = source.step_view(trace, EVENT_COLUMNS)
@@ -521,3 +522,89 @@ def test_a_pods_host_skew_leaves_out_the_cut_steps_as_its_hosts_in_memory_do(
     # AND the pod's host skew, its summary and the straggler finding are the same, both ways
     assert skew(written) == want
     assert skew(read) == want
+
+
+@pytest.mark.parametrize("slow", [{}, {"host-2": {"stretch": STRETCH}}], ids=["even", "straggler"])
+def test_a_pods_per_host_step_figures_count_the_whole_steps_its_hosts_in_memory_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: dict
+) -> None:
+    from xlaprof.model.result import AnalysisResult
+    from xlaprof.pipeline import analyze_parts
+    from xlaprof.report.json_out import analysis_json
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
+    # GIVEN four hosts, copies of a real CPU capture whose first and last steps the capture
+    # window cuts (host-2 stretched 1.5x, a straggler, in the second case)
+    markers = pod_logdir(tmp_path, 4, slow)
+
+    def analyzed(lazy_bytes: str) -> dict:
+        monkeypatch.setenv(pod.LAZY_BYTES_ENV, lazy_bytes)
+        (part,) = analyze_parts(_pod_parts(tmp_path))
+        return analysis_json(AnalysisResult([part]))
+
+    # WHEN it is analyzed in memory, as a pod (its caches written), and as a pod again (the
+    # caches read back)
+    memory = analyzed(str(10**12))
+    written, read = analyzed("0"), analyzed("0")
+    assert all(host["cache_hit"] for host in read["trace"]["pod"]["hosts"])
+    # the whole steps the in-memory document compares: neither a host's first nor its last
+    whole = sorted({row["step"] for row in memory["host_skew"]})
+    every = {row["step"] for row in memory["stragglers"]}
+    assert whole and min(every) < whole[0] and whole[-1] < max(every)
+    # each host's walls at those steps, marker to marker in its own capture; the in-memory
+    # host skew's fastest and slowest host at each step have them
+    walls = {
+        host: {step: wall for step, wall in marker_walls(ends).items() if step in whole}
+        for host, ends in markers.items()
+    }
+    for row in memory["host_skew"]:
+        assert walls[row["fastest_host"]][row["step"]] == pytest.approx(row["fastest_ms"])
+        assert walls[row["slowest_host"]][row["step"]] == pytest.approx(row["slowest_ms"])
+    # THEN each host's step figures in trace.pod are those of its whole steps, both ways
+    for document in (written, read):
+        figures = {host["host"]: host["steps"] for host in document["trace"]["pod"]["hosts"]}
+        assert sorted(figures) == sorted(walls)
+        for host, got in figures.items():
+            mine = walls[host]
+            assert sorted(mine) == whole and got["count"] == len(whole)
+            fastest = min(mine, key=lambda step: (mine[step], step))
+            slowest = sorted(mine, key=lambda step: (-mine[step], step))
+            assert got["fastest_step"] == fastest
+            assert got["fastest_ms"] == pytest.approx(mine[fastest])
+            assert got["slowest_step"] == slowest[0]
+            assert got["slowest_ms"] == pytest.approx(mine[slowest[0]])
+            assert got["mean_ms"] == pytest.approx(sum(mine.values()) / len(mine))
+            assert [item["step"] for item in got["slowest"]] == slowest[:5]
+    # AND a pod read as load_trace returns it, whose step times keep every step, counts every
+    # step: its figures are those of its own step times
+    lazy = load_trace(tmp_path, lazy=True, workers=2)
+    times = lazy.step_times()
+    for host in lazy.events_source.load_record(lazy)["hosts"]:
+        mine = times[times["host"] == host["host"]]
+        assert host["steps"]["count"] == len(mine) == len(whole) + 2
+        assert host["steps"]["fastest_ms"] == pytest.approx(mine["wall_ms"].min())
+
+
+def test_a_host_with_no_whole_step_has_no_step_figures_not_zeros() -> None:
+    import pandas as pd
+
+    from xlaprof.model.pod import HostSummary, PodLoad
+    from xlaprof.tables.step_stats import host_aggregates
+
+    # GIVEN a host whose capture holds two host steps, both cut by the capture window
+    host_steps = pd.DataFrame(
+        {"host": ["h0", "h0"], "device": ["host", "host"], "step": [3, 4], "wall_ms": [9.0, 2.0]}
+    )
+    devices = pd.DataFrame({"device": pd.Series(dtype=str), "step": pd.Series(dtype="Int64")})
+    aggregates = host_aggregates(host_steps, devices, pd.DataFrame(), {})
+    load = PodLoad([HostSummary("h0", "h0.xplane.pb", 2, None, pd.DataFrame(), None, aggregates)])
+    # WHEN the load's record tells of its whole steps (a trace cut mid-step), and of every step
+    (cut,) = [host["steps"] for host in load.record(True)["hosts"]]
+    (kept,) = [host["steps"] for host in load.record(False)["hosts"]]
+    # THEN it has none: no figures (None), never 0.0 nor a step named fastest
+    assert cut["count"] == 0 and cut["slowest"] == []
+    names = ("mean_ms", "std_ms", "fastest_ms", "fastest_step", "slowest_ms", "slowest_step")
+    assert all(cut[name] is None for name in (*names, "median_ms", "p90_ms"))
+    # AND every step's figures keep both steps, as step times that keep them do
+    assert (kept["count"], kept["fastest_step"], kept["slowest_step"]) == (2, 4, 3)
+    assert (kept["fastest_ms"], kept["slowest_ms"]) == (2.0, 9.0)

@@ -54,8 +54,9 @@ CACHE_SUFFIX = ".xlaprof.parquet"
 # category, and each step's bound from the one step model (tables/story.py); 5: per-step tables
 # in files of their own, aggregates in the metadata
 # 6: the tracing table has host_busy_s; 7: the stamp covers the columns' values, not only their
-# schema and rows; 8: the summary keeps device time per source line (lines, line_totals)
-CACHE_VERSION = "9"  # 9: a host's step aggregates keep its first and last host step
+# schema and rows; 8: the summary keeps device time per source line (lines, line_totals);
+# 9: a host's step aggregates keep its first and last host step
+CACHE_VERSION = "10"  # 10: a host's step walls twice: of every step and of its whole steps
 # Rows per row group of a per-step table: a read of a range of steps skips the others.
 TABLE_ROW_GROUP = 16384
 # Statistics (row groups' minimum and maximum) only where reads filter on ranges: writing them
