@@ -528,25 +528,12 @@ def test_a_pods_host_skew_leaves_out_the_cut_steps_as_its_hosts_in_memory_do(
 def test_a_pods_per_host_step_figures_count_the_whole_steps_its_hosts_in_memory_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: dict
 ) -> None:
-    from xlaprof.model.result import AnalysisResult
-    from xlaprof.pipeline import analyze_parts
-    from xlaprof.report.json_out import analysis_json
-
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache key lives there
     # GIVEN four hosts, copies of a real CPU capture whose first and last steps the capture
     # window cuts (host-2 stretched 1.5x, a straggler, in the second case)
     markers = pod_logdir(tmp_path, 4, slow)
-
-    def analyzed(lazy_bytes: str) -> dict:
-        monkeypatch.setenv(pod.LAZY_BYTES_ENV, lazy_bytes)
-        (part,) = analyze_parts(_pod_parts(tmp_path))
-        return analysis_json(AnalysisResult([part]))
-
     # WHEN it is analyzed in memory, as a pod (its caches written), and as a pod again (the
     # caches read back)
-    memory = analyzed(str(10**12))
-    written, read = analyzed("0"), analyzed("0")
-    assert all(host["cache_hit"] for host in read["trace"]["pod"]["hosts"])
+    memory, written, read = _three_ways(tmp_path, monkeypatch)
     # the whole steps the in-memory document compares: neither a host's first nor its last
     whole = sorted({row["step"] for row in memory["host_skew"]})
     every = {row["step"] for row in memory["stragglers"]}
