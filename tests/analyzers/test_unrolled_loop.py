@@ -159,3 +159,15 @@ def test_the_titles_share_is_of_the_blocks_it_names() -> None:
     (percent,) = re.findall(r"\((\d+)% of the graph\)", finding.title)
     covered = sum(n * ops for n, ops in runs)
     assert int(percent) == round(100 * covered / evidence["graph_ops"])
+
+
+def test_the_fix_counts_the_stacks_layers_not_the_identical_copies() -> None:
+    # GIVEN a stack of 24 blocks whose graph shows 22 identical copies (the first and last
+    # block's ops differ from the others', as the input's and the head's do)
+    layers = 24
+    stack = _stack([("Embedding", "9x4"), *[("Block", "4x4")] * layers, ("Linear", "1x4;1")])
+    (finding,) = _module_finding(layers - 2, {"stacks": [stack], "repeated": []})
+    # WHEN the fix says what scanning saves THEN it is one layer compiled instead of the
+    # stack's 24, the number its title names
+    assert f"x {layers})" in finding.title
+    assert f"compiles one layer instead of {layers}." in (finding.suggestion or "")

@@ -130,3 +130,23 @@ def test_a_figure_is_escaped_in_every_property_not_only_those_listed() -> None:
     strings = _strings(inert.to_plotly_json())
     assert not [(k, s) for k, s in strings if "<" in s]
     assert sum("evil.example" in s for _, s in strings) >= 5
+
+
+def test_a_parts_hover_names_what_was_measured_where_the_part_is_less() -> None:
+    # GIVEN a run whose second step compiled while the first step's graph still ran: its
+    # compile took longer than the part of the step's time the step model gives it
+    import json
+
+    run = next(sample_run("healthy_loop").glob("*/steps.jsonl"))
+    rows = {row["step"]: row for row in map(json.loads, run.read_text().splitlines())}
+    compiled = rows[1]["compile_s"] * 1e3
+    # WHEN the step chart is drawn
+    figure = xlaprof.Analysis(sample_run("healthy_loop")).plot_timeline()
+    (bar,) = [trace for trace in figure.data if trace.name == "compile"]
+    index = list(bar.x).index(1)
+    part = float(bar.y[index])
+    assert part < compiled - 1.0
+    # THEN its hover says both: the part drawn, and the compile time the run recorded (the
+    # console's step table shows that one for the step)
+    hover = bar.customdata[index]
+    assert hover.startswith(f"{part:.2f} ms") and f"{compiled:.2f} ms measured" in hover

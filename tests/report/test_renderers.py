@@ -3,6 +3,7 @@ the extension of the file written; a form a result has not is one clear error.""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -61,3 +62,29 @@ def test_the_json_form_does_not_import_the_text_renderers() -> None:
 
     result, _, _ = analyze_one(SAMPLES / "runs" / "host_sync_item")
     assert "host" in render(AnalysisResult([result]), "console").lower()
+
+
+def test_the_html_page_says_what_was_not_measured_as_the_console_does() -> None:
+    # GIVEN a run too short for the tracing-bound check: fewer than 3 steady steps (after the
+    # 2 warm-up steps, without compiling), counted from its step records
+    import re
+
+    from xlaprof.model.result import AnalysisResult
+    from xlaprof.pipeline import analyze_one
+    from xlaprof.report import render
+
+    records = next((SAMPLES / "runs" / "scanned_layers").glob("*/steps.jsonl"))
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    steady = sum(1 for row in rows if row["step"] >= 2 and row["compiles"] == 0)
+    assert steady < 3
+    result, _, _ = analyze_one(SAMPLES / "runs" / "scanned_layers")
+    analysis = AnalysisResult([result])
+    # WHEN it is rendered for the console and as the HTML page
+    console = render(analysis, "console")
+    page = render(analysis, "html")
+    # THEN the page, which says "No findings", also says which kinds were not looked for and
+    # why, in the console's words
+    said = re.search(r"Not measured: .*", console)
+    assert said is not None and f"the run has {steady})" in said.group(0)
+    assert "No findings" in page
+    assert html.escape(said.group(0).strip()) in page

@@ -33,6 +33,17 @@ STEP_PARTS = (
     ("part_cpu_wait_s", "waiting for a CPU", "#9D9D9D"),
     ("part_unattributed_s", "unattributed", "#D0D0D0"),
 )
+# What each part was measured as in its step (the timeline's columns, added up): a part is the
+# share of the step's time the step model gives it, less than what was measured where the
+# work overlapped other parts (a compile under the previous step's device work), so a hover
+# that shows the part alone would contradict the console's step table for the same step.
+PART_MEASURED = {
+    "part_compile_s": ("compile_s",),
+    "part_transfer_s": ("transfer_s",),
+    "part_tracing_s": ("python_tracing_s", "graph_build_s"),
+    "part_device_s": ("device_busy_s",),
+    "part_cpu_wait_s": ("cpu_wait_s",),
+}
 
 
 _Args = ParamSpec("_Args")
@@ -112,7 +123,7 @@ def step_timeline(timeline: pd.DataFrame | None, kept: KeptRows | None = None) -
             continue
         # a part not measured in a step draws no bar there (plotly would restart the stack
         # at zero above a missing value), and its hover says so
-        shown = [f"{v:.2f} ms" if v == v else "not measured" for v in values]
+        shown = _part_hover(timeline, column, values)
         figure.add_bar(
             x=steps,
             y=values.fillna(0.0),
@@ -147,6 +158,26 @@ def step_timeline(timeline: pd.DataFrame | None, kept: KeptRows | None = None) -
     _scale_to_steady(figure, timeline)
     _say_kept(figure, kept, "steps")
     return figure
+
+
+def _part_hover(timeline: pd.DataFrame, column: str, values: pd.Series) -> list[str]:
+    """Each step's hover text for the part ``column`` (``values``, in ms): the part, and what
+    was measured where that differs (``PART_MEASURED``)."""
+    measured_columns = [c for c in PART_MEASURED.get(column, ()) if c in timeline]
+    measured = (
+        timeline[measured_columns].sum(axis=1, min_count=1) * 1e3 if measured_columns else None
+    )
+    shown = []
+    for index, value in enumerate(values):
+        if value != value:
+            shown.append("not measured")
+            continue
+        text = f"{value:.2f} ms"
+        total = None if measured is None else measured.iloc[index]
+        if total is not None and total == total and round(total, 2) != round(value, 2):
+            text += f" of the step's time ({total:.2f} ms measured, the rest under other parts)"
+        shown.append(text)
+    return shown
 
 
 # Steps longer than this many times the longest steady step are drawn off the chart's scale

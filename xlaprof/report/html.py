@@ -128,6 +128,15 @@ def _story(result: PartResult) -> str:
     return f'<div class="story"><h2>Where a step goes</h2><ul>{items}</ul></div>'
 
 
+def _coverage(result: PartResult) -> str:
+    """The kinds not measured, and why, as the console says them under its findings
+    (``console.coverage_line``): "No findings" is not that a kind was looked for."""
+    from xlaprof.report.console import coverage_line
+
+    line = coverage_line(result.analyzers)
+    return "" if line is None else f'<p class="meta">{html_text(line)}</p>'
+
+
 def write_analysis(result: AnalysisResult, out: TextIO, options: RenderOptions) -> None:
     """The report page of the first part (``xlaprof report`` picks it with --process)."""
     out.write(page(result.parts[0]))
@@ -173,6 +182,7 @@ def page(result: PartResult) -> str:
         body_findings = '<p class="none">No findings: nothing here looks wrong.</p>'
     else:
         body_findings = "".join(_finding(row) for _, row in findings.iterrows())
+    body_findings += _coverage(result)
     figures = result_figures(result)
     body_devices = ""
     if result.devices is not None:

@@ -132,3 +132,38 @@ def test_one_argument_where_is_data_dependent_and_two_argument_where_is_not() ->
     assert data_dependent_op("x = torch.where(mask, x, 0)") is None
     assert data_dependent_op("idx = mask.nonzero()") == "nonzero"
     assert data_dependent_op("kept = torch.masked_select(x, mask)") == "masked_select"
+
+
+def _counted(count: int, order: int) -> GraphInfo:
+    """A graph of a line that selects ``count`` rows: two uses of the count as a constant and
+    two ops shaped by it, of two element types (a data-dependent count, as ``nonzero`` gives)."""
+    line = _meta("/u/t.py", 21, "aten__sum")
+    where = _meta("/u/t.py", 21, "aten__lt")
+    found = module(
+        [
+            f"  %p0 = f32[64]{{0}} parameter(0), {DATA}",
+            f"  %c0 = f32[] constant({count}), {line}",
+            f"  %c1 = f32[] constant({count}), {line}",
+            f"  %a = s64[{count}]{{0}} iota(), iota_dimension=0, {where}",
+            f"  %b = pred[{count}]{{0}} iota(), iota_dimension=0, {where}",
+            "  ROOT %r = f32[] add(%c0, %c1)",
+        ]
+    )
+    found.order = found.step = order
+    return found
+
+
+def test_values_that_change_are_listed_graph_by_graph() -> None:
+    # GIVEN a site's graphs, each with its own count, used twice as a constant and shaping an
+    # s64 and a pred op at one line
+    counts = (30, 35, 34, 41)
+    graphs = [_counted(n, order) for order, n in enumerate(counts)]
+    # WHEN what changed is explained
+    result = explain(graphs, {})
+    # THEN each change lists the graphs' values once each, in compile order: not the several
+    # uses of one graph in turn (30 → 35 → 30 → 35 → 34 …), nor another op's type in between
+    by_kind = {change.kind: change for change in result.changes}
+    constant, sizes = by_kind["constant"], by_kind["sizes"]
+    assert [constant.before, *constant.after.split(" → ")] == [str(n) for n in counts]
+    assert constant.count == 2 * (len(counts) - 1)
+    assert [sizes.before, *sizes.after.split(" → ")] == [f"s64[{n}]" for n in counts]

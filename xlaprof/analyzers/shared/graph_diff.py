@@ -569,20 +569,26 @@ def _merge_inputs(diffs: list[GraphDiff], keys: set[tuple[object, ...]]) -> list
 
 def _merge_changes(diffs: list[GraphDiff], keys: set[tuple[object, ...]]) -> list[Change]:
     """Changes of the diffs whose key is in ``keys``, one per kind, op and line; values listed
-    in the order seen."""
+    in the order seen, graph by graph: one value pair per graph (a key's several ops in one
+    graph, each use of a constant or a shape, would otherwise read as values that alternate
+    from graph to graph), the one that goes on from the previous graph's value."""
     merged: dict[tuple[object, ...], Change] = {}
     values: dict[tuple[object, ...], list[str | None]] = {}
     for graph_diff in diffs:
+        pairs: dict[tuple[object, ...], list[tuple[str | None, str | None]]] = {}
         for change in graph_diff.changes:
             key = _change_key(change)
             if key not in keys:
                 continue
+            pairs.setdefault(key, []).append((change.before, change.after))
             if key not in merged:
                 merged[key] = Change(**change.__dict__)
-                values[key] = [change.before, change.after]
+                values[key] = []
             else:
                 merged[key].count += change.count
-                values[key].extend([change.before, change.after])
+        for key, seen_here in pairs.items():
+            last = values[key][-1:]
+            values[key].extend(next((p for p in seen_here if [p[0]] == last), seen_here[0]))
     for key, change in merged.items():
         seen = _dedupe(values[key])
         if change.kind in ("attribute", "constant", "sizes") and len(seen) > 2:

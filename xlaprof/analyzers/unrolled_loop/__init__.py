@@ -356,7 +356,7 @@ def _module_finding(
         title=f"Unrolled loop{title_where}: {name} ({stack_text}) traced as {copies}",
         evidence=evidence,
         location=match.location,
-        suggestion=how + CAVEATS.format(repeats=primary.repeats),
+        suggestion=how + CAVEATS.format(repeats=match.units),  # the stack's, as titled
     )
 
 
