@@ -37,7 +37,9 @@ def test_timeline_of_the_sample_run() -> None:
 @pytest.mark.parametrize("name", ["host_sync_item", RUN, "tracing_bound_tiny_ops"])
 def test_a_traced_steps_wait_holds_the_time_its_sync_was_blocked(name: str) -> None:
     # GIVEN a sample run whose trace window holds steps 4 and 5, and its own step records:
-    # the sync's wall, CPU time and wait for a CPU (steps.jsonl, as the session wrote them)
+    # the sync's wall, CPU time and wait for a CPU (steps.jsonl, as the session wrote them;
+    # a sample run's older session recorded the step's wait, not the sync's share of it: the
+    # sync waited for a CPU at most that long)
     run = load_run(sample_run(name))
     trace = load_trace(run.path)
     timeline = step_timeline(run.step_rows(), trace.events, trace.step_bounds).set_index("step")
@@ -45,7 +47,8 @@ def test_a_traced_steps_wait_holds_the_time_its_sync_was_blocked(name: str) -> N
         if timeline.loc[row.step, "source"] != "trace" or row.compiles or not row.sync_wall_s:
             continue
         assert row.sync_cpu_s is not None
-        blocked = row.sync_wall_s - row.sync_cpu_s - (row.sync_cpu_wait_s or 0.0)
+        waited = row.sync_cpu_wait_s if row.sync_cpu_wait_s is not None else row.cpu_wait_s
+        blocked = row.sync_wall_s - row.sync_cpu_s - (waited or 0.0)
         # WHEN the timeline takes the step from the trace THEN the time it was blocked is at
         # least what the sync's own clocks say (the trace's spans do not name a sync behind a
         # full queue), and never more than the host's wall for the step

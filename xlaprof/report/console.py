@@ -355,8 +355,18 @@ def _host_said(story: StepStory) -> list[str]:
         said.append(f"blocked in its sync {format_seconds(story.host_blocked_s)}")
     waited = story.host_cpu_wait_s
     if waited and waited >= 0.01 * wall:
+        # the measured line above gives the part of the step's time the wait took; where it
+        # is less (the rest under the device's work), both are said, so neither reads as the
+        # other
+        share = story.parts.get("cpu_wait")
+        part = ""
+        if share is not None and not share:
+            part = "; all of it hidden under other parts of the step"
+        elif share is not None and format_seconds(share) != format_seconds(waited):
+            part = f"; {format_seconds(share)} of it in the step's time above, the rest hidden"
         said.append(
-            f"waiting for a CPU {format_seconds(waited)} (other threads or processes had the cores)"
+            f"waiting for a CPU {format_seconds(waited)} (other threads or processes had the "
+            f"cores{part})"
         )
     if story.transfer_s and wall and story.transfer_s >= 0.01 * wall:
         said.append(

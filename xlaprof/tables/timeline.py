@@ -14,7 +14,8 @@ seconds; None (NaN) where not measured:
   handing over the graph), ``tracing_s`` (the LazyTracing metric: the part of Python time spent
   building IR), ``compile_s``, ``transfer_s`` (host-device copies; a read waits for the device
   first), ``device_wait_s`` (the host blocked on the device: the sync's wall time beyond its
-  CPU time, e.g. behind a full queue of executions; in a trace, its wait spans),
+  CPU time and its wait for a CPU, e.g. behind a full queue of executions, at least that where
+  the sync's share of the step's wait was not recorded; in a trace, its wait spans),
   ``cpu_wait_s`` (the stepping thread ready to run but waiting for a CPU: a busy machine;
   Linux's run-queue wait, ``capture.runqueue``; a trace does not record it);
 - device: ``device_busy_s`` (the device's own busy time running the step's executions, whenever
@@ -168,13 +169,19 @@ def from_metrics(rows: list[StepRow], device: RunDevice | None = None) -> list[T
 
 
 def _blocked(row: StepRow) -> float | None:
-    """The time the step's sync was blocked (its wall time beyond its CPU time and, where
-    recorded, its thread's wait for a CPU inside it: behind a full queue of executions, on a
-    lock), where both were recorded and the step compiled nothing (a compile inside the sync
-    is neither)."""
+    """The time the step's sync was blocked (its wall time beyond its CPU time and its
+    thread's wait for a CPU inside it: behind a full queue of executions, on a lock), where
+    these were recorded and the step compiled nothing (a compile inside the sync is neither).
+
+    A run of an older xlaprof recorded the step's wait for a CPU but not the part of it inside
+    the sync: the sync's wall beyond its CPU then holds an unknown share of that wait, and the
+    step's whole wait is taken from it, the most the sync can have waited: the least it was
+    blocked (the story's host line said blocked 18.80 ms and waiting for a CPU 1.70 ms of a
+    30.90 ms step whose CPU was 11.49 ms, 1.09 ms more than the step)."""
     if row.sync_wall_s is None or row.sync_cpu_s is None or row.compiles:
         return None
-    return max(row.sync_wall_s - row.sync_cpu_s - (row.sync_cpu_wait_s or 0.0), 0.0)
+    waited = row.sync_cpu_wait_s if row.sync_cpu_wait_s is not None else row.cpu_wait_s
+    return max(row.sync_wall_s - row.sync_cpu_s - (waited or 0.0), 0.0)
 
 
 def _device_of(row: StepRow, ran: StepDevice | None) -> tuple[float | None, float | None]:
