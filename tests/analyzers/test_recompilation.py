@@ -160,3 +160,33 @@ def test_one_recompile_finding_per_cause_with_the_sizes_seen() -> None:
     # the source is not readable here, so the finding stays at the call
     assert finding.location == Location(FILE, 38)
     assert "mark_dynamic" in finding.suggestion
+
+
+def test_a_titles_count_is_the_runs_or_says_whose_it_is() -> None:
+    """The run directories at hand (the bundled samples and the real-code runs): a
+    recompilation title's "X of N compilations" is the run's own count (the counts table's,
+    torch_xla's CompileTime), or names the site it counts and the run's count beside it."""
+    import re
+
+    from helpers import REPO, SAMPLE_RUNS, analyzed_inputs, sample_run
+
+    runs = [sample_run(name) for name in SAMPLE_RUNS]
+    runs += sorted(p for p in (REPO / "sample_traces" / "realcode_runs").iterdir() if p.is_dir())
+    titled = 0
+    for path in runs:
+        work = analyzed_inputs(path)
+        compiles = work.data.compiles()
+        for finding in work.result.findings:
+            found = re.match(
+                r"Recompiling: \d+ of (\d+) compilations( at th\w+ [\w ]*sites?)?", finding.title
+            )
+            if finding.kind != Kind.RECOMPILATION or found is None:
+                continue
+            titled += 1
+            of_the_run = re.search(r"\(the run's (\d+)\)", finding.title)
+            if found.group(2) is None:
+                assert int(found.group(1)) == compiles, (path, finding.title, compiles)
+            else:
+                assert of_the_run is not None and int(of_the_run.group(1)) == compiles
+                assert int(found.group(1)) < compiles, (path, finding.title)
+    assert titled >= 3

@@ -592,8 +592,8 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         kind=Kind.RECOMPILATION,
         severity=severity,
         title=(
-            f"Recompiling: {len(late)} of {len(events)} compilations are recompiles a fix "
-            f"removes ({len(hashes)} different graphs)"
+            f"Recompiling: {len(late)} of {len(events)} compilations{_of_the_run(data, sites)} "
+            f"are recompiles a fix removes ({len(hashes)} different graphs)"
             + (f": {headline}" if headline else "")
             + accounting
         ),
@@ -601,6 +601,18 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
         location=_said(location, evidence),
         suggestion=fix,
     )
+
+
+def _of_the_run(data: AnalysisInput, sites: list[_Site]) -> str:
+    """Where the run compiled more graphs than the group's sites (another site's, a read's
+    own graph), the title's words that its count is the sites' (data_dependent_shape's said
+    "3 of 5 compilations" above a counts table of 6)."""
+    total = data.compiles()
+    compiled = sum(len(site.events) for site in sites)
+    if total is None or total <= compiled:
+        return ""
+    where = "at this site" if len(sites) == 1 else f"at these {len(sites)} sites"
+    return f" {where} (the run's {total})"
 
 
 def _said(location: Location | None, evidence: dict[str, object]) -> Location | None:
