@@ -701,7 +701,7 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
     if part.run is None or not part.run.trace_files():
         return None
     from xlaprof.inputs.traces import load_trace
-    from xlaprof.rundir.executions import device_windows
+    from xlaprof.rundir.executions import device_windows, host_windows
     from xlaprof.tables.device.events import STATS_READ
 
     # steps numbered from the run's trace window; each step's device events where its
@@ -714,6 +714,7 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
         first_step=window[0] if window else 0,  # the run's own, already read
         max_size=_capture_limit(request),
         device_windows=windows,
+        host_windows=host_windows(part.data.steps),  # each step's host wall, as its row has it
         pod=request.pod,
         graphs=part.run.graphs(),  # read once: the run's own, already loaded
         args=STATS_READ,  # the stats the analysis reads, not every one
