@@ -645,6 +645,8 @@ def _add_tables(work: AnalyzedPart) -> None:
             host = timeline_host(trace.events_source.held_events())
             timeline = with_host_compiles(timeline, data.host_activity, host)
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
+        if trace is not None and data.steps:
+            _trace_bounds(trace, result.timeline)
         device = data.device
         drain, lost = (None, None) if device is None else (device.drain_s, device.lost)
         result.story = step_story(result.timeline, data.warmup_steps, planes, drain, lost)
@@ -662,6 +664,19 @@ def _add_tables(work: AnalyzedPart) -> None:
         tables = host_tables(trace)  # a pod's: a range of steps at a time, its rows on disk
         result.host_skew, result.host_steps = tables.skew, tables.host_steps
         result.stragglers = tables.stragglers
+
+
+def _trace_bounds(trace: Trace, timeline: pd.DataFrame) -> None:
+    """A run's trace window: its host-vs-device table takes each step's bound from the step
+    model (``tables.story.with_step_bounds``), as the timeline and the story do. Its own answer
+    compares only the runtime's host spans with the device's busy time; the step model counts
+    the run's CPU clock, Python included. One host only: the timeline is that host's."""
+    from xlaprof.tables.story import with_step_bounds
+
+    summary = trace.summary()
+    if len(trace.hosts) != 1 or summary.on_disk("tracing"):
+        return
+    summary.tracing = with_step_bounds(summary.tracing, timeline)
 
 
 def _host_side(data: AnalysisInput, trace: Trace | None) -> dict[str, Any]:
