@@ -645,6 +645,8 @@ def _add_tables(work: AnalyzedPart) -> None:
             host = timeline_host(trace.events_source.held_events())
             timeline = with_host_compiles(timeline, data.host_activity, host)
         result.timeline = with_bounds(timeline, data.warmup_steps, device_planes=planes)
+        if trace is not None and data.steps:
+            _trace_bounds(trace, result.timeline)
         device = data.device
         drain, lost = (None, None) if device is None else (device.drain_s, device.lost)
         result.story = step_story(result.timeline, data.warmup_steps, planes, drain, lost)
@@ -662,6 +664,19 @@ def _add_tables(work: AnalyzedPart) -> None:
         tables = host_tables(trace)  # a pod's: a range of steps at a time, its rows on disk
         result.host_skew, result.host_steps = tables.skew, tables.host_steps
         result.stragglers = tables.stragglers
+
+
+def _trace_bounds(trace: Trace, timeline: pd.DataFrame) -> None:
+    """A run's trace window: its host-vs-device table takes each step's bound from the step
+    model (``tables.story.with_step_bounds``), as the timeline and the story do. Its own answer
+    compares only the runtime's host spans with the device's busy time; the step model counts
+    the run's CPU clock, Python included. One host only: the timeline is that host's."""
+    from xlaprof.tables.story import with_step_bounds
+
+    summary = trace.summary()
+    if len(trace.hosts) != 1 or summary.on_disk("tracing"):
+        return
+    summary.tracing = with_step_bounds(summary.tracing, timeline)
 
 
 def _host_side(data: AnalysisInput, trace: Trace | None) -> dict[str, Any]:
@@ -701,7 +716,7 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
     if part.run is None or not part.run.trace_files():
         return None
     from xlaprof.inputs.traces import load_trace
-    from xlaprof.rundir.executions import device_windows
+    from xlaprof.rundir.executions import device_windows, host_windows
     from xlaprof.tables.device.events import STATS_READ
 
     # steps numbered from the run's trace window; each step's device events where its
@@ -714,6 +729,7 @@ def _trace_window(part: Part, request: AnalysisRequest) -> Trace | None:
         first_step=window[0] if window else 0,  # the run's own, already read
         max_size=_capture_limit(request),
         device_windows=windows,
+        host_windows=host_windows(part.data.steps),  # each step's host wall, as its row has it
         pod=request.pod,
         graphs=part.run.graphs(),  # read once: the run's own, already loaded
         args=STATS_READ,  # the stats the analysis reads, not every one

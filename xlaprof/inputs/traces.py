@@ -59,6 +59,7 @@ def load_trace(  # noqa: PLR0913
     max_size: int | None = None,
     device_windows: list[tuple[int, int, int]] | None = None,
     pod: PodSettings | None = None,
+    host_windows: list[tuple[int, int, int]] | None = None,
     graphs: Sequence[object] | None = None,
     args: bool | frozenset[str] = True,
     read_only: bool = False,
@@ -71,6 +72,10 @@ def load_trace(  # noqa: PLR0913
     lay (a run's executions, ``rundir.executions.device_windows``): the device tables read each
     step's device events there rather than in the host's step, which the device runs behind
     when the host runs ahead. Only for a capture with one host whose clock is known.
+    ``host_windows``: the same, where each step's host wall lay (a run's step rows,
+    ``rundir.executions.host_windows``): the host-vs-device table reads each step's host
+    figures there, so its host wall is the row's ``wall_s`` (the trace's ``xlaprof_step`` span
+    also holds the session's bookkeeping at the boundary); the steps' numbers stay the trace's.
 
     Several hosts load lazily (``xlaprof.inputs.pod``) when ``lazy`` is True, a dask
     ``scheduler`` is given, or (``lazy=None``) their files hold more than
@@ -141,7 +146,8 @@ def load_trace(  # noqa: PLR0913
     ranges = None if named is None else named.ranges
     events["step"], bounds = assign_steps(events, first_step or 0, starts, ranges)
     bounds.insert(0, "session", chosen)
-    on_device = _device_bounds(bounds, device_windows, epochs)
+    on_device = _run_bounds(bounds, device_windows, epochs)
+    on_host = _with_windows(bounds, host_windows, epochs)
 
     def summarize() -> DeviceSummary:
         # the device model, made when first asked for (``Trace.device_summary``), with the
@@ -149,7 +155,7 @@ def load_trace(  # noqa: PLR0913
         # only then: a notebook that reads only ``events`` does not pay for them)
         held = _run_graphs(root) if graphs is None else list(graphs)
         sources = hlo_sources(protos, held)
-        summary = device_model.summarize_host(events, devices, bounds, sources, on_device)
+        summary = device_model.summarize_host(events, devices, on_host, sources, on_device)
         summary.warnings = list(warnings)
         return summary
 
@@ -169,7 +175,20 @@ def load_trace(  # noqa: PLR0913
     )
 
 
-def _device_bounds(
+def _with_windows(
+    bounds: pd.DataFrame, windows: list[tuple[int, int, int]] | None, epochs: dict[str, int]
+) -> pd.DataFrame:
+    """``bounds`` with the times of the steps ``windows`` has replaced by theirs
+    (``_run_bounds``), the other steps' kept; ``bounds`` itself where it has none of them."""
+    known = _run_bounds(bounds, windows, epochs)
+    if known is None:
+        return bounds
+    merged = bounds.copy()
+    merged.loc[known.index, ["start_ns", "end_ns"]] = known[["start_ns", "end_ns"]]
+    return merged
+
+
+def _run_bounds(
     bounds: pd.DataFrame, windows: list[tuple[int, int, int]] | None, epochs: dict[str, int]
 ) -> pd.DataFrame | None:
     """``windows`` (Unix ns) as step bounds on the capture's clock: ``bounds``' rows of the

@@ -333,7 +333,8 @@ def _verdict(traced: TracedSteps) -> str:
     )
     if traced.lazy:
         return (
-            f"{said}; the host's measured work (graph build, copies, dispatch) takes "
+            f"{said}; the runtime's host work the trace measures (graph build, copies, "
+            f"dispatch; the host's Python is not in it) takes "
             f"{format_seconds(traced.median_tracing_s)} per step (median) while the device "
             f"is busy {median_busy}."
         )

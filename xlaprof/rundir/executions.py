@@ -119,6 +119,23 @@ def device_windows(device: RunDevice) -> list[tuple[int, int, int]]:
     return out
 
 
+def host_windows(rows: Sequence[StepRow]) -> list[tuple[int, int, int]]:
+    """Each step's host wall as its row measured it: (step, start, end) in Unix nanoseconds,
+    ``start`` + ``wall_s`` (the length rounded on its own, so it is ``wall_s`` to the
+    nanosecond); rows without both left out. Where a trace's host figures for the step are read:
+    the session's bookkeeping at the boundary (after the row's clock stops, inside the trace's
+    ``xlaprof_step`` span) is no part of the step's wall."""
+    out = []
+    for row in rows:
+        if row.start is None or row.wall_s is None:
+            continue
+        if not (math.isfinite(row.start) and math.isfinite(row.wall_s)):
+            continue
+        start = round(row.start * 1e9)
+        out.append((row.step, start, start + round(max(row.wall_s, 0.0) * 1e9)))
+    return out
+
+
 def _windows(rows: Sequence[StepRow]) -> tuple[list[float], list[float]] | None:
     """Each step's host start and host end (Unix seconds), or None where a row lacks them."""
     starts: list[float] = []

@@ -109,6 +109,41 @@ def with_bounds(
     return frame
 
 
+def with_step_bounds(tracing: pd.DataFrame, timeline: pd.DataFrame) -> pd.DataFrame:
+    """``tracing`` (the host-vs-device table, ``tables.device.tracing_vs_device``, of the one
+    host ``timeline`` is of) with each step the timeline holds taking the timeline's ``bound``
+    (``with_bounds``: the step's largest measured part, None where it has none), so the table,
+    the step timeline and the story give a step one verdict; ``tracing_bound`` is that bound
+    being "tracing" on a lazy-tensor host (None where there is no bound, as on other hosts).
+    The table's steps the timeline does not hold keep theirs. A run's trace window: its own
+    host figure (the runtime's spans) leaves out the host's Python, which the run's CPU clock
+    measures, so it alone cannot say whether host work took the step."""
+    import pandas as pd
+
+    if tracing.empty or timeline.empty or "bound" not in timeline:
+        return tracing
+    of_step = {
+        int(step): None if pd.isna(bound) else str(bound)
+        for step, bound in zip(timeline["step"], timeline["bound"], strict=True)
+    }
+    steps = [int(step) for step in tracing["step"]]
+    held = [step in of_step for step in steps]
+    bounds = [
+        of_step[step] if here else (None if pd.isna(own) else own)
+        for step, here, own in zip(steps, held, tracing["bound"], strict=True)
+    ]
+    verdicts = [
+        (None if bound is None else bound == "tracing") if here and bool(lazy) else own
+        for bound, here, lazy, own in zip(
+            bounds, held, tracing["lazy_tensor"], tracing["tracing_bound"], strict=True
+        )
+    ]
+    tracing = tracing.copy(deep=False)  # columns replaced, none written in place
+    tracing["bound"] = pd.Series(bounds, index=tracing.index, dtype=object)
+    tracing["tracing_bound"] = pd.Series(verdicts, index=tracing.index, dtype=object)
+    return tracing
+
+
 def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
     """``frame[name]`` as float64, NaN where not measured (or not a number; the column
     absent: all NaN), as ``_number`` reads each cell."""

@@ -82,9 +82,11 @@ def summarize_host(
 
 def bounds_of_steps(tracing: pd.DataFrame, bottleneck: pd.DataFrame) -> pd.DataFrame:
     """The host-vs-device table with each step's ``bound`` from the one step model
-    (``bottleneck.busiest_bounds``: its busiest device's bottleneck), so this table, the
-    bottleneck table and the step timeline never disagree; a step the bottleneck table does not
-    number keeps the table's own host-vs-device answer."""
+    (``bottleneck.busiest_bounds``: its busiest device's bottleneck); a step the bottleneck
+    table does not number, or calls "tracing" (the device's idle remainder), keeps the table's
+    own host-vs-device answer. A run's traced steps then take the step timeline's bound (the
+    pipeline, ``tables.story.with_step_bounds``): the run's CPU clock measures the host's work
+    that this table's spans leave out."""
     if tracing.empty:
         return tracing
     import numpy as np
