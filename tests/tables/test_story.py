@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from decode import clipped_union_ns, decode_xspace, run_steps
+from decode import Decoded, clipped_union_ns, decode_xspace, run_steps, train_windows
 from helpers import (
+    GPU_JAX,
     SAMPLE_RUNS,
     analyzed_inputs,
     jax_cpu_sample,
@@ -310,3 +311,21 @@ def test_the_headline_says_where_more_steps_have_another_largest_part() -> None:
     # AND where the median step's part is also the most common, there is no such line
     story.bound_steps = {"device": 4, "cpu_wait": 3}
     assert not any("In more steady steps" in line for line in story_lines(story))
+
+
+def test_a_gpu_idle_most_of_each_step_is_never_called_device_bound(
+    jax_xspace: Decoded, gpu_linked: dict[str, Path]
+) -> None:
+    # GIVEN the H100 JAX capture, whose GPU (decoded without xlaprof: the union of its events
+    # in each step's ``train`` range) is busy under a tenth of every step after step 0
+    windows = train_windows(jax_xspace)
+    gpu = [(int(e.start_ns), int(e.end_ns)) for e in jax_xspace.on("/device:GPU")]
+    for step, (start, end) in windows.items():
+        if step > 0:
+            assert clipped_union_ns(gpu, int(start), int(end)) < 0.1 * (end - start), step
+    # WHEN it is analyzed
+    story = _analyzed(gpu_linked[GPU_JAX]).story
+    assert story is not None and story.steady_steps >= 8
+    # THEN no steady step is device-bound, and the headline does not say one is
+    assert story.bound != "device" and "device" not in story.bound_steps
+    assert not any("device-bound" in line for line in story_lines(story))
