@@ -393,7 +393,8 @@ class _Gather:
         """The plane and line of the events of ``key``: (pid, tid), or (``RANGE_PLANE``,
         (pid, tid)) for untimed profiler ranges, whose line names the plane they were on."""
         if key[0] == RANGE_PLANE and isinstance(key[1], tuple):
-            plane, line = self.names.where(*key[1], planes)
+            pid, tid = key[1]
+            plane, line = self.names.where(pid, tid, planes)
             return RANGE_PLANE, f"{plane.removeprefix('/device:')} {line}"
         return self.names.where(key[0], key[1], planes)
 
