@@ -17,6 +17,7 @@ from helpers import (
     GPU_JAX,
     GPU_SAMPLES,
     GPU_TORCH,
+    HTA,
     MI210,
     REPO,
     SHARED_CAPTURES,
@@ -325,7 +326,9 @@ def test_every_real_capture_analyzes_with_bottlenecks(where: Any, name: str) -> 
     done = cli("analyze", "--json", str(where(name)))
     assert done.returncode == 0, done.stderr
     trace = json.loads(done.stdout)["trace"]
-    assert trace["bottlenecks_total"] > 0
+    # the CUPTI range profiler's capture has no timed device event (its ranges' times are the
+    # window split evenly: tests/parse/test_chrome_trace.py), so nothing to split by cause
+    assert (trace["bottlenecks_total"] > 0) == (name != HTA)
 
 
 def test_tracing_bound_evidence() -> None:

@@ -49,6 +49,26 @@ def test_kineto_epoch_timestamps_do_not_overflow(traces: dict[str, Any]) -> None
     assert events["duration_ns"].max() == longest["dur"] * 1000
 
 
+def test_cupti_range_profiler_ranges_are_no_device_time(traces: dict[str, Any]) -> None:
+    # GIVEN the CUPTI range profiler's capture: its GPU events are ``cuda_profiler_range``
+    # ranges, whose times Kineto makes up by splitting the profiled span evenly among them
+    with gzip.open(shared_trace(HTA), "rt") as handle:
+        raw = [e for e in json.load(handle)["traceEvents"] if e.get("ph") == "X"]
+    ranges = [e for e in raw if e.get("cat") == "cuda_profiler_range"]
+    timed_gpu = [e for e in raw if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert ranges and not timed_gpu
+    span = max(e["ts"] + e["dur"] for e in ranges) - min(e["ts"] for e in ranges)
+    assert {e["dur"] for e in ranges} == {span // len(ranges)}  # tiled, not measured
+    # THEN no device is busy, idle or bound in it: it has no timed device event
+    trace = traces[HTA]
+    assert trace.device_utilization().empty
+    assert trace.device_ops().empty
+    # and the ranges are kept (with their counters), on no device's plane
+    events = trace.events
+    assert not (events["plane_kind"] == "device").any()
+    assert (events["name"].astype(str).isin({e["name"] for e in ranges})).sum() >= len(ranges)
+
+
 def test_kineto_gpu_kernels_sit_on_their_streams(traces: dict[str, Any]) -> None:
     with gzip.open(shared_trace(MI210), "rt") as handle:
         raw = [e for e in json.load(handle)["traceEvents"] if e.get("cat") == "kernel"]

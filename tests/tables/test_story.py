@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from decode import clipped_union_ns, decode_xspace, run_steps
+from decode import Decoded, clipped_union_ns, decode_xspace, run_steps, train_windows
 from helpers import (
+    GPU_JAX,
     SAMPLE_RUNS,
     analyzed_inputs,
     jax_cpu_sample,
@@ -329,3 +330,21 @@ def test_the_host_line_says_no_time_twice() -> None:
         line = next(text for text in story_lines(story) if text.startswith("  host: "))
         if story.host_blocked_s:
             assert f"blocked in its sync {format_seconds(story.host_blocked_s)}" in line
+
+
+def test_a_gpu_idle_most_of_each_step_is_never_called_device_bound(
+    jax_xspace: Decoded, gpu_linked: dict[str, Path]
+) -> None:
+    # GIVEN the H100 JAX capture, whose GPU (decoded without xlaprof: the union of its events
+    # in each step's ``train`` range) is busy under a tenth of every step after step 0
+    windows = train_windows(jax_xspace)
+    gpu = [(int(e.start_ns), int(e.end_ns)) for e in jax_xspace.on("/device:GPU")]
+    for step, (start, end) in windows.items():
+        if step > 0:
+            assert clipped_union_ns(gpu, int(start), int(end)) < 0.1 * (end - start), step
+    # WHEN it is analyzed
+    story = _analyzed(gpu_linked[GPU_JAX]).story
+    assert story is not None and story.steady_steps >= 8
+    # THEN no steady step is device-bound, and the headline does not say one is
+    assert story.bound != "device" and "device" not in story.bound_steps
+    assert not any("device-bound" in line for line in story_lines(story))

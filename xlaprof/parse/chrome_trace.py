@@ -84,6 +84,13 @@ _HOST_CATEGORIES = frozenset(
         "Trace",
     }
 )
+# Kineto's CUPTI range profiler (``cuda_profiler_range``): each range carries its counters, but
+# no time of its own: Kineto splits the profiled span evenly among the ranges ("the actual
+# times do not really matter here so we can just split the total span up per range",
+# CuptiRangeProfiler.cpp). Its events are kept (with their counters) on a plane of their own,
+# ``RANGE_PLANE``, not on the GPU's: their times are not when the GPU ran anything.
+_UNTIMED_CATEGORIES = frozenset({"cuda_profiler_range"})
+RANGE_PLANE = "CUPTI range profiler"
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -343,6 +350,8 @@ class _Gather:
             if not _PROMOTED.isdisjoint(args):
                 self.promoted.append(row)
         self.args.append(args or None)
+        if args and args.get("cat") in _UNTIMED_CATEGORIES:
+            key = (RANGE_PLANE, key)  # a plane of their own (``frame``)
         code = self.wheres.get(key)
         if code is None:
             code = self.wheres[key] = len(self.wheres)
@@ -380,6 +389,15 @@ class _Gather:
             return
         self.unsettled.discard(key)
 
+    def _place(self, key: tuple[Any, Any], planes: dict[Any, str]) -> tuple[str, str]:
+        """The plane and line of the events of ``key``: (pid, tid), or (``RANGE_PLANE``,
+        (pid, tid)) for untimed profiler ranges, whose line names the plane they were on."""
+        if key[0] == RANGE_PLANE and isinstance(key[1], tuple):
+            pid, tid = key[1]
+            plane, line = self.names.where(pid, tid, planes)
+            return RANGE_PLANE, f"{plane.removeprefix('/device:')} {line}"
+        return self.names.where(key[0], key[1], planes)
+
     def frame(self, host: str) -> pd.DataFrame:
         """The event frame (``events.EventColumns``)."""
         import numpy as np
@@ -388,7 +406,7 @@ class _Gather:
         planes = self.names.planes()
         for pid, plane in self.kinds.items():  # pids no metadata event names
             planes.setdefault(pid, plane)
-        wheres = [self.names.where(pid, tid, planes) for pid, tid in self.wheres]
+        wheres = [self._place(key, planes) for key in self.wheres]
         where = np.frombuffer(self.where, np.int64) if self.args else np.zeros(0, np.int64)
         for row, number in self.steps:  # ProfilerStep#N on host planes: step N
             if not wheres[int(where[row])][0].startswith("/device:"):

@@ -100,7 +100,7 @@ def with_bounds(
     for name, column in zip((*PARTS, UNATTRIBUTED), PART_COLUMNS, strict=True):
         frame[column] = parts[name]
     frame["overlap_s"] = overlap
-    bounds, shares = _bound_columns(parts, _column(frame, "wall_s"))
+    bounds, shares = _bound_columns(parts, _column(frame, "wall_s"), parts[UNATTRIBUTED])
     frame["bound"] = bounds
     # a list with None where not measured, so the column's type is inferred as before
     frame["bound_share"] = [None if share != share else share for share in shares.tolist()]
@@ -212,11 +212,15 @@ def _parts_columns(frame: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarr
 
 
 def _bound_columns(
-    parts: dict[str, np.ndarray], wall: np.ndarray
+    parts: dict[str, np.ndarray], wall: np.ndarray, unattributed: np.ndarray
 ) -> tuple[list[str | None], np.ndarray]:
     """Per row, the largest measured part (the first in ``PARTS``
     order on a tie) and its share of the wall time, capped at 1; None and NaN where no part
-    was measured, the wall time is unknown or zero, or the largest part is not positive."""
+    was measured, the wall time is unknown or zero, or the largest part is not positive; and
+    None where it is device work smaller than the ``unattributed`` rest: a device idle for
+    more of the step than it worked does not bound it (a capture's GPU busy 3% of a step whose
+    host side is not measured is not device-bound; its device model says where the rest went).
+    A host part keeps its bound: the unmeasured rest may be more of the same host work."""
     import numpy as np
 
     stacked = np.vstack([np.where(np.isnan(parts[n]), -1.0, parts[n]) for n in PARTS])
@@ -224,6 +228,7 @@ def _bound_columns(
     best = stacked.argmax(axis=0)
     seconds = stacked[best, np.arange(stacked.shape[1])]
     usable = any_measured & ~np.isnan(wall) & (wall != 0) & (seconds > 0)
+    usable &= ~((best == PARTS.index("device")) & (np.nan_to_num(unattributed) > seconds))
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(usable, np.minimum(seconds / np.where(usable, wall, 1.0), 1.0), np.nan)
     names = [PARTS[i] if ok else None for i, ok in zip(best.tolist(), usable.tolist(), strict=True)]
