@@ -92,10 +92,12 @@ def analyze(data: AnalysisInput) -> list[Finding]:
 
 def _steady_per_step(data: AnalysisInput) -> float | None:
     """Median eager op executions of the steps after warm-up, from per-step rows."""
-    counts = [s.eager_executions for s in data.steps if s.eager_executions is not None]
+    rows = [s for s in data.steps if s.eager_executions is not None]
+    counts = [s.eager_executions for s in rows if s.eager_executions is not None]
     if not counts:
         return None
-    steady = counts[data.warmup_steps :] or counts
+    first = data.first_steady_step()
+    steady = [c for s, c in zip(rows, counts, strict=True) if s.step >= first] or counts
     return float(statistics.median(steady))
 
 

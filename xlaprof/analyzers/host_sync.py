@@ -167,7 +167,7 @@ def price(findings: list[Finding], costs: StepCosts) -> None:
     if not findings or not reading:
         return
     run_s = sum(r.from_device_s for r in reading)
-    steady = [r.from_device_s for r in reading if r.step >= costs.warmup_steps and r.compiles == 0]
+    steady = [r.from_device_s for r in reading if r.step >= costs.first_steady and r.compiles == 0]
     per_step = statistics.median(steady) if steady else None
     if len(findings) == 1:
         findings[0].cost = Cost(

@@ -132,7 +132,8 @@ def unmeasured(data: AnalysisInput) -> str | None:
     """Why this analyzer could not judge ``data``: fewer than ``MIN_STEADY_STEPS`` steady steps
     (after warm-up, without compiling) in the run and in the capture's lazy-tensor steps, or a
     run without the device's own time per step (recorded by an older xlaprof), or None."""
-    steady = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles == 0]
+    first = data.first_steady_step()
+    steady = [s for s in data.steps if s.step >= first and s.compiles == 0]
     if len(steady) >= MIN_STEADY_STEPS:
         if not _steady_device(data):
             return (
@@ -161,10 +162,11 @@ def _steady_device(data: AnalysisInput) -> list[tuple[StepRow, StepDevice]]:
     device = data.device
     if device is None:
         return []
+    first = data.first_steady_step()
     return [
         (row, ran)
         for row, ran in zip(data.steps, device.steps, strict=True)
-        if row.step >= data.warmup_steps
+        if row.step >= first
         and row.compiles == 0
         and ran.time_s is not None
         and ran.device_s is not None

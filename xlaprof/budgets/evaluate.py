@@ -11,6 +11,7 @@ from xlaprof.budgets.config import LIMITS, Budgets
 from xlaprof.budgets.result import CheckResult, Outcome, RunCheck, Status
 from xlaprof.findings import Coverage, Finding, Kind
 from xlaprof.model.result import CheckFigures
+from xlaprof.model.warmup import first_steady_step
 from xlaprof.parse.units import format_seconds
 
 if TYPE_CHECKING:
@@ -42,6 +43,14 @@ class _Context:
     @property
     def warmup_steps(self) -> int:
         return self.budgets.warmup_steps
+
+    @property
+    def first_steady(self) -> int:
+        """The first step number after warm-up: the first ``warmup_steps`` checked steps by
+        position are warm-up (``model.warmup``), as in the analysis."""
+        steps = self.checked.steps
+        compiles = [float(s.compiles) for s in steps]  # 0: compiled nothing
+        return first_steady_step([s.step for s in steps], self.warmup_steps, compiles)
 
     def findings(self, *kinds: Kind) -> list[Finding]:
         return [f for f in self.result.findings if f.kind in kinds]
@@ -167,7 +176,7 @@ _NEEDS_STEPS = "needs per-step rows: profile the script with `xlaprof run` or xl
 
 
 def _after_warmup(ctx: _Context) -> list[StepCount]:
-    return [s for s in ctx.checked.steps if s.step >= ctx.warmup_steps]
+    return [s for s in ctx.checked.steps if s.step >= ctx.first_steady]
 
 
 def _no_steady_steps(ctx: _Context, later: list[StepCount]) -> str | None:
@@ -175,7 +184,7 @@ def _no_steady_steps(ctx: _Context, later: list[StepCount]) -> str | None:
     if not ctx.checked.steps:
         return _NEEDS_STEPS
     if not later:
-        return f"no step after warm-up (steps ≥ {ctx.warmup_steps}) was recorded"
+        return f"no step after warm-up (steps ≥ {ctx.first_steady}) was recorded"
     return None
 
 
@@ -192,7 +201,7 @@ def _recompilations(ctx: _Context, limit: int) -> list[Outcome]:
         return [_verdict(budget, None, limit, "", unmeasured)]
     compiling = [s for s in later if s.compiles]
     value = sum(s.compiles for s in compiling)
-    measured = f"compilations after warm-up (steps ≥ {ctx.warmup_steps}, {len(later)} steps)"
+    measured = f"compilations after warm-up (steps ≥ {ctx.first_steady}, {len(later)} steps)"
     if compiling:
         measured += f", at steps {_steps_text([s.step for s in compiling])}"
     evidence = {

@@ -89,7 +89,7 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: float | None)
     "--warmup-steps",
     type=click.IntRange(min=0),
     metavar="N",
-    help="Steps whose compilations are warm-up (default 2).",
+    help="How many steps are warm-up: the first N the run holds (default 2).",
 )
 @click.option(
     "--allow-unmeasured",

@@ -65,7 +65,8 @@ def _options() -> dict[str, Callable[[Any], Any]]:
             default=2,
             show_default=True,
             type=click.IntRange(min=0),
-            help="Steps whose compilations count as warm-up (run directories).",
+            help="How many steps are warm-up: the first N the input holds, whatever their numbers "
+            "(a capture of steps 100-109 warms up in 100 and 101).",
         ),
         click.option(
             "--source-root",

@@ -100,7 +100,10 @@ SessionArg = Annotated[
     Field(description="For a logdir of several profiling sessions: which (default: latest)."),
 ]
 WarmupArg = Annotated[
-    int, Field(ge=0, description="Steps whose compilations count as warm-up (run directories).")
+    int,
+    Field(
+        ge=0, description="How many steps are warm-up: the first N the input holds, by position."
+    ),
 ]
 OffsetArg = Annotated[int, Field(ge=0, description="First row to return (paging).")]
 LimitArg = Annotated[int, Field(ge=1, le=MAX_ROWS, description="Rows to return at most.")]
@@ -489,7 +492,8 @@ class Tools:
             float | None, Field(ge=0, description="Total compile time, seconds.")
         ] = None,
         warmup_steps: Annotated[
-            int | None, Field(ge=0, description="Steps whose compilations are warm-up.")
+            int | None,
+            Field(ge=0, description="How many steps are warm-up: the first N the run holds."),
         ] = None,
         allow_unmeasured: Annotated[
             bool, Field(description="Skip a budget the run did not measure instead of failing.")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.sources import SourceFiles
+from xlaprof.model.warmup import first_steady_of, first_steady_step
 from xlaprof.parse.debug_log import DebugLog
 from xlaprof.parse.dynamo_log import DynamoRecord, parse_dynamo_records
 from xlaprof.parse.metrics_report import HOST_SYNC_OP, MetricsReport
@@ -96,6 +97,17 @@ class AnalysisInput:
             self._device = attribute(self.steps, self.execution_rows)
             self._device_made = True
         return self._device
+
+    def first_steady_step(self) -> int:
+        """The first step number after warm-up (``model.warmup``: the first ``warmup_steps``
+        steps by position): over a run's recorded steps, else a capture's host steps, so a
+        capture of steps 100 to 109 whose step 100 compiled has 100 and 101 as its warm-up."""
+        if self.steps:
+            compiles = [float(row.compiles) for row in self.steps]  # 0: compiled nothing
+            return first_steady_step([row.step for row in self.steps], self.warmup_steps, compiles)
+        if self.host_activity is not None:
+            return first_steady_of(self.host_activity.steps, self.warmup_steps, "compile_ms")
+        return first_steady_step((), self.warmup_steps)
 
     def step_times(self) -> list[float | None]:
         """Each step row's time in the run (the step model's: until its host and device work

@@ -12,6 +12,7 @@ from xlaprof import escape
 from xlaprof.findings import Coverage, Finding, KindCoverage, Severity
 from xlaprof.model.parts import SourceInfo
 from xlaprof.model.result import UNATTRIBUTED, AnalysisResult, PartResult, RunComparison, StepStory
+from xlaprof.model.warmup import first_steady_of
 from xlaprof.parse.units import NOT_MEASURED, format_bytes, format_seconds, missing
 from xlaprof.report.base import RenderOptions
 from xlaprof.report.devices import device_words
@@ -646,9 +647,12 @@ def _timeline_rows(result: PartResult, warmup: int) -> tuple[list[tuple[str, lis
     def add(label: str, row: Any, source: str) -> None:
         rows.append((label, [_ms(row[key]) for key, _ in TIMELINE_COLUMNS], source))
 
-    for _, row in timeline[timeline["step"] < warmup].iterrows():
+    # the story's warm-up: the first steps by position (``model.warmup``); a cut timeline keeps
+    # them (``tables.bounded``), so it tells the same steps apart
+    first = first_steady_of(timeline, warmup, "compile_s")
+    for _, row in timeline[timeline["step"] < first].iterrows():
         add(str(row["step"]), row, str(row["source"]))
-    steady = timeline[timeline["step"] >= warmup]
+    steady = timeline[timeline["step"] >= first]
     traced = steady[steady["source"] == "trace"]
     traced_count = len(traced)
     # the median steady step is the story's (the pipeline picked it over every step)
@@ -659,7 +663,7 @@ def _timeline_rows(result: PartResult, warmup: int) -> tuple[list[tuple[str, lis
         found = timeline[timeline["step"] == story.median_step]
         median = found.iloc[0] if len(found) else None
         if result.rows_kept.get("timeline") is not None:  # over every step, as it counted
-            traced_count = sum(1 for step in story.traced_steps if step >= warmup)
+            traced_count = sum(1 for step in story.traced_steps if step >= first)
     if steady_steps and median is not None:
         add(f"{int(median['step'])} (median)", median, f"of {steady_steps} steady")
     for _, row in traced.head(_MAX_TRACED_ROWS).iterrows():

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.result import KeptRows
+from xlaprof.model.warmup import first_steady_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,10 +80,11 @@ def thin_timeline(
     steps = timeline["step"].to_numpy()
     keep = np.zeros(total, dtype=bool)
     keep[:TIMELINE_FIRST_STEPS] = True
-    keep[np.flatnonzero(steps < warmup_steps)[: MAX_TIMELINE_ROWS // 2]] = True  # the console's
+    first = first_steady_of(timeline, warmup_steps, "compile_s")  # ``model.warmup``
+    keep[np.flatnonzero(steps < first)[: MAX_TIMELINE_ROWS // 2]] = True  # the console's
     if median_step is not None:
         keep |= steps == median_step
-    traced = np.flatnonzero((steps >= warmup_steps) & (timeline["source"] == "trace").to_numpy())
+    traced = np.flatnonzero((steps >= first) & (timeline["source"] == "trace").to_numpy())
     keep[traced[:TIMELINE_TRACED_SHOWN]] = True
     rest = np.flatnonzero(~keep)
     buckets = (MAX_TIMELINE_ROWS - int(keep.sum())) // 2

@@ -35,10 +35,11 @@ METRICS = (
 def run_summary(data: AnalysisInput) -> dict[str, Any]:
     """The comparison figures of one run (None where the run lacks the data)."""
     steps = data.steps
+    first = data.first_steady_step()
     steady_rows = [
         (s, time)
         for s, time in zip(steps, data.step_times(), strict=True)
-        if s.step >= data.warmup_steps and s.compiles == 0
+        if s.step >= first and s.compiles == 0
     ]
     steady = [s for s, _ in steady_rows]
     # each step's time in the run (the step model's), not when its sync returned

@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from xlaprof.model.warmup import first_steady_of
 from xlaprof.parse.events import COMPILE_EVENTS, STEP_MARKER
 
 if TYPE_CHECKING:
@@ -512,10 +513,15 @@ def host_view(activity: HostActivity, timeline: pd.DataFrame | None, warmup_step
 
     steps = activity.steps
     median: int | None = None
+    # warm-up as the story counts it: the first steps by position (``model.warmup``)
     if timeline is None or timeline.empty:
-        steady = steps[steps["step"] >= warmup_steps]["step"]
+        first = first_steady_of(steps, warmup_steps, "compile_ms")
     else:
-        chosen = timeline[timeline["step"] >= warmup_steps]
+        first = first_steady_of(timeline, warmup_steps, "compile_s")
+    if timeline is None or timeline.empty:
+        steady = steps[steps["step"] >= first]["step"]
+    else:
+        chosen = timeline[timeline["step"] >= first]
         if "steady" in chosen:
             chosen = chosen[chosen["steady"].astype(bool)]
         row, count = steady_median(timeline, warmup_steps)
@@ -537,7 +543,7 @@ def host_view(activity: HostActivity, timeline: pd.DataFrame | None, warmup_step
         source=activity.source,
         device_planes=activity.device_planes,
         measured=[c for c in SPLIT_COLUMNS if steps[c].notna().any()],
-        warmup_steps=[int(s) for s in steps[steps["step"] < warmup_steps]["step"]],
+        warmup_steps=[int(s) for s in steps[steps["step"] < first]["step"]],
         steady_steps=steady_steps,
         median_step=median,
         hottest=hottest,

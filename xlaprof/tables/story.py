@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlaprof.findings import Cost, Finding, Kind
 from xlaprof.model.result import UNATTRIBUTED, StepStory
+from xlaprof.model.warmup import first_steady_of
 from xlaprof.parse.units import as_float, format_seconds
 from xlaprof.tables.timeline import steady_median
 
@@ -105,7 +106,8 @@ def with_bounds(
     # a list with None where not measured, so the column's type is inferred as before
     frame["bound_share"] = [None if share != share else share for share in shares.tolist()]
     compiled = frame["compile_s"].fillna(0.0) > 0
-    frame["steady"] = (frame["step"] >= warmup_steps) & ~compiled
+    first = first_steady_of(frame, warmup_steps, "compile_s")
+    frame["steady"] = (frame["step"] >= first) & ~compiled
     return frame
 
 
@@ -254,8 +256,9 @@ def step_story(
         return None
     timed = timeline["wall_s"].notna()
     steady = timeline[timeline["steady"] & timed]
-    warmup = timeline[timeline["step"] < warmup_steps]
-    later = timeline[(timeline["step"] >= warmup_steps) & (timeline["compile_s"].fillna(0) > 0)]
+    first = first_steady_of(timeline, warmup_steps, "compile_s")
+    warmup = timeline[timeline["step"] < first]
+    later = timeline[(timeline["step"] >= first) & (timeline["compile_s"].fillna(0) > 0)]
     traced = timeline[timeline["source"] == "trace"]
     story = StepStory(
         steps=len(timeline),

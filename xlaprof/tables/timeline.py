@@ -52,6 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from xlaprof.model.warmup import first_steady_of
 from xlaprof.parse.events import MODULES_LINE
 from xlaprof.rundir.executions import RunDevice, StepDevice
 from xlaprof.rundir.schema import StepRow
@@ -807,9 +808,11 @@ def _measured_by_the_run(row: TimelineRow, recorded: TimelineRow) -> None:
 def steady_median(timeline: pd.DataFrame, warmup_steps: int) -> tuple[pd.Series, int]:
     """The steady step of median wall time (its row: its parts add up to its wall time, where
     medians taken column by column would not) and how many steady steps there are: after
-    warm-up (``step >= warmup_steps``) and, where the step model marked them (``steady``),
-    compiling nothing. The console's median row, the story and ``xlaprof mcp`` show this step."""
-    steady = timeline[timeline["step"] >= warmup_steps]
+    warm-up (the first ``warmup_steps`` steps by position, ``model.warmup``) and, where the
+    step model marked them (``steady``), compiling nothing. The console's median row, the
+    story and ``xlaprof mcp`` show this step."""
+    first = first_steady_of(timeline, warmup_steps, "compile_s")
+    steady = timeline[timeline["step"] >= first]
     if "steady" in steady:
         steady = steady[steady["steady"].astype(bool)]
     steady = steady[steady["wall_s"].notna()]

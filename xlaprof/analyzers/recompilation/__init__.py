@@ -44,7 +44,7 @@ def price(findings: list[Finding], costs: StepCosts) -> None:
     finding's steps' compile time was measured."""
     from collections import Counter
 
-    warmup = costs.warmup_steps
+    warmup = costs.first_steady
     steps_of = [
         sorted({int(s) for s in f.evidence.get("compile_steps") or [] if int(s) >= warmup})
         for f in findings
@@ -108,8 +108,9 @@ def analyze(data: AnalysisInput) -> list[Finding]:
 
 
 def _from_steps(data: AnalysisInput) -> list[Finding]:
-    late = [s for s in data.steps if s.step >= data.warmup_steps and s.compiles > 0]
-    if len(late) < 1 or not any(s.compiles for s in data.steps if s.step < data.warmup_steps):
+    first = data.first_steady_step()
+    late = [s for s in data.steps if s.step >= first and s.compiles > 0]
+    if len(late) < 1 or not any(s.compiles for s in data.steps if s.step < first):
         return []
     return [
         Finding(

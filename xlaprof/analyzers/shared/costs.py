@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from xlaprof.model.warmup import first_steady_of, first_steady_step
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -17,15 +19,16 @@ if TYPE_CHECKING:
 class StepCosts:
     """The figures a cost is measured from: each recorded step's row, by step; the step
     model's compile seconds per step (the run's CompileTime; in a traced step, its compile
-    spans: the story's "compiled again" line); the warm-up steps; the steps after them."""
+    spans: the story's "compiled again" line); the first step number after warm-up (the first
+    ``warmup_steps`` steps by position, ``model.warmup``); the steps after warm-up."""
 
     rows: dict[int, StepRow]
     compile_s: dict[int, float]
-    warmup_steps: int
+    first_steady: int
 
     @property
     def after_warmup(self) -> list[int]:
-        return [step for step in self.rows if step >= self.warmup_steps]
+        return [step for step in self.rows if step >= self.first_steady]
 
     @classmethod
     def of(cls, rows: list[StepRow], timeline: pd.DataFrame | None, warmup: int) -> StepCosts:
@@ -36,4 +39,10 @@ class StepCosts:
                 for s, c in zip(timeline["step"], timeline["compile_s"], strict=True)
                 if c == c  # NaN: not measured
             }
-        return cls({row.step: row for row in rows}, compile_s, warmup)
+        # the steps the input holds: the timeline's (a run's steps, or a capture's), else the rows
+        if timeline is None:
+            compiles = [float(row.compiles) for row in rows]  # 0: compiled nothing
+            first = first_steady_step([row.step for row in rows], warmup, compiles)
+        else:
+            first = first_steady_of(timeline, warmup, "compile_s")
+        return cls({row.step: row for row in rows}, compile_s, first)

@@ -25,11 +25,12 @@ def host_unmeasured(data: AnalysisInput) -> str | None:
 
 
 def after_warmup(data: AnalysisInput) -> pd.DataFrame:
-    """The host steps numbered ``warmup_steps`` or later, as the step model counts warm-up
-    (``tables.timeline.steady_median``: a live capture that begins at step 48 has none)."""
+    """The host steps after warm-up, as the step model counts warm-up (the first
+    ``warmup_steps`` steps by position, ``model.warmup``: a live capture of steps 48 to 147
+    has 48 and 49 as its warm-up)."""
     assert data.host_activity is not None
     steps = data.host_activity.steps
-    return steps[steps["step"] >= data.warmup_steps]
+    return steps[steps["step"] >= data.first_steady_step()]
 
 
 def steady(data: AnalysisInput) -> pd.DataFrame:

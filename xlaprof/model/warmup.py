@@ -1,0 +1,59 @@
+"""Which steps are warm-up: the one rule every table, the story and the analyzers share.
+
+Warm-up is the first ``warmup_steps`` steps by position, in step order, among the steps an
+input holds, whatever their numbers: a run directory's steps are numbered from 0, so its
+warm-up is steps 0 to ``warmup_steps - 1``; a capture of a job's steps 100 to 109 whose step 100
+compiled has steps 100 and 101 as its warm-up. One exception, from what the input measured: a
+capture whose first step is not numbered 0 and compiled nothing (its compile time measured, 0)
+began after the job's warm-up, in steady state, and has no warm-up step. Where compile time is
+not measured (a capture without the runtime's compile events), the first steps by position are
+warm-up. A first captured step that compiled cannot be told from a job's start: it is warm-up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def first_steady_step(
+    steps: Iterable[int], warmup_steps: int, compile_s: Iterable[float | None] | None = None
+) -> int:
+    """The first step number after warm-up among ``steps`` (the step numbers an input holds,
+    in any order): a step numbered below it is warm-up, one at or above it is after warm-up.
+    ``compile_s``: each step's compile seconds, in the order of ``steps`` (None or NaN: not
+    measured). See the module docstring for the rule. With no more steps than
+    ``warmup_steps``, every step is warm-up (one past the last); with no steps, steps are taken
+    as numbered from 0 (``warmup_steps`` itself)."""
+    numbers = [int(step) for step in steps]
+    held = sorted(set(numbers))
+    if not held:
+        return warmup_steps
+    if warmup_steps <= 0 or _began_steady(numbers, held[0], compile_s):
+        return held[0]
+    if len(held) <= warmup_steps:
+        return held[-1] + 1
+    return held[warmup_steps]
+
+
+def first_steady_of(frame: pd.DataFrame, warmup_steps: int, compile_column: str) -> int:
+    """``first_steady_step`` of a table with a ``step`` column and each step's compile time in
+    ``compile_column`` (a step timeline's ``compile_s``, a host table's ``compile_ms``)."""
+    compiles = frame.get(compile_column)
+    return first_steady_step(
+        frame["step"], warmup_steps, None if compiles is None else compiles.tolist()
+    )
+
+
+def _began_steady(numbers: list[int], first: int, compile_s: Iterable[float | None] | None) -> bool:
+    """Whether the input's first step is numbered above 0 and measured no compiling."""
+    if first == 0 or compile_s is None:
+        return False
+    for step, seconds in zip(numbers, compile_s, strict=True):
+        if step == first:
+            return seconds is not None and not math.isnan(seconds) and seconds == 0
+    return False
