@@ -1,14 +1,17 @@
-"""Warm-up is the first ``warmup_steps`` steps by position, whatever their numbers.
+"""Warm-up is the first ``warmup_steps`` steps by position, whatever their numbers; in a capture
+numbered from elsewhere that measured its compiles, its leading steps that compiled.
 
 Inputs are real captures whose steps are not numbered from 0: the JAX-on-CPU capture of a job's
 steps 100 to 109 (sample_traces/jax_cpu: the script's own record, ``capture_jax_cpu.json``, says
 which steps it annotated, which one compiled first and which compiled again) and TorchTPU's live
 capture of ``step_48`` to ``step_147`` ranges (``../shared/traces/torchtpu``, decoded here with
 ``tests/decode.py``). Expected values come from those records and decodes, not from xlaprof.
-A capture that began after its job warmed up (a run's trace window of steps 4 and 5, whose
-``steps.jsonl`` says they compiled nothing) has no warm-up step. Every table (the story, the
-step timeline, the steady step, the host table, a cut timeline), the findings and the console,
-JSON and HTML reports must name the same warm-up steps.
+The JAX capture's first step compiled the training step and the next reused it (the record's
+``compiled_shapes``: one compile of the first shape, one of the reshaped batch): its first step
+alone is warm-up. A capture that began after its job warmed up (a run's trace window of steps
+4 and 5, whose ``steps.jsonl`` says they compiled nothing) has no warm-up step. Every table
+(the story, the step timeline, the steady step, the host table, a cut timeline), the findings
+and the console, JSON and HTML reports must name the same warm-up steps.
 """
 
 from __future__ import annotations
@@ -35,6 +38,15 @@ LIVE = TRACES / "torchtpu" / "live_capture_step_n.xplane.pb"
 @pytest.fixture(scope="module")
 def jax_record() -> dict[str, Any]:
     return json.loads(jax_cpu_sample("capture_jax_cpu.json").read_text())
+
+
+def _jax_warm(record: dict[str, Any]) -> list[int]:
+    """The capture's warm-up, from the script's own record: its first step compiled (the
+    jitted step's first call) and the steps after it reused that graph until the reshaped one
+    (one compile per shape in ``compiled_shapes``), so the leading compiling steps are one."""
+    annotated = record["steps_annotated"]
+    assert len(record["compiled_shapes"]) == 2 and record["reshape_step"] != annotated[1]
+    return annotated[:1]
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +94,12 @@ def test_a_jax_capture_numbered_from_100_warms_up_in_its_first_steps(jax_record,
     # reshaped step compiled again (the script's own record)
     annotated = jax_record["steps_annotated"]
     assert annotated[0] != 0
-    warm, reshaped = annotated[:WARMUP], jax_record["reshape_step"]
-    expected = [s for s in annotated[WARMUP:] if s != reshaped]
+    warm, reshaped = _jax_warm(jax_record), jax_record["reshape_step"]
+    expected = [s for s in annotated[len(warm) :] if s != reshaped]
     part = _part(jax_result)
     story = part.story
     assert story is not None and part.steady is not None
-    # THEN the story counts the first two steps as warm-up, with the first step's compile in it
+    # THEN the story counts the first step as warm-up, with its compile in it
     assert story.warmup_steps == len(warm)
     assert story.warmup_compile_s and story.warmup_compile_s > 0
     # and only the reshaped step compiled again after warm-up, not the first step
@@ -104,10 +116,10 @@ def test_a_jax_capture_numbered_from_100_shows_the_same_warm_up_in_every_report(
     jax_record, jax_result
 ):
     annotated = jax_record["steps_annotated"]
-    warm, reshaped = annotated[:WARMUP], jax_record["reshape_step"]
-    steady = len([s for s in annotated[WARMUP:] if s != reshaped])
+    warm, reshaped = _jax_warm(jax_record), jax_record["reshape_step"]
+    steady = len([s for s in annotated[len(warm) :] if s != reshaped])
     text = _render(jax_result, "console")
-    # THEN the console's story: two warm-up steps, the reshaped step alone compiled again
+    # THEN the console's story: one warm-up step, the reshaped step alone compiled again
     assert f"{len(annotated)} steps: {len(warm)} warm-up step(s)" in text
     assert f"{steady} steady" in text
     assert re.search(rf"Compiled again after warm-up in step\(s\) {reshaped} \(", text)
@@ -145,8 +157,9 @@ def test_a_cut_timeline_keeps_the_first_steps_by_position_as_warm_up(
     kept, told = bounded.thin_timeline(timeline, WARMUP, None)
     assert told is not None
     steps = [int(s) for s in kept["step"]]
-    # THEN it keeps the warm-up steps (the first two) and the first traced step after them
-    assert steps[: WARMUP + 1] == annotated[: WARMUP + 1]
+    # THEN it keeps the warm-up step (the first) and the first traced step after it
+    warm = _jax_warm(jax_record)
+    assert steps[: len(warm) + 1] == annotated[: len(warm) + 1]
 
 
 def test_a_live_torchtpu_capture_from_step_48_warms_up_in_its_first_steps(live_steps, live_result):

@@ -2,11 +2,13 @@
 
 Warm-up is the first ``warmup_steps`` steps by position, in step order, among the steps an
 input holds, whatever their numbers: a run directory's steps are numbered from 0, so its
-warm-up is steps 0 to ``warmup_steps - 1``; a capture of a job's steps 100 to 109 whose step 100
-compiled has steps 100 and 101 as its warm-up. One exception, from what the input measured: a
-capture whose first step is not numbered 0 and compiled nothing (its compile time measured, 0)
-began after the job's warm-up, in steady state, and has no warm-up step. Where compile time is
-not measured (a capture without the runtime's compile events), the first steps by position are
+warm-up is steps 0 to ``warmup_steps - 1``. A capture whose steps are numbered from elsewhere
+(a job's steps 100 to 109, a live capture from step 48) may have begun anywhere in its job:
+where it measured each step's compile time, its warm-up is its leading steps that compiled, at
+most ``warmup_steps`` of them, and it ends at the first step that compiled nothing (JAX's step
+100 compiled the training step and step 101 reused it: step 100 alone is warm-up; a window that
+began in steady state, its first step compiling nothing, has none). Where compile time is not
+measured (a capture without the runtime's compile events), the first steps by position are
 warm-up. A first captured step that compiled cannot be told from a job's start: it is warm-up.
 """
 
@@ -33,8 +35,12 @@ def first_steady_step(
     held = sorted(set(numbers))
     if not held:
         return warmup_steps
-    if warmup_steps <= 0 or _began_steady(numbers, held[0], compile_s):
+    if warmup_steps <= 0:
         return held[0]
+    compiled = {} if held[0] == 0 else _compiled(numbers, compile_s)
+    for step in held[:warmup_steps]:
+        if compiled.get(step) is False:  # measured, and it compiled nothing: steady from here
+            return step
     if len(held) <= warmup_steps:
         return held[-1] + 1
     return held[warmup_steps]
@@ -49,11 +55,14 @@ def first_steady_of(frame: pd.DataFrame, warmup_steps: int, compile_column: str)
     )
 
 
-def _began_steady(numbers: list[int], first: int, compile_s: Iterable[float | None] | None) -> bool:
-    """Whether the input's first step is numbered above 0 and measured no compiling."""
-    if first == 0 or compile_s is None:
-        return False
+def _compiled(numbers: list[int], compile_s: Iterable[float | None] | None) -> dict[int, bool]:
+    """Per step whose compile time was measured, whether it compiled (a step listed twice:
+    whether either did)."""
+    if compile_s is None:
+        return {}
+    found: dict[int, bool] = {}
     for step, seconds in zip(numbers, compile_s, strict=True):
-        if step == first:
-            return seconds is not None and not math.isnan(seconds) and seconds == 0
-    return False
+        if seconds is None or math.isnan(seconds):
+            continue
+        found[step] = found.get(step, False) or seconds > 0
+    return found
