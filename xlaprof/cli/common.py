@@ -66,7 +66,8 @@ def _options() -> dict[str, Callable[[Any], Any]]:
             show_default=True,
             type=click.IntRange(min=0),
             help="How many steps are warm-up: the first N the input holds, whatever their numbers "
-            "(a capture of steps 100-109 warms up in 100 and 101).",
+            "(of a capture numbered from elsewhere that measured its compiles, its leading "
+            "steps that compiled, at most N).",
         ),
         click.option(
             "--source-root",

@@ -101,7 +101,7 @@ class AnalysisInput:
     def first_steady_step(self) -> int:
         """The first step number after warm-up (``model.warmup``: the first ``warmup_steps``
         steps by position): over a run's recorded steps, else a capture's host steps, so a
-        capture of steps 100 to 109 whose step 100 compiled has 100 and 101 as its warm-up."""
+        capture of steps 100 to 109 whose step 100 alone compiled has step 100 as its warm-up."""
         if self.steps:
             compiles = [float(row.compiles) for row in self.steps]  # 0: compiled nothing
             return first_steady_step([row.step for row in self.steps], self.warmup_steps, compiles)
