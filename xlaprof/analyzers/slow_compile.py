@@ -12,6 +12,7 @@ compiled once a process) or ``scan_layers`` (the repeated block is no layer stac
 from __future__ import annotations
 
 from xlaprof.analyzers import unrolled_loop
+from xlaprof.analyzers.shared.capture_compiles import NO_DATA, capture_compile_spans, spans_note
 from xlaprof.analyzers.shared.sourcecode import bench_factory
 from xlaprof.findings import Finding, Kind, Severity, bench_command
 from xlaprof.model.input import COMPILE_METRICS, EXECUTE_METRICS, AnalysisInput
@@ -61,10 +62,17 @@ DYNAMO_SUGGESTION = (
 
 
 def unmeasured(data: AnalysisInput) -> str | None:
-    """Why this analyzer could not have looked at ``data`` (no compilation data), or None."""
+    """Why this analyzer could not have looked at ``data`` (no compile records; a capture's
+    compile spans are not read here: the step timeline's compile column shows them), or None."""
     if data.compiles() is not None or data.debug.compilations() or _dynamo_seconds(data):
         return None
-    return "no compilation data in the input"
+    spans = capture_compile_spans(data)
+    if spans:
+        return (
+            "needs compile records (CompileTime metrics, a debug log, a run's steps or "
+            f"torch.compile's), not {spans_note(spans)}"
+        )
+    return NO_DATA
 
 
 def _dynamo_seconds(data: AnalysisInput) -> list[float]:

@@ -101,6 +101,27 @@ _PJRT_COMPILE = ("PJRT_Client_Compile", "backend_compile_and_load", "backend_com
 _PJRT_EXECUTE = ("PJRT_LoadedExecutable_Execute",)
 
 
+def compile_spans(events: pd.DataFrame) -> int:
+    """How many compiles the host's compile spans in ``events`` time: the spans the timeline's
+    ``compile_s`` is read from (torch_xla's ``XLAGraphExecutor::Compile``, the PJRT C API's and
+    JAX's compile calls), on any line and in or out of a step, a span inside another of its
+    line (JAX's around PJRT's) not counted again; 0 where no events are held (a pod's stay in
+    its hosts' caches)."""
+    if events.empty:
+        return 0
+    names = events["name"]
+    found = cols.contains(names, "|".join(_COMPILE)) | cols.member(names, _PJRT_COMPILE)
+    spans = events[found & cols.equals(events["plane_kind"], "host")]
+    count = 0
+    for _, line in spans.groupby(spans["line"].astype(str), sort=False):
+        reach = None
+        for start, end in sorted(zip(line["start_ns"], line["end_ns"], strict=True)):
+            if reach is None or start >= reach:
+                count += 1
+            reach = end if reach is None else max(reach, end)
+    return count
+
+
 def _covered_ns(frame: pd.DataFrame) -> int:
     """The length of the union of ``frame``'s event intervals."""
     return Coverage.of(frame["start_ns"].to_numpy(), frame["end_ns"].to_numpy()).total

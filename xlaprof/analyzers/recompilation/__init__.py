@@ -18,6 +18,7 @@ from xlaprof.analyzers.recompilation.dynamo import from_dynamo
 from xlaprof.analyzers.recompilation.ranks import from_ranks
 from xlaprof.analyzers.recompilation.sites import WARMUP_GRAPHS_PER_SITE, from_events
 from xlaprof.analyzers.recompilation.torchtpu import from_torchtpu
+from xlaprof.analyzers.shared.capture_compiles import NO_DATA, capture_compile_spans, spans_note
 from xlaprof.analyzers.shared.costs import StepCosts
 from xlaprof.findings import Cost, Finding, Kind, Severity
 from xlaprof.model.input import COMPILE_METRICS, AnalysisInput
@@ -71,10 +72,17 @@ def price(findings: list[Finding], costs: StepCosts) -> None:
 
 
 def unmeasured(data: AnalysisInput) -> str | None:
-    """Why this analyzer could not have looked at ``data`` (no compilation data), or None."""
+    """Why this analyzer could not have looked at ``data`` (no compilation data; a capture's
+    compile spans name no graph to compare), or None."""
     if data.compiles() is not None or data.debug.compilations() or data.dynamo:
         return None
-    return "no compilation data in the input"
+    spans = capture_compile_spans(data)
+    if spans:
+        return (
+            f"{spans_note(spans)} name no graph to compare (compile_in_step judges a "
+            "capture's compiles after warm-up)"
+        )
+    return NO_DATA
 
 
 def analyze(data: AnalysisInput) -> list[Finding]:
