@@ -101,3 +101,28 @@ def test_timeline_busy_is_the_device_models_and_never_above_wall(jax_cpu_trace: 
     for step in range(100, 110):
         assert timeline.loc[step, "device_busy_s"] == pytest.approx(busy[step])
         assert timeline.loc[step, "device_busy_s"] <= timeline.loc[step, "wall_s"]
+
+
+def test_a_capture_without_a_stepping_line_has_its_compiles_not_measured_not_zero() -> None:
+    from decode import decode_xspace
+    from helpers import TPU, shared_trace
+
+    # GIVEN the real TPU capture: its host plane holds the PJRT client's compile spans, but
+    # no step marks (its steps are the device's module runs), so no host line is the stepping
+    # thread's (decoded without xlaprof)
+    path = shared_trace(TPU)
+    decoded = decode_xspace(path)
+    host = [e for e in decoded.events if e.plane.startswith("/host")]
+    compiles = [e for e in host if e.name == "backend_compile"]
+    assert compiles and sum(e.end_ns - e.start_ns for e in compiles) > 1e9
+    assert not any(e.name.startswith("StepMarker") or "ProfilerStep" in e.name for e in host)
+    # WHEN it is analyzed (its steps from the device's windows)
+    from xlaprof.model.request import AnalysisRequest
+    from xlaprof.pipeline import analyze
+
+    (part,) = analyze(AnalysisRequest((path,))).parts
+    timeline = part.timeline
+    assert timeline is not None and len(timeline) > 100
+    # THEN no step's compile is measured: the spans lie on no stepping line to read them on,
+    # and "0.0 s" would say every step compiled nothing
+    assert timeline["compile_s"].isna().all(), timeline["compile_s"].dropna().head()

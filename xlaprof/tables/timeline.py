@@ -601,9 +601,12 @@ def _host_parts(
         # No lazy-tensor runtime here (JAX, PyTorch eager): its parts were not measured,
         # and the host's time is not lazy tracing. A PJRT client that records its calls
         # records its compiles: a step without one compiled nothing (0.0); a capture without
-        # PJRT calls (PyTorch eager) did not measure compiles.
+        # PJRT calls (PyTorch eager) did not measure compiles, nor one without a stepping line
+        # to read them on (steps from the device's windows alone: the TPU capture's four
+        # backend_compile spans, 1.53 s, read as 0.0 in every step).
         parts = dict.fromkeys(parts)
-        if cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any():
+        pjrt = cols.member(host_events["name"], _PJRT_COMPILE + _PJRT_EXECUTE).any()
+        if main_line is not None and pjrt:
             compiles = main & pairs.mask(cols.contains(names, "|".join(_PJRT_COMPILE)))
             parts["compile_s"] = pairs.covered(compiles) / 1e9
     return parts, before
