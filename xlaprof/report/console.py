@@ -24,6 +24,7 @@ _HEADLINE_EVIDENCE = (
     ("what_changed", "what changed"),
     ("layer_stack", "layer stack"),
     ("loop", "loop"),
+    ("source_line", "source line"),
     ("bench_command", "measure the fix"),
     ("bench_commands", "measure the fixes"),
 )

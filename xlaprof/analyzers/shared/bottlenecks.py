@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 # How many lines, steps and spans a finding names.
 TOP = 3
 MAX_STEPS_LISTED = 8
+# A finding names a user line only where it holds at least this share of the device time the
+# finding is about (its class's categories): a line with less does not explain the time, and
+# naming it would point at the wrong code. The same tenth XProf's async-wait rule uses.
+LINE_MIN_SHARE = 0.10
 # Device op categories whose time belongs to each class (for the lines a finding names).
 CLASS_CATEGORIES = {
     "collective": {"collective"},
@@ -157,12 +161,24 @@ def top_lines(data: AnalysisInput, klass: str | None) -> dict[str, float]:
 
 
 def line_location(lines: dict[str, float]) -> Location | None:
-    """The first of ``top_lines`` as a ``Location``."""
-    for where in lines:
+    """The first of ``top_lines`` that holds ``LINE_MIN_SHARE`` of the time, as a ``Location``;
+    None where no line does."""
+    for where, share in lines.items():
         file, _, line = where.rpartition(":")
-        if line.isdigit():
+        if line.isdigit() and share >= LINE_MIN_SHARE:
             return Location(file, int(line))
     return None
+
+
+def no_line_reason(lines: dict[str, float], what: str) -> str:
+    """Why a finding about ``what`` ("the waits") names no line, from its ``top_lines``."""
+    if not lines:
+        return f"none: {what} have no user source line in the capture"
+    where, share = next(iter(lines.items()))
+    return (
+        f"none: no user line holds {LINE_MIN_SHARE:.0%} of {what}' device time (the most: "
+        f"{where.rpartition('/')[2]}, {share:.1%})"
+    )
 
 
 def host_spans(data: AnalysisInput, pattern: Any, hosts: set[str]) -> dict[str, float]:
