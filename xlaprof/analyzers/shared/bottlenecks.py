@@ -27,10 +27,12 @@ MAX_STEPS_LISTED = 8
 # finding is about (its class's categories): a line with less does not explain the time, and
 # naming it would point at the wrong code. The same tenth XProf's async-wait rule uses.
 LINE_MIN_SHARE = 0.10
-# Device op categories whose time belongs to each class (for the lines a finding names).
+# Device op categories whose time belongs to each class (for the lines a finding names). An
+# async wait is a host-offload transfer or a copy's done (``copy-done``); "other" is the
+# catch-all of ops with no category of their own (a broadcast), not a wait.
 CLASS_CATEGORIES = {
     "collective": {"collective"},
-    "async_wait": {"host_offload", "copy", "other"},
+    "async_wait": {"host_offload", "copy"},
     "input_transfer": {"host_transfer"},
     "compute": {"matmul_conv", "fusion", "copy", "other"},
     "memory_bound": {"matmul_conv", "fusion", "copy", "other"},
