@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
-from helpers import SAMPLES, cli, jax_cpu_sample
+from decode import decode_kineto
+from helpers import HTA, MI210, SAMPLES, cli, jax_cpu_sample, shared_trace
 
 
 # -- output at any width ---------------------------------------------------------------------------
@@ -53,3 +55,24 @@ def test_output_to_a_file_or_pipe_is_not_wrapped(monkeypatch: pytest.MonkeyPatch
     assert f"   fix: {finding.suggestion}" in lines
     assert any(line.startswith("Worth most:") and str(finding.location) in line for line in lines)
     assert max(map(len, lines)) > 80
+
+
+# The Kineto categories of device work: a capture with none has no device tables.
+DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+
+
+@pytest.mark.parametrize("name", [HTA, MI210])
+def test_no_findings_points_to_bottleneck_tables_only_where_shown(
+    name: str, tmp_path: Path
+) -> None:
+    has_device = any(e.get("cat") in DEVICE_CATS for e in decode_kineto(shared_trace(name)))
+    assert has_device == (name == MI210)  # HTA's capture holds no device events
+    done = cli("analyze", str(shared_trace(name)), env={"COLUMNS": "300"})
+    assert done.returncode == 0, done.stderr
+    shown = "Bottleneck by device" in done.stdout
+    assert shown == has_device
+    assert ("bottleneck tables above" in done.stdout) == shown
+    assert "No findings" in done.stdout
+    page = tmp_path / "report.html"
+    assert cli("report", str(shared_trace(name)), "-o", str(page)).returncode == 0
+    assert ("bottleneck tables below" in page.read_text()) == shown

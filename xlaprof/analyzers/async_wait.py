@@ -16,6 +16,7 @@ from xlaprof.analyzers.shared.bottlenecks import (
     class_shares,
     evidence,
     line_location,
+    no_line_reason,
     top_lines,
     trace_unmeasured,
     worst,
@@ -54,6 +55,9 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     lines = top_lines(data, "async_wait")
     if lines:
         proof["top_device_lines"] = lines
+    location = line_location(lines)
+    if location is None:
+        proof["source_line"] = no_line_reason(lines, "the waits")
     severity = Severity.WARNING if top.share >= ASYNC_WAIT_WARNING_SHARE else Severity.INFO
     return [
         Finding(
@@ -64,7 +68,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
                 f"time until transfers land ({top.window})"
             ),
             evidence=proof,
-            location=line_location(lines),
+            location=location,
             suggestion=FIX,
         )
     ]

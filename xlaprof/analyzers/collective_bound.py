@@ -15,6 +15,7 @@ from xlaprof.analyzers.shared.bottlenecks import (
     class_shares,
     evidence,
     line_location,
+    no_line_reason,
     top_lines,
     trace_unmeasured,
     worst,
@@ -53,6 +54,9 @@ def analyze(data: AnalysisInput) -> list[Finding]:
     lines = top_lines(data, "collective")
     if lines:
         proof["top_device_lines"] = lines
+    location = line_location(lines)
+    if location is None:
+        proof["source_line"] = no_line_reason(lines, "the collectives")
     severity = Severity.WARNING if top.share >= COLLECTIVE_BOUND_WARNING_SHARE else Severity.INFO
     return [
         Finding(
@@ -63,7 +67,7 @@ def analyze(data: AnalysisInput) -> list[Finding]:
                 f"collectives ({top.window})"
             ),
             evidence=proof,
-            location=line_location(lines),
+            location=location,
             suggestion=FIX,
         )
     ]

@@ -24,6 +24,7 @@ _HEADLINE_EVIDENCE = (
     ("what_changed", "what changed"),
     ("layer_stack", "layer stack"),
     ("loop", "loop"),
+    ("source_line", "source line"),
     ("bench_command", "measure the fix"),
     ("bench_commands", "measure the fixes"),
 )
@@ -443,6 +444,22 @@ def _counts(console: Console, result: PartResult) -> None:
     console.print()
 
 
+def no_capture_findings(result: PartResult, where: str) -> str:
+    """What a capture with no findings says: the bottleneck tables ``where`` ("above") show
+    where the time went, only where they are shown; else that none could be shown."""
+    from xlaprof.report.devices import shows_bottlenecks
+
+    if result.host_activity is None and shows_bottlenecks(result.devices):
+        return (
+            "No findings: no bottleneck in this capture reaches a finding's threshold "
+            f"(the bottleneck tables {where} show where each step's time went)."
+        )
+    return (
+        "No findings: the capture has no device bottleneck tables to judge a bottleneck from "
+        "(what could not be judged, and why, is listed below)."
+    )
+
+
 def _findings(console: Console, result: PartResult) -> None:
     findings = result.findings
     if not findings and result.host_activity is not None:
@@ -453,11 +470,7 @@ def _findings(console: Console, result: PartResult) -> None:
             style="green",
         )
     elif not findings and result.trace_only:
-        console.print(
-            "No findings: no bottleneck in this capture reaches a finding's threshold "
-            "(the bottleneck tables above show where each step's time went).",
-            style="green",
-        )
+        console.print(no_capture_findings(result, "above"), style="green")
     elif not findings and _failed_compiles(result):
         console.print(
             "No findings of the kinds xlaprof diagnoses; the failed compile above is not one "

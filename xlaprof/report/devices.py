@@ -346,6 +346,15 @@ def _verdict(traced: TracedSteps) -> str:
     )
 
 
+def shows_bottlenecks(view: DeviceView | None) -> bool:
+    """Whether the device section shows a bottleneck table (by device, or per step with a
+    measured row): what a report may point to for where the steps' time went."""
+    if view is None or not view.devices:
+        return False
+    per_step = text_rows("bottlenecks", view.bottlenecks)
+    return bool(view.bottleneck_devices) or any(row["step"] != NOT_MEASURED for row in per_step)
+
+
 def render_console(console: Console, view: DeviceView) -> None:
     """The device section of ``xlaprof analyze``'s terminal output."""
     if not view.devices:

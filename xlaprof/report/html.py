@@ -174,10 +174,9 @@ def page(result: PartResult) -> str:
     )
     findings = result.findings_frame()
     if findings.empty and result.trace_only:
-        body_findings = (
-            '<p class="none">No findings: no bottleneck in this capture reaches a finding\'s '
-            "threshold (the bottleneck tables below show where each step's time went).</p>"
-        )
+        from xlaprof.report.console import no_capture_findings
+
+        body_findings = f'<p class="none">{html_text(no_capture_findings(result, "below"))}</p>'
     elif findings.empty:
         body_findings = '<p class="none">No findings: nothing here looks wrong.</p>'
     else:

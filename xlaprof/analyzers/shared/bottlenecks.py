@@ -23,10 +23,16 @@ if TYPE_CHECKING:
 # How many lines, steps and spans a finding names.
 TOP = 3
 MAX_STEPS_LISTED = 8
-# Device op categories whose time belongs to each class (for the lines a finding names).
+# A finding names a user line only where it holds at least this share of the device time the
+# finding is about (its class's categories): a line with less does not explain the time, and
+# naming it would point at the wrong code. The same tenth XProf's async-wait rule uses.
+LINE_MIN_SHARE = 0.10
+# Device op categories whose time belongs to each class (for the lines a finding names). An
+# async wait is a host-offload transfer or a copy's done (``copy-done``); "other" is the
+# catch-all of ops with no category of their own (a broadcast), not a wait.
 CLASS_CATEGORIES = {
     "collective": {"collective"},
-    "async_wait": {"host_offload", "copy", "other"},
+    "async_wait": {"host_offload", "copy"},
     "input_transfer": {"host_transfer"},
     "compute": {"matmul_conv", "fusion", "copy", "other"},
     "memory_bound": {"matmul_conv", "fusion", "copy", "other"},
@@ -157,12 +163,24 @@ def top_lines(data: AnalysisInput, klass: str | None) -> dict[str, float]:
 
 
 def line_location(lines: dict[str, float]) -> Location | None:
-    """The first of ``top_lines`` as a ``Location``."""
-    for where in lines:
+    """The first of ``top_lines`` that holds ``LINE_MIN_SHARE`` of the time, as a ``Location``;
+    None where no line does."""
+    for where, share in lines.items():
         file, _, line = where.rpartition(":")
-        if line.isdigit():
+        if line.isdigit() and share >= LINE_MIN_SHARE:
             return Location(file, int(line))
     return None
+
+
+def no_line_reason(lines: dict[str, float], what: str) -> str:
+    """Why a finding about ``what`` ("the waits") names no line, from its ``top_lines``."""
+    if not lines:
+        return f"none: {what} have no user source line in the capture"
+    where, share = next(iter(lines.items()))
+    return (
+        f"none: no user line holds {LINE_MIN_SHARE:.0%} of {what}' device time (the most: "
+        f"{where.rpartition('/')[2]}, {share:.1%})"
+    )
 
 
 def host_spans(data: AnalysisInput, pattern: Any, hosts: set[str]) -> dict[str, float]:
