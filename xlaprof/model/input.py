@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from xlaprof.model.sources import SourceFiles
-from xlaprof.model.warmup import first_steady_of, first_steady_step
+from xlaprof.model.warmup import first_steady_of, first_steady_of_rows, first_steady_step
 from xlaprof.parse.debug_log import DebugLog
 from xlaprof.parse.dynamo_log import DynamoRecord, parse_dynamo_records
 from xlaprof.parse.metrics_report import HOST_SYNC_OP, MetricsReport
@@ -103,8 +103,7 @@ class AnalysisInput:
         steps by position): over a run's recorded steps, else a capture's host steps, so a
         capture of steps 100 to 109 whose step 100 alone compiled has step 100 as its warm-up."""
         if self.steps:
-            compiles = [float(row.compiles) for row in self.steps]  # 0: compiled nothing
-            return first_steady_step([row.step for row in self.steps], self.warmup_steps, compiles)
+            return first_steady_of_rows(self.steps, self.warmup_steps)
         if self.host_activity is not None:
             return first_steady_of(self.host_activity.steps, self.warmup_steps, "compile_ms")
         return first_steady_step((), self.warmup_steps)

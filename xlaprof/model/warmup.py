@@ -15,11 +15,13 @@ warm-up. A first captured step that compiled cannot be told from a job's start: 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from xlaprof.rundir.schema import StepRow
 
 
 def first_steady_step(
@@ -44,6 +46,14 @@ def first_steady_step(
     if len(held) <= warmup_steps:
         return held[-1] + 1
     return held[warmup_steps]
+
+
+def first_steady_of_rows(rows: Sequence[StepRow], warmup_steps: int) -> int:
+    """``first_steady_step`` of a run's step rows, each with its count of compiles (0: the
+    step compiled nothing)."""
+    return first_steady_step(
+        [row.step for row in rows], warmup_steps, [float(row.compiles) for row in rows]
+    )
 
 
 def first_steady_of(frame: pd.DataFrame, warmup_steps: int, compile_column: str) -> int:

@@ -588,11 +588,12 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
             padded[3], str(location) if location else None, padded[2], multiple=multiple
         )
     accounting = _accounting(events, late, first_needed, evidence)
+    whose = _of_the_run(data, sites, len(events))
     return Finding(
         kind=Kind.RECOMPILATION,
         severity=severity,
         title=(
-            f"Recompiling: {len(late)} of {len(events)} compilations{_of_the_run(data, sites)} "
+            f"Recompiling: {len(late)} of {len(events)} compilations{whose} "
             f"are recompiles a fix removes ({len(hashes)} different graphs)"
             + (f": {headline}" if headline else "")
             + accounting
@@ -603,12 +604,11 @@ def _group_finding(data: AnalysisInput, sites: list[_Site]) -> Finding:
     )
 
 
-def _of_the_run(data: AnalysisInput, sites: list[_Site]) -> str:
-    """Where the run compiled more graphs than the group's sites (another site's, a read's
-    own graph), the title's words that its count is the sites' (data_dependent_shape's said
-    "3 of 5 compilations" above a counts table of 6)."""
+def _of_the_run(data: AnalysisInput, sites: list[_Site], compiled: int) -> str:
+    """Where the run compiled more graphs than the group's sites did (``compiled``): another
+    site's, a read's own graph; the title's words that its count is the sites'
+    (data_dependent_shape's said "3 of 5 compilations" above a counts table of 6)."""
     total = data.compiles()
-    compiled = sum(len(site.events) for site in sites)
     if total is None or total <= compiled:
         return ""
     where = "at this site" if len(sites) == 1 else f"at these {len(sites)} sites"

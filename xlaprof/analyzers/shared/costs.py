@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xlaprof.model.warmup import first_steady_of, first_steady_step
+from xlaprof.model.warmup import first_steady_of, first_steady_of_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,8 +41,7 @@ class StepCosts:
             }
         # the steps the input holds: the timeline's (a run's steps, or a capture's), else the rows
         if timeline is None:
-            compiles = [float(row.compiles) for row in rows]  # 0: compiled nothing
-            first = first_steady_step([row.step for row in rows], warmup, compiles)
+            first = first_steady_of_rows(rows, warmup)
         else:
             first = first_steady_of(timeline, warmup, "compile_s")
         return cls({row.step: row for row in rows}, compile_s, first)
